@@ -1,0 +1,69 @@
+package tree
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestForkMatchesPi forks each parent case at the leaf its fork case names
+// and compares the result with the start of pi's fork file: the same path
+// lines byte for byte, then the re-created labels (ids are random: compared
+// without them).
+func TestForkMatchesPi(t *testing.T) {
+	dir := conformanceDir(t)
+	checked := 0
+	for _, c := range caseDirs(t, dir, "pi-v3") {
+		ops := mustValue(t, mustRead(t, filepath.Join(c, "ops.json")))
+		first := ops.Arr[0]
+		if op, _ := field(first, "op"); op.Str != "createBranchedSession" {
+			continue
+		}
+		from, _ := field(first, "fromCase")
+		leafID, _ := field(first, "leafId")
+		parentData, err := os.ReadFile(filepath.Join(dir, "pi-v3", from.Str, "session.jsonl"))
+		if err != nil {
+			t.Fatalf("%s: parent case: %v", c, err)
+		}
+		parent, err := Read(parentData, ReadOptions{Strict: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		child, err := Read(mustRead(t, filepath.Join(c, "session.jsonl")), ReadOptions{Strict: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		leaf, ok := parent.Index(leafID.Str)
+		if !ok {
+			t.Fatalf("%s: leaf %s not in parent", c, leafID.Str)
+		}
+		forked, err := Fork(parent.Session, leaf, child.Header, IDGen{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if forked.Len() > child.Len() {
+			t.Fatalf("%s: fork has %d entries, pi's file only %d", c, forked.Len(), child.Len())
+		}
+		for i := range forked.Len() {
+			got, want := forked.Entry(i), child.Entry(i)
+			if got.Kind == KindLabel {
+				g, _, _, _ := got.LabelChange()
+				w, _, _, _ := want.LabelChange()
+				gl, _ := forked.Label(g)
+				wl, _ := child.Label(w)
+				if g != w || gl != wl || got.ParentID != want.ParentID || got.TimestampString() != want.TimestampString() {
+					t.Errorf("%s entry %d: label %s=%q (parent %s, %s), pi %s=%q (parent %s, %s)", filepath.Base(c), i, g, gl, got.ParentID, got.TimestampString(), w, wl, want.ParentID, want.TimestampString())
+				}
+				continue
+			}
+			if !bytes.Equal(got.Raw, want.Raw) {
+				t.Errorf("%s entry %d:\n got %.200s\nwant %.200s", filepath.Base(c), i, got.Raw, want.Raw)
+			}
+		}
+		checked++
+	}
+	if checked < 3 {
+		t.Fatalf("only %d fork cases checked", checked)
+	}
+}

@@ -1,0 +1,200 @@
+package tree
+
+import (
+	"math"
+	"strconv"
+)
+
+// jsDateMillis computes new Date(v).getTime() for the raw JSON value at sp,
+// which pi uses both to order children and to stamp summary messages.
+// Absent or unparsable values give NaN (JSON.stringify then writes null).
+func jsDateMillis(line []byte, sp span) float64 {
+	if !sp.ok() {
+		return math.NaN()
+	}
+	raw := sp.of(line)
+	switch raw[0] {
+	case '"':
+		s, _ := decodeString(line, sp)
+		return parseISODate(s)
+	case 'n': // new Date(null) is the epoch
+		return 0
+	case 't':
+		return 1
+	case 'f':
+		return 0
+	case '{', '[':
+		return math.NaN()
+	}
+	f, ok := parseJSNumber(raw)
+	if !ok {
+		return math.NaN()
+	}
+	return timeClip(f)
+}
+
+func timeClip(f float64) float64 {
+	if math.IsNaN(f) || math.Abs(f) > 8.64e15 {
+		return math.NaN()
+	}
+	return math.Trunc(f) + 0 // +0 turns -0 into 0
+}
+
+// parseJSNumber parses a JSON number literal as JSON.parse does (overflow is ±Inf).
+func parseJSNumber(raw []byte) (float64, bool) {
+	if len(raw) == 0 || !(raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9') {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(string(raw), 64)
+	if err != nil {
+		if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
+			return f, true
+		}
+		return 0, false
+	}
+	return f, true
+}
+
+// parseISODate implements the ECMAScript Date Time String Format that
+// Date.parse must accept: YYYY[-MM[-DD]][THH:mm[:ss[.sss]]][Z|±HH:mm], with
+// ±YYYYYY expanded years. Forms without an offset are taken as UTC (ECMAScript
+// says date-time forms without one are local time; sessions are written by
+// toISOString, which always says Z, so only hand-made files can differ).
+// Anything else is NaN: V8's fallback parser for legacy formats is not reproduced.
+func parseISODate(s string) float64 {
+	p := isoParser{s: s}
+	year, ok := p.year()
+	if !ok {
+		return math.NaN()
+	}
+	month, day := 1, 1
+	if p.eat('-') {
+		if month, ok = p.digits(2); !ok || month < 1 || month > 12 {
+			return math.NaN()
+		}
+		if p.eat('-') {
+			if day, ok = p.digits(2); !ok || day < 1 || day > 31 {
+				return math.NaN()
+			}
+		}
+	}
+	var hour, minute, sec, milli int
+	offset := 0
+	if p.eat('T') || p.eat(' ') { // V8's fallback parser also takes a space
+		if hour, ok = p.digits(2); !ok || !p.eat(':') {
+			return math.NaN()
+		}
+		if minute, ok = p.digits(2); !ok || minute > 59 {
+			return math.NaN()
+		}
+		if p.eat(':') {
+			if sec, ok = p.digits(2); !ok || sec > 59 {
+				return math.NaN()
+			}
+			if p.eat('.') {
+				n := 0
+				for p.i < len(p.s) && p.s[p.i] >= '0' && p.s[p.i] <= '9' {
+					if n < 3 {
+						milli = milli*10 + int(p.s[p.i]-'0')
+					}
+					n++
+					p.i++
+				}
+				if n == 0 {
+					return math.NaN()
+				}
+				for ; n < 3; n++ {
+					milli *= 10
+				}
+			}
+		}
+		if hour > 24 || hour == 24 && (minute != 0 || sec != 0 || milli != 0) {
+			return math.NaN()
+		}
+		switch {
+		case p.eat('Z'):
+		case p.i < len(p.s) && (p.s[p.i] == '+' || p.s[p.i] == '-'):
+			sign := 1
+			if p.s[p.i] == '-' {
+				sign = -1
+			}
+			p.i++
+			oh, ok1 := p.digits(2)
+			ok2 := p.eat(':')
+			om, ok3 := p.digits(2)
+			if !ok1 || !ok2 || !ok3 || oh > 23 || om > 59 {
+				return math.NaN()
+			}
+			offset = sign * (oh*60 + om)
+		}
+	}
+	if p.i != len(p.s) {
+		return math.NaN()
+	}
+	days := daysFromCivil(year, month, day)
+	ms := float64(days)*86400000 + float64(((hour*60+minute-offset)*60+sec)*1000+milli)
+	return timeClip(ms)
+}
+
+type isoParser struct {
+	s string
+	i int
+}
+
+func (p *isoParser) eat(c byte) bool {
+	if p.i < len(p.s) && p.s[p.i] == c {
+		p.i++
+		return true
+	}
+	return false
+}
+
+func (p *isoParser) digits(n int) (int, bool) {
+	if len(p.s)-p.i < n {
+		return 0, false
+	}
+	v := 0
+	for k := 0; k < n; k++ {
+		c := p.s[p.i+k]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + int(c-'0')
+	}
+	p.i += n
+	return v, true
+}
+
+func (p *isoParser) year() (int, bool) {
+	if p.i < len(p.s) && (p.s[p.i] == '+' || p.s[p.i] == '-') {
+		neg := p.s[p.i] == '-'
+		p.i++
+		y, ok := p.digits(6)
+		if !ok || neg && y == 0 { // -000000 is not allowed
+			return 0, false
+		}
+		if neg {
+			y = -y
+		}
+		return y, true
+	}
+	return p.digits(4)
+}
+
+// daysFromCivil returns days since 1970-01-01 (proleptic Gregorian). Like
+// ECMAScript's MakeDay, a day past the month's end rolls over (Feb 30 = Mar 2).
+func daysFromCivil(y, m, d int) int {
+	if m <= 2 {
+		y--
+	}
+	era := y
+	if era < 0 {
+		era -= 399
+	}
+	era /= 400
+	yoe := y - era*400
+	mp := (m + 9) % 12
+	doy := (153*mp+2)/5 + d - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return era*146097 + doe - 719468
+}

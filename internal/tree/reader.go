@@ -1,0 +1,203 @@
+package tree
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"unicode/utf8"
+)
+
+// LineError is a problem with one line of a session file. Line numbers are
+// 1-based physical lines of the input.
+type LineError struct {
+	Line   int
+	Reason string
+}
+
+func (e *LineError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Reason) }
+
+// ReadOptions control Read.
+type ReadOptions struct {
+	// Strict makes the first bad line an error. Otherwise (pi's behaviour)
+	// blank and invalid lines are skipped and reported in File.Skipped.
+	Strict bool
+	// Rand supplies the random ids that migrating a version-1 file assigns;
+	// nil means crypto/rand. Tests inject a fixed source.
+	Rand io.Reader
+}
+
+// File is a session file read into memory.
+type File struct {
+	*Session
+	SourceVersion    int         // the header's version before migration (1 when absent)
+	Skipped          []LineError // lines skipped in lenient mode (invalid JSON, not an entry, ...)
+	DuplicateHeaders int         // repeated identical header lines (pi writes one when it recovers an empty file)
+	EntryLines       []int       // source line of each entry, for diagnostics
+	HeaderLine       int
+}
+
+// Migrated reports whether the file was in an older format and its lines were
+// rewritten to version 3 (as pi rewrites the file when it opens it).
+func (f *File) Migrated() bool { return f.SourceVersion < CurrentVersion }
+
+// parsedLine is a line that is valid JSON, before it becomes an entry.
+type parsedLine struct {
+	no   int
+	data []byte
+	lf   lineFields
+	obj  bool // a JSON object (pi also keeps other JSON values; we report them)
+}
+
+// Read parses a pi session file (JSONL) the way pi's SessionManager loads it:
+// split on "\n" only (lines may exceed 64 KiB and hold raw U+2028), skip blank
+// and malformed lines, require a session header first, ignore later header
+// lines, and migrate version 1 and 2 files to version 3.
+//
+// The entries keep their lines byte for byte (for a version-3 file), so
+// exporting reproduces the input without the skipped lines and repeated
+// headers. data must not be modified afterwards: entries share its memory.
+func Read(data []byte, opt ReadOptions) (*File, error) {
+	lines, skipped, err := splitLines(data, opt.Strict)
+	if err != nil {
+		return nil, err
+	}
+	if len(lines) == 0 {
+		return nil, &LineError{Line: 1, Reason: "empty file: no session header"}
+	}
+	first := &lines[0]
+	if !first.obj || !first.lf.isHeader(first.data) {
+		return nil, &LineError{Line: first.no, Reason: "first line is not a session header {\"type\":\"session\",...}"}
+	}
+	h, err := newHeader(first.data, &first.lf)
+	if err != nil {
+		return nil, &LineError{Line: first.no, Reason: err.Error()}
+	}
+	f := &File{SourceVersion: h.Version, Skipped: skipped, HeaderLine: first.no}
+	if h.Version < CurrentVersion {
+		if err := migrate(lines, h.Version, newIDSource(opt.Rand)); err != nil {
+			return nil, err
+		}
+		if h, err = newHeader(lines[0].data, &lines[0].lf); err != nil {
+			return nil, &LineError{Line: first.no, Reason: err.Error()}
+		}
+	}
+	f.Session = NewSession(h)
+
+	bad := func(no int, reason string) error {
+		if opt.Strict {
+			return &LineError{Line: no, Reason: reason}
+		}
+		f.Skipped = append(f.Skipped, LineError{Line: no, Reason: reason})
+		return nil
+	}
+	for k := 1; k < len(lines); k++ {
+		l := &lines[k]
+		if !l.obj {
+			if err := bad(l.no, "not a JSON object"); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if l.lf.isHeader(l.data) {
+			if bytes.Equal(l.data, lines[0].data) {
+				f.DuplicateHeaders++
+				continue
+			}
+			if err := bad(l.no, fmt.Sprintf("another session header, different from line %d (ignored, as pi does)", first.no)); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		e, err := newEntry(l.data, &l.lf)
+		if err != nil {
+			if err := bad(l.no, err.Error()); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if opt.Strict && f.Session.Has(e.ID) {
+			prev, _ := f.Session.Index(e.ID)
+			return nil, &LineError{Line: l.no, Reason: fmt.Sprintf("duplicate entry id %q (first on line %d)", e.ID, f.EntryLines[prev])}
+		}
+		f.Session.Append(e)
+		f.EntryLines = append(f.EntryLines, l.no)
+	}
+	return f, nil
+}
+
+// splitLines splits data like pi: content.trim().split("\n"), skipping lines
+// that are blank after trim() and lines JSON.parse rejects.
+func splitLines(data []byte, strict bool) ([]parsedLine, []LineError, error) {
+	// content.trim(): leading and trailing JavaScript whitespace of the file.
+	lineNo := 1
+	for len(data) > 0 {
+		r, n := utf8.DecodeRune(data)
+		if !IsJSWhitespace(r) {
+			break
+		}
+		if r == '\n' {
+			lineNo++
+		}
+		data = data[n:]
+	}
+	for len(data) > 0 {
+		r, n := utf8.DecodeLastRune(data)
+		if !IsJSWhitespace(r) {
+			break
+		}
+		data = data[:len(data)-n]
+	}
+	var lines []parsedLine
+	var skipped []LineError
+	for len(data) > 0 {
+		var line []byte
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, data = data[:i], data[i+1:]
+		} else {
+			line, data = data, nil
+		}
+		no := lineNo
+		lineNo++
+		if isBlankJS(line) {
+			continue
+		}
+		lf, err := scanLine(line)
+		if err != nil {
+			if se, ok := err.(*syntaxError); ok && se.msg == "not a JSON object" && Valid(line) {
+				lines = append(lines, parsedLine{no: no, data: line}) // valid JSON, not an object
+				continue
+			}
+			if strict {
+				return nil, nil, &LineError{Line: no, Reason: err.Error()}
+			}
+			skipped = append(skipped, LineError{Line: no, Reason: err.Error()})
+			continue
+		}
+		lines = append(lines, parsedLine{no: no, data: line, lf: lf, obj: true})
+	}
+	return lines, skipped, nil
+}
+
+// isBlankJS reports whether line.trim() is empty in JavaScript.
+func isBlankJS(line []byte) bool {
+	for len(line) > 0 {
+		r, n := utf8.DecodeRune(line)
+		if !IsJSWhitespace(r) {
+			return false
+		}
+		line = line[n:]
+	}
+	return true
+}
+
+// AppendJSONL appends the session as pi writes it: the header line, then
+// every entry line, each followed by "\n".
+func (s *Session) AppendJSONL(dst []byte) []byte {
+	dst = append(dst, s.Header.Raw...)
+	dst = append(dst, '\n')
+	for i := range s.entries {
+		dst = append(dst, s.entries[i].Raw...)
+		dst = append(dst, '\n')
+	}
+	return dst
+}

@@ -1,0 +1,144 @@
+package tree
+
+import (
+	"cmp"
+	"math"
+	"slices"
+)
+
+// Node is one entry of the session tree in pre-order.
+type Node struct {
+	Index    int  // entry index in file order
+	Depth    int  // 0 for roots
+	Last     bool // last among its siblings (or among the roots)
+	Children int  // number of children
+}
+
+// Tree returns pi's getTree as a flat pre-order walk: roots in file order (an
+// entry is a root when its parentId is null, its own id, or not in the
+// session), children sorted by timestamp, oldest first, ties in file order.
+// Entries whose parents form a cycle are unreachable from any root and, as in
+// pi, not part of the tree. Iterative: a 100k-deep chain is fine.
+func (s *Session) Tree() []Node {
+	n := len(s.entries)
+	if n == 0 {
+		return nil
+	}
+	// Children as one CSR array: kids[start[p]:start[p+1]] are p's children.
+	start := make([]int32, n+1)
+	var roots []int32
+	for i := range s.entries {
+		if p := s.entries[i].parent; p >= 0 {
+			start[p+1]++
+		} else {
+			roots = append(roots, int32(i))
+		}
+	}
+	for i := 1; i <= n; i++ {
+		start[i] += start[i-1]
+	}
+	kids := make([]int32, start[n])
+	fill := slices.Clone(start[:n])
+	for i := range s.entries {
+		if p := s.entries[i].parent; p >= 0 {
+			kids[fill[p]] = int32(i)
+			fill[p]++
+		}
+	}
+	byTime := func(a, b int32) int { return cmpMillis(s.entries[a].ms, s.entries[b].ms) }
+	for p := 0; p < n; p++ {
+		if seg := kids[start[p]:start[p+1]]; len(seg) > 1 {
+			slices.SortStableFunc(seg, byTime)
+		}
+	}
+
+	nodes := make([]Node, 0, n)
+	type frame struct {
+		idx   int32
+		depth int
+		last  bool
+	}
+	stack := make([]frame, 0, 64)
+	for k := len(roots) - 1; k >= 0; k-- {
+		stack = append(stack, frame{roots[k], 0, k == len(roots)-1})
+	}
+	for len(stack) > 0 {
+		f := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		seg := kids[start[f.idx]:start[f.idx+1]]
+		nodes = append(nodes, Node{Index: int(f.idx), Depth: f.depth, Last: f.last, Children: len(seg)})
+		for k := len(seg) - 1; k >= 0; k-- {
+			stack = append(stack, frame{seg[k], f.depth + 1, k == len(seg)-1})
+		}
+	}
+	return nodes
+}
+
+// cmpMillis orders timestamps like pi's sort comparator a - b: an invalid
+// date (NaN) compares equal to everything, which a stable sort leaves in place.
+func cmpMillis(a, b float64) int {
+	if math.IsNaN(a) || math.IsNaN(b) {
+		return 0
+	}
+	return cmp.Compare(a, b)
+}
+
+// Children returns the ids of the direct children of id in tree order.
+func (s *Session) Children(id string) []string {
+	p, ok := s.byID[id]
+	if !ok {
+		return nil
+	}
+	var kids []int32
+	for i := range s.entries {
+		if s.entries[i].parent == p {
+			kids = append(kids, int32(i))
+		}
+	}
+	slices.SortStableFunc(kids, func(a, b int32) int { return cmpMillis(s.entries[a].ms, s.entries[b].ms) })
+	ids := make([]string, len(kids))
+	for k, i := range kids {
+		ids[k] = s.entries[i].ID
+	}
+	return ids
+}
+
+// TreeJSONOptions select what AppendTreeJSON writes per node.
+type TreeJSONOptions struct {
+	Type  bool // add "type"
+	Label bool // add "label" where the entry has one
+}
+
+// AppendTreeJSON appends the tree as nested [{"id":…,"children":[…]}],
+// the shape of the conformance vectors, optionally with "type" and "label".
+func (s *Session) AppendTreeJSON(dst []byte, nodes []Node, opt TreeJSONOptions) []byte {
+	dst = append(dst, '[')
+	prev := -1
+	for _, n := range nodes {
+		if prev >= 0 && n.Depth <= prev {
+			for k := 0; k <= prev-n.Depth; k++ {
+				dst = append(dst, "]}"...)
+			}
+			dst = append(dst, ',')
+		}
+		e := &s.entries[n.Index]
+		dst = append(dst, `{"id":`...)
+		dst = AppendJSString(dst, e.ID)
+		if opt.Type {
+			dst = append(dst, `,"type":`...)
+			dst = AppendJSString(dst, e.Type())
+		}
+		if opt.Label {
+			if l, ok := s.labels[e.ID]; ok {
+				dst = append(dst, `,"label":`...)
+				dst = AppendJSString(dst, l.text)
+			}
+		}
+		dst = append(dst, `,"children":[`...)
+		prev = n.Depth
+	}
+	for k := 0; k <= prev; k++ {
+		dst = append(dst, "]}"...)
+	}
+	return append(dst, ']')
+}
