@@ -69,7 +69,6 @@ func (s *Session) ContextAt(leaf int) Context {
 	}
 
 	comp := &s.entries[idx[compaction]]
-	c.Messages = append(c.Messages, Message{JSON: compactionSummaryJSON(comp), Role: roleCompactionSummary, src: comp})
 	// pi looks the compaction up again by id: with repeated ids that can be an
 	// earlier entry on the path.
 	at := compaction
@@ -79,16 +78,21 @@ func (s *Session) ContextAt(leaf int) Context {
 			break
 		}
 	}
-	firstKept, hasFirst := comp.str(fCFirstKept)
-	kept := false
-	for _, i := range idx[:at] {
-		e := &s.entries[i]
-		if hasFirst && e.ID == firstKept {
-			kept = true
+	// Messages before the compaction are kept from the first entry with the
+	// id firstKeptEntryId on; none if it is not on the path before it.
+	kept := at
+	if firstKept, ok := comp.str(fCFirstKept); ok {
+		for k, i := range idx[:at] {
+			if s.entries[i].ID == firstKept {
+				kept = k
+				break
+			}
 		}
-		if kept {
-			c.Messages = appendMessage(c.Messages, e)
-		}
+	}
+	c.Messages = make([]Message, 1, len(idx)-kept)
+	c.Messages[0] = Message{JSON: compactionSummaryJSON(comp), Role: roleCompactionSummary, src: comp}
+	for _, i := range idx[kept:at] {
+		c.Messages = appendMessage(c.Messages, &s.entries[i])
 	}
 	for _, i := range idx[at+1:] {
 		c.Messages = appendMessage(c.Messages, &s.entries[i])

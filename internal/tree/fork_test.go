@@ -1,7 +1,9 @@
-package tree
+package tree_test
 
 import (
 	"bytes"
+	"github.com/pifleet/sessionlog/internal/conformance"
+	"github.com/pifleet/sessionlog/internal/tree"
 	"os"
 	"path/filepath"
 	"testing"
@@ -12,25 +14,25 @@ import (
 // lines byte for byte, then the re-created labels (ids are random: compared
 // without them).
 func TestForkMatchesPi(t *testing.T) {
-	dir := conformanceDir(t)
+	dir := conformance.Dir(t)
 	checked := 0
-	for _, c := range caseDirs(t, dir, "pi-v3") {
-		ops := mustValue(t, mustRead(t, filepath.Join(c, "ops.json")))
+	for _, c := range conformance.Cases(t, dir, "pi-v3") {
+		ops := conformance.MustValue(t, conformance.MustRead(t, filepath.Join(c, "ops.json")))
 		first := ops.Arr[0]
-		if op, _ := field(first, "op"); op.Str != "createBranchedSession" {
+		if op, _ := conformance.Field(first, "op"); op.Str != "createBranchedSession" {
 			continue
 		}
-		from, _ := field(first, "fromCase")
-		leafID, _ := field(first, "leafId")
+		from, _ := conformance.Field(first, "fromCase")
+		leafID, _ := conformance.Field(first, "leafId")
 		parentData, err := os.ReadFile(filepath.Join(dir, "pi-v3", from.Str, "session.jsonl"))
 		if err != nil {
 			t.Fatalf("%s: parent case: %v", c, err)
 		}
-		parent, err := Read(parentData, ReadOptions{Strict: true})
+		parent, err := tree.Read(parentData, tree.ReadOptions{Strict: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		child, err := Read(mustRead(t, filepath.Join(c, "session.jsonl")), ReadOptions{Strict: true})
+		child, err := tree.Read(conformance.MustRead(t, filepath.Join(c, "session.jsonl")), tree.ReadOptions{Strict: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -38,7 +40,7 @@ func TestForkMatchesPi(t *testing.T) {
 		if !ok {
 			t.Fatalf("%s: leaf %s not in parent", c, leafID.Str)
 		}
-		forked, err := Fork(parent.Session, leaf, child.Header, IDGen{})
+		forked, err := tree.Fork(parent.Session, leaf, child.Header, tree.IDGen{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -47,7 +49,7 @@ func TestForkMatchesPi(t *testing.T) {
 		}
 		for i := range forked.Len() {
 			got, want := forked.Entry(i), child.Entry(i)
-			if got.Kind == KindLabel {
+			if got.Kind == tree.KindLabel {
 				g, _, _, _ := got.LabelChange()
 				w, _, _, _ := want.LabelChange()
 				gl, _ := forked.Label(g)

@@ -124,3 +124,23 @@ func conformanceDirIfPresent() string {
 	}
 	return ""
 }
+
+// conformanceDir is conformance.Dir for this package's internal tests
+// (which cannot import internal/conformance: it imports tree).
+func conformanceDir(t testing.TB) string {
+	t.Helper()
+	d := conformanceDirIfPresent()
+	if d == "" {
+		t.Fatal("conformance vectors not found (../shared/conformance or testdata/conformance)")
+	}
+	return d
+}
+
+func mustRead(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

@@ -10,8 +10,8 @@ import (
 // LineError is a problem with one line of a session file. Line numbers are
 // 1-based physical lines of the input.
 type LineError struct {
-	Line   int
-	Reason string
+	Line   int    `json:"line"`
+	Reason string `json:"reason"`
 }
 
 func (e *LineError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Reason) }
@@ -82,6 +82,8 @@ func Read(data []byte, opt ReadOptions) (*File, error) {
 		}
 	}
 	f.Session = NewSession(h)
+	f.Session.grow(len(lines) - 1)
+	f.EntryLines = make([]int, 0, len(lines)-1)
 
 	bad := func(no int, reason string) error {
 		if opt.Strict {
@@ -147,7 +149,10 @@ func splitLines(data []byte, strict bool) ([]parsedLine, []LineError, error) {
 		}
 		data = data[:len(data)-n]
 	}
-	var lines []parsedLine
+	// Room for one line per "\n", allocated once. Every kept line but the
+	// last takes at least 2 bytes with its "\n", so the capacity is never
+	// more than appending could reach, however many blank lines there are.
+	lines := make([]parsedLine, 0, min(bytes.Count(data, []byte{'\n'})+1, len(data)/2+1))
 	var skipped []LineError
 	for len(data) > 0 {
 		var line []byte

@@ -1,7 +1,9 @@
-package tree
+package tree_test
 
 import (
 	"fmt"
+	"github.com/pifleet/sessionlog/internal/conformance"
+	"github.com/pifleet/sessionlog/internal/tree"
 	"os"
 	"path/filepath"
 	"testing"
@@ -14,65 +16,65 @@ import (
 // expected.json shows an entry's time (summaries and custom messages carry
 // it), that is used; otherwise the calls' own message timestamps, from the
 // same clock, give the latest time seen.
-func replayOps(t *testing.T, dir string) (*Session, string) {
+func replayOps(t *testing.T, dir string) (*tree.Session, string) {
 	t.Helper()
-	ops := mustValue(t, mustRead(t, filepath.Join(dir, "ops.json")))
-	exp := mustValue(t, mustRead(t, filepath.Join(dir, "expected.json")))
-	sid, _ := field(exp, "sessionId")
+	ops := conformance.MustValue(t, conformance.MustRead(t, filepath.Join(dir, "ops.json")))
+	exp := conformance.MustValue(t, conformance.MustRead(t, filepath.Join(dir, "expected.json")))
+	sid, _ := conformance.Field(exp, "sessionId")
 	seen := entryTimes(ops, exp)
-	var s *Session
+	var s *tree.Session
 	leaf := ""
 	var clock float64
 	for k, op := range ops.Arr {
-		name, _ := field(op, "op")
-		if m, ok := field(op, "message"); ok {
-			if ts, ok := field(m, "timestamp"); ok && ts.Kind == KindNumber && ts.Num > clock {
+		name, _ := conformance.Field(op, "op")
+		if m, ok := conformance.Field(op, "message"); ok {
+			if ts, ok := conformance.Field(m, "timestamp"); ok && ts.Kind == tree.KindNumber && ts.Num > clock {
 				clock = ts.Num
 			}
 		}
-		meta := func() Meta {
-			id, ok := field(op, "result")
+		meta := func() tree.Meta {
+			id, ok := conformance.Field(op, "result")
 			if !ok {
 				t.Fatalf("op %d (%s) has no result", k, name.Str)
 			}
 			if ms, ok := seen[id.Str]; ok && ms > clock {
 				clock = ms
 			}
-			ts := FormatTimestamp(time.UnixMilli(int64(clock)))
-			return Meta{ID: id.Str, ParentID: leaf, Timestamp: ts}
+			ts := tree.FormatTimestamp(time.UnixMilli(int64(clock)))
+			return tree.Meta{ID: id.Str, ParentID: leaf, Timestamp: ts}
 		}
 		str := func(key string) string {
-			v, ok := field(op, key)
-			if !ok || v.Kind != KindString {
+			v, ok := conformance.Field(op, key)
+			if !ok || v.Kind != tree.KindString {
 				t.Fatalf("op %d (%s): %q is not a string", k, name.Str, key)
 			}
 			return v.Str
 		}
 		raw := func(key string) []byte {
-			if v, ok := field(op, key); ok {
+			if v, ok := conformance.Field(op, key); ok {
 				return v.AppendJSON(nil)
 			}
 			return nil
 		}
 		optBool := func(key string) *bool {
-			if v, ok := field(op, key); ok {
+			if v, ok := conformance.Field(op, key); ok {
 				return &v.Bool
 			}
 			return nil
 		}
-		var e Entry
+		var e tree.Entry
 		var err error
 		switch name.Str {
 		case "create":
-			s = NewSession(NewHeader(sid.Str, FormatTimestamp(time.UnixMilli(int64(clock))), str("cwd"), ""))
+			s = tree.NewSession(tree.NewHeader(sid.Str, tree.FormatTimestamp(time.UnixMilli(int64(clock))), str("cwd"), ""))
 			leaf = ""
 			continue
 		case "openExistingFile":
-			if c, _ := field(op, "fileContent"); c.Str != "" {
+			if c, _ := conformance.Field(op, "fileContent"); c.Str != "" {
 				t.Fatalf("op %d: replaying openExistingFile with content is not supported", k)
 			}
-			cwd, _ := field(op, "cwdOverride")
-			s = NewSession(NewHeader(sid.Str, "", cwd.Str, ""))
+			cwd, _ := conformance.Field(op, "cwdOverride")
+			s = tree.NewSession(tree.NewHeader(sid.Str, "", cwd.Str, ""))
 			leaf = ""
 			continue
 		case "branch":
@@ -85,34 +87,34 @@ func replayOps(t *testing.T, dir string) (*Session, string) {
 			leaf = ""
 			continue
 		case "appendMessage":
-			e, err = NewMessage(meta(), raw("message"))
+			e, err = tree.NewMessage(meta(), raw("message"))
 		case "appendModelChange":
-			e, err = NewModelChange(meta(), str("provider"), str("modelId"))
+			e, err = tree.NewModelChange(meta(), str("provider"), str("modelId"))
 		case "appendThinkingLevelChange":
-			e, err = NewThinkingLevelChange(meta(), str("thinkingLevel"))
+			e, err = tree.NewThinkingLevelChange(meta(), str("thinkingLevel"))
 		case "appendCompaction":
-			tb, _ := field(op, "tokensBefore")
-			e, err = NewCompaction(meta(), str("summary"), str("firstKeptEntryId"), tb.Num, raw("details"), optBool("fromHook"))
+			tb, _ := conformance.Field(op, "tokensBefore")
+			e, err = tree.NewCompaction(meta(), str("summary"), str("firstKeptEntryId"), tb.Num, raw("details"), optBool("fromHook"))
 		case "appendCustomEntry":
-			e, err = NewCustomEntry(meta(), str("customType"), raw("data"))
+			e, err = tree.NewCustomEntry(meta(), str("customType"), raw("data"))
 		case "appendCustomMessageEntry":
-			d, _ := field(op, "display")
-			e, err = NewCustomMessage(meta(), str("customType"), raw("content"), d.Bool, raw("details"))
+			d, _ := conformance.Field(op, "display")
+			e, err = tree.NewCustomMessage(meta(), str("customType"), raw("content"), d.Bool, raw("details"))
 		case "appendSessionInfo":
-			e, err = NewSessionInfo(meta(), str("name"))
+			e, err = tree.NewSessionInfo(meta(), str("name"))
 		case "appendLabelChange":
 			var label *string
-			if v, ok := field(op, "label"); ok {
+			if v, ok := conformance.Field(op, "label"); ok {
 				label = &v.Str
 			}
-			e, err = NewLabel(meta(), str("targetId"), label)
+			e, err = tree.NewLabel(meta(), str("targetId"), label)
 		case "branchWithSummary":
 			from := "root"
 			leaf = ""
-			if v, _ := field(op, "id"); v.Kind == KindString {
+			if v, _ := conformance.Field(op, "id"); v.Kind == tree.KindString {
 				from, leaf = v.Str, v.Str
 			}
-			e, err = NewBranchSummary(meta(), from, str("summary"), raw("details"), optBool("fromHook"))
+			e, err = tree.NewBranchSummary(meta(), from, str("summary"), raw("details"), optBool("fromHook"))
 		default:
 			t.Fatalf("op %d: replaying %q is not supported", k, name.Str)
 		}
@@ -130,23 +132,23 @@ func replayOps(t *testing.T, dir string) (*Session, string) {
 
 // entryTimes reads, from the contexts of expected.json, the times of the
 // entries that produce a message carrying their own timestamp.
-func entryTimes(ops, exp Value) map[string]float64 {
+func entryTimes(ops, exp tree.Value) map[string]float64 {
 	kinds := map[string]string{}
 	for _, op := range ops.Arr {
-		name, _ := field(op, "op")
-		if id, ok := field(op, "result"); ok {
+		name, _ := conformance.Field(op, "op")
+		if id, ok := conformance.Field(op, "result"); ok {
 			kinds[id.Str] = name.Str
 		}
 	}
 	out := map[string]float64{}
-	ctxs, _ := field(exp, "contexts")
+	ctxs, _ := conformance.Field(exp, "contexts")
 	for _, c := range ctxs.Arr {
-		leaf, _ := field(c, "leafId")
-		msgs, _ := field(c, "messages")
-		if leaf.Kind != KindString || len(msgs.Arr) == 0 {
+		leaf, _ := conformance.Field(c, "leafId")
+		msgs, _ := conformance.Field(c, "messages")
+		if leaf.Kind != tree.KindString || len(msgs.Arr) == 0 {
 			continue
 		}
-		var m Value
+		var m tree.Value
 		switch kinds[leaf.Str] {
 		case "appendCustomMessageEntry", "branchWithSummary":
 			m = msgs.Arr[len(msgs.Arr)-1]
@@ -155,7 +157,7 @@ func entryTimes(ops, exp Value) map[string]float64 {
 		default:
 			continue
 		}
-		if ts, ok := field(m, "timestamp"); ok && ts.Kind == KindNumber {
+		if ts, ok := conformance.Field(m, "timestamp"); ok && ts.Kind == tree.KindNumber {
 			out[leaf.Str] = ts.Num
 		}
 	}
@@ -165,14 +167,14 @@ func entryTimes(ops, exp Value) map[string]float64 {
 // TestConstructorsMatchPi rebuilds every entry of every pi-written v3 file
 // from its decoded arguments and requires the very same bytes.
 func TestConstructorsMatchPi(t *testing.T) {
-	dir := conformanceDir(t)
+	dir := conformance.Dir(t)
 	n := 0
-	for _, c := range caseDirs(t, dir, "pi-v3") {
+	for _, c := range conformance.Cases(t, dir, "pi-v3") {
 		data, err := os.ReadFile(filepath.Join(c, "session.jsonl"))
 		if os.IsNotExist(err) {
 			continue
 		}
-		f, err := Read(data, ReadOptions{Strict: true})
+		f, err := tree.Read(data, tree.ReadOptions{Strict: true})
 		if err != nil {
 			t.Fatalf("%s: %v", c, err)
 		}
@@ -194,47 +196,47 @@ func TestConstructorsMatchPi(t *testing.T) {
 	}
 }
 
-func rebuild(t *testing.T, e *Entry) (Entry, error) {
-	v := mustValue(t, e.Raw)
-	str := func(k string) string { f, _ := field(v, k); return f.Str }
+func rebuild(t *testing.T, e *tree.Entry) (tree.Entry, error) {
+	v := conformance.MustValue(t, e.Raw)
+	str := func(k string) string { f, _ := conformance.Field(v, k); return f.Str }
 	raw := func(k string) []byte {
-		if f, ok := field(v, k); ok {
+		if f, ok := conformance.Field(v, k); ok {
 			return f.AppendJSON(nil)
 		}
 		return nil
 	}
 	optBool := func(k string) *bool {
-		if f, ok := field(v, k); ok {
+		if f, ok := conformance.Field(v, k); ok {
 			return &f.Bool
 		}
 		return nil
 	}
-	m := Meta{ID: e.ID, ParentID: e.ParentID, Timestamp: str("timestamp")}
+	m := tree.Meta{ID: e.ID, ParentID: e.ParentID, Timestamp: str("timestamp")}
 	switch e.Kind {
-	case KindMessage:
-		return NewMessage(m, raw("message"))
-	case KindModelChange:
-		return NewModelChange(m, str("provider"), str("modelId"))
-	case KindThinkingLevelChange:
-		return NewThinkingLevelChange(m, str("thinkingLevel"))
-	case KindCompaction:
-		tb, _ := field(v, "tokensBefore")
-		return NewCompaction(m, str("summary"), str("firstKeptEntryId"), tb.Num, raw("details"), optBool("fromHook"))
-	case KindCustom:
-		return NewCustomEntry(m, str("customType"), raw("data"))
-	case KindCustomMessage:
-		d, _ := field(v, "display")
-		return NewCustomMessage(m, str("customType"), raw("content"), d.Bool, raw("details"))
-	case KindSessionInfo:
-		return NewSessionInfo(m, str("name"))
-	case KindLabel:
+	case tree.KindMessage:
+		return tree.NewMessage(m, raw("message"))
+	case tree.KindModelChange:
+		return tree.NewModelChange(m, str("provider"), str("modelId"))
+	case tree.KindThinkingLevelChange:
+		return tree.NewThinkingLevelChange(m, str("thinkingLevel"))
+	case tree.KindCompaction:
+		tb, _ := conformance.Field(v, "tokensBefore")
+		return tree.NewCompaction(m, str("summary"), str("firstKeptEntryId"), tb.Num, raw("details"), optBool("fromHook"))
+	case tree.KindCustom:
+		return tree.NewCustomEntry(m, str("customType"), raw("data"))
+	case tree.KindCustomMessage:
+		d, _ := conformance.Field(v, "display")
+		return tree.NewCustomMessage(m, str("customType"), raw("content"), d.Bool, raw("details"))
+	case tree.KindSessionInfo:
+		return tree.NewSessionInfo(m, str("name"))
+	case tree.KindLabel:
 		var label *string
-		if f, ok := field(v, "label"); ok {
+		if f, ok := conformance.Field(v, "label"); ok {
 			label = &f.Str
 		}
-		return NewLabel(m, str("targetId"), label)
-	case KindBranchSummary:
-		return NewBranchSummary(m, str("fromId"), str("summary"), raw("details"), optBool("fromHook"))
+		return tree.NewLabel(m, str("targetId"), label)
+	case tree.KindBranchSummary:
+		return tree.NewBranchSummary(m, str("fromId"), str("summary"), raw("details"), optBool("fromHook"))
 	}
-	return Entry{}, fmt.Errorf("unexpected kind %v", e.Kind)
+	return tree.Entry{}, fmt.Errorf("unexpected kind %v", e.Kind)
 }

@@ -30,16 +30,13 @@ func (s span) of(data []byte) []byte     { return data[s.off : s.off+s.n] }
 func mkspan(start, end int) span         { return span{uint32(start), uint32(end - start)} }
 func (s span) isString(data []byte) bool { return s.n >= 2 && data[s.off] == '"' }
 
-// strFlags describe a scanned string literal.
-const (
-	strEscaped = 1 << iota // contains a backslash escape
-	strHigh                // contains bytes >= 0x80
-)
+// strEscaped is the flag str reports for a string literal with a backslash
+// escape.
+const strEscaped = 1
 
 type scanner struct {
-	data  []byte
-	pos   int
-	stack []byte // open containers, '{' or '[', for the iterative value scan
+	data []byte
+	pos  int
 }
 
 func (s *scanner) fail(msg string) error { return &syntaxError{s.pos, msg} }
@@ -55,47 +52,57 @@ func (s *scanner) ws() {
 	}
 }
 
+// strPlain[c] is true for the bytes a string literal holds as they are:
+// anything but '"', '\\' and control characters. (Bytes >= 0x80 are not
+// checked: node decodes invalid UTF-8 to U+FFFD before JSON.parse sees it.)
+var strPlain = func() (t [256]bool) {
+	for c := 0x20; c < len(t); c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // str scans a string literal starting at the opening quote.
 func (s *scanner) str() (flags int, err error) {
-	s.pos++ // opening quote
 	d := s.data
-	for s.pos < len(d) {
-		c := d[s.pos]
-		switch {
-		case c == '"':
+	i := s.pos + 1 // after the opening quote
+	for {
+		for i < len(d) && strPlain[d[i]] {
+			i++
+		}
+		s.pos = i
+		if i >= len(d) {
+			return 0, s.fail("unterminated string")
+		}
+		switch d[i] {
+		case '"':
 			s.pos++
 			return flags, nil
-		case c == '\\':
+		case '\\':
 			flags |= strEscaped
-			if s.pos+1 >= len(d) {
+			if i+1 >= len(d) {
 				return 0, s.fail("unterminated escape")
 			}
-			switch d[s.pos+1] {
+			switch d[i+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				s.pos += 2
+				i += 2
 			case 'u':
-				if s.pos+6 > len(d) {
+				if i+6 > len(d) {
 					return 0, s.fail("short \\u escape")
 				}
-				for _, h := range d[s.pos+2 : s.pos+6] {
+				for _, h := range d[i+2 : i+6] {
 					if !isHexDigit(h) {
 						return 0, s.fail("bad \\u escape")
 					}
 				}
-				s.pos += 6
+				i += 6
 			default:
 				return 0, s.fail("bad escape character")
 			}
-		case c < 0x20:
-			return 0, s.fail("control character in string")
 		default:
-			if c >= 0x80 {
-				flags |= strHigh
-			}
-			s.pos++
+			return 0, s.fail("control character in string")
 		}
 	}
-	return 0, s.fail("unterminated string")
 }
 
 func isHexDigit(c byte) bool {
@@ -157,7 +164,11 @@ func (s *scanner) literal(word string) error {
 // value scans one complete JSON value (any nesting) starting at s.pos, which
 // must not be whitespace. It leaves s.pos just after the value.
 func (s *scanner) value() error {
-	s.stack = s.stack[:0]
+	// The open containers, '{' or '['. Kept in a local array so that values
+	// nested up to 32 deep allocate nothing (a slice stored in *s would send
+	// its array to the heap, once per line).
+	var buf [32]byte
+	stack := buf[:0]
 	d := s.data
 	for {
 		// Expect a value.
@@ -172,7 +183,7 @@ func (s *scanner) value() error {
 				s.pos++
 				break
 			}
-			s.stack = append(s.stack, '{')
+			stack = append(stack, '{')
 			if err := s.key(); err != nil {
 				return err
 			}
@@ -184,7 +195,7 @@ func (s *scanner) value() error {
 				s.pos++
 				break
 			}
-			s.stack = append(s.stack, '[')
+			stack = append(stack, '[')
 			continue
 		case c == '"':
 			if _, err := s.str(); err != nil {
@@ -211,14 +222,14 @@ func (s *scanner) value() error {
 		}
 		// After a value: close containers or move to the next element.
 		for {
-			if len(s.stack) == 0 {
+			if len(stack) == 0 {
 				return nil
 			}
 			s.ws()
 			if s.pos >= len(d) {
 				return s.fail("unexpected end of input")
 			}
-			top := s.stack[len(s.stack)-1]
+			top := stack[len(stack)-1]
 			c := d[s.pos]
 			if c == ',' {
 				s.pos++
@@ -232,7 +243,7 @@ func (s *scanner) value() error {
 			}
 			if top == '{' && c == '}' || top == '[' && c == ']' {
 				s.pos++
-				s.stack = s.stack[:len(s.stack)-1]
+				stack = stack[:len(stack)-1]
 				continue
 			}
 			return s.fail(fmt.Sprintf("unexpected character %q after value", c))

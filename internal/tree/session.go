@@ -42,6 +42,18 @@ func NewSession(h Header) *Session {
 	}
 }
 
+// grow makes room for n more entries, so that reading a file does not
+// regrow the entries and the id index as it appends.
+func (s *Session) grow(n int) {
+	if n <= 0 {
+		return
+	}
+	s.entries = slices.Grow(s.entries, n)
+	if len(s.byID) == 0 {
+		s.byID = make(map[string]int32, n)
+	}
+}
+
 // Len returns the number of entries.
 func (s *Session) Len() int { return len(s.entries) }
 

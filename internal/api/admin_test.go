@@ -1,0 +1,147 @@
+package api_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pifleet/sessionlog/internal/api"
+)
+
+func TestToken(t *testing.T) {
+	e := newEnv(t, func(c *api.Config) { c.Token = "s3cret" })
+	for _, h := range [][]string{
+		nil,
+		{"Authorization", "Bearer wrong"},
+		{"Authorization", "Bearer s3cret-and-more"},
+		{"Authorization", "Basic s3cret"},
+		{"Authorization", "s3cret"},
+	} {
+		e.fails(401, api.CodeUnauthorized, "", "GET", "/v1/sessions", nil, h...)
+	}
+	resp := e.raw("GET", "/v1/status", nil)
+	resp.Body.Close()
+	if resp.StatusCode != 401 || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") {
+		t.Fatalf("401 without WWW-Authenticate: %d %v", resp.StatusCode, resp.Header)
+	}
+	// Writes and watches are refused before their bodies are looked at,
+	// and unknown /v1 paths do not reveal that they are unknown.
+	e.fails(401, api.CodeUnauthorized, "", "POST", "/v1/sessions", `{"entries":[]}`)
+	e.fails(401, api.CodeUnauthorized, "", "GET", "/v1/sessions/01a22ba6-0000-7000-8000-000000000000/watch", nil)
+	e.fails(401, api.CodeUnauthorized, "", "GET", "/v1/nothing", nil)
+
+	auth := []string{"Authorization", "Bearer s3cret"}
+	if code, b := e.do("GET", "/v1/sessions", nil, auth...); code != 200 {
+		t.Fatalf("with the token: %d %s", code, b)
+	}
+	if code, b := e.do("GET", "/v1/sessions", nil, "Authorization", "bearer s3cret"); code != 200 {
+		t.Fatalf("scheme is case-insensitive: %d %s", code, b)
+	}
+	e.fails(404, api.CodeNotFound, "", "GET", "/v1/nothing", nil, auth...)
+	for _, open := range []string{"/healthz", "/metrics"} {
+		if code, b := e.do("GET", open, nil); code != 200 {
+			t.Fatalf("%s needs no token: %d %s", open, code, b)
+		}
+	}
+}
+
+func TestReadyz(t *testing.T) {
+	var backendErr atomic.Pointer[error]
+	e := newEnv(t, func(c *api.Config) {
+		c.Ready = func(ctx context.Context) error {
+			if p := backendErr.Load(); p != nil {
+				return *p
+			}
+			return nil
+		}
+	})
+	// The Store polls the log at once on Open; it is caught up soon.
+	checkFor(t, 10*time.Second, func() error {
+		if code, b := e.do("GET", "/readyz", nil); code != 200 {
+			return fmt.Errorf("%d %s", code, b)
+		}
+		return nil
+	})
+	err := errors.New("stream PI_SESSIONS not found")
+	backendErr.Store(&err)
+	msg := e.fails(503, api.CodeUnavailable, "", "GET", "/readyz", nil)
+	if !strings.Contains(msg, "PI_SESSIONS") {
+		t.Fatalf("readyz should say why: %s", msg)
+	}
+	if code, _ := e.do("GET", "/healthz", nil); code != 200 {
+		t.Fatalf("healthz follows the process, not the backend: %d", code)
+	}
+}
+
+func TestStatus(t *testing.T) {
+	e := newEnv(t, func(c *api.Config) {
+		c.Status = func(context.Context) (any, error) {
+			return map[string]any{"mode": "single", "stream": map[string]any{"replicas": 1}}, nil
+		}
+	})
+	res := e.create(userMsg("u1", "q"))
+	var st struct {
+		Node      string `json:"node"`
+		Service   string `json:"service"`
+		Store     struct{ Applied, Sessions int }
+		JetStream struct{ Mode string }
+	}
+	e.ok(200, "GET", fmt.Sprintf("/v1/status?minSeq=%d", res.LastSeq), nil, &st)
+	if st.Node != "n1" || st.Service != "pi-sessions" || st.Store.Sessions != 1 || st.Store.Applied < int(res.LastSeq) || st.JetStream.Mode != "single" {
+		t.Fatalf("status: %+v", st)
+	}
+
+	e2 := newEnv(t, func(c *api.Config) {
+		c.Status = func(context.Context) (any, error) { return nil, errors.New("no JetStream") }
+	})
+	var st2 struct {
+		JetStream map[string]string `json:"jetstream"`
+	}
+	e2.ok(200, "GET", "/v1/status", nil, &st2)
+	if st2.JetStream["error"] != "no JetStream" {
+		t.Fatalf("status with a failing backend: %+v", st2)
+	}
+}
+
+func TestMetrics(t *testing.T) {
+	e := newEnv(t)
+	res := e.create(userMsg("u1", "q"))
+	path := "/v1/sessions/" + res.SessionID + "/entries"
+	e.ok(200, "POST", path, `{"entries":[`+userMsg("", "x")+`]}`, nil)
+	e.fails(409, api.CodeConflict, "", "POST", path, `{"entries":[`+userMsg("", "x")+`],"expectLastSeq":1}`)
+	e.fails(404, api.CodeNotFound, "", "GET", "/v1/sessions/01a22ba6-0000-7000-8000-000000000000", nil)
+	checkFor(t, 10*time.Second, func() error {
+		_, b := e.do("GET", "/metrics", nil)
+		for _, want := range []string{
+			`pi_api_requests_total{code="201",endpoint="create",transport="http"} 1`,
+			`pi_api_requests_total{code="404",endpoint="get",transport="http"} 1`,
+			`pi_appends_total{result="ok"} 1`,
+			`pi_appends_total{result="conflict"} 1`,
+			`pi_append_duration_seconds_count 2`,
+			`pi_api_request_duration_seconds_bucket{endpoint="append",transport="http",le="+Inf"} 2`,
+			`pi_store_sessions 1`,
+			`pi_store_records_applied_total 3`,
+			`pi_store_consumer_lag 0`,
+			`pi_store_bytes `,
+			`go_goroutines `,
+		} {
+			if !strings.Contains(string(b), want) {
+				return fmt.Errorf("/metrics lacks %q", want)
+			}
+		}
+		return nil
+	})
+	// Each Server has its own registry: a second one starts from zero.
+	e2 := newEnv(t)
+	_, b := e2.do("GET", "/metrics", nil)
+	if strings.Contains(string(b), `pi_appends_total{result="ok"}`) {
+		t.Fatal("metrics leaked between servers")
+	}
+	if e.api.Registry() == e2.api.Registry() {
+		t.Fatal("servers share a registry")
+	}
+}

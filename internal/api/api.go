@@ -1,0 +1,172 @@
+// Package api serves the session engine (internal/session) over HTTP/JSON
+// and as a NATS micro service. Both transports share one operation table
+// (ops.go), one request type (request.go) and one error table (errors.go),
+// so a body, a result and an error look the same on either; the package
+// holds no business logic of its own. docs/API.md is the user-facing
+// reference.
+//
+// The HTTP side also serves Server-Sent Events for watching a session,
+// /healthz, /readyz and Prometheus /metrics. pi-node owns listeners,
+// shutdown and draining: it takes Handler (or HTTPServer) and StartNATS.
+package api
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pifleet/sessionlog/internal/session"
+)
+
+// Defaults for the zero fields of Config.
+const (
+	// DefaultMaxBody bounds JSON request bodies: one log record may be up to
+	// 8 MiB, and a create or append body carries it plus some envelope.
+	DefaultMaxBody = 9 << 20
+	// DefaultMaxImportBody bounds a pi JSONL file sent to import.
+	DefaultMaxImportBody = 16 << 20
+	// DefaultMinSeqTimeout bounds the read-your-writes wait of minSeq.
+	DefaultMinSeqTimeout = 5 * time.Second
+	// DefaultHeartbeat is the interval of ": ping" comments on a watch stream,
+	// short enough for proxies that close idle connections after 30 s or more.
+	DefaultHeartbeat = 15 * time.Second
+)
+
+// ServiceName and ServiceVersion identify the NATS micro service.
+const (
+	ServiceName    = "pi-sessions"
+	ServiceVersion = "1.0.0"
+)
+
+// Config configures a Server. Service is required; every other field has a
+// default.
+type Config struct {
+	// Service is the engine served; its Store must be open.
+	Service *session.Service
+	// NodeName is reported by /v1/status and in the micro service metadata.
+	NodeName string
+	// Token, when set, is the bearer token every HTTP /v1 request must carry
+	// (Authorization: Bearer <token>). /healthz, /readyz and /metrics stay
+	// open for probes and scrapers. NATS requests are not checked: who may
+	// publish to pi.v1.> is the NATS server's authorization (see docs/API.md).
+	Token string
+	// MaxBody bounds JSON request bodies (default DefaultMaxBody).
+	MaxBody int64
+	// MaxImportBody bounds import bodies (default DefaultMaxImportBody).
+	MaxImportBody int64
+	// MinSeqTimeout bounds a read's wait for minSeq (default 5 s); past it
+	// the read fails with 504 timeout.
+	MinSeqTimeout time.Duration
+	// Heartbeat is the interval of watch keep-alive comments (default 15 s).
+	Heartbeat time.Duration
+	// Status returns the adapter-specific part of /v1/status (NATS mode,
+	// stream replicas, leader, messages, bytes); it is shown under
+	// "jetstream". Optional.
+	Status func(ctx context.Context) (any, error)
+	// Ready checks the backend for /readyz (JetStream reachable, stream and
+	// bucket present). The Store's own catch-up is checked here. Optional.
+	Ready func(ctx context.Context) error
+	// Logger receives internal errors (default: discard).
+	Logger *slog.Logger
+	// Now is the clock for readiness (default time.Now).
+	Now func() time.Time
+}
+
+// Server is the API over one Service. Create it with New; it is safe for
+// concurrent use.
+type Server struct {
+	cfg     Config
+	svc     *session.Service
+	log     *slog.Logger
+	metrics *metrics
+	handler http.Handler
+
+	// base ends with Close: it bounds NATS handlers and watch streams.
+	base   context.Context
+	cancel context.CancelFunc
+	// watches ends on Close or on the HTTP server's Shutdown, which would
+	// otherwise wait forever for event streams that never finish.
+	watches    context.Context
+	endWatches context.CancelFunc
+
+	mu   sync.Mutex
+	nats []*natsService
+}
+
+// New checks cfg, fills its defaults and returns a Server.
+func New(cfg Config) (*Server, error) {
+	if cfg.Service == nil || cfg.Service.Store == nil || cfg.Service.Log == nil || cfg.Service.Cursors == nil {
+		return nil, errors.New("api: Config.Service with Log, Store and Cursors is required")
+	}
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = DefaultMaxBody
+	}
+	if cfg.MaxImportBody <= 0 {
+		cfg.MaxImportBody = DefaultMaxImportBody
+	}
+	if cfg.MinSeqTimeout <= 0 {
+		cfg.MinSeqTimeout = DefaultMinSeqTimeout
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = DefaultHeartbeat
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s := &Server{cfg: cfg, svc: cfg.Service, log: cfg.Logger}
+	s.base, s.cancel = context.WithCancel(context.Background())
+	s.watches, s.endWatches = context.WithCancel(s.base)
+	s.metrics = newMetrics(cfg.Service.Store)
+	s.handler = s.routes()
+	return s, nil
+}
+
+// Handler returns the HTTP handler: /v1/..., /healthz, /readyz, /metrics.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Registry returns the Server's private Prometheus registry, so pi-node can
+// add its own collectors (JetStream, embedded server) to the same /metrics.
+func (s *Server) Registry() *prometheus.Registry { return s.metrics.reg }
+
+// HTTPServer returns an http.Server for Handler with timeouts that suit the
+// API: bodies up to MaxImportBody must arrive within ReadTimeout, headers
+// within ReadHeaderTimeout; watch streams lift the write deadline per event.
+// Its Shutdown ends open watch streams, so it can complete.
+func (s *Server) HTTPServer(addr string) *http.Server {
+	hs := &http.Server{
+		Addr:              addr,
+		Handler:           s.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       2 * time.Minute,
+		WriteTimeout:      2 * time.Minute,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	hs.RegisterOnShutdown(s.endWatches)
+	return hs
+}
+
+// Close ends watch streams and in-flight NATS requests and stops the micro
+// services started by StartNATS, waiting for their handlers. HTTP handlers
+// other than watches finish on their own (pi-node shuts the listener down).
+func (s *Server) Close() error {
+	s.cancel()
+	s.mu.Lock()
+	svcs := s.nats
+	s.nats = nil
+	s.mu.Unlock()
+	var errs []error
+	for _, n := range svcs {
+		errs = append(errs, n.Stop())
+	}
+	return errors.Join(errs...)
+}

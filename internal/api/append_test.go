@@ -1,0 +1,102 @@
+package api_test
+
+import (
+	"fmt"
+	"io"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/pifleet/sessionlog/internal/api"
+)
+
+func TestAppend(t *testing.T) {
+	e := newEnv(t)
+	res := e.create(userMsg("u1", "q"), assistantMsg("a"))
+	sid := res.SessionID
+	path := "/v1/sessions/" + sid + "/entries"
+
+	// A chain: the first entry's parent is the default leaf, the second's
+	// the first; ids and timestamps are filled in.
+	var w writeResult
+	e.ok(200, "POST", path, `{"entries":[`+userMsg("", "one")+`,`+assistantMsg("two")+`]}`, &w)
+	if len(w.Entries) != 2 || w.Entries[0].ID == "" || w.Entries[1].Seq != w.LastSeq || w.LastSeq <= res.LastSeq {
+		t.Fatalf("append result %+v", w)
+	}
+
+	// An idempotent retry: the same ids and content return the original
+	// result, whatever was appended in between.
+	body := fmt.Sprintf(`{"entries":[{"type":"message","id":"r1","parentId":"u1","timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"user","content":"retry","timestamp":3}}],"expectLastSeq":%d}`, w.LastSeq)
+	var first, again writeResult
+	e.ok(200, "POST", path, body, &first)
+	e.ok(200, "POST", path, `{"entries":[`+userMsg("", "between")+`]}`, nil)
+	e.ok(200, "POST", path, body, &again)
+	if !reflect.DeepEqual(first.Entries, again.Entries) {
+		t.Fatalf("retry returned %+v, first %+v", again.Entries, first.Entries)
+	}
+
+	// A retry that left parentId and timestamp to the server (a chain with
+	// client ids) is recognized too, though the default leaf has moved.
+	chain := `{"entries":[` + userMsg("c1", "one") + `,` + assistantMsg("two")[:1] + `"id":"c2",` + assistantMsg("two")[1:] + `]}`
+	e.ok(200, "POST", path, chain, &first)
+	e.ok(200, "POST", path, `{"entries":[`+userMsg("", "between")+`]}`, nil)
+	e.ok(200, "POST", path, chain, &again)
+	if !reflect.DeepEqual(first.Entries, again.Entries) {
+		t.Fatalf("chain retry returned %+v, first %+v", again, first)
+	}
+
+	// The same id with other content, and a stale expectLastSeq: 409.
+	e.fails(409, api.CodeConflict, "", "POST", path, `{"entries":[{"type":"message","id":"r1","parentId":"u1","message":{"role":"user","content":"other"}}]}`)
+	e.fails(409, api.CodeConflict, "", "POST", path, fmt.Sprintf(`{"entries":[%s],"expectLastSeq":%d}`, userMsg("", "late"), res.LastSeq))
+
+	// Invalid entries name the field.
+	e.fails(400, api.CodeInvalid, "entries[0].parentId", "POST", path, `{"entries":[{"type":"message","parentId":"nope","message":{"role":"user","content":"x"}}]}`)
+	e.fails(400, api.CodeInvalid, "entries[1].type", "POST", path, `{"entries":[`+userMsg("", "ok")+`,{"message":{}}]}`)
+	e.fails(400, api.CodeInvalid, "entries", "POST", path, `{"entries":[]}`)
+	e.fails(400, api.CodeInvalid, "entries", "POST", path, `{}`)
+	e.fails(400, api.CodeInvalid, "client", "POST", path, `{"client":"a.b","entries":[`+userMsg("", "x")+`]}`)
+	e.fails(400, api.CodeInvalid, "sessionId", "POST", "/v1/sessions/xyz/entries", `{"entries":[`+userMsg("", "x")+`]}`)
+	e.fails(404, api.CodeNotFound, "", "POST", "/v1/sessions/01a22ba6-0000-7000-8000-000000000000/entries", `{"entries":[`+userMsg("", "x")+`]}`)
+
+	// An entry over the log's record limit is 413 (the body itself fits).
+	big := `{"type":"custom","customType":"blob","data":"` + strings.Repeat("x", maxRecord) + `"}`
+	e.fails(413, api.CodeTooLarge, "", "POST", path, `{"entries":[`+big+`]}`)
+}
+
+func TestBadBodies(t *testing.T) {
+	e := newEnv(t, func(c *api.Config) { c.MaxBody = 4096; c.MaxImportBody = 8192 })
+	sid := e.create(userMsg("u1", "q")).SessionID
+	path := "/v1/sessions/" + sid + "/entries"
+
+	msg := e.fails(400, api.CodeInvalid, "body", "POST", path, `{"entries":[`)
+	if !strings.Contains(msg, "malformed JSON") {
+		t.Fatalf("malformed JSON message: %s", msg)
+	}
+	e.fails(400, api.CodeInvalid, "body", "POST", path, `{"entries":[]} trailing`)
+	e.fails(400, api.CodeInvalid, "body", "POST", path, `[1,2]`)
+	e.fails(400, api.CodeInvalid, "entries", "POST", path, `{"entries":{"type":"message"}}`)
+	e.fails(400, api.CodeInvalid, "expectLastSeq", "POST", path, `{"entries":[],"expectLastSeq":-1}`)
+	e.fails(400, api.CodeInvalid, "header", "POST", "/v1/sessions", `{"header":"x","entries":[]}`)
+	e.fails(400, api.CodeInvalid, "header.version", "POST", "/v1/sessions", `{"header":{"version":2},"entries":[]}`)
+	e.fails(400, api.CodeInvalid, "header.id", "POST", "/v1/sessions", `{"header":{"id":"x"},"entries":[]}`)
+
+	// Unknown top-level fields are ignored; entries keep theirs.
+	var w writeResult
+	e.ok(200, "POST", path, `{"entries":[`+userMsg("", "x")+`],"futureField":{"a":1}}`, &w)
+	var c writeResult
+	e.ok(201, "POST", "/v1/sessions", `{"someday":true}`, &c)
+	if c.SessionID == "" || len(c.Entries) != 0 {
+		t.Fatalf("create without entries: %+v", c)
+	}
+
+	// Bodies over the limit: 413, declared or not.
+	huge := `{"entries":[` + userMsg("", strings.Repeat("y", 5000)) + `]}`
+	e.fails(413, api.CodeTooLarge, "", "POST", path, huge)
+	// A reader of unknown length goes out chunked: the server must count.
+	resp := e.raw("POST", path, io.MultiReader(strings.NewReader(huge)))
+	resp.Body.Close()
+	if resp.StatusCode != 413 {
+		t.Fatalf("chunked oversize body: %d", resp.StatusCode)
+	}
+	e.fails(413, api.CodeTooLarge, "", "POST", "/v1/import", strings.Repeat("z", 9000))
+}

@@ -1,0 +1,153 @@
+package api_test
+
+import (
+	"bytes"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/pifleet/sessionlog/internal/conformance"
+	"github.com/pifleet/sessionlog/internal/tree"
+)
+
+type importResult struct {
+	SessionID     string `json:"sessionId"`
+	EntryCount    int    `json:"entryCount"`
+	LastSeq       uint64 `json:"lastSeq"`
+	SourceVersion int    `json:"sourceVersion"`
+}
+
+// TestConformanceV3 imports every public v3 vector over HTTP, exports it
+// back byte for byte, and checks the session, the tree and every context
+// pi computed against the API's answers, as JSON values.
+func TestConformanceV3(t *testing.T) {
+	e := newEnv(t)
+	dir := conformance.Dir(t)
+	n := 0
+	for _, c := range conformance.Cases(t, dir, "pi-v3") {
+		data, err := os.ReadFile(filepath.Join(c, "session.jsonl"))
+		if os.IsNotExist(err) {
+			continue // pi wrote no file (p03-no-assistant)
+		}
+		n++
+		exp := conformance.MustValue(t, conformance.MustRead(t, filepath.Join(c, "expected.json")))
+		t.Run(filepath.Base(c), func(t *testing.T) {
+			var res importResult
+			e.ok(201, "POST", "/v1/import", data, &res)
+			base := "/v1/sessions/" + res.SessionID
+			q := fmt.Sprintf("?minSeq=%d", res.LastSeq)
+
+			// export(import(x)) == x, but for pi's repeated identical header.
+			got := e.ok(200, "GET", base+"/export"+q, nil, nil)
+			header := data[:bytes.IndexByte(data, '\n')+1]
+			want := append(append([]byte{}, header...), bytes.ReplaceAll(data[len(header):], header, nil)...)
+			if !bytes.Equal(got, want) {
+				t.Errorf("export differs from the imported file (%d bytes, want %d)", len(got), len(want))
+			}
+
+			detail := conformance.MustValue(t, e.ok(200, "GET", base, nil, nil))
+			for _, k := range []string{"sessionId", "name", "entryCount", "labels", "leafId"} {
+				want, _ := conformance.Field(exp, k)
+				if d := conformance.Diff(k, fieldOf(detail, k), want); d != "" {
+					t.Error(d)
+				}
+			}
+			tr := conformance.MustValue(t, e.ok(200, "GET", base+"/tree", nil, nil))
+			wantTree, _ := conformance.Field(exp, "tree")
+			if d := conformance.Diff("tree", idsAndChildren(fieldOf(tr, "tree")), wantTree); d != "" {
+				t.Error(d)
+			}
+
+			ctxs, _ := conformance.Field(exp, "contexts")
+			for _, want := range ctxs.Arr {
+				leaf, _ := conformance.Field(want, "leafId")
+				l := "null"
+				if leaf.Kind == tree.KindString {
+					l = leaf.Str
+				}
+				checkContext(t, e, base+"/context?leaf="+url.QueryEscape(l), want)
+			}
+		})
+	}
+	if n < 10 {
+		t.Fatalf("only %d v3 vectors with a session file in %s", n, dir)
+	}
+}
+
+// checkContext compares GET context (agent and llm formats) with one of
+// expected.json's contexts, field by field.
+func checkContext(t *testing.T, e *env, path string, want tree.Value) {
+	t.Helper()
+	agent := conformance.MustValue(t, e.ok(200, "GET", path, nil, nil))
+	llm := conformance.MustValue(t, e.ok(200, "GET", path+"&format=llm", nil, nil))
+	for _, m := range want.Obj {
+		got := agent
+		key := m.Key
+		switch key {
+		case "llmMessages":
+			got, key = llm, "messages"
+		case "pathLength":
+			p, _ := conformance.Field(agent, "path")
+			if float64(len(p.Arr)) != m.Val.Num {
+				t.Errorf("%s: pathLength %d, want %v", path, len(p.Arr), m.Val.Num)
+			}
+			continue
+		}
+		if d := conformance.Diff(path+" "+m.Key, fieldOf(got, key), m.Val); d != "" {
+			t.Error(d)
+		}
+	}
+}
+
+// TestConformanceMigrations imports every v1 and v2 vector (pi JSONL of any
+// version is accepted) and checks the migrated session's context at the
+// default leaf. v1 ids are fresh, so only id-free fields are compared.
+func TestConformanceMigrations(t *testing.T) {
+	e := newEnv(t)
+	dir := conformance.Dir(t)
+	for _, version := range []string{"pi-v1", "pi-v2"} {
+		for _, c := range conformance.Cases(t, dir, version) {
+			t.Run(version+"/"+filepath.Base(c), func(t *testing.T) {
+				data := conformance.MustRead(t, filepath.Join(c, "original.jsonl"))
+				exp := conformance.MustValue(t, conformance.MustRead(t, filepath.Join(c, "expected.json")))
+				var res importResult
+				e.ok(201, "POST", "/v1/import", data, &res)
+				if want, _ := conformance.Field(exp, "entryCount"); float64(res.EntryCount) != want.Num {
+					t.Errorf("entryCount %d, want %v", res.EntryCount, want.Num)
+				}
+				if want, _ := conformance.Field(exp, "sourceVersion"); float64(res.SourceVersion) != want.Num {
+					t.Errorf("sourceVersion %d, want %v", res.SourceVersion, want.Num)
+				}
+				ctxs, _ := conformance.Field(exp, "contexts")
+				want := ctxs.Arr[0]
+				if ids, _ := conformance.Field(exp, "idsPreserved"); !ids.Bool {
+					want.Delete("leafId")
+					want.Delete("path")
+				}
+				path := fmt.Sprintf("/v1/sessions/%s/context?minSeq=%d", res.SessionID, res.LastSeq)
+				checkContext(t, e, path, want)
+			})
+		}
+	}
+}
+
+// fieldOf returns v[key], or the undefined (zero) Value.
+func fieldOf(v tree.Value, key string) tree.Value {
+	f, _ := conformance.Field(v, key)
+	return f
+}
+
+// idsAndChildren reduces the API's tree nodes ({id,type,label?,children})
+// to the vectors' {id,children}.
+func idsAndChildren(v tree.Value) tree.Value {
+	out := tree.Value{Kind: tree.KindArray}
+	for _, n := range v.Arr {
+		node := tree.Value{Kind: tree.KindObject}
+		node.Set("id", fieldOf(n, "id"))
+		node.Set("children", idsAndChildren(fieldOf(n, "children")))
+		out.Arr = append(out.Arr, node)
+	}
+	return out
+}

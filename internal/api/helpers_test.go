@@ -1,0 +1,222 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pifleet/sessionlog/internal/api"
+	"github.com/pifleet/sessionlog/internal/session"
+)
+
+// env is one API server over a MemLog, MemCursors and a real Store.
+type env struct {
+	t       *testing.T
+	log     *session.MemLog
+	cursors *faultyCursors
+	svc     *session.Service
+	api     *api.Server
+	http    *httptest.Server
+	logs    *syncBuffer
+}
+
+// maxRecord is the MemLog's record limit: small, so 413 is cheap to reach.
+const maxRecord = 256 << 10
+
+func newEnv(t *testing.T, mods ...func(*api.Config)) *env {
+	t.Helper()
+	l := session.NewMemLog(1000, maxRecord)
+	st := session.NewStore(l, session.StoreOptions{Log: l})
+	if err := st.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	e := &env{t: t, log: l, cursors: &faultyCursors{MemCursors: session.NewMemCursors()}, logs: &syncBuffer{}}
+	e.svc = &session.Service{Log: l, Store: st, Cursors: e.cursors}
+	cfg := api.Config{Service: e.svc, NodeName: "n1", Logger: slog.New(slog.NewTextHandler(e.logs, nil))}
+	for _, m := range mods {
+		m(&cfg)
+	}
+	srv, err := api.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.api = srv
+	e.http = httptest.NewServer(srv.Handler())
+	t.Cleanup(func() {
+		_ = srv.Close()
+		e.http.Close()
+	})
+	return e
+}
+
+// faultyCursors is MemCursors whose Get can be made to fail, to reach the
+// error codes that only a broken backend produces.
+type faultyCursors struct {
+	*session.MemCursors
+	mu  sync.Mutex
+	err error
+}
+
+func (f *faultyCursors) fail(err error) {
+	f.mu.Lock()
+	f.err = err
+	f.mu.Unlock()
+}
+
+func (f *faultyCursors) Get(ctx context.Context, s, c string) (session.CursorEntry, error) {
+	f.mu.Lock()
+	err := f.err
+	f.mu.Unlock()
+	if err != nil {
+		return session.CursorEntry{}, err
+	}
+	return f.MemCursors.Get(ctx, s, c)
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// do sends a request (body: string, []byte or nil) with optional header
+// pairs and returns the status and body.
+func (e *env) do(method, path string, body any, header ...string) (int, []byte) {
+	e.t.Helper()
+	resp := e.raw(method, path, body, header...)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return resp.StatusCode, b
+}
+
+func (e *env) raw(method, path string, body any, header ...string) *http.Response {
+	e.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case string:
+		rd = strings.NewReader(b)
+	case []byte:
+		rd = bytes.NewReader(b)
+	case io.Reader:
+		rd = b
+	}
+	req, err := http.NewRequest(method, e.http.URL+path, rd)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := e.http.Client().Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return resp
+}
+
+// ok sends a request that must answer want, and decodes the body into out.
+func (e *env) ok(want int, method, path string, body any, out any) []byte {
+	e.t.Helper()
+	code, b := e.do(method, path, body)
+	if code != want {
+		e.t.Fatalf("%s %s: status %d, want %d: %s", method, path, code, want, b)
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			e.t.Fatalf("%s %s: %v: %s", method, path, err, b)
+		}
+	}
+	return b
+}
+
+// fails sends a request that must fail with status, code and (if not "")
+// field, and returns the message.
+func (e *env) fails(status int, code, field, method, path string, body any, header ...string) string {
+	e.t.Helper()
+	got, b := e.do(method, path, body, header...)
+	return checkError(e.t, fmt.Sprintf("%s %s", method, path), got, b, status, code, field)
+}
+
+func checkError(t *testing.T, what string, got int, b []byte, status int, code, field string) string {
+	t.Helper()
+	var eb api.ErrorBody
+	if err := json.Unmarshal(b, &eb); err != nil {
+		t.Fatalf("%s: error body does not parse: %v: %s", what, err, b)
+	}
+	if got != status || eb.Error.Code != code || field != "" && eb.Error.Field != field {
+		t.Fatalf("%s: got %d %s field %q (%s), want %d %s field %q", what, got, eb.Error.Code, eb.Error.Field, eb.Error.Message, status, code, field)
+	}
+	if eb.Error.Message == "" {
+		t.Fatalf("%s: empty error message", what)
+	}
+	return eb.Error.Message
+}
+
+type writeResult struct {
+	SessionID string `json:"sessionId"`
+	LastSeq   uint64 `json:"lastSeq"`
+	Entries   []struct {
+		ID  string `json:"id"`
+		Seq uint64 `json:"seq"`
+	} `json:"entries"`
+}
+
+// create makes a session from entry JSON objects and returns the result.
+func (e *env) create(entries ...string) writeResult {
+	e.t.Helper()
+	var res writeResult
+	e.ok(http.StatusCreated, "POST", "/v1/sessions", `{"entries":[`+strings.Join(entries, ",")+`]}`, &res)
+	return res
+}
+
+func userMsg(id, text string) string {
+	idField := ""
+	if id != "" {
+		idField = `"id":"` + id + `",`
+	}
+	return `{"type":"message",` + idField + `"message":{"role":"user","content":"` + text + `","timestamp":1}}`
+}
+
+func assistantMsg(text string) string {
+	return `{"type":"message","message":{"role":"assistant","content":[{"type":"text","text":"` + text + `"}],"provider":"p","model":"m","timestamp":2}}`
+}
+
+// checkFor polls fn until it returns nil (STYLE habit 14: never sleep-wait).
+func checkFor(t *testing.T, timeout time.Duration, fn func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := fn()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still failing after %v: %v", timeout, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

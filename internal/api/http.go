@@ -1,0 +1,186 @@
+package api
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/pifleet/sessionlog/internal/session"
+)
+
+const transportHTTP = "http"
+
+// routes builds the mux with Go 1.22 method and wildcard patterns.
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	for i := range ops {
+		o := &ops[i]
+		mux.HandleFunc(o.method+" "+o.path, s.httpOp(o))
+	}
+	mux.HandleFunc("GET /v1/sessions/{id}/watch", s.handleWatch)
+	mux.HandleFunc("GET /healthz", s.handleHealthz)
+	mux.HandleFunc("GET /readyz", s.handleReadyz)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{Registry: s.metrics.reg}))
+	mux.HandleFunc("/", s.handleNoRoute)
+	return mux
+}
+
+// handleNoRoute answers unknown paths with the JSON error shape; under /v1
+// the token is checked first, so routes are not probed without it.
+func (s *Server) handleNoRoute(w http.ResponseWriter, r *http.Request) {
+	err := fmt.Errorf("no route %s %s: %w", r.Method, r.URL.Path, session.ErrNotFound)
+	if strings.HasPrefix(r.URL.Path, "/v1/") && !s.authorized(r) {
+		err = errUnauthorized
+	}
+	s.metrics.observeRequest(transportHTTP, "unknown", s.writeError(w, "unknown", err), 0)
+}
+
+// authorized checks the bearer token in constant time. Both sides are hashed
+// first so that neither the content nor the length of the token leaks
+// through timing (ConstantTimeCompare returns early on a length mismatch).
+func (s *Server) authorized(r *http.Request) bool {
+	if s.cfg.Token == "" {
+		return true
+	}
+	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	got := sha256.Sum256([]byte(strings.TrimSpace(tok)))
+	want := sha256.Sum256([]byte(s.cfg.Token))
+	return subtle.ConstantTimeCompare(got[:], want[:]) == 1
+}
+
+// httpOp serves one operation: token, body, path and query into a request,
+// then the shared call, then the reply or the mapped error.
+func (s *Server) httpOp(o *op) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		status := s.serveOp(w, r, o)
+		s.metrics.observeRequest(transportHTTP, o.name, status, time.Since(start))
+	}
+}
+
+func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, o *op) int {
+	if !s.authorized(r) {
+		return s.writeError(w, o.name, errUnauthorized)
+	}
+	req, err := s.httpRequest(w, r, o)
+	if err != nil {
+		return s.writeError(w, o.name, err)
+	}
+	rep, err := s.call(r.Context(), o, req)
+	if err != nil {
+		return s.writeError(w, o.name, err)
+	}
+	if o.status == http.StatusNoContent {
+		w.WriteHeader(o.status)
+		return o.status
+	}
+	body, ctype := rep.raw, rep.ctype
+	if rep.value != nil {
+		if body, err = marshal(rep.value); err != nil {
+			return s.writeError(w, o.name, err)
+		}
+		ctype = ctypeJSON
+	}
+	w.Header().Set("Content-Type", ctype)
+	if rep.filename != "" {
+		w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", rep.filename))
+	}
+	w.WriteHeader(o.status)
+	_, _ = w.Write(body)
+	return o.status
+}
+
+// httpRequest reads the body (bounded), then lets query and then path
+// parameters override body fields of the same name: the path names the
+// resource, so it wins.
+func (s *Server) httpRequest(w http.ResponseWriter, r *http.Request, o *op) (*request, error) {
+	req := &request{}
+	switch o.body {
+	case jsonBody, jsonlBody:
+		limit := s.cfg.MaxBody
+		if o.body == jsonlBody {
+			limit = s.cfg.MaxImportBody
+		}
+		data, err := readBody(w, r, limit)
+		if err != nil {
+			return nil, err
+		}
+		if o.body == jsonlBody {
+			req.data = data
+		} else if err := decodeJSON(data, req); err != nil {
+			return nil, err
+		}
+	}
+	if err := applyQuery(r.URL.Query(), req); err != nil {
+		return nil, err
+	}
+	if v := r.PathValue("id"); v != "" {
+		req.SessionID = v
+	}
+	if v := r.PathValue("client"); v != "" {
+		req.Client = v
+	}
+	return req, nil
+}
+
+// readBody reads at most limit bytes; a longer body is ErrTooLarge. A
+// declared Content-Length over the limit is refused before reading.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	tooLarge := fmt.Errorf("body: larger than the limit of %d bytes: %w", limit, session.ErrTooLarge)
+	if r.ContentLength > limit {
+		return nil, tooLarge
+	}
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return nil, tooLarge
+	case err != nil:
+		return nil, fmt.Errorf("reading the body: %w", session.Invalid("body", err.Error()))
+	}
+	return data, nil
+}
+
+// writeError maps err through the error table and writes it; it returns
+// the status for metrics.
+func (s *Server) writeError(w http.ResponseWriter, op string, err error) int {
+	ae := s.mapError(transportHTTP, op, err)
+	if ae.status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="`+ServiceName+`"`)
+	}
+	writeJSON(w, ae.status, ae.body)
+	return ae.status
+}
+
+// writeJSON writes v with status; v is one of our own types, so encoding
+// cannot fail.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, _ := marshal(v)
+	w.Header().Set("Content-Type", ctypeJSON)
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// marshal encodes v without HTML escaping, so entries keep the bytes pi
+// wrote for <, > and & (both forms are the same JSON value).
+func marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}

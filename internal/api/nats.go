@@ -1,0 +1,172 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/pifleet/sessionlog/internal/session"
+)
+
+const (
+	transportNATS = "nats"
+	// natsGroup prefixes every endpoint subject: pi.v1.<op>.
+	natsGroup = "pi.v1"
+	// natsConcurrency bounds the requests one service runs at once; past it
+	// the subscription stops delivering until a handler finishes, and
+	// requests queue in the client library (backpressure, not goroutines
+	// without bound).
+	natsConcurrency = 256
+	// natsTimeout bounds one request; a requester has usually given up
+	// long before (nats req waits 5 s by default).
+	natsTimeout = time.Minute
+)
+
+// Compile-time check: StartNATS hands out a micro.Service.
+var _ micro.Service = (*natsService)(nil)
+
+// natsService is the micro.Service StartNATS returns. Handlers run on
+// goroutines of their own (micro delivers one endpoint's requests one at a
+// time, and a minSeq wait must not hold up the next request); Stop drains
+// the subscriptions, then waits for those goroutines.
+type natsService struct {
+	micro.Service
+	sem chan struct{}
+
+	mu      sync.Mutex
+	stopped bool
+	wg      sync.WaitGroup
+}
+
+// StartNATS adds the pi-sessions micro service on nc: one endpoint per
+// operation, subject pi.v1.<op> in the default queue group, so every
+// pi-node shares the load. Request bodies are the HTTP bodies plus the path
+// and query parameters as fields; replies are the HTTP response bodies;
+// errors carry the HTTP status as the micro error code and the JSON error
+// object as the body. Stop the returned service (or Close the Server) to
+// drain it.
+func (s *Server) StartNATS(nc *nats.Conn) (micro.Service, error) {
+	ms, err := micro.AddService(nc, micro.Config{
+		Name:        ServiceName,
+		Version:     ServiceVersion,
+		Description: "pi session trees on NATS JetStream; the same operations as HTTP /v1 (see docs/API.md)",
+		Metadata:    map[string]string{"node": s.cfg.NodeName},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start micro service %s: %w", ServiceName, err)
+	}
+	n := &natsService{Service: ms, sem: make(chan struct{}, natsConcurrency)}
+	g := ms.AddGroup(natsGroup)
+	for i := range ops {
+		o := &ops[i]
+		h := micro.HandlerFunc(func(req micro.Request) { n.dispatch(func() { s.serveNATS(nc, o, req) }, req) })
+		// micro endpoint names allow no dots: cursor.get is named
+		// cursor_get and served on subject pi.v1.cursor.get.
+		name := strings.ReplaceAll(o.name, ".", "_")
+		err := g.AddEndpoint(name, h, micro.WithEndpointSubject(o.name),
+			micro.WithEndpointMetadata(map[string]string{"http": o.method + " " + o.path}))
+		if err != nil {
+			_ = ms.Stop()
+			return nil, fmt.Errorf("add endpoint %s.%s: %w", natsGroup, o.name, err)
+		}
+	}
+	s.mu.Lock()
+	s.nats = append(s.nats, n)
+	s.mu.Unlock()
+	return n, nil
+}
+
+// dispatch runs fn on its own goroutine, unless the service is stopping:
+// drained subscriptions may still deliver, and those requests are told to
+// go elsewhere.
+func (n *natsService) dispatch(fn func(), req micro.Request) {
+	n.mu.Lock()
+	if n.stopped {
+		n.mu.Unlock()
+		const msg = "this node is stopping its service; retry (another node will answer)"
+		body, _ := marshal(ErrorBody{ErrorDetail{Code: CodeUnavailable, Message: msg}})
+		_ = req.Error(statusText(http.StatusServiceUnavailable), msg, body)
+		return
+	}
+	n.wg.Add(1)
+	n.mu.Unlock()
+	n.sem <- struct{}{}
+	go func() {
+		defer n.wg.Done()
+		defer func() { <-n.sem }()
+		fn()
+	}()
+}
+
+// Stop drains the endpoints and waits for the requests in flight.
+func (n *natsService) Stop() error {
+	err := n.Service.Stop()
+	n.mu.Lock()
+	n.stopped = true
+	n.mu.Unlock()
+	n.wg.Wait()
+	return err
+}
+
+// serveNATS decodes the request, runs the operation and replies.
+func (s *Server) serveNATS(nc *nats.Conn, o *op, req micro.Request) {
+	start := time.Now()
+	status := s.natsReply(nc, o, req)
+	s.metrics.observeRequest(transportNATS, o.name, status, time.Since(start))
+}
+
+func (s *Server) natsReply(nc *nats.Conn, o *op, req micro.Request) int {
+	ctx, cancel := context.WithTimeout(s.base, natsTimeout)
+	defer cancel()
+	r := &request{}
+	var err error
+	switch {
+	case o.body == jsonlBody && int64(len(req.Data())) > s.cfg.MaxImportBody,
+		o.body != jsonlBody && int64(len(req.Data())) > s.cfg.MaxBody:
+		err = fmt.Errorf("body: larger than the limit: %w", session.ErrTooLarge)
+	case o.body == jsonlBody:
+		r.data = req.Data()
+	default:
+		err = decodeJSON(req.Data(), r)
+	}
+	var rep reply
+	if err == nil {
+		rep, err = s.call(ctx, o, r)
+	}
+	if err != nil {
+		return s.natsError(o.name, req, err)
+	}
+	body := rep.raw
+	if rep.value != nil {
+		if body, err = marshal(rep.value); err != nil {
+			return s.natsError(o.name, req, err)
+		}
+	}
+	// micro's Respond loses nats.ErrMaxPayload in its wrapping; check first.
+	if limit := nc.MaxPayload(); limit > 0 && int64(len(body)) > limit {
+		return s.natsError(o.name, req, fmt.Errorf("reply of %d bytes exceeds the NATS max_payload of %d; use HTTP: %w", len(body), limit, session.ErrTooLarge))
+	}
+	if err := req.Respond(body); err != nil {
+		s.log.Warn("reply failed", keyTransport, transportNATS, keyOp, o.name, keyErr, err)
+	}
+	return o.status // as HTTP would answer, so metrics compare across transports
+}
+
+// natsError replies with the mapped error: code = HTTP status, description
+// = message, body = the JSON error object.
+func (s *Server) natsError(op string, req micro.Request, err error) int {
+	ae := s.mapError(transportNATS, op, err)
+	body, _ := marshal(ae.body)
+	// The description travels in a header: no line breaks.
+	desc := strings.NewReplacer("\r", " ", "\n", " ").Replace(ae.body.Error.Message)
+	if rerr := req.Error(statusText(ae.status), desc, body); rerr != nil {
+		s.log.Warn("error reply failed", keyTransport, transportNATS, keyOp, op, keyErr, rerr)
+	}
+	return ae.status
+}

@@ -1,0 +1,254 @@
+package api_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/pifleet/sessionlog/internal/api"
+)
+
+// natsEnv starts an in-process nats-server (no JetStream: micro needs only
+// core NATS), the env's micro service on it, and a client connection.
+func natsEnv(t *testing.T, mods ...func(*api.Config)) (*env, *nats.Conn, micro.Service) {
+	t.Helper()
+	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ns.Start()
+	t.Cleanup(ns.Shutdown)
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats-server not ready")
+	}
+	e := newEnv(t, mods...)
+	srvConn, err := nats.Connect(ns.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srvConn.Close)
+	svc, err := e.api.StartNATS(srvConn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Stop() })
+	nc, err := nats.Connect(ns.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return e, nc, svc
+}
+
+// req sends a request to pi.v1.<op> and returns the reply.
+func req(t *testing.T, nc *nats.Conn, op string, body string) *nats.Msg {
+	t.Helper()
+	m, err := nc.Request("pi.v1."+op, []byte(body), 10*time.Second)
+	if err != nil {
+		t.Fatalf("pi.v1.%s: %v", op, err)
+	}
+	return m
+}
+
+// reqOK sends a request that must succeed and decodes the reply into out.
+func reqOK(t *testing.T, nc *nats.Conn, op, body string, out any) []byte {
+	t.Helper()
+	m := req(t, nc, op, body)
+	if code := m.Header.Get(micro.ErrorCodeHeader); code != "" {
+		t.Fatalf("pi.v1.%s: error %s: %s", op, code, m.Data)
+	}
+	if out != nil {
+		if err := json.Unmarshal(m.Data, out); err != nil {
+			t.Fatalf("pi.v1.%s: %v: %s", op, err, m.Data)
+		}
+	}
+	return m.Data
+}
+
+// reqFails sends a request that must fail with the status (as the micro
+// error code) and the same JSON error object as HTTP.
+func reqFails(t *testing.T, nc *nats.Conn, op, body string, status int, code, field string) {
+	t.Helper()
+	m := req(t, nc, op, body)
+	got := 0
+	fmt.Sscan(m.Header.Get(micro.ErrorCodeHeader), &got)
+	msg := checkError(t, "pi.v1."+op, got, m.Data, status, code, field)
+	if m.Header.Get(micro.ErrorHeader) != msg {
+		t.Fatalf("pi.v1.%s: description %q, want the message %q", op, m.Header.Get(micro.ErrorHeader), msg)
+	}
+}
+
+func TestNATSDiscovery(t *testing.T) {
+	_, nc, svc := natsEnv(t)
+	m, err := nc.Request("$SRV.PING", nil, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ping micro.Ping
+	if err := json.Unmarshal(m.Data, &ping); err != nil || ping.Name != api.ServiceName || ping.ID != svc.Info().ID {
+		t.Fatalf("ping: %+v (%v)", ping, err)
+	}
+	m, err = nc.Request("$SRV.INFO.pi-sessions", nil, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info micro.Info
+	if err := json.Unmarshal(m.Data, &info); err != nil {
+		t.Fatal(err)
+	}
+	var subjects []string
+	for _, ep := range info.Endpoints {
+		if ep.Subject != "pi.v1."+strings.ReplaceAll(ep.Name, "_", ".") {
+			t.Errorf("endpoint %s on subject %s", ep.Name, ep.Subject)
+		}
+		subjects = append(subjects, ep.Subject)
+	}
+	slices.Sort(subjects)
+	want := []string{"append", "context", "create", "cursor.delete", "cursor.get", "cursor.list", "cursor.set", "entries", "export", "fork", "get", "import", "list", "status", "tree"}
+	for k := range want {
+		want[k] = "pi.v1." + want[k]
+	}
+	if info.Name != "pi-sessions" || info.Version != "1.0.0" || !slices.Equal(subjects, want) {
+		t.Fatalf("info: %s %s %v", info.Name, info.Version, subjects)
+	}
+}
+
+func TestNATSRoundTrip(t *testing.T) {
+	e, nc, _ := natsEnv(t)
+	// The create and append bodies are the HTTP ones.
+	var c writeResult
+	reqOK(t, nc, "create", `{"entries":[`+userMsg("u1", "q")+`,`+assistantMsg("a")+`]}`, &c)
+	var w writeResult
+	reqOK(t, nc, "append", fmt.Sprintf(`{"sessionId":%q,"client":"w1","entries":[%s]}`, c.SessionID, userMsg("u2", "more")), &w)
+	if len(w.Entries) != 1 || w.Entries[0].ID != "u2" || w.LastSeq <= c.LastSeq {
+		t.Fatalf("append: %+v", w)
+	}
+	sid, minSeq := c.SessionID, w.LastSeq
+
+	// Replies are byte for byte what HTTP answers.
+	same := func(op, natsBody, httpPath string) []byte {
+		t.Helper()
+		got := reqOK(t, nc, op, natsBody, nil)
+		want := e.ok(200, "GET", httpPath, nil, nil)
+		if string(got) != string(want) {
+			t.Fatalf("pi.v1.%s differs from GET %s:\n%s\n%s", op, httpPath, got, want)
+		}
+		return got
+	}
+	q := fmt.Sprintf("?minSeq=%d", minSeq)
+	same("get", fmt.Sprintf(`{"sessionId":%q,"minSeq":%d}`, sid, minSeq), "/v1/sessions/"+sid+q)
+	same("entries", fmt.Sprintf(`{"sessionId":%q,"afterSeq":%d,"limit":1}`, sid, c.LastSeq-1), "/v1/sessions/"+sid+fmt.Sprintf("/entries?afterSeq=%d&limit=1", c.LastSeq-1))
+	same("tree", fmt.Sprintf(`{"sessionId":%q,"client":"w1"}`, sid), "/v1/sessions/"+sid+"/tree?client=w1")
+	ctxJSON := same("context", fmt.Sprintf(`{"sessionId":%q,"leaf":"u1","format":"llm"}`, sid), "/v1/sessions/"+sid+"/context?leaf=u1&format=llm")
+	if !strings.Contains(string(ctxJSON), `"leafId":"u1"`) {
+		t.Fatalf("context: %s", ctxJSON)
+	}
+	same("context", fmt.Sprintf(`{"sessionId":%q,"leaf":null}`, sid), "/v1/sessions/"+sid+"/context?leaf=null")
+	same("cursor.get", fmt.Sprintf(`{"sessionId":%q,"client":"w1"}`, sid), "/v1/sessions/"+sid+"/cursors/w1")
+	same("list", `{"limit":5}`, "/v1/sessions?limit=5")
+	export := same("export", fmt.Sprintf(`{"sessionId":%q}`, sid), "/v1/sessions/"+sid+"/export")
+
+	reqOK(t, nc, "cursor.set", fmt.Sprintf(`{"sessionId":%q,"client":"w2","leafId":null}`, sid), nil)
+	var cl struct {
+		Cursors []struct{ Client string } `json:"cursors"`
+	}
+	reqOK(t, nc, "cursor.list", fmt.Sprintf(`{"sessionId":%q}`, sid), &cl)
+	if len(cl.Cursors) != 2 {
+		t.Fatalf("cursor.list: %+v", cl)
+	}
+	if got := reqOK(t, nc, "cursor.delete", fmt.Sprintf(`{"sessionId":%q,"client":"w2"}`, sid), nil); string(got) != "{}" {
+		t.Fatalf("cursor.delete: %s", got)
+	}
+	var f struct{ SessionID string }
+	reqOK(t, nc, "fork", fmt.Sprintf(`{"sessionId":%q,"entryId":"u1"}`, sid), &f)
+
+	// Import takes the JSONL bytes as they are: the export, under a new id.
+	other := strings.ReplaceAll(string(export), sid, "01a22ba6-0000-7000-8000-0000000000aa")
+	var imp importResult
+	reqOK(t, nc, "import", other, &imp)
+	if imp.SessionID != "01a22ba6-0000-7000-8000-0000000000aa" || imp.EntryCount != 3 {
+		t.Fatalf("import: %+v", imp)
+	}
+	var st struct{ Node string }
+	reqOK(t, nc, "status", "", &st)
+	if st.Node != "n1" {
+		t.Fatalf("status: %+v", st)
+	}
+}
+
+func TestNATSErrors(t *testing.T) {
+	_, nc, _ := natsEnv(t, func(c *api.Config) { c.MinSeqTimeout = 100 * time.Millisecond })
+	c := writeResult{}
+	reqOK(t, nc, "create", `{"entries":[`+userMsg("u1", "q")+`]}`, &c)
+	sid := c.SessionID
+	reqFails(t, nc, "get", `{"sessionId":"nope"}`, 400, api.CodeInvalid, "sessionId")
+	reqFails(t, nc, "get", `{"sessionId":"01a22ba6-0000-7000-8000-000000000000"}`, 404, api.CodeNotFound, "")
+	reqFails(t, nc, "get", `{"sessionId":`, 400, api.CodeInvalid, "body")
+	reqFails(t, nc, "get", `{"sessionId":42}`, 400, api.CodeInvalid, "sessionId")
+	reqFails(t, nc, "context", fmt.Sprintf(`{"sessionId":%q,"leaf":7}`, sid), 400, api.CodeInvalid, "leaf")
+	reqFails(t, nc, "append", fmt.Sprintf(`{"sessionId":%q,"entries":[%s],"expectLastSeq":1}`, sid, userMsg("", "x")), 409, api.CodeConflict, "")
+	reqFails(t, nc, "create", fmt.Sprintf(`{"header":{"id":%q}}`, sid), 409, api.CodeConflict, "")
+	reqFails(t, nc, "cursor.get", fmt.Sprintf(`{"sessionId":%q}`, sid), 400, api.CodeInvalid, "client")
+	reqFails(t, nc, "import", "", 400, api.CodeInvalid, "body")
+	reqFails(t, nc, "get", fmt.Sprintf(`{"sessionId":%q,"minSeq":99999999}`, sid), 504, api.CodeTimeout, "")
+
+	// A reply over the server's max_payload (1 MiB) is 413, not silence.
+	blob := `{"type":"custom","customType":"blob","data":"` + strings.Repeat("b", 200<<10) + `"}`
+	for range 6 {
+		reqOK(t, nc, "append", fmt.Sprintf(`{"sessionId":%q,"entries":[%s]}`, sid, blob), &c)
+	}
+	reqFails(t, nc, "export", fmt.Sprintf(`{"sessionId":%q,"minSeq":%d}`, sid, c.LastSeq), 413, api.CodeTooLarge, "")
+}
+
+// TestNATSConcurrency checks that a request waiting for minSeq does not hold
+// up the next one on the same endpoint, and that Close drains the service
+// after the requests in flight.
+func TestNATSConcurrency(t *testing.T) {
+	e, nc, svc := natsEnv(t, func(c *api.Config) { c.MinSeqTimeout = time.Second })
+	var c writeResult
+	reqOK(t, nc, "create", `{"entries":[`+userMsg("u1", "q")+`]}`, &c)
+	slow := make(chan *nats.Msg, 1)
+	go func() {
+		m, err := nc.Request("pi.v1.get", fmt.Appendf(nil, `{"sessionId":%q,"minSeq":99999999}`, c.SessionID), 10*time.Second)
+		if err != nil {
+			t.Error(err)
+		}
+		slow <- m
+	}()
+	start := time.Now()
+	reqOK(t, nc, "get", fmt.Sprintf(`{"sessionId":%q,"minSeq":%d}`, c.SessionID, c.LastSeq), nil)
+	if d := time.Since(start); d > 700*time.Millisecond {
+		t.Fatalf("a fast request waited %v behind a slow one", d)
+	}
+	// Close once the slow request is in flight (micro counts a request when
+	// the handler has dispatched it).
+	checkFor(t, 10*time.Second, func() error {
+		for _, ep := range svc.Stats().Endpoints {
+			if ep.Name == "get" && ep.NumRequests >= 2 {
+				return nil
+			}
+		}
+		return fmt.Errorf("slow request not dispatched yet")
+	})
+	if err := e.api.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !svc.Stopped() {
+		t.Fatal("Close did not stop the micro service")
+	}
+	select {
+	case m := <-slow:
+		if m == nil || m.Header.Get(micro.ErrorCodeHeader) == "" {
+			t.Fatalf("the request in flight got no error reply: %v", m)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the request in flight got no reply")
+	}
+}

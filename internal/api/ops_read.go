@@ -1,0 +1,172 @@
+package api
+
+import (
+	"context"
+
+	"github.com/pifleet/sessionlog/internal/session"
+)
+
+// The read operations: they answer from this node's Store, after the
+// minSeq wait of call. Cursor operations are here too: cursors are read
+// and written in the KV bucket, and a set checks the leaf against the Store.
+
+// listReply is the list response; Next is absent on the last page.
+type listReply struct {
+	Sessions []session.Info `json:"sessions"`
+	Next     string         `json:"next,omitempty"`
+}
+
+func (s *Server) list(_ context.Context, r *request) (reply, error) {
+	f, err := r.filter()
+	if err != nil {
+		return reply{}, err
+	}
+	infos, next := s.svc.List(f)
+	if infos == nil {
+		infos = []session.Info{}
+	}
+	return jsonReply(listReply{Sessions: infos, Next: next})
+}
+
+func (s *Server) get(ctx context.Context, r *request) (reply, error) {
+	if err := r.checkSession(); err != nil {
+		return reply{}, err
+	}
+	d, err := s.svc.Get(ctx, r.SessionID)
+	if err != nil {
+		return reply{}, err
+	}
+	return jsonReply(d)
+}
+
+// maxEntriesLimit is the most entries one entries request returns.
+const maxEntriesLimit = 10000
+
+// entriesReply is the entries response. More entries exist when the last
+// one's seq is below LastSeq.
+type entriesReply struct {
+	Entries []session.SeqEntry `json:"entries"`
+	LastSeq uint64             `json:"lastSeq"`
+}
+
+func (s *Server) entries(ctx context.Context, r *request) (reply, error) {
+	if err := r.checkSession(); err != nil {
+		return reply{}, err
+	}
+	if r.Limit < 0 {
+		return reply{}, session.Invalid("limit", "must be a positive integer")
+	}
+	// Service.Entries turns a limit over its maximum into its default;
+	// a client asking for more wants the most it can get.
+	es, last, err := s.svc.Entries(ctx, r.SessionID, r.AfterSeq, min(r.Limit, maxEntriesLimit))
+	if err != nil {
+		return reply{}, err
+	}
+	if es == nil {
+		es = []session.SeqEntry{}
+	}
+	return jsonReply(entriesReply{Entries: es, LastSeq: last})
+}
+
+func (s *Server) tree(ctx context.Context, r *request) (reply, error) {
+	if err := r.checkSession(); err != nil {
+		return reply{}, err
+	}
+	if err := r.checkClient(false); err != nil {
+		return reply{}, err
+	}
+	b, err := s.svc.TreeJSON(ctx, r.SessionID, r.leaf())
+	return reply{raw: b, ctype: ctypeJSON}, err
+}
+
+func (s *Server) contextJSON(ctx context.Context, r *request) (reply, error) {
+	if err := r.checkSession(); err != nil {
+		return reply{}, err
+	}
+	if err := r.checkClient(false); err != nil {
+		return reply{}, err
+	}
+	llm, err := r.llm()
+	if err != nil {
+		return reply{}, err
+	}
+	b, err := s.svc.ContextJSON(ctx, r.SessionID, r.leaf(), llm)
+	return reply{raw: b, ctype: ctypeJSON}, err
+}
+
+func (s *Server) export(ctx context.Context, r *request) (reply, error) {
+	if err := r.checkSession(); err != nil {
+		return reply{}, err
+	}
+	b, err := s.svc.Export(ctx, r.SessionID)
+	return reply{raw: b, ctype: ctypeJSONL, filename: r.SessionID + ".jsonl"}, err
+}
+
+// checkCursorKey validates the session and client of a cursor operation.
+func (r *request) checkCursorKey() error {
+	if err := r.checkSession(); err != nil {
+		return err
+	}
+	return r.checkClient(true)
+}
+
+func (s *Server) cursorGet(ctx context.Context, r *request) (reply, error) {
+	if err := r.checkCursorKey(); err != nil {
+		return reply{}, err
+	}
+	c, err := s.svc.GetCursor(ctx, r.SessionID, r.Client)
+	if err != nil {
+		return reply{}, err
+	}
+	return jsonReply(c)
+}
+
+// cursorSet moves a cursor. leafId is required so that a body that forgot
+// it cannot silently reset the client to the null leaf.
+func (s *Server) cursorSet(ctx context.Context, r *request) (reply, error) {
+	if err := r.checkCursorKey(); err != nil {
+		return reply{}, err
+	}
+	if !r.LeafID.set {
+		return reply{}, session.Invalid("leafId", "required: an entry id, or null for the state before the first entry")
+	}
+	if r.LeafID.id == "" && !r.LeafID.null {
+		return reply{}, session.Invalid("leafId", `must be an entry id or null, not ""`)
+	}
+	c, err := s.svc.SetCursor(ctx, r.SessionID, r.Client, r.LeafID.id, r.ExpectRevision)
+	if err != nil {
+		return reply{}, err
+	}
+	return jsonReply(c)
+}
+
+// cursorDelete removes a cursor: HTTP answers 204 without a body, NATS
+// answers {} (a micro reply needs a body to be told from no reply).
+func (s *Server) cursorDelete(ctx context.Context, r *request) (reply, error) {
+	if err := r.checkCursorKey(); err != nil {
+		return reply{}, err
+	}
+	if err := s.svc.DeleteCursor(ctx, r.SessionID, r.Client); err != nil {
+		return reply{}, err
+	}
+	return jsonReply(struct{}{})
+}
+
+// cursorsReply lists a session's cursors by client id.
+type cursorsReply struct {
+	Cursors []session.CursorView `json:"cursors"`
+}
+
+func (s *Server) cursorList(ctx context.Context, r *request) (reply, error) {
+	if err := r.checkSession(); err != nil {
+		return reply{}, err
+	}
+	cs, err := s.svc.ListCursors(ctx, r.SessionID)
+	if err != nil {
+		return reply{}, err
+	}
+	if cs == nil {
+		cs = []session.CursorView{}
+	}
+	return jsonReply(cursorsReply{Cursors: cs})
+}

@@ -1,0 +1,221 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"reflect"
+	"strconv"
+	"time"
+
+	"github.com/pifleet/sessionlog/internal/session"
+)
+
+// request is every input an operation may take. HTTP fills it from the
+// JSON body, then the path and the query; NATS decodes it from the message
+// body, where path and query parameters are plain fields. Fields an
+// operation does not use are ignored, as are unknown JSON fields.
+type request struct {
+	// Path parameters (NATS: body fields).
+	SessionID string `json:"sessionId"`
+	Client    string `json:"client"` // also the append body's cursor client
+
+	// Query parameters (NATS: body fields).
+	MinSeq   uint64     `json:"minSeq"`
+	AfterSeq uint64     `json:"afterSeq"`
+	Limit    int        `json:"limit"`
+	Leaf     nullableID `json:"leaf"`
+	Format   string     `json:"format"`
+	Cursor   string     `json:"cursor"`
+	Name     string     `json:"name"`
+	Cwd      string     `json:"cwd"`
+	Label    string     `json:"label"`
+	Since    string     `json:"since"`
+
+	// Bodies of create, append, cursor.set and fork.
+	Header         json.RawMessage   `json:"header"`
+	Entries        []json.RawMessage `json:"entries"`
+	ExpectLastSeq  *uint64           `json:"expectLastSeq"`
+	LeafID         nullableID        `json:"leafId"`
+	ExpectRevision *uint64           `json:"expectRevision"`
+	EntryID        string            `json:"entryId"`
+
+	// data is the raw body of import (pi JSONL).
+	data []byte
+}
+
+// nullableID is an entry id that may be given as null (the null leaf, before
+// the first entry) and whose absence is distinguishable from null. The
+// string "null" also means null, so the HTTP query ?leaf=null and a NATS
+// body agree.
+type nullableID struct {
+	set  bool
+	null bool
+	id   string
+}
+
+// UnmarshalJSON accepts a string or null (encoding/json calls it for null too).
+func (n *nullableID) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*n = nullableID{set: true, null: true}
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return &json.UnmarshalTypeError{Value: jsonKind(b), Type: reflect.TypeFor[nullableID]()}
+	}
+	n.parse(s)
+	return nil
+}
+
+func (n *nullableID) parse(s string) {
+	*n = nullableID{set: true, null: s == "null", id: s}
+	if n.null {
+		n.id = ""
+	}
+}
+
+// leaf turns the leaf and client parameters into the engine's selector:
+// an explicit leaf wins over the client's cursor.
+func (r *request) leaf() session.Leaf {
+	return session.Leaf{ID: r.Leaf.id, Null: r.Leaf.null, Client: r.Client}
+}
+
+// decodeJSON decodes a request body into r. An empty body is an empty
+// object; unknown fields are ignored; everything else names what is wrong.
+func decodeJSON(data []byte, r *request) error {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil
+	}
+	err := json.Unmarshal(data, r)
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &se):
+		return session.Invalid("body", fmt.Sprintf("malformed JSON at byte %d: %v", se.Offset, se))
+	case errors.As(err, &te) && te.Field == "":
+		return session.Invalid("body", "must be a JSON object")
+	case errors.As(err, &te):
+		return session.Invalid(te.Field, fmt.Sprintf("must be %s, not %s", kindName(te.Type), te.Value))
+	default:
+		return session.Invalid("body", err.Error())
+	}
+}
+
+// jsonKind names the kind of a JSON value by its first byte.
+func jsonKind(b []byte) string {
+	switch b = bytes.TrimSpace(b); {
+	case len(b) == 0:
+		return "nothing"
+	case b[0] == '{':
+		return "object"
+	case b[0] == '[':
+		return "array"
+	case b[0] == 't' || b[0] == 'f':
+		return "bool"
+	}
+	return "number"
+}
+
+// kindName describes an expected JSON type for a message.
+func kindName(t reflect.Type) string {
+	if t == nil {
+		return "a valid value"
+	}
+	if t == reflect.TypeFor[nullableID]() {
+		return "an entry id or null"
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Uint64, reflect.Uint, reflect.Uint32:
+		return "a non-negative integer"
+	case reflect.Int, reflect.Int64:
+		return "an integer"
+	case reflect.Slice:
+		return "an array"
+	case reflect.Pointer:
+		return kindName(t.Elem())
+	}
+	return "a " + t.Kind().String()
+}
+
+// applyQuery copies query parameters over r. A parameter that is present
+// but malformed is an error naming it.
+func applyQuery(q url.Values, r *request) error {
+	uints := []struct {
+		name string
+		dst  *uint64
+	}{{"minSeq", &r.MinSeq}, {"afterSeq", &r.AfterSeq}}
+	for _, u := range uints {
+		if v := q.Get(u.name); v != "" {
+			n, err := strconv.ParseUint(v, 10, 64)
+			if err != nil {
+				return session.Invalid(u.name, fmt.Sprintf("%q is not a non-negative integer", v))
+			}
+			*u.dst = n
+		}
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return session.Invalid("limit", fmt.Sprintf("%q is not a positive integer", v))
+		}
+		r.Limit = n
+	}
+	if q.Has("leaf") {
+		r.Leaf.parse(q.Get("leaf"))
+	}
+	strs := []struct {
+		name string
+		dst  *string
+	}{{"client", &r.Client}, {"format", &r.Format}, {"cursor", &r.Cursor}, {"name", &r.Name}, {"cwd", &r.Cwd}, {"label", &r.Label}, {"since", &r.Since}}
+	for _, p := range strs {
+		if q.Has(p.name) {
+			*p.dst = q.Get(p.name)
+		}
+	}
+	return nil
+}
+
+// checkSession validates the session id of a per-session operation.
+func (r *request) checkSession() error { return session.ValidSessionID(r.SessionID) }
+
+// checkClient validates an optional client id (required when need).
+func (r *request) checkClient(need bool) error {
+	if r.Client == "" && !need {
+		return nil
+	}
+	return session.ValidClientID(r.Client)
+}
+
+// llm reads the context format: "agent" (default) or "llm".
+func (r *request) llm() (bool, error) {
+	switch r.Format {
+	case "", "agent":
+		return false, nil
+	case "llm":
+		return true, nil
+	}
+	return false, session.Invalid("format", fmt.Sprintf(`%q: must be "agent" or "llm"`, r.Format))
+}
+
+// filter builds a list filter, validating limit and since.
+func (r *request) filter() (session.ListFilter, error) {
+	f := session.ListFilter{Name: r.Name, Cwd: r.Cwd, Label: r.Label, After: r.Cursor, Limit: r.Limit}
+	if r.Limit < 0 {
+		return f, session.Invalid("limit", "must be a positive integer")
+	}
+	if r.Since != "" {
+		t, err := time.Parse(time.RFC3339Nano, r.Since)
+		if err != nil {
+			return f, session.Invalid("since", fmt.Sprintf("%q is not an RFC 3339 time (like 2026-11-30T08:51:24Z)", r.Since))
+		}
+		f.Since = t
+	}
+	return f, nil
+}

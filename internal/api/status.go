@@ -1,0 +1,102 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// readyLag is how long the Store may have been behind the log and still
+// count as ready: a node that is applying a burst is serving, one that has
+// not caught up for longer is not.
+const readyLag = time.Second
+
+// readyTimeout bounds the backend check of /readyz; probes want an answer.
+const readyTimeout = 2 * time.Second
+
+// StatusReply is the /v1/status response.
+type StatusReply struct {
+	Node    string      `json:"node"`
+	Service string      `json:"service"`
+	Version string      `json:"version"`
+	Store   StoreStatus `json:"store"`
+	// JetStream is Config.Status's answer (mode, stream replicas, leader,
+	// messages, bytes), or {"error": "..."} when it failed: status must
+	// still answer when the backend is what is broken.
+	JetStream any `json:"jetstream,omitempty"`
+}
+
+// StoreStatus is the Store's part of the status: how far this node has
+// applied the log and what it holds in memory.
+type StoreStatus struct {
+	Applied         uint64     `json:"applied"`
+	LogLastSeq      uint64     `json:"logLastSeq"`
+	Lag             uint64     `json:"lag"`
+	CaughtUpAt      *time.Time `json:"caughtUpAt"`
+	Sessions        int        `json:"sessions"`
+	SessionsLoaded  int        `json:"sessionsLoaded"`
+	BytesHeld       int64      `json:"bytesHeld"`
+	Records         uint64     `json:"records"`
+	SkippedRecords  uint64     `json:"skippedRecords"`
+	Evictions       uint64     `json:"evictions"`
+	Reloads         uint64     `json:"reloads"`
+	LastFollowError string     `json:"lastFollowError,omitempty"`
+}
+
+func (s *Server) status(ctx context.Context, _ *request) (reply, error) {
+	st := s.svc.Store.Stats()
+	out := StatusReply{Node: s.cfg.NodeName, Service: ServiceName, Version: ServiceVersion, Store: StoreStatus{
+		Applied: st.Applied, LogLastSeq: st.LogLastSeq, Lag: st.Lag,
+		Sessions: st.Sessions, SessionsLoaded: st.Loaded, BytesHeld: st.BytesHeld,
+		Records: st.Records, SkippedRecords: st.SkippedRecs, Evictions: st.Evictions, Reloads: st.Reloads,
+		LastFollowError: st.LastFollowErr,
+	}}
+	if !st.CaughtUpAt.IsZero() {
+		t := st.CaughtUpAt.UTC()
+		out.Store.CaughtUpAt = &t
+	}
+	if s.cfg.Status != nil {
+		js, err := s.cfg.Status(ctx)
+		if err != nil {
+			js = map[string]string{"error": err.Error()}
+		}
+		out.JetStream = js
+	}
+	return jsonReply(out)
+}
+
+// ready reports why the node should not get traffic, or nil: the backend
+// hook first (JetStream reachable, stream and bucket present), then the
+// Store, which must have caught up with the log within readyLag.
+func (s *Server) ready(ctx context.Context) error {
+	if s.cfg.Ready != nil {
+		cctx, cancel := context.WithTimeout(ctx, readyTimeout)
+		err := s.cfg.Ready(cctx)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("backend: %w", err)
+		}
+	}
+	st := s.svc.Store.Stats()
+	if st.CaughtUpAt.IsZero() {
+		return fmt.Errorf("store: has not caught up with the log yet (applied %d of %d)", st.Applied, st.LogLastSeq)
+	}
+	if behind := s.cfg.Now().Sub(st.CaughtUpAt); st.Lag > 0 && behind > readyLag {
+		return fmt.Errorf("store: %d records behind the log for %v", st.Lag, behind.Round(time.Millisecond))
+	}
+	return nil
+}
+
+func (s *Server) handleHealthz(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", ctypeJSON)
+	_, _ = w.Write([]byte(`{"status":"ok"}`))
+}
+
+func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
+	if err := s.ready(r.Context()); err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, ErrorBody{ErrorDetail{Code: CodeUnavailable, Message: err.Error()}})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}

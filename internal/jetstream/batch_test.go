@@ -1,0 +1,177 @@
+package jetstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/pifleet/sessionlog/internal/session"
+)
+
+func newSID(t testing.TB) string {
+	t.Helper()
+	id, err := uuid.NewV7()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id.String()
+}
+
+func headerRec(sid string) session.Record {
+	return session.Record{Type: "session", Data: fmt.Appendf(nil, `{"type":"session","version":3,"id":%q}`, sid)}
+}
+
+func entryRecs(prefix string, n int) []session.Record {
+	recs := make([]session.Record, n)
+	parent := ""
+	for i := range recs {
+		id := fmt.Sprintf("%s%04x", prefix, i)
+		recs[i] = session.Record{Type: "message", ID: id, Parent: parent,
+			Data: fmt.Appendf(nil, `{"type":"message","id":%q}`, id)}
+		parent = id
+	}
+	return recs
+}
+
+// testFollowWholeBatches appends batches of 50 (and single records between
+// them) to several sessions while a Follow runs, and checks that every apply
+// call is exactly one whole batch or one single record: a follower never
+// sees a batch prefix the server is still storing.
+func testFollowWholeBatches(t *testing.T, conn *Conn, replicas int) {
+	const sessions, batches, size = 3, 6, 50
+	cfg := testConfig(replicas)
+	provision(t, conn.JS, cfg)
+	l := NewLog(conn.JS, cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	groups := make(chan []session.Stored, 1024)
+	followDone := make(chan error, 1)
+	go func() {
+		followDone <- l.Follow(ctx, 1, func(recs []session.Stored) error {
+			groups <- recs
+			return nil
+		})
+	}()
+
+	// batchOf maps a record's (session, id) to its append, to check groups.
+	batchOf := sync.Map{}
+	var wg sync.WaitGroup
+	errs := make(chan error, sessions)
+	for s := range sessions {
+		sid := newSID(t)
+		wg.Go(func() {
+			seqs, err := l.Append(ctx, sid, 0, []session.Record{headerRec(sid)})
+			if err != nil {
+				errs <- err
+				return
+			}
+			last := seqs[0]
+			for b := range batches {
+				recs := entryRecs(fmt.Sprintf("%x%x", s, b), size)
+				for _, r := range recs {
+					batchOf.Store(sid+"/"+r.ID, b)
+				}
+				if seqs, err = l.Append(ctx, sid, last, recs); err != nil {
+					errs <- err
+					return
+				}
+				single := session.Record{Type: "label", ID: fmt.Sprintf("%x%xffff", s, b), Data: []byte(`{"type":"label"}`)}
+				if seqs, err = l.Append(ctx, sid, seqs[len(seqs)-1], []session.Record{single}); err != nil {
+					errs <- err
+					return
+				}
+				last = seqs[0]
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("append: %v", err)
+	}
+
+	want := sessions * (1 + batches*(size+1))
+	var got int
+	var prev uint64
+	for got < want {
+		select {
+		case recs := <-groups:
+			got += len(recs)
+			for _, r := range recs {
+				if r.Seq <= prev {
+					t.Fatalf("seq %d delivered after %d", r.Seq, prev)
+				}
+				prev = r.Seq
+			}
+			b, isBatch := batchOf.Load(recs[0].Session + "/" + recs[0].ID)
+			if !isBatch {
+				if len(recs) != 1 {
+					t.Fatalf("a single record arrived in a group of %d", len(recs))
+				}
+				continue
+			}
+			if len(recs) != size {
+				t.Fatalf("batch %v of session %s arrived as a group of %d records, want %d", b, recs[0].Session, len(recs), size)
+			}
+			for _, r := range recs {
+				if rb, _ := batchOf.Load(r.Session + "/" + r.ID); rb != b || r.Session != recs[0].Session {
+					t.Fatalf("group mixes batches: %s/%s is not in batch %v", r.Session, r.ID, b)
+				}
+			}
+		case err := <-followDone:
+			t.Fatalf("follow ended: %v", err)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("follow: %d of %d records after 30s", got, want)
+		}
+	}
+	if got != want {
+		t.Fatalf("follow delivered %d records, want %d", got, want)
+	}
+}
+
+// testCreateRace has two clients, each on its own connection (on a cluster,
+// to different servers), race to create the same sessions with expectLast 0,
+// by single publish and by batch: exactly one wins each race, the other
+// gets ErrExists.
+func testCreateRace(t *testing.T, a, b *Conn, replicas int) {
+	cfg := testConfig(replicas)
+	provision(t, a.JS, cfg)
+	logs := [2]*Log{NewLog(a.JS, cfg), NewLog(b.JS, cfg)}
+	ctx := context.Background()
+	for round := range 20 {
+		sid := newSID(t)
+		var errs [2]error
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i, l := range logs {
+			recs := []session.Record{headerRec(sid)}
+			if round%2 == 1 {
+				recs = append(recs, entryRecs(fmt.Sprintf("%02x%02x", round, i), 3)...)
+			}
+			wg.Go(func() {
+				<-start
+				_, errs[i] = l.Append(ctx, sid, 0, recs)
+			})
+		}
+		close(start)
+		wg.Wait()
+		wins := 0
+		for _, err := range errs {
+			switch {
+			case err == nil:
+				wins++
+			case !errors.Is(err, session.ErrExists):
+				t.Fatalf("round %d: loser got %v, want ErrExists", round, err)
+			}
+		}
+		if wins != 1 {
+			t.Fatalf("round %d: %d winners (%v / %v)", round, wins, errs[0], errs[1])
+		}
+	}
+}

@@ -1,0 +1,95 @@
+package jetstream
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// consumer is an ordered consumer whose messages arrive on a channel, for
+// loops that also watch a context. It uses Consume rather than Messages:
+// on a cluster, a consumer's first pull request can reach a server that does
+// not know the new consumer yet and come back as "no responders". Consume
+// reports that to the ordered consumer, which recreates itself at once; the
+// Messages iterator ignores it and stalls until two heartbeats are missed.
+type consumer struct {
+	js     jetstream.JetStream
+	stream string
+	cons   jetstream.Consumer
+	cc     jetstream.ConsumeContext
+	msgs   chan jetstream.Msg
+	closed chan error // receives once if the connection closes for good
+	done   chan struct{}
+	once   sync.Once
+}
+
+// startConsumer creates an ordered consumer on stream with cfg and starts
+// consuming. Call stop when done.
+func startConsumer(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.OrderedConsumerConfig) (*consumer, error) {
+	cons, err := js.OrderedConsumer(ctx, stream, cfg)
+	if err != nil {
+		return nil, err
+	}
+	c := &consumer{
+		js:     js,
+		stream: stream,
+		cons:   cons,
+		msgs:   make(chan jetstream.Msg, 256),
+		closed: make(chan error, 1),
+		done:   make(chan struct{}),
+	}
+	c.cc, err = cons.Consume(func(m jetstream.Msg) {
+		select {
+		case c.msgs <- m:
+		case <-c.done:
+		}
+	}, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		// Everything else (missed heartbeats, gaps, no responders, leader
+		// changes) the ordered consumer recovers from by itself.
+		if errors.Is(err, jetstream.ErrConnectionClosed) {
+			select {
+			case c.closed <- err:
+			default:
+			}
+		}
+	}))
+	if err != nil {
+		c.deleteServerSide()
+		return nil, err
+	}
+	return c, nil
+}
+
+// next returns the next message, or an error when ctx is done or the
+// connection has closed.
+func (c *consumer) next(ctx context.Context) (jetstream.Msg, error) {
+	select {
+	case m := <-c.msgs:
+		return m, nil
+	case err := <-c.closed:
+		return nil, err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// stop ends consumption and deletes the server-side consumer (best effort:
+// an ordered consumer also expires by itself once inactive).
+func (c *consumer) stop() {
+	c.once.Do(func() {
+		close(c.done)
+		c.cc.Stop()
+		c.deleteServerSide()
+	})
+}
+
+func (c *consumer) deleteServerSide() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if info := c.cons.CachedInfo(); info != nil {
+		_ = c.js.DeleteConsumer(ctx, c.stream, info.Name)
+	}
+}

@@ -1,0 +1,23 @@
+// Package jetstream is the NATS JetStream adapter of sessionlog: an embedded
+// server (Server), client connections (Connect), provisioning of the stream
+// and the cursor bucket (Provision), and the implementations of the session
+// package's interfaces: Log (session.Log and session.Feed) and Cursors
+// (session.Cursors). NATS and JetStream errors are translated to the session
+// sentinels here, once (errors.go).
+//
+// The wire contract, in short (docs/PROTOCOL.md has it in full):
+//
+//   - Stream PI_SESSIONS on subjects pi.sess.*, one subject per session,
+//     pi.sess.<sessionId>; file storage, no limits, AllowAtomicPublish,
+//     AllowDirect false (reads go to the stream leader), a two-minute
+//     dedupe window.
+//   - One message per JSONL line, with headers Nats-Msg-Id
+//     (<sessionId>/<entryId>, or <sessionId>/header), Pi-Type, Pi-Id and
+//     Pi-Parent.
+//   - An append is conditional on Nats-Expected-Last-Subject-Sequence (0 for
+//     a creation); several records go as one atomic batch carrying the
+//     expectation on its first message. Followers hold a batch's messages
+//     until the one with Nats-Batch-Commit.
+//   - KV bucket PI_CURSORS, key <sessionId>.<clientId>, value
+//     {"leafId","seq","updatedAt"}, history 1, updates CAS on the revision.
+package jetstream

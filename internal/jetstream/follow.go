@@ -1,0 +1,115 @@
+package jetstream
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/synadia-io/orbit.go/jetstreamext"
+
+	"github.com/pifleet/sessionlog/internal/session"
+)
+
+// applyError marks an error returned by Follow's apply, which ends Follow,
+// as opposed to a transport error, after which Follow resumes.
+type applyError struct{ err error }
+
+func (e *applyError) Error() string { return e.err.Error() }
+
+// Follow delivers the stream from sequence from on, in order, until ctx is
+// done or apply fails; see session.Feed.
+//
+// It reads with an ordered consumer, which recreates itself after missed
+// heartbeats, reconnects and gaps, resuming after the last message it
+// received. The records of an atomic batch are held until the message
+// carrying Nats-Batch-Commit arrives: a consumer may see a prefix of a batch
+// that the server is still storing, never an uncommitted one. If the consumer
+// fails for good, Follow starts a new one after the last record it delivered,
+// dropping what it held, so no sequence is skipped or repeated.
+func (l *Log) Follow(ctx context.Context, from uint64, apply func([]session.Stored) error) error {
+	next := max(from, 1)
+	wait := 100 * time.Millisecond
+	for {
+		delivered := next
+		err := l.follow(ctx, &next, apply)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		var ae *applyError
+		if errors.As(err, &ae) {
+			return ae.err
+		}
+		if next > delivered {
+			wait = 100 * time.Millisecond // progress was made: this is a new failure
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
+}
+
+// follow runs one ordered consumer from *next, advancing *next past every
+// record apply accepted. It returns when the consumer fails, ctx is done, or
+// apply fails (as an *applyError).
+func (l *Log) follow(ctx context.Context, next *uint64, apply func([]session.Stored) error) error {
+	c, err := startConsumer(ctx, l.js, l.cfg.Stream, jetstream.OrderedConsumerConfig{
+		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:       *next,
+		InactiveThreshold: time.Minute,
+	})
+	if err != nil {
+		return err
+	}
+	defer c.stop()
+
+	var held []session.Stored
+	var heldBatch string
+	deliver := func(recs []session.Stored) error {
+		if err := apply(recs); err != nil {
+			return &applyError{err}
+		}
+		*next = recs[len(recs)-1].Seq + 1
+		return nil
+	}
+	for {
+		msg, err := c.next(ctx)
+		if err != nil {
+			return err
+		}
+		meta, err := msg.Metadata()
+		if err != nil {
+			return err
+		}
+		s, err := l.decodeStored(msg.Subject(), meta.Sequence.Stream, msg.Headers(), msg.Data(), meta.Timestamp)
+		if err != nil {
+			return err
+		}
+		batch := msg.Headers().Get(jetstreamext.BatchIDHeader)
+		if len(held) > 0 && batch != heldBatch {
+			// Committed batches are stored contiguously, so this does not
+			// happen; if it did, skipping records would be worse than
+			// delivering an incomplete group.
+			if err := deliver(held); err != nil {
+				return err
+			}
+			held = nil
+		}
+		if batch == "" {
+			if err := deliver([]session.Stored{s}); err != nil {
+				return err
+			}
+			continue
+		}
+		held, heldBatch = append(held, s), batch
+		if msg.Headers().Get(jetstreamext.BatchCommitHeader) != "" {
+			if err := deliver(held); err != nil {
+				return err
+			}
+			held = nil
+		}
+	}
+}

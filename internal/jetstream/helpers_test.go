@@ -1,0 +1,169 @@
+package jetstream
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// checkFor calls fn every interval until it returns nil, failing the test
+// with fn's last error after timeout.
+func checkFor(t testing.TB, timeout, interval time.Duration, fn func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := fn()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still failing after %v: %v", timeout, err)
+		}
+		time.Sleep(interval)
+	}
+}
+
+// runServer starts a single JetStream server on a random port.
+func runServer(t testing.TB) *Server {
+	t.Helper()
+	s := NewServer(t.TempDir())
+	s.ServerName = "single"
+	s.Port = -1
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.Start(ctx); err != nil {
+		t.Fatalf("start server: %v", err)
+	}
+	t.Cleanup(s.Shutdown)
+	anchorStream(t, s.ClientURL(), 1)
+	return s
+}
+
+// anchorStream creates a stream that lives as long as the server. nats-server
+// removes an account's streams directory when its last stream is deleted, and
+// a stream created at that moment fails with "error creating store" (10049);
+// tests delete their streams at cleanup and create the next ones right away,
+// so they keep one stream that is never deleted.
+func anchorStream(t testing.TB, url string, replicas int) {
+	t.Helper()
+	c := connect(t, url)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := c.JS.CreateStream(ctx, jetstream.StreamConfig{Name: "ANCHOR", Subjects: []string{"anchor"}, Replicas: replicas})
+	if err != nil {
+		t.Fatalf("anchor stream: %v", err)
+	}
+}
+
+// freePort returns a TCP port that was free a moment ago: route listeners
+// must be known before any server starts, so Port -1 cannot be used for them.
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// runCluster starts an n-node JetStream cluster in this process. Every server
+// lists the routes of all servers; they start concurrently because a meta
+// leader needs a quorum, and Start waits for it.
+func runCluster(t testing.TB, n int) []*Server {
+	t.Helper()
+	routes := make([]*url.URL, n)
+	listen := make([]string, n)
+	for i := range n {
+		listen[i] = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+		routes[i] = &url.URL{Scheme: "nats", Host: listen[i]}
+	}
+	servers := make([]*Server, n)
+	for i := range n {
+		s := NewServer(t.TempDir())
+		s.ServerName = fmt.Sprintf("node%d", i+1)
+		s.Port = -1
+		s.ClusterName = "pi-test"
+		s.ClusterListen = listen[i]
+		s.Routes = routes
+		s.ClusterUser, s.ClusterPassword = "route", "s3cret"
+		servers[i] = s
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i, s := range servers {
+		wg.Go(func() { errs[i] = s.Start(ctx) })
+	}
+	wg.Wait()
+	for _, s := range servers {
+		t.Cleanup(s.Shutdown)
+	}
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("start node%d: %v", i+1, err)
+		}
+	}
+	anchorStream(t, servers[0].ClientURL(), n)
+	return servers
+}
+
+// connect opens a client connection to urls, closed at cleanup.
+func connect(t testing.TB, urls ...string) *Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := Connect(ctx, NewConnConfig(urls...))
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+func clusterURLs(servers []*Server) []string {
+	urls := make([]string, len(servers))
+	for i, s := range servers {
+		urls[i] = s.ClientURL()
+	}
+	return urls
+}
+
+var assetSeq atomic.Int32
+
+// testConfig returns a configuration whose stream, subjects and bucket no
+// other test uses, so each suite run starts from an empty log.
+func testConfig(replicas int) Config {
+	n := assetSeq.Add(1)
+	cfg := NewConfig()
+	cfg.Stream = fmt.Sprintf("T%d_SESSIONS", n)
+	cfg.SubjectPrefix = fmt.Sprintf("t%d.sess", n)
+	cfg.Bucket = fmt.Sprintf("T%d_CURSORS", n)
+	cfg.Replicas = replicas
+	return cfg
+}
+
+// provision provisions cfg and removes its assets at cleanup, so that a
+// cluster does not accumulate raft groups over a test run.
+func provision(t testing.TB, js jetstream.JetStream, cfg Config) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := Provision(ctx, js, cfg); err != nil {
+		t.Fatalf("provision: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = js.DeleteStream(ctx, cfg.Stream)
+		_ = js.DeleteKeyValue(ctx, cfg.Bucket)
+	})
+}

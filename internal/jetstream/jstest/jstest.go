@@ -1,0 +1,199 @@
+// Package jstest starts real JetStream servers for the tests of the packages
+// above the adapter (session, api, pi-node, client): a single node or an
+// in-process cluster, each in t.TempDir(), shut down at cleanup. The
+// adapter's own tests keep private copies of these helpers, because a package
+// cannot import a helper that imports it.
+package jstest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	natsjs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pifleet/sessionlog/internal/jetstream"
+	"github.com/pifleet/sessionlog/internal/session"
+)
+
+// RunServer starts a single JetStream server on a random port, with the
+// production default of fsyncing every write.
+func RunServer(t testing.TB) *jetstream.Server {
+	t.Helper()
+	return RunServerSync(t, true)
+}
+
+// RunServerSync is RunServer with the choice of sync: always or not.
+func RunServerSync(t testing.TB, syncAlways bool) *jetstream.Server {
+	t.Helper()
+	s := jetstream.NewServer(t.TempDir())
+	s.ServerName = "single"
+	s.Port = -1
+	s.SyncAlways = syncAlways
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.Start(ctx); err != nil {
+		t.Fatalf("start server: %v", err)
+	}
+	t.Cleanup(s.Shutdown)
+	return s
+}
+
+// FreePort returns a TCP port that was free a moment ago: route listeners
+// must be known before any server starts, so port 0 cannot be used for them.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// RunCluster starts an n-node JetStream cluster in this process. Every
+// server lists the routes of all servers; they start concurrently because a
+// meta leader needs a quorum, and Start waits for it.
+func RunCluster(t testing.TB, n int) []*jetstream.Server {
+	t.Helper()
+	routes := make([]*url.URL, n)
+	listen := make([]string, n)
+	for i := range n {
+		listen[i] = fmt.Sprintf("127.0.0.1:%d", FreePort(t))
+		routes[i] = &url.URL{Scheme: "nats", Host: listen[i]}
+	}
+	servers := make([]*jetstream.Server, n)
+	for i := range n {
+		s := jetstream.NewServer(t.TempDir())
+		s.ServerName = fmt.Sprintf("node%d", i+1)
+		s.Port = -1
+		s.ClusterName = "pi-test"
+		s.ClusterListen = listen[i]
+		s.Routes = routes
+		servers[i] = s
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i, s := range servers {
+		wg.Go(func() { errs[i] = s.Start(ctx) })
+	}
+	wg.Wait()
+	for _, s := range servers {
+		t.Cleanup(s.Shutdown)
+	}
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("start node%d: %v", i+1, err)
+		}
+	}
+	return servers
+}
+
+// URLs returns the client URLs of servers.
+func URLs(servers []*jetstream.Server) []string {
+	urls := make([]string, len(servers))
+	for i, s := range servers {
+		urls[i] = s.ClientURL()
+	}
+	return urls
+}
+
+// Connect opens a client connection to urls, closed at cleanup.
+func Connect(t testing.TB, urls ...string) *jetstream.Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := jetstream.Connect(ctx, jetstream.NewConnConfig(urls...))
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// Backend provisions the session stream and cursor bucket (replicas as
+// given) on the servers at urls and returns the adapter's Log and Cursors.
+func Backend(t testing.TB, replicas int, urls ...string) (*jetstream.Log, *jetstream.Cursors) {
+	t.Helper()
+	return backend(t, replicas, jetstream.NewConfig(), urls)
+}
+
+// BackendNamed is Backend on a stream, subjects and bucket of their own
+// (derived from name), for tests that share one cluster; they are deleted at
+// cleanup so the cluster does not accumulate raft groups.
+func BackendNamed(t testing.TB, replicas int, name string, urls ...string) (*jetstream.Log, *jetstream.Cursors) {
+	t.Helper()
+	cfg := jetstream.NewConfig()
+	cfg.Stream = "S_" + name
+	cfg.SubjectPrefix = "s_" + name + ".sess"
+	cfg.Bucket = "C_" + name
+	l, c := backend(t, replicas, cfg, urls)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		js := Connect(t, urls...).JS
+		_ = js.DeleteStream(ctx, cfg.Stream)
+		_ = js.DeleteKeyValue(ctx, cfg.Bucket)
+	})
+	return l, c
+}
+
+func backend(t testing.TB, replicas int, cfg jetstream.Config, urls []string) (*jetstream.Log, *jetstream.Cursors) {
+	c := Connect(t, urls...)
+	cfg.Replicas = replicas
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := jetstream.Provision(ctx, c.JS, cfg); err != nil {
+		t.Fatalf("provision: %v", err)
+	}
+	cur, err := jetstream.NewCursors(ctx, c.JS, cfg)
+	if err != nil {
+		t.Fatalf("cursors: %v", err)
+	}
+	return jetstream.NewLog(c.JS, cfg), cur
+}
+
+// BulkLoad publishes whole sessions (header first) without waiting for each
+// ack — far faster than creating them one atomic batch at a time, for tests
+// whose subject is what comes after (Store rebuilds, benchmarks). It returns
+// the last sequence.
+func BulkLoad(t testing.TB, js natsjs.JetStream, l *jetstream.Log, sessions map[string][]session.Record) uint64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var last uint64
+	var futures []natsjs.PubAckFuture
+	wait := func() {
+		for _, f := range futures {
+			select {
+			case ack := <-f.Ok():
+				last = max(last, ack.Sequence)
+			case err := <-f.Err():
+				t.Fatalf("bulk load: %v", err)
+			case <-ctx.Done():
+				t.Fatal("bulk load: timed out")
+			}
+		}
+		futures = futures[:0]
+	}
+	for sid, recs := range sessions {
+		for _, r := range recs {
+			f, err := js.PublishMsgAsync(l.Msg(sid, r))
+			if err != nil {
+				t.Fatalf("bulk load: %v", err)
+			}
+			futures = append(futures, f)
+		}
+		if len(futures) > 2000 { // below nats.go's default of 4000 pending acks
+			wait()
+		}
+	}
+	wait()
+	return last
+}

@@ -1,0 +1,260 @@
+package jetstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/synadia-io/orbit.go/jetstreamext"
+
+	"github.com/pifleet/sessionlog/internal/session"
+)
+
+// Compile-time checks: Log is both sides of the session log.
+var (
+	_ session.Log  = (*Log)(nil)
+	_ session.Feed = (*Log)(nil)
+)
+
+// Message headers of the wire contract, beside JetStream's own.
+const (
+	hdrType   = "Pi-Type"
+	hdrID     = "Pi-Id"
+	hdrParent = "Pi-Parent"
+)
+
+// Log is the session log on a JetStream stream provisioned by Provision:
+// one subject per session, one message per record. It holds no goroutines
+// and is safe for concurrent use.
+type Log struct {
+	js  jetstream.JetStream
+	cfg Config
+	api string // JetStream API prefix, for leader reads
+}
+
+// NewLog returns the log on cfg's stream, reached through js.
+func NewLog(js jetstream.JetStream, cfg Config) *Log {
+	return &Log{js: js, cfg: cfg, api: apiPrefix(js)}
+}
+
+// JetStream returns the JetStream context the log publishes through.
+func (l *Log) JetStream() jetstream.JetStream { return l.js }
+
+// MaxBatch returns the most records one Append may carry.
+func (l *Log) MaxBatch() int { return l.cfg.MaxBatch }
+
+func (l *Log) subject(sid string) string { return l.cfg.SubjectPrefix + "." + sid }
+
+// Msg builds the message of one record as the wire contract has it: its
+// JSONL line as the body, the routing headers and the session-scoped dedupe
+// id; no expectation or batch headers. Exported for bulk loaders and for the
+// raw-JetStream baselines of the benchmarks, which must send the same bytes.
+func (l *Log) Msg(sid string, r session.Record) *nats.Msg {
+	m := nats.NewMsg(l.subject(sid))
+	m.Data = r.Data
+	id := r.ID
+	if r.IsHeader() {
+		id = "header"
+	}
+	m.Header.Set(jetstream.MsgIDHeader, sid+"/"+id)
+	m.Header.Set(hdrType, r.Type)
+	if r.ID != "" {
+		m.Header.Set(hdrID, r.ID)
+	}
+	if r.Parent != "" {
+		m.Header.Set(hdrParent, r.Parent)
+	}
+	return m
+}
+
+// Append stores recs at the end of the session: one record as a plain
+// publish, several as one atomic batch, both conditional on the session's
+// last sequence being expectLast. See session.Log for the contract.
+func (l *Log) Append(ctx context.Context, sid string, expectLast uint64, recs []session.Record) ([]uint64, error) {
+	if err := session.CheckAppend(sid, recs, l.cfg.MaxBatch, int(l.cfg.MaxMsgSize)); err != nil {
+		return nil, fmt.Errorf("append to %s: %w", sid, err)
+	}
+	// A creation that loses, or a record whose id is stored already, is
+	// ErrExists when it concerns the session itself: the header, or any
+	// write that expected the session not to exist.
+	conflict := session.ErrConflict
+	if expectLast == 0 || hasHeader(recs) {
+		conflict = session.ErrExists
+	}
+	msgs := make([]*nats.Msg, len(recs))
+	for i, r := range recs {
+		msgs[i] = l.Msg(sid, r)
+		if size, limit := msgSize(msgs[i]), l.sizeLimit(); size > limit {
+			return nil, fmt.Errorf("append to %s: %w: record %d is %d bytes with its headers, the limit is %d",
+				sid, session.ErrTooLarge, i, size, limit)
+		}
+	}
+	if len(recs) == 1 {
+		return l.publishOne(ctx, sid, expectLast, msgs[0], recs[0], conflict)
+	}
+	// The expectation goes on the first message: the server checks it when
+	// the batch commits, against the session as it is then.
+	msgs[0].Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(expectLast, 10))
+	// The first message waits for an ack; bound that wait by ctx as well,
+	// not only by the JetStream default timeout.
+	ackTimeout := l.js.Options().DefaultTimeout
+	if deadline, ok := ctx.Deadline(); ok {
+		ackTimeout = min(ackTimeout, time.Until(deadline))
+	}
+	if ackTimeout <= 0 {
+		return nil, fmt.Errorf("append %d records to %s: %w: %w", len(recs), sid, session.ErrUnavailable, context.DeadlineExceeded)
+	}
+	ack, err := jetstreamext.PublishMsgBatch(ctx, l.js, msgs, jetstreamext.BatchFlowControl{AckFirst: true, AckTimeout: ackTimeout})
+	if err != nil {
+		if apiCode(err) == codeWrongLastSeq || apiCode(err) == codeWrongLastSeqConstant {
+			conflict = casConflict(expectLast)
+		}
+		return nil, fmt.Errorf("append %d records to %s: %w", len(recs), sid, translate(err, conflict))
+	}
+	if ack.BatchSize != uint64(len(recs)) || ack.Sequence < uint64(len(recs)) {
+		return nil, fmt.Errorf("append %d records to %s: %w: ack for %d records at %d", len(recs), sid,
+			session.ErrUnavailable, ack.BatchSize, ack.Sequence)
+	}
+	// A committed batch is stored contiguously, ending at the acked sequence.
+	seqs := make([]uint64, len(recs))
+	for i := range seqs {
+		seqs[i] = ack.Sequence - uint64(len(recs)-1-i)
+	}
+	return seqs, nil
+}
+
+func (l *Log) publishOne(ctx context.Context, sid string, expectLast uint64, m *nats.Msg, r session.Record, conflict error) ([]uint64, error) {
+	// nats.go sends the expectation header for 0 too ("0": the subject must be empty).
+	ack, err := l.js.PublishMsg(ctx, m, jetstream.WithExpectLastSequencePerSubject(expectLast))
+	if err != nil {
+		if apiCode(err) == codeWrongLastSeq || apiCode(err) == codeWrongLastSeqConstant {
+			conflict = casConflict(expectLast)
+		}
+		return nil, fmt.Errorf("append to %s: %w", sid, translate(err, conflict))
+	}
+	if ack.Duplicate {
+		// The dedupe window caught a record already stored: never report
+		// that as a fresh success; the caller reads and reconciles.
+		return nil, fmt.Errorf("append to %s: %w: record %q already stored at %d", sid, conflict, r.ID, ack.Sequence)
+	}
+	return []uint64{ack.Sequence}, nil
+}
+
+// headerReserve covers the headers added after a message is built: the
+// expected last sequence (up to 20 digits) and the batch id, sequence and
+// commit headers, about 150 bytes together.
+const headerReserve = 192
+
+// msgSize is what the server counts against max_msg_size and the client
+// against max_payload: the body plus the encoded headers ("NATS/1.0\r\n",
+// "Key: value\r\n" each, a blank line), plus headerReserve.
+func msgSize(m *nats.Msg) int {
+	n := len(m.Data) + len("NATS/1.0\r\n\r\n") + headerReserve
+	for k, vs := range m.Header {
+		for _, v := range vs {
+			n += len(k) + len(": \r\n") + len(v)
+		}
+	}
+	return n
+}
+
+// sizeLimit is the largest message the stream and the connection accept.
+// Checking it before publishing matters for batches: the server refuses an
+// oversize message inside a batch without an answer, and the batch then
+// fails as "incomplete", which is indistinguishable from a lost message.
+func (l *Log) sizeLimit() int {
+	limit := int(l.cfg.MaxMsgSize)
+	if p := l.js.Conn().MaxPayload(); p > 0 {
+		limit = min(limit, int(p))
+	}
+	return limit
+}
+
+// casConflict is the sentinel for a failed expected-last-sequence check.
+func casConflict(expectLast uint64) error {
+	if expectLast == 0 {
+		return session.ErrExists
+	}
+	return session.ErrConflict
+}
+
+func hasHeader(recs []session.Record) bool {
+	for _, r := range recs {
+		if r.IsHeader() {
+			return true
+		}
+	}
+	return false
+}
+
+// Read returns the session's records after afterSeq as the stream leader
+// has them, so it includes every acknowledged append; see read for how.
+func (l *Log) Read(ctx context.Context, sid string, afterSeq uint64) ([]session.Stored, error) {
+	if err := session.ValidSessionID(sid); err != nil {
+		return nil, fmt.Errorf("read %s: %w", sid, err)
+	}
+	out, err := l.read(ctx, sid, afterSeq)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", sid, err)
+	}
+	return out, nil
+}
+
+// Purge removes every record of the session from the stream, then
+// publishes the purge notice (session.PurgeRecord on <prefix>._purge) so that
+// Stores drop what they applied; see session.Log. upTo is the stream's last
+// sequence just before the purge: every record of the session is at or below
+// it, a re-creation after the purge is above it.
+//
+// The two steps are not atomic: if the notice cannot be published, Purge
+// fails with ErrUnavailable, and a retry finds the session gone and does
+// nothing. The dedupe window still remembers the purged ids: re-creating the
+// session within it is refused with ErrExists.
+func (l *Log) Purge(ctx context.Context, sid string) error {
+	if err := session.ValidSessionID(sid); err != nil {
+		return fmt.Errorf("purge %s: %w", sid, err)
+	}
+	s, err := l.js.Stream(ctx, l.cfg.Stream)
+	if err != nil {
+		return fmt.Errorf("purge %s: %w", sid, translate(err, session.ErrConflict))
+	}
+	upTo := s.CachedInfo().State.LastSeq
+	_, err = leaderGet(ctx, l.js, l.api, l.cfg.Stream, msgGetRequest{LastFor: l.subject(sid)})
+	if isNotFound(err) {
+		return nil
+	}
+	if err == nil {
+		err = s.Purge(ctx, jetstream.WithPurgeSubject(l.subject(sid)))
+	}
+	if err != nil {
+		return fmt.Errorf("purge %s: %w", sid, translate(err, session.ErrConflict))
+	}
+	notice := session.PurgeRecord(sid, upTo)
+	m := nats.NewMsg(l.subject(session.PurgeToken))
+	m.Data = notice.Data
+	m.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("%s/%s/%d", session.PurgeToken, sid, upTo))
+	m.Header.Set(hdrType, notice.Type)
+	m.Header.Set(hdrID, notice.ID)
+	if _, err := l.js.PublishMsg(ctx, m); err != nil {
+		return fmt.Errorf("purge %s: notice: %w", sid, translate(err, session.ErrConflict))
+	}
+	return nil
+}
+
+// LastSeq returns the stream's last sequence, from the stream leader.
+func (l *Log) LastSeq(ctx context.Context) (uint64, error) {
+	s, err := l.js.Stream(ctx, l.cfg.Stream)
+	if err != nil {
+		return 0, fmt.Errorf("last seq: %w", translate(err, session.ErrConflict))
+	}
+	return s.CachedInfo().State.LastSeq, nil
+}
+
+// isNotFound reports whether err says there is no such message.
+func isNotFound(err error) bool {
+	return apiCode(err) == codeMsgNotFound || errors.Is(err, jetstream.ErrMsgNotFound)
+}

@@ -1,0 +1,241 @@
+package jetstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Server is an embedded nats-server with JetStream: alone (pi-node's default
+// mode) or as one member of a cluster of pi-nodes. Create it with NewServer,
+// adjust the exported fields, then Start it.
+type Server struct {
+	// DataDir holds JetStream's files.
+	DataDir string
+	// ServerName must be unique and stable in a cluster: JetStream derives
+	// the node's raft identity from it. Defaults to the host name.
+	ServerName string
+	// Host and Port where clients connect. Port -1 picks a random port (tests).
+	Host string
+	Port int
+
+	// SyncAlways fsyncs every write before it is acknowledged (default true):
+	// an acknowledged append survives a power loss. When false, the server
+	// fsyncs every SyncInterval (0: the server's default of 2 minutes) and a
+	// crash of a majority can lose acknowledged writes.
+	SyncAlways   bool
+	SyncInterval time.Duration
+
+	// MaxPayload is the largest message a client may publish (default 8 MiB).
+	MaxPayload int32
+	// MaxMemory and MaxStore limit JetStream's memory and file storage
+	// (0: the server's defaults, derived from the machine).
+	MaxMemory int64
+	MaxStore  int64
+
+	// User and Password, or Token, require clients to authenticate.
+	User     string
+	Password string
+	Token    string
+
+	// ClusterName enables clustering. ClusterListen is the host:port of the
+	// route listener; Routes must list the route URLs of every server of the
+	// cluster (this one included: a server skips itself), on every server.
+	ClusterName     string
+	ClusterListen   string
+	Routes          []*url.URL
+	ClusterUser     string
+	ClusterPassword string
+
+	// Logger receives the server's log; nil keeps it silent.
+	Logger server.Logger
+
+	ns *server.Server
+}
+
+// NewServer returns a server configuration with the defaults: data in
+// dataDir, clients on 127.0.0.1:4222, sync always, 8 MiB payloads.
+func NewServer(dataDir string) *Server {
+	name, err := os.Hostname()
+	if err != nil || name == "" {
+		name = "pi-node"
+	}
+	return &Server{
+		DataDir:    dataDir,
+		ServerName: name,
+		Host:       "127.0.0.1",
+		Port:       4222,
+		SyncAlways: true,
+		MaxPayload: 8 << 20,
+	}
+}
+
+// options translates the configuration to nats-server options.
+func (s *Server) options() (*server.Options, error) {
+	if s.DataDir == "" {
+		return nil, errors.New("server: data dir is empty")
+	}
+	opts := &server.Options{
+		ServerName:         s.ServerName,
+		Host:               s.Host,
+		Port:               s.Port,
+		JetStream:          true,
+		StoreDir:           s.DataDir,
+		SyncAlways:         s.SyncAlways,
+		MaxPayload:         s.MaxPayload,
+		JetStreamMaxMemory: s.MaxMemory,
+		JetStreamMaxStore:  s.MaxStore,
+		Username:           s.User,
+		Password:           s.Password,
+		Authorization:      s.Token,
+		NoSigs:             true,
+		NoLog:              s.Logger == nil,
+	}
+	if !s.SyncAlways {
+		opts.SyncInterval = s.SyncInterval
+	}
+	if s.ClusterName == "" {
+		return opts, nil
+	}
+	if s.ServerName == "" {
+		return nil, errors.New("server: a cluster member needs a server name")
+	}
+	host, portStr, err := net.SplitHostPort(s.ClusterListen)
+	if err != nil {
+		return nil, fmt.Errorf("server: cluster listen %q: %w", s.ClusterListen, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		return nil, fmt.Errorf("server: cluster listen %q: bad port: %w", s.ClusterListen, err)
+	}
+	opts.Cluster = server.ClusterOpts{
+		Name:     s.ClusterName,
+		Host:     host,
+		Port:     port,
+		Username: s.ClusterUser,
+		Password: s.ClusterPassword,
+	}
+	for _, r := range s.Routes {
+		r := *r
+		if r.User == nil && s.ClusterUser != "" {
+			r.User = url.UserPassword(s.ClusterUser, s.ClusterPassword)
+		}
+		opts.Routes = append(opts.Routes, &r)
+	}
+	return opts, nil
+}
+
+// Start starts the server and returns once JetStream answers API requests:
+// accepting connections is not enough, a cluster first needs a meta leader,
+// which takes a quorum of its members (start them concurrently) and a few
+// seconds of election. Start gives up when ctx is done; calling it on a
+// started server does nothing.
+func (s *Server) Start(ctx context.Context) error {
+	if s.ns != nil {
+		return nil
+	}
+	opts, err := s.options()
+	if err != nil {
+		return err
+	}
+	ns, err := server.NewServer(opts)
+	if err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	if s.Logger != nil {
+		ns.SetLoggerV2(s.Logger, false, false, false)
+	}
+	go ns.Start()
+	s.ns = ns
+	if err := s.waitReady(ctx); err != nil {
+		s.Shutdown()
+		return err
+	}
+	return nil
+}
+
+// waitReady polls, with bounded backoff, until the server accepts
+// connections, JetStream is current with a meta leader, and an account info
+// request through a client succeeds.
+func (s *Server) waitReady(ctx context.Context) error {
+	wait := 20 * time.Millisecond
+	var last error
+	for {
+		if last = s.checkReady(ctx); last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("server %s: jetstream not ready: %w (last: %v)", s.ServerName, ctx.Err(), last)
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
+
+func (s *Server) checkReady(ctx context.Context) error {
+	if !s.ns.ReadyForConnections(100 * time.Millisecond) {
+		return errors.New("not accepting connections")
+	}
+	if !s.ns.JetStreamEnabled() {
+		return errors.New("jetstream not enabled yet")
+	}
+	if s.ns.JetStreamIsClustered() && !s.ns.JetStreamIsCurrent() {
+		return errors.New("no meta leader yet")
+	}
+	nc, err := nats.Connect("", append(s.clientAuth(), nats.InProcessServer(s.ns), nats.NoReconnect())...)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	actx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	_, err = js.AccountInfo(actx)
+	return err
+}
+
+// clientAuth returns the options a client needs to pass this server's auth.
+func (s *Server) clientAuth() []nats.Option {
+	switch {
+	case s.Token != "":
+		return []nats.Option{nats.Token(s.Token)}
+	case s.User != "":
+		return []nats.Option{nats.UserInfo(s.User, s.Password)}
+	}
+	return nil
+}
+
+// Shutdown stops the server and waits until it has stopped; Start may then
+// start it again.
+func (s *Server) Shutdown() {
+	if s.ns == nil {
+		return
+	}
+	s.ns.Shutdown()
+	s.ns.WaitForShutdown()
+	s.ns = nil
+}
+
+// ClientURL returns the URL clients connect to ("" before Start).
+func (s *Server) ClientURL() string {
+	if s.ns == nil {
+		return ""
+	}
+	return s.ns.ClientURL()
+}
+
+// NATS returns the running nats-server, for status pages and tests.
+func (s *Server) NATS() *server.Server { return s.ns }

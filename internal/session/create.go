@@ -1,0 +1,126 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/pifleet/sessionlog/internal/tree"
+)
+
+// createRecords publishes a new session's records (header first) on an
+// empty subject as one atomic batch. ErrExists if the session exists —
+// unless it is exactly our own earlier attempt whose ack was lost.
+func createRecords(ctx context.Context, log Log, sid string, recs []Record, pol RetryPolicy) ([]uint64, error) {
+	return casAppend(ctx, log, sid, 0, recs, pol, func(missed []Stored, recs []Record, uncertain bool) ([]Record, []uint64, bool, error) {
+		if seqs, ok := alreadyStored(missed, recs); ok && uncertain && seqs[0] == missed[0].Seq {
+			return nil, seqs, true, nil
+		}
+		return nil, nil, false, fmt.Errorf("create %s: %w", sid, ErrExists)
+	})
+}
+
+// publishSession creates a whole session that is already complete (an
+// import or a fork): one atomic batch when it fits, else consecutive CAS
+// batches; if any batch fails the subject is purged, so the result is the
+// complete session or nothing.
+func publishSession(ctx context.Context, log Log, s *tree.Session, pol RetryPolicy) (uint64, error) {
+	sid := s.Header.ID
+	recs := make([]Record, 0, 1+s.Len())
+	recs = append(recs, headerRecord(&s.Header))
+	for i := range s.Len() {
+		recs = append(recs, recordOf(s.Entry(i)))
+	}
+	max := log.MaxBatch()
+	if len(recs) <= max {
+		seqs, err := createRecords(ctx, log, sid, recs, pol)
+		if err != nil {
+			return 0, err
+		}
+		return seqs[len(seqs)-1], nil
+	}
+	var last uint64
+	for start := 0; start < len(recs); start += max {
+		chunk := recs[start:min(start+max, len(recs))]
+		var seqs []uint64
+		var err error
+		if start == 0 {
+			seqs, err = createRecords(ctx, log, sid, chunk, pol)
+		} else {
+			seqs, err = casAppend(ctx, log, sid, last, chunk, pol, func(missed []Stored, recs []Record, uncertain bool) ([]Record, []uint64, bool, error) {
+				if seqs, ok := alreadyStored(missed, recs); ok && uncertain {
+					return nil, seqs, true, nil
+				}
+				return nil, nil, false, fmt.Errorf("%w: session %s changed while it was being written", ErrConflict, sid)
+			})
+		}
+		if err != nil {
+			if start > 0 || !errors.Is(err, ErrExists) {
+				// Best effort under a fresh context: the caller's may be what failed.
+				pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+				if perr := log.Purge(pctx, sid); perr != nil {
+					err = fmt.Errorf("%w (and purging the partial session failed: %v)", err, perr)
+				}
+				cancel()
+			}
+			return 0, fmt.Errorf("write session %s (records %d-%d of %d): %w", sid, start+1, start+len(chunk), len(recs), err)
+		}
+		last = seqs[len(seqs)-1]
+	}
+	return last, nil
+}
+
+// ImportResult describes an imported session.
+type ImportResult struct {
+	SessionID     string           `json:"sessionId"`
+	Entries       int              `json:"entryCount"`
+	LastSeq       uint64           `json:"lastSeq"`
+	SourceVersion int              `json:"sourceVersion"`
+	Skipped       []tree.LineError `json:"skipped,omitempty"` // lines pi would skip too
+}
+
+// Import stores a pi session file (JSONL, version 1, 2 or 3; older versions
+// are migrated as pi migrates them). The session keeps its header id;
+// ErrExists if it is already stored. An import either completes or leaves
+// nothing.
+func Import(ctx context.Context, log Log, data []byte, rand io.Reader, pol RetryPolicy) (ImportResult, error) {
+	f, err := tree.Read(data, tree.ReadOptions{Rand: rand})
+	if err != nil {
+		var le *tree.LineError
+		if errors.As(err, &le) {
+			return ImportResult{}, Invalid(fmt.Sprintf("line %d", le.Line), le.Reason)
+		}
+		return ImportResult{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	if err := ValidSessionID(f.Header.ID); err != nil {
+		return ImportResult{}, err
+	}
+	res := ImportResult{SessionID: f.Header.ID, Entries: f.Len(), SourceVersion: f.SourceVersion, Skipped: f.Skipped}
+	res.LastSeq, err = publishSession(ctx, log, f.Session, pol)
+	return res, err
+}
+
+// Fork stores a new session holding the path from src's root to entry
+// leafID (pi's createBranchedSession) and returns its id. Unlike a Writer's
+// new session it is published at once, even without an assistant message:
+// a fork is an explicit operator action, not an unanswered question.
+func Fork(ctx context.Context, log Log, src *tree.Session, leafID string, now time.Time, rand io.Reader, pol RetryPolicy) (string, uint64, error) {
+	leaf, ok := src.Index(leafID)
+	if !ok {
+		return "", 0, fmt.Errorf("fork: entry %q: %w", leafID, ErrNotFound)
+	}
+	u, err := uuid.NewV7()
+	if err != nil {
+		return "", 0, err
+	}
+	h := tree.NewHeader(u.String(), tree.FormatTimestamp(now), src.Header.Cwd, src.Header.ID)
+	s, err := tree.Fork(src, leaf, h, tree.IDGen{R: rand})
+	if err != nil {
+		return "", 0, err
+	}
+	last, err := publishSession(ctx, log, s, pol)
+	return h.ID, last, err
+}

@@ -1,0 +1,157 @@
+package session
+
+import (
+	"bytes"
+	"fmt"
+	"regexp"
+
+	"github.com/pifleet/sessionlog/internal/tree"
+)
+
+// draft is one client-built entry of an API append or create, before the
+// service fills what the client left out.
+type draft struct {
+	v         tree.Value
+	raw       []byte // the client's bytes, used as is when nothing is filled
+	id        string // "" = assign
+	parent    string // when parentSet
+	parentSet bool   // parentId given (possibly null = "")
+	hasTime   bool
+}
+
+// clientIDPattern restricts ids that clients choose: they travel in message
+// headers and subjects' Nats-Msg-Id, so no spaces or control characters.
+var clientIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// parseDraft validates one entry object from a request body.
+func parseDraft(field string, raw []byte) (draft, error) {
+	d := draft{raw: bytes.TrimSpace(raw)}
+	v, err := tree.ParseValue(d.raw)
+	if err != nil {
+		return d, Invalid(field, fmt.Sprintf("not valid JSON: %v", err))
+	}
+	if v.Kind != tree.KindObject {
+		return d, Invalid(field, "must be a JSON object")
+	}
+	d.v = v
+	t, ok := v.Get("type")
+	if !ok || t.Kind != tree.KindString || t.Str == "" {
+		return d, Invalid(field+".type", "required: the entry type (message, model_change, label, ...)")
+	}
+	if t.Str == "session" {
+		return d, Invalid(field+".type", `"session" is the header, not an entry`)
+	}
+	if id, ok := v.Get("id"); ok {
+		if id.Kind != tree.KindString || !clientIDPattern.MatchString(id.Str) {
+			return d, Invalid(field+".id", "must match [A-Za-z0-9_-]{1,64} (or be left out to have one assigned)")
+		}
+		d.id = id.Str
+	}
+	if p, ok := v.Get("parentId"); ok {
+		switch p.Kind {
+		case tree.KindNull:
+		case tree.KindString:
+			if p.Str == "" {
+				return d, Invalid(field+".parentId", "must be an entry id or null")
+			}
+			d.parent = p.Str
+		default:
+			return d, Invalid(field+".parentId", "must be an entry id or null")
+		}
+		d.parentSet = true
+	}
+	if ts, ok := v.Get("timestamp"); ok {
+		if ts.Kind != tree.KindString {
+			return d, Invalid(field+".timestamp", "must be an ISO 8601 string")
+		}
+		d.hasTime = true
+	}
+	return d, nil
+}
+
+// build returns the entry's line: the client's bytes when it gave id,
+// parentId and timestamp, else a copy with those filled in, placed where pi
+// puts them (after "type").
+func (d *draft) build(id, parent, ts string) (tree.Entry, error) {
+	if d.id != "" && d.parentSet && d.hasTime && id == d.id && parent == d.parent {
+		return tree.ParseEntry(d.raw)
+	}
+	out := tree.Value{Kind: tree.KindObject}
+	typ, _ := d.v.Get("type")
+	out.Set("type", *typ)
+	out.Set("id", tree.Value{Kind: tree.KindString, Str: id})
+	if parent == "" {
+		out.Set("parentId", tree.Value{Kind: tree.KindNull})
+	} else {
+		out.Set("parentId", tree.Value{Kind: tree.KindString, Str: parent})
+	}
+	if t, ok := d.v.Get("timestamp"); ok {
+		out.Set("timestamp", *t)
+	} else {
+		out.Set("timestamp", tree.Value{Kind: tree.KindString, Str: ts})
+	}
+	for _, m := range d.v.Obj {
+		switch m.Key {
+		case "type", "id", "parentId", "timestamp":
+		default:
+			out.Set(m.Key, m.Val)
+		}
+	}
+	return tree.ParseEntry(out.AppendJSON(nil))
+}
+
+// sameAs reports whether a stored entry is what this draft asks for: the
+// fields the client gave are equal, the ones it left out may be anything
+// (so a retry without timestamps after a lost ack is recognized).
+func (d *draft) sameAs(stored *tree.Entry) bool {
+	ts := stored.TimestampString()
+	want, err := d.build(stored.ID, stored.ParentID, ts)
+	if err != nil {
+		return false
+	}
+	if d.parentSet && d.parent != stored.ParentID {
+		return false
+	}
+	return bytes.Equal(want.Raw, stored.Raw) || equalJSON(want.Raw, stored.Raw)
+}
+
+// equalJSON compares two lines as JSON values (key order and spacing aside).
+func equalJSON(a, b []byte) bool {
+	va, err1 := tree.ParseValue(a)
+	vb, err2 := tree.ParseValue(b)
+	return err1 == nil && err2 == nil && valueEqual(&va, &vb)
+}
+
+func valueEqual(a, b *tree.Value) bool {
+	if a.Kind != b.Kind {
+		return false
+	}
+	switch a.Kind {
+	case tree.KindBool:
+		return a.Bool == b.Bool
+	case tree.KindNumber:
+		return a.Num == b.Num
+	case tree.KindString:
+		return a.Str == b.Str
+	case tree.KindArray:
+		if len(a.Arr) != len(b.Arr) {
+			return false
+		}
+		for i := range a.Arr {
+			if !valueEqual(&a.Arr[i], &b.Arr[i]) {
+				return false
+			}
+		}
+	case tree.KindObject:
+		if len(a.Obj) != len(b.Obj) {
+			return false
+		}
+		for i := range a.Obj {
+			bv, ok := b.Get(a.Obj[i].Key)
+			if !ok || !valueEqual(&a.Obj[i].Val, bv) {
+				return false
+			}
+		}
+	}
+	return true
+}

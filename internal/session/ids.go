@@ -1,0 +1,45 @@
+package session
+
+import "fmt"
+
+// ValidSessionID checks that id is a UUID in its canonical textual form
+// (8-4-4-4-12 hex digits, any version: pi files from before UUIDv7 keep
+// their v4 ids). Session ids become subject tokens, so nothing else is allowed.
+func ValidSessionID(id string) error {
+	if len(id) != 36 {
+		return Invalid("sessionId", fmt.Sprintf("%q is not a UUID (want 36 characters like 01a22ba6-d94f-735d-ac17-131011d6d05b)", id))
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return Invalid("sessionId", fmt.Sprintf("%q is not a UUID (dash expected at offset %d)", id, i))
+			}
+		default:
+			if !isHex(c) {
+				return Invalid("sessionId", fmt.Sprintf("%q is not a UUID (non-hex character at offset %d)", id, i))
+			}
+		}
+	}
+	return nil
+}
+
+// ValidClientID checks a cursor client id: [A-Za-z0-9_-]{1,64}. Client ids
+// become KV key tokens, so dots, wildcards and spaces are refused.
+func ValidClientID(id string) error {
+	if len(id) == 0 || len(id) > 64 {
+		return Invalid("client", fmt.Sprintf("client id must be 1-64 characters, got %d", len(id)))
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return Invalid("client", fmt.Sprintf("client id %q: character %q at offset %d is not one of [A-Za-z0-9_-]", id, c, i))
+		}
+	}
+	return nil
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}

@@ -1,0 +1,178 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// RetryPolicy bounds the optimistic append loop.
+type RetryPolicy struct {
+	// Attempts is the most publishes one append makes (conflicts and
+	// unavailability together). Default 20.
+	Attempts int
+	// Backoff is the first wait after ErrUnavailable; it doubles up to
+	// MaxBackoff.
+	Backoff, MaxBackoff time.Duration
+	// ConflictBackoff is the first wait after the second conflict in a row
+	// (the first retries at once: reading what was missed took a round trip
+	// already). It doubles up to MaxBackoff; with jitter, so that writers
+	// racing for one session take turns instead of starving one another.
+	ConflictBackoff time.Duration
+}
+
+func (p RetryPolicy) withDefaults() RetryPolicy {
+	if p.Attempts <= 0 {
+		p.Attempts = 20
+	}
+	if p.Backoff <= 0 {
+		p.Backoff = 50 * time.Millisecond
+	}
+	if p.MaxBackoff <= 0 {
+		p.MaxBackoff = 2 * time.Second
+	}
+	if p.ConflictBackoff <= 0 {
+		p.ConflictBackoff = 2 * time.Millisecond
+	}
+	return p
+}
+
+// reconcileFunc is told what the log holds beyond what the caller knew and
+// returns what to publish next. done (with seqs) means the records are
+// already stored by an earlier attempt whose ack was lost; uncertain says
+// whether such an attempt exists (an earlier publish of this call failed
+// with ErrUnavailable, so its outcome is unknown).
+type reconcileFunc func(missed []Stored, recs []Record, uncertain bool) (next []Record, seqs []uint64, done bool, err error)
+
+// casAppend publishes recs after expectLast, the one loop every writer uses:
+// on ErrConflict it reads what it missed and lets reconcile decide; on
+// ErrUnavailable it retries the same records (same ids: a retry whose first
+// attempt landed is recognized by reconcile, never duplicated). It returns
+// the records' sequences.
+func casAppend(ctx context.Context, log Log, sid string, expectLast uint64, recs []Record, pol RetryPolicy, reconcile reconcileFunc) ([]uint64, error) {
+	pol = pol.withDefaults()
+	backoff, conflictBackoff := pol.Backoff, pol.ConflictBackoff
+	var lastErr error
+	uncertain := false
+	conflicts := 0
+	for attempt := 0; attempt < pol.Attempts; attempt++ {
+		seqs, err := log.Append(ctx, sid, expectLast, recs)
+		switch {
+		case err == nil:
+			return seqs, nil
+		case errors.Is(err, ErrConflict), errors.Is(err, ErrExists):
+			missed, rerr := readMissed(ctx, log, sid, expectLast)
+			if rerr != nil {
+				if errors.Is(rerr, ErrUnavailable) {
+					lastErr = rerr
+					if !sleep(ctx, &backoff, pol.MaxBackoff) {
+						return nil, ctx.Err()
+					}
+					continue
+				}
+				return nil, rerr
+			}
+			if len(missed) == 0 {
+				// The competing write is not readable yet (10164: still in
+				// flight on R3) or was purged: wait a little and try again.
+				lastErr = err
+				if !sleep(ctx, &backoff, pol.MaxBackoff) {
+					return nil, fmt.Errorf("%w (%w)", ctx.Err(), err)
+				}
+				continue
+			}
+			next, done, derr := reconcileOnce(reconcile, missed, recs, uncertain, err)
+			if derr != nil {
+				return nil, derr
+			}
+			if done != nil {
+				return done, nil
+			}
+			if len(missed) > 0 {
+				expectLast = missed[len(missed)-1].Seq
+			}
+			recs = next
+			lastErr = err
+			if conflicts++; conflicts >= 2 && !sleep(ctx, &conflictBackoff, pol.MaxBackoff) {
+				return nil, fmt.Errorf("%w (%w)", ctx.Err(), err)
+			}
+		case errors.Is(err, ErrUnavailable):
+			lastErr, uncertain = err, true
+			if !sleep(ctx, &backoff, pol.MaxBackoff) {
+				return nil, fmt.Errorf("%w (%w)", ctx.Err(), err)
+			}
+		default:
+			return nil, err
+		}
+	}
+	return nil, fmt.Errorf("append to %s: gave up after %d attempts: %w", sid, pol.Attempts, lastErr)
+}
+
+func reconcileOnce(reconcile reconcileFunc, missed []Stored, recs []Record, uncertain bool, cause error) ([]Record, []uint64, error) {
+	next, seqs, done, err := reconcile(missed, recs, uncertain)
+	if err != nil {
+		return nil, nil, err
+	}
+	if done {
+		return nil, seqs, nil
+	}
+	if len(next) == 0 {
+		return nil, nil, fmt.Errorf("nothing left to publish after %v", cause)
+	}
+	return next, nil, nil
+}
+
+func readMissed(ctx context.Context, log Log, sid string, after uint64) ([]Stored, error) {
+	missed, err := log.Read(ctx, sid, after)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	return missed, err
+}
+
+// sleep waits for backoff (with jitter, so writers that failed together do
+// not retry together) and doubles it; false if ctx ended first.
+func sleep(ctx context.Context, backoff *time.Duration, limit time.Duration) bool {
+	d := *backoff/2 + rand.N(*backoff)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+	}
+	if *backoff *= 2; *backoff > limit {
+		*backoff = limit
+	}
+	return true
+}
+
+// alreadyStored reports whether every record is in stored with the same
+// bytes, as a contiguous run (an earlier attempt of the same atomic append),
+// and returns their sequences.
+func alreadyStored(stored []Stored, recs []Record) ([]uint64, bool) {
+	for start := range stored {
+		if !sameRecord(stored[start].Record, recs[0]) {
+			continue
+		}
+		if len(stored)-start < len(recs) {
+			return nil, false
+		}
+		seqs := make([]uint64, len(recs))
+		for k := range recs {
+			if !sameRecord(stored[start+k].Record, recs[k]) {
+				return nil, false
+			}
+			seqs[k] = stored[start+k].Seq
+		}
+		return seqs, true
+	}
+	return nil, false
+}
+
+func sameRecord(a, b Record) bool {
+	return a.Type == b.Type && a.ID == b.ID && bytes.Equal(a.Data, b.Data)
+}

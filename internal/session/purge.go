@@ -1,0 +1,44 @@
+package session
+
+import (
+	"encoding/json"
+	"errors"
+)
+
+// PurgeToken is the session token of purge notices. A purge removes a
+// session's records from the log, but a Store that already applied them
+// would never learn of it; so Log.Purge appends a notice, a record whose
+// Session is PurgeToken (subject <prefix>._purge: UUIDs never collide with
+// it) and whose Data is PurgeNotice, that every Store applies in order.
+const PurgeToken = "_purge"
+
+// PurgeNotice is the body of a purge notice.
+type PurgeNotice struct {
+	Session string `json:"session"`
+	// UpTo is the log's last sequence when the purge ran: records of the
+	// session at or below it are gone. A session created again later (its
+	// header beyond UpTo) is a new session and is kept.
+	UpTo uint64 `json:"upTo"`
+}
+
+// PurgeRecord builds the notice record for a purge of session at upTo.
+func PurgeRecord(session string, upTo uint64) Record {
+	b, _ := json.Marshal(PurgeNotice{Session: session, UpTo: upTo})
+	return Record{Type: "purge", ID: session, Data: b}
+}
+
+func (st *Store) applyPurge(r *Stored) {
+	var n PurgeNotice
+	if err := json.Unmarshal(r.Data, &n); err != nil || n.Session == "" {
+		st.skip(r, errors.New("malformed purge notice"))
+		return
+	}
+	d := st.docs[n.Session]
+	if d == nil || d.HeaderSeq > n.UpTo {
+		return
+	}
+	if d.Tree != nil {
+		st.held -= int64(d.Tree.Bytes())
+	}
+	delete(st.docs, n.Session)
+}

@@ -1,0 +1,314 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/pifleet/sessionlog/internal/tree"
+)
+
+// AppendRequest appends client-built entries to a session.
+type AppendRequest struct {
+	Entries []json.RawMessage `json:"entries"`
+	// ExpectLastSeq makes the append conditional: it fails with ErrConflict
+	// unless the session's last sequence is exactly this. Without it the
+	// service retries on conflicts by itself.
+	ExpectLastSeq *uint64 `json:"expectLastSeq,omitempty"`
+	// Client names the cursor to default parents from and to move to the
+	// last entry.
+	Client string `json:"client,omitempty"`
+}
+
+// sessionView is what planning an append needs to know about a session.
+type sessionView struct {
+	lastSeq uint64
+	leaf    string // pi's default leaf: the last entry in log order
+	lookup  func(id string) (*tree.Entry, uint64, bool)
+}
+
+// Append stores req's entries atomically as children of their parents. An
+// entry may leave out id (assigned), parentId (the client's cursor, else the
+// default leaf; later entries default to the previous one, forming a chain;
+// null explicitly makes a root) and timestamp (now). Re-sending entries that
+// are already stored with the same ids and content returns the original
+// result, so a client may retry after a timeout; the same id with other
+// content is ErrConflict.
+func (s *Service) Append(ctx context.Context, sid string, req AppendRequest) (WriteResult, error) {
+	if err := ValidSessionID(sid); err != nil {
+		return WriteResult{}, err
+	}
+	if len(req.Entries) == 0 {
+		return WriteResult{}, Invalid("entries", "at least one entry is required")
+	}
+	if len(req.Entries) > s.Log.MaxBatch() {
+		return WriteResult{}, fmt.Errorf("%w: %d entries exceed the atomic batch limit of %d", ErrTooLarge, len(req.Entries), s.Log.MaxBatch())
+	}
+	drafts := make([]draft, len(req.Entries))
+	for k, raw := range req.Entries {
+		d, err := parseDraft(fmt.Sprintf("entries[%d]", k), raw)
+		if err != nil {
+			return WriteResult{}, err
+		}
+		drafts[k] = d
+	}
+	cursorLeaf, hasCursor := "", false
+	if req.Client != "" {
+		if err := ValidClientID(req.Client); err != nil {
+			return WriteResult{}, err
+		}
+		c, err := s.Cursors.Get(ctx, sid, req.Client)
+		switch {
+		case err == nil:
+			cursorLeaf, hasCursor = c.LeafID, true
+		case !errors.Is(err, ErrNotFound):
+			return WriteResult{}, err
+		}
+	}
+	ids := tree.IDGen{R: s.Rand}
+	ts := tree.FormatTimestamp(s.now())
+	missed := map[string]storedEntry{}
+	var missedLeaf string
+	var missedLast uint64
+
+	// plan builds the entries against what is known of the session; done
+	// means every entry is already stored as asked (an idempotent retry).
+	plan := func(v sessionView) ([]tree.Entry, []EntryResult, bool, error) {
+		lookup := func(id string) (*tree.Entry, uint64, bool) {
+			if m, ok := missed[id]; ok {
+				return &m.e, m.seq, true
+			}
+			return v.lookup(id)
+		}
+		leaf := v.leaf
+		if missedLeaf != "" {
+			leaf = missedLeaf
+		}
+		if hasCursor {
+			leaf = cursorLeaf
+		}
+		var out []tree.Entry
+		var stored []EntryResult
+		inBatch := map[string]bool{}
+		parent := leaf
+		for k := range drafts {
+			d := &drafts[k]
+			field := fmt.Sprintf("entries[%d]", k)
+			if d.parentSet {
+				parent = d.parent
+			}
+			if d.id != "" {
+				if e, seq, ok := lookup(d.id); ok {
+					if !d.sameAs(e) {
+						return nil, nil, false, fmt.Errorf("%s.id: %q is already stored with other content: %w", field, d.id, ErrConflict)
+					}
+					stored = append(stored, EntryResult{ID: d.id, Seq: seq})
+					parent = d.id
+					continue
+				}
+			}
+			if parent != "" && !inBatch[parent] {
+				if _, _, ok := lookup(parent); !ok {
+					return nil, nil, false, &unknownParent{Invalid(field+".parentId", fmt.Sprintf("unknown parent %q", parent))}
+				}
+			}
+			id := d.id
+			if id == "" {
+				id = ids.New(func(id string) bool { _, _, ok := lookup(id); return ok || inBatch[id] })
+			} else if inBatch[id] {
+				return nil, nil, false, Invalid(field+".id", fmt.Sprintf("duplicate id %q in the request", id))
+			}
+			e, err := d.build(id, parent, ts)
+			if err != nil {
+				return nil, nil, false, Invalid(field, err.Error())
+			}
+			out = append(out, e)
+			inBatch[id] = true
+			parent = id
+		}
+		if len(stored) == len(drafts) {
+			return nil, stored, true, nil
+		}
+		if len(stored) > 0 {
+			return nil, nil, false, fmt.Errorf("%w: %d of the %d entries are already stored (%s first); an append is atomic, so send the rest alone", ErrConflict, len(stored), len(drafts), stored[0].ID)
+		}
+		return out, nil, false, nil
+	}
+
+	absorb := func(ms []Stored) {
+		for _, r := range ms {
+			missedLast = max(missedLast, r.Seq)
+			if r.IsHeader() {
+				continue
+			}
+			if e, err := tree.ParseEntry(r.Data); err == nil {
+				missed[e.ID] = storedEntry{e, r.Seq}
+				missedLeaf = e.ID
+			}
+		}
+	}
+	var entries []tree.Entry
+	var lastSeq uint64
+	var done []EntryResult
+	err := s.planWithRetry(ctx, sid, absorb, func(v sessionView) error {
+		var err error
+		var isDone bool
+		entries, done, isDone, err = plan(v)
+		if isDone {
+			lastSeq = v.lastSeq
+		}
+		if !isDone {
+			done = nil
+		}
+		if req.ExpectLastSeq == nil {
+			lastSeq = max(v.lastSeq, missedLast)
+		}
+		return err
+	})
+	if err != nil {
+		return WriteResult{}, err
+	}
+	if done != nil {
+		return s.finish(ctx, sid, req.Client, done, lastSeq)
+	}
+	expect := lastSeq
+	if req.ExpectLastSeq != nil {
+		expect = *req.ExpectLastSeq
+	}
+	seqs, err := casAppend(ctx, s.Log, sid, expect, records(entries), s.Retry, func(ms []Stored, _ []Record, _ bool) ([]Record, []uint64, bool, error) {
+		absorb(ms)
+		var next []tree.Entry
+		var res []EntryResult
+		var isDone bool
+		err := s.view(ctx, sid, func(v sessionView) error {
+			var err error
+			next, res, isDone, err = plan(v)
+			return err
+		})
+		if err != nil {
+			return nil, nil, false, err
+		}
+		if isDone {
+			done = res
+			seqs := make([]uint64, len(res))
+			for k := range res {
+				seqs[k] = res[k].Seq
+			}
+			return nil, seqs, true, nil
+		}
+		if req.ExpectLastSeq != nil {
+			return nil, nil, false, fmt.Errorf("%w: the session's last sequence is no longer %d", ErrConflict, *req.ExpectLastSeq)
+		}
+		entries = next
+		return records(next), nil, false, nil
+	})
+	if err != nil {
+		return WriteResult{}, err
+	}
+	if done != nil {
+		return s.finish(ctx, sid, req.Client, done, max(seqs[len(seqs)-1], lastSeq))
+	}
+	res := make([]EntryResult, len(entries))
+	for k := range entries {
+		res[k] = EntryResult{ID: entries[k].ID, Seq: seqs[k]}
+	}
+	return s.finish(ctx, sid, req.Client, res, seqs[len(seqs)-1])
+}
+
+// unknownParent marks a plan that named a parent this node has not seen;
+// the log may have it (written through another node a moment ago).
+type unknownParent struct{ error }
+
+func (u *unknownParent) Unwrap() error { return u.error }
+
+// planWithRetry runs plan against the Store's view; if it names a parent
+// the view lacks, it reads what the Store has not applied yet from the log
+// (authoritative) and plans once more, so a client's own earlier write is
+// always a valid parent on any node.
+func (s *Service) planWithRetry(ctx context.Context, sid string, absorb func([]Stored), plan func(v sessionView) error) error {
+	var seen uint64
+	err := s.view(ctx, sid, func(v sessionView) error {
+		seen = v.lastSeq
+		return plan(v)
+	})
+	var up *unknownParent
+	if !errors.As(err, &up) {
+		return err
+	}
+	ms, rerr := readMissed(ctx, s.Log, sid, seen)
+	if rerr != nil {
+		return rerr
+	}
+	absorb(ms)
+	return s.view(ctx, sid, plan)
+}
+
+type storedEntry struct {
+	e   tree.Entry
+	seq uint64
+}
+
+func records(entries []tree.Entry) []Record {
+	recs := make([]Record, len(entries))
+	for k := range entries {
+		recs[k] = recordOf(&entries[k])
+	}
+	return recs
+}
+
+// finish moves the client's cursor to the last entry written.
+func (s *Service) finish(ctx context.Context, sid, client string, res []EntryResult, lastSeq uint64) (WriteResult, error) {
+	out := WriteResult{LastSeq: lastSeq, Entries: res}
+	if client == "" {
+		return out, nil
+	}
+	c := Cursor{LeafID: res[len(res)-1].ID, Seq: lastSeq, UpdatedAt: s.now()}
+	if _, err := s.Cursors.Put(ctx, sid, client, c); err != nil {
+		return out, fmt.Errorf("entries stored (last seq %d) but moving cursor %s failed: %w", lastSeq, client, err)
+	}
+	return out, nil
+}
+
+// view runs fn against the session as planning an append needs it.
+func (s *Service) view(ctx context.Context, sid string, fn func(v sessionView) error) error {
+	return s.doc(ctx, sid, func(d *Doc) error { return fn(docView(d)) })
+}
+
+// doc runs fn with the Store's copy of the session, or — when this node's
+// Store has not seen the session yet (created through another node a moment
+// ago) — with the log's authoritative copy. Either way fn sees a complete
+// session, never a missing one that exists.
+func (s *Service) doc(ctx context.Context, sid string, fn func(d *Doc) error) error {
+	err := s.Store.View(ctx, sid, fn)
+	if !errors.Is(err, ErrNotFound) || !s.Store.lacks(sid) {
+		return err
+	}
+	recs, rerr := s.Log.Read(ctx, sid, 0)
+	if rerr != nil {
+		if errors.Is(rerr, ErrNotFound) {
+			return fmt.Errorf("session %s: %w", sid, ErrNotFound)
+		}
+		return rerr
+	}
+	t, seqs, berr := buildSession(recs)
+	if berr != nil {
+		return berr
+	}
+	return fn(&Doc{ID: sid, Tree: t, Seqs: seqs, HeaderSeq: recs[0].Seq, LastSeq: recs[len(recs)-1].Seq, Entries: t.Len(),
+		Created: parseCreated(t.Header.Timestamp, recs[0].Time), Modified: recs[len(recs)-1].Time})
+}
+
+func docView(d *Doc) sessionView {
+	return sessionView{
+		lastSeq: d.LastSeq,
+		leaf:    d.Tree.LeafID(),
+		lookup: func(id string) (*tree.Entry, uint64, bool) {
+			i, ok := d.Tree.Index(id)
+			if !ok {
+				return nil, 0, false
+			}
+			return d.Tree.Entry(i), d.Seqs[i], true
+		},
+	}
+}

@@ -1,0 +1,93 @@
+package session
+
+import (
+	"context"
+	"fmt"
+)
+
+// CursorView is a cursor as the API shows it.
+type CursorView struct {
+	Client    string  `json:"client"`
+	LeafID    *string `json:"leafId"`
+	Seq       uint64  `json:"seq"`
+	Revision  uint64  `json:"revision"`
+	UpdatedAt string  `json:"updatedAt"`
+}
+
+func cursorView(e CursorEntry) CursorView {
+	v := CursorView{Client: e.Client, Seq: e.Seq, Revision: e.Revision, UpdatedAt: e.UpdatedAt.UTC().Format("2006-01-02T15:04:05.000Z")}
+	if e.LeafID != "" {
+		l := e.LeafID
+		v.LeafID = &l
+	}
+	return v
+}
+
+// GetCursor returns one client's cursor (ErrNotFound without one).
+func (s *Service) GetCursor(ctx context.Context, sid, client string) (CursorView, error) {
+	if err := ValidSessionID(sid); err != nil {
+		return CursorView{}, err
+	}
+	e, err := s.Cursors.Get(ctx, sid, client)
+	if err != nil {
+		return CursorView{}, err
+	}
+	return cursorView(e), nil
+}
+
+// ListCursors returns the session's cursors by client id.
+func (s *Service) ListCursors(ctx context.Context, sid string) ([]CursorView, error) {
+	if err := ValidSessionID(sid); err != nil {
+		return nil, err
+	}
+	es, err := s.Cursors.List(ctx, sid)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]CursorView, len(es))
+	for k, e := range es {
+		out[k] = cursorView(e)
+	}
+	return out, nil
+}
+
+// SetCursor moves a client's cursor to leafID ("" = null). With expectRev it
+// is a CAS on the cursor's revision (0: only if the client has none).
+func (s *Service) SetCursor(ctx context.Context, sid, client, leafID string, expectRev *uint64) (CursorView, error) {
+	if err := ValidClientID(client); err != nil {
+		return CursorView{}, err
+	}
+	var seq uint64
+	err := s.doc(ctx, sid, func(d *Doc) error {
+		if leafID != "" && !d.Tree.Has(leafID) {
+			return Invalid("leafId", fmt.Sprintf("entry %q is not in session %s", leafID, sid))
+		}
+		seq = d.LastSeq
+		return nil
+	})
+	if err != nil {
+		return CursorView{}, err
+	}
+	c := Cursor{LeafID: leafID, Seq: seq, UpdatedAt: s.now()}
+	var rev uint64
+	if expectRev != nil {
+		rev, err = s.Cursors.Update(ctx, sid, client, c, *expectRev)
+	} else {
+		rev, err = s.Cursors.Put(ctx, sid, client, c)
+	}
+	if err != nil {
+		return CursorView{}, err
+	}
+	return cursorView(CursorEntry{Session: sid, Client: client, Revision: rev, Cursor: c}), nil
+}
+
+// DeleteCursor removes a client's cursor.
+func (s *Service) DeleteCursor(ctx context.Context, sid, client string) error {
+	if err := ValidSessionID(sid); err != nil {
+		return err
+	}
+	if err := ValidClientID(client); err != nil {
+		return err
+	}
+	return s.Cursors.Delete(ctx, sid, client)
+}

@@ -1,0 +1,218 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/pifleet/sessionlog/internal/tree"
+)
+
+// Detail is a session's catalog record plus its header, labels and leaf.
+type Detail struct {
+	Info
+	Header json.RawMessage   `json:"header"`
+	Labels map[string]string `json:"labels"`
+	LeafID *string           `json:"leafId"` // pi's default leaf (the last entry); null without entries
+}
+
+// Get returns the session's detail.
+func (s *Service) Get(ctx context.Context, sid string) (Detail, error) {
+	var out Detail
+	err := s.doc(ctx, sid, func(d *Doc) error {
+		out.Info = d.Info()
+		out.Header = append(json.RawMessage(nil), d.Tree.Header.Raw...)
+		out.Labels = d.Tree.Labels()
+		if l := d.Tree.LeafID(); l != "" {
+			out.LeafID = &l
+		}
+		return nil
+	})
+	return out, err
+}
+
+// List returns a page of the catalog.
+func (s *Service) List(f ListFilter) ([]Info, string) { return s.Store.List(f) }
+
+// Stored entry with its sequence, for GET entries and watch.
+type SeqEntry struct {
+	Seq   uint64          `json:"seq"`
+	Entry json.RawMessage `json:"entry"`
+}
+
+// Entries returns up to limit entries with Seq > afterSeq, and the
+// session's last sequence.
+func (s *Service) Entries(ctx context.Context, sid string, afterSeq uint64, limit int) ([]SeqEntry, uint64, error) {
+	if limit <= 0 {
+		limit = 1000
+	}
+	limit = min(limit, 10000)
+	var out []SeqEntry
+	var last uint64
+	err := s.doc(ctx, sid, func(d *Doc) error {
+		last = d.LastSeq
+		// Seqs increase: binary search the start.
+		lo, hi := 0, len(d.Seqs)
+		for lo < hi {
+			m := (lo + hi) / 2
+			if d.Seqs[m] <= afterSeq {
+				lo = m + 1
+			} else {
+				hi = m
+			}
+		}
+		for i := lo; i < len(d.Seqs) && len(out) < limit; i++ {
+			out = append(out, SeqEntry{Seq: d.Seqs[i], Entry: append(json.RawMessage(nil), d.Tree.Entry(i).Raw...)})
+		}
+		return nil
+	})
+	return out, last, err
+}
+
+// Leaf selects the leaf of a tree or context request.
+type Leaf struct {
+	ID     string // an entry id
+	Null   bool   // the null leaf (before the first entry)
+	Client string // the client's cursor (default leaf when it has none)
+}
+
+// resolve returns the entry index for l in d (-1 for null).
+func (s *Service) resolve(ctx context.Context, sid string, l Leaf) (Leaf, error) {
+	if l.Client == "" || l.ID != "" || l.Null {
+		return l, nil
+	}
+	if err := ValidClientID(l.Client); err != nil {
+		return l, err
+	}
+	c, err := s.Cursors.Get(ctx, sid, l.Client)
+	if errors.Is(err, ErrNotFound) {
+		return Leaf{}, nil // no cursor: pi's default leaf
+	}
+	if err != nil {
+		return l, err
+	}
+	// The cursor may name an entry written through another node a moment
+	// ago: wait (briefly) until this Store has it.
+	wait := s.CursorWait
+	if wait <= 0 {
+		wait = 5 * time.Second
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	if err := s.Store.WaitFor(wctx, c.Seq); err != nil {
+		return l, err
+	}
+	return Leaf{ID: c.LeafID, Null: c.LeafID == ""}, nil
+}
+
+func leafIndex(t *tree.Session, l Leaf) (int, error) {
+	switch {
+	case l.Null:
+		return -1, nil
+	case l.ID != "":
+		i, ok := t.Index(l.ID)
+		if !ok {
+			return 0, fmt.Errorf("leaf %q: %w", l.ID, ErrNotFound)
+		}
+		return i, nil
+	}
+	return t.Len() - 1, nil
+}
+
+// TreeJSON returns {"tree":[{"id","type","label"?,"children"}],"leafId"}
+// with leafId the requested leaf (the client's cursor or the default leaf).
+func (s *Service) TreeJSON(ctx context.Context, sid string, l Leaf) ([]byte, error) {
+	l, err := s.resolve(ctx, sid, l)
+	if err != nil {
+		return nil, err
+	}
+	var out []byte
+	err = s.doc(ctx, sid, func(d *Doc) error {
+		i, err := leafIndex(d.Tree, l)
+		if err != nil {
+			return err
+		}
+		out = append(out, `{"tree":`...)
+		out = d.Tree.AppendTreeJSON(out, d.Tree.Tree(), tree.TreeJSONOptions{Type: true, Label: true})
+		out = append(out, `,"leafId":`...)
+		if i < 0 {
+			out = append(out, "null"...)
+		} else {
+			out = tree.AppendJSString(out, d.Tree.Entry(i).ID)
+		}
+		out = append(out, '}')
+		return nil
+	})
+	return out, err
+}
+
+// ContextJSON returns pi's context for the leaf as
+// {"leafId","path","thinkingLevel","model","messages"}; llm converts the
+// messages as pi's convertToLlm does.
+func (s *Service) ContextJSON(ctx context.Context, sid string, l Leaf, llm bool) ([]byte, error) {
+	l, err := s.resolve(ctx, sid, l)
+	if err != nil {
+		return nil, err
+	}
+	var out []byte
+	err = s.doc(ctx, sid, func(d *Doc) error {
+		i, err := leafIndex(d.Tree, l)
+		if err != nil {
+			return err
+		}
+		c := d.Tree.ContextAt(i)
+		out = c.AppendJSON(nil, tree.ContextOptions{LLM: llm})
+		return nil
+	})
+	return out, err
+}
+
+// Export returns the session as a pi v3 JSONL file.
+func (s *Service) Export(ctx context.Context, sid string) ([]byte, error) {
+	var out []byte
+	err := s.doc(ctx, sid, func(d *Doc) error {
+		out = d.Tree.AppendJSONL(make([]byte, 0, d.Tree.Bytes()+d.Tree.Len()+1))
+		return nil
+	})
+	return out, err
+}
+
+// Import stores a pi JSONL file (any version) as a new session.
+func (s *Service) Import(ctx context.Context, data []byte) (ImportResult, error) {
+	return Import(ctx, s.Log, data, s.Rand, s.Retry)
+}
+
+// Fork stores the path to entryID as a new session (pi's createBranchedSession).
+func (s *Service) Fork(ctx context.Context, sid, entryID string) (string, uint64, error) {
+	var src *tree.Session
+	err := s.doc(ctx, sid, func(d *Doc) error {
+		if !d.Tree.Has(entryID) {
+			return fmt.Errorf("entry %q: %w", entryID, ErrNotFound)
+		}
+		src = forkSource(d.Tree, entryID)
+		return nil
+	})
+	if err != nil {
+		return "", 0, err
+	}
+	return Fork(ctx, s.Log, src, entryID, s.now(), s.Rand, s.Retry)
+}
+
+// forkSource copies what a fork needs out of the Store (the path and the
+// label entries), so publishing happens without holding the Store's lock.
+func forkSource(t *tree.Session, leafID string) *tree.Session {
+	out := tree.NewSession(t.Header)
+	i, _ := t.Index(leafID)
+	keep := map[int32]bool{}
+	for _, k := range t.PathIndices(i) {
+		keep[k] = true
+	}
+	for j := range t.Len() {
+		if e := t.Entry(j); keep[int32(j)] || e.Kind == tree.KindLabel {
+			out.Append(*e)
+		}
+	}
+	return out
+}

@@ -1,0 +1,153 @@
+package sessiontest
+
+import (
+	"context"
+	"testing"
+
+	"github.com/pifleet/sessionlog/internal/session"
+)
+
+// testDuplicateID checks that a record whose id is already stored (or
+// repeated within the call) fails the whole call and leaves no trace: the
+// fresh record of a refused batch can be appended afterwards.
+func testDuplicateID(t *testing.T, newLog func(t *testing.T) (session.Log, session.Feed)) {
+	l, _ := newLog(t)
+	ctx := context.Background()
+	sid := newSessionID(t)
+	recs, seqs := create(t, l, sid, 2)
+	last := seqs[len(seqs)-1]
+	a := recs[1]
+	c := entry(newEntryID(), recs[2].ID)
+
+	for _, tc := range []struct {
+		name string
+		recs []session.Record
+		want error
+	}{
+		{"stored entry in a batch", []session.Record{c, a}, session.ErrConflict},
+		{"stored entry alone", []session.Record{a}, session.ErrConflict},
+		{"entry twice in a batch", []session.Record{c, c}, session.ErrConflict},
+		{"stored header alone", []session.Record{header(sid)}, session.ErrExists},
+		{"stored header in a batch", []session.Record{c, header(sid)}, session.ErrExists},
+	} {
+		_, err := l.Append(ctx, sid, last, tc.recs)
+		wantErr(t, tc.name, err, tc.want)
+	}
+	sameStored(t, mustRead(t, l, sid, 0), sid, recs, seqs)
+
+	seq := mustAppend(t, l, sid, last, []session.Record{c})
+	_, err := l.Append(ctx, sid, last, []session.Record{c})
+	wantErr(t, "retry of an append that was stored", err, session.ErrConflict)
+	_, err = l.Append(ctx, sid, seq[0], []session.Record{c})
+	wantErr(t, "retry of an append that was stored, with its own sequence", err, session.ErrConflict)
+	sameStored(t, mustRead(t, l, sid, 0), sid, append(recs, c), append(seqs, seq...))
+}
+
+func testInvalidInput(t *testing.T, newLog func(t *testing.T) (session.Log, session.Feed)) {
+	l, _ := newLog(t)
+	ctx := context.Background()
+	for _, bad := range []string{"", "not-a-uuid", "01a22ba6-d94f-735d-ac17-131011d6d05b.x", "01a22ba6-d94f-735d-ac17-13101*d6d05b"} {
+		_, err := l.Append(ctx, bad, 0, []session.Record{header(bad)})
+		wantErr(t, "append to session "+bad, err, session.ErrInvalid)
+		_, err = l.Read(ctx, bad, 0)
+		wantErr(t, "read of session "+bad, err, session.ErrInvalid)
+		wantErr(t, "purge of session "+bad, l.Purge(ctx, bad), session.ErrInvalid)
+	}
+	sid := newSessionID(t)
+	_, err := l.Append(ctx, sid, 0, nil)
+	wantErr(t, "append of no records", err, session.ErrInvalid)
+	_, err = l.Append(ctx, sid, 0, []session.Record{header(sid), entry("", "")})
+	wantErr(t, "append of an entry without id", err, session.ErrInvalid)
+	_, err = l.Read(ctx, sid, 0)
+	wantErr(t, "read after refused appends", err, session.ErrNotFound)
+}
+
+func testReadAfter(t *testing.T, newLog func(t *testing.T) (session.Log, session.Feed)) {
+	l, _ := newLog(t)
+	sid, other := newSessionID(t), newSessionID(t)
+	recs, seqs := create(t, l, sid, 3)
+	create(t, l, other, 2)
+	more := chain(recs[3].ID, 2)
+	seqs = append(seqs, mustAppend(t, l, sid, seqs[3], more)...)
+	recs = append(recs, more...)
+
+	for i := range seqs {
+		sameStored(t, mustRead(t, l, sid, seqs[i]), sid, recs[i+1:], seqs[i+1:])
+	}
+	sameStored(t, mustRead(t, l, sid, seqs[0]-1), sid, recs, seqs)
+	if got := mustRead(t, l, sid, seqs[len(seqs)-1]+1000); len(got) != 0 {
+		t.Fatalf("read after a sequence past the end: got %v, want none", storedSeqs(got))
+	}
+}
+
+func testReadMissing(t *testing.T, newLog func(t *testing.T) (session.Log, session.Feed)) {
+	l, _ := newLog(t)
+	ctx := context.Background()
+	_, err := l.Read(ctx, newSessionID(t), 0)
+	wantErr(t, "read of a missing session in an empty log", err, session.ErrNotFound)
+	create(t, l, newSessionID(t), 1)
+	_, err = l.Read(ctx, newSessionID(t), 0)
+	wantErr(t, "read of a missing session", err, session.ErrNotFound)
+}
+
+// testPurge checks that a purged session is gone for Read and Follow, that
+// others are untouched, that sequences are not reused, and that the purge
+// leaves a notice (session.PurgeRecord on session.PurgeToken) in the feed,
+// once: purging a missing session appends none.
+func testPurge(t *testing.T, newLog func(t *testing.T) (session.Log, session.Feed)) {
+	l, f := newLog(t)
+	ctx := context.Background()
+	a, b := newSessionID(t), newSessionID(t)
+	create(t, l, a, 2)
+	recsB, seqsB := create(t, l, b, 2)
+	more := chain(recsB[2].ID, 1)
+	seqsB = append(seqsB, mustAppend(t, l, b, seqsB[2], more)...)
+	recsB = append(recsB, more...)
+	last := lastSeq(t, f)
+
+	if err := l.Purge(ctx, a); err != nil {
+		t.Fatalf("purge: %v", err)
+	}
+	_, err := l.Read(ctx, a, 0)
+	wantErr(t, "read of a purged session", err, session.ErrNotFound)
+	sameStored(t, mustRead(t, l, b, 0), b, recsB, seqsB)
+	if err := l.Purge(ctx, a); err != nil {
+		t.Fatalf("second purge: %v", err)
+	}
+	if err := l.Purge(ctx, newSessionID(t)); err != nil {
+		t.Fatalf("purge of a missing session: %v", err)
+	}
+	if got := lastSeq(t, f); got != last+1 {
+		t.Fatalf("last seq after purges: %d, want %d (one notice; sequences are never reused)", got, last+1)
+	}
+
+	fw := startFollow(t, f, 1)
+	var got []session.Stored
+	for len(got) == 0 || got[len(got)-1].Seq < last+1 {
+		got = append(got, fw.next(t)...)
+	}
+	sameStored(t, got[:len(got)-1], b, recsB, seqsB)
+	notice, want := got[len(got)-1], session.PurgeRecord(a, last)
+	if notice.Session != session.PurgeToken || notice.Seq != last+1 || notice.Type != want.Type ||
+		notice.ID != want.ID || string(notice.Data) != string(want.Data) {
+		t.Fatalf("purge notice: got %+v (data %s), want seq %d %+v (data %s)", notice, notice.Data, last+1, want, want.Data)
+	}
+}
+
+func testLastSeq(t *testing.T, newLog func(t *testing.T) (session.Log, session.Feed)) {
+	l, f := newLog(t)
+	if got := lastSeq(t, f); got != 0 {
+		t.Fatalf("last seq of an empty log: %d", got)
+	}
+	a, b := newSessionID(t), newSessionID(t)
+	_, seqs := create(t, l, a, 2)
+	if got := lastSeq(t, f); got != seqs[2] {
+		t.Fatalf("last seq: %d, want %d", got, seqs[2])
+	}
+	_, seqsB := create(t, l, b, 0)
+	_, err := l.Append(context.Background(), a, seqs[0], chain("", 1))
+	wantErr(t, "stale append", err, session.ErrConflict)
+	if got := lastSeq(t, f); got != seqsB[0] {
+		t.Fatalf("last seq after another session and a refused append: %d, want %d", got, seqsB[0])
+	}
+}

@@ -1,0 +1,315 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pifleet/sessionlog/internal/tree"
+)
+
+// Doc is one session as a Store holds it: the tree (raw JSON lines plus
+// pi's indexes) and where each line sits in the log. While a Doc is evicted
+// (Tree nil) the catalog fields stay current, so listings need no reload.
+type Doc struct {
+	ID        string
+	Tree      *tree.Session // nil while evicted
+	Seqs      []uint64      // stream sequence of each entry of Tree
+	HeaderSeq uint64
+	LastSeq   uint64    // the session's last sequence: its version
+	Modified  time.Time // when the log stored the last record
+	Created   time.Time // the header's timestamp
+	Entries   int       // entry count, also while evicted
+
+	// Catalog data kept only while evicted (derived from Tree otherwise).
+	cwd, parentSession string
+	name               string
+	hasName            bool
+	labels             map[string]string
+
+	lastUse atomic.Int64 // Store.clock at the last read or write, for eviction
+}
+
+// Info is a session's catalog record.
+type Info struct {
+	SessionID     string    `json:"sessionId"`
+	Name          *string   `json:"name"`
+	Cwd           string    `json:"cwd"`
+	Created       time.Time `json:"created"`
+	Modified      time.Time `json:"modified"`
+	EntryCount    int       `json:"entryCount"`
+	LastSeq       uint64    `json:"lastSeq"`
+	ParentSession *string   `json:"parentSession"`
+}
+
+// Info returns the catalog record.
+func (d *Doc) Info() Info {
+	in := Info{SessionID: d.ID, Created: d.Created, Modified: d.Modified, EntryCount: d.Entries, LastSeq: d.LastSeq}
+	cwd, parent, name, hasName := d.cwd, d.parentSession, d.name, d.hasName
+	if d.Tree != nil {
+		cwd, parent = d.Tree.Header.Cwd, d.Tree.Header.ParentSession
+		name, hasName = d.Tree.Name()
+	}
+	in.Cwd = cwd
+	if hasName {
+		in.Name = &name
+	}
+	if parent != "" {
+		in.ParentSession = &parent
+	}
+	return in
+}
+
+// HasLabel reports whether any entry carries label text.
+func (d *Doc) HasLabel(text string) bool {
+	labels := d.labels
+	if d.Tree != nil {
+		labels = d.Tree.Labels()
+	}
+	for _, l := range labels {
+		if l == text {
+			return true
+		}
+	}
+	return false
+}
+
+// StoreOptions configure a Store.
+type StoreOptions struct {
+	// MemoryBudget caps the JSON bytes of session trees held in memory; the
+	// least recently used sessions are evicted beyond it and reloaded from
+	// the log on demand. 0 means no limit.
+	MemoryBudget int64
+	// Log reloads evicted sessions; required when MemoryBudget is set.
+	Log    Log
+	Logger *slog.Logger
+	Now    func() time.Time
+}
+
+// Store holds every session's tree in memory, fed by one ordered pass over
+// the whole log (a Feed). Reads are served from memory; WaitFor lets a
+// client read its own writes on any node by naming the sequence its write
+// was acknowledged with.
+type Store struct {
+	feed Feed
+	opts StoreOptions
+	log  *slog.Logger
+
+	mu       sync.RWMutex
+	docs     map[string]*Doc
+	applied  uint64        // last sequence applied
+	progress chan struct{} // closed and replaced whenever applied moves
+	held     int64         // bytes of loaded trees
+	clock    atomic.Int64  // use counter for LRU
+
+	stats storeStats
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+type storeStats struct {
+	applied     atomic.Uint64 // records applied
+	skipped     atomic.Uint64 // records that were not valid lines
+	evictions   atomic.Uint64
+	reloads     atomic.Uint64
+	logLastSeq  atomic.Uint64 // the log's last sequence, last time we asked
+	polled      atomic.Bool   // logLastSeq has been read at least once
+	caughtUpAt  atomic.Int64  // unix nanos when applied last reached logLastSeq
+	followError atomic.Value  // string
+}
+
+// NewStore returns a Store over feed; call Open to start following it.
+func NewStore(feed Feed, opts StoreOptions) *Store {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Store{feed: feed, opts: opts, log: opts.Logger, docs: make(map[string]*Doc), progress: make(chan struct{})}
+}
+
+// Open starts following the log from the beginning (or from where a
+// restored snapshot left off) in a goroutine that Close stops.
+func (st *Store) Open(ctx context.Context) error {
+	if st.done != nil {
+		return nil
+	}
+	ctx, st.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	st.done = make(chan struct{})
+	go st.follow(ctx)
+	go st.watchLag(ctx)
+	return nil
+}
+
+// Close stops following and waits for the goroutines to end.
+func (st *Store) Close() error {
+	if st.cancel == nil {
+		return nil
+	}
+	st.cancel()
+	<-st.done
+	st.cancel = nil
+	return nil
+}
+
+func (st *Store) follow(ctx context.Context) {
+	defer close(st.done)
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		from := st.Applied() + 1
+		err := st.feed.Follow(ctx, from, st.apply)
+		if ctx.Err() != nil {
+			return
+		}
+		st.stats.followError.Store(fmt.Sprint(err))
+		st.log.Warn("following the log failed; retrying", "from", from, "err", err)
+		if !sleep(ctx, &backoff, 5*time.Second) {
+			return
+		}
+	}
+}
+
+// watchLag polls the log's last sequence so readiness and lag metrics know
+// how far behind the Store is.
+func (st *Store) watchLag(ctx context.Context) {
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if last, err := st.feed.LastSeq(ctx); err == nil {
+			st.stats.logLastSeq.Store(last)
+			st.stats.polled.Store(true)
+			if st.Applied() >= last {
+				st.stats.caughtUpAt.Store(st.opts.Now().UnixNano())
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Applied returns the last log sequence applied.
+func (st *Store) Applied() uint64 {
+	st.mu.RLock()
+	defer st.mu.RUnlock()
+	return st.applied
+}
+
+// WaitFor blocks until the Store has applied seq, ctx ends (ErrTimeout), or
+// the Store is closed.
+func (st *Store) WaitFor(ctx context.Context, seq uint64) error {
+	for {
+		st.mu.RLock()
+		applied, ch := st.applied, st.progress
+		st.mu.RUnlock()
+		if applied >= seq {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("%w: waiting for sequence %d, applied %d", ErrTimeout, seq, applied)
+		}
+	}
+}
+
+// apply folds records from the log into the sessions. It never fails: a
+// record that is not a valid line is counted and skipped, as pi skips it.
+func (st *Store) apply(recs []Stored) error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for i := range recs {
+		st.applyOne(&recs[i])
+		st.applied = max(st.applied, recs[i].Seq)
+	}
+	st.stats.applied.Add(uint64(len(recs)))
+	// Caught up only means something once the log's end is known.
+	if st.stats.polled.Load() && st.applied >= st.stats.logLastSeq.Load() {
+		st.stats.caughtUpAt.Store(st.opts.Now().UnixNano())
+	}
+	close(st.progress)
+	st.progress = make(chan struct{})
+	st.evictLocked()
+	return nil
+}
+
+func (st *Store) applyOne(r *Stored) {
+	if r.Session == PurgeToken {
+		st.applyPurge(r)
+		return
+	}
+	d := st.docs[r.Session]
+	if r.IsHeader() {
+		if d != nil {
+			return // a repeated header: ignored, as pi does
+		}
+		h, err := tree.ParseHeader(r.Data)
+		if err != nil {
+			st.skip(r, err)
+			return
+		}
+		d = &Doc{ID: r.Session, Tree: tree.NewSession(h), HeaderSeq: r.Seq, LastSeq: r.Seq, Modified: r.Time, Created: parseCreated(h.Timestamp, r.Time)}
+		st.held += int64(d.Tree.Bytes())
+		st.docs[r.Session] = d
+		st.touch(d)
+		return
+	}
+	if d == nil {
+		st.skip(r, errors.New("entry of a session without a header"))
+		return
+	}
+	if r.Seq <= d.LastSeq {
+		return // already there (reloaded from the log after an eviction)
+	}
+	e, err := tree.ParseEntry(r.Data)
+	if err != nil {
+		st.skip(r, err)
+		return
+	}
+	d.LastSeq, d.Modified = r.Seq, r.Time
+	d.Entries++
+	if d.Tree == nil {
+		d.noteEvicted(&e)
+		return
+	}
+	d.Tree.Append(e)
+	d.Seqs = append(d.Seqs, r.Seq)
+	st.held += int64(len(r.Data))
+}
+
+// noteEvicted keeps an evicted session's name and labels current.
+func (d *Doc) noteEvicted(e *tree.Entry) {
+	switch e.Kind {
+	case tree.KindSessionInfo:
+		d.name, d.hasName = e.SessionName()
+	case tree.KindLabel:
+		if target, label, set, ok := e.LabelChange(); ok {
+			if set {
+				d.labels[target] = label
+			} else {
+				delete(d.labels, target)
+			}
+		}
+	}
+}
+
+func (st *Store) skip(r *Stored, err error) {
+	st.stats.skipped.Add(1)
+	st.log.Warn("skipping a record that is not a session line", "session", r.Session, "seq", r.Seq, "err", err)
+}
+
+// parseCreated reads the header timestamp, falling back to the log's time.
+func parseCreated(ts string, fallback time.Time) time.Time {
+	if t, err := time.Parse(time.RFC3339Nano, ts); err == nil {
+		return t
+	}
+	return fallback
+}

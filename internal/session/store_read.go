@@ -1,0 +1,149 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// View calls fn with the session's Doc under the Store's read lock,
+// reloading the session from the log first if it was evicted. fn must not
+// keep d or anything in it past its return, and must not call the Store.
+// ErrNotFound when the Store has no such session.
+func (st *Store) View(ctx context.Context, id string, fn func(d *Doc) error) error {
+	if err := ValidSessionID(id); err != nil {
+		return err
+	}
+	for range 3 {
+		st.mu.RLock()
+		d := st.docs[id]
+		if d == nil {
+			st.mu.RUnlock()
+			return fmt.Errorf("session %s: %w", id, ErrNotFound)
+		}
+		if d.Tree != nil {
+			st.touch(d)
+			err := fn(d)
+			st.mu.RUnlock()
+			return err
+		}
+		st.mu.RUnlock()
+		if err := st.reload(ctx, id); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("session %s: evicted again while loading; raise the memory budget: %w", id, ErrUnavailable)
+}
+
+// lacks reports whether the Store has no session id (as opposed to fn
+// having returned ErrNotFound about something inside it).
+func (st *Store) lacks(id string) bool {
+	st.mu.RLock()
+	defer st.mu.RUnlock()
+	return st.docs[id] == nil
+}
+
+// touch marks d as just used (for LRU eviction); safe under the read lock.
+func (st *Store) touch(d *Doc) {
+	d.lastUse.Store(st.clock.Add(1))
+}
+
+// ListFilter selects sessions for List. Empty fields match everything.
+type ListFilter struct {
+	Name  string    // substring of the name, case-insensitive
+	Cwd   string    // exact working directory
+	Label string    // some entry carries exactly this label
+	Since time.Time // modified at or after
+	After string    // page cursor: only ids greater than this
+	Limit int       // at most this many (default 100, max 1000)
+}
+
+// List returns sessions in id order (UUIDv7 ids sort by creation time) and
+// the cursor for the next page ("" on the last page).
+func (st *Store) List(f ListFilter) ([]Info, string) {
+	if f.Limit <= 0 {
+		f.Limit = 100
+	}
+	f.Limit = min(f.Limit, 1000)
+	st.mu.RLock()
+	defer st.mu.RUnlock()
+	ids := make([]string, 0, len(st.docs))
+	for id := range st.docs {
+		if id > f.After {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	var out []Info
+	for k, id := range ids {
+		d := st.docs[id]
+		in := d.Info()
+		if !f.Since.IsZero() && in.Modified.Before(f.Since) ||
+			f.Cwd != "" && in.Cwd != f.Cwd ||
+			f.Name != "" && (in.Name == nil || !strings.Contains(strings.ToLower(*in.Name), strings.ToLower(f.Name))) ||
+			f.Label != "" && !d.HasLabel(f.Label) {
+			continue
+		}
+		out = append(out, in)
+		if len(out) == f.Limit {
+			if k < len(ids)-1 {
+				return out, id
+			}
+			break
+		}
+	}
+	return out, ""
+}
+
+// Stats are the Store's counters, for metrics and status.
+type Stats struct {
+	Applied       uint64 // last log sequence applied
+	LogLastSeq    uint64 // the log's last sequence when last polled
+	Lag           uint64 // LogLastSeq - Applied (0 when caught up)
+	CaughtUpAt    time.Time
+	Sessions      int   // sessions known
+	Loaded        int   // sessions whose trees are in memory
+	BytesHeld     int64 // JSON bytes of loaded trees
+	Records       uint64
+	SkippedRecs   uint64
+	Evictions     uint64
+	Reloads       uint64
+	LastFollowErr string
+}
+
+// Stats returns a snapshot of the counters.
+func (st *Store) Stats() Stats {
+	st.mu.RLock()
+	s := Stats{Applied: st.applied, Sessions: len(st.docs), BytesHeld: st.held}
+	for _, d := range st.docs {
+		if d.Tree != nil {
+			s.Loaded++
+		}
+	}
+	st.mu.RUnlock()
+	s.LogLastSeq = st.stats.logLastSeq.Load()
+	if s.LogLastSeq > s.Applied {
+		s.Lag = s.LogLastSeq - s.Applied
+	}
+	if ns := st.stats.caughtUpAt.Load(); ns != 0 {
+		s.CaughtUpAt = time.Unix(0, ns)
+	}
+	s.Records = st.stats.applied.Load()
+	s.SkippedRecs = st.stats.skipped.Load()
+	s.Evictions = st.stats.evictions.Load()
+	s.Reloads = st.stats.reloads.Load()
+	if e, ok := st.stats.followError.Load().(string); ok {
+		s.LastFollowErr = e
+	}
+	return s
+}
+
+// Changed returns a channel that is closed the next time the Store applies
+// records (for watchers: read, then wait on Changed, then read again).
+func (st *Store) Changed() <-chan struct{} {
+	st.mu.RLock()
+	defer st.mu.RUnlock()
+	return st.progress
+}

@@ -1,0 +1,180 @@
+package session_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pifleet/sessionlog/internal/session"
+)
+
+// importAll imports files concurrently and returns the highest sequence.
+func importAll(t *testing.T, log session.Log, files [][]byte) uint64 {
+	t.Helper()
+	ctx := ctxT(t)
+	var last atomic.Uint64
+	var wg sync.WaitGroup
+	next := atomic.Int64{}
+	for range 16 {
+		wg.Go(func() {
+			for {
+				k := int(next.Add(1)) - 1
+				if k >= len(files) {
+					return
+				}
+				res, err := session.Import(ctx, log, files[k], nil, session.RetryPolicy{})
+				if err != nil {
+					t.Errorf("import %d: %v", k, err)
+					return
+				}
+				for {
+					old := last.Load()
+					if res.LastSeq <= old || last.CompareAndSwap(old, res.LastSeq) {
+						break
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return last.Load()
+}
+
+func testStoreRestart(t *testing.T, b backend) {
+	sessions, entries := 10000, 20
+	if testing.Short() {
+		sessions = 1000
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	files := make([][]byte, sessions)
+	for k := range files {
+		files[k] = genSession(t, r, entries)
+	}
+	start := time.Now()
+	load := b.load
+	if load == nil {
+		load = func(t *testing.T, files [][]byte) uint64 { return importAll(t, b.log, files) }
+	}
+	last := load(t, files)
+	t.Logf("imported %d sessions in %v", sessions, time.Since(start))
+	start = time.Now()
+	st1 := openStore(t, b)
+	waitApplied(t, st1, last)
+	_ = st1.Close()
+	st2 := openStore(t, b) // a restart: rebuilt from the log alone
+	waitApplied(t, st2, last)
+	t.Logf("two stores rebuilt in %v", time.Since(start))
+	if s := st2.Stats(); s.Sessions < sessions {
+		t.Fatalf("restarted store holds %d sessions, want %d", s.Sessions, sessions)
+	}
+	for _, f := range files {
+		id := string(f[bytes.Index(f, []byte(`"id":"`))+6:][:36])
+		got := exportOf(t, st2, id)
+		if !bytes.Equal(got, f) {
+			t.Fatalf("session %s differs after restart", id)
+		}
+		if !bytes.Equal(exportOf(t, st1, id), got) {
+			t.Fatalf("session %s differs between the stores", id)
+		}
+	}
+}
+
+func testEvictAndReload(t *testing.T, b backend) {
+	ctx := ctxT(t)
+	r := rand.New(rand.NewPCG(3, 4))
+	files := make([][]byte, 40)
+	total := 0
+	for k := range files {
+		files[k] = genSession(t, r, 10)
+		total += len(files[k])
+	}
+	budget := int64(total / 4)
+	st := session.NewStore(b.feed, session.StoreOptions{Log: b.log, MemoryBudget: budget})
+	if err := st.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	last := importAll(t, b.log, files)
+	waitApplied(t, st, last)
+	s := st.Stats()
+	if s.Evictions == 0 || s.BytesHeld > budget {
+		t.Fatalf("no eviction under budget %d: %+v", budget, s)
+	}
+	// An evicted session still lists, reloads on read, and takes appends.
+	svc := &session.Service{Log: b.log, Store: st, Cursors: b.cursors}
+	for _, f := range files {
+		id := string(f[bytes.Index(f, []byte(`"id":"`))+6:][:36])
+		if got := exportOf(t, st, id); !bytes.Equal(got, f) {
+			t.Fatalf("reloaded session %s differs", id)
+		}
+	}
+	if s := st.Stats(); s.Reloads == 0 {
+		t.Fatal("no reload happened")
+	}
+	infos, _ := st.List(session.ListFilter{Limit: 1000})
+	if len(infos) < len(files) {
+		t.Fatalf("list shows %d sessions", len(infos))
+	}
+	// Name an evicted session: the catalog learns it without a reload.
+	id := infos[0].SessionID
+	res, err := svc.Append(ctx, id, session.AppendRequest{Entries: raws(`{"type":"session_info","name":"  renamed  "}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitApplied(t, st, res.LastSeq)
+	infos, _ = st.List(session.ListFilter{Name: "RENAMED"})
+	if len(infos) != 1 || *infos[0].Name != "renamed" {
+		t.Fatalf("name filter found %v", infos)
+	}
+}
+
+// failingLog fails the n-th Append (counting from 1) with ErrUnavailable
+// before storing anything.
+type failingLog struct {
+	session.Log
+	n     int
+	calls atomic.Int64
+}
+
+func (f *failingLog) Append(ctx context.Context, sid string, expect uint64, recs []session.Record) ([]uint64, error) {
+	if int(f.calls.Add(1)) == f.n {
+		return nil, fmt.Errorf("injected: %w", session.ErrInvalid)
+	}
+	return f.Log.Append(ctx, sid, expect, recs)
+}
+
+func testChunkedImportAndPurge(t *testing.T, b backend) {
+	ctx := ctxT(t)
+	st := openStore(t, b)
+	r := rand.New(rand.NewPCG(5, 6))
+	big := genSession(t, r, 2500) // three atomic batches
+	res, err := session.Import(ctx, b.log, big, nil, session.RetryPolicy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitApplied(t, st, res.LastSeq)
+	if got := exportOf(t, st, res.SessionID); !bytes.Equal(got, big) {
+		t.Fatal("chunked import differs")
+	}
+	// The third batch fails: the import leaves nothing, in the log and in Stores.
+	other := genSession(t, r, 2500)
+	fl := &failingLog{Log: b.log, n: 3}
+	_, err = session.Import(ctx, fl, other, nil, session.RetryPolicy{})
+	if err == nil {
+		t.Fatal("import with a failing batch succeeded")
+	}
+	id := string(other[bytes.Index(other, []byte(`"id":"`))+6:][:36])
+	if _, err := b.log.Read(ctx, id, 0); !errors.Is(err, session.ErrNotFound) {
+		t.Fatalf("a failed import left records: %v", err)
+	}
+	waitApplied(t, st, lastSeq(t, b))
+	if err := st.View(ctx, id, func(*session.Doc) error { return nil }); !errors.Is(err, session.ErrNotFound) {
+		t.Fatalf("the store still holds the purged import: %v", err)
+	}
+}

@@ -1,0 +1,474 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/pifleet/sessionlog/internal/tree"
+)
+
+// WriterOptions configure a Writer. The zero value is usable.
+type WriterOptions struct {
+	Now   func() time.Time // clock for entry timestamps; default time.Now
+	Rand  io.Reader        // entry id source; default crypto/rand
+	Retry RetryPolicy
+}
+
+func (o WriterOptions) now() time.Time {
+	if o.Now != nil {
+		return o.Now()
+	}
+	return time.Now()
+}
+
+// Writer appends to one session the way pi's SessionManager does, with the
+// log as the file:
+//
+//   - Until the first assistant message exists nothing is published: entries
+//     wait in memory, and a crash loses them, as in pi (no orphan questions).
+//     The first assistant message publishes the header, every pending entry
+//     and itself as ONE atomic batch that only succeeds on an empty subject.
+//   - After that each append is one optimistic (CAS) publish after the last
+//     sequence the Writer knows. If another writer appended meanwhile, the
+//     Writer reads what it missed, takes a fresh id if its own was taken, and
+//     tries again; the entry still lands as a child of the parent it was
+//     given. Several entries at once go as one atomic batch.
+//
+// A Writer is safe for concurrent use; its appends are serialized (one CAS
+// append in flight per session).
+type Writer struct {
+	log  Log
+	opts WriterOptions
+	ids  tree.IDGen
+
+	mu      sync.Mutex
+	s       *tree.Session
+	seqs    []uint64 // per entry of s; 0 while pending (not yet published)
+	lastSeq uint64   // the session's last sequence on the log that we know
+	flushed bool     // the session exists on the log
+	leaf    int      // index of the current leaf in s; -1 = null (before the first entry)
+}
+
+// CreateOptions describe a new session's header.
+type CreateOptions struct {
+	ID            string // default: a new UUIDv7
+	Cwd           string
+	ParentSession string
+}
+
+// Create starts a new session. Nothing is published until the first
+// assistant message (see Writer).
+func Create(log Log, c CreateOptions, opts WriterOptions) (*Writer, error) {
+	id := c.ID
+	if id == "" {
+		u, err := uuid.NewV7()
+		if err != nil {
+			return nil, fmt.Errorf("new session id: %w", err)
+		}
+		id = u.String()
+	}
+	if err := ValidSessionID(id); err != nil {
+		return nil, err
+	}
+	h := tree.NewHeader(id, tree.FormatTimestamp(opts.now()), c.Cwd, c.ParentSession)
+	return newWriter(log, tree.NewSession(h), opts), nil
+}
+
+func newWriter(log Log, s *tree.Session, opts WriterOptions) *Writer {
+	return &Writer{log: log, opts: opts, ids: tree.IDGen{R: opts.Rand}, s: s, leaf: s.Len() - 1}
+}
+
+// Open resumes writing an existing session: it reads the whole session from
+// the log; the leaf is pi's default, the last entry.
+func Open(ctx context.Context, log Log, sessionID string, opts WriterOptions) (*Writer, error) {
+	if err := ValidSessionID(sessionID); err != nil {
+		return nil, err
+	}
+	recs, err := log.Read(ctx, sessionID, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", sessionID, err)
+	}
+	s, seqs, err := buildSession(recs)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", sessionID, err)
+	}
+	w := newWriter(log, s, opts)
+	w.seqs, w.flushed, w.lastSeq = seqs, true, recs[len(recs)-1].Seq
+	return w, nil
+}
+
+// buildSession rebuilds a session from its records (header first).
+func buildSession(recs []Stored) (*tree.Session, []uint64, error) {
+	if len(recs) == 0 || !recs[0].IsHeader() {
+		return nil, nil, fmt.Errorf("%w: the log holds no header for this session", ErrInvalid)
+	}
+	h, err := tree.ParseHeader(recs[0].Data)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: header at seq %d: %v", ErrInvalid, recs[0].Seq, err)
+	}
+	s := tree.NewSession(h)
+	seqs := make([]uint64, 0, len(recs)-1)
+	for _, r := range recs[1:] {
+		if r.IsHeader() {
+			continue // a repeated header is ignored, as pi does
+		}
+		e, err := tree.ParseEntry(r.Data)
+		if err != nil {
+			continue // not an entry pi could read; the Store counts these
+		}
+		s.Append(e)
+		seqs = append(seqs, r.Seq)
+	}
+	return s, seqs, nil
+}
+
+// ID returns the session id.
+func (w *Writer) ID() string { return w.s.Header.ID }
+
+// Header returns the session header.
+func (w *Writer) Header() tree.Header { return w.s.Header }
+
+// LastSeq returns the session's last stream sequence known to the writer
+// (0 before the session exists on the log): its version.
+func (w *Writer) LastSeq() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.lastSeq
+}
+
+// Flushed reports whether the session exists on the log.
+func (w *Writer) Flushed() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.flushed
+}
+
+// LeafID returns the current leaf ("" for null).
+func (w *Writer) LeafID() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.leafID()
+}
+
+func (w *Writer) leafID() string {
+	if w.leaf < 0 {
+		return ""
+	}
+	return w.s.Entry(w.leaf).ID
+}
+
+// Seq returns the stream sequence of entry id (0 while pending).
+func (w *Writer) Seq(id string) (uint64, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	i, ok := w.s.Index(id)
+	if !ok {
+		return 0, false
+	}
+	return w.seqs[i], true
+}
+
+// View calls fn with the writer's session (stored and pending entries) under
+// the writer's lock; fn must not keep s.
+func (w *Writer) View(fn func(s *tree.Session, leaf int)) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	fn(w.s, w.leaf)
+}
+
+// Context builds pi's context for the current leaf.
+func (w *Writer) Context() tree.Context {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.s.ContextAt(w.leaf)
+}
+
+// Branch moves the leaf to id; the next append becomes its child.
+func (w *Writer) Branch(id string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	i, ok := w.s.Index(id)
+	if !ok {
+		return fmt.Errorf("branch: entry %q: %w", id, ErrNotFound)
+	}
+	w.leaf = i
+	return nil
+}
+
+// ResetLeaf moves the leaf before the first entry: the next append is a new root.
+func (w *Writer) ResetLeaf() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.leaf = -1
+}
+
+// AppendMessage appends an AgentMessage as a child of the leaf and returns its id.
+func (w *Writer) AppendMessage(ctx context.Context, message []byte) (string, error) {
+	return w.one(ctx, Message(message))
+}
+
+// AppendModelChange appends a model change.
+func (w *Writer) AppendModelChange(ctx context.Context, provider, modelID string) (string, error) {
+	return w.one(ctx, ModelChange(provider, modelID))
+}
+
+// AppendThinkingLevelChange appends a thinking level change.
+func (w *Writer) AppendThinkingLevelChange(ctx context.Context, level string) (string, error) {
+	return w.one(ctx, ThinkingLevelChange(level))
+}
+
+// AppendCompaction appends a compaction.
+func (w *Writer) AppendCompaction(ctx context.Context, summary, firstKeptEntryID string, tokensBefore float64, details []byte, fromHook *bool) (string, error) {
+	return w.one(ctx, Compaction(summary, firstKeptEntryID, tokensBefore, details, fromHook))
+}
+
+// AppendCustomEntry appends extension state.
+func (w *Writer) AppendCustomEntry(ctx context.Context, customType string, data []byte) (string, error) {
+	return w.one(ctx, CustomEntry(customType, data))
+}
+
+// AppendCustomMessage appends an extension message that joins the context.
+func (w *Writer) AppendCustomMessage(ctx context.Context, customType string, content []byte, display bool, details []byte) (string, error) {
+	return w.one(ctx, CustomMessage(customType, content, display, details))
+}
+
+// AppendSessionInfo names the session.
+func (w *Writer) AppendSessionInfo(ctx context.Context, name string) (string, error) {
+	return w.one(ctx, SessionInfo(name))
+}
+
+// AppendLabel sets (nil: clears) the label of an existing entry.
+func (w *Writer) AppendLabel(ctx context.Context, targetID string, label *string) (string, error) {
+	w.mu.Lock()
+	ok := w.s.Has(targetID)
+	w.mu.Unlock()
+	if !ok {
+		return "", fmt.Errorf("label: entry %q: %w", targetID, ErrNotFound)
+	}
+	return w.one(ctx, Label(targetID, label))
+}
+
+// BranchWithSummary moves the leaf to fromID ("" = before the first entry)
+// and appends a branch summary of the path left behind there.
+func (w *Writer) BranchWithSummary(ctx context.Context, fromID, summary string, details []byte, fromHook *bool) (string, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	leaf, from := -1, "root"
+	if fromID != "" {
+		i, ok := w.s.Index(fromID)
+		if !ok {
+			return "", fmt.Errorf("branch: entry %q: %w", fromID, ErrNotFound)
+		}
+		leaf, from = i, fromID
+	}
+	old := w.leaf
+	w.leaf = leaf
+	ids, err := w.append(ctx, []Spec{branchSummary(from, summary, details, fromHook)})
+	if err != nil {
+		w.leaf = old
+		return "", err
+	}
+	return ids[0], nil
+}
+
+func (w *Writer) one(ctx context.Context, s Spec) (string, error) {
+	ids, err := w.Append(ctx, s)
+	if err != nil {
+		return "", err
+	}
+	return ids[0], nil
+}
+
+// Append appends specs as a chain (each the parent of the next, the first a
+// child of the leaf) in one atomic write, and moves the leaf to the last.
+// On error nothing was appended and the leaf is unchanged.
+func (w *Writer) Append(ctx context.Context, specs ...Spec) ([]string, error) {
+	if len(specs) == 0 {
+		return nil, nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.append(ctx, specs)
+}
+
+func (w *Writer) append(ctx context.Context, specs []Spec) ([]string, error) {
+	entries, err := w.build(specs, nil)
+	if err != nil {
+		return nil, err
+	}
+	if !w.flushed {
+		if !hasAssistant(entries) {
+			w.add(entries, nil) // pending: pi writes nothing yet
+			return idsOf(entries), nil
+		}
+		return w.create(ctx, entries)
+	}
+	recs := make([]Record, len(entries))
+	for k := range entries {
+		recs[k] = recordOf(&entries[k])
+	}
+	seqs, err := casAppend(ctx, w.log, w.ID(), w.lastSeq, recs, w.opts.Retry, func(missed []Stored, recs []Record, uncertain bool) ([]Record, []uint64, bool, error) {
+		if seqs, ok := alreadyStored(missed, recs); ok && uncertain {
+			w.absorb(missed)
+			return nil, seqs, true, nil
+		}
+		w.absorb(missed)
+		// Rebuild the batch: ids another writer took are drawn again.
+		fresh, err := w.build(specs, entries)
+		if err != nil {
+			return nil, nil, false, err
+		}
+		entries = fresh
+		next := make([]Record, len(entries))
+		for k := range entries {
+			next[k] = recordOf(&entries[k])
+		}
+		return next, nil, false, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if w.s.Has(entries[0].ID) { // found already stored and absorbed
+		w.leaf, _ = w.s.Index(entries[len(entries)-1].ID)
+		return idsOf(entries), nil
+	}
+	w.add(entries, seqs)
+	return idsOf(entries), nil
+}
+
+// build makes the entries for specs, chained from the current leaf, reusing
+// the ids of prev (an earlier build) where they are still free.
+func (w *Writer) build(specs []Spec, prev []tree.Entry) ([]tree.Entry, error) {
+	entries := make([]tree.Entry, len(specs))
+	parent := w.leafID()
+	taken := func(id string) bool {
+		if w.s.Has(id) {
+			return true
+		}
+		for k := range entries {
+			if entries[k].ID == id {
+				return true
+			}
+		}
+		return false
+	}
+	ts := tree.FormatTimestamp(w.opts.now())
+	for k, spec := range specs {
+		m := tree.Meta{ParentID: parent, Timestamp: ts}
+		if prev != nil && !taken(prev[k].ID) {
+			m.ID, m.Timestamp = prev[k].ID, prevTimestamp(&prev[k], ts)
+		} else {
+			m.ID = w.ids.New(taken)
+		}
+		e, err := spec(m)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+		}
+		entries[k] = e
+		parent = e.ID
+	}
+	return entries, nil
+}
+
+// prevTimestamp keeps an entry's original timestamp when it is rebuilt.
+func prevTimestamp(e *tree.Entry, fallback string) string {
+	if ms, ok := e.TimeMillis(); ok {
+		return tree.FormatTimestamp(time.UnixMilli(ms))
+	}
+	return fallback
+}
+
+// create publishes header + pending entries + entries as one atomic batch on
+// an empty subject.
+func (w *Writer) create(ctx context.Context, entries []tree.Entry) ([]string, error) {
+	n := 1 + w.s.Len() + len(entries)
+	if max := w.log.MaxBatch(); n > max {
+		return nil, fmt.Errorf("%w: creating the session takes %d records (header and %d entries before the first assistant message) but one atomic batch holds at most %d; nothing was published",
+			ErrTooLarge, n, n-1, max)
+	}
+	recs := make([]Record, 0, n)
+	recs = append(recs, headerRecord(&w.s.Header))
+	for i := range w.s.Len() {
+		recs = append(recs, recordOf(w.s.Entry(i)))
+	}
+	for k := range entries {
+		recs = append(recs, recordOf(&entries[k]))
+	}
+	seqs, err := createRecords(ctx, w.log, w.ID(), recs, w.opts.Retry)
+	if err != nil {
+		return nil, err
+	}
+	for i := range w.seqs {
+		w.seqs[i] = seqs[1+i]
+	}
+	w.flushed = true
+	w.add(entries, seqs[1+len(w.seqs):])
+	return idsOf(entries), nil
+}
+
+// add appends built entries to the local session and moves the leaf.
+func (w *Writer) add(entries []tree.Entry, seqs []uint64) {
+	for k := range entries {
+		w.s.Append(entries[k])
+		var seq uint64
+		if seqs != nil {
+			seq = seqs[k]
+			w.lastSeq = max(w.lastSeq, seq)
+		}
+		w.seqs = append(w.seqs, seq)
+	}
+	w.leaf = w.s.Len() - 1
+}
+
+// absorb applies records another writer appended; the leaf stays.
+func (w *Writer) absorb(missed []Stored) {
+	for _, r := range missed {
+		w.lastSeq = max(w.lastSeq, r.Seq)
+		if r.IsHeader() {
+			continue
+		}
+		e, err := tree.ParseEntry(r.Data)
+		if err != nil {
+			continue
+		}
+		w.s.Append(e)
+		w.seqs = append(w.seqs, r.Seq)
+	}
+}
+
+// Sync reads what other writers appended since the writer last looked.
+func (w *Writer) Sync(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.flushed {
+		return nil
+	}
+	missed, err := w.log.Read(ctx, w.ID(), w.lastSeq)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	w.absorb(missed)
+	return nil
+}
+
+func hasAssistant(entries []tree.Entry) bool {
+	for k := range entries {
+		if entries[k].Kind == tree.KindMessage && entries[k].Role == tree.RoleAssistant {
+			return true
+		}
+	}
+	return false
+}
+
+func idsOf(entries []tree.Entry) []string {
+	ids := make([]string, len(entries))
+	for k := range entries {
+		ids[k] = entries[k].ID
+	}
+	return ids
+}
