@@ -1,0 +1,237 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is everything pi-node can be told, by flag or by environment
+// variable PI_NODE_<FLAG> (dashes as underscores, e.g. PI_NODE_HTTP_LISTEN).
+// A flag given on the command line wins over the environment.
+type Config struct {
+	DataDir string
+
+	// External NATS: when NATSURL is set nothing is embedded.
+	NATSURL      string
+	NATSCreds    string
+	NATSUser     string
+	NATSPassword string
+	NATSToken    string
+	TLSCert      string
+	TLSKey       string
+	TLSCA        string
+
+	// Embedded server.
+	ClientListen  string
+	NodeName      string
+	ClusterName   string
+	ClusterListen string
+	Routes        []*url.URL
+	Sync          string // always | interval
+	SyncInterval  time.Duration
+
+	// Stream and bucket.
+	Replicas      int
+	Stream        string
+	SubjectPrefix string
+	Bucket        string
+
+	// Service.
+	HTTPListen    string
+	HTTPToken     string
+	MemoryBudget  int64
+	MinSeqTimeout time.Duration
+	ShutdownGrace time.Duration
+
+	LogLevel  string
+	LogFormat string
+}
+
+// DefaultConfig returns the zero-setup defaults: one embedded node, data in
+// ./pi-data, NATS on 127.0.0.1:4222, HTTP on 127.0.0.1:8080.
+func DefaultConfig() Config {
+	return Config{
+		DataDir:       "./pi-data",
+		ClientListen:  "127.0.0.1:4222",
+		HTTPListen:    "127.0.0.1:8080",
+		Sync:          "always",
+		SyncInterval:  2 * time.Minute,
+		Replicas:      1,
+		Stream:        "PI_SESSIONS",
+		SubjectPrefix: "pi.sess",
+		Bucket:        "PI_CURSORS",
+		MinSeqTimeout: 5 * time.Second,
+		ShutdownGrace: 20 * time.Second,
+		LogLevel:      "info",
+		LogFormat:     "text",
+	}
+}
+
+// ParseFlags fills c from args and the environment (getenv), then checks it.
+func (c *Config) ParseFlags(args []string, getenv func(string) string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("pi-node", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: pi-node [flags]\n\npi-node serves pi session trees from a replicated NATS JetStream log.\nEvery flag can also be set as PI_NODE_<FLAG> (e.g. PI_NODE_HTTP_LISTEN).\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "directory of the embedded JetStream server's files")
+	fs.StringVar(&c.NATSURL, "nats-url", c.NATSURL, "comma-separated URLs of an external NATS cluster; when set, nothing is embedded")
+	fs.StringVar(&c.NATSCreds, "nats-creds", c.NATSCreds, "credentials file (JWT + nkey) for --nats-url")
+	fs.StringVar(&c.NATSUser, "nats-user", c.NATSUser, "user for --nats-url (or for clients of the embedded server)")
+	fs.StringVar(&c.NATSPassword, "nats-password", c.NATSPassword, "password for --nats-user")
+	fs.StringVar(&c.NATSToken, "nats-token", c.NATSToken, "token for --nats-url (or for clients of the embedded server)")
+	fs.StringVar(&c.TLSCert, "tls-cert", c.TLSCert, "client certificate for --nats-url")
+	fs.StringVar(&c.TLSKey, "tls-key", c.TLSKey, "client key for --tls-cert")
+	fs.StringVar(&c.TLSCA, "tls-ca", c.TLSCA, "CA that signed the NATS servers' certificates")
+	fs.StringVar(&c.ClientListen, "client-listen", c.ClientListen, "host:port of the embedded NATS server's client listener")
+	fs.StringVar(&c.NodeName, "node-name", c.NodeName, "server name, unique and stable within a cluster (default: the host name)")
+	fs.StringVar(&c.ClusterName, "cluster-name", c.ClusterName, "NATS cluster name; enables the embedded cluster mode")
+	fs.StringVar(&c.ClusterListen, "cluster-listen", c.ClusterListen, "host:port of the route listener (e.g. 0.0.0.0:6222)")
+	routes := fs.String("routes", joinURLs(c.Routes), "comma-separated nats-route://host:port of EVERY node of the cluster (this one included)")
+	fs.StringVar(&c.Sync, "sync", c.Sync, "always: fsync every write before acknowledging it; interval: fsync every --sync-interval (faster, a crash can lose acknowledged writes)")
+	fs.DurationVar(&c.SyncInterval, "sync-interval", c.SyncInterval, "fsync interval with --sync interval")
+	fs.IntVar(&c.Replicas, "replicas", c.Replicas, "replicas of the stream and the cursor bucket: 1, or 3 in a cluster")
+	fs.StringVar(&c.Stream, "stream", c.Stream, "JetStream stream holding the sessions")
+	fs.StringVar(&c.SubjectPrefix, "subject-prefix", c.SubjectPrefix, "subject prefix; session S lives on <prefix>.S")
+	fs.StringVar(&c.Bucket, "bucket", c.Bucket, "KV bucket of the per-client cursors")
+	fs.StringVar(&c.HTTPListen, "http-listen", c.HTTPListen, "host:port of the HTTP API")
+	fs.StringVar(&c.HTTPToken, "http-token", c.HTTPToken, "bearer token required on every /v1 request (empty: none)")
+	budget := fs.String("memory-budget", formatSize(c.MemoryBudget), "JSON bytes of session trees kept in memory (e.g. 512MiB, 2GiB; 0: no limit); cold sessions beyond it are evicted and reloaded on demand")
+	fs.DurationVar(&c.MinSeqTimeout, "min-seq-timeout", c.MinSeqTimeout, "how long a read with minSeq waits for this node to apply it (then 504)")
+	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", c.ShutdownGrace, "how long SIGTERM waits for requests in flight")
+	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
+	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "text or json")
+
+	// The environment first, so that flags on the command line override it.
+	var envErr error
+	fs.VisitAll(func(f *flag.Flag) {
+		name := "PI_NODE_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v := getenv(name); v != "" && envErr == nil {
+			if err := fs.Set(f.Name, v); err != nil {
+				envErr = fmt.Errorf("%s=%q: %w", name, v, err)
+			}
+		}
+	})
+	if envErr != nil {
+		return envErr
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q (pi-node takes only flags)", fs.Arg(0))
+	}
+	var err error
+	if c.Routes, err = parseRoutes(*routes); err != nil {
+		return fmt.Errorf("--routes: %w", err)
+	}
+	if c.MemoryBudget, err = parseSize(*budget); err != nil {
+		return fmt.Errorf("--memory-budget: %w", err)
+	}
+	return c.check()
+}
+
+func (c *Config) check() error {
+	switch {
+	case c.Sync != "always" && c.Sync != "interval":
+		return fmt.Errorf("--sync must be always or interval, not %q", c.Sync)
+	case c.Replicas != 1 && c.Replicas != 3 && c.Replicas != 5:
+		return fmt.Errorf("--replicas must be 1, 3 or 5, not %d", c.Replicas)
+	case c.LogFormat != "text" && c.LogFormat != "json":
+		return fmt.Errorf("--log-format must be text or json, not %q", c.LogFormat)
+	case c.NATSURL != "" && (c.ClusterName != "" || len(c.Routes) > 0):
+		return errors.New("--nats-url connects to an external cluster: --cluster-name and --routes are for the embedded one")
+	case c.ClusterName != "" && (c.ClusterListen == "" || len(c.Routes) == 0):
+		return errors.New("--cluster-name needs --cluster-listen and --routes (every node, this one included)")
+	case c.ClusterName == "" && len(c.Routes) > 0:
+		return errors.New("--routes needs --cluster-name")
+	case (c.TLSCert == "") != (c.TLSKey == ""):
+		return errors.New("--tls-cert and --tls-key go together")
+	}
+	if _, err := parseLevel(c.LogLevel); err != nil {
+		return err
+	}
+	return nil
+}
+
+func parseRoutes(s string) ([]*url.URL, error) {
+	var out []*url.URL
+	for _, r := range strings.Split(s, ",") {
+		if r = strings.TrimSpace(r); r == "" {
+			continue
+		}
+		u, err := url.Parse(r)
+		if err != nil || u.Host == "" || u.Port() == "" {
+			return nil, fmt.Errorf("%q is not nats-route://host:port", r)
+		}
+		if u.Scheme != "nats-route" && u.Scheme != "nats" {
+			return nil, fmt.Errorf("%q: scheme must be nats-route", r)
+		}
+		out = append(out, u)
+	}
+	return out, nil
+}
+
+func joinURLs(us []*url.URL) string {
+	s := make([]string, len(us))
+	for i, u := range us {
+		s[i] = u.String()
+	}
+	return strings.Join(s, ",")
+}
+
+// parseSize reads 123, 64KiB, 512MiB, 2GiB, 1GB (decimal units are accepted too).
+func parseSize(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	if s == "" || s == "0" {
+		return 0, nil
+	}
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1}}
+	mult := int64(1)
+	for _, u := range units {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseFloat(s, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%q is not a size like 512MiB", s)
+	}
+	return int64(n * float64(mult)), nil
+}
+
+func formatSize(n int64) string {
+	if n == 0 {
+		return "0"
+	}
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n%u.mult == 0 {
+			return strconv.FormatInt(n/u.mult, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// hostname is the default node name.
+func hostname() string {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		return "pi-node"
+	}
+	return h
+}

@@ -1,0 +1,63 @@
+// Command pi-node serves pi session trees from a replicated NATS JetStream
+// log: it embeds a JetStream server (alone or clustered with other pi-nodes)
+// or connects to an external cluster, keeps every session's tree in memory
+// by following the stream, and serves the sessions over HTTP and as the NATS
+// micro service pi-sessions.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	m := NewMain(os.Stdout, os.Stderr)
+	if err := m.Config.ParseFlags(os.Args[1:], os.Getenv, os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "pi-node:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := m.Run(ctx); err != nil {
+		m.Logger.Error("start failed", "err", err)
+		m.Close()
+		os.Exit(1)
+	}
+	<-ctx.Done()
+	m.Logger.Info("shutting down")
+	if err := m.Close(); err != nil {
+		m.Logger.Error("shutdown", "err", err)
+		os.Exit(1)
+	}
+}
+
+// newLogger builds the slog logger the flags ask for.
+func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+	lvl, err := parseLevel(level)
+	if err != nil {
+		return nil, err
+	}
+	opts := &slog.HandlerOptions{Level: lvl}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return slog.New(slog.NewTextHandler(w, opts)), nil
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return 0, fmt.Errorf("--log-level must be debug, info, warn or error, not %q", s)
+	}
+	return l, nil
+}

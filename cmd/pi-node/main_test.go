@@ -1,0 +1,113 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseFlagsEnvAndPrecedence(t *testing.T) {
+	c := DefaultConfig()
+	env := map[string]string{"PI_NODE_HTTP_LISTEN": "0.0.0.0:9000", "PI_NODE_MEMORY_BUDGET": "512MiB", "PI_NODE_REPLICAS": "3", "PI_NODE_LOG_FORMAT": "json"}
+	err := c.ParseFlags([]string{"--replicas", "1", "--routes", "nats-route://a:6222,nats-route://b:6222", "--cluster-name", "c", "--cluster-listen", "0.0.0.0:6222"},
+		func(k string) string { return env[k] }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.HTTPListen != "0.0.0.0:9000" || c.MemoryBudget != 512<<20 || c.Replicas != 1 || c.LogFormat != "json" || len(c.Routes) != 2 {
+		t.Fatalf("config %+v", c)
+	}
+}
+
+func TestParseFlagsErrors(t *testing.T) {
+	cases := map[string][]string{
+		"--sync must be":            {"--sync", "sometimes"},
+		"--replicas must be":        {"--replicas", "2"},
+		"--memory-budget":           {"--memory-budget", "lots"},
+		"--routes":                  {"--routes", "a:1", "--cluster-name", "c", "--cluster-listen", ":6222"},
+		"--cluster-name needs":      {"--cluster-name", "c"},
+		"--routes needs":            {"--routes", "nats-route://a:1"},
+		"--nats-url connects":       {"--nats-url", "nats://x:4222", "--cluster-name", "c", "--cluster-listen", ":1", "--routes", "nats-route://a:1"},
+		"--log-level must be":       {"--log-level", "loud"},
+		"unexpected argument":       {"extra"},
+		"--tls-cert and --tls-key":  {"--tls-cert", "c.pem"},
+		"flag provided but not def": {"--nope"},
+	}
+	for want, args := range cases {
+		c := DefaultConfig()
+		err := c.ParseFlags(args, func(string) string { return "" }, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%v: want error containing %q, got %v", args, want, err)
+		}
+	}
+	c := DefaultConfig()
+	if err := c.ParseFlags(nil, func(k string) string {
+		if k == "PI_NODE_REPLICAS" {
+			return "x"
+		}
+		return ""
+	}, io.Discard); err == nil || !strings.Contains(err.Error(), "PI_NODE_REPLICAS") {
+		t.Errorf("bad env: %v", err)
+	}
+}
+
+// TestMainServes starts a whole node on free ports, writes and reads a
+// session over HTTP, and shuts down cleanly.
+func TestMainServes(t *testing.T) {
+	var logs bytes.Buffer
+	m := NewMain(io.Discard, &logs)
+	m.Config.DataDir = t.TempDir()
+	m.Config.HTTPListen = "127.0.0.1:0"
+	m.Config.ClientListen = "127.0.0.1:0"
+	m.Config.NodeName = "t1"
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := m.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + m.HTTPAddr
+	resp, err := http.Post(base+"/v1/sessions", "application/json", strings.NewReader(`{"entries":[{"type":"message","message":{"role":"user","content":"hi"}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var created struct {
+		SessionID string `json:"sessionId"`
+		LastSeq   uint64 `json:"lastSeq"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&created)
+	resp.Body.Close()
+	if resp.StatusCode != 201 || created.SessionID == "" {
+		t.Fatalf("create: %d %+v", resp.StatusCode, created)
+	}
+	resp, err = http.Get(fmt.Sprintf("%s/v1/sessions/%s/context?minSeq=%d", base, created.SessionID, created.LastSeq))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"content":"hi"`) {
+		t.Fatalf("context: %d %s", resp.StatusCode, body)
+	}
+	for _, path := range []string{"/healthz", "/readyz", "/v1/status", "/metrics"} {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Errorf("%s: %d", path, resp.StatusCode)
+		}
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "pi-node ready") {
+		t.Errorf("no ready line in the log:\n%s", logs.String())
+	}
+}

@@ -1,0 +1,211 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/pifleet/sessionlog/internal/api"
+	"github.com/pifleet/sessionlog/internal/jetstream"
+	"github.com/pifleet/sessionlog/internal/session"
+)
+
+// Main is one pi-node: parse flags into Config, Run, and Close on a signal.
+// End-to-end tests drive the same Main with ports 0.
+type Main struct {
+	Config Config
+	Logger *slog.Logger
+
+	// Where the node listens, once Run returned (ports resolved).
+	HTTPAddr string
+	NATSURL  string
+
+	stdout, stderr io.Writer
+	server         *jetstream.Server
+	conn           *jetstream.Conn
+	jsCfg          jetstream.Config
+	store          *session.Store
+	api            *api.Server
+	http           *http.Server
+	micro          micro.Service
+	serveErr       chan error
+}
+
+// NewMain returns a Main with the default configuration.
+func NewMain(stdout, stderr io.Writer) *Main {
+	return &Main{Config: DefaultConfig(), stdout: stdout, stderr: stderr, Logger: slog.New(slog.NewTextHandler(stderr, nil))}
+}
+
+// Run starts the node and returns once it serves: JetStream ready (embedded
+// or external), stream and bucket provisioned, the Store following the log,
+// the HTTP API and the NATS micro service listening.
+func (m *Main) Run(ctx context.Context) error {
+	c := &m.Config
+	logger, err := newLogger(m.stderr, c.LogLevel, c.LogFormat)
+	if err != nil {
+		return err
+	}
+	m.Logger = logger
+	name := c.NodeName
+	if name == "" {
+		name = hostname()
+	}
+
+	urls := splitList(c.NATSURL)
+	if len(urls) == 0 {
+		if err := m.startEmbedded(ctx, name); err != nil {
+			return err
+		}
+		urls = []string{m.server.ClientURL()}
+	}
+	cc := jetstream.NewConnConfig(urls...)
+	cc.Name = "pi-node " + name
+	cc.User, cc.Password, cc.Token, cc.CredsFile = c.NATSUser, c.NATSPassword, c.NATSToken, c.NATSCreds
+	cc.CertFile, cc.KeyFile, cc.CAFile = c.TLSCert, c.TLSKey, c.TLSCA
+	if m.conn, err = jetstream.Connect(ctx, cc); err != nil {
+		return fmt.Errorf("connect to NATS %v: %w", urls, err)
+	}
+	m.NATSURL = m.conn.NC.ConnectedUrlRedacted()
+
+	m.jsCfg = jetstream.NewConfig()
+	m.jsCfg.Stream, m.jsCfg.SubjectPrefix, m.jsCfg.Bucket = c.Stream, c.SubjectPrefix, c.Bucket
+	m.jsCfg.Replicas = c.Replicas
+	m.jsCfg.Logger = logger
+	logger.Info("provisioning", "stream", c.Stream, "bucket", c.Bucket, "replicas", c.Replicas)
+	if err := jetstream.Provision(ctx, m.conn.JS, m.jsCfg); err != nil {
+		return err
+	}
+	log := jetstream.NewLog(m.conn.JS, m.jsCfg)
+	cursors, err := jetstream.NewCursors(ctx, m.conn.JS, m.jsCfg)
+	if err != nil {
+		return err
+	}
+
+	m.store = session.NewStore(log, session.StoreOptions{MemoryBudget: c.MemoryBudget, Log: log, Logger: logger})
+	if err := m.store.Open(ctx); err != nil {
+		return err
+	}
+	svc := &session.Service{Log: log, Store: m.store, Cursors: cursors, CursorWait: c.MinSeqTimeout}
+	m.api, err = api.New(api.Config{
+		Service: svc, NodeName: name, Token: c.HTTPToken, MinSeqTimeout: c.MinSeqTimeout,
+		Status: m.status, Ready: m.ready, Logger: logger,
+	})
+	if err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", c.HTTPListen)
+	if err != nil {
+		return fmt.Errorf("http listen: %w", err)
+	}
+	m.HTTPAddr = ln.Addr().String()
+	m.http = m.api.HTTPServer(m.HTTPAddr)
+	m.serveErr = make(chan error, 1)
+	go func() { m.serveErr <- m.http.Serve(ln) }()
+	if m.micro, err = m.api.StartNATS(m.conn.NC); err != nil {
+		return fmt.Errorf("start NATS micro service: %w", err)
+	}
+	logger.Info("pi-node ready", "node", name, "http", m.HTTPAddr, "nats", m.NATSURL, "mode", m.mode())
+	return nil
+}
+
+// startEmbedded starts the embedded JetStream server (alone or as a member
+// of an embedded cluster) and waits until JetStream is really ready.
+func (m *Main) startEmbedded(ctx context.Context, name string) error {
+	c := &m.Config
+	host, port, err := splitHostPort(c.ClientListen)
+	if err != nil {
+		return fmt.Errorf("--client-listen: %w", err)
+	}
+	s := jetstream.NewServer(c.DataDir)
+	s.ServerName, s.Host, s.Port = name, host, port
+	s.SyncAlways = c.Sync == "always"
+	s.SyncInterval = c.SyncInterval
+	s.User, s.Password, s.Token = c.NATSUser, c.NATSPassword, c.NATSToken
+	s.ClusterName, s.ClusterListen, s.Routes = c.ClusterName, c.ClusterListen, c.Routes
+	s.Logger = natsLogger{m.Logger.With("component", "nats-server")}
+	if c.ClusterName != "" {
+		m.Logger.Info("starting embedded cluster member; waiting for a JetStream meta leader (needs a majority of the routes up)",
+			"cluster", c.ClusterName, "routes", len(c.Routes))
+	}
+	if err := s.Start(ctx); err != nil {
+		s.Shutdown()
+		return fmt.Errorf("embedded NATS server: %w", err)
+	}
+	m.server = s
+	return nil
+}
+
+func (m *Main) mode() string {
+	switch {
+	case m.server == nil:
+		return "external"
+	case m.Config.ClusterName != "":
+		return "embedded-cluster"
+	}
+	return "embedded"
+}
+
+// Close stops accepting, drains requests in flight (up to ShutdownGrace),
+// stops the Store's consumer, closes the connection and shuts the embedded
+// server down. Safe to call after a failed Run.
+func (m *Main) Close() error {
+	var errs []error
+	if m.micro != nil {
+		errs = append(errs, m.micro.Stop())
+	}
+	if m.http != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), m.Config.ShutdownGrace)
+		errs = append(errs, m.http.Shutdown(ctx))
+		cancel()
+		if err := <-m.serveErr; !errors.Is(err, http.ErrServerClosed) {
+			errs = append(errs, err)
+		}
+	}
+	if m.api != nil {
+		m.api.Close()
+	}
+	if m.store != nil {
+		errs = append(errs, m.store.Close())
+	}
+	if m.conn != nil {
+		m.conn.Close()
+	}
+	if m.server != nil {
+		m.server.Shutdown()
+	}
+	return errors.Join(errs...)
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func splitHostPort(hp string) (string, int, error) {
+	host, p, err := net.SplitHostPort(hp)
+	if err != nil {
+		return "", 0, err
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil {
+		return "", 0, fmt.Errorf("port %q: %w", p, err)
+	}
+	if port == 0 {
+		port = -1 // the server's "pick a free port"
+	}
+	return host, port, nil
+}

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// JetStreamStatus is the backend part of /v1/status (and of pi-ctl status).
+type JetStreamStatus struct {
+	Mode      string       `json:"mode"` // embedded, embedded-cluster, external
+	Server    string       `json:"server"`
+	Connected string       `json:"connected"`
+	Cluster   string       `json:"cluster,omitempty"`
+	Stream    StreamStatus `json:"stream"`
+	Bucket    string       `json:"bucket"`
+	Peers     []PeerStatus `json:"peers,omitempty"`
+}
+
+// StreamStatus describes the session stream as its leader reports it.
+type StreamStatus struct {
+	Name      string       `json:"name"`
+	Replicas  int          `json:"replicas"`
+	Leader    string       `json:"leader,omitempty"`
+	Messages  uint64       `json:"messages"`
+	Bytes     uint64       `json:"bytes"`
+	FirstSeq  uint64       `json:"firstSeq"`
+	LastSeq   uint64       `json:"lastSeq"`
+	Subjects  uint64       `json:"subjects"`
+	Followers []PeerStatus `json:"followers,omitempty"`
+}
+
+// PeerStatus is one replica of the stream besides the leader.
+type PeerStatus struct {
+	Name    string `json:"name"`
+	Current bool   `json:"current"`
+	Offline bool   `json:"offline,omitempty"`
+	Lag     uint64 `json:"lag"`
+	Active  string `json:"lastSeen"`
+}
+
+// status reports the mode and the stream as the leader sees it: replicas,
+// leader, each follower's lag, messages and bytes.
+func (m *Main) status(ctx context.Context) (any, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	out := JetStreamStatus{Mode: m.mode(), Server: m.conn.NC.ConnectedServerName(), Connected: m.NATSURL, Bucket: m.jsCfg.Bucket}
+	s, err := m.conn.JS.Stream(ctx, m.jsCfg.Stream)
+	if err != nil {
+		return out, fmt.Errorf("stream %s: %w", m.jsCfg.Stream, err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return out, fmt.Errorf("stream %s: %w", m.jsCfg.Stream, err)
+	}
+	out.Stream = StreamStatus{Name: info.Config.Name, Replicas: info.Config.Replicas, Messages: info.State.Msgs, Bytes: info.State.Bytes,
+		FirstSeq: info.State.FirstSeq, LastSeq: info.State.LastSeq, Subjects: uint64(info.State.NumSubjects)}
+	if ci := info.Cluster; ci != nil {
+		out.Cluster, out.Stream.Leader = ci.Name, ci.Leader
+		for _, p := range ci.Replicas {
+			out.Stream.Followers = append(out.Stream.Followers, PeerStatus{Name: p.Name, Current: p.Current, Offline: p.Offline, Lag: p.Lag, Active: p.Active.Round(time.Millisecond).String()})
+		}
+	}
+	return out, nil
+}
+
+// ready checks what /readyz needs from the backend: connected, stream and
+// bucket present. (The API adds: the Store caught up within a second.)
+func (m *Main) ready(ctx context.Context) error {
+	if st := m.conn.NC.Status(); st != nats.CONNECTED {
+		return fmt.Errorf("NATS connection is %v", st)
+	}
+	if _, err := m.conn.JS.Stream(ctx, m.jsCfg.Stream); err != nil {
+		return fmt.Errorf("stream %s: %w", m.jsCfg.Stream, err)
+	}
+	if _, err := m.conn.JS.KeyValue(ctx, m.jsCfg.Bucket); err != nil {
+		return fmt.Errorf("bucket %s: %w", m.jsCfg.Bucket, err)
+	}
+	return nil
+}
+
+// natsLogger routes the embedded server's log into slog.
+type natsLogger struct{ l *slog.Logger }
+
+// Noticef is debug: the server's start-up banner would drown pi-node's own lines.
+func (n natsLogger) Noticef(format string, v ...any) { n.l.Debug(fmt.Sprintf(format, v...)) }
+func (n natsLogger) Warnf(format string, v ...any)   { n.l.Warn(fmt.Sprintf(format, v...)) }
+func (n natsLogger) Fatalf(format string, v ...any)  { n.l.Error(fmt.Sprintf(format, v...)) }
+func (n natsLogger) Errorf(format string, v ...any)  { n.l.Error(fmt.Sprintf(format, v...)) }
+func (n natsLogger) Debugf(format string, v ...any)  { n.l.Debug(fmt.Sprintf(format, v...)) }
+func (n natsLogger) Tracef(format string, v ...any)  { n.l.Debug(fmt.Sprintf(format, v...)) }
