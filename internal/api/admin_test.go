@@ -145,3 +145,31 @@ func TestMetrics(t *testing.T) {
 		t.Fatal("servers share a registry")
 	}
 }
+
+// TestReadsCarryFreshness: every read says how far the node has applied the
+// log, and flags itself stale when the Store has not been caught up lately
+// (a partitioned node serves what it has, flagged).
+func TestReadsCarryFreshness(t *testing.T) {
+	var offset atomic.Int64
+	e := newEnv(t, func(c *api.Config) {
+		c.Now = func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+	})
+	sid := e.create(`{"type":"message","message":{"role":"user","content":"q"}}`).SessionID
+	checkFor(t, 5*time.Second, func() error {
+		resp := e.raw("GET", "/v1/sessions/"+sid, nil)
+		resp.Body.Close()
+		if resp.Header.Get("Pi-Applied-Seq") == "" {
+			return fmt.Errorf("no Pi-Applied-Seq header")
+		}
+		if resp.Header.Get("Pi-Stale") != "" {
+			return fmt.Errorf("a caught-up node says stale")
+		}
+		return nil
+	})
+	offset.Store(int64(3 * time.Second)) // as if the log had not answered for 3 s
+	resp := e.raw("GET", "/v1/sessions/"+sid, nil)
+	resp.Body.Close()
+	if resp.Header.Get("Pi-Stale") != "true" {
+		t.Fatal("a node behind for 3 s is not flagged stale")
+	}
+}

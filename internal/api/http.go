@@ -94,6 +94,13 @@ func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, o *op) int {
 		ctype = ctypeJSON
 	}
 	w.Header().Set("Content-Type", ctype)
+	if o.method == http.MethodGet {
+		applied, stale := s.freshness()
+		w.Header().Set(hdrApplied, applied)
+		if stale {
+			w.Header().Set(hdrStale, "true")
+		}
+	}
 	if rep.filename != "" {
 		w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", rep.filename))
 	}

@@ -152,7 +152,16 @@ func (s *Server) natsReply(nc *nats.Conn, o *op, req micro.Request) int {
 	if limit := nc.MaxPayload(); limit > 0 && int64(len(body)) > limit {
 		return s.natsError(o.name, req, fmt.Errorf("reply of %d bytes exceeds the NATS max_payload of %d; use HTTP: %w", len(body), limit, session.ErrTooLarge))
 	}
-	if err := req.Respond(body); err != nil {
+	var hdrs []micro.RespondOpt
+	if o.method == http.MethodGet {
+		applied, stale := s.freshness()
+		h := micro.Headers{hdrApplied: {applied}}
+		if stale {
+			h[hdrStale] = []string{"true"}
+		}
+		hdrs = append(hdrs, micro.WithHeaders(h))
+	}
+	if err := req.Respond(body, hdrs...); err != nil {
 		s.log.Warn("reply failed", keyTransport, transportNATS, keyOp, o.name, keyErr, err)
 	}
 	return o.status // as HTTP would answer, so metrics compare across transports

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 )
 
@@ -42,6 +43,20 @@ type StoreStatus struct {
 	Evictions       uint64     `json:"evictions"`
 	Reloads         uint64     `json:"reloads"`
 	LastFollowError string     `json:"lastFollowError,omitempty"`
+}
+
+// Headers of every read: how far this node has applied the log, and a flag
+// when it has not been caught up with the log for longer than readyLag (a
+// lagging or partitioned node still serves what it has; clients decide).
+const (
+	hdrApplied = "Pi-Applied-Seq"
+	hdrStale   = "Pi-Stale"
+)
+
+// freshness returns the values of the read headers.
+func (s *Server) freshness() (applied string, stale bool) {
+	seq, at := s.svc.Store.Freshness()
+	return strconv.FormatUint(seq, 10), at.IsZero() || s.cfg.Now().Sub(at) > readyLag
 }
 
 func (s *Server) status(ctx context.Context, _ *request) (reply, error) {

@@ -140,6 +140,19 @@ func (st *Store) Stats() Stats {
 	return s
 }
 
+// Freshness returns the last sequence applied and when the Store last knew
+// itself caught up with the log (zero before the first check). Cheap: for
+// every response's staleness flag.
+func (st *Store) Freshness() (applied uint64, caughtUpAt time.Time) {
+	st.mu.RLock()
+	applied = st.applied
+	st.mu.RUnlock()
+	if ns := st.stats.caughtUpAt.Load(); ns != 0 {
+		caughtUpAt = time.Unix(0, ns)
+	}
+	return applied, caughtUpAt
+}
+
 // Changed returns a channel that is closed the next time the Store applies
 // records (for watchers: read, then wait on Changed, then read again).
 func (st *Store) Changed() <-chan struct{} {
