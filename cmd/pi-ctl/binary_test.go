@@ -10,20 +10,11 @@ import (
 	"testing"
 )
 
-// TestBinary builds the real pi-ctl once and runs it end to end, so main's
-// wiring of os.Args, stdio and exit codes is covered too.
+// TestBinary runs the real pi-ctl (built once for the package's tests, see
+// builtBinary) end to end, so main's wiring of os.Args, stdio and exit
+// codes is covered too.
 func TestBinary(t *testing.T) {
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		if goBin, err = exec.LookPath(filepath.Join(os.Getenv("GOROOT"), "bin", "go")); err != nil {
-			t.Fatalf("no go command to build pi-ctl with: %v", err)
-		}
-	}
-	bin := filepath.Join(t.TempDir(), "pi-ctl")
-	build := exec.Command(goBin, "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := builtBinary(t, "pi-ctl")
 	session := filepath.Join(conformanceDir(t), "pi-v3", "example-auth-salt-debugging", "session.jsonl")
 	for _, c := range []struct {
 		args         []string

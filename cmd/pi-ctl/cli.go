@@ -7,14 +7,16 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 )
 
 // env is all a command may touch of the outside world, so tests drive the
-// CLI in-process with buffers and a fixed environment.
+// CLI in-process with buffers, a fixed environment and a fixed clock.
 type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
+	now            func() time.Time
 }
 
 // command is one row of a dispatch table: a name, the line its parent's
@@ -30,16 +32,32 @@ type command struct {
 // and one line here; a command with subcommands (like "file") dispatches
 // through its own table with dispatch.
 var commands = []command{
+	{"ls", "list sessions (filter by name, cwd, label, time)", runLs},
+	{"show", "show one session: name, cwd, counts, leaf, labels", runShow},
+	{"tree", "draw a session's tree (like pi's /tree), or print it as JSON", runTree},
+	{"context", "show the context pi would send for a leaf or a client's cursor", runContext},
+	{"log", "print a session's entries in log order; -f follows new ones", runLog},
+	{"cursor", "get, set, list and remove the clients' cursors of a session", runCursor},
+	{"label", "label an entry of a session (or clear its label)", runLabel},
+	{"rename", "set a session's name", runRename},
+	{"fork", "copy the path to an entry into a new session", runFork},
+	{"import", "import pi session files or directories of them", runImport},
+	{"export", "write a session as a pi JSONL file", runExport},
+	{"status", "show the node, the stream and its replicas", runStatus},
 	{"file", "inspect, check and migrate a local pi session file (no server)", runFile},
 }
 
-const topIntro = `pi-ctl operates sessionlog, the replicated store for pi session trees.`
+const topIntro = `pi-ctl operates sessionlog, the replicated store for pi session trees.
+
+Every command but "file" talks to a pi-node: over NATS (--server, default
+nats://127.0.0.1:4222, or $PI_CTL_SERVER) or over HTTP (--http URL or
+$PI_CTL_HTTP, with --token or $PI_CTL_TOKEN when the node requires one).`
 
 // run is pi-ctl without the process: it returns the exit code (0 ok,
 // 1 invalid input or problems found, 2 usage error) and prints every error
 // exactly once, as one line on stderr.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
-	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, now: time.Now}
 	err := dispatch(ctx, e, "pi-ctl", topIntro, commands, args)
 	var ue *usageError
 	var ie *inputError
@@ -129,9 +147,10 @@ func newFlags(path string) *flag.FlagSet {
 
 // parseArgs parses args for a leaf command whose usage text is help. Flags
 // may come before or after the positional arguments ("tree FILE --json" and
-// "tree --json FILE" both work); "--" ends the flags. It returns exactly one
+// "tree --json FILE" both work); "--" ends the flags. It returns one
 // positional argument per name in names, or a usage error naming what is
-// missing. On -h/--help it prints help
+// missing. The last name may be "[NAME]" (optional) or "NAME..." (one or
+// more). On -h/--help it prints help
 // and the flag defaults to stdout and returns flag.ErrHelp (exit 0).
 func parseArgs(e *env, fs *flag.FlagSet, help string, args []string, names ...string) ([]string, error) {
 	var pos []string
@@ -163,11 +182,20 @@ func parseArgs(e *env, fs *flag.FlagSet, help string, args []string, names ...st
 		pos = append(pos, rest[0])
 		args = rest[1:]
 	}
+	least, most := len(names), len(names)
+	if n := len(names); n > 0 {
+		switch last := names[n-1]; {
+		case strings.HasPrefix(last, "["):
+			least--
+		case strings.HasSuffix(last, "..."):
+			most = -1
+		}
+	}
 	switch {
-	case len(pos) < len(names):
-		return nil, usagef(fs.Name(), "missing %s", names[len(pos)])
-	case len(pos) > len(names):
-		return nil, usagef(fs.Name(), "unexpected argument %q", pos[len(names)])
+	case len(pos) < least:
+		return nil, usagef(fs.Name(), "missing %s", strings.TrimSuffix(names[len(pos)], "..."))
+	case most >= 0 && len(pos) > most:
+		return nil, usagef(fs.Name(), "unexpected argument %q", pos[most])
 	}
 	return pos, nil
 }

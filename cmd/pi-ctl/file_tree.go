@@ -49,16 +49,16 @@ func runFileTree(_ context.Context, e *env, args []string) error {
 	if f.Len() == 0 {
 		w.WriteString("(no entries)\n")
 	}
-	writeTree(w, f.Session, nodes, *width)
+	writeTree(w, f.Session, nodes, f.Len()-1, "← leaf", *width)
 	return w.Flush()
 }
 
 // writeTree draws nodes, one line per entry, each cut to width columns
-// (0: no limit). The drawing, the id, the label (up to 40 columns) and the
-// leaf mark are kept whole; the preview takes what is left, at least 8
-// columns.
-func writeTree(w *bufio.Writer, s *tree.Session, nodes []tree.Node, width int) {
-	leaf := s.Len() - 1
+// (0: no limit). The entries on the path to the entry at index leaf get a
+// bullet, and that entry gets mark (-1: the null leaf, nothing marked).
+// The drawing, the id, the label (up to 40 columns) and the mark are kept
+// whole; the preview takes what is left, at least 8 columns.
+func writeTree(w *bufio.Writer, s *tree.Session, nodes []tree.Node, leaf int, mark string, width int) {
 	onPath := make([]bool, s.Len())
 	for _, i := range s.PathIndices(leaf) {
 		onPath[i] = true
@@ -80,7 +80,7 @@ func writeTree(w *bufio.Writer, s *tree.Session, nodes []tree.Node, width int) {
 		}
 		tail := ""
 		if n.Index == leaf {
-			tail = "  ← leaf"
+			tail = "  " + mark
 		}
 		preview := e.Preview()
 		if width > 0 {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/pifleet/sessionlog/internal/jetstream"
 )
 
 // JetStreamStatus is the backend part of /v1/status (and of pi-ctl status).
@@ -73,8 +75,12 @@ func (m *Main) ready(ctx context.Context) error {
 	if st := m.conn.NC.Status(); st != nats.CONNECTED {
 		return fmt.Errorf("NATS connection is %v", st)
 	}
-	if _, err := m.conn.JS.Stream(ctx, m.jsCfg.Stream); err != nil {
+	s, err := m.conn.JS.Stream(ctx, m.jsCfg.Stream)
+	if err != nil {
 		return fmt.Errorf("stream %s: %w", m.jsCfg.Stream, err)
+	}
+	if err := jetstream.Leaderless(s.CachedInfo()); err != nil {
+		return err
 	}
 	if _, err := m.conn.JS.KeyValue(ctx, m.jsCfg.Bucket); err != nil {
 		return fmt.Errorf("bucket %s: %w", m.jsCfg.Bucket, err)

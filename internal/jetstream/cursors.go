@@ -3,6 +3,7 @@ package jetstream
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -97,11 +98,16 @@ func (c *Cursors) Get(ctx context.Context, sid, client string) (session.CursorEn
 	}
 	m, err := leaderGet(ctx, c.js, c.api, c.stream, msgGetRequest{LastFor: c.prefix + key})
 	if err != nil {
-		return session.CursorEntry{}, fmt.Errorf("get cursor %s: %w", key, translate(err, session.ErrConflict))
+		err = translate(err, session.ErrConflict)
+		if errors.Is(err, session.ErrNotFound) {
+			// The message users see: no JetStream internals in it.
+			return session.CursorEntry{}, fmt.Errorf("client %s has no cursor in session %s: %w", client, sid, session.ErrNotFound)
+		}
+		return session.CursorEntry{}, fmt.Errorf("get cursor %s: %w", key, err)
 	}
 	e, ok, err := decodeCursor(sid, client, m.Seq, m.Header, m.Data)
 	if err == nil && !ok {
-		err = fmt.Errorf("%w: deleted at %d", session.ErrNotFound, m.Seq)
+		err = fmt.Errorf("client %s has no cursor in session %s (deleted): %w", client, sid, session.ErrNotFound)
 	}
 	if err != nil {
 		return session.CursorEntry{}, fmt.Errorf("get cursor %s: %w", key, err)

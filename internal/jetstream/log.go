@@ -251,7 +251,22 @@ func (l *Log) LastSeq(ctx context.Context) (uint64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("last seq: %w", translate(err, session.ErrConflict))
 	}
-	return s.CachedInfo().State.LastSeq, nil
+	info := s.CachedInfo()
+	if err := Leaderless(info); err != nil {
+		return 0, fmt.Errorf("last seq: %w", err)
+	}
+	return info.State.LastSeq, nil
+}
+
+// Leaderless returns ErrUnavailable when a replicated stream has no leader.
+// A node cut off from the majority still answers stream info from its own
+// replica, with its own (stale) last sequence: without this check it would
+// believe itself caught up and ready.
+func Leaderless(info *jetstream.StreamInfo) error {
+	if info != nil && info.Cluster != nil && info.Cluster.Leader == "" && info.Config.Replicas > 1 {
+		return fmt.Errorf("%w: stream %s has no leader (this node may be cut off from the majority)", session.ErrUnavailable, info.Config.Name)
+	}
+	return nil
 }
 
 // isNotFound reports whether err says there is no such message.

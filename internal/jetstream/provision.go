@@ -131,7 +131,9 @@ func Provision(ctx context.Context, js jetstream.JetStream, cfg Config) error {
 func retryProvision(ctx context.Context, log *slog.Logger, what string, fn func(context.Context) error) error {
 	wait := 250 * time.Millisecond
 	for attempt := 1; ; attempt++ {
-		actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		// Short attempts: a request that hits a server still electing its
+		// meta leader hangs until the timeout, and the next attempt may not.
+		actx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		err := fn(actx)
 		cancel()
 		if err == nil || !retryableProvisioning(err) || ctx.Err() != nil {

@@ -156,6 +156,13 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	go ns.Start()
 	s.ns = ns
+	// A listener that cannot bind (port in use) is only logged by the
+	// server, which then never becomes ready: fail fast instead of waiting
+	// for a JetStream that will not come.
+	if !ns.ReadyForConnections(listenTimeout) {
+		s.Shutdown()
+		return fmt.Errorf("server %s: its listeners did not start within %v (is the client or cluster port in use? the server log says why)", s.ServerName, listenTimeout)
+	}
 	if err := s.waitReady(ctx); err != nil {
 		s.Shutdown()
 		return err
@@ -166,6 +173,9 @@ func (s *Server) Start(ctx context.Context) error {
 // waitReady polls, with bounded backoff, until the server accepts
 // connections, JetStream is current with a meta leader, and an account info
 // request through a client succeeds.
+// listenTimeout bounds how long Start waits for the listeners to be up.
+const listenTimeout = 10 * time.Second
+
 func (s *Server) waitReady(ctx context.Context) error {
 	wait := 20 * time.Millisecond
 	var last error

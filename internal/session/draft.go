@@ -17,6 +17,9 @@ type draft struct {
 	parent    string // when parentSet
 	parentSet bool   // parentId given (possibly null = "")
 	hasTime   bool
+	// labelTarget is a label entry's targetId: it must exist, as pi's
+	// appendLabelChange demands.
+	labelTarget string
 }
 
 // clientIDPattern restricts ids that clients choose: they travel in message
@@ -59,6 +62,13 @@ func parseDraft(field string, raw []byte) (draft, error) {
 			return d, Invalid(field+".parentId", "must be an entry id or null")
 		}
 		d.parentSet = true
+	}
+	if t.Str == "label" {
+		tg, ok := v.Get("targetId")
+		if !ok || tg.Kind != tree.KindString || tg.Str == "" {
+			return d, Invalid(field+".targetId", "a label needs the id of the entry it labels")
+		}
+		d.labelTarget = tg.Str
 	}
 	if ts, ok := v.Get("timestamp"); ok {
 		if ts.Kind != tree.KindString {

@@ -17,6 +17,13 @@ type RetryPolicy struct {
 	// Backoff is the first wait after ErrUnavailable; it doubles up to
 	// MaxBackoff.
 	Backoff, MaxBackoff time.Duration
+	// AttemptTimeout bounds one publish (default 2 s, hundreds of times a
+	// normal append's latency): a publish sent to a leader that just died
+	// hangs until its timeout, and the retry after it reaches the new leader,
+	// so this bounds how much a write gap exceeds the election itself. UnavailableFor bounds the time spent retrying
+	// while the log is unavailable (default 10 s): then the caller gets
+	// ErrUnavailable (HTTP 503) and decides, instead of a client timeout.
+	AttemptTimeout, UnavailableFor time.Duration
 	// ConflictBackoff is the first wait after the second conflict in a row
 	// (the first retries at once: reading what was missed took a round trip
 	// already). It doubles up to MaxBackoff; with jitter, so that writers
@@ -33,6 +40,12 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 	}
 	if p.MaxBackoff <= 0 {
 		p.MaxBackoff = 2 * time.Second
+	}
+	if p.AttemptTimeout <= 0 {
+		p.AttemptTimeout = 2 * time.Second
+	}
+	if p.UnavailableFor <= 0 {
+		p.UnavailableFor = 10 * time.Second
 	}
 	if p.ConflictBackoff <= 0 {
 		p.ConflictBackoff = 2 * time.Millisecond
@@ -58,16 +71,29 @@ func casAppend(ctx context.Context, log Log, sid string, expectLast uint64, recs
 	var lastErr error
 	uncertain := false
 	conflicts := 0
+	var unavailableSince time.Time
 	for attempt := 0; attempt < pol.Attempts; attempt++ {
-		seqs, err := log.Append(ctx, sid, expectLast, recs)
+		actx, cancel := context.WithTimeout(ctx, pol.AttemptTimeout)
+		seqs, err := log.Append(actx, sid, expectLast, recs)
+		cancel()
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			err = fmt.Errorf("%w: no ack within %v: %w", ErrUnavailable, pol.AttemptTimeout, err)
+		}
 		switch {
 		case err == nil:
 			return seqs, nil
 		case errors.Is(err, ErrConflict), errors.Is(err, ErrExists):
-			missed, rerr := readMissed(ctx, log, sid, expectLast)
+			rctx, cancel := context.WithTimeout(ctx, pol.AttemptTimeout)
+			missed, rerr := readMissed(rctx, log, sid, expectLast)
+			cancel()
 			if rerr != nil {
-				if errors.Is(rerr, ErrUnavailable) {
+				if errors.Is(rerr, ErrUnavailable) || errors.Is(rerr, context.DeadlineExceeded) && ctx.Err() == nil {
 					lastErr = rerr
+					if unavailableSince.IsZero() {
+						unavailableSince = time.Now()
+					} else if time.Since(unavailableSince) > pol.UnavailableFor {
+						return nil, fmt.Errorf("append to %s: reading what was missed: still unavailable after %v: %w", sid, pol.UnavailableFor, ErrUnavailable)
+					}
 					if !sleep(ctx, &backoff, pol.MaxBackoff) {
 						return nil, ctx.Err()
 					}
@@ -101,6 +127,11 @@ func casAppend(ctx context.Context, log Log, sid string, expectLast uint64, recs
 			}
 		case errors.Is(err, ErrUnavailable):
 			lastErr, uncertain = err, true
+			if unavailableSince.IsZero() {
+				unavailableSince = time.Now()
+			} else if time.Since(unavailableSince) > pol.UnavailableFor {
+				return nil, fmt.Errorf("append to %s: still unavailable after %v: %w", sid, pol.UnavailableFor, err)
+			}
 			if !sleep(ctx, &backoff, pol.MaxBackoff) {
 				return nil, fmt.Errorf("%w (%w)", ctx.Err(), err)
 			}

@@ -86,6 +86,9 @@ func (s *Service) Create(ctx context.Context, req CreateRequest) (WriteResult, e
 				return WriteResult{}, Invalid(field+".parentId", fmt.Sprintf("unknown parent %q (it must be an earlier entry of this request)", parent))
 			}
 		}
+		if d.labelTarget != "" && !sess.Has(d.labelTarget) {
+			return WriteResult{}, Invalid(field+".targetId", fmt.Sprintf("unknown entry %q (it must be an earlier entry of this request)", d.labelTarget))
+		}
 		e, err := d.build(id, parent, ts)
 		if err != nil {
 			return WriteResult{}, Invalid(field, err.Error())

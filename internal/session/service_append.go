@@ -113,6 +113,11 @@ func (s *Service) Append(ctx context.Context, sid string, req AppendRequest) (Wr
 					return nil, nil, false, &unknownParent{Invalid(field+".parentId", fmt.Sprintf("unknown parent %q", parent))}
 				}
 			}
+			if t := d.labelTarget; t != "" && !inBatch[t] {
+				if _, _, ok := lookup(t); !ok {
+					return nil, nil, false, &unknownParent{Invalid(field+".targetId", fmt.Sprintf("unknown entry %q", t))}
+				}
+			}
 			id := d.id
 			if id == "" {
 				id = ids.New(func(id string) bool { _, _, ok := lookup(id); return ok || inBatch[id] })

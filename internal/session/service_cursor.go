@@ -37,7 +37,9 @@ func (s *Service) GetCursor(ctx context.Context, sid, client string) (CursorView
 
 // ListCursors returns the session's cursors by client id.
 func (s *Service) ListCursors(ctx context.Context, sid string) ([]CursorView, error) {
-	if err := ValidSessionID(sid); err != nil {
+	// A session that does not exist has no cursors: 404, like every other
+	// per-session operation, not an empty list.
+	if err := s.doc(ctx, sid, func(*Doc) error { return nil }); err != nil {
 		return nil, err
 	}
 	es, err := s.Cursors.List(ctx, sid)

@@ -127,11 +127,11 @@ func testServiceErrors(t *testing.T, b backend) {
 			return err
 		}, session.ErrConflict, ""},
 		{"duplicate id in request", func() error {
-			_, err := svc.Append(ctx, sid, session.AppendRequest{Entries: raws(`{"type":"label","id":"x1"}`, `{"type":"label","id":"x1"}`)})
+			_, err := svc.Append(ctx, sid, session.AppendRequest{Entries: raws(`{"type":"custom","id":"x1"}`, `{"type":"custom","id":"x1"}`)})
 			return err
 		}, session.ErrInvalid, "entries[1].id"},
 		{"bad entry id", func() error {
-			_, err := svc.Append(ctx, sid, session.AppendRequest{Entries: raws(`{"type":"label","id":"a b"}`)})
+			_, err := svc.Append(ctx, sid, session.AppendRequest{Entries: raws(`{"type":"custom","id":"a b"}`)})
 			return err
 		}, session.ErrInvalid, "entries[0].id"},
 		{"oversize entry", func() error {
@@ -141,21 +141,33 @@ func testServiceErrors(t *testing.T, b backend) {
 		}, session.ErrTooLarge, ""},
 		{"stale expectLastSeq", func() error {
 			stale := created.LastSeq - 1
-			_, err := svc.Append(ctx, sid, session.AppendRequest{ExpectLastSeq: &stale, Entries: raws(`{"type":"label"}`)})
+			_, err := svc.Append(ctx, sid, session.AppendRequest{ExpectLastSeq: &stale, Entries: raws(`{"type":"custom"}`)})
 			return err
 		}, session.ErrConflict, ""},
 		{"unknown session", func() error {
-			_, err := svc.Append(ctx, newID(t), session.AppendRequest{Entries: raws(`{"type":"label"}`)})
+			_, err := svc.Append(ctx, newID(t), session.AppendRequest{Entries: raws(`{"type":"custom"}`)})
 			return err
 		}, session.ErrNotFound, ""},
 		{"bad session id", func() error {
-			_, err := svc.Append(ctx, "pi.sess.>", session.AppendRequest{Entries: raws(`{"type":"label"}`)})
+			_, err := svc.Append(ctx, "pi.sess.>", session.AppendRequest{Entries: raws(`{"type":"custom"}`)})
 			return err
 		}, session.ErrInvalid, "sessionId"},
 		{"bad client id", func() error {
-			_, err := svc.Append(ctx, sid, session.AppendRequest{Client: "a.b", Entries: raws(`{"type":"label"}`)})
+			_, err := svc.Append(ctx, sid, session.AppendRequest{Client: "a.b", Entries: raws(`{"type":"custom"}`)})
 			return err
 		}, session.ErrInvalid, "client"},
+		{"label of an unknown entry", func() error {
+			_, err := svc.Append(ctx, sid, session.AppendRequest{Entries: raws(`{"type":"label","targetId":"nope0000","label":"x"}`)})
+			return err
+		}, session.ErrInvalid, "entries[0].targetId"},
+		{"label without target", func() error {
+			_, err := svc.Append(ctx, sid, session.AppendRequest{Entries: raws(`{"type":"label","label":"x"}`)})
+			return err
+		}, session.ErrInvalid, "entries[0].targetId"},
+		{"cursors of an unknown session", func() error {
+			_, err := svc.ListCursors(ctx, newID(t))
+			return err
+		}, session.ErrNotFound, ""},
 		{"import without header", func() error {
 			_, err := svc.Import(ctx, []byte(`{"type":"message","id":"a"}`))
 			return err
@@ -182,7 +194,7 @@ func testServiceErrors(t *testing.T, b backend) {
 			return err
 		}, session.ErrInvalid, "header.version"},
 		{"create dangling parent", func() error {
-			_, err := svc.Create(ctx, session.CreateRequest{Entries: raws(`{"type":"label","parentId":"zz"}`)})
+			_, err := svc.Create(ctx, session.CreateRequest{Entries: raws(`{"type":"custom","parentId":"zz"}`)})
 			return err
 		}, session.ErrInvalid, "entries[0].parentId"},
 	}

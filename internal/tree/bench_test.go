@@ -3,8 +3,10 @@ package tree
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sync"
 	"testing"
@@ -44,20 +46,32 @@ type benchInput struct {
 	data []byte
 }
 
+// benchInputs narrows BenchmarkRead and its baselines to some inputs, to
+// compare one input with its baselines in short runs on a busy machine.
+var benchInputs = flag.String("inputs", "", "regexp selecting the `inputs` of BenchmarkRead and BenchmarkReadBaseline")
+
 // readInputs are the files BenchmarkRead and its baselines parse: the
 // largest public vectors (two of them version 1, which Read migrates) and
 // the generated sessions.
 func readInputs(b *testing.B) []benchInput {
 	dir := conformanceDir(b)
-	in := func(name, rel string) benchInput { return benchInput{name, mustRead(b, filepath.Join(dir, rel))} }
-	return []benchInput{
-		in("p11-mixed", "pi-v3/p11-mixed/session.jsonl"),
-		in("p12-wide", "pi-v3/p12-wide/session.jsonl"),
-		in("large-session-v1", "pi-v1/large-session/original.jsonl"),
-		in("before-compaction-v1", "pi-v1/before-compaction/original.jsonl"),
-		{"gen5k", genFile5k()},
-		{"gen100k", genFile100k()},
+	sel := regexp.MustCompile(*benchInputs)
+	var ins []benchInput
+	add := func(name string, data func() []byte) {
+		if sel.MatchString(name) {
+			ins = append(ins, benchInput{name, data()})
+		}
 	}
+	file := func(rel string) func() []byte {
+		return func() []byte { return mustRead(b, filepath.Join(dir, rel)) }
+	}
+	add("p11-mixed", file("pi-v3/p11-mixed/session.jsonl"))
+	add("p12-wide", file("pi-v3/p12-wide/session.jsonl"))
+	add("large-session-v1", file("pi-v1/large-session/original.jsonl"))
+	add("before-compaction-v1", file("pi-v1/before-compaction/original.jsonl"))
+	add("gen5k", genFile5k)
+	add("gen100k", genFile100k)
+	return ins
 }
 
 // lineCount is the number of non-empty lines, for the ns/line metric.

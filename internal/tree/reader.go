@@ -62,6 +62,10 @@ func Read(data []byte, opt ReadOptions) (*File, error) {
 		return nil, err
 	}
 	if len(lines) == 0 {
+		if len(skipped) > 0 {
+			first := skipped[0]
+			return nil, &LineError{Line: first.Line, Reason: "no session header: " + first.Reason}
+		}
 		return nil, &LineError{Line: 1, Reason: "empty file: no session header"}
 	}
 	first := &lines[0]

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"time"
+)
+
+// defaultServer is where pi-node's embedded NATS server listens by default.
+const defaultServer = "nats://127.0.0.1:4222"
+
+// connFlags are the connection options of every server command.
+type connFlags struct {
+	server, creds, user, password string
+	tlsCert, tlsKey, tlsCA        string
+	http, token                   string
+	timeout                       time.Duration
+	minSeq                        uint64
+}
+
+// addConnFlags registers the connection options on fs. The environment
+// ($PI_CTL_SERVER, $PI_CTL_HTTP, $PI_CTL_TOKEN) is read by open, after
+// parsing, so that a flag given on the command line wins over it.
+func addConnFlags(fs *flag.FlagSet) *connFlags {
+	c := &connFlags{}
+	fs.StringVar(&c.server, "server", "", "NATS `URL` of the pi-nodes' NATS server (default $PI_CTL_SERVER, else "+defaultServer+")")
+	fs.StringVar(&c.creds, "creds", "", "NATS credentials `FILE` (JWT and nkey)")
+	fs.StringVar(&c.user, "user", "", "NATS user")
+	fs.StringVar(&c.password, "password", "", "NATS password for --user")
+	fs.StringVar(&c.tlsCert, "tls-cert", "", "client certificate `FILE` (NATS, or https with --http)")
+	fs.StringVar(&c.tlsKey, "tls-key", "", "client key `FILE` for --tls-cert")
+	fs.StringVar(&c.tlsCA, "tls-ca", "", "CA `FILE` that signed the server's certificate")
+	fs.StringVar(&c.http, "http", "", "talk HTTP to pi-node at `URL` instead of NATS (default $PI_CTL_HTTP)")
+	fs.StringVar(&c.token, "token", "", "bearer `TOKEN` for --http (default $PI_CTL_TOKEN)")
+	fs.DurationVar(&c.timeout, "timeout", 10*time.Second, "give up on a request (and on connecting) after `D`")
+	fs.Uint64Var(&c.minSeq, "min-seq", 0, "read your writes: wait until the node has applied log sequence `N` (a write's lastSeq)")
+	return c
+}
+
+// open checks the options and connects: HTTP when --http (or $PI_CTL_HTTP)
+// is set and --server is not given on the command line, else NATS.
+// Problems with the options are usage errors (exit 2).
+func (c *connFlags) open(ctx context.Context, e *env, fs *flag.FlagSet) (backend, error) {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	switch {
+	case set["server"] && set["http"]:
+		return nil, usagef(fs.Name(), "--server and --http choose the transport: give one of them")
+	case c.timeout <= 0:
+		return nil, usagef(fs.Name(), "--timeout must be positive, not %v", c.timeout)
+	case (c.tlsCert == "") != (c.tlsKey == ""):
+		return nil, usagef(fs.Name(), "--tls-cert and --tls-key go together")
+	case c.password != "" && c.user == "":
+		return nil, usagef(fs.Name(), "--password needs --user")
+	}
+	httpURL := c.http
+	if httpURL == "" && !set["server"] {
+		httpURL = e.getenv("PI_CTL_HTTP")
+	}
+	if httpURL != "" {
+		if c.creds != "" || c.user != "" {
+			return nil, usagef(fs.Name(), "--creds, --user and --password are for NATS, not --http (use --token)")
+		}
+		token := c.token
+		if !set["token"] {
+			token = e.getenv("PI_CTL_TOKEN")
+		}
+		b, err := newHTTPBackend(httpOptions{url: httpURL, token: token, tlsCert: c.tlsCert, tlsKey: c.tlsKey, tlsCA: c.tlsCA,
+			timeout: c.timeout, minSeq: c.minSeq})
+		if err != nil {
+			return nil, usagef(fs.Name(), "%v", err)
+		}
+		return b, nil
+	}
+	if set["token"] {
+		return nil, usagef(fs.Name(), "--token is the HTTP bearer token: use it with --http (a NATS token goes in the URL, nats://TOKEN@host:4222)")
+	}
+	server := c.server
+	if server == "" {
+		server = e.getenv("PI_CTL_SERVER")
+	}
+	if server == "" {
+		server = defaultServer
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return dialNATS(natsOptions{url: server, creds: c.creds, user: c.user, password: c.password,
+		tlsCert: c.tlsCert, tlsKey: c.tlsKey, tlsCA: c.tlsCA, timeout: c.timeout, minSeq: c.minSeq})
+}

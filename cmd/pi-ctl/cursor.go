@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"strconv"
+
+	"github.com/pifleet/sessionlog/internal/tree"
+)
+
+// cursorView is one client's cursor as the API returns it.
+type cursorView struct {
+	Client    string  `json:"client"`
+	LeafID    *string `json:"leafId"`
+	Seq       uint64  `json:"seq"`
+	Revision  uint64  `json:"revision"`
+	UpdatedAt string  `json:"updatedAt"`
+}
+
+// cursorCommands manage cursors: one client's leaf in one session.
+var cursorCommands = []command{
+	{"get", "show a client's cursor", runCursorGet},
+	{"set", "move a client's cursor to an entry (or null)", runCursorSet},
+	{"ls", "list a session's cursors", runCursorList},
+	{"rm", "remove a client's cursor", runCursorRemove},
+}
+
+const cursorIntro = `pi-ctl cursor manages cursors: a cursor is one client's leaf in one session
+(pi's "current position"). A client without a cursor is at pi's default
+leaf, the session's last entry.`
+
+func runCursor(ctx context.Context, e *env, args []string) error {
+	return dispatch(ctx, e, "pi-ctl cursor", cursorIntro, cursorCommands, args)
+}
+
+const cursorGetHelp = `Usage: pi-ctl cursor get SID CLIENT [--json]
+
+Shows the cursor of CLIENT in session SID: its leaf (null: before the
+first entry), the session's last sequence when it was set, its revision
+(for cursor set --expect-revision) and when it was set. Without a cursor:
+exit 1, "not found".
+`
+
+func runCursorGet(ctx context.Context, e *env, args []string) error {
+	fs := newFlags("pi-ctl cursor get")
+	conn := addConnFlags(fs)
+	asJSON := fs.Bool("json", false, "print the API's JSON")
+	pos, err := parseArgs(e, fs, cursorGetHelp, args, "SID", "CLIENT")
+	if err != nil {
+		return err
+	}
+	return cursorOp(ctx, e, fs, conn, "cursor.get", params{"sessionId": pos[0], "client": pos[1]}, *asJSON)
+}
+
+const cursorSetHelp = `Usage: pi-ctl cursor set SID CLIENT LEAF [--expect-revision N] [--json]
+
+Moves the cursor of CLIENT in session SID to entry LEAF ("null": before the
+first entry). With --expect-revision N the move only happens if the cursor
+is at revision N (0: only if the client has no cursor yet), else exit 1
+with "conflict". Prints the cursor as it is now.
+`
+
+func runCursorSet(ctx context.Context, e *env, args []string) error {
+	fs := newFlags("pi-ctl cursor set")
+	conn := addConnFlags(fs)
+	expect := fs.Int64("expect-revision", -1, "move only if the cursor is at revision `N` (0: has none)")
+	asJSON := fs.Bool("json", false, "print the API's JSON")
+	pos, err := parseArgs(e, fs, cursorSetHelp, args, "SID", "CLIENT", "LEAF")
+	if err != nil {
+		return err
+	}
+	p := params{"sessionId": pos[0], "client": pos[1], "leafId": pos[2]}
+	if pos[2] == "null" {
+		p["leafId"] = nil
+	}
+	if *expect >= 0 {
+		p["expectRevision"] = uint64(*expect)
+	}
+	return cursorOp(ctx, e, fs, conn, "cursor.set", p, *asJSON)
+}
+
+// cursorOp runs get or set and prints the cursor.
+func cursorOp(ctx context.Context, e *env, fs *flag.FlagSet, conn *connFlags, op string, p params, asJSON bool) error {
+	b, err := conn.open(ctx, e, fs)
+	if err != nil {
+		return err
+	}
+	defer b.close()
+	body, err := b.do(ctx, op, p, nil)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return writeJSON(e.stdout, body)
+	}
+	var c cursorView
+	if err := json.Unmarshal(body, &c); err != nil {
+		return fmt.Errorf("%s: unexpected reply from pi-node: %v", op, err)
+	}
+	return keyValues(e.stdout,
+		"client", tree.Printable(c.Client),
+		"leaf", nullable(c.LeafID, "null (before the first entry)"),
+		"seq", strconv.FormatUint(c.Seq, 10),
+		"revision", strconv.FormatUint(c.Revision, 10),
+		"updated", c.UpdatedAt)
+}
+
+const cursorListHelp = `Usage: pi-ctl cursor ls SID [--json]
+
+Lists the cursors of session SID by client id: client, leaf, the session's
+last sequence when the cursor was set, revision, and when.
+`
+
+func runCursorList(ctx context.Context, e *env, args []string) error {
+	fs := newFlags("pi-ctl cursor ls")
+	conn := addConnFlags(fs)
+	asJSON := fs.Bool("json", false, "print the API's JSON")
+	pos, err := parseArgs(e, fs, cursorListHelp, args, "SID")
+	if err != nil {
+		return err
+	}
+	b, err := conn.open(ctx, e, fs)
+	if err != nil {
+		return err
+	}
+	defer b.close()
+	body, err := b.do(ctx, "cursor.list", params{"sessionId": pos[0]}, nil)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return writeJSON(e.stdout, body)
+	}
+	var r struct {
+		Cursors []cursorView `json:"cursors"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil {
+		return fmt.Errorf("cursor.list: unexpected reply from pi-node: %v", err)
+	}
+	t := &table{}
+	t.row("CLIENT", "LEAF", "SEQ", "REVISION", "UPDATED")
+	for _, c := range r.Cursors {
+		t.row(tree.Printable(c.Client), nullable(c.LeafID, "null"), strconv.FormatUint(c.Seq, 10), strconv.FormatUint(c.Revision, 10), c.UpdatedAt)
+	}
+	return t.write(e.stdout)
+}
+
+const cursorRemoveHelp = `Usage: pi-ctl cursor rm SID CLIENT
+
+Removes the cursor of CLIENT in session SID: the client is back at pi's
+default leaf. Removing a cursor that does not exist is not an error.
+`
+
+func runCursorRemove(ctx context.Context, e *env, args []string) error {
+	fs := newFlags("pi-ctl cursor rm")
+	conn := addConnFlags(fs)
+	pos, err := parseArgs(e, fs, cursorRemoveHelp, args, "SID", "CLIENT")
+	if err != nil {
+		return err
+	}
+	b, err := conn.open(ctx, e, fs)
+	if err != nil {
+		return err
+	}
+	defer b.close()
+	_, err = b.do(ctx, "cursor.delete", params{"sessionId": pos[0], "client": pos[1]}, nil)
+	return err
+}

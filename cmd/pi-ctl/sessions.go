@@ -1,0 +1,191 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/pifleet/sessionlog/internal/tree"
+)
+
+// sessionInfo is a session's catalog record (list and get).
+type sessionInfo struct {
+	SessionID     string    `json:"sessionId"`
+	Name          *string   `json:"name"`
+	Cwd           string    `json:"cwd"`
+	Created       time.Time `json:"created"`
+	Modified      time.Time `json:"modified"`
+	EntryCount    int       `json:"entryCount"`
+	LastSeq       uint64    `json:"lastSeq"`
+	ParentSession *string   `json:"parentSession"`
+}
+
+// listPage is the list reply; Next is empty on the last page.
+type listPage struct {
+	Sessions []json.RawMessage `json:"sessions"`
+	Next     string            `json:"next,omitempty"`
+}
+
+const lsHelp = `Usage: pi-ctl ls [--name S] [--cwd DIR] [--label L] [--since T] [--limit N] [--all] [--json]
+
+Lists sessions in creation order (session ids are UUIDv7): id, name, number
+of entries, last modification (UTC) and working directory.
+
+Filters, as the API's: --name is a case-insensitive substring of the
+session name, --cwd the exact working directory, --label a label some entry
+carries, --since the earliest modification: an RFC 3339 time or a duration
+back from now (24h).
+
+One page of --limit sessions is printed, with a note on stderr when there
+are more; --all follows the pages to the end. --json prints the API's page
+{"sessions":[…],"next":…}; with --all, every session in one {"sessions":[…]}.
+`
+
+func runLs(ctx context.Context, e *env, args []string) error {
+	fs := newFlags("pi-ctl ls")
+	conn := addConnFlags(fs)
+	name := fs.String("name", "", "only sessions whose name contains `S` (any case)")
+	cwd := fs.String("cwd", "", "only sessions started in `DIR`")
+	label := fs.String("label", "", "only sessions where some entry carries label `L`")
+	since := fs.String("since", "", "only sessions modified at or after `T` (RFC 3339, or a duration like 24h)")
+	limit := fs.Int("limit", 100, "sessions per page, `N` from 1 to 1000")
+	cursor := fs.String("cursor", "", "start after session `ID` (the previous page's next)")
+	all := fs.Bool("all", false, "follow the pages to the last one")
+	asJSON := fs.Bool("json", false, "print the API's JSON")
+	if _, err := parseArgs(e, fs, lsHelp, args); err != nil {
+		return err
+	}
+	p := params{"limit": *limit}
+	if *limit < 1 || *limit > 1000 {
+		return usagef(fs.Name(), "--limit must be from 1 to 1000, not %d", *limit)
+	}
+	if *since != "" {
+		s, err := parseSince(*since, e.now())
+		if err != nil {
+			return usagef(fs.Name(), "%v", err)
+		}
+		p["since"] = s
+	}
+	for k, v := range map[string]string{"name": *name, "cwd": *cwd, "label": *label, "cursor": *cursor} {
+		if v != "" {
+			p[k] = v
+		}
+	}
+	b, err := conn.open(ctx, e, fs)
+	if err != nil {
+		return err
+	}
+	defer b.close()
+
+	var page, acc listPage
+	for {
+		page = listPage{} // decoding keeps fields the reply leaves out, like next on the last page
+		if err := call(ctx, b, "list", p, &page); err != nil {
+			return err
+		}
+		acc.Sessions = append(acc.Sessions, page.Sessions...)
+		if !*all || page.Next == "" {
+			break
+		}
+		p["cursor"] = page.Next
+	}
+	if *asJSON {
+		if acc.Sessions == nil {
+			acc.Sessions = []json.RawMessage{}
+		}
+		acc.Next = page.Next
+		out, err := encodeJSON(acc)
+		if err != nil {
+			return err
+		}
+		return writeJSON(e.stdout, out)
+	}
+	t := &table{}
+	t.row("ID", "NAME", "ENTRIES", "MODIFIED", "CWD")
+	for _, raw := range acc.Sessions {
+		var s sessionInfo
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return fmt.Errorf("list: unexpected reply from pi-node: %v", err)
+		}
+		name := "-"
+		if s.Name != nil {
+			name = cutWidth(tree.Printable(*s.Name), 40)
+		}
+		t.row(s.SessionID, name, strconv.Itoa(s.EntryCount), shortTime(s.Modified), orDash(tree.Printable(s.Cwd)))
+	}
+	if err := t.write(e.stdout); err != nil {
+		return err
+	}
+	if page.Next != "" {
+		fmt.Fprintf(e.stderr, "more sessions: add --all, or --cursor %s for the next page\n", page.Next)
+	}
+	return nil
+}
+
+const showHelp = `Usage: pi-ctl show SID [--json]
+
+Shows one session: id, name, working directory, creation and last
+modification, fork parent, number of entries and the log sequence of the
+last one, pi's default leaf (the last entry) and the labels.
+
+--json prints the API's JSON (the list record plus header, labels, leafId).
+`
+
+func runShow(ctx context.Context, e *env, args []string) error {
+	fs := newFlags("pi-ctl show")
+	conn := addConnFlags(fs)
+	asJSON := fs.Bool("json", false, "print the API's JSON")
+	pos, err := parseArgs(e, fs, showHelp, args, "SID")
+	if err != nil {
+		return err
+	}
+	b, err := conn.open(ctx, e, fs)
+	if err != nil {
+		return err
+	}
+	defer b.close()
+	body, err := b.do(ctx, "get", params{"sessionId": pos[0]}, nil)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return writeJSON(e.stdout, body)
+	}
+	var d struct {
+		sessionInfo
+		Labels map[string]string `json:"labels"`
+		LeafID *string           `json:"leafId"`
+	}
+	if err := json.Unmarshal(body, &d); err != nil {
+		return fmt.Errorf("get: unexpected reply from pi-node: %v", err)
+	}
+	kv := []string{"session", d.SessionID}
+	kv = append(kv, "name", nullable(d.Name, "(none)"), "cwd", tree.Printable(d.Cwd))
+	kv = append(kv, "created", d.Created.UTC().Format(time.RFC3339Nano), "modified", d.Modified.UTC().Format(time.RFC3339Nano))
+	if d.ParentSession != nil {
+		kv = append(kv, "parent", tree.Printable(*d.ParentSession))
+	}
+	kv = append(kv, "entries", fmt.Sprintf("%d (last seq %d)", d.EntryCount, d.LastSeq))
+	kv = append(kv, "leaf", nullable(d.LeafID, "(none: no entries)"))
+	if len(d.Labels) == 0 {
+		kv = append(kv, "labels", "(none)")
+	}
+	key := "labels"
+	for _, id := range slices.Sorted(maps.Keys(d.Labels)) {
+		kv = append(kv, key, tree.Printable(id)+" "+strconv.Quote(d.Labels[id])) // quoted: labels may be blank
+		key = ""
+	}
+	return keyValues(e.stdout, kv...)
+}
+
+// nullable is *s made printable, or none when s is nil.
+func nullable(s *string, none string) string {
+	if s == nil {
+		return none
+	}
+	return tree.Printable(*s)
+}

@@ -1,0 +1,162 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pifleet/sessionlog/internal/tree"
+)
+
+// statusReply is /v1/status: this node's Store, and what pi-node reports
+// about JetStream under "jetstream" (or {"error"} when it could not ask).
+type statusReply struct {
+	Node    string `json:"node"`
+	Service string `json:"service"`
+	Version string `json:"version"`
+	Store   struct {
+		Applied         uint64     `json:"applied"`
+		LogLastSeq      uint64     `json:"logLastSeq"`
+		Lag             uint64     `json:"lag"`
+		CaughtUpAt      *time.Time `json:"caughtUpAt"`
+		Sessions        int        `json:"sessions"`
+		SessionsLoaded  int        `json:"sessionsLoaded"`
+		BytesHeld       int64      `json:"bytesHeld"`
+		Records         uint64     `json:"records"`
+		SkippedRecords  uint64     `json:"skippedRecords"`
+		Evictions       uint64     `json:"evictions"`
+		Reloads         uint64     `json:"reloads"`
+		LastFollowError string     `json:"lastFollowError"`
+	} `json:"store"`
+	JetStream *jetStreamStatus `json:"jetstream"`
+}
+
+type jetStreamStatus struct {
+	Error     string `json:"error"`
+	Mode      string `json:"mode"`
+	Server    string `json:"server"`
+	Connected string `json:"connected"`
+	Cluster   string `json:"cluster"`
+	Bucket    string `json:"bucket"`
+	Stream    struct {
+		Name      string          `json:"name"`
+		Replicas  int             `json:"replicas"`
+		Leader    string          `json:"leader"`
+		Messages  uint64          `json:"messages"`
+		Bytes     int64           `json:"bytes"`
+		FirstSeq  uint64          `json:"firstSeq"`
+		LastSeq   uint64          `json:"lastSeq"`
+		Subjects  uint64          `json:"subjects"`
+		Followers []replicaStatus `json:"followers"`
+	} `json:"stream"`
+}
+
+// replicaStatus is a follower of the stream as its leader sees it.
+type replicaStatus struct {
+	Name     string `json:"name"`
+	Current  bool   `json:"current"`
+	Offline  bool   `json:"offline"`
+	Lag      uint64 `json:"lag"`
+	LastSeen string `json:"lastSeen"`
+}
+
+const statusHelp = `Usage: pi-ctl status [--json]
+
+Shows the pi-node that answers: how far its Store has applied the log (and
+its lag), the sessions it knows and holds in memory; then the JetStream
+side: the mode, the stream (messages, bytes, sequences, replicas, leader)
+and every replica of it with its lag, as the stream's leader reports them.
+
+Over NATS any pi-node may answer; --http asks the one at that URL.
+--json prints the API's JSON.
+`
+
+func runStatus(ctx context.Context, e *env, args []string) error {
+	fs := newFlags("pi-ctl status")
+	conn := addConnFlags(fs)
+	asJSON := fs.Bool("json", false, "print the API's JSON")
+	if _, err := parseArgs(e, fs, statusHelp, args); err != nil {
+		return err
+	}
+	b, err := conn.open(ctx, e, fs)
+	if err != nil {
+		return err
+	}
+	defer b.close()
+	body, err := b.do(ctx, "status", nil, nil)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return writeJSON(e.stdout, body)
+	}
+	var s statusReply
+	if err := json.Unmarshal(body, &s); err != nil {
+		return fmt.Errorf("status: unexpected reply from pi-node: %v", err)
+	}
+	var out strings.Builder
+	writeStatus(&out, &s)
+	_, err = e.stdout.Write([]byte(out.String()))
+	return err
+}
+
+// writeStatus renders the status as three blocks: node, stream, replicas.
+func writeStatus(out *strings.Builder, s *statusReply) {
+	st := &s.Store
+	caught := "not caught up yet"
+	if st.CaughtUpAt != nil {
+		caught = "caught up " + shortTime(*st.CaughtUpAt)
+	}
+	kv := []string{
+		"node", fmt.Sprintf("%s (%s %s)", tree.Printable(s.Node), s.Service, s.Version),
+		"applied", fmt.Sprintf("seq %d of %d, lag %d (%s)", st.Applied, st.LogLastSeq, st.Lag, caught),
+		"sessions", fmt.Sprintf("%d, %d in memory (%s)", st.Sessions, st.SessionsLoaded, humanBytes(st.BytesHeld)),
+		"records", fmt.Sprintf("%d applied, %d skipped; %d evictions, %d reloads", st.Records, st.SkippedRecords, st.Evictions, st.Reloads),
+	}
+	if st.LastFollowError != "" {
+		kv = append(kv, "follow", "error: "+st.LastFollowError)
+	}
+	keyValues(out, kv...)
+	js := s.JetStream
+	if js == nil {
+		return
+	}
+	out.WriteByte('\n')
+	if js.Error != "" {
+		keyValues(out, "jetstream", "error: "+js.Error)
+		return
+	}
+	mode := fmt.Sprintf("%s, connected to %s at %s", js.Mode, orDash(js.Server), js.Connected)
+	if js.Cluster != "" {
+		mode += ", cluster " + js.Cluster
+	}
+	ss := &js.Stream
+	keyValues(out,
+		"jetstream", mode,
+		"stream", fmt.Sprintf("%s: %d messages, %s, seq %d–%d, %s", ss.Name, ss.Messages, humanBytes(ss.Bytes), ss.FirstSeq, ss.LastSeq, plural(int(ss.Subjects), "session")),
+		"replicas", fmt.Sprintf("%d, leader %s", ss.Replicas, orDash(ss.Leader)),
+		"bucket", js.Bucket)
+	if ss.Leader == "" && len(ss.Followers) == 0 {
+		return
+	}
+	out.WriteByte('\n')
+	t := &table{}
+	t.row("REPLICA", "ROLE", "STATE", "LAG", "LAST SEEN")
+	if ss.Leader != "" {
+		t.row(ss.Leader, "leader", "current", "0", "-")
+	}
+	for _, f := range ss.Followers {
+		state := "catching up"
+		switch {
+		case f.Offline:
+			state = "offline"
+		case f.Current:
+			state = "current"
+		}
+		t.row(f.Name, "follower", state, strconv.FormatUint(f.Lag, 10), orDash(f.LastSeen))
+	}
+	t.write(out)
+}

@@ -1,0 +1,232 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"github.com/pifleet/sessionlog/internal/tree"
+)
+
+const treeHelp = `Usage: pi-ctl tree SID [--client C] [--json] [--width N]
+
+Draws the session's tree the way pi's /tree does, as 'pi-ctl file tree'
+draws a file: one line per entry with its id and a preview, indented only
+where the conversation branches.
+
+  •             the entry is on the path to the leaf
+  [label]       the entry's label
+  ← leaf        pi's default leaf: the last entry
+  ← leaf of C   with --client C: the entry C's cursor is at (without a
+                cursor, C is at the default leaf)
+
+--json prints the API's tree: {"tree":[{"id","type","label"?,"children"}],
+"leafId"}, with leafId the client's leaf.
+`
+
+func runTree(ctx context.Context, e *env, args []string) error {
+	fs := newFlags("pi-ctl tree")
+	conn := addConnFlags(fs)
+	client := fs.String("client", "", "mark client `C`'s leaf (its cursor)")
+	asJSON := fs.Bool("json", false, "print the API's JSON")
+	width := widthFlag(fs, e)
+	pos, err := parseArgs(e, fs, treeHelp, args, "SID")
+	if err != nil {
+		return err
+	}
+	if err := checkWidth(fs, *width); err != nil {
+		return err
+	}
+	b, err := conn.open(ctx, e, fs)
+	if err != nil {
+		return err
+	}
+	defer b.close()
+	sid := pos[0]
+	if *asJSON {
+		p := params{"sessionId": sid}
+		if *client != "" {
+			p["client"] = *client
+		}
+		body, err := b.do(ctx, "tree", p, nil)
+		if err != nil {
+			return err
+		}
+		return writeJSON(e.stdout, body)
+	}
+
+	// The cursor first: its seq is the session's last sequence when it was
+	// set, so the export below (from any node) holds the entry it names.
+	var cur cursorView
+	haveCursor := false
+	exportParams := params{"sessionId": sid}
+	if *client != "" {
+		err := call(ctx, b, "cursor.get", params{"sessionId": sid, "client": *client}, &cur)
+		switch {
+		case isStatus(err, http.StatusNotFound): // no cursor: the default leaf
+		case err != nil:
+			return err
+		default:
+			haveCursor = true
+			exportParams["minSeq"] = cur.Seq
+		}
+	}
+	data, err := b.do(ctx, "export", exportParams, nil)
+	if err != nil {
+		return err
+	}
+	f, err := tree.Read(data, tree.ReadOptions{})
+	if err != nil {
+		return fmt.Errorf("export of %s: %v", sid, err)
+	}
+	leaf, mark := f.Len()-1, "← leaf"
+	if haveCursor {
+		mark = "← leaf of " + tree.Printable(*client)
+		leaf = -1
+		if cur.LeafID != nil {
+			i, ok := f.Index(*cur.LeafID)
+			if !ok {
+				return fmt.Errorf("the cursor of %s names entry %q, which session %s does not hold", *client, *cur.LeafID, sid)
+			}
+			leaf = i
+		}
+	}
+	w := bufio.NewWriter(e.stdout)
+	if f.Len() == 0 {
+		w.WriteString("(no entries)\n")
+	}
+	writeTree(w, f.Session, f.Tree(), leaf, mark, *width)
+	if haveCursor && cur.LeafID == nil {
+		fmt.Fprintf(w, "(%s is at the null leaf: before the first entry)\n", tree.Printable(*client))
+	}
+	return w.Flush()
+}
+
+const contextHelp = `Usage: pi-ctl context SID [--leaf ID|null] [--client C] [--llm] [--json] [--full]
+
+Shows what pi would send to the model from a leaf (pi's
+buildSessionContext), as 'pi-ctl file context' does for a file: the path
+from the root, the thinking level and model in effect, and the messages.
+The leaf is --leaf ID ("null": the empty context before the first entry),
+else the cursor of --client C, else pi's default leaf, the last entry.
+
+--llm converts the messages as pi's convertToLlm does. --json prints the
+API's JSON {"leafId","path","thinkingLevel","model","messages"}, the shape
+of the conformance vectors. The text transcript cuts long tool output,
+thinking and arguments; --full prints everything.
+`
+
+func runContext(ctx context.Context, e *env, args []string) error {
+	fs := newFlags("pi-ctl context")
+	conn := addConnFlags(fs)
+	var leaf leafFlag
+	fs.Var(&leaf, "leaf", "build the context for entry `ID` (or null)")
+	client := fs.String("client", "", "build it for client `C`'s cursor")
+	llm := fs.Bool("llm", false, "show the messages converted for the LLM")
+	asJSON := fs.Bool("json", false, "print the API's JSON")
+	full := fs.Bool("full", false, "do not cut long text in the transcript")
+	pos, err := parseArgs(e, fs, contextHelp, args, "SID")
+	if err != nil {
+		return err
+	}
+	p := params{"sessionId": pos[0]}
+	switch {
+	case leaf.set && leaf.id == "null":
+		p["leaf"] = nil
+	case leaf.set:
+		p["leaf"] = leaf.id
+	}
+	if *client != "" {
+		p["client"] = *client
+	}
+	if *llm {
+		p["format"] = "llm"
+	}
+	b, err := conn.open(ctx, e, fs)
+	if err != nil {
+		return err
+	}
+	defer b.close()
+	body, err := b.do(ctx, "context", p, nil)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return writeJSON(e.stdout, body)
+	}
+	c, msgs, err := decodeContext(body)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(e.stdout)
+	w.WriteString(contextHeading(&c, len(msgs), *llm))
+	t := transcript{w: w, full: *full}
+	for k, m := range msgs {
+		t.message(k+1, m)
+	}
+	return w.Flush()
+}
+
+// decodeContext turns the API's context JSON into what the transcript of
+// 'file context' renders: a tree.Context for the heading, and the messages.
+func decodeContext(body []byte) (tree.Context, []json.RawMessage, error) {
+	var r struct {
+		LeafID        *string           `json:"leafId"`
+		Path          []string          `json:"path"`
+		ThinkingLevel json.RawMessage   `json:"thinkingLevel"`
+		Model         json.RawMessage   `json:"model"`
+		Messages      []json.RawMessage `json:"messages"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil {
+		return tree.Context{}, nil, fmt.Errorf("context: unexpected reply from pi-node: %v", err)
+	}
+	c := tree.Context{Null: r.LeafID == nil, Path: r.Path, Thinking: r.ThinkingLevel}
+	if r.LeafID != nil {
+		c.LeafID = *r.LeafID
+	}
+	if len(r.Model) > 0 && string(r.Model) != "null" {
+		c.Model = r.Model
+	}
+	return c, r.Messages, nil
+}
+
+const exportHelp = `Usage: pi-ctl export SID [-o FILE]
+
+Writes session SID as a pi session file (JSONL, version 3): the lines pi
+wrote, byte for byte, header first. pi opens the file as it is, e.g. under
+~/.pi/agent/sessions.
+
+Without -o the file goes to stdout. With -o it is written to FILE
+atomically: to a temporary file beside it first, then renamed, so FILE is
+either the old file or the whole new one.
+
+Over NATS a reply is limited by the NATS server's max_payload; export big
+sessions with --http URL.
+`
+
+func runExport(ctx context.Context, e *env, args []string) error {
+	fs := newFlags("pi-ctl export")
+	conn := addConnFlags(fs)
+	out := fs.String("o", "", "write to `FILE` (atomically) instead of stdout")
+	pos, err := parseArgs(e, fs, exportHelp, args, "SID")
+	if err != nil {
+		return err
+	}
+	b, err := conn.open(ctx, e, fs)
+	if err != nil {
+		return err
+	}
+	defer b.close()
+	data, err := b.do(ctx, "export", params{"sessionId": pos[0]}, nil)
+	if err != nil {
+		return err
+	}
+	if *out == "" || *out == "-" {
+		_, err := e.stdout.Write(data)
+		return err
+	}
+	// Atomic, like "file migrate": pi never opens half a session file.
+	return writeAtomic(*out, data, 0o644)
+}

@@ -1,0 +1,330 @@
+package deploytest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// cluster is one docker-compose project of docker-compose.yml plus the
+// test override, driven through the compose CLI (v1 or v2) and docker.
+type cluster struct {
+	t       *testing.T
+	compose []string // "docker-compose" or "docker compose"
+	project string
+	root    string
+	token   string
+	env     []string
+	nodes   []*node
+	network string
+}
+
+// node is one pi-node container. The test reaches it through its published
+// loopback port, or with docker exec and the image's /healthcheck when it is
+// cut off the network (its published port goes with the network).
+type node struct {
+	c       *cluster
+	name    string // service name == --node-name
+	cid     string
+	base    string // http://127.0.0.1:port
+	viaExec bool
+}
+
+// composeCommand picks the compose CLI: $PI_COMPOSE, else docker-compose
+// (v1, what CI has), else the docker compose plugin (v2).
+func composeCommand() ([]string, error) {
+	if v := strings.TrimSpace(os.Getenv("PI_COMPOSE")); v != "" {
+		return strings.Fields(v), nil
+	}
+	if _, err := exec.LookPath("docker-compose"); err == nil {
+		return []string{"docker-compose"}, nil
+	}
+	if exec.Command("docker", "compose", "version").Run() == nil {
+		return []string{"docker", "compose"}, nil
+	}
+	return nil, fmt.Errorf("neither docker-compose nor docker compose is installed")
+}
+
+func newCluster(t *testing.T, compose []string) *cluster {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	c := &cluster{
+		t: t, compose: compose, root: repoRoot(t),
+		// A project of its own: nothing of a developer's cluster is touched,
+		// and two runs on one machine do not collide.
+		project: "pitest" + hex.EncodeToString(b),
+		token:   "compose-test-token",
+	}
+	c.env = append(os.Environ(),
+		"PI_HTTP_PORT=", "PI_NATS_PORT=", // free host ports
+		"PI_BIND=127.0.0.1",
+		// Exercise the token: every /v1 request of the test carries it, and
+		// /healthcheck in the containers reads it from their environment.
+		"PI_NODE_HTTP_TOKEN="+c.token,
+		"PI_NODE_LOG_LEVEL=info",
+	)
+	return c
+}
+
+// run runs the compose CLI on the project.
+func (c *cluster) run(args ...string) (string, error) {
+	full := append([]string{}, c.compose[1:]...)
+	full = append(full, "-p", c.project,
+		"-f", filepath.Join(c.root, "docker-compose.yml"),
+		"-f", filepath.Join(c.root, "test", "compose", "docker-compose.test.yml"))
+	full = append(full, args...)
+	cmd := exec.Command(c.compose[0], full...)
+	cmd.Dir = c.root
+	cmd.Env = c.env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("%s %s: %w\n%s", strings.Join(c.compose, " "), strings.Join(args, " "), err, out)
+	}
+	return string(out), nil
+}
+
+func (c *cluster) must(args ...string) string {
+	c.t.Helper()
+	out, err := c.run(args...)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return out
+}
+
+// docker runs the docker CLI.
+func docker(args ...string) (string, error) {
+	out, err := exec.Command("docker", args...).CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("docker %s: %w\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+func (c *cluster) docker(args ...string) string {
+	c.t.Helper()
+	out, err := docker(args...)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return out
+}
+
+// down removes the project with its volumes; it is the cleanup of every
+// run, passed or failed, and it runs first too in case a name was reused.
+func (c *cluster) down() {
+	if _, err := c.run("down", "-v", "--remove-orphans", "-t", "5"); err != nil {
+		c.t.Logf("cleanup: %v", err)
+	}
+}
+
+// dumpLogs shows the nodes' last log lines when the test failed.
+func (c *cluster) dumpLogs() {
+	if !c.t.Failed() {
+		return
+	}
+	if out, err := c.run("ps"); err == nil {
+		c.t.Logf("compose ps:\n%s", out)
+	}
+	out, _ := c.run("logs", "--no-color", "--tail=60")
+	c.t.Logf("compose logs (last lines per node):\n%s", out)
+}
+
+// discover finds the containers, their published HTTP ports and the
+// project's network, once all three run.
+func (c *cluster) discover() {
+	c.t.Helper()
+	c.nodes = nil
+	for _, svc := range []string{"pi-node-1", "pi-node-2", "pi-node-3"} {
+		cid := strings.TrimSpace(c.must("ps", "-q", svc))
+		if cid == "" {
+			c.t.Fatalf("no container for %s", svc)
+		}
+		hostPort := strings.TrimSpace(c.must("port", svc, "8080"))
+		if !strings.HasPrefix(hostPort, "127.0.0.1:") {
+			c.t.Fatalf("%s publishes 8080 on %q, want loopback", svc, hostPort)
+		}
+		c.nodes = append(c.nodes, &node{c: c, name: svc, cid: cid, base: "http://" + hostPort})
+	}
+	c.network = c.docker("inspect", "-f", "{{range $k, $v := .NetworkSettings.Networks}}{{$k}} {{end}}", c.nodes[0].cid)
+	if strings.Contains(c.network, " ") {
+		c.t.Fatalf("containers on several networks (%q): the partition test expects one", c.network)
+	}
+}
+
+func (c *cluster) node(name string) *node {
+	for _, n := range c.nodes {
+		if n.name == name {
+			return n
+		}
+	}
+	c.t.Fatalf("no node %q", name)
+	return nil
+}
+
+func (c *cluster) others(n *node) []*node {
+	var out []*node
+	for _, o := range c.nodes {
+		if o != n {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// health is Docker's health status of each node, in order.
+func (c *cluster) health() []string {
+	c.t.Helper()
+	args := []string{"inspect", "-f", "{{if .State.Health}}{{.State.Health.Status}}{{else}}{{.State.Status}}{{end}}"}
+	for _, n := range c.nodes {
+		args = append(args, n.cid)
+	}
+	return strings.Fields(c.docker(args...))
+}
+
+// response is what the test needs of an HTTP answer.
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r *response) String() string {
+	return fmt.Sprintf("%d %s", r.status, bytes.TrimSpace(r.body))
+}
+
+// do sends one request to the node with a bound on the whole exchange.
+func (n *node) do(method, path string, body []byte, timeout time.Duration) (*response, error) {
+	if n.viaExec {
+		return n.exec(method, path, body, timeout)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, n.base+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	if strings.HasPrefix(path, "/v1/") {
+		req.Header.Set("Authorization", "Bearer "+n.c.token)
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	return &response{status: resp.StatusCode, header: resp.Header, body: b}, nil
+}
+
+// httpClient talks to published loopback ports only; no proxy.
+var httpClient = &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 4}}
+
+// exec sends the request from inside the container with the image's
+// /healthcheck, which prints the response in wire format and adds the
+// container's PI_NODE_HTTP_TOKEN itself.
+func (n *node) exec(method, path string, body []byte, timeout time.Duration) (*response, error) {
+	args := []string{"exec", "-i", n.cid, "/healthcheck", "-print", "-expect", "any", "-timeout", timeout.String(), "-X", method}
+	if body != nil {
+		args = append(args, "-d", "@-")
+	}
+	args = append(args, path)
+	cmd := exec.Command("docker", args...)
+	cmd.Stdin = bytes.NewReader(body)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("docker exec %s /healthcheck %s %s: %w: %s", n.name, method, path, err, strings.TrimSpace(stderr.String()))
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(&stdout), nil)
+	if err != nil {
+		return nil, fmt.Errorf("parsing /healthcheck's output: %w\n%s", err, stdout.String())
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	return &response{status: resp.StatusCode, header: resp.Header, body: b}, nil
+}
+
+// getJSON GETs path and decodes a 200 answer into v.
+func (n *node) getJSON(path string, v any) error {
+	r, err := n.do(http.MethodGet, path, nil, 10*time.Second)
+	if err != nil {
+		return err
+	}
+	if r.status != http.StatusOK {
+		return fmt.Errorf("%s GET %s: %s", n.name, path, r)
+	}
+	return json.Unmarshal(r.body, v)
+}
+
+// status is the part of /v1/status the test reads.
+type status struct {
+	Node  string `json:"node"`
+	Store struct {
+		Applied    uint64     `json:"applied"`
+		LogLastSeq uint64     `json:"logLastSeq"`
+		Lag        uint64     `json:"lag"`
+		CaughtUpAt *time.Time `json:"caughtUpAt"`
+	} `json:"store"`
+	JetStream struct {
+		Error  string `json:"error"`
+		Stream struct {
+			Leader  string `json:"leader"`
+			LastSeq uint64 `json:"lastSeq"`
+		} `json:"stream"`
+	} `json:"jetstream"`
+}
+
+// sessionInfo is the part of GET /v1/sessions/{id} the test reads.
+type sessionInfo struct {
+	SessionID  string `json:"sessionId"`
+	EntryCount int    `json:"entryCount"`
+	LastSeq    uint64 `json:"lastSeq"`
+	LeafID     string `json:"leafId"`
+}
+
+// waitFor polls cond every interval until it holds or timeout passes; cond
+// returns a description of the state for the failure message.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) time.Duration {
+	t.Helper()
+	start := time.Now()
+	deadline := start.Add(timeout)
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	last := ""
+	for {
+		ok, state := cond()
+		if ok {
+			return time.Since(start)
+		}
+		last = state
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v (last: %s)", what, timeout, last)
+		}
+		<-tick.C
+	}
+}
+
+// entryBody is an append request of one message entry with a client-chosen
+// id, so that a retry after a lost answer is recognised, never duplicated.
+func entryBody(id string) []byte {
+	return fmt.Appendf(nil, `{"entries":[{"type":"message","id":%q,"message":{"role":"user","content":"compose test %s","timestamp":%d}}]}`,
+		id, id, time.Now().UnixMilli())
+}

@@ -1,0 +1,14 @@
+// Package deploytest checks the deployment files (Dockerfile,
+// docker-compose.yml, deploy/k8s) against what pi-node really serves and
+// accepts, and runs them.
+//
+// The static checks run with every `go test ./...`: they decode the
+// Kubernetes manifests strictly into the k8s.io/api types and cross-check
+// ports, probe paths, volume mounts, flags and environment variables with
+// the flags of a freshly built pi-node.
+//
+// TestCompose brings the docker-compose cluster up and breaks it (a node
+// killed, a node cut off the network). It needs a Docker engine and several
+// minutes, so it runs only with PI_COMPOSE_TEST=1 (test/compose/run.sh sets
+// it after building the image).
+package deploytest
