@@ -60,6 +60,9 @@ type ErrorDetail struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 	Field   string `json:"field,omitempty"`
+	// LastSeq is the session's last sequence on a conflict with
+	// expectLastSeq: read what you missed with minSeq=lastSeq.
+	LastSeq uint64 `json:"lastSeq,omitempty"`
 }
 
 // apiError is an error mapped through errorTable.
@@ -75,6 +78,10 @@ func toAPIError(err error) (apiError, bool) {
 	for _, e := range errorTable {
 		if errors.Is(err, e.err) {
 			d := ErrorDetail{Code: e.code, Message: err.Error()}
+			var ce *session.ConflictError
+			if errors.As(err, &ce) {
+				d.LastSeq = ce.LastSeq
+			}
 			var fe *session.FieldError
 			if errors.As(err, &fe) {
 				d.Field = fe.Field

@@ -39,3 +39,16 @@ func (e *FieldError) Unwrap() error { return ErrInvalid }
 
 // Invalid returns a FieldError for field.
 func Invalid(field, reason string) error { return &FieldError{Field: field, Reason: reason} }
+
+// ConflictError is an ErrConflict that knows the session's last sequence at
+// the time of the conflict, so the caller can read what it missed with
+// minSeq = LastSeq from any node. Unwraps to ErrConflict.
+type ConflictError struct {
+	LastSeq uint64
+	Reason  string
+}
+
+func (e *ConflictError) Error() string { return "conflict: " + e.Reason }
+
+// Unwrap makes errors.Is(err, ErrConflict) true.
+func (e *ConflictError) Unwrap() error { return ErrConflict }

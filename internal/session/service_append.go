@@ -203,7 +203,8 @@ func (s *Service) Append(ctx context.Context, sid string, req AppendRequest) (Wr
 			return nil, seqs, true, nil
 		}
 		if req.ExpectLastSeq != nil {
-			return nil, nil, false, fmt.Errorf("%w: the session's last sequence is no longer %d", ErrConflict, *req.ExpectLastSeq)
+			return nil, nil, false, &ConflictError{LastSeq: missedLast,
+				Reason: fmt.Sprintf("the session's last sequence is %d, not %d", missedLast, *req.ExpectLastSeq)}
 		}
 		entries = next
 		return records(next), nil, false, nil

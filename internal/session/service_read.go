@@ -13,9 +13,10 @@ import (
 // Detail is a session's catalog record plus its header, labels and leaf.
 type Detail struct {
 	Info
-	Header json.RawMessage   `json:"header"`
-	Labels map[string]string `json:"labels"`
-	LeafID *string           `json:"leafId"` // pi's default leaf (the last entry); null without entries
+	HeaderSeq uint64            `json:"headerSeq"`
+	Header    json.RawMessage   `json:"header"`
+	Labels    map[string]string `json:"labels"`
+	LeafID    *string           `json:"leafId"` // pi's default leaf (the last entry); null without entries
 }
 
 // Get returns the session's detail.
@@ -23,6 +24,7 @@ func (s *Service) Get(ctx context.Context, sid string) (Detail, error) {
 	var out Detail
 	err := s.doc(ctx, sid, func(d *Doc) error {
 		out.Info = d.Info()
+		out.HeaderSeq = d.HeaderSeq
 		out.Header = append(json.RawMessage(nil), d.Tree.Header.Raw...)
 		out.Labels = d.Tree.Labels()
 		if l := d.Tree.LeafID(); l != "" {
