@@ -44,11 +44,12 @@ type Config struct {
 	Bucket        string
 
 	// Service.
-	HTTPListen    string
-	HTTPToken     string
-	MemoryBudget  int64
-	MinSeqTimeout time.Duration
-	ShutdownGrace time.Duration
+	HTTPListen       string
+	HTTPToken        string
+	MemoryBudget     int64
+	SnapshotInterval time.Duration
+	MinSeqTimeout    time.Duration
+	ShutdownGrace    time.Duration
 
 	LogLevel  string
 	LogFormat string
@@ -58,19 +59,20 @@ type Config struct {
 // ./pi-data, NATS on 127.0.0.1:4222, HTTP on 127.0.0.1:8080.
 func DefaultConfig() Config {
 	return Config{
-		DataDir:       "./pi-data",
-		ClientListen:  "127.0.0.1:4222",
-		HTTPListen:    "127.0.0.1:8080",
-		Sync:          "always",
-		SyncInterval:  2 * time.Minute,
-		Replicas:      1,
-		Stream:        "PI_SESSIONS",
-		SubjectPrefix: "pi.sess",
-		Bucket:        "PI_CURSORS",
-		MinSeqTimeout: 5 * time.Second,
-		ShutdownGrace: 20 * time.Second,
-		LogLevel:      "info",
-		LogFormat:     "text",
+		DataDir:          "./pi-data",
+		ClientListen:     "127.0.0.1:4222",
+		HTTPListen:       "127.0.0.1:8080",
+		Sync:             "always",
+		SyncInterval:     2 * time.Minute,
+		Replicas:         1,
+		Stream:           "PI_SESSIONS",
+		SubjectPrefix:    "pi.sess",
+		Bucket:           "PI_CURSORS",
+		MinSeqTimeout:    5 * time.Second,
+		SnapshotInterval: 5 * time.Minute,
+		ShutdownGrace:    20 * time.Second,
+		LogLevel:         "info",
+		LogFormat:        "text",
 	}
 }
 
@@ -105,6 +107,7 @@ func (c *Config) ParseFlags(args []string, getenv func(string) string, stderr io
 	fs.StringVar(&c.HTTPListen, "http-listen", c.HTTPListen, "host:port of the HTTP API")
 	fs.StringVar(&c.HTTPToken, "http-token", c.HTTPToken, "bearer token required on every /v1 request (empty: none)")
 	budget := fs.String("memory-budget", formatSize(c.MemoryBudget), "JSON bytes of session trees kept in memory (e.g. 512MiB, 2GiB; 0: no limit); cold sessions beyond it are evicted and reloaded on demand")
+	fs.DurationVar(&c.SnapshotInterval, "snapshot-interval", c.SnapshotInterval, "how often the node snapshots its in-memory sessions to <data-dir>/store (also at shutdown), so a restart serves at once; 0 disables snapshots")
 	fs.DurationVar(&c.MinSeqTimeout, "min-seq-timeout", c.MinSeqTimeout, "how long a read with minSeq waits for this node to apply it (then 504)")
 	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", c.ShutdownGrace, "how long SIGTERM waits for requests in flight")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -89,7 +90,11 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 
-	m.store = session.NewStore(log, session.StoreOptions{MemoryBudget: c.MemoryBudget, Log: log, Logger: logger})
+	so := session.StoreOptions{MemoryBudget: c.MemoryBudget, Log: log, Logger: logger, SnapshotEvery: c.SnapshotInterval}
+	if c.SnapshotInterval > 0 {
+		so.SnapshotDir = filepath.Join(c.DataDir, "store")
+	}
+	m.store = session.NewStore(log, so)
 	if err := m.store.Open(ctx); err != nil {
 		return err
 	}

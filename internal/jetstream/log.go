@@ -258,6 +258,20 @@ func (l *Log) LastSeq(ctx context.Context) (uint64, error) {
 	return info.State.LastSeq, nil
 }
 
+// Identity names the stream the log is on: its name and creation time, so
+// a Store's snapshot of a stream that was deleted and created again (its
+// sequences restart) is recognized as another log's.
+func (l *Log) Identity(ctx context.Context) (string, error) {
+	s, err := l.js.Stream(ctx, l.cfg.Stream)
+	if err != nil {
+		return "", fmt.Errorf("identity: %w", translate(err, session.ErrConflict))
+	}
+	info := s.CachedInfo()
+	return fmt.Sprintf("jetstream/%s/%d", info.Config.Name, info.Created.UnixNano()), nil
+}
+
+var _ session.Identifier = (*Log)(nil)
+
 // Leaderless returns ErrUnavailable when a replicated stream has no leader.
 // A node cut off from the majority still answers stream info from its own
 // replica, with its own (stale) last sequence: without this check it would

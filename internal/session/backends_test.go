@@ -25,6 +25,9 @@ var engineTests = []struct {
 	{"StoreRestart", testStoreRestart},
 	{"EvictAndReload", testEvictAndReload},
 	{"ChunkedImportAndPurge", testChunkedImportAndPurge},
+	{"SnapshotRestore", testSnapshotRestore},
+	{"SnapshotIgnoredWhenBad", testSnapshotIgnoredWhenBad},
+	{"SnapshotEvictions", testSnapshotEvictions},
 }
 
 func memBackend(t *testing.T) backend {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+
+	"github.com/pifleet/sessionlog/internal/tree"
 )
 
 // evictLocked drops the least recently used trees until the loaded JSON
@@ -31,6 +33,18 @@ func (st *Store) evictLocked() {
 		d.cwd, d.parentSession = h.Cwd, h.ParentSession
 		d.name, d.hasName = d.Tree.Name()
 		d.labels = d.Tree.Labels()
+		d.tail = nil
+		if d.base != nil && d.base.file == st.snap {
+			// Comes back from its snapshot block plus what followed it.
+			for i, seq := range d.Seqs {
+				if seq > d.base.e.lastSeq {
+					e := d.Tree.Entry(i)
+					d.tail = append(d.tail, Stored{Session: d.ID, Seq: seq, Record: Record{Type: e.Type(), ID: e.ID, Parent: e.ParentID, Data: e.Raw}})
+				}
+			}
+		} else {
+			d.base = nil
+		}
 		d.Tree, d.Seqs = nil, nil
 		st.stats.evictions.Add(1)
 	}
@@ -40,6 +54,43 @@ func (st *Store) evictLocked() {
 // installs it, including records the Store has not applied yet: those are
 // skipped when they arrive (their sequence is not beyond LastSeq).
 func (st *Store) reload(ctx context.Context, id string) error {
+	for range 3 {
+		st.mu.RLock()
+		d := st.docs[id]
+		var ref *snapRef
+		if d != nil && d.Tree == nil {
+			ref = d.base
+		}
+		st.mu.RUnlock()
+		if ref == nil {
+			break
+		}
+		t, seqs, err := st.loadFromSnapshot(ref)
+		if err != nil {
+			st.log.Warn("reading a session from the snapshot failed", "session", id, "err", err)
+			continue // a newer snapshot replaced the file: look again
+		}
+		st.mu.Lock()
+		if d := st.docs[id]; d != nil && d.Tree == nil && d.base == ref {
+			for _, r := range d.tail {
+				if e, err := tree.ParseEntry(r.Data); err == nil {
+					t.Append(e)
+					seqs = append(seqs, r.Seq)
+				}
+			}
+			d.Tree, d.Seqs, d.Entries, d.tail, d.labels = t, seqs, t.Len(), nil, nil
+			st.held += int64(t.Bytes())
+			st.touch(d)
+			st.stats.reloads.Add(1)
+		}
+		st.mu.Unlock()
+		return nil
+	}
+	return st.reloadFromLog(ctx, id)
+}
+
+// reloadFromLog reads an evicted session back from the log.
+func (st *Store) reloadFromLog(ctx context.Context, id string) error {
 	if st.opts.Log == nil {
 		return fmt.Errorf("session %s is evicted and the Store has no log to reload it from: %w", id, ErrUnavailable)
 	}
@@ -62,7 +113,7 @@ func (st *Store) reload(ctx context.Context, id string) error {
 				return fmt.Errorf("reload %s: %w", id, err)
 			}
 			d.Tree, d.Seqs, d.LastSeq, d.Entries = s, seqs, last, s.Len()
-			d.labels = nil
+			d.labels, d.base, d.tail = nil, nil, nil
 			st.held += int64(s.Bytes())
 			st.touch(d)
 			st.stats.reloads.Add(1)

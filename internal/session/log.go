@@ -115,3 +115,11 @@ type Cursors interface {
 	List(ctx context.Context, session string) ([]CursorEntry, error)
 	Watch(ctx context.Context, session string, fn func(e CursorEntry, deleted bool)) error
 }
+
+// Identifier is implemented by Feeds that can name the log they read: a
+// Store's snapshot records it and is only used again on the same log (a
+// stream deleted and created again restarts its sequences, and a snapshot
+// of the old one would be wrong about the new one).
+type Identifier interface {
+	Identity(ctx context.Context) (string, error)
+}

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -30,6 +31,12 @@ type Doc struct {
 	name               string
 	hasName            bool
 	labels             map[string]string
+
+	// While evicted with a snapshot block to come back from: the block, and
+	// the records applied after it. Without a base, an evicted session is
+	// reloaded from the log.
+	base *snapRef
+	tail []Stored
 
 	lastUse atomic.Int64 // Store.clock at the last read or write, for eviction
 }
@@ -88,6 +95,12 @@ type StoreOptions struct {
 	Log    Log
 	Logger *slog.Logger
 	Now    func() time.Time
+	// SnapshotDir, when set, holds the Store's snapshots: written every
+	// SnapshotEvery (default 5 minutes) while records arrive and by Close,
+	// restored by Open, so a restart serves at once and then applies only
+	// what the log gained since.
+	SnapshotDir   string
+	SnapshotEvery time.Duration
 }
 
 // Store holds every session's tree in memory, fed by one ordered pass over
@@ -107,6 +120,9 @@ type Store struct {
 	clock    atomic.Int64  // use counter for LRU
 
 	stats storeStats
+
+	snapMu sync.Mutex // one snapshot writer at a time
+	snap   *snapFile  // the newest snapshot, blocks of evicted sessions
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -140,10 +156,14 @@ func (st *Store) Open(ctx context.Context) error {
 	if st.done != nil {
 		return nil
 	}
+	st.restore(ctx)
 	ctx, st.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	st.done = make(chan struct{})
 	go st.follow(ctx)
 	go st.watchLag(ctx)
+	if st.opts.SnapshotDir != "" {
+		go st.snapshotLoop(ctx)
+	}
 	return nil
 }
 
@@ -155,7 +175,17 @@ func (st *Store) Close() error {
 	st.cancel()
 	<-st.done
 	st.cancel = nil
-	return nil
+	// A last snapshot, so the next start has nothing to re-read.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err := st.Snapshot(ctx)
+	st.snapMu.Lock()
+	if st.snap != nil {
+		st.snap.f.Close()
+		st.snap = nil
+	}
+	st.snapMu.Unlock()
+	return err
 }
 
 func (st *Store) follow(ctx context.Context) {
@@ -251,7 +281,7 @@ func (st *Store) applyOne(r *Stored) {
 		if d != nil {
 			return // a repeated header: ignored, as pi does
 		}
-		h, err := tree.ParseHeader(r.Data)
+		h, err := tree.ParseHeader(bytes.Clone(r.Data))
 		if err != nil {
 			st.skip(r, err)
 			return
@@ -269,7 +299,10 @@ func (st *Store) applyOne(r *Stored) {
 	if r.Seq <= d.LastSeq {
 		return // already there (reloaded from the log after an eviction)
 	}
-	e, err := tree.ParseEntry(r.Data)
+	// A copy of exactly the line: the record's Data is a slice of the NATS
+	// message, whose headers (about as long as a short entry) it would keep
+	// alive for as long as the session is held.
+	e, err := tree.ParseEntry(bytes.Clone(r.Data))
 	if err != nil {
 		st.skip(r, err)
 		return
@@ -278,6 +311,9 @@ func (st *Store) applyOne(r *Stored) {
 	d.Entries++
 	if d.Tree == nil {
 		d.noteEvicted(&e)
+		if d.base != nil {
+			d.tail = append(d.tail, Stored{Session: r.Session, Seq: r.Seq, Time: r.Time, Record: Record{Type: r.Type, ID: r.ID, Parent: r.Parent, Data: e.Raw}})
+		}
 		return
 	}
 	d.Tree.Append(e)
@@ -293,6 +329,9 @@ func (d *Doc) noteEvicted(e *tree.Entry) {
 	case tree.KindLabel:
 		if target, label, set, ok := e.LabelChange(); ok {
 			if set {
+				if d.labels == nil {
+					d.labels = make(map[string]string)
+				}
 				d.labels[target] = label
 			} else {
 				delete(d.labels, target)

@@ -1,0 +1,132 @@
+package session_test
+
+import (
+	"context"
+
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	natsjs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pifleet/sessionlog/internal/jetstream"
+	"github.com/pifleet/sessionlog/internal/jetstream/jstest"
+	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/tree"
+)
+
+// benchLog is a JetStream log loaded once with benchEntries entries in
+// sessions of 20, shared by the rebuild benchmarks (loading is the slow part).
+type benchLog struct {
+	log      *jetstream.Log
+	last     uint64
+	entries  int
+	jsonSize int64
+}
+
+var (
+	benchOnce sync.Once
+	benchData benchLog
+)
+
+// benchEntries is 200,000 by default; PI_BENCH_ENTRIES=1000000 for the
+// million-entry figures of docs/BENCHMARKS.md.
+func benchEntries() int {
+	if n, err := strconv.Atoi(os.Getenv("PI_BENCH_ENTRIES")); err == nil && n > 0 {
+		return n
+	}
+	return 200000
+}
+
+func loadBench(b *testing.B) *benchLog {
+	benchOnce.Do(func() {
+		s := jstest.RunServerSync(b, false)
+		l, _ := jstest.Backend(b, 1, s.ClientURL())
+		r := rand.New(rand.NewPCG(9, 9))
+		n := benchEntries()
+		sessions := map[string][]session.Record{}
+		var size int64
+		for k := 0; k*20 < n; k++ {
+			f := genSession(b, r, 20)
+			file, err := tree.Read(f, tree.ReadOptions{Strict: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			recs := []session.Record{{Type: "session", Data: file.Header.Raw}}
+			for i := range file.Len() {
+				e := file.Entry(i)
+				recs = append(recs, session.Record{Type: e.Type(), ID: e.ID, Parent: e.ParentID, Data: e.Raw})
+			}
+			size += int64(len(f))
+			sessions[file.Header.ID] = recs
+		}
+		last := jstest.BulkLoad(b, l.JetStream(), l, sessions)
+		benchData = benchLog{log: l, last: last, entries: n, jsonSize: size}
+	})
+	if benchData.log == nil {
+		b.Skip("bench log failed to load")
+	}
+	return &benchData
+}
+
+// BenchmarkRebuild measures a Store rebuilding every session from the log,
+// against the raw floor: an ordered consumer reading the same messages.
+func BenchmarkRebuild(b *testing.B) {
+	d := loadBench(b)
+	b.Run("store", func(b *testing.B) {
+		var heap uint64
+		for b.Loop() {
+			st := session.NewStore(d.log, session.StoreOptions{})
+			if err := st.Open(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			if err := st.WaitFor(ctx, d.last); err != nil {
+				b.Fatal(err)
+			}
+			cancel()
+			runtime.GC()
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			heap = ms.HeapAlloc
+			_ = st.Close()
+		}
+		b.ReportMetric(float64(d.last)*float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+		b.ReportMetric(float64(heap)/float64(d.jsonSize), "heap/json")
+		b.ReportMetric(float64(d.jsonSize)/float64(d.entries), "json-B/entry")
+	})
+	b.Run("raw-consumer", func(b *testing.B) {
+		js := d.log.JetStream()
+		for b.Loop() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			c, err := js.OrderedConsumer(ctx, jetstream.NewConfig().Stream, natsjs.OrderedConsumerConfig{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			done := make(chan struct{})
+			var n uint64
+			cc, err := c.Consume(func(m natsjs.Msg) {
+				md, _ := m.Metadata()
+				n++
+				if md.Sequence.Stream >= d.last {
+					close(done)
+				}
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			select {
+			case <-done:
+			case <-ctx.Done():
+				b.Fatal("raw consumer timed out")
+			}
+			cc.Stop()
+			cancel()
+		}
+		b.ReportMetric(float64(d.last)*float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+	})
+}

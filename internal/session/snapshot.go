@@ -1,0 +1,317 @@
+package session
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// A snapshot is the Store's state written to its data directory, so that a
+// restarted node serves every session at once instead of after re-reading
+// the whole stream (a filtered read of one session in a large interleaved
+// stream takes most of a second; reading one block here, a millisecond).
+//
+// Layout (little endian):
+//
+//	magic "PISNAP01"
+//	blocks, one per session, each: u32 length, u32 crc32c of the block, block
+//	index: u32 count, then per session its catalog record and block position
+//	trailer: u64 applied, u64 index offset, u32 crc32c of the index, magic
+//
+// A block is: header seq, header line, entry count, then (seq, line) pairs.
+// Blocks are read lazily, when a session is first used; the index is read at
+// start. Every block and the index carry a checksum: a torn or corrupt file
+// is refused as a whole and the Store rebuilds from the log.
+
+const snapMagic = "PISNAP01"
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// errSnapshot marks an unusable snapshot file (the Store then rebuilds).
+var errSnapshot = errors.New("bad snapshot")
+
+// snapEntry is a session's index record: its catalog and where its block is.
+type snapEntry struct {
+	id                 string
+	off                int64 // of the block's length field
+	size               uint32
+	headerSeq, lastSeq uint64
+	created, modified  time.Time
+	entries            uint32
+	cwd, parentSession string
+	name               string
+	hasName            bool
+	labels             map[string]string
+}
+
+// snapFile is an open snapshot: its index and the file to read blocks from.
+type snapFile struct {
+	path     string
+	f        *os.File
+	applied  uint64
+	identity string // of the log it was taken from (see Identifier)
+	index    []snapEntry
+}
+
+// snapSession is what the writer needs of one session.
+type snapSession struct {
+	meta   snapEntry // catalog (off/size filled by the writer)
+	header []byte
+	seqs   []uint64
+	lines  [][]byte
+}
+
+// writeSnapshot writes sessions to dir/store-<applied>.snap (through a temp
+// file, fsynced, then renamed: a crash leaves the previous snapshot) and
+// returns the index of the new file.
+func writeSnapshot(dir string, applied uint64, identity string, next func(yield func(*snapSession) error) error) (string, []snapEntry, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", nil, err
+	}
+	tmp, err := os.CreateTemp(dir, "store-*.snap.tmp")
+	if err != nil {
+		return "", nil, err
+	}
+	defer os.Remove(tmp.Name()) // no-op after the rename
+	defer tmp.Close()
+	w := bufio.NewWriterSize(tmp, 1<<20)
+	off := int64(len(snapMagic))
+	if _, err := w.WriteString(snapMagic); err != nil {
+		return "", nil, err
+	}
+	var index []snapEntry
+	var block []byte
+	err = next(func(s *snapSession) error {
+		block = block[:0]
+		block = binary.LittleEndian.AppendUint64(block, s.meta.headerSeq)
+		block = appendBytes(block, s.header)
+		block = binary.LittleEndian.AppendUint32(block, uint32(len(s.lines)))
+		for k, l := range s.lines {
+			block = binary.LittleEndian.AppendUint64(block, s.seqs[k])
+			block = appendBytes(block, l)
+		}
+		var hdr [8]byte
+		binary.LittleEndian.PutUint32(hdr[:4], uint32(len(block)))
+		binary.LittleEndian.PutUint32(hdr[4:], crc32.Checksum(block, crcTable))
+		if _, err := w.Write(hdr[:]); err != nil {
+			return err
+		}
+		if _, err := w.Write(block); err != nil {
+			return err
+		}
+		m := s.meta
+		m.off, m.size = off, uint32(len(block))
+		index = append(index, m)
+		off += int64(len(hdr) + len(block))
+		return nil
+	})
+	if err != nil {
+		return "", nil, err
+	}
+	idx := encodeIndex(identity, index)
+	var trailer []byte
+	trailer = binary.LittleEndian.AppendUint64(trailer, applied)
+	trailer = binary.LittleEndian.AppendUint64(trailer, uint64(off))
+	trailer = binary.LittleEndian.AppendUint32(trailer, crc32.Checksum(idx, crcTable))
+	trailer = append(trailer, snapMagic...)
+	for _, b := range [][]byte{idx, trailer} {
+		if _, err := w.Write(b); err != nil {
+			return "", nil, err
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return "", nil, err
+	}
+	if err := tmp.Sync(); err != nil {
+		return "", nil, err
+	}
+	if err := tmp.Close(); err != nil {
+		return "", nil, err
+	}
+	path := filepath.Join(dir, fmt.Sprintf("store-%020d.snap", applied))
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return "", nil, err
+	}
+	if d, err := os.Open(dir); err == nil { // make the rename durable
+		_ = d.Sync()
+		_ = d.Close()
+	}
+	return path, index, nil
+}
+
+func appendBytes(b, v []byte) []byte {
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(v)))
+	return append(b, v...)
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(s)))
+	return append(b, s...)
+}
+
+func encodeIndex(identity string, index []snapEntry) []byte {
+	b := appendString(nil, identity)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(index)))
+	for _, e := range index {
+		b = appendString(b, e.id)
+		b = binary.LittleEndian.AppendUint64(b, uint64(e.off))
+		b = binary.LittleEndian.AppendUint32(b, e.size)
+		b = binary.LittleEndian.AppendUint64(b, e.headerSeq)
+		b = binary.LittleEndian.AppendUint64(b, e.lastSeq)
+		b = binary.LittleEndian.AppendUint64(b, uint64(e.created.UnixNano()))
+		b = binary.LittleEndian.AppendUint64(b, uint64(e.modified.UnixNano()))
+		b = binary.LittleEndian.AppendUint32(b, e.entries)
+		b = appendString(b, e.cwd)
+		b = appendString(b, e.parentSession)
+		flag := byte(0)
+		if e.hasName {
+			flag = 1
+		}
+		b = append(b, flag)
+		b = appendString(b, e.name)
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(e.labels)))
+		for k, v := range e.labels {
+			b = appendString(b, k)
+			b = appendString(b, v)
+		}
+	}
+	return b
+}
+
+// reader decodes the index and blocks; any short read is errSnapshot.
+type reader struct {
+	b   []byte
+	err error
+}
+
+func (r *reader) take(n int) []byte {
+	if r.err != nil || n < 0 || n > len(r.b) {
+		r.err = errSnapshot
+		return nil
+	}
+	v := r.b[:n]
+	r.b = r.b[n:]
+	return v
+}
+func (r *reader) u32() uint32 {
+	if v := r.take(4); v != nil {
+		return binary.LittleEndian.Uint32(v)
+	}
+	return 0
+}
+func (r *reader) u64() uint64 {
+	if v := r.take(8); v != nil {
+		return binary.LittleEndian.Uint64(v)
+	}
+	return 0
+}
+func (r *reader) bytes() []byte { return r.take(int(r.u32())) }
+func (r *reader) str() string   { return string(r.bytes()) }
+
+// openSnapshot opens the newest snapshot in dir and reads its index. It
+// returns (nil, nil) when there is none.
+func openSnapshot(dir string) (*snapFile, error) {
+	paths, _ := filepath.Glob(filepath.Join(dir, "store-*.snap"))
+	if len(paths) == 0 {
+		return nil, nil
+	}
+	path := paths[len(paths)-1] // zero-padded applied seq: the newest sorts last
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	sf, err := readIndex(f)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	sf.path = path
+	return sf, nil
+}
+
+func readIndex(f *os.File) (*snapFile, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	const trailerLen = 8 + 8 + 4 + len(snapMagic)
+	size := st.Size()
+	if size < int64(len(snapMagic)+trailerLen) {
+		return nil, fmt.Errorf("%w: %d bytes", errSnapshot, size)
+	}
+	tr := make([]byte, trailerLen)
+	if _, err := f.ReadAt(tr, size-int64(trailerLen)); err != nil {
+		return nil, err
+	}
+	if string(tr[20:]) != snapMagic {
+		return nil, fmt.Errorf("%w: no trailer (torn write?)", errSnapshot)
+	}
+	applied := binary.LittleEndian.Uint64(tr[0:])
+	idxOff := int64(binary.LittleEndian.Uint64(tr[8:]))
+	sum := binary.LittleEndian.Uint32(tr[16:])
+	if idxOff < int64(len(snapMagic)) || idxOff > size-int64(trailerLen) {
+		return nil, fmt.Errorf("%w: index offset %d", errSnapshot, idxOff)
+	}
+	idx := make([]byte, size-int64(trailerLen)-idxOff)
+	if _, err := f.ReadAt(idx, idxOff); err != nil {
+		return nil, err
+	}
+	if crc32.Checksum(idx, crcTable) != sum {
+		return nil, fmt.Errorf("%w: index checksum", errSnapshot)
+	}
+	r := &reader{b: idx}
+	identity := r.str()
+	n := r.u32()
+	sf := &snapFile{f: f, applied: applied, identity: identity, index: make([]snapEntry, 0, min(n, 1<<20))}
+	for range n {
+		e := snapEntry{id: r.str(), off: int64(r.u64()), size: r.u32(), headerSeq: r.u64(), lastSeq: r.u64()}
+		e.created = time.Unix(0, int64(r.u64()))
+		e.modified = time.Unix(0, int64(r.u64()))
+		e.entries = r.u32()
+		e.cwd, e.parentSession = r.str(), r.str()
+		flag := r.take(1)
+		e.hasName = len(flag) == 1 && flag[0] == 1
+		e.name = r.str()
+		if nl := r.u32(); nl > 0 && r.err == nil {
+			e.labels = make(map[string]string, min(nl, 1<<16))
+			for range nl {
+				k := r.str()
+				e.labels[k] = r.str()
+			}
+		}
+		sf.index = append(sf.index, e)
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	return sf, nil
+}
+
+// readBlock reads and checks one session's block.
+func (sf *snapFile) readBlock(e *snapEntry) (header []byte, seqs []uint64, lines [][]byte, err error) {
+	buf := make([]byte, 8+int(e.size))
+	if _, err := sf.f.ReadAt(buf, e.off); err != nil {
+		return nil, nil, nil, err
+	}
+	if binary.LittleEndian.Uint32(buf) != e.size || binary.LittleEndian.Uint32(buf[4:]) != crc32.Checksum(buf[8:], crcTable) {
+		return nil, nil, nil, fmt.Errorf("%w: block of %s: checksum", errSnapshot, e.id)
+	}
+	r := &reader{b: buf[8:]}
+	r.u64() // header seq, also in the index
+	header = r.bytes()
+	n := r.u32()
+	seqs, lines = make([]uint64, 0, n), make([][]byte, 0, n)
+	for range n {
+		seqs = append(seqs, r.u64())
+		lines = append(lines, r.bytes())
+	}
+	if r.err != nil {
+		return nil, nil, nil, fmt.Errorf("block of %s: %w", e.id, r.err)
+	}
+	return header, seqs, lines, nil
+}

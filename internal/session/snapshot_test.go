@@ -1,0 +1,167 @@
+package session_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+
+	"github.com/pifleet/sessionlog/internal/session"
+)
+
+// countingLog counts authoritative reads: a Store restored from a snapshot
+// must serve its sessions without them.
+type countingLog struct {
+	session.Log
+	reads atomic.Int64
+}
+
+func (c *countingLog) Read(ctx context.Context, sid string, after uint64) ([]session.Stored, error) {
+	c.reads.Add(1)
+	return c.Log.Read(ctx, sid, after)
+}
+
+func sessionIDOf(f []byte) string { return string(f[bytes.Index(f, []byte(`"id":"`))+6:][:36]) }
+
+func openSnapStore(t *testing.T, b backend, log session.Log, dir string, budget int64) *session.Store {
+	t.Helper()
+	st := session.NewStore(b.feed, session.StoreOptions{Log: log, SnapshotDir: dir, MemoryBudget: budget})
+	if err := st.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func testSnapshotRestore(t *testing.T, b backend) {
+	ctx := ctxT(t)
+	dir := t.TempDir()
+	r := rand.New(rand.NewPCG(11, 12))
+	files := make([][]byte, 30)
+	for k := range files {
+		files[k] = genSession(t, r, 15)
+	}
+	last := importAll(t, b.log, files)
+	st1 := openSnapStore(t, b, b.log, dir, 0)
+	waitApplied(t, st1, last)
+	if err := st1.Close(); err != nil { // writes the snapshot
+		t.Fatal(err)
+	}
+	// After the snapshot: more entries, a purge.
+	svc := &session.Service{Log: b.log, Store: openStore(t, b), Cursors: b.cursors}
+	grown := sessionIDOf(files[0])
+	res, err := svc.Append(ctx, grown, session.AppendRequest{Entries: raws(`{"type":"custom","customType":"after-snapshot"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	purged := sessionIDOf(files[1])
+	if err := b.log.Purge(ctx, purged); err != nil {
+		t.Fatal(err)
+	}
+
+	cl := &countingLog{Log: b.log}
+	st2 := openSnapStore(t, b, cl, dir, 0)
+	defer st2.Close()
+	// Before catching up: every snapshot session is there, from disk.
+	for _, f := range files[2:] {
+		if got := exportOf(t, st2, sessionIDOf(f)); !bytes.Equal(got, f) {
+			t.Fatalf("restored session %s differs", sessionIDOf(f))
+		}
+	}
+	if n := cl.reads.Load(); n != 0 {
+		t.Fatalf("the restored store read the log %d times", n)
+	}
+	waitApplied(t, st2, lastSeq(t, b))
+	if got := exportOf(t, st2, grown); !bytes.Contains(got, []byte("after-snapshot")) || res.LastSeq == 0 {
+		t.Fatal("an entry appended after the snapshot is missing")
+	}
+	if err := st2.View(ctx, purged, func(*session.Doc) error { return nil }); !errors.Is(err, session.ErrNotFound) {
+		t.Fatalf("a session purged after the snapshot is still there: %v", err)
+	}
+}
+
+func testSnapshotIgnoredWhenBad(t *testing.T, b backend) {
+	dir := t.TempDir()
+	r := rand.New(rand.NewPCG(13, 14))
+	files := [][]byte{genSession(t, r, 5), genSession(t, r, 5)}
+	last := importAll(t, b.log, files)
+	st1 := openSnapStore(t, b, b.log, dir, 0)
+	waitApplied(t, st1, last)
+	if err := st1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	paths, _ := filepath.Glob(filepath.Join(dir, "store-*.snap"))
+	if len(paths) != 1 {
+		t.Fatalf("want one snapshot, have %v", paths)
+	}
+	data, _ := os.ReadFile(paths[0])
+	data[len(data)/2] ^= 0xff // corrupt a block or the index
+	if err := os.WriteFile(paths[0], data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st2 := openSnapStore(t, b, b.log, dir, 0)
+	defer st2.Close()
+	waitApplied(t, st2, last)
+	for _, f := range files {
+		if got := exportOf(t, st2, sessionIDOf(f)); !bytes.Equal(got, f) {
+			t.Fatal("a store with a corrupt snapshot serves wrong data")
+		}
+	}
+	// A snapshot of another log is not used either.
+	other := session.NewMemLog(1000, 8<<20)
+	st3 := session.NewStore(other, session.StoreOptions{Log: other, SnapshotDir: dir})
+	if err := st3.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer st3.Close()
+	if s := st3.Stats(); s.Sessions != 0 {
+		t.Fatalf("a snapshot of another log was restored: %d sessions", s.Sessions)
+	}
+}
+
+func testSnapshotEvictions(t *testing.T, b backend) {
+	ctx := ctxT(t)
+	dir := t.TempDir()
+	r := rand.New(rand.NewPCG(15, 16))
+	files := make([][]byte, 40)
+	total := 0
+	for k := range files {
+		files[k] = genSession(t, r, 10)
+		total += len(files[k])
+	}
+	cl := &countingLog{Log: b.log}
+	st := openSnapStore(t, b, cl, dir, int64(total/4))
+	defer st.Close()
+	last := importAll(t, b.log, files)
+	waitApplied(t, st, last)
+	if err := st.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Grow every session while most are evicted: their tails are kept.
+	svc := &session.Service{Log: b.log, Store: st, Cursors: b.cursors}
+	var lastRes uint64
+	for _, f := range files {
+		res, err := svc.Append(ctx, sessionIDOf(f), session.AppendRequest{Entries: raws(`{"type":"custom","customType":"tail"}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lastRes = res.LastSeq
+	}
+	waitApplied(t, st, lastRes)
+	before := cl.reads.Load()
+	for _, f := range files {
+		got := exportOf(t, st, sessionIDOf(f))
+		if !bytes.HasPrefix(got, f) || !bytes.Contains(got[len(f):], []byte(`"customType":"tail"`)) {
+			t.Fatalf("session %s after eviction and reload is wrong", sessionIDOf(f))
+		}
+	}
+	if s := st.Stats(); s.Evictions == 0 || s.Reloads == 0 {
+		t.Fatalf("nothing was evicted and reloaded: %+v", s)
+	}
+	if n := cl.reads.Load() - before; n != 0 {
+		t.Fatalf("sessions with a snapshot block were reloaded from the log %d times", n)
+	}
+}

@@ -1,0 +1,297 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/pifleet/sessionlog/internal/tree"
+)
+
+// snapRef locates an evicted session's lines in a snapshot file.
+type snapRef struct {
+	file *snapFile
+	e    *snapEntry
+}
+
+// restore loads the newest usable snapshot: every session it holds becomes
+// known at once (catalog from the index), its lines stay on disk until first
+// used, and following the log resumes after the snapshot's sequence.
+func (st *Store) restore(ctx context.Context) {
+	dir := st.opts.SnapshotDir
+	if dir == "" {
+		return
+	}
+	sf, err := openSnapshot(dir)
+	if err != nil {
+		st.log.Warn("ignoring the snapshot; rebuilding from the log", "dir", dir, "err", err)
+		return
+	}
+	if sf == nil {
+		return
+	}
+	keep := false
+	defer func() {
+		if !keep {
+			sf.f.Close()
+		}
+	}()
+	if id := st.identity(ctx); id != sf.identity {
+		st.log.Warn("ignoring a snapshot of another log; rebuilding from the log", "snapshot", sf.path, "its log", sf.identity, "this log", id)
+		return
+	}
+	if last, err := st.feed.LastSeq(ctx); err == nil && last < sf.applied {
+		st.log.Warn("ignoring a snapshot ahead of the log; rebuilding from the log", "snapshot", sf.path, "applied", sf.applied, "log last seq", last)
+		return
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for i := range sf.index {
+		e := &sf.index[i]
+		st.docs[e.id] = &Doc{ID: e.id, HeaderSeq: e.headerSeq, LastSeq: e.lastSeq, Created: e.created, Modified: e.modified,
+			Entries: int(e.entries), cwd: e.cwd, parentSession: e.parentSession, name: e.name, hasName: e.hasName,
+			labels: e.labels, base: &snapRef{sf, e}}
+	}
+	st.applied, st.snap, keep = sf.applied, sf, true
+	st.log.Info("restored the snapshot", "path", sf.path, "sessions", len(sf.index), "applied", sf.applied)
+}
+
+func (st *Store) identity(ctx context.Context) string {
+	if idf, ok := st.feed.(Identifier); ok {
+		if id, err := idf.Identity(ctx); err == nil {
+			return id
+		}
+	}
+	return ""
+}
+
+// snapshotLoop writes a snapshot every SnapshotEvery while records arrive.
+func (st *Store) snapshotLoop(ctx context.Context) {
+	every := st.opts.SnapshotEvery
+	if every <= 0 {
+		every = 5 * time.Minute
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := st.Snapshot(ctx); err != nil && ctx.Err() == nil {
+				st.log.Warn("snapshot failed", "err", err)
+			}
+		}
+	}
+}
+
+// Snapshot writes the Store's state to SnapshotDir (if anything was applied
+// since the last one). Sessions evicted without a snapshot to come back
+// from are read from the log for it.
+func (st *Store) Snapshot(ctx context.Context) error {
+	if st.opts.SnapshotDir == "" {
+		return nil
+	}
+	st.snapMu.Lock()
+	defer st.snapMu.Unlock()
+
+	// Capture under the read lock; lines are immutable, so the slices stay
+	// valid while the writer works without the lock.
+	st.mu.RLock()
+	applied := st.applied
+	if st.snap != nil && st.snap.applied == applied {
+		st.mu.RUnlock()
+		return nil
+	}
+	items := make([]snapItem, 0, len(st.docs))
+	for _, d := range st.docs {
+		items = append(items, captureDoc(d))
+	}
+	st.mu.RUnlock()
+	slices.SortFunc(items, func(a, b snapItem) int { return cmpStr(a.meta.id, b.meta.id) })
+
+	path, index, err := writeSnapshot(st.opts.SnapshotDir, applied, st.identity(ctx), func(yield func(*snapSession) error) error {
+		for i := range items {
+			s, err := st.materialize(ctx, &items[i], applied)
+			if err != nil {
+				return err
+			}
+			if s == nil {
+				continue // purged meanwhile
+			}
+			if err := yield(s); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	sf := &snapFile{path: path, f: f, applied: applied, identity: st.identity(ctx), index: index}
+	st.swapSnapshot(sf)
+	st.log.Info("snapshot written", "path", path, "sessions", len(index), "applied", applied)
+	return nil
+}
+
+// snapItem is a session as captured for a snapshot.
+type snapItem struct {
+	meta   snapEntry
+	header []byte
+	seqs   []uint64
+	lines  [][]byte
+	base   *snapRef // evicted with a snapshot block: lines come from there, then tail
+	tail   []Stored
+	fromLog bool    // evicted without one: read from the log
+}
+
+func captureDoc(d *Doc) snapItem {
+	it := snapItem{meta: snapEntry{id: d.ID, headerSeq: d.HeaderSeq, lastSeq: d.LastSeq, created: d.Created, modified: d.Modified, entries: uint32(d.Entries)}}
+	in := d.Info()
+	it.meta.cwd = in.Cwd
+	if in.ParentSession != nil {
+		it.meta.parentSession = *in.ParentSession
+	}
+	if in.Name != nil {
+		it.meta.name, it.meta.hasName = *in.Name, true
+	}
+	if d.Tree != nil {
+		it.meta.labels = d.Tree.Labels()
+		it.header = d.Tree.Header.Raw
+		n := d.Tree.Len()
+		it.seqs = d.Seqs[:n:n]
+		it.lines = make([][]byte, n)
+		for i := range n {
+			it.lines[i] = d.Tree.Entry(i).Raw
+		}
+		return it
+	}
+	it.meta.labels = d.labels
+	if d.base != nil {
+		it.base, it.tail = d.base, d.tail[:len(d.tail):len(d.tail)]
+	} else {
+		it.fromLog = true
+	}
+	return it
+}
+
+// materialize fills an item's lines from where they are.
+func (st *Store) materialize(ctx context.Context, it *snapItem, applied uint64) (*snapSession, error) {
+	s := &snapSession{meta: it.meta, header: it.header, seqs: it.seqs, lines: it.lines}
+	switch {
+	case it.base != nil:
+		h, seqs, lines, err := it.base.file.readBlock(it.base.e)
+		if err != nil {
+			return nil, err
+		}
+		s.header, s.seqs, s.lines = h, seqs, lines
+		for _, r := range it.tail {
+			s.seqs, s.lines = append(s.seqs, r.Seq), append(s.lines, r.Data)
+		}
+	case it.fromLog:
+		recs, err := st.opts.Log.Read(ctx, it.meta.id, 0)
+		if errors.Is(err, ErrNotFound) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("session %s: %w", it.meta.id, err)
+		}
+		s.header = recs[0].Data
+		for _, r := range recs[1:] {
+			if r.Seq <= applied && !r.IsHeader() {
+				s.seqs, s.lines = append(s.seqs, r.Seq), append(s.lines, r.Data)
+			}
+		}
+	}
+	if n := len(s.seqs); n > 0 {
+		s.meta.lastSeq = max(s.meta.headerSeq, s.seqs[n-1])
+	}
+	s.meta.entries = uint32(len(s.lines))
+	return s, nil
+}
+
+// swapSnapshot makes sf the current snapshot: evicted sessions point at its
+// blocks (their tails shrink to what came after it), loaded ones note it so
+// that evicting them later needs no log read. The previous file is removed.
+func (st *Store) swapSnapshot(sf *snapFile) {
+	byID := make(map[string]*snapEntry, len(sf.index))
+	for i := range sf.index {
+		byID[sf.index[i].id] = &sf.index[i]
+	}
+	st.mu.Lock()
+	old := st.snap
+	st.snap = sf
+	for id, d := range st.docs {
+		e := byID[id]
+		if e == nil || d.HeaderSeq != e.headerSeq {
+			if d.base != nil && d.base.file == old {
+				// Its log read for the new file found nothing (purged as
+				// the notice is on its way): forget the old block; the
+				// log is the truth from here.
+				d.base, d.tail = nil, nil
+			}
+			continue
+		}
+		if d.Tree == nil && d.base == nil && d.LastSeq > e.lastSeq {
+			// Evicted without a block, and records arrived since the
+			// capture: they are in no tail, so the log stays its source.
+			continue
+		}
+		d.base = &snapRef{sf, e}
+		if d.Tree == nil {
+			k := 0
+			for k < len(d.tail) && d.tail[k].Seq <= e.lastSeq {
+				k++
+			}
+			d.tail = slices.Clone(d.tail[k:])
+		}
+	}
+	st.mu.Unlock()
+	if old != nil {
+		old.f.Close()
+		if old.path != sf.path {
+			os.Remove(old.path)
+		}
+	}
+	// Leftovers of crashed writers.
+	if tmps, _ := filepath.Glob(filepath.Join(st.opts.SnapshotDir, "*.snap.tmp")); len(tmps) > 0 {
+		for _, p := range tmps {
+			os.Remove(p)
+		}
+	}
+}
+
+// loadFromSnapshot rebuilds an evicted session from its snapshot block and
+// the records applied after it.
+func (st *Store) loadFromSnapshot(ref *snapRef) (*tree.Session, []uint64, error) {
+	h, seqs, lines, err := ref.file.readBlock(ref.e)
+	if err != nil {
+		return nil, nil, err
+	}
+	hdr, err := tree.ParseHeader(h)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: header of %s: %v", errSnapshot, ref.e.id, err)
+	}
+	s := tree.NewSession(hdr)
+	out := make([]uint64, 0, len(lines))
+	for k, l := range lines {
+		e, err := tree.ParseEntry(l)
+		if err != nil {
+			continue // the Store skipped it when it applied it, too
+		}
+		s.Append(e)
+		out = append(out, seqs[k])
+	}
+	return s, out, nil
+}
+
+func cmpStr(a, b string) int { return bytes.Compare([]byte(a), []byte(b)) }
