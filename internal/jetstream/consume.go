@@ -76,6 +76,16 @@ func (c *consumer) next(ctx context.Context) (jetstream.Msg, error) {
 	}
 }
 
+// tryNext returns a message that has already arrived, without waiting.
+func (c *consumer) tryNext() (jetstream.Msg, bool) {
+	select {
+	case m := <-c.msgs:
+		return m, true
+	default:
+		return nil, false
+	}
+}
+
 // stop ends consumption and deletes the server-side consumer (best effort:
 // an ordered consumer also expires by itself once inactive).
 func (c *consumer) stop() {

@@ -66,19 +66,28 @@ func (l *Log) follow(ctx context.Context, next *uint64, apply func([]session.Sto
 	}
 	defer c.stop()
 
-	var held []session.Stored
+	// Records go to apply in groups: whatever has arrived by the time the
+	// previous group is applied, up to maxGroup. On a busy or rebuilding
+	// Store that turns one lock and one wake-up per record into one per
+	// few hundred; on an idle one a group is a single record, at once.
+	const maxGroup = 512
+	var ready, held []session.Stored
 	var heldBatch string
-	deliver := func(recs []session.Stored) error {
-		if err := apply(recs); err != nil {
+	deliver := func() error {
+		if len(ready) == 0 {
+			return nil
+		}
+		if err := apply(ready); err != nil {
 			return &applyError{err}
 		}
-		*next = recs[len(recs)-1].Seq + 1
+		*next = ready[len(ready)-1].Seq + 1
+		ready = nil
 		return nil
 	}
+	msg, nerr := c.next(ctx)
 	for {
-		msg, err := c.next(ctx)
-		if err != nil {
-			return err
+		if nerr != nil {
+			return nerr
 		}
 		meta, err := msg.Metadata()
 		if err != nil {
@@ -93,23 +102,29 @@ func (l *Log) follow(ctx context.Context, next *uint64, apply func([]session.Sto
 			// Committed batches are stored contiguously, so this does not
 			// happen; if it did, skipping records would be worse than
 			// delivering an incomplete group.
-			if err := deliver(held); err != nil {
-				return err
-			}
-			held = nil
+			ready, held = append(ready, held...), nil
 		}
-		if batch == "" {
-			if err := deliver([]session.Stored{s}); err != nil {
+		switch {
+		case batch == "":
+			ready = append(ready, s)
+		default:
+			held, heldBatch = append(held, s), batch
+			if msg.Headers().Get(jetstreamext.BatchCommitHeader) != "" {
+				ready, held = append(ready, held...), nil
+			}
+		}
+		if len(ready) >= maxGroup {
+			if err := deliver(); err != nil {
 				return err
 			}
+		}
+		if m, ok := c.tryNext(); ok {
+			msg = m
 			continue
 		}
-		held, heldBatch = append(held, s), batch
-		if msg.Headers().Get(jetstreamext.BatchCommitHeader) != "" {
-			if err := deliver(held); err != nil {
-				return err
-			}
-			held = nil
+		if err := deliver(); err != nil {
+			return err
 		}
+		msg, nerr = c.next(ctx)
 	}
 }

@@ -14,11 +14,6 @@ var engineTests = []struct {
 	name string
 	fn   func(*testing.T, backend)
 }{
-	{"DelayedFlush", testDelayedFlush},
-	{"FailedCreationLeavesNothing", testFailedCreationLeavesNothing},
-	{"ConcurrentWriters", testConcurrentWriters},
-	{"CreateRace", testCreateRace},
-	{"ReadYourWrites", testReadYourWrites},
 	{"ImportExportConformance", testImportExportConformance},
 	{"ServiceErrors", testServiceErrors},
 	{"ServiceAppend", testServiceAppend},
@@ -79,7 +74,7 @@ func TestEngineJetStreamR3(t *testing.T) {
 	urls := jstest.URLs(servers)
 	for _, tc := range engineTests {
 		switch tc.name {
-		case "ConcurrentWriters", "CreateRace", "ReadYourWrites", "ServiceAppend", "ChunkedImportAndPurge":
+		case "ServiceAppend", "ChunkedImportAndPurge":
 		default:
 			continue
 		}

@@ -26,8 +26,9 @@ func createRecords(ctx context.Context, log Log, sid string, recs []Record, pol 
 // publishSession creates a whole session that is already complete (an
 // import or a fork): one atomic batch when it fits, else consecutive CAS
 // batches; if any batch fails the subject is purged, so the result is the
-// complete session or nothing.
-func publishSession(ctx context.Context, log Log, s *tree.Session, pol RetryPolicy) (uint64, error) {
+// complete session or nothing. It returns the sequence of every record,
+// header first.
+func publishSession(ctx context.Context, log Log, s *tree.Session, pol RetryPolicy) ([]uint64, error) {
 	sid := s.Header.ID
 	recs := make([]Record, 0, 1+s.Len())
 	recs = append(recs, headerRecord(&s.Header))
@@ -36,13 +37,10 @@ func publishSession(ctx context.Context, log Log, s *tree.Session, pol RetryPoli
 	}
 	max := log.MaxBatch()
 	if len(recs) <= max {
-		seqs, err := createRecords(ctx, log, sid, recs, pol)
-		if err != nil {
-			return 0, err
-		}
-		return seqs[len(seqs)-1], nil
+		return createRecords(ctx, log, sid, recs, pol)
 	}
 	var last uint64
+	all := make([]uint64, 0, len(recs))
 	for start := 0; start < len(recs); start += max {
 		chunk := recs[start:min(start+max, len(recs))]
 		var seqs []uint64
@@ -66,11 +64,12 @@ func publishSession(ctx context.Context, log Log, s *tree.Session, pol RetryPoli
 				}
 				cancel()
 			}
-			return 0, fmt.Errorf("write session %s (records %d-%d of %d): %w", sid, start+1, start+len(chunk), len(recs), err)
+			return nil, fmt.Errorf("write session %s (records %d-%d of %d): %w", sid, start+1, start+len(chunk), len(recs), err)
 		}
 		last = seqs[len(seqs)-1]
+		all = append(all, seqs...)
 	}
-	return last, nil
+	return all, nil
 }
 
 // ImportResult describes an imported session.
@@ -99,8 +98,12 @@ func Import(ctx context.Context, log Log, data []byte, rand io.Reader, pol Retry
 		return ImportResult{}, err
 	}
 	res := ImportResult{SessionID: f.Header.ID, Entries: f.Len(), SourceVersion: f.SourceVersion, Skipped: f.Skipped}
-	res.LastSeq, err = publishSession(ctx, log, f.Session, pol)
-	return res, err
+	seqs, err := publishSession(ctx, log, f.Session, pol)
+	if err != nil {
+		return res, err
+	}
+	res.LastSeq = seqs[len(seqs)-1]
+	return res, nil
 }
 
 // Fork stores a new session holding the path from src's root to entry
@@ -121,6 +124,9 @@ func Fork(ctx context.Context, log Log, src *tree.Session, leafID string, now ti
 	if err != nil {
 		return "", 0, err
 	}
-	last, err := publishSession(ctx, log, s, pol)
-	return h.ID, last, err
+	seqs, err := publishSession(ctx, log, s, pol)
+	if err != nil {
+		return h.ID, 0, err
+	}
+	return h.ID, seqs[len(seqs)-1], nil
 }

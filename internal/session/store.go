@@ -317,7 +317,7 @@ func (st *Store) applyOne(r *Stored) {
 		return
 	}
 	d.Tree.Append(e)
-	d.Seqs = append(d.Seqs, r.Seq)
+	d.Seqs = appendSeq(d.Seqs, r.Seq)
 	st.held += int64(len(r.Data))
 }
 
@@ -338,6 +338,16 @@ func (d *Doc) noteEvicted(e *tree.Entry) {
 			}
 		}
 	}
+}
+
+// appendSeq grows by 1.25x, not 2x: see tree's appendEntry.
+func appendSeq(s []uint64, v uint64) []uint64 {
+	if len(s) == cap(s) {
+		grown := make([]uint64, len(s), len(s)+len(s)/4+4)
+		copy(grown, s)
+		s = grown
+	}
+	return append(s, v)
 }
 
 func (st *Store) skip(r *Stored, err error) {

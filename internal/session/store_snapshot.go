@@ -282,7 +282,8 @@ func (st *Store) loadFromSnapshot(ref *snapRef) (*tree.Session, []uint64, error)
 		return nil, nil, fmt.Errorf("%w: header of %s: %v", errSnapshot, ref.e.id, err)
 	}
 	s := tree.NewSession(hdr)
-	out := make([]uint64, 0, len(lines))
+	s.Grow(len(lines) + 4) // and a few for the tail
+	out := make([]uint64, 0, len(lines)+4)
 	for k, l := range lines {
 		e, err := tree.ParseEntry(l)
 		if err != nil {

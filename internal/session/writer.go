@@ -112,6 +112,7 @@ func buildSession(recs []Stored) (*tree.Session, []uint64, error) {
 		return nil, nil, fmt.Errorf("%w: header at seq %d: %v", ErrInvalid, recs[0].Seq, err)
 	}
 	s := tree.NewSession(h)
+	s.Grow(len(recs) - 1)
 	seqs := make([]uint64, 0, len(recs)-1)
 	for _, r := range recs[1:] {
 		if r.IsHeader() {

@@ -86,6 +86,7 @@ func Read(data []byte, opt ReadOptions) (*File, error) {
 		}
 	}
 	f.Session = NewSession(h)
+	f.Session.Grow(len(lines) - 1)
 	f.Session.grow(len(lines) - 1)
 	f.EntryLines = make([]int, 0, len(lines)-1)
 

@@ -1,0 +1,38 @@
+package session_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/pifleet/sessionlog/internal/jetstream/jstest"
+	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/session/sessiontest"
+)
+
+// The writer contract (sessiontest.TestWriter) on the engine's own logs;
+// the public client runs it over its transports too (client/).
+
+func TestWriterMem(t *testing.T) {
+	sessiontest.TestWriter(t, func(t *testing.T) sessiontest.WriterEnv {
+		l := session.NewMemLog(1000, 8<<20)
+		return sessiontest.WriterEnv{Log: l, Feed: l}
+	})
+}
+
+func TestWriterJetStream(t *testing.T) {
+	sessiontest.TestWriter(t, func(t *testing.T) sessiontest.WriterEnv {
+		l, _ := jstest.Backend(t, 1, jstest.RunServer(t).ClientURL())
+		return sessiontest.WriterEnv{Log: l, Feed: l}
+	})
+}
+
+// TestWriterJetStreamR3 runs the contract on a 3-node cluster, where
+// conflicts also come back as 10164 and reads must go to the leader.
+func TestWriterJetStreamR3(t *testing.T) {
+	urls := jstest.URLs(jstest.RunCluster(t, 3))
+	sessiontest.TestWriter(t, func(t *testing.T) sessiontest.WriterEnv {
+		// Each test gets its own stream (names derived from the test) on the shared cluster.
+		l, _ := jstest.BackendNamed(t, 3, strings.NewReplacer("/", "_").Replace(t.Name()), urls...)
+		return sessiontest.WriterEnv{Log: l, Feed: l}
+	})
+}
