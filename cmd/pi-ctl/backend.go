@@ -1,31 +1,24 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
-	"strings"
+
+	"github.com/pifleet/sessionlog/internal/apiclient"
 )
 
 // backend is how the server commands reach pi-node. pi-node serves the same
 // operations over NATS (request to pi.v1.<op>) and HTTP (/v1/...), with the
 // same JSON bodies (docs/API.md), so each command is written once against
-// this interface and runs over either transport.
+// this interface and runs over either transport. The transports themselves
+// are internal/apiclient's; pi-ctl adds the advice in its errors, which
+// names its own flags.
 //
-// do runs op (the operation's name in docs/API.md: "get", "cursor.set",
-// "import", ...) with the request fields p: what HTTP puts in the path and
-// the query is a plain field here, as over NATS. body, when not nil, is sent
-// as it is instead of p (import's JSONL). do returns the reply body as the
-// node sent it: JSON for every operation but export (pi JSONL), nil for an
-// empty reply. It sends minSeq with every request when --min-seq is given.
-//
-// Errors: an error reply of the node is an *apiError (HTTP status, code,
-// message, field); no reply at all (connection refused, timeout, nobody
-// serving the subject) is an *unreachableError. Both carry a hint for the
-// operator in their message.
+// do runs op (the operation's name in docs/API.md) with the request fields
+// p, as apiclient.Client.Do does: an error reply of the node is an
+// *apiclient.Error, no reply at all an *apiclient.UnreachableError; both
+// carry a hint for the operator in their message.
 //
 // close releases the connection; the backend is unusable afterwards.
 type backend interface {
@@ -33,140 +26,104 @@ type backend interface {
 	close()
 }
 
-// follower is what a backend implements when it can push a session's new
-// entries (HTTP's Server-Sent Events watch). "log -f" polls "entries" over
-// backends without it.
-//
-// follow calls fn for every entry with seq > afterSeq, in log order, then
-// for each new one as it is stored, until ctx is done (nil), fn fails (its
-// error) or the stream cannot go on (the session is gone, the token is
-// refused: an error). After a dropped connection it tells retry why and
-// reconnects by itself, without gaps or duplicates.
-type follower interface {
-	follow(ctx context.Context, sid string, afterSeq uint64, fn func(seqEntry) error, retry func(error)) error
-}
-
 // params are the fields of one request; a nil value is JSON null (the
 // null leaf).
-type params map[string]any
+type params = apiclient.Params
 
 // seqEntry is one stored entry with its log sequence (the entries operation
 // and the watch stream).
-type seqEntry struct {
-	Seq   uint64          `json:"seq"`
-	Entry json.RawMessage `json:"entry"`
+type seqEntry = apiclient.SeqEntry
+
+// apiBackend is an apiclient transport with pi-ctl's hints.
+type apiBackend struct {
+	c        apiclient.Client
+	nats     bool // the NATS micro service, not HTTP
+	hasToken bool // --token or $PI_CTL_TOKEN was given
 }
+
+func (b *apiBackend) do(ctx context.Context, op string, p params, body []byte) ([]byte, error) {
+	data, err := b.c.Do(ctx, op, p, body)
+	return data, b.hint(err)
+}
+
+func (b *apiBackend) close() { b.c.Close() }
+
+// hint replaces the transport's advice with pi-ctl's, in terms of its
+// flags and environment. Errors without advice keep none.
+func (b *apiBackend) hint(err error) error {
+	var ue *apiclient.UnreachableError
+	var ae *apiclient.Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ue):
+		u := *ue
+		switch {
+		case u.Timeout:
+			u.Hint = "raise --timeout if the node is busy"
+		case !b.nats && u.Hint != "":
+			u.Hint = "is pi-node running? point --http or $PI_CTL_HTTP at its HTTP listener"
+		default:
+			return err
+		}
+		return &u
+	case errors.As(err, &ae):
+		a := *ae
+		switch {
+		case a.Foreign:
+			return err
+		case a.Status == http.StatusUnauthorized && b.hasToken:
+			a.Hint = "the token given with --token or $PI_CTL_TOKEN is not the node's"
+		case a.Status == http.StatusUnauthorized:
+			a.Hint = "pass the node's --http-token with --token or $PI_CTL_TOKEN"
+		case b.nats && a.Status == http.StatusRequestEntityTooLarge && a.Local:
+			a.Hint = "use --http URL: pi-node takes imports of up to 16 MiB over HTTP"
+		case b.nats && a.Status == http.StatusRequestEntityTooLarge:
+			a.Hint = "pi-ctl: retry with --http URL"
+		default:
+			return err
+		}
+		return &a
+	}
+	return err
+}
+
+// client adapts a backend to apiclient.Client, for apiclient's helpers
+// (paging, polling); errors keep pi-ctl's hints.
+type client struct{ b backend }
+
+func (c client) Do(ctx context.Context, op string, p apiclient.Params, body []byte) ([]byte, error) {
+	return c.b.do(ctx, op, p, body)
+}
+
+func (c client) Close() { c.b.close() }
 
 // call runs op and decodes its JSON reply into resp (nil: ignore it).
 func call(ctx context.Context, b backend, op string, p params, resp any) error {
-	body, err := b.do(ctx, op, p, nil)
-	if err != nil || resp == nil {
-		return err
-	}
-	if err := json.Unmarshal(body, resp); err != nil {
-		return fmt.Errorf("%s: unexpected reply from pi-node: %v", op, err)
-	}
-	return nil
+	return apiclient.Call(ctx, client{b}, op, p, resp)
 }
 
-// apiError is an error reply of pi-node: the HTTP status (over NATS the
-// micro error code, which pi-node sets to the same number) and the JSON
-// error object {"error":{"code","message","field"}}.
-type apiError struct {
-	Status  int
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	Field   string `json:"field"`
-	hint    string // what the operator can do, added by the transport
+// newEntryReader pages through a session's entries (see
+// apiclient.EntryReader).
+func newEntryReader(b backend, sid string) *apiclient.EntryReader {
+	return apiclient.NewEntryReader(client{b}, sid)
 }
 
-func (e *apiError) Error() string {
-	if e.hint != "" {
-		return e.Message + " (" + e.hint + ")"
+// followEntries follows a session: with HTTP's Server-Sent Events watch
+// when the transport has one, else by polling "entries"; see
+// apiclient.Follower.
+func followEntries(ctx context.Context, b backend, sid string, after uint64, fn func(seqEntry) error, retry func(error)) error {
+	if ab, ok := b.(*apiBackend); ok {
+		if f, ok := ab.c.(apiclient.Follower); ok {
+			return ab.hint(f.Follow(ctx, sid, after, fn, func(err error) { retry(ab.hint(err)) }))
+		}
 	}
-	return e.Message
+	return apiclient.PollEntries(ctx, client{b}, sid, after, fn, retry)
 }
 
 // isStatus reports whether err is an error reply with this HTTP status.
-func isStatus(err error, status int) bool {
-	var ae *apiError
-	return errors.As(err, &ae) && ae.Status == status
-}
-
-// decodeError reads an error reply body. A body that is not pi-node's error
-// object (a proxy's page, a truncated reply) still yields a readable
-// message, from fallback (NATS: the error header) or the body's start; ok
-// is false then.
-func decodeError(status int, body []byte, fallback string) (ae *apiError, ok bool) {
-	var eb struct {
-		Error *apiError `json:"error"`
-	}
-	if json.Unmarshal(body, &eb) == nil && eb.Error != nil && eb.Error.Message != "" {
-		eb.Error.Status = status
-		return eb.Error, true
-	}
-	msg := fallback
-	if msg == "" {
-		msg = strings.TrimSpace(string(body))
-		if len(msg) > 200 {
-			msg = msg[:200] + "…"
-		}
-	}
-	if msg == "" {
-		msg = http.StatusText(status)
-	}
-	return &apiError{Status: status, Message: fmt.Sprintf("%s (status %d)", msg, status)}, false
-}
-
-// unreachableError means no reply came: the node or the NATS server is not
-// there, did not answer in time, or nobody serves the operation.
-type unreachableError struct {
-	where string // the URL pi-ctl tried
-	err   error
-	hint  string
-}
-
-func (e *unreachableError) Error() string {
-	msg := fmt.Sprintf("cannot reach pi-node at %s: %v", e.where, e.err)
-	if e.hint != "" {
-		msg += " (" + e.hint + ")"
-	}
-	return msg
-}
-
-func (e *unreachableError) Unwrap() error { return e.err }
-
-// temporary reports whether a retry may succeed: no reply, or a node that
-// is unavailable or behind (503, 504). "log -f" keeps following through
-// these.
-func temporary(err error) bool {
-	var ue *unreachableError
-	return errors.As(err, &ue) || isStatus(err, http.StatusServiceUnavailable) || isStatus(err, http.StatusGatewayTimeout)
-}
+func isStatus(err error, status int) bool { return apiclient.IsStatus(err, status) }
 
 // encodeJSON encodes v without HTML escaping, so labels and names reach the
 // log with the bytes the operator typed ("<" stays "<", as pi writes it).
-func encodeJSON(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
-
-// withMinSeq returns p with minSeq raised to at least minSeq (--min-seq):
-// a command may ask for a later sequence itself (a cursor's), never for an
-// earlier one than the operator.
-func withMinSeq(p params, minSeq uint64) params {
-	if v, ok := p["minSeq"].(uint64); minSeq == 0 || ok && v >= minSeq {
-		return p
-	}
-	out := make(params, len(p)+1)
-	for k, v := range p {
-		out[k] = v
-	}
-	out["minSeq"] = minSeq
-	return out
-}
+func encodeJSON(v any) ([]byte, error) { return apiclient.EncodeJSON(v) }

@@ -3,92 +3,14 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/pifleet/sessionlog/internal/apiclient"
 )
-
-// TestReadEvents parses an event stream as pi-node writes it: comments,
-// entry events whose data spans lines, events of other types.
-func TestReadEvents(t *testing.T) {
-	stream := ": watching\n\n" +
-		"id: 4\nevent: entry\ndata: {\"a\":1}\n\n" +
-		": ping\n\n" +
-		"id: 5\r\nevent: entry\r\ndata: {\"b\":\r\ndata:2}\r\n\r\n" +
-		"id: 6\nevent: other\ndata: x\n\n" +
-		"id: 7\nevent: entry\ndata: {\"c\":3}" // cut off: no event
-	var got []string
-	err := readEvents(strings.NewReader(stream), func(id string, data []byte) error {
-		got = append(got, id+"="+string(data))
-		return nil
-	})
-	want := []string{`4={"a":1}`, "5={\"b\":\n2}"}
-	if err != nil || strings.Join(got, "|") != strings.Join(want, "|") {
-		t.Errorf("events %q, err %v; want %q", got, err, want)
-	}
-	stop := errors.New("stop")
-	err = readEvents(strings.NewReader(stream), func(string, []byte) error { return stop })
-	var se *sinkError
-	if !errors.As(err, &se) || se.err != stop {
-		t.Errorf("a failing handler: %v", err)
-	}
-}
-
-// TestHTTPRequest checks how operations map to routes: path parameters
-// escaped, the rest in the query of a GET and in the body of a PUT, null
-// as "null", --min-seq added.
-func TestHTTPRequest(t *testing.T) {
-	b, err := newHTTPBackend(httpOptions{url: "127.0.0.1:8080/", token: "tok", timeout: time.Second, minSeq: 7})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct {
-		op        string
-		p         params
-		url, body string
-	}{
-		{"context", params{"sessionId": "s", "leaf": nil, "format": "llm"}, "http://127.0.0.1:8080/v1/sessions/s/context?format=llm&leaf=null&minSeq=7", ""},
-		{"cursor.set", params{"sessionId": "s", "client": "a/b", "leafId": "x"}, "http://127.0.0.1:8080/v1/sessions/s/cursors/a%2Fb", `{"leafId":"x","minSeq":7}`},
-		{"list", params{"minSeq": uint64(9), "name": "a&b"}, "http://127.0.0.1:8080/v1/sessions?minSeq=9&name=a%26b", ""},
-	} {
-		req, err := b.request(context.Background(), routes[c.op], withMinSeq(c.p, b.minSeq), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var body []byte
-		if req.Body != nil {
-			body, _ = io.ReadAll(req.Body)
-		}
-		if req.URL.String() != c.url || string(body) != c.body || req.Header.Get("Authorization") != "Bearer tok" {
-			t.Errorf("%s: %s %s %s", c.op, req.Method, req.URL, body)
-		}
-	}
-	if _, err := newHTTPBackend(httpOptions{url: "ftp://x", timeout: time.Second}); err == nil {
-		t.Error("an ftp URL was accepted")
-	}
-}
-
-// TestDecodeError reads pi-node's error object, and anything else.
-func TestDecodeError(t *testing.T) {
-	ae, ok := decodeError(404, []byte(`{"error":{"code":"not_found","message":"session x: not found","field":"sessionId"}}`), "")
-	if !ok || ae.Status != 404 || ae.Code != "not_found" || ae.Field != "sessionId" || ae.Error() != "session x: not found" {
-		t.Errorf("pi-node's error: %+v %v", ae, ok)
-	}
-	if ae, ok := decodeError(502, []byte("<html>bad gateway</html>"), ""); ok || ae.Error() != "<html>bad gateway</html> (status 502)" {
-		t.Errorf("a proxy's page: %q", ae.Error())
-	}
-	if ae, _ := decodeError(503, nil, ""); ae.Error() != "Service Unavailable (status 503)" || !temporary(ae) {
-		t.Errorf("an empty reply: %q", ae.Error())
-	}
-	if temporary(&apiError{Status: http.StatusNotFound}) || !temporary(&unreachableError{err: io.EOF}) {
-		t.Error("temporary misclassifies")
-	}
-}
 
 // TestParseArgsVariadic covers the optional and repeated last argument.
 func TestParseArgsVariadic(t *testing.T) {
@@ -154,50 +76,50 @@ func TestFormatHelpers(t *testing.T) {
 	}
 }
 
-// TestFollowReconnects runs the watch follower against a stand-in server:
-// the first stream sends one entry and then falls silent (a dead peer),
-// the second repeats it and sends the next one. The follower must give up
-// the silent stream, resume with Last-Event-ID, and pass each entry on
-// once.
-func TestFollowReconnects(t *testing.T) {
-	var mu sync.Mutex
-	var lastIDs []string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		lastIDs = append(lastIDs, r.Header.Get("Last-Event-ID"))
-		n := len(lastIDs)
-		mu.Unlock()
-		w.Header().Set("Content-Type", "text/event-stream")
-		switch n {
-		case 1:
-			io.WriteString(w, "id: 3\nevent: entry\ndata: {\"id\":\"a\"}\n\n")
-		case 2:
-			io.WriteString(w, "id: 3\nevent: entry\ndata: {\"id\":\"a\"}\n\n: ping\n\nid: 4\nevent: entry\ndata: {\"id\":\"b\"}\n\n")
+// fakeClient answers every request with err.
+type fakeClient struct{ err error }
+
+func (f fakeClient) Do(context.Context, string, apiclient.Params, []byte) ([]byte, error) {
+	return nil, f.err
+}
+
+func (fakeClient) Close() {}
+
+// TestHints: the transports' advice becomes pi-ctl's, in terms of its
+// flags; errors without advice keep none, and the sentinels survive.
+func TestHints(t *testing.T) {
+	silent := &apiclient.UnreachableError{Where: "http://h", Err: errors.New("the watch stream said nothing for 1m0s")}
+	for _, c := range []struct {
+		b    *apiBackend
+		err  error
+		want string
+	}{
+		{&apiBackend{}, &apiclient.UnreachableError{Where: "http://h", Err: errors.New("connection refused"), Hint: "is pi-node running at this URL?"},
+			"cannot reach pi-node at http://h: connection refused (is pi-node running? point --http or $PI_CTL_HTTP at its HTTP listener)"},
+		{&apiBackend{nats: true}, &apiclient.UnreachableError{Where: "nats://h", Err: errors.New("no reply"), Timeout: true},
+			"cannot reach pi-node at nats://h: no reply (raise --timeout if the node is busy)"},
+		{&apiBackend{}, silent, silent.Error()},
+		{&apiBackend{}, &apiclient.Error{Status: 401, Message: "a valid bearer token is required", Hint: "x"},
+			"a valid bearer token is required (pass the node's --http-token with --token or $PI_CTL_TOKEN)"},
+		{&apiBackend{hasToken: true}, &apiclient.Error{Status: 401, Message: "m"}, "m (the token given with --token or $PI_CTL_TOKEN is not the node's)"},
+		{&apiBackend{nats: true}, &apiclient.Error{Status: 413, Message: "m", Local: true}, "m (use --http URL: pi-node takes imports of up to 16 MiB over HTTP)"},
+		{&apiBackend{nats: true}, &apiclient.Error{Status: 413, Message: "m", Hint: "x"}, "m (pi-ctl: retry with --http URL)"},
+		{&apiBackend{}, &apiclient.Error{Status: 404, Message: "session x: not found"}, "session x: not found"},
+	} {
+		c.b.c = fakeClient{c.err}
+		_, err := c.b.do(context.Background(), "get", nil, nil)
+		if err == nil || err.Error() != c.want {
+			t.Errorf("%v: got %v, want %s", c.err, err, c.want)
 		}
-		w.(http.Flusher).Flush()
-		<-r.Context().Done() // silent until the client leaves
-	}))
-	defer srv.Close()
-	b, err := newHTTPBackend(httpOptions{url: srv.URL, timeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
+		var ue *apiclient.UnreachableError
+		if errors.As(c.err, &ue) && !apiclient.Temporary(err) {
+			t.Errorf("%v is no longer temporary", err)
+		}
+		if isStatus(c.err, http.StatusNotFound) != isStatus(err, http.StatusNotFound) {
+			t.Errorf("%v: status lost", err)
+		}
 	}
-	b.silence = 50 * time.Millisecond
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	var got []string
-	var retries []string
-	err = b.follow(ctx, "01a22ba6-0000-7000-8000-000000000001", 0, func(e seqEntry) error {
-		got = append(got, fmt.Sprintf("%d=%s", e.Seq, e.Entry))
-		if len(got) == 2 {
-			cancel()
-		}
-		return nil
-	}, func(err error) { retries = append(retries, err.Error()) })
-	mu.Lock()
-	defer mu.Unlock()
-	if err != nil || strings.Join(got, " ") != `3={"id":"a"} 4={"id":"b"}` || len(lastIDs) < 2 || lastIDs[0] != "" || lastIDs[1] != "3" ||
-		len(retries) == 0 || !strings.Contains(retries[0], "the watch stream said nothing for 50ms") {
-		t.Errorf("follow: err %v, entries %q, Last-Event-IDs %q, retries %q", err, got, lastIDs, retries)
+	if !strings.Contains(silent.Error(), "said nothing") || silent.Hint != "" {
+		t.Error("hint changed the transport's error in place")
 	}
 }

@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"time"
+
+	"github.com/pifleet/sessionlog/internal/apiclient"
 )
 
 // defaultServer is where pi-node's embedded NATS server listens by default.
@@ -65,12 +68,12 @@ func (c *connFlags) open(ctx context.Context, e *env, fs *flag.FlagSet) (backend
 		if !set["token"] {
 			token = e.getenv("PI_CTL_TOKEN")
 		}
-		b, err := newHTTPBackend(httpOptions{url: httpURL, token: token, tlsCert: c.tlsCert, tlsKey: c.tlsKey, tlsCA: c.tlsCA,
-			timeout: c.timeout, minSeq: c.minSeq})
+		h, err := apiclient.NewHTTP(apiclient.HTTPOptions{URL: httpURL, Token: token, TLSCert: c.tlsCert, TLSKey: c.tlsKey, TLSCA: c.tlsCA,
+			Timeout: c.timeout, MinSeq: c.minSeq})
 		if err != nil {
-			return nil, usagef(fs.Name(), "%v", err)
+			return nil, usagef(fs.Name(), "--http %v", err)
 		}
-		return b, nil
+		return &apiBackend{c: h, hasToken: token != ""}, nil
 	}
 	if set["token"] {
 		return nil, usagef(fs.Name(), "--token is the HTTP bearer token: use it with --http (a NATS token goes in the URL, nats://TOKEN@host:4222)")
@@ -85,6 +88,16 @@ func (c *connFlags) open(ctx context.Context, e *env, fs *flag.FlagSet) (backend
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	return dialNATS(natsOptions{url: server, creds: c.creds, user: c.user, password: c.password,
-		tlsCert: c.tlsCert, tlsKey: c.tlsKey, tlsCA: c.tlsCA, timeout: c.timeout, minSeq: c.minSeq})
+	// One connection attempt, no retries in the background: an operator
+	// wants to hear at once that the server is not there.
+	n, err := apiclient.DialNATS(apiclient.NATSOptions{URL: server, Name: "pi-ctl", Creds: c.creds, User: c.user, Password: c.password,
+		TLSCert: c.tlsCert, TLSKey: c.tlsKey, TLSCA: c.tlsCA, Timeout: c.timeout, MinSeq: c.minSeq})
+	var ue *apiclient.UnreachableError
+	if errors.As(err, &ue) {
+		ue.Hint = "is pi-node running? point --server or $PI_CTL_SERVER at its NATS server, or use --http URL"
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &apiBackend{c: n, nats: true}, nil
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/pifleet/sessionlog/internal/apiclient"
 	"github.com/pifleet/sessionlog/internal/tree"
 )
 
@@ -118,7 +119,7 @@ func importAll(ctx context.Context, b backend, files []string, failed map[int]*i
 				if ctx.Err() != nil {
 					return // interrupted: the file may be in or not; report nothing false
 				}
-				var ue *unreachableError
+				var ue *apiclient.UnreachableError
 				if errors.As(err, &ue) {
 					mu.Lock()
 					unreachable = err
@@ -205,7 +206,7 @@ func importFile(ctx context.Context, b backend, name string) (*importResult, err
 		return r, nil
 	}
 	body, err := b.do(ctx, "import", nil, data)
-	var ue *unreachableError
+	var ue *apiclient.UnreachableError
 	switch {
 	case errors.As(err, &ue):
 		return nil, err

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pifleet/sessionlog/internal/apiclient"
 )
 
 // TestImportReport imports a directory tree holding good, bad and already
@@ -186,11 +188,11 @@ func TestImportStops(t *testing.T) {
 	calls := 0
 	gone := fakeBackend{func(context.Context, string) ([]byte, error) {
 		calls++
-		return nil, &unreachableError{where: "nats://x", err: errors.New("no servers")}
+		return nil, &apiclient.UnreachableError{Where: "nats://x", Err: errors.New("no servers")}
 	}}
 	stdout.Reset()
 	err := importAll(context.Background(), gone, files, nil, 1, newOut(&stdout))
-	var ue *unreachableError
+	var ue *apiclient.UnreachableError
 	if !errors.As(err, &ue) || calls != 1 || stdout.String() != "" {
 		t.Errorf("unreachable node: %v after %d calls, printed %q", err, calls, stdout.String())
 	}

@@ -51,7 +51,7 @@ func runLog(ctx context.Context, e *env, args []string) error {
 	if !follow {
 		r := newEntryReader(b, sid)
 		for seq := *after; ; {
-			page, _, last, err := r.next(ctx, seq)
+			page, _, last, err := r.Next(ctx, seq)
 			if err != nil {
 				return err
 			}
@@ -82,11 +82,7 @@ func runLog(ctx context.Context, e *env, args []string) error {
 			warned = true
 		}
 	}
-	if f, ok := b.(follower); ok {
-		err = f.follow(ctx, sid, *after, fn, retry)
-	} else {
-		err = pollEntries(ctx, b, sid, *after, fn, retry)
-	}
+	err = followEntries(ctx, b, sid, *after, fn, retry)
 	if ctx.Err() != nil {
 		return nil // interrupted: the normal end of a follow
 	}

@@ -28,8 +28,9 @@ type Stored struct {
 }
 
 // Log is the write side of the replicated session log: one ordered sequence of
-// records per session. Implementations: internal/jetstream (the real one), the
-// HTTP transport of the public client, and MemLog (tests).
+// records per session. Implementations: internal/jetstream (the real one),
+// internal/apiclient (through pi-node's API: the public client's HTTP and
+// NATS-API transports) and MemLog (tests).
 //
 // Contract, checked for every implementation by sessiontest.TestLog:
 //   - Append stores all recs of one call at the end of the session, contiguous

@@ -145,13 +145,13 @@ func (st *Store) Snapshot(ctx context.Context) error {
 
 // snapItem is a session as captured for a snapshot.
 type snapItem struct {
-	meta   snapEntry
-	header []byte
-	seqs   []uint64
-	lines  [][]byte
-	base   *snapRef // evicted with a snapshot block: lines come from there, then tail
-	tail   []Stored
-	fromLog bool    // evicted without one: read from the log
+	meta    snapEntry
+	header  []byte
+	seqs    []uint64
+	lines   [][]byte
+	base    *snapRef // evicted with a snapshot block: lines come from there, then tail
+	tail    []Stored
+	fromLog bool // evicted without one: read from the log
 }
 
 func captureDoc(d *Doc) snapItem {

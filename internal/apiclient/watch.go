@@ -1,4 +1,4 @@
-package main
+package apiclient
 
 import (
 	"bufio"
@@ -20,35 +20,43 @@ const (
 	retryMax = 2 * time.Second
 )
 
-// entriesPageSize is how many entries one "entries" request asks for at
-// first.
-const entriesPageSize = 1000
+// EntriesPageSize is how many entries one "entries" request of an
+// EntryReader asks for at first.
+const EntriesPageSize = 1000
 
-// entryReader pages through a session's entries. Over NATS a page of big
+// EntryReader pages through a session's entries. Over NATS a page of big
 // entries can exceed the server's max_payload (pi-node then answers 413):
 // the reader halves its page until the reply fits, down to one entry,
-// rather than failing a log that HTTP would have printed.
-type entryReader struct {
-	b     backend
+// rather than failing where HTTP would have succeeded.
+type EntryReader struct {
+	c     Client
 	sid   string
 	limit int
+	// MinSeq is sent with every page: the node answers only once it has
+	// applied this sequence (read your writes).
+	MinSeq uint64
 }
 
-func newEntryReader(b backend, sid string) *entryReader {
-	return &entryReader{b: b, sid: sid, limit: entriesPageSize}
+// NewEntryReader returns a reader of session sid's entries.
+func NewEntryReader(c Client, sid string) *EntryReader {
+	return &EntryReader{c: c, sid: sid, limit: EntriesPageSize}
 }
 
-// next returns the entries with seq > after (at most one page), whether
+// Next returns the entries with seq > after (at most one page), whether
 // the page was full (more may follow at once), and the session's last
 // sequence.
-func (r *entryReader) next(ctx context.Context, after uint64) (page []seqEntry, full bool, lastSeq uint64, err error) {
+func (r *EntryReader) Next(ctx context.Context, after uint64) (page []SeqEntry, full bool, lastSeq uint64, err error) {
 	for {
 		var resp struct {
-			Entries []seqEntry `json:"entries"`
+			Entries []SeqEntry `json:"entries"`
 			LastSeq uint64     `json:"lastSeq"`
 		}
-		err := call(ctx, r.b, "entries", params{"sessionId": r.sid, "afterSeq": after, "limit": r.limit}, &resp)
-		if isStatus(err, http.StatusRequestEntityTooLarge) && r.limit > 1 {
+		p := Params{"sessionId": r.sid, "afterSeq": after, "limit": r.limit}
+		if r.MinSeq > 0 {
+			p["minSeq"] = r.MinSeq
+		}
+		err := Call(ctx, r.c, "entries", p, &resp)
+		if IsStatus(err, http.StatusRequestEntityTooLarge) && r.limit > 1 {
 			r.limit /= 2
 			continue
 		}
@@ -56,20 +64,20 @@ func (r *entryReader) next(ctx context.Context, after uint64) (page []seqEntry, 
 	}
 }
 
-// pollEntries follows a session over a backend that cannot push: it asks
-// for the entries after the last one seen, again at once while pages come
-// back full, else after a pause that grows from retryMin to retryMax while
-// nothing is new. A temporary failure (node restarting) is reported
-// through retry and waited out; anything else ends the follow.
-func pollEntries(ctx context.Context, b backend, sid string, after uint64, fn func(seqEntry) error, retry func(error)) error {
-	r := newEntryReader(b, sid)
+// PollEntries follows a session over a Client that cannot push (see
+// Follower): it asks for the entries after the last one seen, again at once
+// while pages come back full, else after a pause that grows from 100 ms to
+// 2 s while nothing is new. A temporary failure (node restarting) is
+// reported through retry and waited out; anything else ends the follow.
+func PollEntries(ctx context.Context, c Client, sid string, after uint64, fn func(SeqEntry) error, retry func(error)) error {
+	r := NewEntryReader(c, sid)
 	pause := retryMin
 	for {
-		page, full, _, err := r.next(ctx, after)
+		page, full, _, err := r.Next(ctx, after)
 		switch {
 		case ctx.Err() != nil:
 			return nil
-		case err != nil && !temporary(err):
+		case err != nil && !Temporary(err):
 			return err
 		case err != nil:
 			retry(err)
@@ -105,11 +113,11 @@ func pauseFor(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// follow reads the session's Server-Sent Events watch. When the stream
-// drops (node restart, proxy timeout) it reconnects with Last-Event-ID set
-// to the last entry seen, which pi-node resumes after without gaps or
-// duplicates.
-func (b *httpBackend) follow(ctx context.Context, sid string, after uint64, fn func(seqEntry) error, retry func(error)) error {
+// Follow reads the session's Server-Sent Events watch; see Follower. When
+// the stream drops (node restart, proxy timeout) it reconnects with
+// Last-Event-ID set to the last entry seen, which pi-node resumes after
+// without gaps or duplicates.
+func (b *HTTP) Follow(ctx context.Context, sid string, after uint64, fn func(SeqEntry) error, retry func(error)) error {
 	pause := retryMin
 	for {
 		seen := after
@@ -117,7 +125,7 @@ func (b *httpBackend) follow(ctx context.Context, sid string, after uint64, fn f
 		switch {
 		case ctx.Err() != nil:
 			return nil
-		case err != nil && !temporary(err):
+		case err != nil && !Temporary(err):
 			return err
 		case err != nil:
 			retry(err)
@@ -134,7 +142,7 @@ func (b *httpBackend) follow(ctx context.Context, sid string, after uint64, fn f
 
 // watch runs one connection of the stream, advancing *after with each
 // entry. nil means the server ended the stream.
-func (b *httpBackend) watch(ctx context.Context, sid string, after *uint64, fn func(seqEntry) error) error {
+func (b *HTTP) watch(ctx context.Context, sid string, after *uint64, fn func(SeqEntry) error) error {
 	target := b.base + "/v1/sessions/" + url.PathEscape(sid) + "/watch"
 	if b.minSeq > 0 {
 		target += "?minSeq=" + strconv.FormatUint(b.minSeq, 10)
@@ -157,11 +165,12 @@ func (b *httpBackend) watch(ctx context.Context, sid string, after *uint64, fn f
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
-		return b.statusError(resp.StatusCode, body)
+		return b.statusError("watch", resp.StatusCode, body)
 	}
 	// pi-node pings every 15 s. A peer that vanished without closing the
 	// connection (a crashed host, a dropped NAT entry) sends nothing at
-	// all: after watchSilence the stream counts as dead, and is reopened.
+	// all: after the silence limit the stream counts as dead, and is
+	// reopened.
 	var silent atomic.Bool
 	idle := time.AfterFunc(b.silence, func() {
 		silent.Store(true)
@@ -174,7 +183,7 @@ func (b *httpBackend) watch(ctx context.Context, sid string, after *uint64, fn f
 		if err != nil || seq <= *after {
 			return nil // not an entry event, or one already seen
 		}
-		if err := fn(seqEntry{Seq: seq, Entry: bytes.Clone(data)}); err != nil {
+		if err := fn(SeqEntry{Seq: seq, Entry: bytes.Clone(data)}); err != nil {
 			return err
 		}
 		*after = seq
@@ -185,16 +194,12 @@ func (b *httpBackend) watch(ctx context.Context, sid string, after *uint64, fn f
 	case errors.As(err, &sink):
 		return sink.err
 	case err != nil && silent.Load():
-		return &unreachableError{where: b.base, err: fmt.Errorf("the watch stream said nothing for %v", b.silence)}
+		return &UnreachableError{Where: b.base, Err: fmt.Errorf("the watch stream said nothing for %v", b.silence)}
 	case err != nil:
 		return b.unreachable(ctx, err)
 	}
 	return nil
 }
-
-// watchSilence is how long a watch stream may say nothing, not even a
-// ping, before it is given up and reopened: four of pi-node's heartbeats.
-const watchSilence = time.Minute
 
 // activityReader postpones the idle timer with every read that returns
 // data.

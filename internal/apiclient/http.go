@@ -1,4 +1,4 @@
-package main
+package apiclient
 
 import (
 	"bytes"
@@ -41,50 +41,73 @@ var routes = map[string]route{
 	"status":        {"GET", "/v1/status"},
 }
 
-// httpBackend calls pi-node's REST routes with a bearer token.
-type httpBackend struct {
-	base   string // scheme://host[:port], no trailing slash
-	token  string
-	client *http.Client // bounded by --timeout
-	stream *http.Client // no overall timeout: the watch stream is long-lived
-	minSeq uint64
-	// silence is how long a watch stream may stay mute before it is
-	// reopened (watchSilence; tests shorten it).
+// HTTPOptions say how to reach pi-node's HTTP API.
+type HTTPOptions struct {
+	// URL is the node's HTTP listener, e.g. http://127.0.0.1:8080 (the
+	// scheme defaults to http).
+	URL string
+	// Token is the bearer token (pi-node's --http-token), if it has one.
+	Token string
+	// TLSConfig is used for https; TLSCert, TLSKey and TLSCA name PEM files
+	// to build one from instead (a client certificate and the CA that
+	// signed the server's).
+	TLSConfig              *tls.Config
+	TLSCert, TLSKey, TLSCA string
+	// Timeout bounds connecting and each request (the watch stream only
+	// while connecting). Default 30 s.
+	Timeout time.Duration
+	// MinSeq is sent with every request: read your writes from any node.
+	MinSeq uint64
+	// WatchSilence is how long a watch stream may say nothing, not even
+	// pi-node's ping, before it counts as dead and is reopened. Default one
+	// minute (four heartbeats).
+	WatchSilence time.Duration
+}
+
+// HTTP calls pi-node's REST routes.
+type HTTP struct {
+	base    string // scheme://host[:port], no trailing slash
+	token   string
+	client  *http.Client // bounded by Timeout
+	stream  *http.Client // no overall timeout: the watch stream is long-lived
+	minSeq  uint64
 	silence time.Duration
 }
 
 var (
-	_ backend  = (*httpBackend)(nil)
-	_ follower = (*httpBackend)(nil)
+	_ Client   = (*HTTP)(nil)
+	_ Follower = (*HTTP)(nil)
 )
 
-// httpOptions is how to reach pi-node's HTTP API.
-type httpOptions struct {
-	url, token             string
-	tlsCert, tlsKey, tlsCA string
-	timeout                time.Duration
-	minSeq                 uint64
-}
-
-func newHTTPBackend(o httpOptions) (*httpBackend, error) {
-	base := strings.TrimRight(o.url, "/")
+// NewHTTP checks the options and returns a client; it does not connect.
+func NewHTTP(o HTTPOptions) (*HTTP, error) {
+	base := strings.TrimRight(o.URL, "/")
 	if !strings.Contains(base, "://") {
 		base = "http://" + base
 	}
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("--http %q: want a URL like http://127.0.0.1:8080", o.url)
+		return nil, fmt.Errorf("%q: want a URL like http://127.0.0.1:8080", o.URL)
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 30 * time.Second
+	}
+	if o.WatchSilence <= 0 {
+		o.WatchSilence = time.Minute
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.DialContext = (&net.Dialer{Timeout: o.timeout}).DialContext
-	tr.ResponseHeaderTimeout = o.timeout
-	if o.tlsCA != "" || o.tlsCert != "" {
-		if tr.TLSClientConfig, err = tlsConfig(o.tlsCert, o.tlsKey, o.tlsCA); err != nil {
+	tr.DialContext = (&net.Dialer{Timeout: o.Timeout}).DialContext
+	tr.ResponseHeaderTimeout = o.Timeout
+	switch {
+	case o.TLSConfig != nil:
+		tr.TLSClientConfig = o.TLSConfig
+	case o.TLSCA != "" || o.TLSCert != "":
+		if tr.TLSClientConfig, err = tlsConfig(o.TLSCert, o.TLSKey, o.TLSCA); err != nil {
 			return nil, err
 		}
 	}
-	return &httpBackend{base: base, token: o.token, minSeq: o.minSeq, silence: watchSilence,
-		client: &http.Client{Transport: tr, Timeout: o.timeout},
+	return &HTTP{base: base, token: o.Token, minSeq: o.MinSeq, silence: o.WatchSilence,
+		client: &http.Client{Transport: tr, Timeout: o.Timeout},
 		stream: &http.Client{Transport: tr}}, nil
 }
 
@@ -94,29 +117,34 @@ func tlsConfig(cert, key, ca string) (*tls.Config, error) {
 	if cert != "" {
 		kp, err := tls.LoadX509KeyPair(cert, key)
 		if err != nil {
-			return nil, fmt.Errorf("--tls-cert/--tls-key: %w", err)
+			return nil, fmt.Errorf("TLS certificate: %w", err)
 		}
 		c.Certificates = []tls.Certificate{kp}
 	}
 	if ca != "" {
 		pem, err := os.ReadFile(ca)
 		if err != nil {
-			return nil, fmt.Errorf("--tls-ca: %w", err)
+			return nil, fmt.Errorf("TLS CA: %w", err)
 		}
 		c.RootCAs = x509.NewCertPool()
 		if !c.RootCAs.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("--tls-ca %s: no PEM certificate in it", ca)
+			return nil, fmt.Errorf("TLS CA %s: no PEM certificate in it", ca)
 		}
 	}
 	return c, nil
 }
 
-func (b *httpBackend) close() { b.client.CloseIdleConnections() }
+// URL returns the base URL requests go to.
+func (b *HTTP) URL() string { return b.base }
 
-func (b *httpBackend) do(ctx context.Context, op string, p params, body []byte) ([]byte, error) {
+// Close closes idle connections.
+func (b *HTTP) Close() { b.client.CloseIdleConnections() }
+
+// Do runs op; see Client.
+func (b *HTTP) Do(ctx context.Context, op string, p Params, body []byte) ([]byte, error) {
 	r, ok := routes[op]
 	if !ok {
-		return nil, fmt.Errorf("pi-ctl knows no HTTP route for %q", op)
+		return nil, fmt.Errorf("no HTTP route for operation %q", op)
 	}
 	req, err := b.request(ctx, r, withMinSeq(p, b.minSeq), body)
 	if err != nil {
@@ -132,7 +160,7 @@ func (b *httpBackend) do(ctx context.Context, op string, p params, body []byte) 
 		return nil, b.unreachable(ctx, err)
 	}
 	if resp.StatusCode >= 300 {
-		return nil, b.statusError(resp.StatusCode, data)
+		return nil, b.statusError(op, resp.StatusCode, data)
 	}
 	if len(data) == 0 {
 		return nil, nil
@@ -143,9 +171,9 @@ func (b *httpBackend) do(ctx context.Context, op string, p params, body []byte) 
 // request builds the HTTP request of route r: path parameters from p, the
 // rest as the query (GET, DELETE) or as a JSON body (POST, PUT); body, when
 // given, is sent as it is.
-func (b *httpBackend) request(ctx context.Context, r route, p params, body []byte) (*http.Request, error) {
+func (b *HTTP) request(ctx context.Context, r route, p Params, body []byte) (*http.Request, error) {
 	raw := body != nil
-	path, rest := r.path, params{}
+	path, rest := r.path, Params{}
 	for k, v := range p {
 		switch {
 		case k == "sessionId" && strings.Contains(path, "{id}"):
@@ -163,7 +191,7 @@ func (b *httpBackend) request(ctx context.Context, r route, p params, body []byt
 		}
 	} else {
 		var err error
-		if body, err = encodeJSON(rest); err != nil {
+		if body, err = EncodeJSON(rest); err != nil {
 			return nil, err
 		}
 	}
@@ -205,32 +233,31 @@ func queryValue(v any) string {
 	return fmt.Sprint(v)
 }
 
-// statusError decodes an error reply and adds what the operator can do.
-func (b *httpBackend) statusError(status int, body []byte) error {
-	ae, ok := decodeError(status, body, "")
+// statusError decodes an error reply and adds what the user can do.
+func (b *HTTP) statusError(op string, status int, body []byte) error {
+	ae := decodeError(op, status, body, "")
 	switch {
-	case !ok:
-		ae.hint = "the reply is not pi-node's: is " + b.base + " pi-node's HTTP listener?"
+	case ae.Foreign:
+		ae.Hint = "the reply is not pi-node's: is " + b.base + " pi-node's HTTP listener?"
 	case status == http.StatusUnauthorized:
-		ae.hint = "pass the node's --http-token with --token or $PI_CTL_TOKEN"
-		if b.token != "" {
-			ae.hint = "the token given with --token or $PI_CTL_TOKEN is not the node's"
-		}
+		ae.Hint = "send pi-node's --http-token as the bearer token"
 	}
 	return ae
 }
 
 // unreachable wraps a transport error; an interrupt stays an interrupt.
-func (b *httpBackend) unreachable(ctx context.Context, err error) error {
+func (b *HTTP) unreachable(ctx context.Context, err error) error {
 	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 		return ctx.Err()
 	}
+	if ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w: %w", ctx.Err(), &UnreachableError{Where: b.base, Err: errors.New("no reply in time"), Timeout: true})
+	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
-		return &unreachableError{where: b.base, err: errors.New("no reply in time"), hint: "raise --timeout if the node is busy"}
+		return &UnreachableError{Where: b.base, Err: errors.New("no reply in time"), Timeout: true}
 	}
-	return &unreachableError{where: b.base, err: unwrapURLError(err),
-		hint: "is pi-node running? point --http or $PI_CTL_HTTP at its HTTP listener"}
+	return &UnreachableError{Where: b.base, Err: unwrapURLError(err), Hint: "is pi-node running at this URL?"}
 }
 
 // unwrapURLError drops net/http's `Get "URL":` prefix: the message names

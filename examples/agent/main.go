@@ -1,0 +1,112 @@
+// Command agent is a small agent worker on sessionlog: an agent loop around
+// a fake LLM that answers deterministically and calls tools, writing its
+// session through the public client exactly as pi's SessionManager would.
+//
+// It plays the eight steps of pi's debugging story (the conformance case
+// example-auth-salt-debugging): a model change; a question; a read tool
+// call and its result; the root-cause answer; a branch back to the
+// question; a second question with a grep tool call and its result; a
+// label on the root-cause answer; a name for the session. Then it prints
+// the session tree, and opens the session again as another worker would.
+//
+// Start a pi-node, then run it:
+//
+//	go run ./cmd/pi-node
+//	go run ./examples/agent                                  # through pi-node's HTTP API
+//	go run ./examples/agent --nats nats://127.0.0.1:4222     # on JetStream directly
+//	go run ./cmd/pi-ctl tree <session-id>                    # the same tree, from pi-node
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/pifleet/sessionlog/client"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "agent:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+// run is the whole program; tests call it with the address of an
+// in-process pi-node.
+func run(ctx context.Context, args []string, out, errOut io.Writer) error {
+	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
+	fs.SetOutput(errOut)
+	httpURL := fs.String("http", "http://127.0.0.1:8080", "pi-node's HTTP API `URL`")
+	natsURL := fs.String("nats", "", "write on JetStream directly through the NATS server at `URL` (instead of --http)")
+	token := fs.String("token", os.Getenv("PI_NODE_TOKEN"), "bearer `TOKEN` of pi-node's HTTP API (default $PI_NODE_TOKEN)")
+	clientID := fs.String("client", "agent-1", "the worker's cursor client `ID`")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	tr, via := client.HTTP(*httpURL), *httpURL
+	if *natsURL != "" {
+		tr, via = client.JetStreamURL(*natsURL), *natsURL+" (JetStream)"
+	}
+	c, err := client.New(ctx, tr, client.WithToken(*token))
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+
+	s, err := c.Create(client.WithCwd("/home/dev/project"), client.WithClientID(*clientID))
+	if err != nil {
+		return err
+	}
+	a := &agent{s: s, out: out}
+	a.printf("session %s via %s, client %s\n", s.ID(), via, *clientID)
+
+	// 1. The model.
+	a.note(s.AppendModelChange(ctx, provider, model))
+	// 2-5. The question, a read, its result, the root cause.
+	question, err := a.ask(ctx, "Why does the salt check in auth.ts fail?")
+	if err != nil {
+		return err
+	}
+	rootCause := s.LeafID()
+	// 6. Back to the question: the next turn branches off it.
+	if err := s.Branch(ctx, question); err != nil {
+		return err
+	}
+	a.printf("branch  back to %s\n", question)
+	// 7. A second question, a grep, its result.
+	if _, err := a.ask(ctx, "Show me the hash function first."); err != nil {
+		return err
+	}
+	// 8. A label on the root cause, and a name.
+	a.note(s.Label(ctx, rootCause, "root_cause_found"))
+	a.note(s.Rename(ctx, "auth salt debugging"))
+	if a.err != nil {
+		return a.err
+	}
+
+	a.printf("\ntree (leaf %s):\n", s.LeafID())
+	printTree(out, s.Tree(), "")
+	ctxt := s.BuildContext()
+	a.printf("\ncontext at the leaf: %d messages, model %s/%s, thinking %s\n",
+		len(ctxt.Messages), ctxt.Model.Provider, ctxt.Model.ModelID, ctxt.ThinkingLevel)
+
+	// Another worker with the same client id resumes where this one stands.
+	again, err := c.Open(ctx, s.ID(), client.WithClientID(*clientID))
+	if err != nil {
+		return err
+	}
+	name, _ := again.Name()
+	a.printf("reopened %q: %d entries, leaf %s, as stored: %v\n", name, len(again.Entries()), again.LeafID(),
+		string(again.Export()) == string(s.Export()))
+	return a.err
+}

@@ -1,0 +1,139 @@
+// Package apitest runs a pi-node in the test process, wired as cmd/pi-node
+// wires one: an embedded JetStream server, the stream and the cursor bucket
+// provisioned, a Store following the log, the Service, and the API over
+// HTTP and as the NATS micro service. Tests of API clients (apiclient, the
+// public client package, the examples) talk to it exactly as they would to
+// the real binary.
+package apitest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/pifleet/sessionlog/internal/api"
+	"github.com/pifleet/sessionlog/internal/jetstream"
+	"github.com/pifleet/sessionlog/internal/session"
+)
+
+// Options configure a Node. The zero value is a node without a token.
+type Options struct {
+	// Token is the HTTP bearer token the node requires ("" for none).
+	Token string
+	// SyncAlways fsyncs every write (pi-node's default); tests usually do
+	// without, as durability is not what they check.
+	SyncAlways bool
+}
+
+// Node is a running in-process pi-node.
+type Node struct {
+	HTTPURL string // http://127.0.0.1:PORT
+	NATSURL string // the embedded NATS server's client URL
+	Token   string
+
+	// The engine underneath, for checks that bypass the API: Log reads the
+	// stream directly (it is also a session.Feed).
+	Log     *jetstream.Log
+	Cursors *jetstream.Cursors
+	Store   *session.Store
+	Config  jetstream.Config
+
+	server *jetstream.Server
+	conn   *jetstream.Conn
+	api    *api.Server
+	http   *http.Server
+	served chan error
+	micro  micro.Service
+}
+
+// Start starts a node with its data in t.TempDir() and stops it at cleanup.
+func Start(t testing.TB, o Options) *Node {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n, err := StartDir(ctx, t.TempDir(), o)
+	if err != nil {
+		t.Fatalf("start pi-node: %v", err)
+	}
+	t.Cleanup(n.Close)
+	return n
+}
+
+// StartDir starts a node with its data in dir (for TestMain, which has no
+// testing.T); Close stops it.
+func StartDir(ctx context.Context, dir string, o Options) (n *Node, err error) {
+	n = &Node{Token: o.Token, Config: jetstream.NewConfig()}
+	defer func() {
+		if err != nil {
+			n.Close()
+		}
+	}()
+	n.server = jetstream.NewServer(dir)
+	n.server.ServerName, n.server.Port, n.server.SyncAlways = "apitest", -1, o.SyncAlways
+	if err := n.server.Start(ctx); err != nil {
+		return nil, err
+	}
+	n.NATSURL = n.server.ClientURL()
+	if n.conn, err = jetstream.Connect(ctx, jetstream.NewConnConfig(n.NATSURL)); err != nil {
+		return nil, err
+	}
+	if err := jetstream.Provision(ctx, n.conn.JS, n.Config); err != nil {
+		return nil, err
+	}
+	n.Log = jetstream.NewLog(n.conn.JS, n.Config)
+	if n.Cursors, err = jetstream.NewCursors(ctx, n.conn.JS, n.Config); err != nil {
+		return nil, err
+	}
+	n.Store = session.NewStore(n.Log, session.StoreOptions{Log: n.Log})
+	if err := n.Store.Open(ctx); err != nil {
+		return nil, err
+	}
+	svc := &session.Service{Log: n.Log, Store: n.Store, Cursors: n.Cursors}
+	if n.api, err = api.New(api.Config{Service: svc, NodeName: "apitest", Token: o.Token}); err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("http listen: %w", err)
+	}
+	n.HTTPURL = "http://" + ln.Addr().String()
+	n.http = n.api.HTTPServer(ln.Addr().String())
+	n.served = make(chan error, 1)
+	go func() { n.served <- n.http.Serve(ln) }()
+	if n.micro, err = n.api.StartNATS(n.conn.NC); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// Close stops the node as pi-node does: the micro service, the HTTP
+// server, the API, the Store, the connection, the server. It is safe to
+// call on a node that failed to start.
+func (n *Node) Close() {
+	if n.micro != nil {
+		_ = n.micro.Stop()
+	}
+	if n.http != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = n.http.Shutdown(ctx)
+		cancel()
+		<-n.served // http.ErrServerClosed
+	}
+	if n.api != nil {
+		_ = n.api.Close()
+	}
+	if n.Store != nil {
+		_ = n.Store.Close()
+	}
+	if n.conn != nil {
+		n.conn.Close()
+	}
+	if n.server != nil {
+		n.server.Shutdown()
+	}
+}

@@ -1,0 +1,127 @@
+// Package apiclient speaks pi-node's API (docs/API.md) from the client side,
+// over either of its transports: HTTP/JSON (NewHTTP) and the NATS micro
+// service pi.v1.<op> (DialNATS, NewNATS). Both implement Client, so a caller
+// is written once against op names and request fields and runs over either.
+//
+// On top of Client it provides what the callers of the API share: paging
+// through a session's entries (EntryReader, PollEntries), following one with
+// Server-Sent Events (HTTP.Follow), and the session engine's storage
+// interfaces over the API (Log implements session.Log, Cursors implements
+// session.Cursors), so that session.Writer — delayed flush, CAS appends,
+// conflict reconciliation — runs unchanged against a pi-node that is only
+// reachable by URL.
+//
+// Errors are translated once, here: an error reply is an *Error, no reply
+// at all an *UnreachableError, and both unwrap to the session package's
+// sentinels (ErrNotFound, ErrConflict, ErrExists, ErrInvalid with a
+// *session.FieldError, ErrTooLarge, ErrUnavailable, ErrTimeout), so callers
+// test them with errors.Is and never match messages.
+//
+// pi-ctl and the public client package (client/) are the users.
+package apiclient
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+)
+
+// Client runs one pi-node operation.
+//
+// Do runs op (the operation's name in docs/API.md: "get", "cursor.set",
+// "import", ...) with the request fields p: what HTTP puts in the path and
+// the query is a plain field here, as over NATS. A nil value is JSON null
+// (the null leaf). body, when not nil, is sent as it is instead of p
+// (import's JSONL). Do returns the reply body as the node sent it: JSON for
+// every operation but export (pi JSONL), nil for an empty reply. Every
+// request carries minSeq when the client was configured with one.
+//
+// Errors: an error reply of the node is an *Error; no reply at all
+// (connection refused, timeout, nobody serving the subject) is an
+// *UnreachableError; an interrupted ctx is ctx.Err(). See the package doc
+// for the sentinels they unwrap to.
+//
+// Close releases the connection (one the Client opened itself); the Client
+// is unusable afterwards. A Client is safe for concurrent use.
+type Client interface {
+	Do(ctx context.Context, op string, p Params, body []byte) ([]byte, error)
+	Close()
+}
+
+// Params are the fields of one request.
+type Params map[string]any
+
+// Follower is implemented by a Client that can push a session's new entries
+// (HTTP's Server-Sent Events watch); PollEntries does the same by polling
+// over any Client.
+//
+// Follow calls fn for every entry with seq > afterSeq, in log order, then
+// for each new one as it is stored, until ctx is done (nil), fn fails (its
+// error) or the stream cannot go on (the session is gone, the token is
+// refused: an error). After a dropped connection it tells retry why and
+// reconnects by itself, without gaps or duplicates.
+type Follower interface {
+	Follow(ctx context.Context, sid string, afterSeq uint64, fn func(SeqEntry) error, retry func(error)) error
+}
+
+// SeqEntry is one stored entry with its log sequence (the entries operation
+// and the watch stream).
+type SeqEntry struct {
+	Seq   uint64          `json:"seq"`
+	Entry json.RawMessage `json:"entry"`
+}
+
+// Call runs op and decodes its JSON reply into resp (nil: ignore it).
+func Call(ctx context.Context, c Client, op string, p Params, resp any) error {
+	body, err := c.Do(ctx, op, p, nil)
+	if err != nil || resp == nil {
+		return err
+	}
+	if err := json.Unmarshal(body, resp); err != nil {
+		return fmt.Errorf("%s: unexpected reply from pi-node: %v", op, err)
+	}
+	return nil
+}
+
+// EncodeJSON encodes v without HTML escaping, so entries, labels and names
+// reach the log with the bytes they were given ("<" stays "<", as pi writes
+// it). json.RawMessage values are compacted, nothing else.
+func EncodeJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// withMinSeq returns p with minSeq raised to at least minSeq: a caller may
+// ask for a later sequence itself (a cursor's), never for an earlier one
+// than the client was configured with.
+func withMinSeq(p Params, minSeq uint64) Params {
+	if v, ok := p["minSeq"].(uint64); minSeq == 0 || ok && v >= minSeq {
+		return p
+	}
+	out := make(Params, len(p)+1)
+	for k, v := range p {
+		out[k] = v
+	}
+	out["minSeq"] = minSeq
+	return out
+}
+
+// humanBytes formats a size for messages: "3.0 MiB".
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit && exp < 4; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTP"[exp])
+}

@@ -1,0 +1,151 @@
+package apiclient
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/pifleet/sessionlog/internal/session"
+)
+
+// ErrUnauthorized is what a 401 reply unwraps to: the HTTP API wants a
+// bearer token (pi-node's --http-token) and got none or another one. The
+// session engine never returns it; it belongs to the transport.
+var ErrUnauthorized = errors.New("unauthorized")
+
+// Error is an error reply of pi-node: the HTTP status (over NATS the micro
+// error code, which pi-node sets to the same number) and the JSON error
+// object {"error":{"code","message","field","lastSeq"}}.
+//
+// It unwraps to the session sentinel of its status, as pi-node's error
+// table maps them (docs/API.md, Errors):
+//
+//	400 invalid      session.ErrInvalid (a *session.FieldError when Field is set)
+//	401 unauthorized ErrUnauthorized
+//	404 not_found    session.ErrNotFound
+//	409 conflict     session.ErrExists for create and import (the session id is
+//	                 taken); otherwise a *session.ConflictError when the reply
+//	                 carries lastSeq (a stale expectLastSeq), else session.ErrConflict
+//	413 too_large    session.ErrTooLarge
+//	502, 503         session.ErrUnavailable (retry; appends with the same ids are safe)
+//	504 timeout      session.ErrTimeout (minSeq not applied in time)
+//
+// Anything else (500) unwraps to nothing.
+type Error struct {
+	Op      string `json:"-"` // the operation that failed
+	Status  int    `json:"-"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Field   string `json:"field"`
+	// LastSeq is the session's last sequence on a conflict with
+	// expectLastSeq: read what you missed with minSeq=LastSeq.
+	LastSeq uint64 `json:"lastSeq"`
+	// Foreign is set when the reply was not pi-node's error object (a
+	// proxy's page, a truncated reply); Message is then made from what
+	// there was.
+	Foreign bool `json:"-"`
+	// Local is set when the client refused the request before sending it
+	// (larger than the NATS server's max_payload).
+	Local bool `json:"-"`
+	// Hint says what the user can do; callers may replace it with advice
+	// in their own terms (pi-ctl names its flags).
+	Hint string `json:"-"`
+}
+
+func (e *Error) Error() string {
+	if e.Hint != "" {
+		return e.Message + " (" + e.Hint + ")"
+	}
+	return e.Message
+}
+
+// Unwrap returns the session sentinel of the status (see Error).
+func (e *Error) Unwrap() error {
+	switch e.Status {
+	case http.StatusBadRequest:
+		if e.Field != "" {
+			return &session.FieldError{Field: e.Field, Reason: strings.TrimPrefix(e.Message, e.Field+": ")}
+		}
+		return session.ErrInvalid
+	case http.StatusUnauthorized:
+		return ErrUnauthorized
+	case http.StatusNotFound:
+		return session.ErrNotFound
+	case http.StatusConflict:
+		switch {
+		case e.Op == "create" || e.Op == "import":
+			return session.ErrExists
+		case e.LastSeq > 0:
+			return &session.ConflictError{LastSeq: e.LastSeq, Reason: e.Message}
+		}
+		return session.ErrConflict
+	case http.StatusRequestEntityTooLarge:
+		return session.ErrTooLarge
+	case http.StatusBadGateway, http.StatusServiceUnavailable:
+		return session.ErrUnavailable
+	case http.StatusGatewayTimeout:
+		return session.ErrTimeout
+	}
+	return nil
+}
+
+// IsStatus reports whether err is an error reply with this HTTP status.
+func IsStatus(err error, status int) bool {
+	var ae *Error
+	return errors.As(err, &ae) && ae.Status == status
+}
+
+// decodeError reads an error reply body of op. A body that is not pi-node's
+// error object still yields a readable message, from fallback (NATS: the
+// error header) or the body's start; Foreign is set then.
+func decodeError(op string, status int, body []byte, fallback string) *Error {
+	var eb struct {
+		Error *Error `json:"error"`
+	}
+	if json.Unmarshal(body, &eb) == nil && eb.Error != nil && eb.Error.Message != "" {
+		eb.Error.Op, eb.Error.Status = op, status
+		return eb.Error
+	}
+	msg := fallback
+	if msg == "" {
+		msg = strings.TrimSpace(string(body))
+		if len(msg) > 200 {
+			msg = msg[:200] + "…"
+		}
+	}
+	if msg == "" {
+		msg = http.StatusText(status)
+	}
+	return &Error{Op: op, Status: status, Message: fmt.Sprintf("%s (status %d)", msg, status), Foreign: true}
+}
+
+// UnreachableError means no reply came: the node or the NATS server is not
+// there, did not answer in time, or nobody serves the operation. The outcome
+// of a write is then unknown. It unwraps to its cause and to
+// session.ErrUnavailable.
+type UnreachableError struct {
+	Where   string // the URL tried
+	Err     error
+	Timeout bool   // no reply within the client's timeout
+	Hint    string // what the user can do (see Error.Hint)
+}
+
+func (e *UnreachableError) Error() string {
+	msg := fmt.Sprintf("cannot reach pi-node at %s: %v", e.Where, e.Err)
+	if e.Hint != "" {
+		msg += " (" + e.Hint + ")"
+	}
+	return msg
+}
+
+// Unwrap returns the cause and session.ErrUnavailable.
+func (e *UnreachableError) Unwrap() []error { return []error{e.Err, session.ErrUnavailable} }
+
+// Temporary reports whether a retry may succeed: no reply, or a node that
+// is unavailable or behind (502, 503, 504). Followers keep going through
+// these.
+func Temporary(err error) bool {
+	return errors.Is(err, session.ErrUnavailable) || errors.Is(err, session.ErrTimeout)
+}
