@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"github.com/pifleet/sessionlog/internal/conformance"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,7 +16,7 @@ import (
 // codes is covered too.
 func TestBinary(t *testing.T) {
 	bin := builtBinary(t, "pi-ctl")
-	session := filepath.Join(conformanceDir(t), "pi-v3", "example-auth-salt-debugging", "session.jsonl")
+	session := filepath.Join(conformance.Dir(t), "pi-v3", "example-auth-salt-debugging", "session.jsonl")
 	for _, c := range []struct {
 		args         []string
 		code         int

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/pifleet/sessionlog/internal/conformance"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,7 +14,7 @@ import (
 // pi-v3 case that has a session file and compares with pi's own answers.
 func TestFileConformanceV3(t *testing.T) {
 	ran := 0
-	for _, dir := range caseDirs(t, conformanceDir(t), "pi-v3") {
+	for _, dir := range conformance.Cases(t, conformance.Dir(t), "pi-v3") {
 		session := filepath.Join(dir, "session.jsonl")
 		if _, err := os.Stat(session); err != nil {
 			continue // pi wrote no file for this case (fileWritten: false)
@@ -21,19 +22,19 @@ func TestFileConformanceV3(t *testing.T) {
 		ran++
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			t.Parallel()
-			exp := mustValue(t, mustRead(t, filepath.Join(dir, "expected.json")))
-			wantTree, _ := field(exp, "tree")
+			exp := conformance.MustValue(t, conformance.MustRead(t, filepath.Join(dir, "expected.json")))
+			wantTree, _ := conformance.Field(exp, "tree")
 			checkJSON(t, "tree", mustRun(t, "file", "tree", session, "--json"), wantTree)
 			info := mustRun(t, "file", "info", "--json", session)
 			checkInfo(t, info, exp, true)
-			if s, _ := field(mustValue(t, []byte(info)), "skippedLines"); len(s.Arr) != 0 {
-				t.Errorf("info: pi's own file has skipped lines: %s", short(s))
+			if s, _ := conformance.Field(conformance.MustValue(t, []byte(info)), "skippedLines"); len(s.Arr) != 0 {
+				t.Errorf("info: pi's own file has skipped lines: %s", conformance.Short(s))
 			}
 
-			ctxs, _ := field(exp, "contexts")
-			wantLeaf, _ := field(exp, "leafId")
+			ctxs, _ := conformance.Field(exp, "contexts")
+			wantLeaf, _ := conformance.Field(exp, "leafId")
 			for _, want := range sampleContexts(ctxs.Arr, wantLeaf) {
-				leaf, _ := field(want, "leafId")
+				leaf, _ := conformance.Field(want, "leafId")
 				arg := "null"
 				if leaf.Kind == tree.KindString {
 					arg = leaf.Str
@@ -44,7 +45,7 @@ func TestFileConformanceV3(t *testing.T) {
 			}
 			// Without --leaf: pi's default leaf, the last entry.
 			for _, want := range ctxs.Arr {
-				if leaf, _ := field(want, "leafId"); diff("", leaf, wantLeaf) == "" {
+				if leaf, _ := conformance.Field(want, "leafId"); conformance.Diff("", leaf, wantLeaf) == "" {
 					checkContext(t, want, func(extra ...string) string {
 						return mustRun(t, append([]string{"file", "context", session}, extra...)...)
 					})
@@ -63,8 +64,8 @@ func sampleContexts(all []tree.Value, defaultLeaf tree.Value) []tree.Value {
 	step := max(1, len(all)/8)
 	var out []tree.Value
 	for k := range all {
-		leaf, _ := field(all[k], "leafId")
-		if k%step == 0 || k == len(all)-1 || diff("", leaf, defaultLeaf) == "" {
+		leaf, _ := conformance.Field(all[k], "leafId")
+		if k%step == 0 || k == len(all)-1 || conformance.Diff("", leaf, defaultLeaf) == "" {
 			out = append(out, all[k])
 		}
 	}
@@ -76,27 +77,27 @@ func sampleContexts(all []tree.Value, defaultLeaf tree.Value) []tree.Value {
 // ids of a migrated version-1 file) are not compared.
 func checkContext(t *testing.T, want tree.Value, ctx func(extra ...string) string) {
 	t.Helper()
-	leaf, _ := field(want, "leafId")
-	name := "context[" + short(leaf) + "]"
-	got := mustValue(t, []byte(ctx("--json")))
+	leaf, _ := conformance.Field(want, "leafId")
+	name := "context[" + conformance.Short(leaf) + "]"
+	got := conformance.MustValue(t, []byte(ctx("--json")))
 	for _, m := range want.Obj {
 		switch m.Key {
 		case "pathLength":
-			path, _ := field(got, "path")
+			path, _ := conformance.Field(got, "path")
 			if float64(len(path.Arr)) != m.Val.Num {
 				t.Errorf("%s: path of %d entries, want %v", name, len(path.Arr), m.Val.Num)
 			}
 		case "llmMessages":
-			llm := mustValue(t, []byte(ctx("--json", "--llm")))
-			g, _ := field(llm, "messages")
-			if d := diff(name+".llmMessages", g, m.Val); d != "" {
+			llm := conformance.MustValue(t, []byte(ctx("--json", "--llm")))
+			g, _ := conformance.Field(llm, "messages")
+			if d := conformance.Diff(name+".llmMessages", g, m.Val); d != "" {
 				t.Error(d)
 			}
 		default:
-			g, ok := field(got, m.Key)
+			g, ok := conformance.Field(got, m.Key)
 			if !ok {
 				t.Errorf("%s: no %q in our output", name, m.Key)
-			} else if d := diff(name+"."+m.Key, g, m.Val); d != "" {
+			} else if d := conformance.Diff(name+"."+m.Key, g, m.Val); d != "" {
 				t.Error(d)
 			}
 		}
@@ -112,13 +113,13 @@ func checkContext(t *testing.T, want tree.Value, ctx func(extra ...string) strin
 // withIDs is false for version-1 files, whose ids are fresh.
 func checkInfo(t *testing.T, out string, exp tree.Value, withIDs bool) {
 	t.Helper()
-	got := mustValue(t, []byte(out))
+	got := conformance.MustValue(t, []byte(out))
 	keys := []string{"sessionId", "version", "sourceVersion", "name", "entryCount"}
 	if withIDs {
 		keys = append(keys, "leafId", "labels")
 	}
 	for _, k := range keys {
-		want, ok := field(exp, k)
+		want, ok := conformance.Field(exp, k)
 		if !ok {
 			if k == "sourceVersion" { // pi-v3 vectors: the file is current
 				want = tree.Value{Kind: tree.KindNumber, Num: 3}
@@ -126,10 +127,10 @@ func checkInfo(t *testing.T, out string, exp tree.Value, withIDs bool) {
 				continue
 			}
 		}
-		g, ok := field(got, k)
+		g, ok := conformance.Field(got, k)
 		if !ok {
 			t.Errorf("info: no %q", k)
-		} else if d := diff("info."+k, g, want); d != "" {
+		} else if d := conformance.Diff("info."+k, g, want); d != "" {
 			t.Error(d)
 		}
 	}
@@ -138,16 +139,16 @@ func checkInfo(t *testing.T, out string, exp tree.Value, withIDs bool) {
 // TestFileConformanceMigration runs info, context and migrate on the
 // version 1 and 2 inputs.
 func TestFileConformanceMigration(t *testing.T) {
-	dir := conformanceDir(t)
+	dir := conformance.Dir(t)
 	for _, version := range []string{"pi-v1", "pi-v2"} {
-		for _, c := range caseDirs(t, dir, version) {
+		for _, c := range conformance.Cases(t, dir, version) {
 			t.Run(version+"/"+filepath.Base(c), func(t *testing.T) {
 				t.Parallel()
-				exp := mustValue(t, mustRead(t, filepath.Join(c, "expected.json")))
-				ids, _ := field(exp, "idsPreserved")
+				exp := conformance.MustValue(t, conformance.MustRead(t, filepath.Join(c, "expected.json")))
+				ids, _ := conformance.Field(exp, "idsPreserved")
 				orig := filepath.Join(c, "original.jsonl")
 				checkInfo(t, runWarned(t, "file", "info", "--json", orig), exp, ids.Bool)
-				ctxs, _ := field(exp, "contexts")
+				ctxs, _ := conformance.Field(exp, "contexts")
 				want := ctxs.Arr[0]
 				if !ids.Bool { // fresh ids: compare everything but them
 					want.Delete("leafId")
@@ -175,7 +176,7 @@ func checkMigrate(t *testing.T, dir, orig string, idsPreserved bool) {
 	if os.IsNotExist(err) {
 		return
 	}
-	ours := string(mustRead(t, out))
+	ours := string(conformance.MustRead(t, out))
 	if !idsPreserved {
 		ours = renameIDs(t, []byte(ours), piFile)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"github.com/pifleet/sessionlog/internal/conformance"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,7 +14,7 @@ var update = flag.Bool("update", false, "rewrite testdata/*.golden from the curr
 // TestGolden pins the text output of tree, info and context. Regenerate with
 // "go test ./cmd/pi-ctl -update" and review the diff before committing.
 func TestGolden(t *testing.T) {
-	v3 := filepath.Join(conformanceDir(t), "pi-v3")
+	v3 := filepath.Join(conformance.Dir(t), "pi-v3")
 	auth := filepath.Join(v3, "example-auth-salt-debugging", "session.jsonl")
 	branching := filepath.Join(v3, "p08-branching", "session.jsonl")
 	for _, c := range []struct {
@@ -68,7 +69,7 @@ func at(lines []string, i int) string {
 // TestTreeTextAuthSalt asserts what the golden file must show: the two
 // branches under the first question, the label and the leaf.
 func TestTreeTextAuthSalt(t *testing.T) {
-	auth := filepath.Join(conformanceDir(t), "pi-v3", "example-auth-salt-debugging", "session.jsonl")
+	auth := filepath.Join(conformance.Dir(t), "pi-v3", "example-auth-salt-debugging", "session.jsonl")
 	lines := strings.Split(strings.TrimSuffix(mustRun(t, "file", "tree", auth), "\n"), "\n")
 	if len(lines) != 11 {
 		t.Fatalf("%d lines, want one per entry (11):\n%s", len(lines), strings.Join(lines, "\n"))

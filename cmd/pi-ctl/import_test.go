@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/pifleet/sessionlog/internal/conformance"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,12 +30,12 @@ func TestImportReport(t *testing.T) {
 			return p
 		}
 		goodPath, goodSID := newSessionFile(t, "/import")
-		good := mk("a/good.jsonl", string(mustRead(t, goodPath)))
+		good := mk("a/good.jsonl", string(conformance.MustRead(t, goodPath)))
 		// Malformed JSON where the header should be: pi skips the line, and
 		// without a header the file cannot be opened at all.
 		bad := mk("b/bad.jsonl", "{\"type\":\"message\"\n")
 		storedPath, storedSID, _ := importedSession(t, n, "/import")
-		stored := mk("b/c/stored.jsonl", string(mustRead(t, storedPath)))
+		stored := mk("b/c/stored.jsonl", string(conformance.MustRead(t, storedPath)))
 		mk("b/notes.txt", "not a session")
 		missing := filepath.Join(dir, "missing.jsonl")
 
@@ -55,7 +56,7 @@ func TestImportReport(t *testing.T) {
 				t.Errorf("line %d = %q, want prefix %q", k+1, got[k], want[k])
 			}
 		}
-		if out := mustRun(t, withFlags(conn, "export", goodSID)...); out != string(mustRead(t, good)) {
+		if out := mustRun(t, withFlags(conn, "export", goodSID)...); out != string(conformance.MustRead(t, good)) {
 			t.Errorf("the imported file does not export as it was")
 		}
 
@@ -91,7 +92,7 @@ func TestImportReport(t *testing.T) {
 func TestImportSkippedLines(t *testing.T) {
 	n := sharedNode(t)
 	path, sid := newSessionFile(t, "/skipped")
-	data := mustRead(t, path)
+	data := conformance.MustRead(t, path)
 	nl := bytes.IndexByte(data, '\n')
 	withJunk := writeFile(t, "junk.jsonl", string(data[:nl+1])+"not json\n"+string(data[nl+1:]))
 	out := mustRun(t, "import", withJunk, "--http", n.httpURL)

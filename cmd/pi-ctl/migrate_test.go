@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/pifleet/sessionlog/internal/conformance"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,21 +27,21 @@ func TestMigrateV1(t *testing.T) {
 	if got := mustRun(t, "file", "check", out); got != "ok: 4 entries\n" {
 		t.Errorf("check of the migrated file: %q", got)
 	}
-	migrated := string(mustRead(t, out))
+	migrated := string(conformance.MustRead(t, out))
 	if !strings.HasPrefix(migrated, `{"type":"session","id":"0f9e8d7c-6b5a-4c3d-8e2f-000000000001","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/w","version":3}`) {
 		t.Errorf("header not migrated as pi does: %.200s", migrated)
 	}
 	if !strings.Contains(migrated, `"firstKeptEntryId":"`) || strings.Contains(migrated, "firstKeptEntryIndex") {
 		t.Errorf("compaction index not turned into an id: %s", migrated)
 	}
-	info := mustValue(t, []byte(mustRun(t, "file", "info", "--json", out)))
-	if v, _ := field(info, "sourceVersion"); v.Num != 3 {
+	info := conformance.MustValue(t, []byte(mustRun(t, "file", "info", "--json", out)))
+	if v, _ := conformance.Field(info, "sourceVersion"); v.Num != 3 {
 		t.Errorf("the migrated file reads as version %v", v.Num)
 	}
 	// The seed makes the ids reproducible; another seed gives others.
 	again := filepath.Join(dir, "again.jsonl")
 	mustRun(t, "file", "migrate", in, "-o", again, "--seed", "1")
-	if string(mustRead(t, again)) != migrated {
+	if string(conformance.MustRead(t, again)) != migrated {
 		t.Error("the same seed gave different ids")
 	}
 	if other := mustRun(t, "file", "migrate", in, "-o", "-", "--seed", "2"); other == migrated || !strings.HasSuffix(other, "\n") {
@@ -70,7 +71,7 @@ func TestMigrateAtomic(t *testing.T) {
 			t.Errorf("migrate %s: exit %d, stderr %q", bad, r.code, r.stderr)
 		}
 	}
-	if got := string(mustRead(t, out)); got != "keep\n" {
+	if got := string(conformance.MustRead(t, out)); got != "keep\n" {
 		t.Errorf("OUT changed to %q", got)
 	}
 	ents, _ := os.ReadDir(dir)
@@ -99,14 +100,14 @@ func TestMigrateInPlace(t *testing.T) {
 			t.Errorf("-o %s: exit %d, stderr %q; want a refusal", other, r.code, r.stderr)
 		}
 	}
-	if got := string(mustRead(t, in)); !strings.Contains(got, "garbage") {
+	if got := string(conformance.MustRead(t, in)); !strings.Contains(got, "garbage") {
 		t.Fatal("a refused migration changed FILE")
 	}
 	r := runCLI(t, "", "file", "migrate", in, "-o", in)
 	if r.code != 0 || !strings.Contains(r.stderr, ":2: skipped: ") {
 		t.Fatalf("in-place rewrite: exit %d, stderr %q", r.code, r.stderr)
 	}
-	if got := string(mustRead(t, in)); got != header+"\n"+entryA+"\n" {
+	if got := string(conformance.MustRead(t, in)); got != header+"\n"+entryA+"\n" {
 		t.Errorf("in-place rewrite gave %q", got)
 	}
 	// Through a symlink OUT, the target is replaced and the link kept.
@@ -119,7 +120,7 @@ func TestMigrateInPlace(t *testing.T) {
 	if st, err := os.Lstat(link2); err != nil || st.Mode()&os.ModeSymlink == 0 {
 		t.Errorf("the symlink OUT was replaced: %v %v", st.Mode(), err)
 	}
-	if got := string(mustRead(t, target)); got != header+"\n"+entryA+"\n" {
+	if got := string(conformance.MustRead(t, target)); got != header+"\n"+entryA+"\n" {
 		t.Errorf("the symlink's target holds %q", got)
 	}
 	if r := runCLI(t, "", "file", "migrate", in, "-o", dir); r.code != 1 || !strings.Contains(r.stderr, "is a directory") {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"github.com/pifleet/sessionlog/internal/conformance"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -79,7 +80,7 @@ func TestServerRead(t *testing.T) {
 		for _, leaf := range []string{"null", idModel, idQuestion, idAnswer1, idAnswer2, idFollowUp} {
 			for _, llm := range [][]string{nil, {"--llm"}} {
 				args := append([]string{"--leaf", leaf, "--json"}, llm...)
-				want := mustValue(t, []byte(mustRun(t, append([]string{"file", "context", path}, args...)...)))
+				want := conformance.MustValue(t, []byte(mustRun(t, append([]string{"file", "context", path}, args...)...)))
 				checkJSON(t, "context "+strings.Join(args, " "), pictl(append([]string{"context", sid}, args...)...), want)
 			}
 		}
@@ -113,14 +114,14 @@ func TestServerRead(t *testing.T) {
 
 		// Export reproduces the file byte for byte, to stdout or atomically
 		// to a file (no temporary file left beside it).
-		orig := string(mustRead(t, path))
+		orig := string(conformance.MustRead(t, path))
 		if got := pictl("export", sid); got != orig {
 			t.Errorf("export differs from the imported file:\n%s\nwant:\n%s", got, orig)
 		}
 		dir := t.TempDir()
 		out := filepath.Join(dir, "out.jsonl")
 		pictl("export", sid, "-o", out)
-		if got := string(mustRead(t, out)); got != orig {
+		if got := string(conformance.MustRead(t, out)); got != orig {
 			t.Errorf("export -o differs from the imported file")
 		}
 		if ents, _ := os.ReadDir(dir); len(ents) != 1 {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/pifleet/sessionlog/internal/conformance"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,7 +13,7 @@ import (
 // TestTreeWidth checks that every line fits the width, from --width and
 // from $COLUMNS, and that 0 means no limit.
 func TestTreeWidth(t *testing.T) {
-	wide := filepath.Join(conformanceDir(t), "pi-v3", "p12-wide", "session.jsonl")
+	wide := filepath.Join(conformance.Dir(t), "pi-v3", "p12-wide", "session.jsonl")
 	longest := func(out string) int {
 		n := 0
 		for _, l := range strings.Split(out, "\n") {
@@ -97,12 +98,12 @@ func TestDeepChain(t *testing.T) {
 	if js := mustRun(t, "file", "tree", "--json", path); strings.Count(js, `"children":[`) != n {
 		t.Errorf("tree --json does not hold %d nodes", n)
 	}
-	info := mustValue(t, []byte(mustRun(t, "file", "info", "--json", path)))
-	if d, _ := field(info, "depth"); d.Num != n {
+	info := conformance.MustValue(t, []byte(mustRun(t, "file", "info", "--json", path)))
+	if d, _ := conformance.Field(info, "depth"); d.Num != n {
 		t.Errorf("info depth %v, want %d", d.Num, n)
 	}
-	ctx := mustValue(t, []byte(mustRun(t, "file", "context", "--json", path)))
-	if p, _ := field(ctx, "path"); len(p.Arr) != n {
+	ctx := conformance.MustValue(t, []byte(mustRun(t, "file", "context", "--json", path)))
+	if p, _ := conformance.Field(ctx, "path"); len(p.Arr) != n {
 		t.Errorf("context path of %d entries, want %d", len(p.Arr), n)
 	}
 }

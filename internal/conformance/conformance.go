@@ -26,7 +26,7 @@ func Dir(t testing.TB) string {
 		}
 		return d
 	}
-	root := repoRoot(t)
+	root := RepoRoot(t)
 	for _, d := range []string{
 		filepath.Join(root, "..", "shared", "conformance"),
 		filepath.Join(root, "testdata", "conformance"),
@@ -39,7 +39,8 @@ func Dir(t testing.TB) string {
 	return ""
 }
 
-func repoRoot(t testing.TB) string {
+// RepoRoot is the directory of go.mod above the test.
+func RepoRoot(t testing.TB) string {
 	t.Helper()
 	dir, err := os.Getwd()
 	if err != nil {
@@ -105,7 +106,7 @@ func Field(v tree.Value, key string) (tree.Value, bool) {
 // It returns "" when equal, else the first difference and where.
 func Diff(path string, got, want tree.Value) string {
 	if got.Kind != want.Kind {
-		return fmt.Sprintf("%s: got %s, want %s", path, short(got), short(want))
+		return fmt.Sprintf("%s: got %s, want %s", path, Short(got), Short(want))
 	}
 	switch got.Kind {
 	case tree.KindBool:
@@ -154,7 +155,8 @@ func keys(v tree.Value) []string {
 	return ks
 }
 
-func short(v tree.Value) string {
+// Short renders v as compact JSON, cut at 120 bytes, for messages.
+func Short(v tree.Value) string {
 	s := string(v.AppendJSON(nil))
 	if len(s) > 120 {
 		s = s[:120] + "…"
