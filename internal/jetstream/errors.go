@@ -98,6 +98,10 @@ func isTransport(err error) bool {
 // the cluster is still forming (no meta leader, peers not yet known, or the
 // API not answering yet) rather than because of the request itself.
 func retryableProvisioning(err error) bool {
+	var rl retryLater
+	if errors.As(err, &rl) {
+		return true
+	}
 	switch apiCode(err) {
 	case codeClusterNoPeers, codeClusterNotAvail, codeClusterNotLeader, codeNotEnabledForAccount, codeNotEnabled:
 		return true

@@ -153,6 +153,19 @@ func retryProvision(ctx context.Context, log *slog.Logger, what string, fn func(
 	}
 }
 
+// retryLater marks an error provisioning should wait out: the asset is
+// being created by another node and not visible here yet.
+type retryLater struct{ error }
+
+func (r retryLater) Unwrap() error { return r.error }
+
+func errRetryLater(err error) error {
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return retryLater{err}
+	}
+	return err
+}
+
 func ensureStream(ctx context.Context, js jetstream.JetStream, want jetstream.StreamConfig) error {
 	s, err := js.Stream(ctx, want.Name)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
@@ -161,7 +174,9 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, want jetstream.St
 			return err
 		}
 		// Another node created it first, maybe differently: compare.
-		s, err = js.Stream(ctx, want.Name)
+		if s, err = js.Stream(ctx, want.Name); err != nil {
+			return errRetryLater(err)
+		}
 	}
 	if err != nil {
 		return err
@@ -177,7 +192,9 @@ func ensureBucket(ctx context.Context, js jetstream.JetStream, want jetstream.Ke
 	// Also on success: creating a bucket that exists identically succeeds.
 	s, err := js.Stream(ctx, "KV_"+want.Bucket)
 	if err != nil {
-		return err
+		// Right after another node's creation the stream can still be
+		// unknown to the server answering (10059): try again.
+		return errRetryLater(err)
 	}
 	have := s.CachedInfo().Config
 	var diffs []string

@@ -17,10 +17,11 @@ type RetryPolicy struct {
 	// Backoff is the first wait after ErrUnavailable; it doubles up to
 	// MaxBackoff.
 	Backoff, MaxBackoff time.Duration
-	// AttemptTimeout bounds one publish (default 2 s, hundreds of times a
-	// normal append's latency): a publish sent to a leader that just died
-	// hangs until its timeout, and the retry after it reaches the new leader,
-	// so this bounds how much a write gap exceeds the election itself. UnavailableFor bounds the time spent retrying
+	// AttemptTimeout bounds one publish (default 500 ms plus 1 ms per
+	// record, tens of times a normal append's latency): a publish sent to a
+	// leader that just died or stepped down gets no answer at all, and the
+	// retry after the timeout reaches the new leader, so this bounds how much
+	// a write gap exceeds the election itself. UnavailableFor bounds the time spent retrying
 	// while the log is unavailable (default 10 s): then the caller gets
 	// ErrUnavailable (HTTP 503) and decides, instead of a client timeout.
 	AttemptTimeout, UnavailableFor time.Duration
@@ -39,11 +40,11 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 		p.Backoff = 50 * time.Millisecond
 	}
 	if p.MaxBackoff <= 0 {
-		p.MaxBackoff = 2 * time.Second
+		// Short: an election ends at an unknown moment, and each wait
+		// beyond it is added to the write gap.
+		p.MaxBackoff = 500 * time.Millisecond
 	}
-	if p.AttemptTimeout <= 0 {
-		p.AttemptTimeout = 2 * time.Second
-	}
+
 	if p.UnavailableFor <= 0 {
 		p.UnavailableFor = 10 * time.Second
 	}
@@ -73,17 +74,21 @@ func casAppend(ctx context.Context, log Log, sid string, expectLast uint64, recs
 	conflicts := 0
 	var unavailableSince time.Time
 	for attempt := 0; attempt < pol.Attempts; attempt++ {
-		actx, cancel := context.WithTimeout(ctx, pol.AttemptTimeout)
+		timeout := pol.AttemptTimeout
+		if timeout <= 0 {
+			timeout = 500*time.Millisecond + time.Duration(len(recs))*time.Millisecond
+		}
+		actx, cancel := context.WithTimeout(ctx, timeout)
 		seqs, err := log.Append(actx, sid, expectLast, recs)
 		cancel()
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-			err = fmt.Errorf("%w: no ack within %v: %w", ErrUnavailable, pol.AttemptTimeout, err)
+			err = fmt.Errorf("%w: no ack within %v: %w", ErrUnavailable, timeout, err)
 		}
 		switch {
 		case err == nil:
 			return seqs, nil
 		case errors.Is(err, ErrConflict), errors.Is(err, ErrExists):
-			rctx, cancel := context.WithTimeout(ctx, pol.AttemptTimeout)
+			rctx, cancel := context.WithTimeout(ctx, max(timeout, 2*time.Second))
 			missed, rerr := readMissed(rctx, log, sid, expectLast)
 			cancel()
 			if rerr != nil {

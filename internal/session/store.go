@@ -211,7 +211,12 @@ func (st *Store) watchLag(ctx context.Context) {
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
 	for {
-		if last, err := st.feed.LastSeq(ctx); err == nil {
+		// A bounded poll: one sent as a leader dies would otherwise wait out
+		// the API timeout, freezing what the Store believes is the log's end.
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		last, err := st.feed.LastSeq(pctx)
+		cancel()
+		if err == nil {
 			st.stats.logLastSeq.Store(last)
 			st.stats.polled.Store(true)
 			if st.Applied() >= last {
