@@ -11,8 +11,10 @@ import (
 
 // RetryPolicy bounds the optimistic append loop.
 type RetryPolicy struct {
-	// Attempts is the most publishes one append makes (conflicts and
-	// unavailability together). Default 20.
+	// Attempts is the most publishes one append makes (default 100). A
+	// conflict means another writer made progress, so under contention an
+	// append may need many; each costs a round trip, and the waits between
+	// them grow (ConflictBackoff), so the bound is far from a busy loop.
 	Attempts int
 	// Backoff is the first wait after ErrUnavailable; it doubles up to
 	// MaxBackoff.
@@ -21,9 +23,10 @@ type RetryPolicy struct {
 	// record, tens of times a normal append's latency): a publish sent to a
 	// leader that just died or stepped down gets no answer at all, and the
 	// retry after the timeout reaches the new leader, so this bounds how much
-	// a write gap exceeds the election itself. UnavailableFor bounds the time spent retrying
-	// while the log is unavailable (default 10 s): then the caller gets
-	// ErrUnavailable (HTTP 503) and decides, instead of a client timeout.
+	// a write gap exceeds the election itself. UnavailableFor bounds the
+	// time spent retrying while the log is unavailable (default 10 s): then
+	// the caller gets ErrUnavailable (HTTP 503) and decides, instead of a
+	// client timeout.
 	AttemptTimeout, UnavailableFor time.Duration
 	// ConflictBackoff is the first wait after the second conflict in a row
 	// (the first retries at once: reading what was missed took a round trip
@@ -34,7 +37,7 @@ type RetryPolicy struct {
 
 func (p RetryPolicy) withDefaults() RetryPolicy {
 	if p.Attempts <= 0 {
-		p.Attempts = 20
+		p.Attempts = 100
 	}
 	if p.Backoff <= 0 {
 		p.Backoff = 50 * time.Millisecond
@@ -44,7 +47,6 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 		// beyond it is added to the write gap.
 		p.MaxBackoff = 500 * time.Millisecond
 	}
-
 	if p.UnavailableFor <= 0 {
 		p.UnavailableFor = 10 * time.Second
 	}
