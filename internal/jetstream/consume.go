@@ -26,12 +26,6 @@ type consumer struct {
 	once   sync.Once
 }
 
-// consumeHeartbeat is how often the server must show signs of life to a
-// consumer. The default (5 s, and two missed before the ordered consumer
-// recreates itself) left a Store applying nothing for 10 s when the server
-// hosting its consumer died; at 1 s it moves to a surviving one in about 2 s.
-const consumeHeartbeat = time.Second
-
 // startConsumer creates an ordered consumer on stream with cfg and starts
 // consuming. Call stop when done.
 func startConsumer(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.OrderedConsumerConfig) (*consumer, error) {
@@ -52,7 +46,7 @@ func startConsumer(ctx context.Context, js jetstream.JetStream, stream string, c
 		case c.msgs <- m:
 		case <-c.done:
 		}
-	}, jetstream.PullHeartbeat(consumeHeartbeat), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+	}, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 		// Everything else (missed heartbeats, gaps, no responders, leader
 		// changes) the ordered consumer recovers from by itself.
 		if errors.Is(err, jetstream.ErrConnectionClosed) {
@@ -72,15 +66,36 @@ func startConsumer(ctx context.Context, js jetstream.JetStream, stream string, c
 // next returns the next message, or an error when ctx is done or the
 // connection has closed.
 func (c *consumer) next(ctx context.Context) (jetstream.Msg, error) {
-	select {
-	case m := <-c.msgs:
-		return m, nil
-	case err := <-c.closed:
-		return nil, err
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	return c.nextWatched(ctx, func() error { return nil })
+}
+
+// nextWatched is next that also gives up when stalled says the consumer is
+// stuck: polled every stallCheck while no message comes.
+func (c *consumer) nextWatched(ctx context.Context, stalled func() error) (jetstream.Msg, error) {
+	t := time.NewTicker(stallCheck)
+	defer t.Stop()
+	for {
+		select {
+		case m := <-c.msgs:
+			return m, nil
+		case err := <-c.closed:
+			return nil, err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-t.C:
+			if err := stalled(); err != nil {
+				return nil, err
+			}
+		}
 	}
 }
+
+// stallCheck is how often a consumer that delivers nothing is checked
+// against the stream's end. An ordered consumer whose server died is only
+// replaced after missed heartbeats (10 s), and may fail to recreate itself
+// during an election; a Store must not sit still that long while the log
+// moves on.
+const stallCheck = time.Second
 
 // tryNext returns a message that has already arrived, without waiting.
 func (c *consumer) tryNext() (jetstream.Msg, bool) {

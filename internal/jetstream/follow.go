@@ -3,6 +3,7 @@ package jetstream
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -84,7 +85,18 @@ func (l *Log) follow(ctx context.Context, next *uint64, apply func([]session.Sto
 		ready = nil
 		return nil
 	}
-	msg, nerr := c.next(ctx)
+	// The consumer is stuck when the stream holds records beyond what it
+	// delivered and nothing came for a whole stallCheck: start a new one.
+	stalled := func() error {
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		last, err := l.LastSeq(pctx)
+		if err != nil || last < *next || len(held) > 0 && last < held[len(held)-1].Seq+1 {
+			return nil // the log's end is unknown, or nothing is missing yet
+		}
+		return fmt.Errorf("consumer stalled: the stream's last sequence is %d, next expected %d", last, *next)
+	}
+	msg, nerr := c.nextWatched(ctx, stalled)
 	for {
 		if nerr != nil {
 			return nerr
@@ -125,6 +137,6 @@ func (l *Log) follow(ctx context.Context, next *uint64, apply func([]session.Sto
 		if err := deliver(); err != nil {
 			return err
 		}
-		msg, nerr = c.next(ctx)
+		msg, nerr = c.nextWatched(ctx, stalled)
 	}
 }
