@@ -49,7 +49,7 @@ func (l *Log) Follow(ctx context.Context, from uint64, apply func([]session.Stor
 			return ctx.Err()
 		case <-time.After(wait):
 		}
-		wait = min(2*wait, 5*time.Second)
+		wait = min(2*wait, time.Second) // each wait adds to how far a Store falls behind
 	}
 }
 
@@ -57,11 +57,15 @@ func (l *Log) Follow(ctx context.Context, from uint64, apply func([]session.Stor
 // record apply accepted. It returns when the consumer fails, ctx is done, or
 // apply fails (as an *applyError).
 func (l *Log) follow(ctx context.Context, next *uint64, apply func([]session.Stored) error) error {
-	c, err := startConsumer(ctx, l.js, l.cfg.Stream, jetstream.OrderedConsumerConfig{
+	// Bounded: creating a consumer during an election can hang until the
+	// API timeout; a new attempt a moment later may reach the new leader.
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	c, err := startConsumer(cctx, l.js, l.cfg.Stream, jetstream.OrderedConsumerConfig{
 		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
 		OptStartSeq:       *next,
 		InactiveThreshold: time.Minute,
 	})
+	cancel() // only the creation is bounded; consuming goes on
 	if err != nil {
 		return err
 	}
