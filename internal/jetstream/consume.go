@@ -95,7 +95,7 @@ func (c *consumer) nextWatched(ctx context.Context, stalled func() error) (jetst
 // replaced after missed heartbeats (10 s), and may fail to recreate itself
 // during an election; a Store must not sit still that long while the log
 // moves on.
-const stallCheck = time.Second
+const stallCheck = 500 * time.Millisecond
 
 // tryNext returns a message that has already arrived, without waiting.
 func (c *consumer) tryNext() (jetstream.Msg, bool) {
