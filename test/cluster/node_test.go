@@ -1,0 +1,225 @@
+//go:build linux
+
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Generous bounds: the machine has two cores and other tests run beside
+// these. They only cap how long a broken cluster takes to fail.
+const (
+	readyTimeout = 60 * time.Second
+	stopTimeout  = 30 * time.Second
+)
+
+// piNode is one pi-node process and where it serves.
+type piNode struct {
+	*proc
+	name    string // --node-name: also the JetStream server name
+	base    string // http://127.0.0.1:port
+	natsURL string // its embedded server's client URL ("" in external mode)
+	dataDir string
+}
+
+// startEmbeddedCluster starts n pi-nodes forming one embedded JetStream
+// cluster with --replicas 3, all at once (a member waits for a meta leader,
+// which needs a majority), and waits until every /readyz answers 200.
+func startEmbeddedCluster(t *testing.T, n int) []*piNode {
+	t.Helper()
+	ports := freePorts(t, 3*n)
+	routes := make([]string, n)
+	for i := range n {
+		routes[i] = fmt.Sprintf("nats-route://127.0.0.1:%d", ports[3*i+1])
+	}
+	nodes := make([]*piNode, n)
+	for i := range n {
+		name := fmt.Sprintf("n%d", i+1)
+		dataDir := t.TempDir() // before newProc: the dir must outlive the process
+		httpPort, clusterPort, clientPort := ports[3*i], ports[3*i+1], ports[3*i+2]
+		nd := &piNode{name: name, base: fmt.Sprintf("http://127.0.0.1:%d", httpPort),
+			natsURL: fmt.Sprintf("nats://127.0.0.1:%d", clientPort), dataDir: dataDir}
+		nd.proc = newProc(t, name, piNodeBin,
+			"--node-name", name,
+			"--cluster-name", "pi-test",
+			"--cluster-listen", fmt.Sprintf("127.0.0.1:%d", clusterPort),
+			"--routes", strings.Join(routes, ","),
+			"--replicas", "3",
+			"--data-dir", dataDir,
+			"--client-listen", fmt.Sprintf("127.0.0.1:%d", clientPort),
+			"--http-listen", fmt.Sprintf("127.0.0.1:%d", httpPort),
+			// Above 5 s: net/http's Shutdown waits up to 5 s for a client
+			// connection that was opened but never used (a transport's
+			// spare dial), which a 5 s grace would turn into an error exit.
+			"--shutdown-grace", "10s",
+		)
+		nodes[i] = nd
+	}
+	for _, nd := range nodes {
+		nd.start(t)
+	}
+	for _, nd := range nodes {
+		nd.waitReady(t)
+	}
+	return nodes
+}
+
+// waitReady polls /readyz until it answers 200, failing early if the
+// process exits.
+func (nd *piNode) waitReady(t *testing.T) time.Duration {
+	t.Helper()
+	return waitFor(t, readyTimeout, nd.name+" /readyz", func() error {
+		if !nd.running() {
+			return fmt.Errorf("process exited: %v", nd.exitErr())
+		}
+		return nd.ready()
+	})
+}
+
+func (nd *piNode) ready() error {
+	st, _, body, err := do(context.Background(), probeClient, http.MethodGet, nd.base+"/readyz", nil)
+	if err != nil {
+		return err
+	}
+	if st != http.StatusOK {
+		return fmt.Errorf("%d %s", st, body)
+	}
+	return nil
+}
+
+// byName returns the node called name, or nil.
+func byName(nodes []*piNode, name string) *piNode {
+	for _, nd := range nodes {
+		if nd.name == name {
+			return nd
+		}
+	}
+	return nil
+}
+
+// natsServer is one separately started nats-server process.
+type natsServer struct {
+	*proc
+	name string
+	url  string
+}
+
+// startNATSCluster starts n nats-server processes clustered on loopback,
+// each from a generated config file, and waits until JetStream answers
+// $JS.API.INFO on every one of them (a meta leader exists and every server
+// knows it).
+func startNATSCluster(t *testing.T, n int) []*natsServer {
+	t.Helper()
+	ports := freePorts(t, 2*n)
+	routes := make([]string, n)
+	for i := range n {
+		routes[i] = strconv.Quote(fmt.Sprintf("nats-route://127.0.0.1:%d", ports[2*i+1]))
+	}
+	servers := make([]*natsServer, n)
+	for i := range n {
+		name := fmt.Sprintf("ext%d", i+1)
+		dir := t.TempDir()
+		conf := fmt.Sprintf(`server_name: %s
+listen: "127.0.0.1:%d"
+max_payload: 8MB
+jetstream {
+  store_dir: %q
+  max_file_store: 1GB
+  max_memory_store: 64MB
+}
+cluster {
+  name: ext
+  listen: "127.0.0.1:%d"
+  routes: [%s]
+}
+`, name, ports[2*i], filepath.Join(dir, "js"), ports[2*i+1], strings.Join(routes, ", "))
+		confPath := filepath.Join(dir, "nats.conf")
+		if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s := &natsServer{name: name, url: fmt.Sprintf("nats://127.0.0.1:%d", ports[2*i])}
+		s.proc = newProc(t, name, natsServerBin, "-c", confPath)
+		servers[i] = s
+	}
+	for _, s := range servers {
+		s.start(t)
+	}
+	for _, s := range servers {
+		waitFor(t, readyTimeout, s.name+" JetStream meta leader", func() error {
+			if !s.running() {
+				return fmt.Errorf("process exited: %v", s.exitErr())
+			}
+			return jetStreamInfo(s.url)
+		})
+	}
+	return servers
+}
+
+// jetStreamInfo asks one server for $JS.API.INFO (account info), which
+// fails until the cluster has a meta leader.
+func jetStreamInfo(url string) error {
+	nc, err := nats.Connect(url, nats.Timeout(time.Second), nats.NoReconnect())
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_, err = js.AccountInfo(ctx)
+	return err
+}
+
+// startExternalNode starts a pi-node connected to an external cluster.
+func startExternalNode(t *testing.T, name, natsURL string) *piNode {
+	t.Helper()
+	port := freePorts(t, 1)[0]
+	nd := &piNode{name: name, base: fmt.Sprintf("http://127.0.0.1:%d", port)}
+	nd.proc = newProc(t, name, piNodeBin,
+		"--node-name", name,
+		"--nats-url", natsURL,
+		"--replicas", "3",
+		"--http-listen", fmt.Sprintf("127.0.0.1:%d", port),
+		"--shutdown-grace", "10s",
+	)
+	nd.start(t)
+	return nd
+}
+
+// piCtlStatus runs pi-ctl status against a node's HTTP API and returns
+// what it prints, one line per replica of the stream among it.
+func piCtlStatus(t *testing.T, base string) string {
+	t.Helper()
+	cmd := exec.Command(piCtl(t), "status", "--http", base)
+	cmd.Env = append(os.Environ(), "PI_CTL_SERVER=", "PI_CTL_HTTP=", "PI_CTL_TOKEN=")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("pi-ctl status --http %s: %v\n%s", base, err, out)
+	}
+	return string(out)
+}
+
+// replicaRow returns the row of pi-ctl status's replica table for node.
+func replicaRow(out, node string) string {
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) > 0 && f[0] == node {
+			return line
+		}
+	}
+	return ""
+}
