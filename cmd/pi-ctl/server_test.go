@@ -127,6 +127,16 @@ func TestServerRead(t *testing.T) {
 		if ents, _ := os.ReadDir(dir); len(ents) != 1 {
 			t.Errorf("export -o left %d files in its directory", len(ents))
 		}
+		// export --all: a backup of every session, one file each.
+		backup := filepath.Join(t.TempDir(), "backup")
+		report := pictl("export", "--all", "-o", backup)
+		if got := string(conformance.MustRead(t, filepath.Join(backup, sid+".jsonl"))); got != orig {
+			t.Errorf("export --all wrote a different file for %s", sid)
+		}
+		ents, _ := os.ReadDir(backup)
+		if len(ents) == 0 || lineCount(report) != len(ents) || strings.Contains(report, "error") {
+			t.Errorf("export --all: %d files, report:\n%s", len(ents), report)
+		}
 
 		status := pictl("status")
 		for _, want := range []string{"node       shared (pi-sessions ", "stream     PI_SESSIONS: ", "replicas   1, leader shared", "REPLICA  ROLE    STATE    LAG", "shared   leader  current  0"} {

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 
 	"github.com/pifleet/sessionlog/internal/tree"
 )
@@ -193,6 +195,7 @@ func decodeContext(body []byte) (tree.Context, []json.RawMessage, error) {
 }
 
 const exportHelp = `Usage: pi-ctl export SID [-o FILE]
+       pi-ctl export --all -o DIR
 
 Writes session SID as a pi session file (JSONL, version 3): the lines pi
 wrote, byte for byte, header first. pi opens the file as it is, e.g. under
@@ -202,6 +205,10 @@ Without -o the file goes to stdout. With -o it is written to FILE
 atomically: to a temporary file beside it first, then renamed, so FILE is
 either the old file or the whole new one.
 
+--all writes every session to DIR/<session id>.jsonl (a backup: "pi-ctl
+import DIR" restores it), one line per session on stdout, and exits 1 if any
+failed.
+
 Over NATS a reply is limited by the NATS server's max_payload; export big
 sessions with --http URL.
 `
@@ -209,16 +216,23 @@ sessions with --http URL.
 func runExport(ctx context.Context, e *env, args []string) error {
 	fs := newFlags("pi-ctl export")
 	conn := addConnFlags(fs)
-	out := fs.String("o", "", "write to `FILE` (atomically) instead of stdout")
-	pos, err := parseArgs(e, fs, exportHelp, args, "SID")
+	out := fs.String("o", "", "write to `FILE` (atomically) instead of stdout; with --all, the directory")
+	all := fs.Bool("all", false, "export every session into the directory given with -o")
+	pos, err := parseArgs(e, fs, exportHelp, args, "[SID]")
 	if err != nil {
 		return err
+	}
+	if *all != (len(pos) == 0) || *all && (*out == "" || *out == "-") {
+		return usagef("pi-ctl export", "give a session id, or --all with -o DIR")
 	}
 	b, err := conn.open(ctx, e, fs)
 	if err != nil {
 		return err
 	}
 	defer b.close()
+	if *all {
+		return exportAll(ctx, e, b, *out)
+	}
 	data, err := b.do(ctx, "export", params{"sessionId": pos[0]}, nil)
 	if err != nil {
 		return err
@@ -229,4 +243,49 @@ func runExport(ctx context.Context, e *env, args []string) error {
 	}
 	// Atomic, like "file migrate": pi never opens half a session file.
 	return writeAtomic(*out, data, 0o644)
+}
+
+// exportAll pages through the catalog and writes each session to dir.
+func exportAll(ctx context.Context, e *env, b backend, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	failed, done := 0, 0
+	cursor := ""
+	for {
+		var page struct {
+			Sessions []struct {
+				SessionID string `json:"sessionId"`
+			} `json:"sessions"`
+			Next string `json:"next"`
+		}
+		p := params{"limit": 1000}
+		if cursor != "" {
+			p["cursor"] = cursor
+		}
+		if err := call(ctx, b, "list", p, &page); err != nil {
+			return err
+		}
+		for _, s := range page.Sessions {
+			data, err := b.do(ctx, "export", params{"sessionId": s.SessionID}, nil)
+			if err == nil {
+				err = writeAtomic(filepath.Join(dir, s.SessionID+".jsonl"), data, 0o644)
+			}
+			if err != nil {
+				failed++
+				fmt.Fprintf(e.stdout, "error  %s: %v\n", s.SessionID, err)
+				continue
+			}
+			done++
+			fmt.Fprintf(e.stdout, "ok     %s  %d bytes\n", s.SessionID, len(data))
+		}
+		if cursor = page.Next; cursor == "" {
+			break
+		}
+	}
+	if failed > 0 {
+		fmt.Fprintf(e.stderr, "exported %d sessions to %s, %d failed\n", done, dir, failed)
+		return errReported
+	}
+	return nil
 }
