@@ -87,7 +87,6 @@ func Read(data []byte, opt ReadOptions) (*File, error) {
 	}
 	f.Session = NewSession(h)
 	f.Session.Grow(len(lines) - 1)
-	f.Session.grow(len(lines) - 1)
 	f.EntryLines = make([]int, 0, len(lines)-1)
 
 	bad := func(no int, reason string) error {

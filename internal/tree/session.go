@@ -43,10 +43,6 @@ func appendEntry(s []Entry, e Entry) []Entry {
 	return append(s, e)
 }
 
-// Grow makes room for n more entries (when the count is known: a session
-// read from a file or a snapshot), so appending them allocates once.
-func (s *Session) Grow(n int) { s.entries = slices.Grow(s.entries, n) }
-
 // NewSession returns an empty session with header h.
 func NewSession(h Header) *Session {
 	return &Session{
@@ -58,9 +54,10 @@ func NewSession(h Header) *Session {
 	}
 }
 
-// grow makes room for n more entries, so that reading a file does not
-// regrow the entries and the id index as it appends.
-func (s *Session) grow(n int) {
+// Grow makes room for n more entries (when the count is known: a session
+// read from a file or a snapshot), so appending them does not regrow the
+// entries and the id index.
+func (s *Session) Grow(n int) {
 	if n <= 0 {
 		return
 	}
