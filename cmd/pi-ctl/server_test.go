@@ -128,14 +128,25 @@ func TestServerRead(t *testing.T) {
 			t.Errorf("export -o left %d files in its directory", len(ents))
 		}
 		// export --all: a backup of every session, one file each.
+		// The shared node also holds other tests' sessions, some larger than
+		// a NATS reply can carry: those may fail, with a reason; ours not.
 		backup := filepath.Join(t.TempDir(), "backup")
-		report := pictl("export", "--all", "-o", backup)
+		r := runCLI(t, "", withFlags(conn, "export", "--all", "-o", backup)...)
 		if got := string(conformance.MustRead(t, filepath.Join(backup, sid+".jsonl"))); got != orig {
 			t.Errorf("export --all wrote a different file for %s", sid)
 		}
 		ents, _ := os.ReadDir(backup)
-		if len(ents) == 0 || lineCount(report) != len(ents) || strings.Contains(report, "error") {
-			t.Errorf("export --all: %d files, report:\n%s", len(ents), report)
+		var failed int
+		for _, l := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+			if strings.HasPrefix(l, "error") {
+				failed++
+				if !strings.Contains(l, "max_payload") && !strings.Contains(l, "too large") {
+					t.Errorf("export --all failed a session for another reason: %s", l)
+				}
+			}
+		}
+		if len(ents) == 0 || lineCount(r.stdout) != len(ents)+failed || (failed > 0) != (r.code == 1) {
+			t.Errorf("export --all: exit %d, %d files, %d failed, report:\n%s%s", r.code, len(ents), failed, r.stdout, r.stderr)
 		}
 
 		status := pictl("status")
