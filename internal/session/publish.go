@@ -137,7 +137,10 @@ func casAppend(ctx context.Context, log Log, sid string, expectLast uint64, recs
 			if unavailableSince.IsZero() {
 				unavailableSince = time.Now()
 			} else if time.Since(unavailableSince) > pol.UnavailableFor {
-				return nil, fmt.Errorf("append to %s: still unavailable after %v: %w", sid, pol.UnavailableFor, err)
+				// ErrUnavailable alone, not err: err may also wrap the
+				// attempt's DeadlineExceeded, which would read as the
+				// caller's own timeout (504) instead of 503.
+				return nil, fmt.Errorf("append to %s: still unavailable after %v: %w (last error: %v)", sid, pol.UnavailableFor, ErrUnavailable, err)
 			}
 			if !sleep(ctx, &backoff, pol.MaxBackoff) {
 				return nil, fmt.Errorf("%w (%w)", ctx.Err(), err)
@@ -145,6 +148,9 @@ func casAppend(ctx context.Context, log Log, sid string, expectLast uint64, recs
 		default:
 			return nil, err
 		}
+	}
+	if errors.Is(lastErr, ErrUnavailable) {
+		return nil, fmt.Errorf("append to %s: gave up after %d attempts: %w (last error: %v)", sid, pol.Attempts, ErrUnavailable, lastErr)
 	}
 	return nil, fmt.Errorf("append to %s: gave up after %d attempts: %w", sid, pol.Attempts, lastErr)
 }

@@ -178,3 +178,30 @@ func testChunkedImportAndPurge(t *testing.T, b backend) {
 		t.Fatalf("the store still holds the purged import: %v", err)
 	}
 }
+
+// silentLog never acknowledges an append: every publish times out, as on a
+// node cut off from the stream's quorum.
+type silentLog struct{ session.Log }
+
+func (silentLog) Append(ctx context.Context, sid string, expect uint64, recs []session.Record) ([]uint64, error) {
+	return nil, fmt.Errorf("append to %s: %w: %w", sid, session.ErrUnavailable, context.DeadlineExceeded)
+}
+
+// TestGiveUpIsUnavailable: a write that stays unacknowledged past
+// UnavailableFor (or Attempts) fails with ErrUnavailable only (HTTP 503),
+// never with the attempts' DeadlineExceeded, which callers read as their
+// own deadline (504).
+func TestGiveUpIsUnavailable(t *testing.T) {
+	ctx := ctxT(t)
+	r := rand.New(rand.NewPCG(7, 8))
+	data := genSession(t, r, 3)
+	for _, pol := range []session.RetryPolicy{
+		{UnavailableFor: 20 * time.Millisecond, Backoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond},
+		{Attempts: 3, Backoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond},
+	} {
+		_, err := session.Import(ctx, silentLog{session.NewMemLog(1000, 1<<20)}, data, nil, pol)
+		if !errors.Is(err, session.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("policy %+v: %v; want ErrUnavailable and not DeadlineExceeded", pol, err)
+		}
+	}
+}
