@@ -44,6 +44,10 @@ var commands = []command{
 	{"import", "import pi session files or directories of them", runImport},
 	{"export", "write a session as a pi JSONL file", runExport},
 	{"status", "show the node, the stream and its replicas", runStatus},
+	{"bench", "measure the node against raw JetStream (append, create, context, rebuild)", runBench},
+	{"failover", "make another region the home (cross-region deployments)", runFailover},
+	{"failback", "merge a returned region's entries into the home and make it a mirror again", runFailback},
+	{"archive", "list, restore and archive idle sessions (--session-retention)", runArchive},
 	{"file", "inspect, check and migrate a local pi session file (no server)", runFile},
 }
 

@@ -52,6 +52,7 @@ type jetStreamStatus struct {
 		Subjects  uint64          `json:"subjects"`
 		Followers []replicaStatus `json:"followers"`
 	} `json:"stream"`
+	Region *regionStatus `json:"region"` // cross-region deployments only
 }
 
 // replicaStatus is a follower of the stream as its leader sees it.
@@ -139,6 +140,7 @@ func writeStatus(out *strings.Builder, s *statusReply) {
 		"stream", fmt.Sprintf("%s: %d messages, %s, seq %d–%d, %s", ss.Name, ss.Messages, humanBytes(ss.Bytes), ss.FirstSeq, ss.LastSeq, plural(int(ss.Subjects), "session")),
 		"replicas", fmt.Sprintf("%d, leader %s", ss.Replicas, orDash(ss.Leader)),
 		"bucket", js.Bucket)
+	writeRegion(out, js.Region)
 	if ss.Leader == "" && len(ss.Followers) == 0 {
 		return
 	}

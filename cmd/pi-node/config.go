@@ -53,6 +53,11 @@ type Config struct {
 
 	LogLevel  string
 	LogFormat string
+
+	// Cross-region mode (region.go).
+	RegionConfig
+	// Retention of idle sessions (archive.go).
+	ArchiveConfig
 }
 
 // DefaultConfig returns the zero-setup defaults: one embedded node, data in
@@ -73,6 +78,8 @@ func DefaultConfig() Config {
 		ShutdownGrace:    20 * time.Second,
 		LogLevel:         "info",
 		LogFormat:        "text",
+		RegionConfig:     RegionConfig{RecordBucket: "PI_REGION", RecordReplicas: 1},
+		ArchiveConfig:    defaultArchiveConfig(),
 	}
 }
 
@@ -112,6 +119,8 @@ func (c *Config) ParseFlags(args []string, getenv func(string) string, stderr io
 	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", c.ShutdownGrace, "how long SIGTERM waits for requests in flight")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "text or json")
+	gateways := c.addRegionFlags(fs)
+	c.addArchiveFlags(fs)
 
 	// The environment first, so that flags on the command line override it.
 	var envErr error
@@ -126,6 +135,7 @@ func (c *Config) ParseFlags(args []string, getenv func(string) string, stderr io
 	if envErr != nil {
 		return envErr
 	}
+	gateways.replaceNext = len(gateways.specs) > 0
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -138,6 +148,12 @@ func (c *Config) ParseFlags(args []string, getenv func(string) string, stderr io
 	}
 	if c.MemoryBudget, err = parseSize(*budget); err != nil {
 		return fmt.Errorf("--memory-budget: %w", err)
+	}
+	if err := c.finishRegion(gateways); err != nil {
+		return err
+	}
+	if err := c.checkArchive(); err != nil {
+		return err
 	}
 	return c.check()
 }

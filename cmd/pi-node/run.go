@@ -11,11 +11,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/pifleet/sessionlog/internal/api"
 	"github.com/pifleet/sessionlog/internal/jetstream"
+	"github.com/pifleet/sessionlog/internal/region"
 	"github.com/pifleet/sessionlog/internal/session"
 )
 
@@ -33,11 +35,14 @@ type Main struct {
 	server         *jetstream.Server
 	conn           *jetstream.Conn
 	jsCfg          jetstream.Config
+	region         *region.Node
 	store          *session.Store
+	archiver       *archiverJob
 	api            *api.Server
 	http           *http.Server
 	micro          micro.Service
 	serveErr       chan error
+	leaderless     atomic.Int64 // unix nanos since the stream has had no leader (0: it has one)
 }
 
 // NewMain returns a Main with the default configuration.
@@ -76,36 +81,36 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	m.NATSURL = m.conn.NC.ConnectedUrlRedacted()
 
-	m.jsCfg = jetstream.NewConfig()
-	m.jsCfg.Stream, m.jsCfg.SubjectPrefix, m.jsCfg.Bucket = c.Stream, c.SubjectPrefix, c.Bucket
-	m.jsCfg.Replicas = c.Replicas
-	m.jsCfg.Logger = logger
-	logger.Info("provisioning", "stream", c.Stream, "bucket", c.Bucket, "replicas", c.Replicas)
-	if err := jetstream.Provision(ctx, m.conn.JS, m.jsCfg); err != nil {
-		return err
-	}
-	log := jetstream.NewLog(m.conn.JS, m.jsCfg)
-	cursors, err := jetstream.NewCursors(ctx, m.conn.JS, m.jsCfg)
+	log, feed, cursors, err := m.backend(ctx, name, logger)
 	if err != nil {
 		return err
 	}
-
-	so := session.StoreOptions{MemoryBudget: c.MemoryBudget, Log: log, Logger: logger, SnapshotEvery: c.SnapshotInterval}
+	so := session.StoreOptions{MemoryBudget: c.MemoryBudget, Log: feed, Logger: logger, SnapshotEvery: c.SnapshotInterval}
 	if c.SnapshotInterval > 0 {
 		so.SnapshotDir = filepath.Join(c.DataDir, "store")
 	}
-	m.store = session.NewStore(log, so)
+	m.store = session.NewStore(feed, so)
+	if m.region != nil {
+		// A region failover may hand the Store a stream of another
+		// history; the Feed then empties it (see region.Feed).
+		m.region.Feed.SetReset(m.store.Reset)
+	}
 	if err := m.store.Open(ctx); err != nil {
 		return err
 	}
 	svc := &session.Service{Log: log, Store: m.store, Cursors: cursors, CursorWait: c.MinSeqTimeout}
+	archive, err := m.newArchiver(ctx, log, name, logger)
+	if err != nil {
+		return err
+	}
 	m.api, err = api.New(api.Config{
 		Service: svc, NodeName: name, Token: c.HTTPToken, MinSeqTimeout: c.MinSeqTimeout,
-		Status: m.status, Ready: m.ready, Logger: logger,
+		Status: m.status, Ready: m.ready, Archive: archive, Logger: logger,
 	})
 	if err != nil {
 		return err
 	}
+	m.startArchiver()
 
 	ln, err := net.Listen("tcp", c.HTTPListen)
 	if err != nil {
@@ -136,8 +141,14 @@ func (m *Main) startEmbedded(ctx context.Context, name string) error {
 	s.SyncInterval = c.SyncInterval
 	s.User, s.Password, s.Token = c.NATSUser, c.NATSPassword, c.NATSToken
 	s.ClusterName, s.ClusterListen, s.Routes = c.ClusterName, c.ClusterListen, c.Routes
+	if c.Region != "" {
+		s.GatewayName, s.GatewayListen, s.Gateways = c.Region, c.GatewayListen, c.Gateways
+	}
 	s.Logger = natsLogger{m.Logger.With("component", "nats-server")}
-	if c.ClusterName != "" {
+	if c.Region != "" {
+		m.Logger.Info("starting embedded region member; waiting for a JetStream meta leader (needs a majority of all regions' servers)",
+			"region", c.Region, "gateways", len(c.Gateways))
+	} else if c.ClusterName != "" {
 		m.Logger.Info("starting embedded cluster member; waiting for a JetStream meta leader (needs a majority of the routes up)",
 			"cluster", c.ClusterName, "routes", len(c.Routes))
 	}
@@ -153,6 +164,8 @@ func (m *Main) mode() string {
 	switch {
 	case m.server == nil:
 		return "external"
+	case m.Config.Region != "":
+		return "embedded-region"
 	case m.Config.ClusterName != "":
 		return "embedded-cluster"
 	}
@@ -178,8 +191,12 @@ func (m *Main) Close() error {
 	if m.api != nil {
 		m.api.Close()
 	}
+	m.stopArchiver()
 	if m.store != nil {
 		errs = append(errs, m.store.Close())
+	}
+	if m.region != nil {
+		m.region.Close()
 	}
 	if m.conn != nil {
 		m.conn.Close()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/pifleet/sessionlog/internal/jetstream"
+	"github.com/pifleet/sessionlog/internal/region"
 )
 
 // JetStreamStatus is the backend part of /v1/status (and of pi-ctl status).
@@ -19,7 +21,9 @@ type JetStreamStatus struct {
 	Cluster   string       `json:"cluster,omitempty"`
 	Stream    StreamStatus `json:"stream"`
 	Bucket    string       `json:"bucket"`
-	Peers     []PeerStatus `json:"peers,omitempty"`
+	// Region is the cross-region state: this node's region and role, the
+	// home, the streams it reads and writes, and its mirror's lag.
+	Region *region.Status `json:"region,omitempty"`
 }
 
 // StreamStatus describes the session stream as its leader reports it.
@@ -49,14 +53,20 @@ type PeerStatus struct {
 func (m *Main) status(ctx context.Context) (any, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	out := JetStreamStatus{Mode: m.mode(), Server: m.conn.NC.ConnectedServerName(), Connected: m.NATSURL, Bucket: m.jsCfg.Bucket}
-	s, err := m.conn.JS.Stream(ctx, m.jsCfg.Stream)
+	cfg := m.streamConfig()
+	out := JetStreamStatus{Mode: m.mode(), Server: m.conn.NC.ConnectedServerName(), Connected: m.NATSURL, Bucket: cfg.Bucket}
+	if m.region != nil {
+		rs := m.region.Status(ctx)
+		rec := m.region.Record()
+		out.Region, out.Bucket = &rs, rec.Assets(m.jsCfg, rs.Home).Bucket
+	}
+	s, err := m.conn.JS.Stream(ctx, cfg.Stream)
 	if err != nil {
-		return out, fmt.Errorf("stream %s: %w", m.jsCfg.Stream, err)
+		return out, fmt.Errorf("stream %s: %w", cfg.Stream, err)
 	}
 	info, err := s.Info(ctx)
 	if err != nil {
-		return out, fmt.Errorf("stream %s: %w", m.jsCfg.Stream, err)
+		return out, fmt.Errorf("stream %s: %w", cfg.Stream, err)
 	}
 	out.Stream = StreamStatus{Name: info.Config.Name, Replicas: info.Config.Replicas, Messages: info.State.Msgs, Bytes: info.State.Bytes,
 		FirstSeq: info.State.FirstSeq, LastSeq: info.State.LastSeq, Subjects: uint64(info.State.NumSubjects)}
@@ -70,23 +80,56 @@ func (m *Main) status(ctx context.Context) (any, error) {
 }
 
 // ready checks what /readyz needs from the backend: connected, stream and
-// bucket present. (The API adds: the Store caught up within a second.)
+// bucket present. (The API adds: the Store caught up within a second.) In
+// a region the stream is the one the Store follows, and the home's bucket
+// is not required: a mirror region serves reads while its home is down.
 func (m *Main) ready(ctx context.Context) error {
 	if st := m.conn.NC.Status(); st != nats.CONNECTED {
 		return fmt.Errorf("NATS connection is %v", st)
 	}
-	s, err := m.conn.JS.Stream(ctx, m.jsCfg.Stream)
+	cfg := m.streamConfig()
+	err := m.backendReady(ctx, cfg)
+	if err == nil {
+		m.leaderless.Store(0)
+		return nil
+	}
+	if errors.Is(err, jetstream.ErrMissing) {
+		return err // not an election: the stream or bucket is gone
+	}
+	// No leader, or no answer: an election takes a few seconds and every
+	// node sees it at once; pulling them all out of service for it would
+	// leave nobody to serve reads. Cut off for longer than electionGrace,
+	// the node is not ready (a partition).
+	now := time.Now().UnixNano()
+	m.leaderless.CompareAndSwap(0, now)
+	if time.Duration(now-m.leaderless.Load()) > electionGrace {
+		return err
+	}
+	return nil
+}
+
+// backendReady checks the stream the Store follows (and its leader) and,
+// outside region mode, the cursor bucket.
+func (m *Main) backendReady(ctx context.Context, cfg jetstream.Config) error {
+	s, err := m.conn.JS.Stream(ctx, cfg.Stream)
 	if err != nil {
-		return fmt.Errorf("stream %s: %w", m.jsCfg.Stream, err)
+		return fmt.Errorf("stream %s: %w", cfg.Stream, jetstream.Classify(err))
 	}
 	if err := jetstream.Leaderless(s.CachedInfo()); err != nil {
 		return err
 	}
+	if m.region != nil {
+		return nil // a mirror region serves reads while its home is down
+	}
 	if _, err := m.conn.JS.KeyValue(ctx, m.jsCfg.Bucket); err != nil {
-		return fmt.Errorf("bucket %s: %w", m.jsCfg.Bucket, err)
+		return fmt.Errorf("bucket %s: %w", m.jsCfg.Bucket, jetstream.Classify(err))
 	}
 	return nil
 }
+
+// electionGrace is how long /readyz stays 200 while the stream has no
+// leader: longer than an election (4-9 s), shorter than a partition.
+const electionGrace = 10 * time.Second
 
 // natsLogger routes the embedded server's log into slog.
 type natsLogger struct{ l *slog.Logger }

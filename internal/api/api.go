@@ -71,6 +71,9 @@ type Config struct {
 	// Ready checks the backend for /readyz (JetStream reachable, stream and
 	// bucket present). The Store's own catch-up is checked here. Optional.
 	Ready func(ctx context.Context) error
+	// Archive serves the archive operations (archive.go); nil answers
+	// them with 404. Optional.
+	Archive Archive
 	// Logger receives internal errors (default: discard).
 	Logger *slog.Logger
 	// Now is the clock for readiness (default time.Now).

@@ -79,6 +79,11 @@ func (s *Server) StartNATS(nc *nats.Conn) (micro.Service, error) {
 	s.mu.Lock()
 	s.nats = append(s.nats, n)
 	s.mu.Unlock()
+	// The endpoints' subscriptions are sent asynchronously: a request from
+	// another connection right after StartNATS could find no responders.
+	if err := nc.Flush(); err != nil {
+		return n, fmt.Errorf("start micro service %s: %w", ServiceName, err)
+	}
 	return n, nil
 }
 

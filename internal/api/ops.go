@@ -63,6 +63,9 @@ var ops = []op{
 	{"export", "GET", "/v1/sessions/{id}/export", http.StatusOK, noBody, (*Server).export},
 	{"import", "POST", "/v1/import", http.StatusCreated, jsonlBody, (*Server).importFile},
 	{"status", "GET", "/v1/status", http.StatusOK, noBody, (*Server).status},
+	{"archive.list", "GET", "/v1/archive", http.StatusOK, noBody, (*Server).archiveList},
+	{"archive.restore", "POST", "/v1/archive/{id}/restore", http.StatusCreated, noBody, (*Server).archiveRestore},
+	{"archive.run", "POST", "/v1/archive/run", http.StatusOK, jsonBody, (*Server).archiveRun},
 }
 
 // call runs o for r on either transport: first the read-your-writes wait

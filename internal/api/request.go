@@ -33,6 +33,8 @@ type request struct {
 	Cwd      string     `json:"cwd"`
 	Label    string     `json:"label"`
 	Since    string     `json:"since"`
+	Month    string     `json:"month"`     // archive.list
+	Older    string     `json:"olderThan"` // archive.run
 
 	// Bodies of create, append, cursor.set and fork.
 	Header         json.RawMessage   `json:"header"`
@@ -173,7 +175,7 @@ func applyQuery(q url.Values, r *request) error {
 	strs := []struct {
 		name string
 		dst  *string
-	}{{"client", &r.Client}, {"format", &r.Format}, {"cursor", &r.Cursor}, {"name", &r.Name}, {"cwd", &r.Cwd}, {"label", &r.Label}, {"since", &r.Since}}
+	}{{"client", &r.Client}, {"format", &r.Format}, {"cursor", &r.Cursor}, {"name", &r.Name}, {"cwd", &r.Cwd}, {"label", &r.Label}, {"since", &r.Since}, {"month", &r.Month}, {"olderThan", &r.Older}}
 	for _, p := range strs {
 		if q.Has(p.name) {
 			*p.dst = q.Get(p.name)

@@ -39,6 +39,10 @@ var routes = map[string]route{
 	"export":        {"GET", "/v1/sessions/{id}/export"},
 	"import":        {"POST", "/v1/import"},
 	"status":        {"GET", "/v1/status"},
+
+	"archive.list":    {"GET", "/v1/archive"},
+	"archive.restore": {"POST", "/v1/archive/{id}/restore"},
+	"archive.run":     {"POST", "/v1/archive/run"},
 }
 
 // HTTPOptions say how to reach pi-node's HTTP API.

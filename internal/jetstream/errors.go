@@ -63,7 +63,10 @@ func translate(err error, conflict error) error {
 		return fmt.Errorf("%w: %w", session.ErrNotFound, err)
 	case codeClusterNoPeers, codeClusterNotAvail, codeClusterNotLeader, codeNotEnabledForAccount,
 		codeStorageExceeded, codeNotEnabled, codeStoreFailed, codeExpectedLastSeqNotReady,
-		codeBatchIncomplete, codeBatchTooManyInflight:
+		codeBatchIncomplete, codeBatchTooManyInflight,
+		// A fenced (sealed) or lost home region's stream: a region
+		// failover is under way, and a retry goes to the new home.
+		codeStreamSealed, codeStreamOffline, codeStreamOfflineReason:
 		return fmt.Errorf("%w: %w", session.ErrUnavailable, err)
 	}
 	switch {

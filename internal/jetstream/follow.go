@@ -100,12 +100,24 @@ func (l *Log) follow(ctx context.Context, next *uint64, apply func([]session.Sto
 	}
 	// The consumer is stuck when the stream holds records beyond what it
 	// delivered and nothing came for a whole stallCheck: start a new one.
+	// When the log's end cannot even be asked (its leader or the meta
+	// leader is being elected), a few silent checks in a row also count as
+	// stalled: Follow then reads on by leader gets, which need only the
+	// stream's new leader, and tries a new consumer.
+	unknown := 0
 	stalled := func() error {
 		pctx, cancel := context.WithTimeout(ctx, time.Second)
 		defer cancel()
 		last, err := l.LastSeq(pctx)
-		if err != nil || last < *next || len(held) > 0 && last < held[len(held)-1].Seq+1 {
-			return nil // the log's end is unknown, or nothing is missing yet
+		if err != nil {
+			if unknown++; unknown >= 3 {
+				return fmt.Errorf("consumer silent and the stream's end unknown: %w", err)
+			}
+			return nil
+		}
+		unknown = 0
+		if last < *next || len(held) > 0 && last < held[len(held)-1].Seq+1 {
+			return nil // nothing is missing yet
 		}
 		return fmt.Errorf("consumer stalled: the stream's last sequence is %d, next expected %d", last, *next)
 	}

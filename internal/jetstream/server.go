@@ -56,6 +56,15 @@ type Server struct {
 	ClusterUser     string
 	ClusterPassword string
 
+	// GatewayName joins this server's cluster to a supercluster of regions
+	// (see gateway.go): it must equal ClusterName, the region's name.
+	// GatewayListen is the host:port of the gateway listener; Gateways maps
+	// every region's name to gateway URLs of its servers (this region may be
+	// listed too: it is skipped).
+	GatewayName   string
+	GatewayListen string
+	Gateways      map[string][]*url.URL
+
 	// Logger receives the server's log; nil keeps it silent.
 	Logger server.Logger
 
@@ -102,6 +111,9 @@ func (s *Server) options() (*server.Options, error) {
 	}
 	if !s.SyncAlways {
 		opts.SyncInterval = s.SyncInterval
+	}
+	if err := s.gatewayOptions(opts); err != nil {
+		return nil, err
 	}
 	if s.ClusterName == "" {
 		return opts, nil

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pifleet/sessionlog/internal/bench"
+)
+
+// benchCommands are the scenarios of "pi-ctl bench".
+var benchCommands = []command{
+	{"append", "append entries one by one: node (NATS, HTTP) vs raw JetStream publish with CAS", runBenchAppend},
+	{"create", "create sessions with a backlog: node vs one raw atomic batch", runBenchCreate},
+	{"context", "read contexts at random leaves: node vs a raw read built client-side", runBenchContext},
+	{"rebuild", "start a node over a large log, restart it: rebuild rate, memory, first reads", runBenchRebuild},
+}
+
+const benchIntro = `pi-ctl bench measures pi-node against the raw JetStream doing the same work,
+in the same process and on the same server, and prints both with their ratio.
+
+The node is a running pi-node (--server, the NATS URL of its server, which
+the raw side uses too; --http for its HTTP API), or one started in this
+process with --embedded. rebuild always starts its own node.`
+
+func runBench(ctx context.Context, e *env, args []string) error {
+	return dispatch(ctx, e, "pi-ctl bench", benchIntro, benchCommands, args)
+}
+
+// benchFlags are the options every scenario but rebuild shares: where the
+// node is, and how to print.
+type benchFlags struct {
+	embedded     bool
+	dataDir      string
+	sync         string
+	memoryBudget string
+	server, http string
+	token, creds string
+	user, pass   string
+	stream       string
+	prefix       string
+	transports   string
+	asJSON       bool
+	cpuprofile   string
+	progress     *benchProgress // nil unless stderr is a terminal
+}
+
+func addBenchFlags(fs *flag.FlagSet) *benchFlags {
+	b := &benchFlags{}
+	fs.BoolVar(&b.embedded, "embedded", false, "start a node in this process (embedded JetStream in --data-dir or a temporary dir)")
+	fs.StringVar(&b.dataDir, "data-dir", "", "with --embedded: the node's data `DIR` (default a temporary dir, removed after)")
+	fs.StringVar(&b.sync, "sync", "always", "with --embedded: always (fsync every write, pi-node's default) or interval")
+	fs.StringVar(&b.memoryBudget, "memory-budget", "0", "with --embedded: the node's --memory-budget (e.g. 512MiB)")
+	fs.StringVar(&b.server, "server", "", "NATS `URL` of the node's server, for its API and the raw baselines (default $PI_CTL_SERVER, else "+defaultServer+")")
+	fs.StringVar(&b.http, "http", "", "the node's HTTP API `URL` (default $PI_CTL_HTTP; without it HTTP is not measured)")
+	fs.StringVar(&b.token, "token", "", "bearer `TOKEN` for --http (default $PI_CTL_TOKEN)")
+	fs.StringVar(&b.creds, "creds", "", "NATS credentials `FILE`")
+	fs.StringVar(&b.user, "user", "", "NATS user")
+	fs.StringVar(&b.pass, "password", "", "NATS password for --user")
+	fs.StringVar(&b.stream, "stream", "PI_SESSIONS", "the node's stream, for the raw baselines")
+	fs.StringVar(&b.prefix, "subject-prefix", "pi.sess", "the node's subject prefix, for the raw baselines")
+	fs.StringVar(&b.transports, "transports", "", "comma-separated ways to measure among raw, relay (append only), nats, http (default all reachable)")
+	fs.BoolVar(&b.asJSON, "json", false, "print the result as JSON")
+	fs.StringVar(&b.cpuprofile, "cpuprofile", "", "write a CPU profile of the run (of the node too, with --embedded) to `FILE`")
+	return b
+}
+
+// open starts or reaches the node. Option problems are usage errors.
+func (b *benchFlags) open(ctx context.Context, e *env, fs *flag.FlagSet) (*bench.Env, error) {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if b.sync != "always" && b.sync != "interval" {
+		return nil, usagef(fs.Name(), "--sync must be always or interval, not %q", b.sync)
+	}
+	budget, err := parseSize(b.memoryBudget)
+	if err != nil {
+		return nil, usagef(fs.Name(), "--memory-budget: %v", err)
+	}
+	o := bench.EnvOptions{Embedded: b.embedded, Dir: b.dataDir, SyncAlways: b.sync == "always", MemoryBudget: budget,
+		SnapshotEvery: 5 * time.Minute, Stream: b.stream, SubjectPrefix: b.prefix}
+	if b.embedded {
+		for _, f := range []string{"server", "http", "token", "creds", "user", "password", "stream", "subject-prefix"} {
+			if set[f] {
+				return nil, usagef(fs.Name(), "--%s is for a running node; --embedded starts its own", f)
+			}
+		}
+	} else {
+		for _, f := range []string{"data-dir", "sync", "memory-budget"} {
+			if set[f] {
+				return nil, usagef(fs.Name(), "--%s configures the node of --embedded", f)
+			}
+		}
+		o.Server, o.HTTP, o.Token = firstOf(b.server, e.getenv("PI_CTL_SERVER"), defaultServer), firstOf(b.http, e.getenv("PI_CTL_HTTP")), firstOf(b.token, e.getenv("PI_CTL_TOKEN"))
+		o.Creds, o.User, o.Password = b.creds, b.user, b.pass
+	}
+	env, err := bench.Open(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	if !b.asJSON && isTerminal(e.stderr) {
+		b.progress = &benchProgress{w: e.stderr}
+		env.Progress = b.progress.report
+	}
+	return env, nil
+}
+
+// list returns the --transports values.
+func (b *benchFlags) list() []string {
+	if b.transports == "" {
+		return nil
+	}
+	return strings.Split(b.transports, ",")
+}
+
+func firstOf(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// baseline checks --baseline: "" or jsonl.
+func baseline(fs *flag.FlagSet, v string) (bool, error) {
+	switch v {
+	case "":
+		return false, nil
+	case "jsonl":
+		return true, nil
+	}
+	return false, usagef(fs.Name(), "--baseline must be jsonl, not %q", v)
+}
+
+// parseSize reads 123, 64KiB, 512MiB, 2GiB (and KB, MB, GB), as pi-node's
+// --memory-budget does.
+func parseSize(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1}} {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseFloat(s, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%q is not a size like 512MiB", s)
+	}
+	return int64(n * float64(mult)), nil
+}

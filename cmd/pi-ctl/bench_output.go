@@ -1,0 +1,160 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/pifleet/sessionlog/internal/bench"
+)
+
+// printResult prints a scenario's result: JSON for scripts, or the
+// parameters, one table row per way with its ratios to raw, the targets
+// (met or not) and the other figures.
+func printResult(e *env, res *bench.Result, asJSON bool) error {
+	if asJSON {
+		b, err := encodeJSON(res)
+		if err != nil {
+			return err
+		}
+		return writeJSON(e.stdout, b)
+	}
+	var out strings.Builder
+	params := make([]string, len(res.Params))
+	for i, p := range res.Params {
+		params[i] = fmt.Sprintf("%s %v", p.Name, p.Value)
+	}
+	fmt.Fprintf(&out, "%s: %s\n\n", res.Scenario, strings.Join(params, ", "))
+	t := &table{}
+	unit := "OPS"
+	if len(res.Rows) > 0 {
+		unit = strings.ToUpper(res.Rows[0].Unit)
+	}
+	t.row("", unit, "TIME", unit+"/S", "P50", "P99", "MAX", "VS RAW")
+	for _, r := range res.Rows {
+		t.row(r.Name, strconv.Itoa(r.Ops), fmt.Sprintf("%.2f s", r.Seconds), rate(r.Rate),
+			latency(r.P50Ms), latency(r.P99Ms), latency(r.MaxMs), ratios(r))
+	}
+	t.write(&out)
+	var targets, figures table
+	targets.row("TARGET", "VALUE", "WANT", "")
+	for _, f := range res.Figures {
+		v := value(f.Value, f.Unit)
+		if f.Met == nil {
+			figures.row(f.Name, v)
+			continue
+		}
+		verdict := "met"
+		if !*f.Met {
+			verdict = "NOT MET"
+		}
+		targets.row(f.Name, v, f.Target, verdict)
+	}
+	if len(targets.rows) > 1 {
+		out.WriteByte('\n')
+		targets.write(&out)
+	}
+	if len(figures.rows) > 0 {
+		out.WriteByte('\n')
+		figures.write(&out)
+	}
+	for _, n := range res.Notes {
+		fmt.Fprintf(&out, "\nnote: %s\n", n)
+	}
+	_, err := io.WriteString(e.stdout, out.String())
+	return err
+}
+
+// ratios is the VS RAW cell: the rate ratio and, when timed, the p50 one.
+func ratios(r bench.Row) string {
+	if r.Vs == "" || r.RateRatio == 0 {
+		return "-"
+	}
+	s := fmt.Sprintf("%.2f× rate", r.RateRatio)
+	if r.P50Ratio > 0 {
+		s += fmt.Sprintf(", %.2f× p50", r.P50Ratio)
+	}
+	return s
+}
+
+func rate(v float64) string {
+	switch {
+	case v >= 100:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case v >= 1:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	}
+	return strconv.FormatFloat(v, 'f', 3, 64)
+}
+
+// latency writes milliseconds with the precision that matters at their
+// scale: µs below a millisecond.
+func latency(msv float64) string {
+	switch {
+	case msv == 0:
+		return "-"
+	case msv < 1:
+		return fmt.Sprintf("%.0f µs", msv*1000)
+	case msv < 10:
+		return fmt.Sprintf("%.2f ms", msv)
+	case msv < 100:
+		return fmt.Sprintf("%.1f ms", msv)
+	}
+	return fmt.Sprintf("%.0f ms", msv)
+}
+
+func value(v float64, unit string) string {
+	var s string
+	switch {
+	case v == float64(int64(v)) && v < 1e15:
+		s = strconv.FormatInt(int64(v), 10)
+	case v >= 100:
+		s = strconv.FormatFloat(v, 'f', 0, 64)
+	case v >= 10:
+		s = strconv.FormatFloat(v, 'f', 1, 64)
+	default:
+		s = strconv.FormatFloat(v, 'f', 2, 64)
+	}
+	switch unit {
+	case "":
+		return s
+	case "×":
+		return s + "×"
+	}
+	return s + " " + unit
+}
+
+// benchProgress is the one-line progress of a scenario on a terminal:
+// "phase [#####·····] done/total", redrawn in place. A nil one draws
+// nothing; scenarios report from several goroutines.
+type benchProgress struct {
+	w     io.Writer
+	mu    sync.Mutex
+	shown bool
+}
+
+func (p *benchProgress) report(phase string, done, total int) {
+	if p == nil || total <= 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	full := barCells * min(done, total) / total
+	fmt.Fprintf(p.w, "\r\x1b[K%s [%s%s] %d/%d", phase, strings.Repeat("#", full), strings.Repeat("·", barCells-full), done, total)
+	p.shown = true
+}
+
+// clear erases the line before the result is printed.
+func (p *benchProgress) clear() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.shown {
+		io.WriteString(p.w, "\r\x1b[K")
+		p.shown = false
+	}
+}

@@ -1,0 +1,217 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"os"
+	"runtime/pprof"
+	"time"
+
+	"github.com/pifleet/sessionlog/internal/bench"
+)
+
+const benchAppendHelp = `Usage: pi-ctl bench append [flags]
+
+Appends --entries entries, one request each, to each of --sessions
+sessions, --concurrency sessions at a time, through the node's append
+operation over NATS and HTTP, and the same work as raw JetStream publishes
+of the adapter's messages with Nats-Expected-Last-Subject-Sequence (--cas,
+on by default; the node's requests then carry expectLastSeq). Prints
+entries/s and per-append latency, and the node's ratios to raw.
+
+The relay row is raw JetStream behind one NATS request hop with no logic
+(a responder in this process that publishes and replies): the floor under
+any API, since a write through pi-node makes that hop too. The node over
+the relay is the node's own cost; the relay over raw is the hop's.
+--baseline jsonl adds pi's own way: one appendFileSync per entry, with and
+without fsync.
+
+  pi-ctl bench append --embedded --sessions 100 --concurrency 100 --baseline jsonl
+`
+
+func runBenchAppend(ctx context.Context, e *env, args []string) error {
+	fs := newFlags("pi-ctl bench append")
+	bf := addBenchFlags(fs)
+	var o bench.AppendOptions
+	fs.IntVar(&o.Sessions, "sessions", 100, "sessions to write")
+	fs.IntVar(&o.Entries, "entries", 100, "entries appended to each session, one at a time")
+	fs.IntVar(&o.Concurrency, "concurrency", 10, "sessions written at once")
+	fs.IntVar(&o.Size, "size", 1024, "bytes of JSON per entry")
+	fs.BoolVar(&o.CAS, "cas", true, "expect the session's last sequence (expectLastSeq; the raw header)")
+	fs.IntVar(&o.Rounds, "rounds", 3, "turns the ways take, each round a share of the work (so drift favours none)")
+	base := fs.String("baseline", "", "jsonl: add pi's local file (appendFileSync per entry, with and without fsync)")
+	if _, err := parseArgs(e, fs, benchAppendHelp, args); err != nil {
+		return err
+	}
+	var err error
+	if o.JSONL, err = baseline(fs, *base); err != nil {
+		return err
+	}
+	o.Transports = bf.list()
+	return runScenario(ctx, e, fs, bf, func(env *bench.Env) (*bench.Result, error) { return bench.RunAppend(ctx, env, o) })
+}
+
+const benchCreateHelp = `Usage: pi-ctl bench create [flags]
+
+Creates --sessions sessions, each with a backlog of --backlog entries in
+the same write (pi's delayed flush: everything before the first assistant
+reply is stored at once), through the node's create operation over NATS
+and HTTP, and as one raw atomic batch (the adapter's messages, the first
+expecting an empty subject). Latency is per creation.
+--baseline jsonl adds pi's file: one appendFileSync per line (and one fsync
+at the end).
+
+  pi-ctl bench create --embedded --backlog 100 --baseline jsonl
+`
+
+func runBenchCreate(ctx context.Context, e *env, args []string) error {
+	fs := newFlags("pi-ctl bench create")
+	bf := addBenchFlags(fs)
+	var o bench.CreateOptions
+	fs.IntVar(&o.Sessions, "sessions", 200, "sessions to create")
+	fs.IntVar(&o.Backlog, "backlog", 100, "entries each session is created with (at most 999)")
+	fs.IntVar(&o.Rounds, "rounds", 3, "turns the ways take, each round a share of the work (so drift favours none)")
+	fs.IntVar(&o.Concurrency, "concurrency", 4, "creations at once")
+	fs.IntVar(&o.Size, "size", 1024, "bytes of JSON per entry")
+	base := fs.String("baseline", "", "jsonl: add pi's local file")
+	if _, err := parseArgs(e, fs, benchCreateHelp, args); err != nil {
+		return err
+	}
+	var err error
+	if o.JSONL, err = baseline(fs, *base); err != nil {
+		return err
+	}
+	o.Transports = bf.list()
+	return runScenario(ctx, e, fs, bf, func(env *bench.Env) (*bench.Result, error) { return bench.RunCreate(ctx, env, o) })
+}
+
+const benchContextHelp = `Usage: pi-ctl bench context [flags]
+
+Loads --sessions sessions of --entries realistic entries (not timed), then
+reads pi's context at --requests random leaves of random sessions: the
+node's context operation over NATS and HTTP (and, with --embedded, the
+engine's own call, without a transport). The raw equivalent is what a
+client with only JetStream must do for the same answer: read the session
+from the stream leader and build the context itself.
+
+  pi-ctl bench context --embedded --sessions 100 --entries 1000
+`
+
+func runBenchContext(ctx context.Context, e *env, args []string) error {
+	fs := newFlags("pi-ctl bench context")
+	bf := addBenchFlags(fs)
+	var o bench.ContextOptions
+	fs.IntVar(&o.Sessions, "sessions", 100, "sessions to load")
+	fs.IntVar(&o.Entries, "entries", 200, "entries per session")
+	fs.IntVar(&o.Requests, "requests", 5000, "context reads")
+	fs.IntVar(&o.Rounds, "rounds", 3, "turns the ways take, each round a share of the work (so drift favours none)")
+	fs.IntVar(&o.Concurrency, "concurrency", 1, "reads at once")
+	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the sessions and of the leaves read")
+	if _, err := parseArgs(e, fs, benchContextHelp, args); err != nil {
+		return err
+	}
+	o.Transports = bf.list()
+	return runScenario(ctx, e, fs, bf, func(env *bench.Env) (*bench.Result, error) { return bench.RunContext(ctx, env, o) })
+}
+
+// startProfile writes a CPU profile of the whole process (the node too,
+// with --embedded) to path, if set, until stop.
+func startProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// runScenario opens the node, runs the scenario and prints its result.
+func runScenario(ctx context.Context, e *env, fs *flag.FlagSet, bf *benchFlags, run func(*bench.Env) (*bench.Result, error)) error {
+	env, err := bf.open(ctx, e, fs)
+	if err != nil {
+		return err
+	}
+	stopProf, err := startProfile(bf.cpuprofile)
+	if err != nil {
+		env.Close()
+		return err
+	}
+	res, err := run(env)
+	stopProf()
+	bf.progress.clear()
+	if cerr := env.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if bf.sync != "" && bf.embedded {
+		res.Params = append(res.Params, bench.Param{Name: "sync", Value: bf.sync})
+	}
+	return printResult(e, res, bf.asJSON)
+}
+
+const benchRebuildHelp = `Usage: pi-ctl bench rebuild [flags]
+
+Loads --entries realistic entries in --sessions interleaved sessions into
+--data-dir (reused as it is when it holds this very load), then starts a
+node over it — in this process, or the --pi-node binary as a process — and
+measures: the time until its Store has applied the whole log, as a rate
+against a raw ordered consumer over the same stream on the same server;
+its memory against the JSON it holds; context reads; then a restart from
+the snapshot written at shutdown: time to serve, the first read of a
+session against a raw filtered read of that session, and the time until
+caught up. After a fresh load it first waits out JetStream's 2-minute
+duplicate window (--settle), as a production restart would find it.
+
+  pi-ctl bench rebuild --data-dir /var/tmp/pi-bench   # a million entries
+  pi-ctl bench rebuild --pi-node ./pi-node --memory-budget 512MiB
+`
+
+func runBenchRebuild(ctx context.Context, e *env, args []string) error {
+	fs := newFlags("pi-ctl bench rebuild")
+	var o bench.RebuildOptions
+	fs.IntVar(&o.Sessions, "sessions", 50000, "sessions to load")
+	fs.IntVar(&o.Entries, "entries", 1000000, "entries to load, in all")
+	fs.StringVar(&o.Dir, "data-dir", "", "the node's data `DIR`, reused when it holds this load (default a temporary dir)")
+	fs.StringVar(&o.NodeBin, "pi-node", "", "run this pi-node `BINARY` as a process instead of a node in this process")
+	sync := fs.String("sync", "always", "the node's --sync: always or interval")
+	budget := fs.String("memory-budget", "0", "the node's --memory-budget (e.g. 512MiB)")
+	fs.DurationVar(&o.SnapshotEvery, "snapshot-interval", 5*time.Minute, "the node's --snapshot-interval (0 disables snapshots)")
+	fs.IntVar(&o.Reads, "reads", 10000, "context reads timed when caught up, and first reads after the restart")
+	fs.IntVar(&o.Samples, "samples", 5, "sessions read raw, filtered")
+	fs.BoolVar(&o.Settle, "settle", true, "after a fresh load, wait until JetStream's 2-minute duplicate window has passed")
+	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the load and of the sessions read")
+	fs.DurationVar(&o.Idle, "idle", 11*time.Second, "leave the node idle this long before reading its memory (JetStream caches blocks it read for 10 s; negative: not at all)")
+	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the first start's rebuild to `FILE` (node in this process only)")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	if _, err := parseArgs(e, fs, benchRebuildHelp, args); err != nil {
+		return err
+	}
+	if *sync != "always" && *sync != "interval" {
+		return usagef(fs.Name(), "--sync must be always or interval, not %q", *sync)
+	}
+	var err error
+	if o.MemoryBudget, err = parseSize(*budget); err != nil {
+		return usagef(fs.Name(), "--memory-budget: %v", err)
+	}
+	o.SyncAlways = *sync == "always"
+	var prog *benchProgress
+	if !*asJSON && isTerminal(e.stderr) {
+		prog = &benchProgress{w: e.stderr}
+		o.Progress = prog.report
+	}
+	res, err := bench.RunRebuild(ctx, o)
+	prog.clear()
+	if err != nil {
+		return err
+	}
+	res.Params = append(res.Params, bench.Param{Name: "sync", Value: *sync})
+	return printResult(e, res, *asJSON)
+}

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pifleet/sessionlog/internal/jetstream"
+	"github.com/pifleet/sessionlog/internal/region"
+)
+
+const failoverHelp = `Usage: pi-ctl failover --to REGION [--force] [--server URL]
+
+Makes REGION the home region of a cross-region deployment (see
+docs/CROSS-REGION.md): REGION's mirror of the session stream and of the
+cursor bucket is promoted to a primary, and the region record names REGION
+as the home. Every pi-node follows the record and switches within a moment,
+without a restart. Every other region is then stale until
+'pi-ctl failback --from' it.
+
+Refused while the home region answers, since both regions would then take
+writes. With --force a healthy home is fenced first (its stream and bucket
+are sealed) and the failover waits until REGION holds everything the home
+acknowledged: a planned switchover that loses nothing. A home that does not
+answer is replaced as it is; what it acknowledged and never mirrored stays
+on its disks, and 'pi-ctl failback --from HOME' merges it once it is back.
+
+pi-ctl talks to JetStream directly: --server (or $PI_CTL_SERVER) must be a
+NATS server of a surviving region.
+`
+
+// adminFlags are the connection options of the region commands, which talk
+// to JetStream itself rather than to a pi-node's API: they must work when
+// the nodes of the lost region are gone and the others are switching.
+type adminFlags struct {
+	server, creds, user, password string
+	tlsCert, tlsKey, tlsCA        string
+	bucket                        string
+	timeout                       time.Duration
+	json                          bool
+}
+
+func addAdminFlags(fs *flag.FlagSet, timeout time.Duration) *adminFlags {
+	a := &adminFlags{}
+	fs.StringVar(&a.server, "server", "", "NATS `URL` of a server of a surviving region (default $PI_CTL_SERVER, else "+defaultServer+")")
+	fs.StringVar(&a.creds, "creds", "", "NATS credentials `FILE` (JWT and nkey)")
+	fs.StringVar(&a.user, "user", "", "NATS user")
+	fs.StringVar(&a.password, "password", "", "NATS password for --user")
+	fs.StringVar(&a.tlsCert, "tls-cert", "", "client certificate `FILE`")
+	fs.StringVar(&a.tlsKey, "tls-key", "", "client key `FILE` for --tls-cert")
+	fs.StringVar(&a.tlsCA, "tls-ca", "", "CA `FILE` that signed the server's certificate")
+	fs.StringVar(&a.bucket, "region-bucket", region.DefaultRecordBucket, "KV bucket of the region record (pi-node's --region-bucket)")
+	fs.DurationVar(&a.timeout, "timeout", timeout, "give up after `D` (every step can be run again)")
+	fs.BoolVar(&a.json, "json", false, "print the report as JSON")
+	return a
+}
+
+// admin connects and returns the region operations, and the function that
+// closes the connection.
+func (a *adminFlags) admin(ctx context.Context, e *env, fs *flag.FlagSet) (*region.Admin, func(), error) {
+	switch {
+	case a.timeout <= 0:
+		return nil, nil, usagef(fs.Name(), "--timeout must be positive, not %v", a.timeout)
+	case (a.tlsCert == "") != (a.tlsKey == ""):
+		return nil, nil, usagef(fs.Name(), "--tls-cert and --tls-key go together")
+	case a.password != "" && a.user == "":
+		return nil, nil, usagef(fs.Name(), "--password needs --user")
+	}
+	server := a.server
+	if server == "" {
+		server = e.getenv("PI_CTL_SERVER")
+	}
+	if server == "" {
+		server = defaultServer
+	}
+	cc := jetstream.NewConnConfig(server)
+	cc.Name, cc.CredsFile, cc.User, cc.Password = "pi-ctl", a.creds, a.user, a.password
+	cc.CertFile, cc.KeyFile, cc.CAFile = a.tlsCert, a.tlsKey, a.tlsCA
+	cc.APITimeout = 5 * time.Second
+	dctx, cancel := context.WithTimeout(ctx, min(a.timeout, 10*time.Second))
+	defer cancel()
+	conn, err := jetstream.Connect(dctx, cc)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w (point --server or $PI_CTL_SERVER at a NATS server of a surviving region)", err)
+	}
+	progress := func(msg string, args ...any) {
+		if !a.json {
+			fmt.Fprintf(e.stdout, "%s  "+msg+"\n", append([]any{e.now().Format("15:04:05.000")}, args...)...)
+		}
+	}
+	return &region.Admin{JS: conn.JS, RecordBucket: a.bucket, Progress: progress}, conn.Close, nil
+}
+
+func runFailover(ctx context.Context, e *env, args []string) error {
+	fs := newFlags("pi-ctl failover")
+	a := addAdminFlags(fs, 2*time.Minute)
+	to := fs.String("to", "", "the region to make the home (required)")
+	force := fs.Bool("force", false, "fail over from a home that still answers: fence it first, lose nothing")
+	probe := fs.Duration("probe-timeout", 2*time.Second, "how long each of the two probes of the home waits for an answer")
+	if _, err := parseArgs(e, fs, failoverHelp, args); err != nil {
+		return err
+	}
+	if *to == "" {
+		return usagef(fs.Name(), "--to REGION is required")
+	}
+	adm, closeConn, err := a.admin(ctx, e, fs)
+	if err != nil {
+		return err
+	}
+	defer closeConn()
+	ctx, cancel := context.WithTimeout(ctx, a.timeout)
+	defer cancel()
+	adm.ProbeTimeout = *probe
+	rep, err := adm.Failover(ctx, *to, *force)
+	if err != nil {
+		// A refusal says why and what would make it safe; run prints it
+		// once, as "pi-ctl: refused: …", and exits 1.
+		return err
+	}
+	if a.json {
+		return printJSON(e.stdout, rep)
+	}
+	var stale []string
+	for _, name := range slices.Sorted(maps.Keys(rep.Stale)) {
+		stale = append(stale, fmt.Sprintf("%s (shares sequences up to %d)", name, rep.Stale[name]))
+	}
+	return keyValues(e.stdout,
+		"home", fmt.Sprintf("%s (was %s), epoch %d", rep.To, rep.From, rep.Epoch),
+		"old home", rep.HomeState,
+		"inherited", "sequences 1–"+strconv.FormatUint(rep.ForkSeq, 10),
+		"stale", orDash(strings.Join(stale, ", "))+"; run 'pi-ctl failback --from REGION' for each once it is reachable",
+		"took", rep.Took.Round(time.Millisecond).String())
+}

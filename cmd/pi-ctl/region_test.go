@@ -1,0 +1,65 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestRegionCommandsUsage(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"failover"}, 2, "--to REGION is required"},
+		{[]string{"failback"}, 2, "--from REGION is required"},
+		{[]string{"failover", "--to", "B", "--timeout", "0s"}, 2, "--timeout must be positive"},
+		{[]string{"failback", "--from", "A", "--password", "x"}, 2, "--password needs --user"},
+		{[]string{"failover", "--to", "B", "--server", "nats://127.0.0.1:1", "--timeout", "1s"}, 1, "surviving region"},
+	} {
+		r := runCLI(t, "", c.args...)
+		if r.code != c.code || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("pi-ctl %s: exit %d, stderr %q; want %d and %q", strings.Join(c.args, " "), r.code, r.stderr, c.code, c.want)
+		}
+	}
+	for _, cmd := range []string{"failover", "failback"} {
+		r := runCLI(t, "", cmd, "--help")
+		if r.code != 0 || !strings.Contains(r.stdout, "Usage: pi-ctl "+cmd) || !strings.Contains(r.stdout, "docs/CROSS-REGION.md") {
+			t.Errorf("pi-ctl %s --help: exit %d\n%s", cmd, r.code, r.stdout)
+		}
+	}
+}
+
+func TestStatusShowsRegion(t *testing.T) {
+	var s statusReply
+	body := `{"node":"b1","service":"pi-sessions","version":"1.0.0","store":{},"jetstream":{"mode":"embedded-region",
+		"stream":{"name":"PI_SESSIONS_B","replicas":1,"leader":"b1"},"bucket":"PI_CURSORS_A",
+		"region":{"region":"B","role":"mirror","home":"A","epoch":1,"regions":["A","B"],"reads":"PI_SESSIONS_B","writes":"PI_SESSIONS_A",
+		"mirror":{"origin":"PI_SESSIONS_A","lastSeq":42,"lag":3,"lastContact":"12ms","reachable":true},
+		"recordUpdatedAt":"2026-11-30T10:00:00Z","recordChange":"bootstrap: home A, by a node of A"}}}`
+	if err := json.Unmarshal([]byte(body), &s); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	writeStatus(&out, &s)
+	for _, want := range []string{
+		"region     B, mirror",
+		"home       A, epoch 1",
+		"regions    A: home; B: mirror",
+		"reads      PI_SESSIONS_B",
+		"writes     PI_SESSIONS_A",
+		"mirror     PI_SESSIONS_A at 42, lag 3, last contact 12ms ago",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("status lacks %q:\n%s", want, out.String())
+		}
+	}
+	s.JetStream.Region.Role, s.JetStream.Region.Home, s.JetStream.Region.Epoch = "home", "B", 2
+	s.JetStream.Region.Stale, s.JetStream.Region.ForkSeq, s.JetStream.Region.Mirror = map[string]uint64{"A": 40}, 40, nil
+	out.Reset()
+	writeStatus(&out, &s)
+	if !strings.Contains(out.String(), "A: stale (shares up to 40; needs failback); B: home") || !strings.Contains(out.String(), "inherited sequences up to 40") {
+		t.Errorf("status after a failover:\n%s", out.String())
+	}
+}

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+)
+
+// regionStatus is the "region" part of /v1/status in a cross-region
+// deployment (see docs/CROSS-REGION.md).
+type regionStatus struct {
+	Region  string            `json:"region"`
+	Role    string            `json:"role"`
+	Home    string            `json:"home"`
+	Epoch   uint64            `json:"epoch"`
+	ForkSeq uint64            `json:"forkSeq"`
+	Regions []string          `json:"regions"`
+	Stale   map[string]uint64 `json:"stale"`
+	Reads   string            `json:"reads"`
+	Writes  string            `json:"writes"`
+	Mirror  *struct {
+		Origin      string `json:"origin"`
+		LastSeq     uint64 `json:"lastSeq"`
+		Lag         uint64 `json:"lag"`
+		LastContact string `json:"lastContact"`
+		Error       string `json:"error"`
+		Reachable   bool   `json:"reachable"`
+	} `json:"mirror"`
+	RecordUpdatedAt time.Time `json:"recordUpdatedAt"`
+	RecordChange    string    `json:"recordChange"`
+}
+
+// writeRegion renders the region block of pi-ctl status: this node's
+// region and role, the home, every region with its state, and the mirror's
+// lag.
+func writeRegion(out *strings.Builder, r *regionStatus) {
+	if r == nil {
+		return
+	}
+	out.WriteByte('\n')
+	regions := make([]string, 0, len(r.Regions))
+	for _, name := range r.Regions {
+		state := "mirror"
+		switch _, stale := r.Stale[name]; {
+		case name == r.Home:
+			state = "home"
+		case stale:
+			state = fmt.Sprintf("stale (shares up to %d; needs failback)", r.Stale[name])
+		}
+		regions = append(regions, name+": "+state)
+	}
+	for _, name := range slices.Sorted(maps.Keys(r.Stale)) {
+		if !slices.Contains(r.Regions, name) {
+			regions = append(regions, name+": stale")
+		}
+	}
+	home := fmt.Sprintf("%s, epoch %d", r.Home, r.Epoch)
+	if r.ForkSeq > 0 {
+		home += fmt.Sprintf(" (inherited sequences up to %d)", r.ForkSeq)
+	}
+	kv := []string{
+		"region", fmt.Sprintf("%s, %s", r.Region, r.Role),
+		"home", home,
+		"regions", strings.Join(regions, "; "),
+		"reads", r.Reads,
+		"writes", r.Writes,
+	}
+	if m := r.Mirror; m != nil {
+		lag := fmt.Sprintf("%s at %d, lag %d, last contact %s ago", m.Origin, m.LastSeq, m.Lag, orDash(m.LastContact))
+		if m.Error != "" {
+			lag += ", error: " + m.Error
+		}
+		kv = append(kv, "mirror", lag)
+	}
+	kv = append(kv, "record", fmt.Sprintf("%s (%s)", orDash(r.RecordChange), shortTime(r.RecordUpdatedAt)))
+	keyValues(out, kv...)
+}

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/pifleet/sessionlog/internal/api"
+	"github.com/pifleet/sessionlog/internal/archive"
+	"github.com/pifleet/sessionlog/internal/jetstream"
+	"github.com/pifleet/sessionlog/internal/session"
+)
+
+// ArchiveConfig is the retention part of Config (docs/OPERATIONS.md,
+// "Bounded growth"): idle sessions move to an archive stream.
+type ArchiveConfig struct {
+	// SessionRetention: sessions not written to for longer are archived
+	// (0: never; the archive operations still work).
+	SessionRetention time.Duration
+	// ArchiveEvery is the interval of the retention passes.
+	ArchiveEvery time.Duration
+	// ArchiveStream names the archive stream; its subjects and lease
+	// bucket derive from it (PI_ARCHIVE: pi.archive.*.*, PI_ARCHIVE_LEASE).
+	ArchiveStream string
+}
+
+func defaultArchiveConfig() ArchiveConfig {
+	return ArchiveConfig{ArchiveEvery: 10 * time.Minute, ArchiveStream: "PI_ARCHIVE"}
+}
+
+// addArchiveFlags registers the retention flags on fs.
+func (c *ArchiveConfig) addArchiveFlags(fs *flag.FlagSet) {
+	fs.DurationVar(&c.SessionRetention, "session-retention", c.SessionRetention,
+		"archive sessions not written to for this long (e.g. 720h): they move to the archive stream and out of the log and every node's memory; 0: keep every session live")
+	fs.DurationVar(&c.ArchiveEvery, "archive-every", c.ArchiveEvery,
+		"interval of the retention passes (one node of the cluster runs each, under a lease)")
+	fs.StringVar(&c.ArchiveStream, "archive-stream", c.ArchiveStream,
+		"JetStream stream of archived sessions (lease bucket <name>_LEASE)")
+}
+
+func (c *Config) checkArchive() error {
+	a := c.ArchiveConfig
+	switch {
+	case a.SessionRetention < 0:
+		return errors.New("--session-retention must not be negative")
+	case a.ArchiveEvery <= 0:
+		return errors.New("--archive-every must be positive")
+	case a.ArchiveStream == "" || strings.ContainsAny(a.ArchiveStream, ". *>"):
+		return errors.New("--archive-stream must be a stream name (no dots, spaces or wildcards)")
+	}
+	return nil
+}
+
+// archiverJob is the node's Archiver and its periodic pass.
+type archiverJob struct {
+	a      *archive.Archiver
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// newArchiver returns the archive the API serves: nil (no archive
+// operations) in cross-region mode, where the log is not a plain stream.
+// With a retention, the archive is provisioned now, so that a
+// misconfiguration stops the start instead of every pass.
+func (m *Main) newArchiver(ctx context.Context, log session.Log, name string, logger *slog.Logger) (api.Archive, error) {
+	c := m.Config.ArchiveConfig
+	jl, ok := log.(*jetstream.Log)
+	if !ok && c.SessionRetention > 0 {
+		return nil, errors.New("--session-retention is not supported in cross-region mode yet: the other regions' mirrors would keep every session")
+	}
+	if !ok {
+		return nil, nil
+	}
+	acfg := jetstream.NewArchiveConfig(m.jsCfg)
+	acfg.SetStream(c.ArchiveStream)
+	acfg.Logger = logger
+	b := jetstream.NewArchive(jl, acfg)
+	if c.SessionRetention > 0 {
+		logger.Info("provisioning the archive", "stream", acfg.Stream, "retention", c.SessionRetention, "every", c.ArchiveEvery)
+		if err := b.Provision(ctx); err != nil {
+			return nil, err
+		}
+	}
+	a := archive.New(m.store, jl, b, archive.Options{
+		Retention: c.SessionRetention, Every: c.ArchiveEvery, Node: name,
+		Logger: logger.With("component", "archiver"),
+	})
+	m.archiver = &archiverJob{a: a}
+	return a, nil
+}
+
+// startArchiver adds the archiver's metrics and starts its passes.
+func (m *Main) startArchiver() {
+	j := m.archiver
+	if j == nil {
+		return
+	}
+	m.api.Registry().MustRegister(j.a.Collector())
+	var ctx context.Context
+	ctx, j.cancel = context.WithCancel(context.Background())
+	j.done = make(chan struct{})
+	go func() {
+		defer close(j.done)
+		j.a.Run(ctx)
+	}()
+}
+
+// stopArchiver ends a pass in flight (each session is left consistent) and
+// waits for it.
+func (m *Main) stopArchiver() {
+	if j := m.archiver; j != nil && j.cancel != nil {
+		j.cancel()
+		<-j.done
+	}
+}

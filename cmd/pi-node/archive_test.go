@@ -1,0 +1,108 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestArchiveFlags(t *testing.T) {
+	c := DefaultConfig()
+	env := map[string]string{"PI_NODE_SESSION_RETENTION": "720h", "PI_NODE_ARCHIVE_STREAM": "OLD_SESSIONS"}
+	if err := c.ParseFlags([]string{"--archive-every", "1h"}, func(k string) string { return env[k] }, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if a := c.ArchiveConfig; a.SessionRetention != 720*time.Hour || a.ArchiveEvery != time.Hour || a.ArchiveStream != "OLD_SESSIONS" {
+		t.Errorf("archive config %+v", a)
+	}
+	if d := DefaultConfig().ArchiveConfig; d.SessionRetention != 0 || d.ArchiveEvery != 10*time.Minute || d.ArchiveStream != "PI_ARCHIVE" {
+		t.Errorf("defaults %+v: retention must be off", d)
+	}
+	for want, args := range map[string][]string{
+		"--session-retention must not": {"--session-retention", "-1h"},
+		"--archive-every must be":      {"--archive-every", "0s"},
+		"--archive-stream must be":     {"--archive-stream", "a.b"},
+	} {
+		c := DefaultConfig()
+		if err := c.ParseFlags(args, func(string) string { return "" }, io.Discard); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%v: %v, want %q", args, err, want)
+		}
+	}
+}
+
+// A node with a retention archives an idle session by itself and exports
+// its counters; the archive operations answer over HTTP.
+func TestMainArchives(t *testing.T) {
+	var logs bytes.Buffer
+	m := NewMain(io.Discard, &logs)
+	m.Config.DataDir = t.TempDir()
+	m.Config.HTTPListen = "127.0.0.1:0"
+	m.Config.ClientListen = "127.0.0.1:0"
+	m.Config.NodeName = "t1"
+	m.Config.Sync = "interval"
+	m.Config.SessionRetention = 100 * time.Millisecond
+	m.Config.ArchiveEvery = 50 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := m.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			m.Close()
+		}
+	}()
+	base := "http://" + m.HTTPAddr
+	resp, err := http.Post(base+"/v1/sessions", "application/json", strings.NewReader(`{"entries":[{"type":"message","message":{"role":"user","content":"hi"}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var created struct {
+		SessionID string `json:"sessionId"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&created)
+	resp.Body.Close()
+
+	deadline := time.Now().Add(20 * time.Second)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		var page struct {
+			Sessions []struct {
+				SessionID string `json:"sessionId"`
+			} `json:"sessions"`
+		}
+		resp, err := http.Get(base + "/v1/archive")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = json.NewDecoder(resp.Body).Decode(&page)
+		resp.Body.Close()
+		if len(page.Sessions) == 1 && page.Sessions[0].SessionID == created.SessionID {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not archived within 20 s: %d %+v\n%s", resp.StatusCode, page, logs.String())
+		}
+		<-tick.C
+	}
+	resp, err = http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), "pi_archive_sessions_archived_total 1") {
+		t.Errorf("metrics without the archiver's counter:\n%s", body)
+	}
+	closed = true
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,103 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/pifleet/sessionlog/internal/archive"
+	"github.com/pifleet/sessionlog/internal/session"
+)
+
+// Archive is what the archive operations serve: *archive.Archiver. A
+// Server without one answers them with 404.
+type Archive interface {
+	List(ctx context.Context, month string, from uint64, limit int) ([]archive.Listed, uint64, error)
+	Restore(ctx context.Context, sid string) (session.ImportResult, error)
+	Pass(ctx context.Context, olderThan time.Duration) (archive.PassResult, error)
+	// Retention is the node's --session-retention (0: none), the default
+	// of a pass run through the API.
+	Retention() time.Duration
+}
+
+// archiveListReply is a page of the archive; Next is the cursor of the
+// following page (an archive sequence), absent on the last.
+type archiveListReply struct {
+	Sessions []archive.Listed `json:"sessions"`
+	Next     string           `json:"next,omitempty"`
+}
+
+// restoreReply is the restore response: the session back in the log, its
+// new lastSeq for minSeq.
+type restoreReply struct {
+	SessionID  string `json:"sessionId"`
+	EntryCount int    `json:"entryCount"`
+	LastSeq    uint64 `json:"lastSeq"`
+}
+
+func (s *Server) archive() (Archive, error) {
+	if s.cfg.Archive == nil {
+		return nil, fmt.Errorf("%w: this node serves no archive", session.ErrNotFound)
+	}
+	return s.cfg.Archive, nil
+}
+
+func (s *Server) archiveList(ctx context.Context, r *request) (reply, error) {
+	a, err := s.archive()
+	if err != nil {
+		return reply{}, err
+	}
+	var from uint64
+	if r.Cursor != "" {
+		if from, err = strconv.ParseUint(r.Cursor, 10, 64); err != nil {
+			return reply{}, session.Invalid("cursor", fmt.Sprintf("%q is not a cursor of the archive (the next of a previous page)", r.Cursor))
+		}
+	}
+	list, next, err := a.List(ctx, r.Month, from, r.Limit)
+	if err != nil {
+		return reply{}, err
+	}
+	out := archiveListReply{Sessions: list}
+	if next != 0 {
+		out.Next = strconv.FormatUint(next, 10)
+	}
+	return jsonReply(out)
+}
+
+func (s *Server) archiveRestore(ctx context.Context, r *request) (reply, error) {
+	if err := r.checkSession(); err != nil {
+		return reply{}, err
+	}
+	a, err := s.archive()
+	if err != nil {
+		return reply{}, err
+	}
+	res, err := a.Restore(ctx, r.SessionID)
+	if err != nil {
+		return reply{}, err
+	}
+	return jsonReply(restoreReply{SessionID: res.SessionID, EntryCount: res.Entries, LastSeq: res.LastSeq})
+}
+
+func (s *Server) archiveRun(ctx context.Context, r *request) (reply, error) {
+	a, err := s.archive()
+	if err != nil {
+		return reply{}, err
+	}
+	older := a.Retention()
+	if r.Older != "" {
+		if older, err = time.ParseDuration(r.Older); err != nil || older < 0 {
+			return reply{}, session.Invalid("olderThan", fmt.Sprintf("%q is not a duration like 720h", r.Older))
+		}
+	} else if older == 0 {
+		return reply{}, session.Invalid("olderThan", "required: this node has no --session-retention to default to")
+	}
+	res, err := a.Pass(ctx, older)
+	if err != nil && res.Archived == 0 {
+		return reply{}, err
+	}
+	// Sessions that failed are counted in the result and retried by the
+	// next pass; the pass as a whole did its work.
+	return jsonReply(res)
+}

@@ -1,0 +1,114 @@
+package api_test
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pifleet/sessionlog/internal/api"
+	"github.com/pifleet/sessionlog/internal/archive"
+	"github.com/pifleet/sessionlog/internal/session"
+)
+
+// fakeArchive records what the operations asked for and answers with err,
+// or with a canned result.
+type fakeArchive struct {
+	mu        sync.Mutex
+	retention time.Duration
+	err       error
+	month     string
+	from      uint64
+	limit     int
+	older     time.Duration
+}
+
+func (f *fakeArchive) List(_ context.Context, month string, from uint64, limit int) ([]archive.Listed, uint64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.month, f.from, f.limit = month, from, limit
+	if f.err != nil {
+		return nil, 0, f.err
+	}
+	c := archive.Listed{Copy: archive.Copy{Info: session.Info{SessionID: sid1}, Month: "202611", Seq: from, Parts: 1, Bytes: 10}}
+	return []archive.Listed{c}, from + 1, nil
+}
+
+func (f *fakeArchive) Restore(_ context.Context, sid string) (session.ImportResult, error) {
+	if f.err != nil {
+		return session.ImportResult{}, f.err
+	}
+	return session.ImportResult{SessionID: sid, Entries: 3, LastSeq: 42}, nil
+}
+
+func (f *fakeArchive) Pass(_ context.Context, older time.Duration) (archive.PassResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.older = older
+	if f.err != nil {
+		return archive.PassResult{}, f.err
+	}
+	return archive.PassResult{Candidates: 2, Archived: 2, Bytes: 100}, nil
+}
+
+func (f *fakeArchive) Retention() time.Duration { return f.retention }
+
+const sid1 = "01a22ba6-d94f-735d-ac17-131011d6d05b"
+
+func TestArchiveOps(t *testing.T) {
+	fa := &fakeArchive{retention: time.Hour}
+	e := newEnv(t, func(c *api.Config) { c.Archive = fa })
+
+	var page struct {
+		Sessions []archive.Listed `json:"sessions"`
+		Next     string           `json:"next"`
+	}
+	e.ok(http.StatusOK, "GET", "/v1/archive?month=202611&cursor=7&limit=5", nil, &page)
+	if fa.month != "202611" || fa.from != 7 || fa.limit != 5 || page.Next != "8" || len(page.Sessions) != 1 || page.Sessions[0].SessionID != sid1 {
+		t.Errorf("list: asked %q %d %d, page %+v", fa.month, fa.from, fa.limit, page)
+	}
+	e.fails(http.StatusBadRequest, api.CodeInvalid, "cursor", "GET", "/v1/archive?cursor=x", nil)
+
+	var restored struct {
+		SessionID  string `json:"sessionId"`
+		EntryCount int    `json:"entryCount"`
+		LastSeq    uint64 `json:"lastSeq"`
+	}
+	e.ok(http.StatusCreated, "POST", "/v1/archive/"+sid1+"/restore", nil, &restored)
+	if restored.SessionID != sid1 || restored.EntryCount != 3 || restored.LastSeq != 42 {
+		t.Errorf("restore: %+v", restored)
+	}
+	e.fails(http.StatusBadRequest, api.CodeInvalid, "sessionId", "POST", "/v1/archive/nope/restore", nil)
+
+	var pass archive.PassResult
+	e.ok(http.StatusOK, "POST", "/v1/archive/run", "", &pass)
+	if fa.older != time.Hour || pass.Archived != 2 {
+		t.Errorf("run with the node's retention: older %v, %+v", fa.older, pass)
+	}
+	e.ok(http.StatusOK, "POST", "/v1/archive/run", `{"olderThan":"0s"}`, &pass)
+	if fa.older != 0 {
+		t.Errorf("run --older-than 0s: %v", fa.older)
+	}
+	e.fails(http.StatusBadRequest, api.CodeInvalid, "olderThan", "POST", "/v1/archive/run", `{"olderThan":"soon"}`)
+
+	fa.err = &archive.TooRecentError{Session: sid1, Until: time.Now()}
+	if msg := e.fails(http.StatusConflict, api.CodeConflict, "", "POST", "/v1/archive/"+sid1+"/restore", nil); msg != fa.err.Error() {
+		t.Errorf("too recent: %q", msg)
+	}
+	fa.err = &archive.LeaseHeldError{Lease: archive.Lease{Holder: "n2"}}
+	e.fails(http.StatusConflict, api.CodeConflict, "", "POST", "/v1/archive/run", "")
+	fa.err = session.Invalid("month", "bad")
+	e.fails(http.StatusBadRequest, api.CodeInvalid, "month", "GET", "/v1/archive?month=13", nil)
+}
+
+func TestArchiveOpsWithoutArchive(t *testing.T) {
+	e := newEnv(t)
+	e.fails(http.StatusNotFound, api.CodeNotFound, "", "GET", "/v1/archive", nil)
+	e.fails(http.StatusNotFound, api.CodeNotFound, "", "POST", "/v1/archive/"+sid1+"/restore", nil)
+	e.fails(http.StatusNotFound, api.CodeNotFound, "", "POST", "/v1/archive/run", `{"olderThan":"1h"}`)
+
+	fa := &fakeArchive{}
+	e = newEnv(t, func(c *api.Config) { c.Archive = fa })
+	e.fails(http.StatusBadRequest, api.CodeInvalid, "olderThan", "POST", "/v1/archive/run", "")
+}

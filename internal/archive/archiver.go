@@ -1,0 +1,270 @@
+package archive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pifleet/sessionlog/internal/session"
+)
+
+// Options configure an Archiver. Only Node is required.
+type Options struct {
+	// Retention: Run archives the sessions whose last record is older.
+	// 0 disables Run's passes; Pass and Restore still work.
+	Retention time.Duration
+	// Every is the interval of Run's passes (default 10 minutes).
+	Every time.Duration
+	// Node names this node as the holder of the archiver's lease.
+	Node string
+	// Workers is how many sessions a pass archives at once (default 8):
+	// each takes a few round trips to the stream leader, mostly waiting.
+	Workers int
+	// LeaseTTL is how long the lease lasts unless renewed (default one
+	// minute; a pass renews it every third of that). A node that dies
+	// mid-pass holds it up to this long.
+	LeaseTTL time.Duration
+	// Retry bounds a restore's import (default: 4 attempts).
+	Retry  session.RetryPolicy
+	Logger *slog.Logger
+	Now    func() time.Time
+}
+
+// Archiver moves idle sessions from the log to the archive and back. Run
+// is the periodic job; Pass, Archive, Restore and List are what operators
+// call through the API. Safe for concurrent use.
+type Archiver struct {
+	store *session.Store
+	log   session.Log
+	b     Backend
+	opts  Options
+	lg    *slog.Logger
+
+	passMu      sync.Mutex // one pass at a time on this node
+	provisioned atomic.Bool
+	stats       stats
+}
+
+// New returns an Archiver of the sessions store holds, which live in log,
+// into b.
+func New(store *session.Store, log session.Log, b Backend, opts Options) *Archiver {
+	if opts.Every <= 0 {
+		opts.Every = 10 * time.Minute
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = 8
+	}
+	if opts.LeaseTTL <= 0 {
+		opts.LeaseTTL = time.Minute
+	}
+	if opts.Retry.Attempts <= 0 {
+		opts.Retry.Attempts = 4
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Archiver{store: store, log: log, b: b, opts: opts, lg: opts.Logger}
+}
+
+// Retention is the retention of Run's passes (0: none).
+func (a *Archiver) Retention() time.Duration { return a.opts.Retention }
+
+// Run runs a pass with the retention every Every until ctx is done. The
+// first pass waits one interval, for the Store to catch up with the log
+// after a start. A pass that finds another node holding the lease does
+// nothing: that node archives for the cluster.
+func (a *Archiver) Run(ctx context.Context) {
+	if a.opts.Retention <= 0 {
+		return
+	}
+	t := time.NewTicker(a.opts.Every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		res, err := a.Pass(ctx, a.opts.Retention)
+		var held *LeaseHeldError
+		switch {
+		case errors.As(err, &held):
+			a.lg.Debug("archive pass skipped: another node holds the lease", "holder", held.Lease.Holder)
+		case err != nil && ctx.Err() == nil:
+			a.lg.Warn("archive pass failed", "err", err, "archived", res.Archived, "failed", res.Failed)
+		case err == nil && res.Candidates > 0:
+			a.lg.Info("archive pass", "archived", res.Archived, "repaired", res.Repaired, "active", res.Active,
+				"failed", res.Failed, "bytes", res.Bytes, "seconds", res.Seconds)
+		}
+	}
+}
+
+// PassResult is what one pass did.
+type PassResult struct {
+	Cutoff     time.Time `json:"cutoff"`     // sessions last written before it were candidates
+	Candidates int       `json:"candidates"` // idle in this node's Store at the start
+	Archived   int       `json:"archived"`   // in the archive and purged from the log (Repaired included)
+	Repaired   int       `json:"repaired"`   // a write raced with the purge; archived with it
+	Active     int       `json:"active"`     // written to meanwhile: left in the log
+	Gone       int       `json:"gone"`       // archived or purged by someone else meanwhile
+	Failed     int       `json:"failed"`     // errors: left as they were, retried next pass
+	Bytes      int64     `json:"bytes"`      // JSONL bytes archived
+	Seconds    float64   `json:"seconds"`
+}
+
+// LeaseHeldError: another node is running passes. Unwraps to ErrConflict.
+type LeaseHeldError struct{ Lease Lease }
+
+func (e *LeaseHeldError) Error() string {
+	return fmt.Sprintf("node %s holds the archiver lease until %s: it is archiving now", e.Lease.Holder, e.Lease.Until.UTC().Format(time.RFC3339))
+}
+
+// Unwrap makes errors.Is(err, session.ErrConflict) true.
+func (e *LeaseHeldError) Unwrap() error { return session.ErrConflict }
+
+// Pass archives every session whose last record is older than olderThan,
+// under the cluster-wide lease; a *LeaseHeldError if another node has it.
+// Sessions that fail are counted and left for the next pass; the first
+// error is returned with the result.
+func (a *Archiver) Pass(ctx context.Context, olderThan time.Duration) (PassResult, error) {
+	start := a.opts.Now()
+	res := PassResult{Cutoff: start.Add(-olderThan)}
+	if olderThan < 0 {
+		return res, session.Invalid("olderThan", "must not be negative")
+	}
+	if !a.passMu.TryLock() {
+		return res, fmt.Errorf("%w: a pass is running on this node already", session.ErrConflict)
+	}
+	defer a.passMu.Unlock()
+	if err := a.provision(ctx); err != nil {
+		return res, err
+	}
+	ctx, stop, err := a.lease(ctx)
+	if err != nil {
+		return res, err
+	}
+	defer stop()
+
+	ids := a.store.Idle(res.Cutoff)
+	res.Candidates = len(ids)
+	var mu sync.Mutex
+	var first error
+	work := make(chan string)
+	var wg sync.WaitGroup
+	for range a.opts.Workers {
+		wg.Go(func() {
+			for sid := range work {
+				out, n, err := a.Archive(ctx, sid, res.Cutoff)
+				mu.Lock()
+				res.add(out, n, err)
+				if err != nil && first == nil {
+					first = err
+				}
+				mu.Unlock()
+			}
+		})
+	}
+feed:
+	for _, sid := range ids {
+		select {
+		case work <- sid:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(work)
+	wg.Wait()
+	res.Seconds = a.opts.Now().Sub(start).Seconds()
+	a.stats.pass(res)
+	if cause := context.Cause(ctx); cause != nil && first == nil {
+		first = cause
+	}
+	return res, first
+}
+
+// provision creates the archive on first use: a node starts without one,
+// so that a deployment that never archives has no archive stream either.
+func (a *Archiver) provision(ctx context.Context) error {
+	if a.provisioned.Load() {
+		return nil
+	}
+	if err := a.b.Provision(ctx); err != nil {
+		return err
+	}
+	a.provisioned.Store(true)
+	return nil
+}
+
+func (r *PassResult) add(out Outcome, n int64, err error) {
+	switch {
+	case err != nil:
+		r.Failed++
+	case out == Archived || out == Repaired:
+		r.Archived++
+		r.Bytes += n
+		if out == Repaired {
+			r.Repaired++
+		}
+	case out == Active:
+		r.Active++
+	case out == Gone:
+		r.Gone++
+	}
+}
+
+// lease takes the archiver's lease and keeps renewing it until stop; the
+// returned context ends if the lease is lost (a renewal failed for longer
+// than the lease lasts, or another node took it).
+func (a *Archiver) lease(ctx context.Context) (context.Context, func(), error) {
+	l, err := a.b.Lease(ctx, a.opts.Node, a.opts.LeaseTTL)
+	if err != nil {
+		return nil, nil, err
+	}
+	if l.Holder != a.opts.Node {
+		return nil, nil, &LeaseHeldError{Lease: l}
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	done, exited := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(exited)
+		t := time.NewTicker(a.opts.LeaseTTL / 3)
+		defer t.Stop()
+		until := l.Until
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			l, err := a.b.Lease(ctx, a.opts.Node, a.opts.LeaseTTL)
+			switch {
+			case err == nil && l.Holder == a.opts.Node:
+				until = l.Until
+			case err == nil:
+				cancel(&LeaseHeldError{Lease: l})
+				return
+			case time.Now().After(until): // the backend stamps leases with the real clock
+				cancel(fmt.Errorf("archiver lease lost: %w", err))
+				return
+			}
+		}
+	}()
+	stop := func() {
+		close(done)
+		cancel(nil)
+		<-exited // no renewal may follow the release
+		uctx, ucancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer ucancel()
+		if err := a.b.Unlease(uctx, a.opts.Node); err != nil {
+			a.lg.Warn("giving up the archiver lease failed; it expires by itself", "err", err)
+		}
+	}
+	return ctx, stop, nil
+}

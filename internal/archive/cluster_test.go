@@ -1,0 +1,205 @@
+package archive_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pifleet/sessionlog/internal/archive"
+	"github.com/pifleet/sessionlog/internal/jetstream"
+	"github.com/pifleet/sessionlog/internal/jetstream/jstest"
+	"github.com/pifleet/sessionlog/internal/session"
+)
+
+// On a three-node cluster (R3): sessions written through one node and
+// archived by another disappear from every node's Store, with their
+// cursors, and leave no subject behind in the stream; restored through the
+// third, they are back everywhere, byte for byte.
+func TestClusterArchiveAndRestore(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a 3-node cluster")
+	}
+	urls := jstest.URLs(jstest.RunCluster(t, 3))
+	var nodes []*fixture
+	for i, u := range urls {
+		nodes = append(nodes, newNode(t, fmt.Sprintf("n%d", i+1), 3, []string{u}, func(*jetstream.ArchiveConfig) {}))
+	}
+	n1, n2, n3 := nodes[0], nodes[1], nodes[2]
+	ctx := context.Background()
+	want := map[string]string{}
+	for range 3 {
+		s := n1.create(2)
+		want[s.SessionID] = n1.export(n1.store, s.SessionID)
+	}
+	var withCursor string
+	for sid := range want {
+		withCursor = sid
+		if _, err := n1.svc.Cursors.Put(ctx, sid, "agent", session.Cursor{LeafID: "", UpdatedAt: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		break
+	}
+
+	n2.clock.advance(time.Hour)
+	n2.wait(n2.store, n1.logEnd())
+	res, err := n2.a.Pass(ctx, time.Minute)
+	if err != nil || res.Archived != 3 {
+		t.Fatalf("pass on n2: %+v, %v", res, err)
+	}
+	end := n1.logEnd()
+	for _, n := range nodes {
+		n.wait(n.store, end)
+		for sid := range want {
+			if n.store.Has(sid) {
+				t.Errorf("a node still has %s", sid)
+			}
+		}
+	}
+	if cs, err := n1.svc.Cursors.List(ctx, withCursor); err != nil || len(cs) != 0 {
+		t.Errorf("cursors of an archived session: %v, %d left", err, len(cs))
+	}
+	stream, err := n1.conn.JS.Stream(ctx, n1.cfg.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, err := stream.Info(ctx); err != nil || info.State.NumSubjects != 1 {
+		t.Errorf("stream subjects after archiving every session: %v %d, want 1 (the purge notices')", err, info.State.NumSubjects)
+	}
+
+	n3.clock.advance(time.Hour)
+	for sid := range want {
+		n3.restore(sid)
+	}
+	end = n1.logEnd()
+	for i, n := range nodes {
+		n.wait(n.store, end)
+		for sid, w := range want {
+			if got := n.export(n.store, sid); got != w {
+				t.Errorf("n%d: %s restored as %q, want %q", i+1, sid, got, w)
+			}
+		}
+	}
+}
+
+// One node at a time holds the archiver's lease: a pass elsewhere is
+// refused until it is given up or expires; of nodes racing for a free
+// lease exactly one gets it.
+func TestLease(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if err := f.arch.Provision(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := f.arch.Lease(ctx, "n2", time.Minute); err != nil || l.Holder != "n2" {
+		t.Fatalf("lease for n2: %+v %v", l, err)
+	}
+	_, err := f.a.Pass(ctx, 0)
+	var held *archive.LeaseHeldError
+	if !errors.As(err, &held) || held.Lease.Holder != "n2" || !errors.Is(err, session.ErrConflict) {
+		t.Fatalf("pass while n2 holds the lease: %v", err)
+	}
+	if err := f.arch.Unlease(ctx, "n1"); err != nil {
+		t.Fatal(err)
+	}
+	if l, _ := f.arch.Lease(ctx, "n3", time.Minute); l.Holder != "n2" {
+		t.Errorf("n1 gave up n2's lease: %+v", l)
+	}
+	if err := f.arch.Unlease(ctx, "n2"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.a.Pass(ctx, 0); err != nil {
+		t.Fatalf("pass after n2 gave the lease up: %v", err)
+	}
+
+	l, err := f.arch.Lease(ctx, "n2", 50*time.Millisecond)
+	if err != nil || l.Holder != "n2" {
+		t.Fatalf("short lease: %+v %v", l, err)
+	}
+	waitFor(t, 5*time.Second, func() bool { return time.Now().After(l.Until) }, "the lease to expire")
+	if _, err := f.a.Pass(ctx, 0); err != nil {
+		t.Fatalf("pass after n2's lease expired: %v", err)
+	}
+
+	var mu sync.Mutex
+	winners := map[string]bool{}
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			name := fmt.Sprintf("racer%d", i)
+			l, err := f.arch.Lease(ctx, name, time.Minute)
+			if err != nil && !errors.Is(err, session.ErrConflict) {
+				t.Errorf("%s: %v", name, err)
+				return
+			}
+			mu.Lock()
+			if l.Holder == name {
+				winners[name] = true
+			}
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if len(winners) != 1 {
+		t.Errorf("%d nodes got the lease at once: %v", len(winners), winners)
+	}
+}
+
+// leaseCounter counts lease calls and holds the first Put until the lease
+// has been renewed twice, so that a pass outlives its lease's first term.
+type leaseCounter struct {
+	archive.Backend
+	mu      sync.Mutex
+	leases  int
+	renewed chan struct{}
+}
+
+func (b *leaseCounter) Lease(ctx context.Context, holder string, ttl time.Duration) (archive.Lease, error) {
+	b.mu.Lock()
+	if b.leases++; b.leases == 3 {
+		close(b.renewed)
+	}
+	b.mu.Unlock()
+	return b.Backend.Lease(ctx, holder, ttl)
+}
+
+func (b *leaseCounter) Put(ctx context.Context, c archive.Copy, data []byte) error {
+	select {
+	case <-b.renewed:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return b.Backend.Put(ctx, c, data)
+}
+
+// A pass longer than the lease renews it: it keeps the lease (another node
+// is refused all along) and completes.
+func TestLeaseRenewedDuringPass(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	s := f.create(1)
+	lc := &leaseCounter{Backend: f.arch, renewed: make(chan struct{})}
+	a := archive.New(f.store, f.log, lc, archive.Options{Node: "n1", Now: f.clock.Now, LeaseTTL: 300 * time.Millisecond})
+	f.clock.advance(time.Hour)
+	done := make(chan error, 1)
+	go func() {
+		res, err := a.Pass(ctx, time.Minute)
+		if err == nil && res.Archived != 1 {
+			err = fmt.Errorf("pass archived %d of 1", res.Archived)
+		}
+		done <- err
+	}()
+	<-lc.renewed
+	if l, err := f.arch.Lease(ctx, "n2", time.Minute); err != nil || l.Holder != "n1" {
+		t.Errorf("n2 during n1's pass: %+v, %v", l, err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	f.wait(f.store, f.logEnd())
+	if f.store.Has(s.SessionID) {
+		t.Error("the session was not archived")
+	}
+}

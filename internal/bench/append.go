@@ -1,0 +1,224 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/pifleet/sessionlog/internal/apiclient"
+	"github.com/pifleet/sessionlog/internal/session"
+)
+
+// AppendOptions configure the append scenario.
+type AppendOptions struct {
+	Sessions    int  // sessions written (default 100)
+	Entries     int  // entries appended to each, one at a time (default 100)
+	Concurrency int  // sessions written at once (default 10)
+	Size        int  // bytes of JSON per entry (default 1024)
+	CAS         bool // expectLastSeq on the node, the expected-sequence header on raw
+	// Transports among raw, nats and http (default: all the Env reaches).
+	Transports []string
+	// JSONL adds pi's local file, with and without fsync, in JSONLDir
+	// (default a temporary directory).
+	JSONL    bool
+	JSONLDir string
+	Rounds   int // turns the ways take (default 3)
+}
+
+func (o *AppendOptions) defaults() {
+	o.Sessions = cmp0(o.Sessions, 100)
+	o.Entries = cmp0(o.Entries, 100)
+	o.Concurrency = cmp0(o.Concurrency, 10)
+	o.Size = cmp0(o.Size, 1024)
+	o.Rounds = cmp0(o.Rounds, 3)
+}
+
+func cmp0(v, def int) int {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+// Names of the raw rows, which the node's rows are compared with.
+const (
+	rawName   = "raw JetStream"
+	relayName = "raw JetStream via a relay"
+)
+
+// way is one row of a comparison: how the work is done and what it is
+// compared with.
+type way struct {
+	name, kind, vs string
+	sink           sink
+}
+
+// ways returns the sinks the append and create scenarios compare, raw
+// first: the node's rows are compared with it.
+func (e *Env) ways(transports []string, cas, relay bool, workers int, jsonlDir string) ([]way, error) {
+	ts, err := e.transports(transports, relay)
+	if err != nil {
+		return nil, err
+	}
+	vs := ""
+	for _, t := range ts {
+		if t == "raw" {
+			vs = rawName
+		}
+	}
+	var out []way
+	for _, t := range ts {
+		switch t {
+		case "raw":
+			out = append(out, way{rawName, KindRaw, "", &rawSink{js: e.Raw.JS, log: e.Log, cas: cas}})
+		case "relay":
+			if e.relay == nil {
+				if e.relay, err = startRelay(e.url, e.cfg, e.auth...); err != nil {
+					return nil, err
+				}
+			}
+			out = append(out, way{relayName, KindRaw, vs, &relaySink{nc: e.Raw.NC, r: e.relay, cas: cas}})
+		case "nats":
+			out = append(out, way{"node, NATS API", KindNode, vs, &nodeSink{clients: []apiclient.Client{e.NATS}, cas: cas}})
+		case "http":
+			clients := make([]apiclient.Client, workers)
+			for i := range clients {
+				if clients[i], err = e.newHTTP(); err != nil {
+					return nil, err
+				}
+			}
+			out = append(out, way{"node, HTTP API", KindNode, vs, &nodeSink{clients: clients, cas: cas}})
+		}
+	}
+	if jsonlDir != "" {
+		out = append(out,
+			way{"pi jsonl file", KindBaseline, "", &fileSink{dir: jsonlDir}},
+			way{"pi jsonl file + fsync", KindBaseline, "", &fileSink{dir: jsonlDir, fsync: true}})
+	}
+	return out, nil
+}
+
+// jsonlDir returns the directory for the file baseline ("" without it)
+// and a cleanup.
+func jsonlDir(want bool, dir string) (string, func(), error) {
+	if !want {
+		return "", func() {}, nil
+	}
+	if dir != "" {
+		return dir, func() {}, os.MkdirAll(dir, 0o755)
+	}
+	tmp, err := os.MkdirTemp("", "pi-bench-jsonl-")
+	return tmp, func() { os.RemoveAll(tmp) }, err
+}
+
+// RunAppend appends Entries entries, one request at a time, to each of
+// Sessions sessions, Concurrency sessions at once, through every way, and
+// compares entries/s and per-append latency with raw JetStream. Each way
+// writes sessions of its own, created (untimed) beforehand. The ways take
+// turns, Rounds times, each round a share of the sessions, so that a
+// machine whose speed drifts (other work, page cache) favours none.
+func RunAppend(ctx context.Context, e *Env, o AppendOptions) (*Result, error) {
+	o.defaults()
+	dir, cleanup, err := jsonlDir(o.JSONL, o.JSONLDir)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	ways, err := e.ways(o.Transports, o.CAS, true, o.Concurrency, dir)
+	if err != nil {
+		return nil, err
+	}
+	fill := NewFiller(o.Size)
+	res := &Result{Scenario: "append"}
+	res.param("sessions", o.Sessions)
+	res.param("entries per session", o.Entries)
+	res.param("concurrency", o.Concurrency)
+	res.param("entry bytes", len(fill.Entry(0, "", time.Now()).Data))
+	res.param("cas", o.CAS)
+	rounds := max(1, min(o.Rounds, o.Sessions))
+	res.param("rounds", rounds)
+	gen := NewGen(uint64(time.Now().UnixNano()))
+	tallies := make([]tally, len(ways))
+	for r := range rounds {
+		n := share(o.Sessions, rounds, r)
+		for i, w := range ways {
+			phase := fmt.Sprintf("(round %d/%d) %s", r+1, rounds, w.name)
+			if err := appendRound(ctx, e, w, n, o, fill, gen, phase, &tallies[i]); err != nil {
+				return nil, fmt.Errorf("%s: %w", w.name, err)
+			}
+		}
+	}
+	for i, w := range ways {
+		r := row(w.name, w.kind, "entries", tallies[i].lat, tallies[i].wall)
+		r.Vs = w.vs
+		res.Rows = append(res.Rows, r)
+		if w.kind != KindBaseline {
+			// Publishes are not API requests: what counts here is what
+			// the node reads besides (a Store that has not applied the
+			// previous append yet sends the node to the stream leader).
+			res.figure("JetStream API requests per append, "+w.name, float64(tallies[i].api)/float64(len(tallies[i].lat)), "")
+		}
+	}
+	res.compare()
+	relayRow := res.Row(relayName)
+	for _, r := range res.Rows {
+		if r.Kind == KindNode && r.Vs != "" {
+			res.target("throughput vs raw, "+r.Name, r.RateRatio, "×", 0.9, true)
+			res.target("p50 latency vs raw, "+r.Name, r.P50Ratio, "×", 1.1, false)
+		}
+		if r.Kind == KindNode && relayRow != nil && relayRow.P50Ms > 0 {
+			res.figure("throughput vs the relay, "+r.Name, r.Rate/relayRow.Rate, "×")
+			res.figure("p50 latency vs the relay, "+r.Name, r.P50Ms/relayRow.P50Ms, "×")
+		}
+	}
+	return res, nil
+}
+
+// appendRound creates n sessions through w (untimed), then appends
+// o.Entries entries to each, and adds what it measured to t.
+func appendRound(ctx context.Context, e *Env, w way, n int, o AppendOptions, fill *Filler, gen *Gen, phase string, t *tally) error {
+	sids := make([]string, n)
+	lasts := make([]uint64, n)
+	for i := range sids {
+		sids[i] = gen.SessionID()
+	}
+	_, _, err := runJobs(ctx, e.Progress, "creating sessions "+phase, o.Concurrency, n, n,
+		func(ctx context.Context, j int, m *meter) error {
+			return m.time(func() (err error) {
+				lasts[j], err = w.sink.create(ctx, m.w, sids[j], []session.Record{Header(sids[j], time.Now())})
+				return err
+			})
+		})
+	if err != nil {
+		return fmt.Errorf("create: %w", err)
+	}
+	apiBefore, err := e.apiCalls(ctx)
+	if err != nil {
+		return err
+	}
+	lat, wall, err := runJobs(ctx, e.Progress, "appending "+phase, o.Concurrency, n, n*o.Entries,
+		func(ctx context.Context, j int, m *meter) error {
+			parent := ""
+			for k := range o.Entries {
+				rec := fill.Entry(k, parent, time.Now())
+				if err := m.time(func() (err error) {
+					lasts[j], err = w.sink.append(ctx, m.w, sids[j], lasts[j], rec)
+					return err
+				}); err != nil {
+					return fmt.Errorf("session %s, entry %d: %w", sids[j], k, err)
+				}
+				parent = rec.ID
+			}
+			return nil
+		})
+	if err != nil {
+		return err
+	}
+	apiAfter, err := e.apiCalls(ctx)
+	if err != nil {
+		return err
+	}
+	t.add(lat, wall, int64(apiAfter-apiBefore)-1) // the request for apiAfter counts itself
+	return nil
+}

@@ -1,0 +1,183 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/pifleet/sessionlog/internal/apiclient"
+	"github.com/pifleet/sessionlog/internal/jetstream"
+)
+
+// EnvOptions say where the append, create and context scenarios run: an
+// in-process node (Embedded), or a running pi-node reached through its
+// NATS server (Server: both the API and the raw baselines, which must run
+// on the node's own server) and optionally its HTTP listener.
+type EnvOptions struct {
+	Embedded      bool
+	Dir           string // embedded data dir; "" makes a temporary one
+	SyncAlways    bool   // embedded: pi-node's --sync always
+	MemoryBudget  int64  // embedded: pi-node's --memory-budget
+	SnapshotEvery time.Duration
+
+	Server                string // NATS URL of a running node's server
+	HTTP                  string // its HTTP API ("": HTTP is not measured)
+	Token                 string // HTTP bearer token
+	Creds, User, Password string // NATS authentication
+	// Stream and SubjectPrefix name the node's stream for the raw side
+	// (default PI_SESSIONS and pi.sess).
+	Stream, SubjectPrefix string
+}
+
+// Env is what a scenario measures: the node's API over NATS and HTTP, and
+// raw JetStream on the same server through a connection of its own.
+type Env struct {
+	NATS    apiclient.Client // the node's API over NATS
+	HTTPURL string           // "" when HTTP is not measured
+	Token   string
+	Raw     *jetstream.Conn // raw JetStream, as a client without pi-node would use it
+	Log     *jetstream.Log  // builds the adapter's exact messages (Log.Msg)
+	Node    *Node           // the in-process node, when embedded
+	// Progress, when set, is told how far each phase is.
+	Progress Progress
+
+	url   string           // the NATS server
+	cfg   jetstream.Config // the node's stream
+	auth  []nats.Option
+	tmp   string // temporary data dir to remove
+	relay *relay // started on first use
+}
+
+// Open connects to a running node, or starts one in this process.
+func Open(ctx context.Context, o EnvOptions) (e *Env, err error) {
+	e = &Env{HTTPURL: o.HTTP, Token: o.Token}
+	defer func() {
+		if err != nil {
+			e.Close()
+		}
+	}()
+	cfg := jetstream.NewConfig()
+	if o.Stream != "" {
+		cfg.Stream = o.Stream
+	}
+	if o.SubjectPrefix != "" {
+		cfg.SubjectPrefix = o.SubjectPrefix
+	}
+	server := o.Server
+	if o.Embedded {
+		dir := o.Dir
+		if dir == "" {
+			if e.tmp, err = os.MkdirTemp("", "pi-bench-"); err != nil {
+				return nil, err
+			}
+			dir = e.tmp
+		}
+		if e.Node, err = StartNode(ctx, NodeOptions{Dir: dir, SyncAlways: o.SyncAlways, MemoryBudget: o.MemoryBudget, SnapshotEvery: o.SnapshotEvery}); err != nil {
+			return nil, err
+		}
+		server, e.HTTPURL, cfg = e.Node.NATSURL, e.Node.HTTPURL, e.Node.Config
+	}
+	cc := jetstream.NewConnConfig(server)
+	cc.Name, cc.CredsFile, cc.User, cc.Password = "pi-ctl bench raw", o.Creds, o.User, o.Password
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if e.Raw, err = jetstream.Connect(cctx, cc); err != nil {
+		return nil, err
+	}
+	if _, err := e.Raw.JS.Stream(cctx, cfg.Stream); err != nil {
+		return nil, fmt.Errorf("stream %s on %s: %w (the raw baselines run on the node's own stream: is --server the node's NATS server?)", cfg.Stream, server, err)
+	}
+	e.Log, e.url, e.cfg = jetstream.NewLog(e.Raw.JS, cfg), server, cfg
+	if o.Creds != "" {
+		e.auth = append(e.auth, nats.UserCredentials(o.Creds))
+	}
+	if o.User != "" {
+		e.auth = append(e.auth, nats.UserInfo(o.User, o.Password))
+	}
+	if e.NATS, err = apiclient.DialNATS(apiclient.NATSOptions{URL: server, Name: "pi-ctl bench", Creds: o.Creds, User: o.User, Password: o.Password}); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// Close disconnects, stops the in-process node and removes its temporary
+// data.
+func (e *Env) Close() error {
+	var errs []error
+	if e.relay != nil {
+		e.relay.close()
+	}
+	if e.NATS != nil {
+		e.NATS.Close()
+	}
+	if e.Raw != nil {
+		e.Raw.Close()
+	}
+	if e.Node != nil {
+		errs = append(errs, e.Node.Close())
+	}
+	if e.tmp != "" {
+		errs = append(errs, os.RemoveAll(e.tmp))
+	}
+	return errors.Join(errs...)
+}
+
+// newHTTP returns an HTTP client of the node's API. Each worker gets its
+// own: net/http keeps at most two idle connections per host and transport,
+// so workers sharing one client would open and close connections all the
+// time and measure that instead of the node.
+func (e *Env) newHTTP() (apiclient.Client, error) {
+	return apiclient.NewHTTP(apiclient.HTTPOptions{URL: e.HTTPURL, Token: e.Token})
+}
+
+// waitApplied waits until the node's Store has applied seq, with the
+// API's own read-your-writes wait (minSeq) rather than polling.
+func (e *Env) waitApplied(ctx context.Context, seq uint64) error {
+	return waitAPI(ctx, e.NATS, seq)
+}
+
+// apiCalls returns how many JetStream API requests the account has
+// served, the request for this figure included.
+func (e *Env) apiCalls(ctx context.Context) (uint64, error) {
+	ai, err := e.Raw.JS.AccountInfo(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("account info: %w", err)
+	}
+	return ai.API.Total, nil
+}
+
+// transports lists what a scenario measures, in table order: the raw
+// equivalent first, then (where the scenario has one) the relay, then the
+// node over each transport it can reach.
+func (e *Env) transports(want []string, relay bool) ([]string, error) {
+	if len(want) == 0 {
+		want = []string{"raw"}
+		if relay {
+			want = append(want, "relay")
+		}
+		want = append(want, "nats")
+		if e.HTTPURL != "" {
+			want = append(want, "http")
+		}
+	}
+	for _, t := range want {
+		switch t {
+		case "raw", "nats":
+		case "relay":
+			if !relay {
+				return nil, errors.New("transport relay: only the append scenario has one")
+			}
+		case "http":
+			if e.HTTPURL == "" {
+				return nil, errors.New("transport http: no HTTP URL of the node (--http)")
+			}
+		default:
+			return nil, fmt.Errorf("unknown transport %q (raw, relay, nats or http)", t)
+		}
+	}
+	return want, nil
+}

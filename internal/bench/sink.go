@@ -1,0 +1,151 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
+	"github.com/synadia-io/orbit.go/jetstreamext"
+
+	"github.com/pifleet/sessionlog/internal/apiclient"
+	"github.com/pifleet/sessionlog/internal/jetstream"
+	"github.com/pifleet/sessionlog/internal/session"
+)
+
+// sink is one way of storing sessions, the thing the append and create
+// scenarios compare: pi-node's API over NATS or HTTP, raw JetStream, or
+// pi's own local file. Every sink gets byte-identical records.
+//
+// create stores a new session (recs[0] its header) at once; append stores
+// one entry after last, the session's last sequence as the caller knows
+// it, and returns the new one. w is the calling worker, for sinks that
+// keep a client per worker.
+type sink interface {
+	create(ctx context.Context, w int, sid string, recs []session.Record) (uint64, error)
+	append(ctx context.Context, w int, sid string, last uint64, rec session.Record) (uint64, error)
+}
+
+// nodeSink writes through pi-node's API: create and append operations
+// whose entries carry their id, parentId and timestamp, so the node stores
+// the given bytes, as the Go client's Writer does over the API.
+type nodeSink struct {
+	clients []apiclient.Client // one per worker (HTTP), or one shared (NATS)
+	cas     bool               // send expectLastSeq
+}
+
+func (s *nodeSink) client(w int) apiclient.Client { return s.clients[w%len(s.clients)] }
+
+func (s *nodeSink) create(ctx context.Context, w int, sid string, recs []session.Record) (uint64, error) {
+	entries := make([]json.RawMessage, len(recs)-1)
+	for i, r := range recs[1:] {
+		entries[i] = r.Data
+	}
+	var rep struct{ LastSeq uint64 }
+	err := apiclient.Call(ctx, s.client(w), "create", apiclient.Params{"header": json.RawMessage(recs[0].Data), "entries": entries}, &rep)
+	return rep.LastSeq, err
+}
+
+func (s *nodeSink) append(ctx context.Context, w int, sid string, last uint64, rec session.Record) (uint64, error) {
+	p := apiclient.Params{"sessionId": sid, "entries": []json.RawMessage{rec.Data}}
+	if s.cas {
+		p["expectLastSeq"] = last
+	}
+	var rep struct{ LastSeq uint64 }
+	err := apiclient.Call(ctx, s.client(w), "append", p, &rep)
+	return rep.LastSeq, err
+}
+
+// rawSink is the same work on JetStream directly, with the adapter's
+// messages (Log.Msg: body, Pi-* headers, Nats-Msg-Id) and its
+// expectations: a plain publish with Nats-Expected-Last-Subject-Sequence
+// for an entry, one atomic batch expecting an empty subject for a creation.
+type rawSink struct {
+	js  natsjs.JetStream
+	log *jetstream.Log
+	cas bool
+}
+
+func (s *rawSink) create(ctx context.Context, _ int, sid string, recs []session.Record) (uint64, error) {
+	if len(recs) == 1 {
+		ack, err := s.js.PublishMsg(ctx, s.log.Msg(sid, recs[0]), natsjs.WithExpectLastSequencePerSubject(0))
+		if err != nil {
+			return 0, err
+		}
+		return ack.Sequence, nil
+	}
+	msgs := make([]*nats.Msg, len(recs))
+	for i, r := range recs {
+		msgs[i] = s.log.Msg(sid, r)
+	}
+	msgs[0].Header.Set(natsjs.ExpectedLastSubjSeqHeader, "0")
+	// The default flow control is the adapter's: wait for the first ack.
+	ack, err := jetstreamext.PublishMsgBatch(ctx, s.js, msgs)
+	if err != nil {
+		return 0, err
+	}
+	if ack.BatchSize != uint64(len(recs)) {
+		return 0, fmt.Errorf("batch of %d acked with size %d", len(recs), ack.BatchSize)
+	}
+	return ack.Sequence, nil
+}
+
+func (s *rawSink) append(ctx context.Context, _ int, sid string, last uint64, rec session.Record) (uint64, error) {
+	var opts []natsjs.PublishOpt
+	if s.cas {
+		opts = append(opts, natsjs.WithExpectLastSequencePerSubject(last))
+	}
+	ack, err := s.js.PublishMsg(ctx, s.log.Msg(sid, rec), opts...)
+	if err != nil {
+		return 0, err
+	}
+	return ack.Sequence, nil
+}
+
+// fileSink is pi's local approach: SessionManager appends each line with
+// Node's appendFileSync — open, write, close — and never fsyncs. With
+// fsync, each append (and a creation, once at its end) is fsynced before
+// it returns, the durability JetStream's sync: always gives.
+type fileSink struct {
+	dir   string
+	fsync bool
+}
+
+func (s *fileSink) path(sid string) string { return filepath.Join(s.dir, sid+".jsonl") }
+
+func (s *fileSink) create(_ context.Context, _ int, sid string, recs []session.Record) (uint64, error) {
+	for i, r := range recs {
+		if err := appendLine(s.path(sid), r.Data, s.fsync && i == len(recs)-1); err != nil {
+			return 0, err
+		}
+	}
+	return 0, nil
+}
+
+func (s *fileSink) append(_ context.Context, _ int, sid string, _ uint64, rec session.Record) (uint64, error) {
+	return 0, appendLine(s.path(sid), rec.Data, s.fsync)
+}
+
+// appendLine is appendFileSync(path, line + "\n"), optionally fsynced.
+func appendLine(path string, line []byte, fsync bool) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, 0, len(line)+1)
+	buf = append(append(buf, line...), '\n')
+	if _, err := f.Write(buf); err != nil {
+		f.Close()
+		return err
+	}
+	if fsync {
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	return f.Close()
+}

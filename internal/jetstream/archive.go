@@ -1,0 +1,229 @@
+package jetstream
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/synadia-io/orbit.go/jetstreamext"
+
+	"github.com/pifleet/sessionlog/internal/archive"
+	"github.com/pifleet/sessionlog/internal/session"
+)
+
+var _ archive.Backend = (*Archive)(nil)
+
+// Headers of an archive message, beside Nats-Msg-Id
+// (archive/<session>/<lastSeq>/<part>).
+const (
+	hdrArchSession = "Pi-Session"
+	hdrArchLastSeq = "Pi-Last-Seq"
+	hdrArchPart    = "Pi-Part" // "k/n", 1-based
+	hdrArchInfo    = "Pi-Info" // the session.Info JSON, ASCII only; on part 1
+)
+
+// ArchiveConfig names the archive's JetStream assets: a stream with few
+// subjects and a KV bucket for the archiver's lease.
+type ArchiveConfig struct {
+	// Stream holds one message per archived session (more for sessions
+	// over MaxMsgSize), on <SubjectPrefix>.<YYYYMM>.<hh>: the month of the
+	// session (archive.MonthOf) and the last two hex digits of its id. The
+	// per-subject index holds 256 entries a month, however many sessions
+	// are archived; a restore scans 1/256 of a month.
+	Stream        string
+	SubjectPrefix string
+	// LeaseBucket holds the lease that lets one node at a time run passes.
+	LeaseBucket string
+	Replicas    int
+	MaxMsgSize  int32
+	// Duplicates is the archive stream's dedupe window, which makes a
+	// repeated Put of the same copy store nothing.
+	Duplicates time.Duration
+	Logger     *slog.Logger
+}
+
+// NewArchiveConfig returns the archive of a deployment with configuration
+// c: stream PI_ARCHIVE on pi.archive.*.*, bucket PI_ARCHIVE_LEASE, with c's
+// replicas and message size.
+func NewArchiveConfig(c Config) ArchiveConfig {
+	a := ArchiveConfig{Replicas: c.Replicas, MaxMsgSize: c.MaxMsgSize, Duplicates: 2 * time.Minute, Logger: c.Logger}
+	a.SetStream("PI_ARCHIVE")
+	return a
+}
+
+// SetStream names the stream and derives the others from it: PI_ARCHIVE
+// gives subjects pi.archive.*.* and bucket PI_ARCHIVE_LEASE.
+func (c *ArchiveConfig) SetStream(name string) {
+	c.Stream = name
+	c.SubjectPrefix = strings.ToLower(strings.ReplaceAll(name, "_", "."))
+	c.LeaseBucket = name + "_LEASE"
+}
+
+// streamConfig: file storage with s2 compression (JSONL compresses well),
+// no limits (an archived session must never expire), atomic batches for
+// copies of several parts, no direct gets (reads see every acked copy).
+func (c ArchiveConfig) streamConfig() jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:               c.Stream,
+		Subjects:           []string{c.SubjectPrefix + ".*.*"},
+		Retention:          jetstream.LimitsPolicy,
+		MaxMsgs:            -1,
+		MaxBytes:           -1,
+		MaxMsgsPerSubject:  -1,
+		Discard:            jetstream.DiscardOld,
+		MaxMsgSize:         c.MaxMsgSize,
+		Storage:            jetstream.FileStorage,
+		Compression:        jetstream.S2Compression,
+		Replicas:           c.Replicas,
+		Duplicates:         c.Duplicates,
+		AllowAtomicPublish: true,
+	}
+}
+
+// Archive is the archive on JetStream, beside the session log it archives
+// from; it implements archive.Backend.
+type Archive struct {
+	js  jetstream.JetStream
+	cfg ArchiveConfig
+	log *Log
+
+	mu sync.Mutex
+	kv jetstream.KeyValue // the lease bucket, opened on first use
+}
+
+// NewArchive returns the archive cfg names, for the sessions of log.
+func NewArchive(log *Log, cfg ArchiveConfig) *Archive {
+	return &Archive{js: log.js, cfg: cfg, log: log}
+}
+
+// Provision creates the archive stream and the lease bucket, or checks
+// existing ones, as Provision does for the log; idempotent.
+func (a *Archive) Provision(ctx context.Context) error {
+	c := a.cfg
+	if err := (Config{Stream: c.Stream, SubjectPrefix: c.SubjectPrefix, Bucket: c.LeaseBucket, Replicas: c.Replicas,
+		MaxMsgSize: c.MaxMsgSize, Duplicates: c.Duplicates, MaxBatch: 1}).validate(); err != nil {
+		return fmt.Errorf("archive %w", err)
+	}
+	log := c.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if err := retryProvision(ctx, log, "stream "+c.Stream, func(ctx context.Context) error {
+		return ensureStream(ctx, a.js, c.streamConfig())
+	}); err != nil {
+		return err
+	}
+	return retryProvision(ctx, log, "bucket "+c.LeaseBucket, func(ctx context.Context) error {
+		return ensureBucket(ctx, a.js, jetstream.KeyValueConfig{Bucket: c.LeaseBucket, History: 1, Storage: jetstream.FileStorage, Replicas: c.Replicas})
+	})
+}
+
+// DuplicateWindow is the session log's dedupe window.
+func (a *Archive) DuplicateWindow() time.Duration { return a.log.cfg.Duplicates }
+
+// copySubject is where copies of the session go: its month and shard.
+func (a *Archive) copySubject(sid, month string) string {
+	return a.cfg.SubjectPrefix + "." + month + "." + shard(sid)
+}
+
+// shard is the last two hex digits of the id: random in v4 and v7 ids.
+func shard(sid string) string { return strings.ToLower(sid[len(sid)-2:]) }
+
+// Put stores data as a copy of c.SessionID up to c.LastSeq: one message, or
+// one atomic batch of parts when it exceeds the message size, so a copy is
+// in the archive whole or not at all. Message ids make a repeated Put of
+// the same copy within the dedupe window a no-op; after it, a second
+// identical copy (Find returns both; restores take the newest).
+func (a *Archive) Put(ctx context.Context, c archive.Copy, data []byte) error {
+	sid := c.SessionID
+	if err := session.ValidSessionID(sid); err != nil {
+		return fmt.Errorf("archive %s: %w", sid, err)
+	}
+	info := infoHeader(c.Info)
+	// Every part is cut to fit with the largest headers any part carries.
+	chunk := a.partLimit() - len(info) - 512 - headerReserve
+	if chunk < 4096 {
+		return fmt.Errorf("archive %s: %w: its catalog record is %d bytes, too large for a message header", sid, session.ErrTooLarge, len(info))
+	}
+	n := max(1, (len(data)+chunk-1)/chunk)
+	if n > 1000 {
+		return fmt.Errorf("archive %s: %w: %d bytes would take %d parts, more than one atomic batch carries", sid, session.ErrTooLarge, len(data), n)
+	}
+	subj := a.copySubject(sid, c.Month)
+	last := strconv.FormatUint(c.LastSeq, 10)
+	msgs := make([]*nats.Msg, n)
+	for k := range n {
+		m := nats.NewMsg(subj)
+		m.Data = data[k*chunk : min((k+1)*chunk, len(data))]
+		m.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("archive/%s/%s/%d", sid, last, k+1))
+		m.Header.Set(hdrArchSession, sid)
+		m.Header.Set(hdrArchLastSeq, last)
+		m.Header.Set(hdrArchPart, fmt.Sprintf("%d/%d", k+1, n))
+		if k == 0 {
+			m.Header.Set(hdrArchInfo, info)
+		}
+		msgs[k] = m
+	}
+	if n == 1 {
+		// A duplicate ack means this very copy is stored already: done.
+		if _, err := a.js.PublishMsg(ctx, msgs[0]); err != nil {
+			return fmt.Errorf("archive %s: %w", sid, translate(err, session.ErrConflict))
+		}
+		return nil
+	}
+	timeout := a.js.Options().DefaultTimeout
+	if deadline, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(deadline))
+	}
+	_, err := jetstreamext.PublishMsgBatch(ctx, a.js, msgs, jetstreamext.BatchFlowControl{AckFirst: true, AckTimeout: timeout})
+	if apiCode(err) == codeBatchDuplicateMsgID {
+		return nil // the same copy was committed before, atomically: whole
+	}
+	if err != nil {
+		return fmt.Errorf("archive %s (%d parts): %w", sid, n, translate(err, session.ErrConflict))
+	}
+	return nil
+}
+
+// partLimit is the largest archive message the stream and the connection
+// take, headers included.
+func (a *Archive) partLimit() int {
+	limit := int(a.cfg.MaxMsgSize)
+	if p := a.js.Conn().MaxPayload(); p > 0 {
+		limit = min(limit, int(p))
+	}
+	return limit
+}
+
+// infoHeader encodes the catalog record for the Pi-Info header: JSON with
+// every non-ASCII character escaped, as header values are safest in ASCII.
+// A record too large for a header (a name of many kilobytes) loses its name
+// and cwd: the copy's body has them anyway.
+func infoHeader(in session.Info) string {
+	b, _ := json.Marshal(in)
+	if len(b) > 16<<10 {
+		in.Name, in.Cwd = nil, ""
+		b, _ = json.Marshal(in)
+	}
+	var sb strings.Builder
+	for _, r := range string(b) {
+		switch {
+		case r < utf8.RuneSelf:
+			sb.WriteRune(r)
+		case r > 0xFFFF:
+			r -= 0x10000
+			fmt.Fprintf(&sb, `\u%04x\u%04x`, 0xD800+(r>>10), 0xDC00+(r&0x3FF))
+		default:
+			fmt.Fprintf(&sb, `\u%04x`, r)
+		}
+	}
+	return sb.String()
+}

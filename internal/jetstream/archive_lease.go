@@ -1,0 +1,97 @@
+package jetstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pifleet/sessionlog/internal/archive"
+	"github.com/pifleet/sessionlog/internal/session"
+)
+
+// leaseKey is the one key of the lease bucket.
+const leaseKey = "archiver"
+
+// Lease takes or renews the archiver's lease: a KV value {holder, until},
+// changed only by compare-and-swap on its revision, so of two nodes that
+// find it free at once exactly one gets it. A lease past its until is free.
+// The clocks of the nodes are compared (until is the holder's time): a skew
+// of seconds against a lease of a minute at least only lets two passes
+// overlap briefly, which is safe, as every step of a pass is idempotent.
+func (a *Archive) Lease(ctx context.Context, holder string, ttl time.Duration) (archive.Lease, error) {
+	kv, err := a.leaseBucket(ctx)
+	if err != nil {
+		return archive.Lease{}, err
+	}
+	for range 3 {
+		now := time.Now()
+		want := archive.Lease{Holder: holder, Until: now.Add(ttl)}
+		val, _ := json.Marshal(want)
+		e, err := kv.Get(ctx, leaseKey)
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrKeyDeleted):
+			_, err = kv.Create(ctx, leaseKey, val)
+		case err != nil:
+			return archive.Lease{}, fmt.Errorf("archiver lease: %w", translate(err, session.ErrConflict))
+		default:
+			var cur archive.Lease
+			if json.Unmarshal(e.Value(), &cur) == nil && cur.Holder != holder && now.Before(cur.Until) {
+				return cur, nil
+			}
+			_, err = kv.Update(ctx, leaseKey, val, e.Revision())
+		}
+		if err == nil {
+			return want, nil
+		}
+		// Someone changed it between our read and our write: read again
+		// and see who has it now.
+		if !errors.Is(err, jetstream.ErrKeyExists) && apiCode(err) != codeWrongLastSeq {
+			return archive.Lease{}, fmt.Errorf("archiver lease: %w", translate(err, session.ErrConflict))
+		}
+	}
+	return archive.Lease{}, fmt.Errorf("archiver lease: %w: contended", session.ErrConflict)
+}
+
+// Unlease gives the lease up if holder has it, by a delete conditional on
+// the revision holder last wrote.
+func (a *Archive) Unlease(ctx context.Context, holder string) error {
+	kv, err := a.leaseBucket(ctx)
+	if err != nil {
+		return err
+	}
+	e, err := kv.Get(ctx, leaseKey)
+	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("archiver lease: %w", translate(err, session.ErrConflict))
+	}
+	var cur archive.Lease
+	if json.Unmarshal(e.Value(), &cur) != nil || cur.Holder != holder {
+		return nil
+	}
+	err = kv.Delete(ctx, leaseKey, jetstream.LastRevision(e.Revision()))
+	if err != nil && apiCode(err) != codeWrongLastSeq {
+		return fmt.Errorf("archiver lease: %w", translate(err, session.ErrConflict))
+	}
+	return nil
+}
+
+// leaseBucket opens the lease bucket once.
+func (a *Archive) leaseBucket(ctx context.Context) (jetstream.KeyValue, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.kv != nil {
+		return a.kv, nil
+	}
+	kv, err := a.js.KeyValue(ctx, a.cfg.LeaseBucket)
+	if err != nil {
+		return nil, fmt.Errorf("archiver lease bucket %s: %w", a.cfg.LeaseBucket, translate(err, session.ErrConflict))
+	}
+	a.kv = kv
+	return kv, nil
+}

@@ -1,0 +1,223 @@
+package jetstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pifleet/sessionlog/internal/session"
+)
+
+// JetStream API error codes of the cross-region operations (nats-server
+// v2.15.2 server/errors.json).
+const (
+	codeStreamCreate        jetstream.ErrorCode = 10049 // JSStreamCreateErrF (also "error creating store" right after a delete)
+	codeStreamSealed        jetstream.ErrorCode = 10109 // JSStreamSealedErr: a fenced stream refuses writes
+	codeStreamOffline       jetstream.ErrorCode = 10118 // JSStreamOfflineErr: every replica is down
+	codeStreamOfflineReason jetstream.ErrorCode = 10194 // JSStreamOfflineReasonErrF
+)
+
+// ProvisionPrimary is Provision for one region of a supercluster: cfg's
+// stream and cursor bucket are created placed in cluster (the region), or
+// existing ones are checked against the wire contract.
+func ProvisionPrimary(ctx context.Context, js jetstream.JetStream, cfg Config, cluster string) error {
+	if err := cfg.validate(); err != nil {
+		return err
+	}
+	log := logger(cfg)
+	sc := cfg.streamConfig()
+	sc.Placement = placement(cluster)
+	if err := retryProvision(ctx, log, "stream "+cfg.Stream, func(ctx context.Context) error {
+		return ensureStream(ctx, js, sc)
+	}); err != nil {
+		return err
+	}
+	bc := cfg.bucketConfig()
+	bc.Placement = placement(cluster)
+	return retryProvision(ctx, log, "bucket "+cfg.Bucket, func(ctx context.Context) error {
+		return ensureBucket(ctx, js, bc)
+	})
+}
+
+// ProvisionMirror creates cfg's stream and bucket, placed in cluster, as
+// mirrors of origin's: they receive every message of origin at the same
+// sequence, with origin's subject prefix rewritten to cfg's (a supercluster
+// shares subjects, so each region's copy lives on its own subjects). Assets
+// that exist already are left as they are, whatever they are: a region's
+// assets are replaced only by the failover and failback operations, never
+// by a node starting (Probe tells what they are).
+func ProvisionMirror(ctx context.Context, js jetstream.JetStream, cfg, origin Config, cluster string) error {
+	if err := cfg.validate(); err != nil {
+		return err
+	}
+	log := logger(cfg)
+	for _, want := range []jetstream.StreamConfig{mirrorStreamConfig(cfg, origin, cluster), mirrorBucketConfig(cfg, origin, cluster)} {
+		if err := retryProvision(ctx, log, "mirror "+want.Name, func(ctx context.Context) error {
+			return createMirrorIfMissing(ctx, js, log, want)
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// createMirrorIfMissing creates the mirror sc unless a stream of its name
+// exists. It first waits for the origin: a mirror created before its
+// origin fails to set up its consumer and retries with a backoff that
+// grows by 10 s per failure up to 2 minutes (nats-server's
+// calculateRetryBackoff), so it could start mirroring long after the origin
+// appears.
+func createMirrorIfMissing(ctx context.Context, js jetstream.JetStream, log *slog.Logger, sc jetstream.StreamConfig) error {
+	_, err := js.Stream(ctx, sc.Name)
+	switch {
+	case err == nil, apiCode(err) == codeStreamOffline, apiCode(err) == codeStreamOfflineReason:
+		return nil // it exists (its region may be down)
+	case !errors.Is(err, jetstream.ErrStreamNotFound):
+		return err
+	}
+	for wait := 250 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
+		_, err := js.Stream(ctx, sc.Mirror.Name)
+		if !errors.Is(err, jetstream.ErrStreamNotFound) {
+			break // there, or a failure to be judged by the create
+		}
+		log.Info("waiting for the origin of a mirror to exist", logKeyWhat, sc.Name, "origin", sc.Mirror.Name)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("mirror %s: origin %s: %w", sc.Name, sc.Mirror.Name, ctx.Err())
+		case <-time.After(wait):
+		}
+	}
+	_, err = js.CreateStream(ctx, sc)
+	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+		return nil
+	}
+	return err
+}
+
+// mirrorStreamConfig is the session stream of cfg as a mirror of origin's:
+// the primary's settings minus what a mirror may not have (subjects, atomic
+// publish, a dedupe window: mirrored messages are never deduplicated).
+func mirrorStreamConfig(cfg, origin Config, cluster string) jetstream.StreamConfig {
+	sc := cfg.streamConfig()
+	sc.Subjects, sc.AllowAtomicPublish, sc.Duplicates = nil, false, 0
+	sc.Placement = placement(cluster)
+	sc.Mirror = &jetstream.StreamSource{Name: origin.Stream, SubjectTransforms: []jetstream.SubjectTransformConfig{{
+		Source:      origin.SubjectPrefix + ".*",
+		Destination: cfg.SubjectPrefix + ".{{wildcard(1)}}",
+	}}}
+	return sc
+}
+
+// placement places an asset in a cluster (a region); "" leaves it to the
+// server (a single server, or tests).
+func placement(cluster string) *jetstream.Placement {
+	if cluster == "" {
+		return nil
+	}
+	return &jetstream.Placement{Cluster: cluster}
+}
+
+// bucketStream names the stream behind KV bucket b.
+func bucketStream(b string) string { return "KV_" + b }
+
+// kvStreamConfig is the stream nats.go creates for cfg's bucket (history 1,
+// see bucketConfig), written out so that a mirror can be made of it and a
+// mirror promoted to it.
+func kvStreamConfig(cfg Config, cluster string) jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:              bucketStream(cfg.Bucket),
+		Subjects:          []string{"$KV." + cfg.Bucket + ".>"},
+		MaxMsgsPerSubject: 1,
+		MaxBytes:          -1,
+		MaxMsgSize:        -1,
+		MaxMsgs:           -1,
+		MaxConsumers:      -1,
+		Storage:           jetstream.FileStorage,
+		Replicas:          cfg.Replicas,
+		Placement:         placement(cluster),
+		AllowRollup:       true,
+		DenyDelete:        true,
+		Duplicates:        2 * time.Minute,
+		AllowDirect:       true,
+		Discard:           jetstream.DiscardNew,
+	}
+}
+
+// mirrorBucketConfig is cfg's cursor bucket as a mirror of origin's, keys
+// moved from $KV.<origin bucket>. to $KV.<cfg bucket>. so that, promoted,
+// it is an ordinary bucket. No mirror-direct: the mirror must never answer
+// a direct get meant for the origin's bucket.
+func mirrorBucketConfig(cfg, origin Config, cluster string) jetstream.StreamConfig {
+	sc := kvStreamConfig(cfg, cluster)
+	sc.Subjects = nil
+	sc.Mirror = &jetstream.StreamSource{Name: bucketStream(origin.Bucket), SubjectTransforms: []jetstream.SubjectTransformConfig{{
+		Source:      "$KV." + origin.Bucket + ".>",
+		Destination: "$KV." + cfg.Bucket + ".>",
+	}}}
+	return sc
+}
+
+// MirrorLog is a region's Log on its own stream, primary or mirror. As a
+// Feed it differs in one way: LastSeq is the origin's last sequence as the
+// mirror last heard it (its own last sequence plus its lag), so a Store
+// following a mirror counts the mirror's lag as its own — readiness, the
+// Pi-Stale flag and the lag in /v1/status include it.
+type MirrorLog struct{ *Log }
+
+// NewMirrorLog returns the log on cfg's stream, reached through js.
+func NewMirrorLog(js jetstream.JetStream, cfg Config) *MirrorLog {
+	return &MirrorLog{NewLog(js, cfg)}
+}
+
+// LastSeq returns, for a primary, the stream's last sequence; for a
+// mirror, its origin's: asked of the origin when it answers (a mirror that
+// has stopped receiving — its consumer is being set up again, with
+// backoff, after the origin was away — does not know how far behind it
+// is), else the mirror's own last sequence plus its lag as last reported.
+func (m *MirrorLog) LastSeq(ctx context.Context) (uint64, error) {
+	s, err := m.js.Stream(ctx, m.cfg.Stream)
+	if err != nil {
+		return 0, fmt.Errorf("last seq: %w", translate(err, session.ErrConflict))
+	}
+	info := s.CachedInfo()
+	if err := Leaderless(info); err != nil {
+		return 0, fmt.Errorf("last seq: %w", err)
+	}
+	last := info.State.LastSeq
+	if info.Mirror == nil {
+		return last, nil
+	}
+	last += info.Mirror.Lag
+	octx, cancel := context.WithTimeout(ctx, originTimeout)
+	defer cancel()
+	if o, err := m.js.Stream(octx, info.Mirror.Name); err == nil {
+		last = max(last, o.CachedInfo().State.LastSeq)
+	}
+	return last, nil
+}
+
+// originTimeout bounds MirrorLog's question to the origin: the Store asks
+// four times a second, and an origin that is down must not hold it up.
+const originTimeout = 500 * time.Millisecond
+
+func logger(cfg Config) *slog.Logger {
+	if cfg.Logger != nil {
+		return cfg.Logger
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// RetryProvisioning runs fn as Provision runs its steps: attempts of a few
+// seconds, retried with backoff while the cluster is still forming (no meta
+// leader, peers unknown, no answer), until ctx is done; what names the step
+// in log lines and errors. For callers provisioning assets of their own.
+func RetryProvisioning(ctx context.Context, log *slog.Logger, what string, fn func(context.Context) error) error {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return retryProvision(ctx, log, what, fn)
+}

@@ -1,0 +1,138 @@
+package jetstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/pifleet/sessionlog/internal/session"
+)
+
+// The cross-region operations on one server: mirrors, promotion, fencing,
+// scans and a mirror recreated the other way round. (internal/region runs
+// them across a supercluster.)
+func TestMirrorPromoteFenceRecreate(t *testing.T) {
+	s := runServer(t)
+	c := connect(t, s.ClientURL())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	home, mirror := testConfig(1), testConfig(1)
+	provision(t, c.JS, home)
+	if err := ProvisionMirror(ctx, c.JS, mirror, home, ""); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = c.JS.DeleteStream(context.Background(), mirror.Stream)
+		_ = c.JS.DeleteStream(context.Background(), bucketStream(mirror.Bucket))
+	})
+	const sid = "0190b6a4-7c1f-7cc3-9d32-6c5e2f1d0c01"
+	hl := NewLog(c.JS, home)
+	appendN(t, hl, sid, 0, 3)
+	cur, err := NewCursors(ctx, c.JS, home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cur.Put(ctx, sid, "c1", session.Cursor{LeafID: "e2", Seq: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if err := WaitMirror(ctx, c.JS, mirror.Stream, 3); err != nil {
+		t.Fatal(err)
+	}
+
+	// The mirror holds the home's records at the home's sequences, on its
+	// own subjects, and reports the home's last sequence.
+	ml := NewMirrorLog(c.JS, mirror)
+	var seqs []uint64
+	last, err := ml.Scan(ctx, 0, func(recs []session.Stored) error {
+		for _, r := range recs {
+			if r.Session != sid {
+				return fmt.Errorf("record %d of session %q", r.Seq, r.Session)
+			}
+			seqs = append(seqs, r.Seq)
+		}
+		return nil
+	})
+	if err != nil || last != 3 || fmt.Sprint(seqs) != "[1 2 3]" {
+		t.Fatalf("scan of the mirror: %v, last %d, %v", seqs, last, err)
+	}
+	if n, err := ml.LastSeq(ctx); err != nil || n != 3 {
+		t.Fatalf("mirror's last seq %d %v", n, err)
+	}
+	st, err := Probe(ctx, c.JS, mirror.Stream)
+	if err != nil || !st.Reachable || st.MirrorOf != home.Stream {
+		t.Fatalf("probe %+v %v", st, err)
+	}
+
+	// Fenced, the home refuses writes as unavailable: a writer retries,
+	// and the retry goes to the new home.
+	if err := Fence(ctx, c.JS, home); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hl.Append(ctx, sid, 3, []session.Record{rec("late", "e2")}); !errors.Is(err, session.ErrUnavailable) {
+		t.Fatalf("append to a fenced home: %v", err)
+	}
+	if err := Promote(ctx, c.JS, mirror, ""); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := Probe(ctx, c.JS, mirror.Stream); st.MirrorOf != "" || len(st.Subjects) != 1 {
+		t.Fatalf("promoted: %+v", st)
+	}
+	seq := appendN(t, NewLog(c.JS, mirror), sid, 3, 1)
+	if seq != 4 {
+		t.Fatalf("first write to the promoted stream at %d, want 4", seq)
+	}
+	mc, err := NewCursors(ctx, c.JS, mirror)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := mc.All(ctx)
+	if err != nil || len(all) != 1 || all[0].LeafID != "e2" {
+		t.Fatalf("cursors of the promoted bucket: %+v %v", all, err)
+	}
+
+	// The old home becomes a mirror of the new one.
+	if err := RecreateMirror(ctx, c.JS, home, mirror, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := WaitMirror(ctx, c.JS, home.Stream, 4); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := Probe(ctx, c.JS, home.Stream); st.MirrorOf != mirror.Stream || st.Sealed {
+		t.Fatalf("recreated: %+v", st)
+	}
+}
+
+func rec(id, parent string) session.Record {
+	p := "null"
+	if parent != "" {
+		p = `"` + parent + `"`
+	}
+	return session.Record{Type: "message", ID: id, Parent: parent,
+		Data: fmt.Appendf(nil, `{"type":"message","id":%q,"parentId":%s,"timestamp":"2026-11-30T10:00:00.000Z","message":{"role":"user","content":"x"}}`, id, p)}
+}
+
+// appendN appends n chained entries after last (0: with the header first)
+// and returns the last sequence.
+func appendN(t *testing.T, l *Log, sid string, last uint64, n int) uint64 {
+	t.Helper()
+	var recs []session.Record
+	if last == 0 {
+		recs = append(recs, session.Record{Type: "session",
+			Data: fmt.Appendf(nil, `{"type":"session","version":3,"id":%q,"timestamp":"2026-11-30T10:00:00.000Z","cwd":"/w"}`, sid)})
+		n--
+	}
+	for i := range n {
+		parent := ""
+		if i > 0 || last > 0 {
+			parent = fmt.Sprintf("e%d", last+uint64(i))
+		}
+		recs = append(recs, rec(fmt.Sprintf("e%d", last+uint64(i)+1), parent))
+	}
+	seqs, err := l.Append(context.Background(), sid, last, recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return seqs[len(seqs)-1]
+}

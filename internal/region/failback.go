@@ -1,0 +1,177 @@
+package region
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/pifleet/sessionlog/internal/jetstream"
+)
+
+// FailbackReport says what Failback did.
+type FailbackReport struct {
+	From, Home string
+	Shared     uint64 // the last sequence the region's stream shared with the home's history
+	Merged     bool   // false when the region's stream was already gone or a mirror (a rerun)
+	Stats      MergeStats
+	MirrorAt   uint64 // the home's last sequence the new mirror reached before the record changed
+	Took       time.Duration
+}
+
+// Failback brings a stale region — the old home once it is back, or any
+// region whose stream holds an older history — back into the home's:
+//
+//  1. its stream and bucket are fenced (sealed), so nothing lands in them
+//     any more;
+//  2. every entry they hold beyond the shared history that the home lacks
+//     (acknowledged by the old home but never mirrored, or written there
+//     while it was cut off) is republished into the home unchanged: same
+//     ids, same parentIds, so each appears where it was, as a branch. Ids are
+//     immutable, so the merge is a set union per session and nothing is
+//     duplicated; cursors the home lacks, or has older, are copied;
+//  3. the merge is verified, then the region's stream and bucket are
+//     recreated as mirrors of the home's;
+//  4. once the new mirror has caught up, the record stops calling the
+//     region stale and its nodes switch to reading it — without a restart,
+//     and keeping their state, since the mirror has the home's sequences.
+//
+// The region must be reachable: deleting a stream whose servers are down
+// deletes it from their disks when they come back. Every step can be run
+// again; a failback that stopped half-way is finished by running it again.
+func (a *Admin) Failback(ctx context.Context, from string) (FailbackReport, error) {
+	a.defaults()
+	start := a.Now()
+	rep := FailbackReport{From: from}
+	reg, rec, err := a.load(ctx)
+	if err != nil {
+		return rep, err
+	}
+	rep.Home = rec.Home
+	if err := ValidName(from); err != nil {
+		return rep, err
+	}
+	if from == rec.Home {
+		return rep, fmt.Errorf("%w: %s is the home region; fail back from a stale region (stale: %v)", ErrRefused, from, staleNames(&rec))
+	}
+	shared, stale := rec.Stale[from]
+	if !stale {
+		return rep, fmt.Errorf("%w: region %s is not stale: its stream mirrors the home's already (stale: %v)", ErrRefused, from, staleNames(&rec))
+	}
+	rep.Shared = shared
+	src, home := rec.Assets(a.Base, from), rec.Assets(a.Base, rec.Home)
+
+	ss, err := a.probeReturning(ctx, src.Stream)
+	if err != nil {
+		return rep, err
+	}
+	switch {
+	case ss.Exists && !ss.Reachable:
+		return rep, fmt.Errorf("%w: region %s is not reachable (%s %s); bring it back first — its stream must not be deleted while it is down",
+			ErrRefused, from, src.Stream, ss.Problem)
+	case !ss.Exists || ss.MirrorOf == home.Stream:
+		a.Progress("%s is already replaced (%s); nothing to merge", src.Stream, orNone(ss.MirrorOf, "gone"))
+	default:
+		if err := a.merge(ctx, &rep, ss, src, home); err != nil {
+			return rep, err
+		}
+	}
+
+	a.Progress("recreating %s and its cursor bucket as mirrors of %s", src.Stream, home.Stream)
+	if err := jetstream.RecreateMirror(ctx, a.JS, src, home, from); err != nil {
+		return rep, err
+	}
+	hs, err := jetstream.Probe(ctx, a.JS, home.Stream)
+	if err != nil {
+		return rep, err
+	}
+	a.Progress("waiting for %s to mirror %s up to sequence %d", src.Stream, home.Stream, hs.LastSeq)
+	if err := jetstream.WaitMirror(ctx, a.JS, src.Stream, hs.LastSeq); err != nil {
+		return rep, err
+	}
+	// The cursors too: a failover to this region must not find them behind.
+	bs, err := jetstream.Probe(ctx, a.JS, "KV_"+home.Bucket)
+	if err != nil {
+		return rep, err
+	}
+	if err := jetstream.WaitMirror(ctx, a.JS, "KV_"+src.Bucket, bs.LastSeq); err != nil {
+		return rep, err
+	}
+	rep.MirrorAt = hs.LastSeq
+	a.Progress("recording %s as a mirror region", from)
+	_, err = reg.Update(ctx, func(r *Record, _ bool) error {
+		if r.Home != rec.Home || r.Epoch != rec.Epoch {
+			return fmt.Errorf("the region record changed during the failback (home %s, epoch %d): run it again", r.Home, r.Epoch)
+		}
+		delete(r.Stale, from)
+		r.UpdatedAt = a.Now().UTC()
+		r.Change = fmt.Sprintf("failback from %s: %d entries and %d cursors merged into %s", from, rep.Stats.Entries, rep.Stats.Cursors, rec.Home)
+		return nil
+	})
+	rep.Took = a.Now().Sub(start)
+	return rep, err
+}
+
+// probeReturning probes a returning region's stream, giving it up to 30 s
+// to answer: its nodes may serve (reading from the home) a moment before
+// the region's own stream has been recovered from disk and has a leader.
+func (a *Admin) probeReturning(ctx context.Context, stream string) (jetstream.StreamState, error) {
+	deadline := a.Now().Add(30 * time.Second)
+	for {
+		pctx, cancel := context.WithTimeout(ctx, a.ProbeTimeout)
+		st, err := jetstream.Probe(pctx, a.JS, stream)
+		cancel()
+		if err != nil || st.Reachable || !st.Exists || !a.Now().Before(deadline) {
+			return st, err
+		}
+		a.Progress("waiting for %s to answer (%s)", stream, st.Problem)
+		select {
+		case <-ctx.Done():
+			return st, ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// merge fences the region's assets and merges what they hold into the home.
+func (a *Admin) merge(ctx context.Context, rep *FailbackReport, ss jetstream.StreamState, src, home jetstream.Config) error {
+	if ss.MirrorOf == "" && !ss.Sealed {
+		a.Progress("fencing %s and its cursor bucket", src.Stream)
+		if err := jetstream.Fence(ctx, a.JS, src); err != nil {
+			return err
+		}
+	}
+	a.Progress("merging the entries of %s after sequence %d into %s", src.Stream, rep.Shared, home.Stream)
+	st, err := mergeSessions(ctx, jetstream.NewLog(a.JS, src), jetstream.NewLog(a.JS, home), rep.Shared)
+	rep.Stats, rep.Merged = st, true
+	if err != nil {
+		return err
+	}
+	a.Progress("merging the cursors of %s into %s", src.Bucket, home.Bucket)
+	srcCur, err := jetstream.NewCursors(ctx, a.JS, src)
+	if err != nil {
+		return err
+	}
+	homeCur, err := jetstream.NewCursors(ctx, a.JS, home)
+	if err != nil {
+		return err
+	}
+	err = mergeCursors(ctx, srcCur, homeCur, &rep.Stats)
+	return err
+}
+
+func staleNames(r *Record) []string {
+	var out []string
+	for _, name := range r.RegionNames() {
+		if _, ok := r.Stale[name]; ok {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+func orNone(s, none string) string {
+	if s == "" {
+		return none
+	}
+	return "mirror of " + s
+}

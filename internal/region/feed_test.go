@@ -1,0 +1,178 @@
+package region
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pifleet/sessionlog/internal/session"
+)
+
+// These tests run a real Store over a Feed switched between in-memory
+// logs, which stand for streams: logs built by the same appends hold the
+// same records at the same sequences, as a mirror holds its origin's.
+
+const testSID = "0190b6a4-7c1f-7cc3-9d32-6c5e2f1d0a01"
+
+func memLog() *session.MemLog { return session.NewMemLog(1000, 1<<20) }
+
+func header(t *testing.T) session.Record {
+	t.Helper()
+	line := fmt.Sprintf(`{"type":"session","version":3,"id":%q,"timestamp":"2026-11-30T10:00:00.000Z","cwd":"/w"}`, testSID)
+	return session.Record{Type: "session", Data: []byte(line)}
+}
+
+func entry(id, parent string) session.Record {
+	p := "null"
+	if parent != "" {
+		p = fmt.Sprintf("%q", parent)
+	}
+	line := fmt.Sprintf(`{"type":"message","id":%q,"parentId":%s,"timestamp":"2026-11-30T10:00:01.000Z","message":{"role":"user","content":%q}}`, id, p, id)
+	return session.Record{Type: "message", ID: id, Parent: parent, Data: []byte(line)}
+}
+
+// appendAll appends recs one by one to each log, checking every log gives
+// them the same sequences.
+func appendAll(t *testing.T, recs []session.Record, logs ...*session.MemLog) {
+	t.Helper()
+	ctx := context.Background()
+	for _, r := range recs {
+		var seq uint64
+		for i, l := range logs {
+			last, _ := l.LastSeq(ctx)
+			expect := uint64(0)
+			if last > 0 {
+				expect = last
+			}
+			seqs, err := l.Append(ctx, testSID, expect, []session.Record{r})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i > 0 && seqs[0] != seq {
+				t.Fatalf("logs diverge: %d vs %d", seqs[0], seq)
+			}
+			seq = seqs[0]
+		}
+	}
+}
+
+// ids returns the entry ids the Store holds for the session, in log order.
+func ids(t *testing.T, st *session.Store) []string {
+	t.Helper()
+	var out []string
+	err := st.View(context.Background(), testSID, func(d *session.Doc) error {
+		for i := range d.Tree.Len() {
+			out = append(out, d.Tree.Entry(i).ID)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil
+	}
+	return out
+}
+
+func waitIDs(t *testing.T, st *session.Store, want string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got := fmt.Sprint(ids(t, st))
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("store holds %s, want %s", got, want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// openStore follows f with a Store whose Reset f calls, and records each
+// switch f reports.
+func openStore(t *testing.T, f *Feed) (*session.Store, func() []bool) {
+	t.Helper()
+	st := session.NewStore(f, session.StoreOptions{Log: f})
+	f.SetReset(st.Reset)
+	var mu sync.Mutex
+	var kept []bool
+	f.onSwitch = func(k bool, _ uint64) {
+		mu.Lock()
+		kept = append(kept, k)
+		mu.Unlock()
+	}
+	if err := st.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return st, func() []bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]bool(nil), kept...)
+	}
+}
+
+func TestFeedSwitchKeepsStateWithinOneHistory(t *testing.T) {
+	home, mirror := memLog(), memLog()
+	appendAll(t, []session.Record{header(t), entry("a1", ""), entry("a2", "a1")}, home, mirror)
+	f := newFeed()
+	f.Switch(home, func(uint64) bool { return true })
+	st, kept := openStore(t, f)
+	waitIDs(t, st, "[a1 a2]")
+
+	// The node moves from the home's stream to its region's mirror: the
+	// same history, so the Store goes on where it was.
+	f.Switch(mirror, keeps(1, Record{Epoch: 1}))
+	appendAll(t, []session.Record{entry("a3", "a2")}, mirror)
+	waitIDs(t, st, "[a1 a2 a3]")
+	if got := st.Stats().Records; got != 4 {
+		t.Errorf("records applied %d, want 4: the switch re-applied records", got)
+	}
+	if k := kept(); len(k) < 2 || !k[len(k)-1] {
+		t.Errorf("switches %v, want the last kept", k)
+	}
+}
+
+func TestFeedSwitchResetsOnAnotherHistory(t *testing.T) {
+	oldHome, newHome := memLog(), memLog()
+	appendAll(t, []session.Record{header(t), entry("a1", "")}, oldHome, newHome)
+	// Acknowledged by the old home, never mirrored: the new home forks at 2.
+	appendAll(t, []session.Record{entry("lost", "a1")}, oldHome)
+	appendAll(t, []session.Record{entry("b1", "a1"), entry("b2", "b1")}, newHome)
+
+	f := newFeed()
+	f.Switch(oldHome, func(uint64) bool { return true })
+	st, kept := openStore(t, f)
+	waitIDs(t, st, "[a1 lost]")
+
+	f.Switch(newHome, keeps(1, Record{Epoch: 2, ForkSeq: 2}))
+	waitIDs(t, st, "[a1 b1 b2]")
+	if k := kept(); len(k) == 0 || k[len(k)-1] {
+		t.Errorf("switches %v, want the last one to reset", k)
+	}
+	if st.Applied() != 4 {
+		t.Errorf("applied %d, want 4", st.Applied())
+	}
+}
+
+func TestFeedSwitchKeepsStateAtTheFork(t *testing.T) {
+	mirror, promoted := memLog(), memLog()
+	appendAll(t, []session.Record{header(t), entry("a1", "")}, mirror, promoted)
+	f := newFeed()
+	f.Switch(mirror, func(uint64) bool { return true })
+	st, kept := openStore(t, f)
+	waitIDs(t, st, "[a1]")
+	// A Store that applied nothing beyond the fork keeps its state in the
+	// next epoch.
+	f.Switch(promoted, keeps(1, Record{Epoch: 2, ForkSeq: 2}))
+	appendAll(t, []session.Record{entry("b1", "a1")}, promoted)
+	waitIDs(t, st, "[a1 b1]")
+	if k := kept(); len(k) == 0 || !k[len(k)-1] {
+		t.Errorf("switches %v, want the last kept", k)
+	}
+	// Two epochs on, nothing is assumed shared.
+	if keeps(1, Record{Epoch: 3, ForkSeq: 10})(1) {
+		t.Error("a Store two epochs behind must be reset")
+	}
+}

@@ -1,0 +1,204 @@
+//go:build linux
+
+package region
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+)
+
+// probeClient is for health and status polls and verification reads:
+// short timeouts, so a dead node costs a poll round, not a minute.
+var probeClient = &http.Client{Timeout: 5 * time.Second}
+
+// do sends one request and reads the whole answer.
+func do(ctx context.Context, hc *http.Client, method, url string, body []byte) (int, http.Header, []byte, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, data, err
+}
+
+func ready(base string) error {
+	st, _, body, err := do(context.Background(), probeClient, http.MethodGet, base+"/readyz", nil)
+	if err != nil {
+		return err
+	}
+	if st != http.StatusOK {
+		return fmt.Errorf("%d %s", st, body)
+	}
+	return nil
+}
+
+// nodeStatus is the part of /v1/status the test reads.
+type nodeStatus struct {
+	Node  string `json:"node"`
+	Store struct {
+		Applied    uint64 `json:"applied"`
+		LogLastSeq uint64 `json:"logLastSeq"`
+		Lag        uint64 `json:"lag"`
+	} `json:"store"`
+	JetStream struct {
+		Error  string `json:"error"`
+		Region struct {
+			Region string            `json:"region"`
+			Role   string            `json:"role"`
+			Home   string            `json:"home"`
+			Epoch  uint64            `json:"epoch"`
+			Stale  map[string]uint64 `json:"stale"`
+			Reads  string            `json:"reads"`
+			Writes string            `json:"writes"`
+		} `json:"region"`
+	} `json:"jetstream"`
+}
+
+func status(base string) (nodeStatus, error) {
+	var s nodeStatus
+	st, _, body, err := do(context.Background(), probeClient, http.MethodGet, base+"/v1/status", nil)
+	if err != nil {
+		return s, err
+	}
+	if st != http.StatusOK {
+		return s, fmt.Errorf("status %d: %s", st, body)
+	}
+	if err := json.Unmarshal(body, &s); err != nil {
+		return s, fmt.Errorf("status: %w: %s", err, body)
+	}
+	if s.JetStream.Error != "" {
+		return s, fmt.Errorf("status: jetstream: %s", s.JetStream.Error)
+	}
+	return s, nil
+}
+
+// storedEntry is one entry as a node serves it.
+type storedEntry struct {
+	Seq   uint64 `json:"seq"`
+	Entry struct {
+		ID       string  `json:"id"`
+		ParentID *string `json:"parentId"`
+	} `json:"entry"`
+}
+
+func (e storedEntry) parent() string {
+	if e.Entry.ParentID == nil {
+		return ""
+	}
+	return *e.Entry.ParentID
+}
+
+// entries reads every entry of a session from one node, page by page.
+func entries(ctx context.Context, base, sid string, minSeq uint64) ([]storedEntry, error) {
+	var out []storedEntry
+	after := uint64(0)
+	for {
+		url := fmt.Sprintf("%s/v1/sessions/%s/entries?afterSeq=%d&limit=10000&minSeq=%d", base, sid, after, minSeq)
+		st, _, body, err := do(ctx, probeClient, http.MethodGet, url, nil)
+		if err != nil {
+			return nil, err
+		}
+		if st != http.StatusOK {
+			return nil, fmt.Errorf("entries of %s from %s: %d %s", sid, base, st, body)
+		}
+		var page struct {
+			Entries []storedEntry `json:"entries"`
+			LastSeq uint64        `json:"lastSeq"`
+		}
+		if err := json.Unmarshal(body, &page); err != nil {
+			return nil, err
+		}
+		out = append(out, page.Entries...)
+		if len(page.Entries) == 0 || page.Entries[len(page.Entries)-1].Seq >= page.LastSeq {
+			return out, nil
+		}
+		after = page.Entries[len(page.Entries)-1].Seq
+	}
+}
+
+// entry is a pi message entry with every field chosen by the client, so a
+// retry sends the same bytes.
+type entry struct {
+	Type      string  `json:"type"`
+	ID        string  `json:"id"`
+	ParentID  *string `json:"parentId"`
+	Timestamp string  `json:"timestamp"`
+	Message   struct {
+		Role      string `json:"role"`
+		Content   string `json:"content"`
+		Timestamp int64  `json:"timestamp"`
+	} `json:"message"`
+}
+
+func newEntry(id, parent, text string, at time.Time) entry {
+	e := entry{Type: "message", ID: id, Timestamp: at.UTC().Format("2006-01-02T15:04:05.000Z")}
+	if parent != "" {
+		e.ParentID = &parent
+	}
+	e.Message.Role, e.Message.Content, e.Message.Timestamp = "user", text, at.UnixMilli()
+	return e
+}
+
+func appendBody(es ...entry) []byte {
+	b, _ := json.Marshal(map[string]any{"entries": es})
+	return b
+}
+
+// writeResult is the reply of create and append.
+type writeResult struct {
+	LastSeq uint64 `json:"lastSeq"`
+	Entries []struct {
+		ID  string `json:"id"`
+		Seq uint64 `json:"seq"`
+	} `json:"entries"`
+}
+
+// createSession creates sid with one root entry through base.
+func createSession(t *testing.T, base, sid, root string) {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{
+		"header":  map[string]any{"type": "session", "version": 3, "id": sid, "cwd": "/work", "timestamp": "2026-11-30T10:00:00.000Z"},
+		"entries": []entry{newEntry(root, "", "root of "+sid, time.Now())},
+	})
+	st, _, data, err := do(context.Background(), probeClient, http.MethodPost, base+"/v1/sessions", body)
+	if err != nil || st != http.StatusCreated {
+		t.Fatalf("create %s via %s: %d %v %s", sid, base, st, err, data)
+	}
+}
+
+// piCtl runs pi-ctl with args and returns its exit code and output.
+func piCtl(t *testing.T, timeout time.Duration, args ...string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, piCtlBin, args...)
+	cmd.Env = append(os.Environ(), "PI_CTL_SERVER=", "PI_CTL_HTTP=", "PI_CTL_TOKEN=")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode(), string(out)
+		}
+		t.Fatalf("pi-ctl %v: %v\n%s", args, err, out)
+	}
+	return 0, string(out)
+}

@@ -1,0 +1,197 @@
+//go:build linux
+
+package region
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// proc is one child process (a pi-node or a nats-server). Its output goes to
+// a log file that survives restarts (each start appends a marker line), and
+// is printed, tail first, when the test fails.
+type proc struct {
+	name    string
+	bin     string
+	args    []string
+	logPath string
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{} // closed when the current run has been reaped
+	err    error         // the current run's exit status, once exited
+	starts int
+}
+
+// newProc prepares a process; start runs it. Cleanup kills it (if still
+// running) and, when the test failed, logs the tail of its output.
+func newProc(t *testing.T, name, bin string, args ...string) *proc {
+	t.Helper()
+	p := &proc{name: name, bin: bin, args: args, logPath: filepath.Join(t.TempDir(), name+".log")}
+	t.Cleanup(func() {
+		p.kill()
+		if t.Failed() {
+			t.Logf("--- %s: last lines of %s\n%s", p.name, p.logPath, p.tail(60))
+		}
+	})
+	return p
+}
+
+// start runs the process once more with the same arguments.
+func (p *proc) start(t *testing.T) {
+	t.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd != nil && !p.hasExited() {
+		t.Fatalf("%s: start while running", p.name)
+	}
+	f, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.starts++
+	fmt.Fprintf(f, "=== start #%d at %s: %s %s\n", p.starts, time.Now().Format(time.RFC3339Nano), p.bin, strings.Join(p.args, " "))
+	cmd := exec.Command(p.bin, p.args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	// Own process group, so a signal aimed at the group reaches only this
+	// process; Pdeathsig, so a test binary that dies (panic, timeout kill)
+	// does not leave servers behind holding ports and data directories.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		t.Fatalf("%s: %v", p.name, err)
+	}
+	exited := make(chan struct{})
+	p.cmd, p.exited, p.err = cmd, exited, nil
+	go func() {
+		err := cmd.Wait()
+		f.Close()
+		p.mu.Lock()
+		p.err = err
+		p.mu.Unlock()
+		close(exited)
+	}()
+}
+
+func (p *proc) hasExited() bool {
+	select {
+	case <-p.exited:
+		return true
+	default:
+		return false
+	}
+}
+
+// running reports whether the current run is alive.
+func (p *proc) running() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cmd != nil && !p.hasExited()
+}
+
+// signal sends sig to the process group and waits up to timeout for the
+// process to exit; it returns the exit status (nil for a clean exit) or an
+// error if it did not exit in time.
+func (p *proc) signal(sig syscall.Signal, timeout time.Duration) error {
+	p.mu.Lock()
+	cmd, exited := p.cmd, p.exited
+	p.mu.Unlock()
+	if cmd == nil {
+		return nil
+	}
+	select {
+	case <-exited:
+		return p.exitErr()
+	default:
+	}
+	_ = syscall.Kill(-cmd.Process.Pid, sig)
+	select {
+	case <-exited:
+		return p.exitErr()
+	case <-time.After(timeout):
+		return fmt.Errorf("%s: still running %v after %v", p.name, timeout, sig)
+	}
+}
+
+func (p *proc) exitErr() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.err
+}
+
+// kill sends SIGKILL and reaps the process.
+func (p *proc) kill() { _ = p.signal(syscall.SIGKILL, time.Minute) }
+
+// tail returns the last n lines of the process's log.
+func (p *proc) tail(n int) string {
+	data, err := os.ReadFile(p.logPath)
+	if err != nil {
+		return err.Error()
+	}
+	lines := bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n"))
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return string(bytes.Join(lines, []byte("\n")))
+}
+
+// freePorts returns n distinct free TCP ports on loopback. The listeners are
+// held until all n are picked, so the ports differ; another process may
+// still take one before ours binds it, which the tests would report as a
+// node that never becomes ready.
+func freePorts(t *testing.T, n int) []int {
+	t.Helper()
+	ports := make([]int, n)
+	lns := make([]net.Listener, n)
+	for i := range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns[i], ports[i] = ln, ln.Addr().(*net.TCPAddr).Port
+	}
+	for _, ln := range lns {
+		ln.Close()
+	}
+	return ports
+}
+
+// waitFor polls cond until it returns nil or timeout passes, then fails the
+// test with cond's last error. The interval grows from 20 ms to 250 ms: fast
+// when things are quick, light on a busy machine when they are not.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() error) time.Duration {
+	t.Helper()
+	d, err := poll(timeout, cond)
+	if err != nil {
+		t.Fatalf("%s: not within %v: %v", what, timeout, err)
+	}
+	return d
+}
+
+// poll is waitFor without the test: it returns how long cond took to hold,
+// or cond's last error after timeout.
+func poll(timeout time.Duration, cond func() error) (time.Duration, error) {
+	start := time.Now()
+	deadline := start.Add(timeout)
+	wait := 20 * time.Millisecond
+	for {
+		err := cond()
+		if err == nil {
+			return time.Since(start), nil
+		}
+		if time.Now().After(deadline) {
+			return time.Since(start), err
+		}
+		time.Sleep(wait)
+		wait = min(wait*3/2, 250*time.Millisecond)
+	}
+}
