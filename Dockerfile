@@ -2,7 +2,22 @@
 # they need. Build it with `make image`, which compiles the binaries on the
 # host (CGO_ENABLED=0) and stages the root filesystem in build/image/rootfs;
 # a plain `docker build .` without that step fails at the first COPY.
-FROM scratch
+
+# The tie-breaker of a cross-region deployment (docs/CROSS-REGION.md): the
+# nats-server that pi-node embeds, alone, and the probe. A stage of its own,
+# so the pi-node image stays as it is; `make image` tags it
+# pifleet/nats-server:dev (--target tiebreaker) for deploy/compose/region.yml.
+FROM scratch AS tiebreaker
+COPY build/image/rootfs/nats-server build/image/rootfs/healthcheck /
+COPY --chown=65532:65532 build/image/rootfs/data /data
+USER 65532:65532
+WORKDIR /data
+VOLUME ["/data"]
+EXPOSE 4222 6222 7222
+ENTRYPOINT ["/nats-server"]
+
+# The pi-node image, the default target.
+FROM scratch AS pi-node
 
 LABEL org.opencontainers.image.title="pi-node" \
       org.opencontainers.image.description="sessionlog: pi session trees on NATS JetStream" \

@@ -4,12 +4,16 @@
 #   make build          host binaries into bin/
 #   make test           the test suite (what CI runs, without the Docker suites)
 #   make image          static binaries + root filesystem, then docker build
-#   make compose-test   the 3-node docker-compose suite (needs a Docker engine)
+#                       (pi-node, and nats-server for a cross-region tie-breaker)
+#   make compose-test   the docker-compose suites: 3-node cluster, cross-region
+#                       (need a Docker engine)
 #   make clean
 
 GO        ?= go
 IMAGE     ?= pifleet/pi-node
 TAG       ?= dev
+# The cross-region tie-breaker (nats-server alone), from the same Dockerfile.
+TIEBREAKER_IMAGE ?= pifleet/nats-server
 GOARCH    ?= $(shell $(GO) env GOARCH)
 # The CA bundle copied into the scratch image (pi-node verifies TLS to an
 # external NATS with it); Debian/Ubuntu/Alpine path by default.
@@ -31,7 +35,7 @@ build:
 test:
 	$(GO) test -race ./...
 
-# rootfs: everything the scratch image holds, built on the host because no
+# rootfs: everything the scratch images hold, built on the host because no
 # base image can be pulled: static binaries (CGO_ENABLED=0, so no libc is
 # needed), CA certificates, /etc/passwd and /etc/group naming the non-root
 # user (for tools that look the uid up), and the data directory. Its owner
@@ -40,13 +44,14 @@ rootfs:
 	rm -rf $(ROOTFS)
 	mkdir -p $(ROOTFS)/etc/ssl/certs $(ROOTFS)/data
 	CGO_ENABLED=0 GOOS=linux GOARCH=$(GOARCH) $(GO) build -trimpath -ldflags='-s -w' \
-		-o $(ROOTFS)/ ./cmd/pi-node ./cmd/pi-ctl ./deploy/healthcheck
+		-o $(ROOTFS)/ ./cmd/pi-node ./cmd/pi-ctl ./deploy/healthcheck github.com/nats-io/nats-server/v2
 	cp $(CA_CERTS) $(ROOTFS)/etc/ssl/certs/ca-certificates.crt
 	printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:$(UID):$(UID):nonroot:/data:/sbin/nologin\n' > $(ROOTFS)/etc/passwd
 	printf 'root:x:0:\nnonroot:x:$(UID):\n' > $(ROOTFS)/etc/group
 
 image: rootfs
 	docker build --pull=false -t $(IMAGE):$(TAG) .
+	docker build --pull=false --target tiebreaker -t $(TIEBREAKER_IMAGE):$(TAG) .
 	@docker image inspect -f '$(IMAGE):$(TAG) {{.Size}} bytes' $(IMAGE):$(TAG)
 
 compose-test:

@@ -27,6 +27,7 @@ type appender struct {
 	mu        sync.Mutex
 	acked     []string    // ids acknowledged, in order
 	ackTimes  []time.Time // when each was acknowledged
+	sentTimes []time.Time // when each one's acknowledged attempt was sent
 	lastSeq   uint64      // the session's lastSeq after the last acknowledged append
 	pending   string      // an id sent but never acknowledged (outcome unknown)
 	failures  int
@@ -61,6 +62,7 @@ func (a *appender) loop() {
 			}
 			n := a.targets[turn%len(a.targets)]
 			turn++
+			sent := time.Now()
 			r, err := n.do(http.MethodPost, "/v1/sessions/"+a.sid+"/entries", entryBody(id), a.timeout)
 			if err == nil && r.status == http.StatusOK {
 				var rep struct {
@@ -70,6 +72,7 @@ func (a *appender) loop() {
 				a.mu.Lock()
 				a.acked = append(a.acked, id)
 				a.ackTimes = append(a.ackTimes, time.Now())
+				a.sentTimes = append(a.sentTimes, sent)
 				a.lastSeq = max(a.lastSeq, rep.LastSeq)
 				a.mu.Unlock()
 				break

@@ -18,17 +18,20 @@ import (
 	"time"
 )
 
-// cluster is one docker-compose project of docker-compose.yml plus the
-// test override, driven through the compose CLI (v1 or v2) and docker.
+// cluster is one docker-compose project — docker-compose.yml plus the test
+// override, or another compose file — driven through the compose CLI (v1
+// or v2) and docker.
 type cluster struct {
-	t       *testing.T
-	compose []string // "docker-compose" or "docker compose"
-	project string
-	root    string
-	token   string
-	env     []string
-	nodes   []*node
-	network string
+	t        *testing.T
+	compose  []string // "docker-compose" or "docker compose"
+	project  string
+	root     string
+	files    []string // compose files, relative to root
+	services []string // the pi-node services, each publishing 8080
+	token    string
+	env      []string
+	nodes    []*node
+	network  string
 }
 
 // node is one pi-node container. The test reaches it through its published
@@ -58,13 +61,21 @@ func composeCommand() ([]string, error) {
 }
 
 func newCluster(t *testing.T, compose []string) *cluster {
+	return newProject(t, compose, "pitest",
+		[]string{"docker-compose.yml", filepath.Join("test", "compose", "docker-compose.test.yml")},
+		[]string{"pi-node-1", "pi-node-2", "pi-node-3"})
+}
+
+// newProject is a cluster of the given compose files under a fresh project
+// name starting with prefix.
+func newProject(t *testing.T, compose []string, prefix string, files, services []string) *cluster {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	c := &cluster{
-		t: t, compose: compose, root: repoRoot(t),
+		t: t, compose: compose, root: repoRoot(t), files: files, services: services,
 		// A project of its own: nothing of a developer's cluster is touched,
 		// and two runs on one machine do not collide.
-		project: "pitest" + hex.EncodeToString(b),
+		project: prefix + hex.EncodeToString(b),
 		token:   "compose-test-token",
 	}
 	c.env = append(os.Environ(),
@@ -81,9 +92,10 @@ func newCluster(t *testing.T, compose []string) *cluster {
 // run runs the compose CLI on the project.
 func (c *cluster) run(args ...string) (string, error) {
 	full := append([]string{}, c.compose[1:]...)
-	full = append(full, "-p", c.project,
-		"-f", filepath.Join(c.root, "docker-compose.yml"),
-		"-f", filepath.Join(c.root, "test", "compose", "docker-compose.test.yml"))
+	full = append(full, "-p", c.project)
+	for _, f := range c.files {
+		full = append(full, "-f", filepath.Join(c.root, f))
+	}
 	full = append(full, args...)
 	cmd := exec.Command(c.compose[0], full...)
 	cmd.Dir = c.root
@@ -143,11 +155,11 @@ func (c *cluster) dumpLogs() {
 }
 
 // discover finds the containers, their published HTTP ports and the
-// project's network, once all three run.
+// project's network, once all of them run.
 func (c *cluster) discover() {
 	c.t.Helper()
 	c.nodes = nil
-	for _, svc := range []string{"pi-node-1", "pi-node-2", "pi-node-3"} {
+	for _, svc := range c.services {
 		cid := strings.TrimSpace(c.must("ps", "-q", svc))
 		if cid == "" {
 			c.t.Fatalf("no container for %s", svc)

@@ -8,7 +8,9 @@
 // the flags of a freshly built pi-node.
 //
 // TestCompose brings the docker-compose cluster up and breaks it (a node
-// killed, a node cut off the network). It needs a Docker engine and several
-// minutes, so it runs only with PI_COMPOSE_TEST=1 (test/compose/run.sh sets
-// it after building the image).
+// killed, a node cut off the network); TestComposeRegion fails the
+// cross-region topology of deploy/compose/region.yml over and back. They
+// need a Docker engine and minutes, so they run only with
+// PI_COMPOSE_TEST=1 (test/compose/run.sh sets it after building the
+// images).
 package deploytest

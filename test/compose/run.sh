@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# The docker-compose cluster test: builds the image with `make image`, then
-# runs TestCompose (internal/deploytest), which brings the 3-node cluster of
-# docker-compose.yml up under a project name of its own, kills a node,
-# partitions a node, checks convergence and always ends with `down -v`.
+# The docker-compose tests: builds the images with `make image`, then runs
+# (internal/deploytest), each under a project name of its own and always
+# ending with `down -v`:
+#   TestCompose        the 3-node cluster of docker-compose.yml: kills a
+#                      node, partitions a node, checks convergence;
+#   TestComposeRegion  the two regions and tie-breaker of
+#                      deploy/compose/region.yml: kills region A, fails over
+#                      to B, starts A again, fails back, checks every entry.
 #
 # Skips, exit 0, with a visible message when no Docker engine answers.
 # PI_COMPOSE="docker compose" picks Compose v2 (default: docker-compose if
@@ -20,4 +24,4 @@ if [ -z "${PI_COMPOSE:-}" ] && ! command -v docker-compose >/dev/null 2>&1 && ! 
 fi
 
 make image
-PI_COMPOSE_TEST=1 go test -count=1 -v -timeout 25m -run '^TestCompose$' ./internal/deploytest
+PI_COMPOSE_TEST=1 go test -count=1 -v -timeout 25m -run '^(TestCompose|TestComposeRegion)$' ./internal/deploytest
