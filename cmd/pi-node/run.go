@@ -9,9 +9,11 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/nats-io/nats.go/micro"
 
@@ -98,6 +100,7 @@ func (m *Main) Run(ctx context.Context) error {
 	if err := m.store.Open(ctx); err != nil {
 		return err
 	}
+	go m.releaseAfterRebuild(ctx, feed)
 	svc := &session.Service{Log: log, Store: m.store, Cursors: cursors, CursorWait: c.MinSeqTimeout}
 	archive, err := m.newArchiver(ctx, log, name, logger)
 	if err != nil {
@@ -231,3 +234,31 @@ func splitHostPort(hp string) (string, int, error) {
 	}
 	return host, port, nil
 }
+
+// releaseAfterRebuild returns the rebuild's garbage to the OS once the
+// Store has caught up with the log as it stood at the start. A rebuild
+// allocates about as much again as it keeps (parsing, grown maps), and
+// with the default GOGC the process would hold that as resident memory
+// until the next collections. One forced collection, once, is cheap next to that.
+func (m *Main) releaseAfterRebuild(ctx context.Context, feed session.Feed) {
+	last, err := feed.LastSeq(ctx)
+	if err != nil || last == 0 {
+		return
+	}
+	if err := m.store.WaitFor(ctx, last); err != nil {
+		return
+	}
+	debug.FreeOSMemory()
+	// The embedded server keeps the blocks the rebuild read cached for
+	// 10 s; an idle process collects them only at Go's forced GC, two
+	// minutes on. Release them once they have expired.
+	select {
+	case <-ctx.Done():
+	case <-time.After(blockCacheExpiry):
+		debug.FreeOSMemory()
+	}
+}
+
+// blockCacheExpiry is a little more than the time nats-server's filestore
+// keeps a block it read in memory (10 s).
+const blockCacheExpiry = 12 * time.Second

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/pifleet/sessionlog/internal/tree"
 )
@@ -65,6 +66,15 @@ func (s *Service) Append(ctx context.Context, sid string, req AppendRequest) (Wr
 		case !errors.Is(err, ErrNotFound):
 			return WriteResult{}, err
 		}
+	}
+	if req.ExpectLastSeq != nil && s.Store != nil {
+		// The client says where the session stands: usually its own
+		// previous append, acknowledged a moment ago and not applied here
+		// yet. The Store applies it within a millisecond or so; waiting
+		// that long is cheaper than a read from the stream leader.
+		wctx, cancel := context.WithTimeout(ctx, expectWait)
+		_ = s.Store.WaitFor(wctx, *req.ExpectLastSeq)
+		cancel()
 	}
 	ids := tree.IDGen{R: s.Rand}
 	ts := tree.FormatTimestamp(s.now())
@@ -249,6 +259,10 @@ func (s *Service) planWithRetry(ctx context.Context, sid string, absorb func([]S
 	absorb(ms)
 	return s.view(ctx, sid, plan)
 }
+
+// expectWait bounds how long an append with expectLastSeq waits for this
+// node's Store to apply that sequence before it reads from the leader.
+const expectWait = 20 * time.Millisecond
 
 type storedEntry struct {
 	e   tree.Entry

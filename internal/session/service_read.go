@@ -165,7 +165,7 @@ func (s *Service) ContextJSON(ctx context.Context, sid string, l Leaf, llm bool)
 			return err
 		}
 		c := d.Tree.ContextAt(i)
-		out = c.AppendJSON(nil, tree.ContextOptions{LLM: llm})
+		out = c.AppendJSON(make([]byte, 0, c.SizeHint()), tree.ContextOptions{LLM: llm})
 		return nil
 	})
 	return out, err

@@ -230,6 +230,21 @@ func (c *Context) AppendJSON(dst []byte, opt ContextOptions) []byte {
 	return append(dst, '}')
 }
 
+// SizeHint is about the length of AppendJSON's output without LLM
+// conversion (exactly, for ids and messages without escapes): a buffer of
+// this capacity is written in one go, not regrown and copied for every
+// doubling of a context that may be megabytes.
+func (c *Context) SizeHint() int {
+	n := 96 + len(c.Thinking) + len(c.Model) + len(c.LeafID) // 96: the keys and brackets
+	for _, id := range c.Path {
+		n += len(id) + 3
+	}
+	for k := range c.Messages {
+		n += len(c.Messages[k].JSON) + 1
+	}
+	return n
+}
+
 // AppendMessagesJSON appends ms as a JSON array.
 func AppendMessagesJSON(dst []byte, ms []Message) []byte {
 	dst = append(dst, '[')

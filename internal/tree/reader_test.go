@@ -136,6 +136,11 @@ func TestDeepChainNoRecursion(t *testing.T) {
 	if len(c.Messages) != n {
 		t.Fatalf("context messages %d", len(c.Messages))
 	}
+	// Ids and messages need no escaping here: the hint covers the output,
+	// so a buffer of that capacity is never regrown.
+	if out := c.AppendJSON(nil, ContextOptions{}); len(out) > c.SizeHint() {
+		t.Fatalf("context JSON of %d bytes, size hint %d", len(out), c.SizeHint())
+	}
 }
 
 func TestMalformedGraphs(t *testing.T) {
