@@ -34,15 +34,21 @@ func (st *Store) evictLocked() {
 		d.name, d.hasName = d.Tree.Name()
 		d.labels = d.Tree.Labels()
 		d.tail = nil
-		if d.base != nil && d.base.file == st.snap {
-			// Comes back from its snapshot block plus what followed it.
+		if d.base != nil && (d.base.file == st.snap || st.spill != nil && d.base.file == st.spill.file) {
+			// Comes back from its snapshot (or spill) block plus what
+			// followed it.
 			for i, seq := range d.Seqs {
 				if seq > d.base.e.lastSeq {
 					e := d.Tree.Entry(i)
 					d.tail = append(d.tail, Stored{Session: d.ID, Seq: seq, Record: Record{Type: e.Type(), ID: e.ID, Parent: e.ParentID, Data: e.Raw}})
 				}
 			}
+		} else if ref, err := st.spillLocked(d); err == nil {
+			d.base = ref
 		} else {
+			if st.opts.SnapshotDir != "" {
+				st.log.Warn("spilling an evicted session failed; it will come back from the log", "session", d.ID, "err", err)
+			}
 			d.base = nil
 		}
 		d.Tree, d.Seqs = nil, nil

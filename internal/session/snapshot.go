@@ -87,27 +87,14 @@ func writeSnapshot(dir string, applied uint64, identity string, next func(yield 
 	var index []snapEntry
 	var block []byte
 	err = next(func(s *snapSession) error {
-		block = block[:0]
-		block = binary.LittleEndian.AppendUint64(block, s.meta.headerSeq)
-		block = appendBytes(block, s.header)
-		block = binary.LittleEndian.AppendUint32(block, uint32(len(s.lines)))
-		for k, l := range s.lines {
-			block = binary.LittleEndian.AppendUint64(block, s.seqs[k])
-			block = appendBytes(block, l)
-		}
-		var hdr [8]byte
-		binary.LittleEndian.PutUint32(hdr[:4], uint32(len(block)))
-		binary.LittleEndian.PutUint32(hdr[4:], crc32.Checksum(block, crcTable))
-		if _, err := w.Write(hdr[:]); err != nil {
-			return err
-		}
+		block = appendBlock(block[:0], s.meta.headerSeq, s.header, s.seqs, s.lines)
 		if _, err := w.Write(block); err != nil {
 			return err
 		}
 		m := s.meta
-		m.off, m.size = off, uint32(len(block))
+		m.off, m.size = off, uint32(len(block)-8)
 		index = append(index, m)
-		off += int64(len(hdr) + len(block))
+		off += int64(len(block))
 		return nil
 	})
 	if err != nil {
@@ -142,6 +129,24 @@ func writeSnapshot(dir string, applied uint64, identity string, next func(yield 
 		_ = d.Close()
 	}
 	return path, index, nil
+}
+
+// appendBlock appends one session's block with its length and checksum
+// in front (8 bytes): what readBlock reads at the block's offset.
+func appendBlock(dst []byte, headerSeq uint64, header []byte, seqs []uint64, lines [][]byte) []byte {
+	start := len(dst)
+	dst = append(dst, make([]byte, 8)...)
+	dst = binary.LittleEndian.AppendUint64(dst, headerSeq)
+	dst = appendBytes(dst, header)
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(lines)))
+	for k, l := range lines {
+		dst = binary.LittleEndian.AppendUint64(dst, seqs[k])
+		dst = appendBytes(dst, l)
+	}
+	block := dst[start+8:]
+	binary.LittleEndian.PutUint32(dst[start:], uint32(len(block)))
+	binary.LittleEndian.PutUint32(dst[start+4:], crc32.Checksum(block, crcTable))
+	return dst
 }
 
 func appendBytes(b, v []byte) []byte {

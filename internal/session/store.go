@@ -124,6 +124,11 @@ type Store struct {
 	snapMu sync.Mutex // one snapshot writer at a time
 	snap   *snapFile  // the newest snapshot, blocks of evicted sessions
 
+	// Under mu: blocks of sessions evicted since the last snapshot (spill.go).
+	spill    *spill
+	spills   []*snapFile
+	spillBuf []byte
+
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -156,6 +161,9 @@ func (st *Store) Open(ctx context.Context) error {
 	if st.done != nil {
 		return nil
 	}
+	if st.opts.SnapshotDir != "" {
+		removeStaleSpills(st.opts.SnapshotDir)
+	}
 	st.restore(ctx)
 	ctx, st.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	st.done = make(chan struct{})
@@ -185,6 +193,11 @@ func (st *Store) Close() error {
 		st.snap = nil
 	}
 	st.snapMu.Unlock()
+	st.mu.Lock()
+	spills := st.spills
+	st.spills, st.spill = nil, nil
+	st.mu.Unlock()
+	removeFiles(spills)
 	return err
 }
 

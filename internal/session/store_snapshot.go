@@ -255,7 +255,9 @@ func (st *Store) swapSnapshot(sf *snapFile) {
 			d.tail = slices.Clone(d.tail[k:])
 		}
 	}
+	spills := st.dropSpillsLocked()
 	st.mu.Unlock()
+	removeFiles(spills)
 	if old != nil {
 		old.f.Close()
 		if old.path != sf.path {
