@@ -42,6 +42,11 @@ func TestArchiveCommands(t *testing.T) {
 		mustJSON(t, mustRun(t, withFlags(conn, "archive", "ls", "--all", "--json")...), &page)
 		var live listPage
 		mustJSON(t, mustRun(t, withFlags(conn, "ls", "--all", "--json")...), &live)
+		for _, s := range page.Sessions {
+			if s.Live { // archive ls ran before the purge that ls then saw
+				return false
+			}
+		}
 		return len(page.Sessions) == len(want) && len(live.Sessions) == 0
 	}, func() string { return "the periodic pass to archive the imported sessions; " + n.logTail() })
 	for _, s := range page.Sessions {

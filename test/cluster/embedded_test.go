@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pifleet/sessionlog/internal/proctest"
 )
 
 // TestEmbeddedCluster covers issue item 1: three pi-nodes form their own
@@ -79,7 +81,7 @@ func TestEmbeddedCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	stoppedAt := time.Now()
-	if err := n3.stop(stopTimeout); err != nil {
+	if err := n3.Stop(stopTimeout); err != nil {
 		t.Errorf("n3 did not shut down cleanly on SIGTERM: %v", err)
 	}
 	stopTook := time.Since(stoppedAt)
@@ -98,7 +100,7 @@ func TestEmbeddedCluster(t *testing.T) {
 	// that the ordered consumer feeding them lived on n3 (see
 	// TestStoresFollowThroughNodeLoss, which asserts on that delay); this
 	// test is about the cluster carrying on, so it waits for them.
-	survivorsIn := waitFor(t, readyTimeout, "n1 and n2 applied the writes made without n3", func() error {
+	survivorsIn := proctest.WaitFor(t, readyTimeout, "n1 and n2 applied the writes made without n3", func() error {
 		for _, nd := range nodes[:2] {
 			st, err := status(nd.base)
 			if err != nil {
@@ -116,7 +118,7 @@ func TestEmbeddedCluster(t *testing.T) {
 	}
 	// The leader now reports node 3's replica as behind or offline, and so
 	// does pi-ctl status.
-	waitFor(t, readyTimeout, "the stream leader's view of n3", func() error {
+	proctest.WaitFor(t, readyTimeout, "the stream leader's view of n3", func() error {
 		st, err := status(n1.base)
 		if err != nil {
 			return err
@@ -136,9 +138,9 @@ func TestEmbeddedCluster(t *testing.T) {
 	// Restart node 3 on the same data dir: it rejoins the cluster, JetStream
 	// catches its replica up, and its Store applies what it missed.
 	restartedAt := time.Now()
-	n3.start(t)
+	n3.Start(t)
 	readyIn := n3.waitReady(t)
-	waitFor(t, readyTimeout, "n3 applied the log's last sequence", func() error {
+	proctest.WaitFor(t, readyTimeout, "n3 applied the log's last sequence", func() error {
 		st, err := status(n3.base)
 		if err != nil {
 			return err
@@ -213,7 +215,7 @@ func checkStreamStatus(t *testing.T, ask, cluster []*piNode, mode string) nodeSt
 	t.Helper()
 	var leader string
 	var leaderStatus nodeStatus
-	waitFor(t, readyTimeout, "every node agrees on the stream leader and its followers", func() error {
+	proctest.WaitFor(t, readyTimeout, "every node agrees on the stream leader and its followers", func() error {
 		leader = ""
 		for _, nd := range ask {
 			st, err := status(nd.base)

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pifleet/sessionlog/internal/proctest"
+
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -158,7 +160,7 @@ func TestKillStreamLeader(t *testing.T) {
 	}
 
 	// A few seconds in, with writes flowing, kill the stream leader.
-	waitFor(t, readyTimeout, "writes flowing", func() error {
+	proctest.WaitFor(t, readyTimeout, "writes flowing", func() error {
 		if err := running(); err != nil {
 			return err
 		}
@@ -170,7 +172,7 @@ func TestKillStreamLeader(t *testing.T) {
 	placement := fmtCounts(consumerHosts(t, survivors[0].natsURL))
 	acksAtKill := prog.acks.Load()
 	killAt := time.Now()
-	leader.kill()
+	leader.Kill()
 	t.Logf("SIGKILL %s (stream leader) %v into the run, after %d acks; the Stores' consumers were on %s",
 		leader.name, killAt.Sub(start).Round(time.Millisecond), acksAtKill, placement)
 	// Watch the survivors while the stream fails over: readiness, and how
@@ -181,7 +183,7 @@ func TestKillStreamLeader(t *testing.T) {
 	// The writers carry on through the survivors. Keep going until plenty
 	// of writes went through after the election, then a bit more.
 	var newLeader string
-	waitFor(t, readyTimeout, "a new stream leader and writes after the kill", func() error {
+	proctest.WaitFor(t, readyTimeout, "a new stream leader and writes after the kill", func() error {
 		if err := running(); err != nil {
 			return err
 		}
@@ -199,12 +201,12 @@ func TestKillStreamLeader(t *testing.T) {
 		return nil
 	})
 	resumedAt := time.Now()
-	waitFor(t, readyTimeout, "three more seconds of writes", func() error {
+	proctest.WaitFor(t, readyTimeout, "three more seconds of writes", func() error {
 		if err := running(); err != nil {
 			return err
 		}
 		if time.Since(resumedAt) < 3*time.Second {
-			return errNotYet
+			return proctest.ErrNotYet
 		}
 		return nil
 	})
@@ -212,7 +214,7 @@ func TestKillStreamLeader(t *testing.T) {
 	// acknowledged by now: one whose ordered consumer lived on the dead
 	// node lags ~10 s (TestStoresFollowThroughNodeLoss).
 	upTo := prog.maxSeq.Load()
-	waitFor(t, readyTimeout, "the survivors' Stores follow the new leader", func() error {
+	proctest.WaitFor(t, readyTimeout, "the survivors' Stores follow the new leader", func() error {
 		for _, nd := range survivors {
 			st, hdr, _, err := do(ctx, probeClient, http.MethodGet, nd.base+"/v1/sessions?limit=1", nil)
 			if err != nil || st != http.StatusOK {
@@ -235,9 +237,9 @@ func TestKillStreamLeader(t *testing.T) {
 	rs.logEnd = ref.JetStream.Stream.LastSeq
 	restartAt := time.Now()
 	viaRestarted := prog.perNode[indexOf(nodes, leader)].Load()
-	leader.start(t)
+	leader.Start(t)
 	rs.ready = leader.waitReady(t)
-	waitFor(t, readyTimeout, "the restarted node's Store applies what it missed", func() error {
+	proctest.WaitFor(t, readyTimeout, "the restarted node's Store applies what it missed", func() error {
 		st, err := status(leader.base)
 		if err != nil {
 			return err
@@ -248,7 +250,7 @@ func TestKillStreamLeader(t *testing.T) {
 		return nil
 	})
 	rs.store = time.Since(restartAt)
-	waitFor(t, readyTimeout, "the restarted node's replica is current", func() error {
+	proctest.WaitFor(t, readyTimeout, "the restarted node's replica is current", func() error {
 		st, err := status(survivors[0].base)
 		if err != nil {
 			return err
@@ -261,7 +263,7 @@ func TestKillStreamLeader(t *testing.T) {
 		return fmt.Errorf("followers %+v", st.JetStream.Stream.Followers)
 	})
 	rs.replica = time.Since(restartAt)
-	waitFor(t, readyTimeout, "writes through the restarted node", func() error {
+	proctest.WaitFor(t, readyTimeout, "writes through the restarted node", func() error {
 		if err := running(); err != nil {
 			return err
 		}

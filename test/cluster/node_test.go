@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pifleet/sessionlog/internal/proctest"
+
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -27,7 +29,7 @@ const (
 
 // piNode is one pi-node process and where it serves.
 type piNode struct {
-	*proc
+	*proctest.Proc
 	name    string // --node-name: also the JetStream server name
 	base    string // http://127.0.0.1:port
 	natsURL string // its embedded server's client URL ("" in external mode)
@@ -39,7 +41,7 @@ type piNode struct {
 // which needs a majority), and waits until every /readyz answers 200.
 func startEmbeddedCluster(t *testing.T, n int) []*piNode {
 	t.Helper()
-	ports := freePorts(t, 3*n)
+	ports := proctest.FreePorts(t, 3*n)
 	routes := make([]string, n)
 	for i := range n {
 		routes[i] = fmt.Sprintf("nats-route://127.0.0.1:%d", ports[3*i+1])
@@ -47,11 +49,11 @@ func startEmbeddedCluster(t *testing.T, n int) []*piNode {
 	nodes := make([]*piNode, n)
 	for i := range n {
 		name := fmt.Sprintf("n%d", i+1)
-		dataDir := t.TempDir() // before newProc: the dir must outlive the process
+		dataDir := t.TempDir() // before proctest.New: the dir must outlive the process
 		httpPort, clusterPort, clientPort := ports[3*i], ports[3*i+1], ports[3*i+2]
 		nd := &piNode{name: name, base: fmt.Sprintf("http://127.0.0.1:%d", httpPort),
 			natsURL: fmt.Sprintf("nats://127.0.0.1:%d", clientPort), dataDir: dataDir}
-		nd.proc = newProc(t, name, piNodeBin,
+		nd.Proc = proctest.New(t, name, piNodeBin,
 			"--node-name", name,
 			"--cluster-name", "pi-test",
 			"--cluster-listen", fmt.Sprintf("127.0.0.1:%d", clusterPort),
@@ -68,7 +70,7 @@ func startEmbeddedCluster(t *testing.T, n int) []*piNode {
 		nodes[i] = nd
 	}
 	for _, nd := range nodes {
-		nd.start(t)
+		nd.Start(t)
 	}
 	for _, nd := range nodes {
 		nd.waitReady(t)
@@ -80,9 +82,9 @@ func startEmbeddedCluster(t *testing.T, n int) []*piNode {
 // process exits.
 func (nd *piNode) waitReady(t *testing.T) time.Duration {
 	t.Helper()
-	return waitFor(t, readyTimeout, nd.name+" /readyz", func() error {
-		if !nd.running() {
-			return fmt.Errorf("process exited: %v", nd.exitErr())
+	return proctest.WaitFor(t, readyTimeout, nd.name+" /readyz", func() error {
+		if !nd.Running() {
+			return fmt.Errorf("process exited: %v", nd.ExitErr())
 		}
 		return nd.ready()
 	})
@@ -111,7 +113,7 @@ func byName(nodes []*piNode, name string) *piNode {
 
 // natsServer is one separately started nats-server process.
 type natsServer struct {
-	*proc
+	*proctest.Proc
 	name string
 	url  string
 }
@@ -122,7 +124,7 @@ type natsServer struct {
 // knows it).
 func startNATSCluster(t *testing.T, n int) []*natsServer {
 	t.Helper()
-	ports := freePorts(t, 2*n)
+	ports := proctest.FreePorts(t, 2*n)
 	routes := make([]string, n)
 	for i := range n {
 		routes[i] = strconv.Quote(fmt.Sprintf("nats-route://127.0.0.1:%d", ports[2*i+1]))
@@ -150,16 +152,16 @@ cluster {
 			t.Fatal(err)
 		}
 		s := &natsServer{name: name, url: fmt.Sprintf("nats://127.0.0.1:%d", ports[2*i])}
-		s.proc = newProc(t, name, natsServerBin, "-c", confPath)
+		s.Proc = proctest.New(t, name, natsServerBin, "-c", confPath)
 		servers[i] = s
 	}
 	for _, s := range servers {
-		s.start(t)
+		s.Start(t)
 	}
 	for _, s := range servers {
-		waitFor(t, readyTimeout, s.name+" JetStream meta leader", func() error {
-			if !s.running() {
-				return fmt.Errorf("process exited: %v", s.exitErr())
+		proctest.WaitFor(t, readyTimeout, s.name+" JetStream meta leader", func() error {
+			if !s.Running() {
+				return fmt.Errorf("process exited: %v", s.ExitErr())
 			}
 			return jetStreamInfo(s.url)
 		})
@@ -188,16 +190,16 @@ func jetStreamInfo(url string) error {
 // startExternalNode starts a pi-node connected to an external cluster.
 func startExternalNode(t *testing.T, name, natsURL string) *piNode {
 	t.Helper()
-	port := freePorts(t, 1)[0]
+	port := proctest.FreePorts(t, 1)[0]
 	nd := &piNode{name: name, base: fmt.Sprintf("http://127.0.0.1:%d", port)}
-	nd.proc = newProc(t, name, piNodeBin,
+	nd.Proc = proctest.New(t, name, piNodeBin,
 		"--node-name", name,
 		"--nats-url", natsURL,
 		"--replicas", "3",
 		"--http-listen", fmt.Sprintf("127.0.0.1:%d", port),
 		"--shutdown-grace", "10s",
 	)
-	nd.start(t)
+	nd.Start(t)
 	return nd
 }
 

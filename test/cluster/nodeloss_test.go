@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pifleet/sessionlog/internal/proctest"
+
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -70,8 +72,8 @@ func TestStoresFollowThroughNodeLoss(t *testing.T) {
 		how := "SIGTERM"
 		if k == 0 {
 			how = "SIGKILL"
-			stopped.kill()
-		} else if err := stopped.stop(stopTimeout); err != nil {
+			stopped.Kill()
+		} else if err := stopped.Stop(stopTimeout); err != nil {
 			t.Errorf("%s did not shut down cleanly on SIGTERM: %v", stopped.name, err)
 		}
 		id := fmt.Sprintf("r%d", k)
@@ -100,7 +102,7 @@ func TestStoresFollowThroughNodeLoss(t *testing.T) {
 		// Pi-Stale: true and a 503 /readyz after 1 s behind the log.
 		took := map[string]time.Duration{}
 		flaggedStale, unready := map[string]bool{}, map[string]bool{}
-		_, err = poll(30*time.Second, func() error {
+		_, err = proctest.Poll(30*time.Second, func() error {
 			for _, nd := range survivors {
 				if _, ok := took[nd.name]; ok {
 					continue
@@ -121,7 +123,7 @@ func TestStoresFollowThroughNodeLoss(t *testing.T) {
 				}
 			}
 			if len(took) < len(survivors) {
-				return errNotYet
+				return proctest.ErrNotYet
 			}
 			return nil
 		})
@@ -153,7 +155,7 @@ func TestStoresFollowThroughNodeLoss(t *testing.T) {
 		for _, r := range minSeqReads {
 			t.Errorf("minSeq read right after the write failed on %s", r)
 		}
-		stopped.start(t)
+		stopped.Start(t)
 		stopped.waitReady(t)
 		waitAllApplied(t, nodes)
 		if t.Failed() {
@@ -222,14 +224,14 @@ func TestStoreSeesLogEndAfterFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	killAt := time.Now()
-	leader.kill()
+	leader.Kill()
 	wr, err := appendRetry(ctx, probeClient, survivors, 0, sid, newEntry("after", "", "after the kill", time.Now()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ackAt := time.Now()
 	seen := map[string]time.Duration{}
-	_, err = poll(30*time.Second, func() error {
+	_, err = proctest.Poll(30*time.Second, func() error {
 		for _, nd := range nodes {
 			if _, ok := seen[nd.name]; ok || nd == leader {
 				continue
@@ -243,7 +245,7 @@ func TestStoreSeesLogEndAfterFailover(t *testing.T) {
 			}
 		}
 		if len(seen) < len(survivors) {
-			return errNotYet
+			return proctest.ErrNotYet
 		}
 		return nil
 	})

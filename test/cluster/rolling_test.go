@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/pifleet/sessionlog/internal/proctest"
 )
 
 // TestStopStreamLeader is one step of a rolling restart under load: ten
@@ -65,7 +67,7 @@ func TestStopStreamLeader(t *testing.T) {
 	// Progress past n acks, or the first writer's error.
 	acksPast := func(n int64, what string) {
 		t.Helper()
-		waitFor(t, readyTimeout, what, func() error {
+		proctest.WaitFor(t, readyTimeout, what, func() error {
 			if err := firstErr.Load(); err != nil {
 				return fmt.Errorf("a writer failed: %w", *err)
 			}
@@ -79,13 +81,13 @@ func TestStopStreamLeader(t *testing.T) {
 	acksPast(200, "writes flowing")
 	before := prog.acks.Load()
 	stoppedAt := time.Now()
-	if err := leader.stop(stopTimeout); err != nil {
+	if err := leader.Stop(stopTimeout); err != nil {
 		t.Errorf("%s (stream leader) did not shut down cleanly on SIGTERM: %v", leader.name, err)
 	}
 	stopTook := time.Since(stoppedAt)
 	acksPast(before+300, "writes after the leader stopped")
 	restartAt := time.Now()
-	leader.start(t)
+	leader.Start(t)
 	readyIn := leader.waitReady(t)
 	acksPast(prog.acks.Load()+300, "writes after the restart")
 	stopWriters()

@@ -7,6 +7,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/pifleet/sessionlog/internal/proctest"
 )
 
 // TestNodeFailsFastOnBusyPort: a pi-node whose embedded server cannot bind
@@ -25,7 +27,7 @@ func TestNodeFailsFastOnBusyPort(t *testing.T) {
 			}
 			defer busy.Close()
 			busyAddr := busy.Addr().String()
-			ports := freePorts(t, 3)
+			ports := proctest.FreePorts(t, 3)
 			args := []string{"--node-name", "busy-" + which, "--data-dir", t.TempDir(),
 				"--http-listen", fmt.Sprintf("127.0.0.1:%d", ports[0])}
 			if which == "client" {
@@ -35,12 +37,12 @@ func TestNodeFailsFastOnBusyPort(t *testing.T) {
 					"--cluster-name", "busy", "--cluster-listen", busyAddr,
 					"--routes", "nats-route://"+busyAddr+",nats-route://127.0.0.1:"+fmt.Sprint(ports[2]))
 			}
-			p := newProc(t, "busy-"+which, piNodeBin, args...)
-			p.start(t)
+			p := proctest.New(t, "busy-"+which, piNodeBin, args...)
+			p.Start(t)
 			const bound = 25 * time.Second
-			_, err = poll(bound, func() error {
-				if p.running() {
-					return errNotYet
+			_, err = proctest.Poll(bound, func() error {
+				if p.Running() {
+					return proctest.ErrNotYet
 				}
 				return nil
 			})
@@ -48,11 +50,11 @@ func TestNodeFailsFastOnBusyPort(t *testing.T) {
 				t.Fatalf("pi-node with its %s port (%s) taken still runs after %v instead of exiting with an error; "+
 					"its log says %q but start-up waits for the server forever", which, busyAddr, bound, "address already in use")
 			}
-			if p.exitErr() == nil {
+			if p.ExitErr() == nil {
 				t.Errorf("pi-node exited with status 0 although its %s port was taken", which)
 			}
-			if !p.logContains("address already in use") {
-				t.Errorf("the log does not name the cause:\n%s", p.tail(20))
+			if !p.LogContains("address already in use") {
+				t.Errorf("the log does not name the cause:\n%s", p.Tail(20))
 			}
 		})
 	}

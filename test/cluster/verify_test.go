@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pifleet/sessionlog/internal/proctest"
+
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -23,7 +25,7 @@ import (
 func waitAllApplied(t *testing.T, nodes []*piNode) uint64 {
 	t.Helper()
 	var last uint64
-	waitFor(t, readyTimeout, "every node applied the log's last sequence", func() error {
+	proctest.WaitFor(t, readyTimeout, "every node applied the log's last sequence", func() error {
 		var sts []nodeStatus
 		for _, nd := range nodes {
 			st, err := status(nd.base)

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pifleet/sessionlog/internal/proctest"
 )
 
 // Generous bounds: the machine may have two cores and other suites running
@@ -21,7 +23,7 @@ const (
 
 // node is one pi-node process of a region.
 type node struct {
-	*proc
+	*proctest.Proc
 	name    string
 	region  string
 	base    string // http://127.0.0.1:port
@@ -30,7 +32,7 @@ type node struct {
 
 // topology is two regions of pi-nodes and the tie-breaker, a nats-server.
 type topology struct {
-	tiebreaker *proc
+	tiebreaker *proctest.Proc
 	tbURL      string
 	regions    map[string][]*node
 }
@@ -59,12 +61,12 @@ func startTopology(t *testing.T, n int) *topology {
 	gateways := map[string][]string{}
 	for _, r := range regions {
 		for range n {
-			p := freePorts(t, 4)
+			p := proctest.FreePorts(t, 4)
 			pp[r] = append(pp[r], ports{p[0], p[1], p[2], p[3]})
 			gateways[r] = append(gateways[r], fmt.Sprintf("nats://127.0.0.1:%d", p[3]))
 		}
 	}
-	tp := freePorts(t, 3)
+	tp := proctest.FreePorts(t, 3)
 	gateways["T"] = []string{fmt.Sprintf("nats://127.0.0.1:%d", tp[2])}
 	var spec []string
 	for _, r := range []string{"A", "B", "T"} {
@@ -72,7 +74,7 @@ func startTopology(t *testing.T, n int) *topology {
 	}
 
 	top := &topology{regions: map[string][]*node{}, tbURL: fmt.Sprintf("nats://127.0.0.1:%d", tp[0])}
-	top.tiebreaker = newProc(t, "T", natsServerBin, "-c", tiebreakerConfig(t, tp, gateways))
+	top.tiebreaker = proctest.New(t, "T", natsServerBin, "-c", tiebreakerConfig(t, tp, gateways))
 	for _, r := range regions {
 		var routes []string
 		for _, p := range pp[r] {
@@ -80,10 +82,10 @@ func startTopology(t *testing.T, n int) *topology {
 		}
 		for i, p := range pp[r] {
 			name := fmt.Sprintf("%s%d", strings.ToLower(r), i+1)
-			dataDir := t.TempDir() // before newProc: the dir must outlive the process
+			dataDir := t.TempDir() // before proctest.New: the dir must outlive the process
 			nd := &node{name: name, region: r, base: fmt.Sprintf("http://127.0.0.1:%d", p.http),
 				natsURL: fmt.Sprintf("nats://127.0.0.1:%d", p.client)}
-			nd.proc = newProc(t, name, piNodeBin,
+			nd.Proc = proctest.New(t, name, piNodeBin,
 				"--node-name", name,
 				"--region", r,
 				"--home-region", "A",
@@ -101,9 +103,9 @@ func startTopology(t *testing.T, n int) *topology {
 			top.regions[r] = append(top.regions[r], nd)
 		}
 	}
-	top.tiebreaker.start(t)
+	top.tiebreaker.Start(t)
 	for _, nd := range top.all() {
-		nd.start(t)
+		nd.Start(t)
 	}
 	top.waitReady(t, top.all())
 	return top
@@ -169,9 +171,9 @@ func (top *topology) waitReady(t *testing.T, nodes []*node) time.Duration {
 	start := time.Now()
 	for i, nd := range nodes {
 		wg.Go(func() {
-			_, errs[i] = poll(readyTimeout, func() error {
-				if !nd.running() {
-					return fmt.Errorf("process exited: %v", nd.exitErr())
+			_, errs[i] = proctest.Poll(readyTimeout, func() error {
+				if !nd.Running() {
+					return fmt.Errorf("process exited: %v", nd.ExitErr())
 				}
 				return ready(nd.base)
 			})
@@ -190,7 +192,7 @@ func (top *topology) waitReady(t *testing.T, nodes []*node) time.Duration {
 func (top *topology) kill(region string) {
 	var wg sync.WaitGroup
 	for _, nd := range top.regions[region] {
-		wg.Go(nd.kill)
+		wg.Go(nd.Kill)
 	}
 	wg.Wait()
 }
@@ -199,6 +201,6 @@ func (top *topology) kill(region string) {
 func (top *topology) restart(t *testing.T, region string) {
 	t.Helper()
 	for _, nd := range top.regions[region] {
-		nd.start(t)
+		nd.Start(t)
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pifleet/sessionlog/internal/proctest"
+
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
@@ -47,7 +49,7 @@ func measureMirrorLag(t *testing.T, ctx context.Context, home, mirror string) {
 		}
 		seq := wr.Entries[0].Seq
 		if i == 0 {
-			waitFor(t, time.Minute, "the mirror region serving a write of the home", func() error {
+			proctest.WaitFor(t, time.Minute, "the mirror region serving a write of the home", func() error {
 				_, err := entries(ctx, mirror, sid, seq)
 				return err
 			})
@@ -163,7 +165,7 @@ func verify(t *testing.T, ctx context.Context, top *topology, ws []*writer, sids
 		last = max(last, recs[len(recs)-1].Seq)
 	}
 	for _, nd := range top.all() {
-		waitFor(t, time.Minute, nd.name+" applied B's stream", func() error {
+		proctest.WaitFor(t, time.Minute, nd.name+" applied B's stream", func() error {
 			s, err := status(nd.base)
 			if err != nil {
 				return err

@@ -1,6 +1,10 @@
 //go:build linux
 
-package cluster
+// Package proctest runs child processes for tests: pi-node and nats-server
+// binaries on loopback, each with a log that survives restarts and is
+// printed when the test fails, signals to the process group, and polling
+// helpers. test/cluster and test/region share it.
+package proctest
 
 import (
 	"bytes"
@@ -17,11 +21,11 @@ import (
 	"time"
 )
 
-// proc is one child process (a pi-node or a nats-server). Its output goes to
+// Proc is one child process (a pi-node or a nats-server). Its output goes to
 // a log file that survives restarts (each start appends a marker line), and
 // is printed, tail first, when the test fails.
-type proc struct {
-	name    string
+type Proc struct {
+	Name    string
 	bin     string
 	args    []string
 	logPath string
@@ -33,27 +37,27 @@ type proc struct {
 	starts int
 }
 
-// newProc prepares a process; start runs it. Cleanup kills it (if still
+// New prepares a process; Start runs it. Cleanup kills it (if still
 // running) and, when the test failed, logs the tail of its output.
-func newProc(t *testing.T, name, bin string, args ...string) *proc {
+func New(t *testing.T, name, bin string, args ...string) *Proc {
 	t.Helper()
-	p := &proc{name: name, bin: bin, args: args, logPath: filepath.Join(t.TempDir(), name+".log")}
+	p := &Proc{Name: name, bin: bin, args: args, logPath: filepath.Join(t.TempDir(), name+".log")}
 	t.Cleanup(func() {
-		p.kill()
+		p.Kill()
 		if t.Failed() {
-			t.Logf("--- %s: last lines of %s\n%s", p.name, p.logPath, p.tail(60))
+			t.Logf("--- %s: last lines of %s\n%s", p.Name, p.logPath, p.Tail(60))
 		}
 	})
 	return p
 }
 
-// start runs the process once more with the same arguments.
-func (p *proc) start(t *testing.T) {
+// Start runs the process once more with the same arguments.
+func (p *Proc) Start(t *testing.T) {
 	t.Helper()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.cmd != nil && !p.hasExited() {
-		t.Fatalf("%s: start while running", p.name)
+		t.Fatalf("%s: start while running", p.Name)
 	}
 	f, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -69,7 +73,7 @@ func (p *proc) start(t *testing.T) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		f.Close()
-		t.Fatalf("%s: %v", p.name, err)
+		t.Fatalf("%s: %v", p.Name, err)
 	}
 	exited := make(chan struct{})
 	p.cmd, p.exited, p.err = cmd, exited, nil
@@ -83,7 +87,7 @@ func (p *proc) start(t *testing.T) {
 	}()
 }
 
-func (p *proc) hasExited() bool {
+func (p *Proc) hasExited() bool {
 	select {
 	case <-p.exited:
 		return true
@@ -92,17 +96,17 @@ func (p *proc) hasExited() bool {
 	}
 }
 
-// running reports whether the current run is alive.
-func (p *proc) running() bool {
+// Running reports whether the current run is alive.
+func (p *Proc) Running() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.cmd != nil && !p.hasExited()
 }
 
-// signal sends sig to the process group and waits up to timeout for the
+// Signal sends sig to the process group and waits up to timeout for the
 // process to exit; it returns the exit status (nil for a clean exit) or an
 // error if it did not exit in time.
-func (p *proc) signal(sig syscall.Signal, timeout time.Duration) error {
+func (p *Proc) Signal(sig syscall.Signal, timeout time.Duration) error {
 	p.mu.Lock()
 	cmd, exited := p.cmd, p.exited
 	p.mu.Unlock()
@@ -111,32 +115,32 @@ func (p *proc) signal(sig syscall.Signal, timeout time.Duration) error {
 	}
 	select {
 	case <-exited:
-		return p.exitErr()
+		return p.ExitErr()
 	default:
 	}
 	_ = syscall.Kill(-cmd.Process.Pid, sig)
 	select {
 	case <-exited:
-		return p.exitErr()
+		return p.ExitErr()
 	case <-time.After(timeout):
-		return fmt.Errorf("%s: still running %v after %v", p.name, timeout, sig)
+		return fmt.Errorf("%s: still running %v after %v", p.Name, timeout, sig)
 	}
 }
 
-func (p *proc) exitErr() error {
+func (p *Proc) ExitErr() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.err
 }
 
-// kill sends SIGKILL and reaps the process.
-func (p *proc) kill() { _ = p.signal(syscall.SIGKILL, time.Minute) }
+// Kill sends SIGKILL and reaps the process.
+func (p *Proc) Kill() { _ = p.Signal(syscall.SIGKILL, time.Minute) }
 
-// stop sends SIGTERM (a graceful shutdown) and returns the exit status.
-func (p *proc) stop(timeout time.Duration) error { return p.signal(syscall.SIGTERM, timeout) }
+// Stop sends SIGTERM (a graceful shutdown) and returns the exit status.
+func (p *Proc) Stop(timeout time.Duration) error { return p.Signal(syscall.SIGTERM, timeout) }
 
-// tail returns the last n lines of the process's log.
-func (p *proc) tail(n int) string {
+// Tail returns the last n lines of the process's log.
+func (p *Proc) Tail(n int) string {
 	data, err := os.ReadFile(p.logPath)
 	if err != nil {
 		return err.Error()
@@ -148,17 +152,17 @@ func (p *proc) tail(n int) string {
 	return string(bytes.Join(lines, []byte("\n")))
 }
 
-// logContains reports whether the process's log (all runs) contains s.
-func (p *proc) logContains(s string) bool {
+// LogContains reports whether the process's log (all runs) contains s.
+func (p *Proc) LogContains(s string) bool {
 	data, err := os.ReadFile(p.logPath)
 	return err == nil && bytes.Contains(data, []byte(s))
 }
 
-// freePorts returns n distinct free TCP ports on loopback. The listeners are
+// FreePorts returns n distinct free TCP ports on loopback. The listeners are
 // held until all n are picked, so the ports differ; another process may
 // still take one before ours binds it, which the tests would report as a
 // node that never becomes ready.
-func freePorts(t *testing.T, n int) []int {
+func FreePorts(t *testing.T, n int) []int {
 	t.Helper()
 	ports := make([]int, n)
 	lns := make([]net.Listener, n)
@@ -175,21 +179,21 @@ func freePorts(t *testing.T, n int) []int {
 	return ports
 }
 
-// waitFor polls cond until it returns nil or timeout passes, then fails the
+// WaitFor polls cond until it returns nil or timeout passes, then fails the
 // test with cond's last error. The interval grows from 20 ms to 250 ms: fast
 // when things are quick, light on a busy machine when they are not.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() error) time.Duration {
+func WaitFor(t *testing.T, timeout time.Duration, what string, cond func() error) time.Duration {
 	t.Helper()
-	d, err := poll(timeout, cond)
+	d, err := Poll(timeout, cond)
 	if err != nil {
 		t.Fatalf("%s: not within %v: %v", what, timeout, err)
 	}
 	return d
 }
 
-// poll is waitFor without the test: it returns how long cond took to hold,
+// Poll is WaitFor without the test: it returns how long cond took to hold,
 // or cond's last error after timeout.
-func poll(timeout time.Duration, cond func() error) (time.Duration, error) {
+func Poll(timeout time.Duration, cond func() error) (time.Duration, error) {
 	start := time.Now()
 	deadline := start.Add(timeout)
 	wait := 20 * time.Millisecond
@@ -206,5 +210,5 @@ func poll(timeout time.Duration, cond func() error) (time.Duration, error) {
 	}
 }
 
-// errNotYet is a generic "condition not met" for poll callbacks.
-var errNotYet = errors.New("not yet")
+// ErrNotYet is a generic "condition not met" for poll callbacks.
+var ErrNotYet = errors.New("not yet")
