@@ -3,52 +3,23 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"testing"
 	"time"
 
+	"github.com/pifleet/sessionlog/internal/proctest"
+
 	"github.com/google/uuid"
 )
-
-// probeClient is for health and status polls and for the verification
-// reads: short timeouts, so a dead node costs a poll round, not a minute.
-var probeClient = &http.Client{Timeout: 5 * time.Second}
-
-// do sends one request and reads the whole answer.
-func do(ctx context.Context, hc *http.Client, method, url string, body []byte) (int, http.Header, []byte, error) {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, url, rd)
-	if err != nil {
-		return 0, nil, nil, err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return 0, nil, nil, err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return resp.StatusCode, resp.Header, nil, err
-	}
-	return resp.StatusCode, resp.Header, data, nil
-}
 
 // mustDo sends a request that must answer want; it returns the body and
 // headers.
 func mustDo(t *testing.T, method, url string, body []byte, want int) ([]byte, http.Header) {
 	t.Helper()
-	st, hdr, data, err := do(context.Background(), probeClient, method, url, body)
+	st, hdr, data, err := proctest.Do(context.Background(), proctest.ProbeClient, method, url, body)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, url, err)
 	}
@@ -91,7 +62,7 @@ type nodeStatus struct {
 // status fetches a node's /v1/status.
 func status(base string) (nodeStatus, error) {
 	var s nodeStatus
-	st, _, body, err := do(context.Background(), probeClient, http.MethodGet, base+"/v1/status", nil)
+	st, _, body, err := proctest.Do(context.Background(), proctest.ProbeClient, http.MethodGet, base+"/v1/status", nil)
 	if err != nil {
 		return s, err
 	}
@@ -185,7 +156,7 @@ func createSession(ctx context.Context, hc *http.Client, bases []string, first i
 	var last string
 	for attempt := 0; ctx.Err() == nil; attempt++ {
 		base := bases[(first+attempt)%len(bases)]
-		st, _, data, err := do(ctx, hc, http.MethodPost, base+"/v1/sessions", body)
+		st, _, data, err := proctest.Do(ctx, hc, http.MethodPost, base+"/v1/sessions", body)
 		switch {
 		case err == nil && st == http.StatusCreated:
 			var wr writeResult
@@ -196,7 +167,7 @@ func createSession(ctx context.Context, hc *http.Client, bases []string, first i
 		case err == nil && st == http.StatusConflict && attempt > 0:
 			// An earlier attempt may have landed with its reply lost:
 			// the API documents reading the session to find out.
-			st, _, got, err := do(ctx, hc, http.MethodGet, base+"/v1/sessions/"+sid, nil)
+			st, _, got, err := proctest.Do(ctx, hc, http.MethodGet, base+"/v1/sessions/"+sid, nil)
 			var info struct {
 				LastSeq uint64 `json:"lastSeq"`
 				Header  struct {
@@ -242,7 +213,7 @@ func appendRetry(ctx context.Context, hc *http.Client, bases []string, first int
 	var last string
 	for attempt := 0; ctx.Err() == nil; attempt++ {
 		base := bases[(first+attempt)%len(bases)]
-		st, _, data, err := do(ctx, hc, http.MethodPost, base+"/v1/sessions/"+sid+"/entries", body)
+		st, _, data, err := proctest.Do(ctx, hc, http.MethodPost, base+"/v1/sessions/"+sid+"/entries", body)
 		switch {
 		case err == nil && st == http.StatusOK:
 			var wr writeResult

@@ -40,7 +40,7 @@ func TestEmbeddedCluster(t *testing.T) {
 		for range 3 {
 			s.n++
 			e := newEntry(fmt.Sprintf("e%03d", s.n), s.leaf, fmt.Sprintf("%s #%d", s.id[:8], s.n), time.Now())
-			wr, err := appendRetry(ctx, probeClient, via, first, s.id, e)
+			wr, err := appendRetry(ctx, proctest.ProbeClient, via, first, s.id, e)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -53,7 +53,7 @@ func TestEmbeddedCluster(t *testing.T) {
 	create := func(via []string) *sess {
 		t.Helper()
 		s := &sess{id: newSessionID(t)}
-		seq, err := createSession(ctx, probeClient, via, 0, s.id, "/work/"+s.id[:8], time.Now())
+		seq, err := createSession(ctx, proctest.ProbeClient, via, 0, s.id, "/work/"+s.id[:8], time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pifleet/sessionlog/internal/proctest"
 )
 
 // TestExternalCluster covers issue item 2: pi-node with --nats-url against a
@@ -43,7 +45,7 @@ func TestExternalCluster(t *testing.T) {
 	for i, writer := range nodes {
 		sid := newSessionID(t)
 		sids = append(sids, sid)
-		seq, err := createSession(ctx, probeClient, []string{writer.base}, 0, sid, "/ext", time.Now())
+		seq, err := createSession(ctx, proctest.ProbeClient, []string{writer.base}, 0, sid, "/ext", time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -51,7 +53,7 @@ func TestExternalCluster(t *testing.T) {
 		parent := ""
 		for k := range 5 {
 			e := newEntry(fmt.Sprintf("x%d-%02d", i, k), parent, "via "+writer.name, time.Now())
-			wr, err := appendRetry(ctx, probeClient, []string{writer.base}, 0, sid, e)
+			wr, err := appendRetry(ctx, proctest.ProbeClient, []string{writer.base}, 0, sid, e)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -79,7 +81,7 @@ func TestExternalCluster(t *testing.T) {
 					"type": "message", "id": fmt.Sprintf("c%d-%02d", i, k),
 					"message": map[string]any{"role": "user", "content": "concurrent", "timestamp": time.Now().UnixMilli()},
 				}}})
-				st, _, data, err := do(ctx, probeClient, http.MethodPost, nd.base+"/v1/sessions/"+sid+"/entries", body)
+				st, _, data, err := proctest.Do(ctx, proctest.ProbeClient, http.MethodPost, nd.base+"/v1/sessions/"+sid+"/entries", body)
 				if err != nil || st != http.StatusOK {
 					errs <- fmt.Errorf("%s: append %d: %d %v %s", nd.name, k, st, err, data)
 					return

@@ -216,7 +216,7 @@ func TestKillStreamLeader(t *testing.T) {
 	upTo := prog.maxSeq.Load()
 	proctest.WaitFor(t, readyTimeout, "the survivors' Stores follow the new leader", func() error {
 		for _, nd := range survivors {
-			st, hdr, _, err := do(ctx, probeClient, http.MethodGet, nd.base+"/v1/sessions?limit=1", nil)
+			st, hdr, _, err := proctest.Do(ctx, proctest.ProbeClient, http.MethodGet, nd.base+"/v1/sessions?limit=1", nil)
 			if err != nil || st != http.StatusOK {
 				return fmt.Errorf("%s: %d %v", nd.name, st, err)
 			}

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/pifleet/sessionlog/internal/proctest"
 )
 
 // Paths of the binaries TestMain builds, once for every test of the package.
@@ -31,32 +33,13 @@ func runMain(m *testing.M) int {
 	if testing.Short() {
 		return m.Run() // every test skips itself; building would be wasted
 	}
-	dir, err := os.MkdirTemp("", "sessionlog-cluster-bin-")
+	bins, dir, cleanup, err := proctest.Build("sessionlog-cluster-bin-", proctest.PiNode, proctest.NATSServer)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer os.RemoveAll(dir)
-	binDir = dir
-	piNodeBin = filepath.Join(dir, "pi-node")
-	natsServerBin = filepath.Join(dir, "nats-server")
-	builds := []struct{ out, pkg string }{
-		{piNodeBin, "github.com/pifleet/sessionlog/cmd/pi-node"},
-		{natsServerBin, "github.com/nats-io/nats-server/v2"},
-	}
-	// PI_NODE_BIN runs the tests against a given pi-node binary instead
-	// (a release build, or a snapshot while the tree is mid-edit).
-	if bin := os.Getenv("PI_NODE_BIN"); bin != "" {
-		piNodeBin, builds = bin, builds[1:]
-	}
-	for _, b := range builds {
-		// go test puts its own go first on PATH, so this is the same toolchain.
-		cmd := exec.Command("go", "build", "-o", b.out, b.pkg)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "go build %s: %v\n%s", b.pkg, err, out)
-			return 1
-		}
-	}
+	defer cleanup()
+	binDir, piNodeBin, natsServerBin = dir, bins["pi-node"], bins["nats-server"]
 	return m.Run()
 }
 

@@ -91,7 +91,7 @@ func (nd *piNode) waitReady(t *testing.T) time.Duration {
 }
 
 func (nd *piNode) ready() error {
-	st, _, body, err := do(context.Background(), probeClient, http.MethodGet, nd.base+"/readyz", nil)
+	st, _, body, err := proctest.Do(context.Background(), proctest.ProbeClient, http.MethodGet, nd.base+"/readyz", nil)
 	if err != nil {
 		return err
 	}

@@ -51,7 +51,7 @@ func TestStoresFollowThroughNodeLoss(t *testing.T) {
 	defer cancel()
 	sid := newSessionID(t)
 	all := []string{nodes[0].base, nodes[1].base, nodes[2].base}
-	if _, err := createSession(ctx, probeClient, all, 0, sid, "/node-loss", time.Now()); err != nil {
+	if _, err := createSession(ctx, proctest.ProbeClient, all, 0, sid, "/node-loss", time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	parent := ""
@@ -77,7 +77,7 @@ func TestStoresFollowThroughNodeLoss(t *testing.T) {
 			t.Errorf("%s did not shut down cleanly on SIGTERM: %v", stopped.name, err)
 		}
 		id := fmt.Sprintf("r%d", k)
-		wr, err := appendRetry(ctx, probeClient, []string{survivors[0].base, survivors[1].base}, 0, sid, newEntry(id, parent, "round "+id, time.Now()))
+		wr, err := appendRetry(ctx, proctest.ProbeClient, []string{survivors[0].base, survivors[1].base}, 0, sid, newEntry(id, parent, "round "+id, time.Now()))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -88,7 +88,7 @@ func TestStoresFollowThroughNodeLoss(t *testing.T) {
 		reads := make(chan string, len(survivors))
 		for _, nd := range survivors {
 			go func() {
-				st, _, body, rerr := do(ctx, slowClient, http.MethodGet, nd.base+"/v1/sessions/"+sid+"?minSeq="+strconv.FormatUint(wr.LastSeq, 10), nil)
+				st, _, body, rerr := proctest.Do(ctx, slowClient, http.MethodGet, nd.base+"/v1/sessions/"+sid+"?minSeq="+strconv.FormatUint(wr.LastSeq, 10), nil)
 				if rerr != nil || st != http.StatusOK {
 					reads <- fmt.Sprintf("%s: %d %v %s", nd.name, st, rerr, body)
 					return
@@ -107,7 +107,7 @@ func TestStoresFollowThroughNodeLoss(t *testing.T) {
 				if _, ok := took[nd.name]; ok {
 					continue
 				}
-				st, hdr, body, err := do(ctx, probeClient, http.MethodGet, nd.base+"/v1/sessions/"+sid, nil)
+				st, hdr, body, err := proctest.Do(ctx, proctest.ProbeClient, http.MethodGet, nd.base+"/v1/sessions/"+sid, nil)
 				if err != nil || st != http.StatusOK {
 					return fmt.Errorf("%s: %d %v %s", nd.name, st, err, body)
 				}
@@ -220,12 +220,12 @@ func TestStoreSeesLogEndAfterFailover(t *testing.T) {
 		}
 	}
 	sid := newSessionID(t)
-	if _, err := createSession(ctx, probeClient, survivors, 0, sid, "/failover", time.Now()); err != nil {
+	if _, err := createSession(ctx, proctest.ProbeClient, survivors, 0, sid, "/failover", time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	killAt := time.Now()
 	leader.Kill()
-	wr, err := appendRetry(ctx, probeClient, survivors, 0, sid, newEntry("after", "", "after the kill", time.Now()))
+	wr, err := appendRetry(ctx, proctest.ProbeClient, survivors, 0, sid, newEntry("after", "", "after the kill", time.Now()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/pifleet/sessionlog/internal/proctest"
 )
 
 // nodeWatch is what one node looked like from outside while the stream
@@ -41,12 +43,12 @@ func watchNodes(nodes []*piNode, stop <-chan struct{}) *nodeWatches {
 		w := &nodeWatch{name: nd.name}
 		ws.nodes = append(ws.nodes, w)
 		ws.poll(stop, func() {
-			st, _, _, err := do(context.Background(), hc, http.MethodGet, nd.base+"/readyz", nil)
+			st, _, _, err := proctest.Do(context.Background(), hc, http.MethodGet, nd.base+"/readyz", nil)
 			w.ready = append(w.ready, watchSample{at: time.Now(), ok: err == nil && st == http.StatusOK})
 		})
 		ws.poll(stop, func() {
 			s := watchSample{}
-			st, hdr, _, err := do(context.Background(), hc, http.MethodGet, nd.base+"/v1/sessions?limit=1", nil)
+			st, hdr, _, err := proctest.Do(context.Background(), hc, http.MethodGet, nd.base+"/v1/sessions?limit=1", nil)
 			if err == nil && st == http.StatusOK {
 				s.seq, _ = strconv.ParseUint(hdr.Get("Pi-Applied-Seq"), 10, 64)
 			}

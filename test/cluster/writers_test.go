@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/pifleet/sessionlog/internal/proctest"
 )
 
 // ack is one acknowledged append.
@@ -77,7 +79,7 @@ func (w *writer) appendUntilAcked(ctx context.Context, body []byte, id string) (
 		node := w.turn % len(w.bases)
 		w.turn++
 		sent := time.Now()
-		st, _, data, err := do(ctx, w.hc, http.MethodPost, w.bases[node]+"/v1/sessions/"+w.sid+"/entries", body)
+		st, _, data, err := proctest.Do(ctx, w.hc, http.MethodPost, w.bases[node]+"/v1/sessions/"+w.sid+"/entries", body)
 		if err == nil && st == http.StatusOK {
 			var wr writeResult
 			if err := json.Unmarshal(data, &wr); err != nil || len(wr.Entries) != 1 || wr.Entries[0].ID != id || wr.Entries[0].Seq == 0 {

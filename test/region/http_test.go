@@ -3,46 +3,20 @@
 package region
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"testing"
 	"time"
+
+	"github.com/pifleet/sessionlog/internal/proctest"
 )
 
-// probeClient is for health and status polls and verification reads:
-// short timeouts, so a dead node costs a poll round, not a minute.
-var probeClient = &http.Client{Timeout: 5 * time.Second}
-
-// do sends one request and reads the whole answer.
-func do(ctx context.Context, hc *http.Client, method, url string, body []byte) (int, http.Header, []byte, error) {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, url, rd)
-	if err != nil {
-		return 0, nil, nil, err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return 0, nil, nil, err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header, data, err
-}
-
 func ready(base string) error {
-	st, _, body, err := do(context.Background(), probeClient, http.MethodGet, base+"/readyz", nil)
+	st, _, body, err := proctest.Do(context.Background(), proctest.ProbeClient, http.MethodGet, base+"/readyz", nil)
 	if err != nil {
 		return err
 	}
@@ -76,7 +50,7 @@ type nodeStatus struct {
 
 func status(base string) (nodeStatus, error) {
 	var s nodeStatus
-	st, _, body, err := do(context.Background(), probeClient, http.MethodGet, base+"/v1/status", nil)
+	st, _, body, err := proctest.Do(context.Background(), proctest.ProbeClient, http.MethodGet, base+"/v1/status", nil)
 	if err != nil {
 		return s, err
 	}
@@ -114,7 +88,7 @@ func entries(ctx context.Context, base, sid string, minSeq uint64) ([]storedEntr
 	after := uint64(0)
 	for {
 		url := fmt.Sprintf("%s/v1/sessions/%s/entries?afterSeq=%d&limit=10000&minSeq=%d", base, sid, after, minSeq)
-		st, _, body, err := do(ctx, probeClient, http.MethodGet, url, nil)
+		st, _, body, err := proctest.Do(ctx, proctest.ProbeClient, http.MethodGet, url, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -180,7 +154,7 @@ func createSession(t *testing.T, base, sid, root string) {
 		"header":  map[string]any{"type": "session", "version": 3, "id": sid, "cwd": "/work", "timestamp": "2026-11-30T10:00:00.000Z"},
 		"entries": []entry{newEntry(root, "", "root of "+sid, time.Now())},
 	})
-	st, _, data, err := do(context.Background(), probeClient, http.MethodPost, base+"/v1/sessions", body)
+	st, _, data, err := proctest.Do(context.Background(), proctest.ProbeClient, http.MethodPost, base+"/v1/sessions", body)
 	if err != nil || st != http.StatusCreated {
 		t.Fatalf("create %s via %s: %d %v %s", sid, base, st, err, data)
 	}

@@ -38,7 +38,7 @@ func measureMirrorLag(t *testing.T, ctx context.Context, home, mirror string) {
 	// the origin to be set up, which is start-up, not lag.
 	for i := 0; i <= probes; i++ {
 		e := newEntry(fmt.Sprintf("p%d", i), parent, "probe", time.Now())
-		st, _, data, err := do(ctx, probeClient, http.MethodPost, home+"/v1/sessions/"+sid+"/entries", appendBody(e))
+		st, _, data, err := proctest.Do(ctx, proctest.ProbeClient, http.MethodPost, home+"/v1/sessions/"+sid+"/entries", appendBody(e))
 		if err != nil || st != http.StatusOK {
 			t.Fatalf("probe write: %d %v %s", st, err, data)
 		}
@@ -62,7 +62,7 @@ func measureMirrorLag(t *testing.T, ctx context.Context, home, mirror string) {
 			// Polled every millisecond: the lag is a few of them.
 			url := fmt.Sprintf("%s/v1/sessions/%s/entries?afterSeq=%d", mirror, sid, seq-1)
 			for {
-				st, _, body, err := do(ctx, probeClient, http.MethodGet, url, nil)
+				st, _, body, err := proctest.Do(ctx, proctest.ProbeClient, http.MethodGet, url, nil)
 				if err == nil && st == http.StatusOK && strings.Contains(string(body), `"id":"`+e.ID+`"`) {
 					break
 				}

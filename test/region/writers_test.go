@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/pifleet/sessionlog/internal/proctest"
 )
 
 // ack is one acknowledged append.
@@ -74,7 +76,7 @@ func (w *writer) run(ctx context.Context, stop <-chan struct{}, root string) err
 			base := w.bases[w.turn%len(w.bases)]
 			w.turn++
 			sent := time.Now()
-			st, _, data, err := do(ctx, w.hc, http.MethodPost, base+"/v1/sessions/"+w.sid+"/entries", appendBody(e))
+			st, _, data, err := proctest.Do(ctx, w.hc, http.MethodPost, base+"/v1/sessions/"+w.sid+"/entries", appendBody(e))
 			switch {
 			case err == nil && st == http.StatusOK:
 				var wr writeResult
