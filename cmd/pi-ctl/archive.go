@@ -79,28 +79,12 @@ func runArchiveLs(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer b.close()
-	var page, acc listPage
-	for {
-		page = listPage{}
-		if err := call(ctx, b, "archive.list", p, &page); err != nil {
-			return err
-		}
-		acc.Sessions = append(acc.Sessions, page.Sessions...)
-		if !*all || page.Next == "" {
-			break
-		}
-		p["cursor"] = page.Next
+	acc, err := fetchPages(ctx, b, "archive.list", p, *all)
+	if err != nil {
+		return err
 	}
 	if *asJSON {
-		if acc.Sessions == nil {
-			acc.Sessions = []json.RawMessage{}
-		}
-		acc.Next = page.Next
-		out, err := encodeJSON(acc)
-		if err != nil {
-			return err
-		}
-		return writeJSON(e.stdout, out)
+		return writePageJSON(e, acc)
 	}
 	t := &table{}
 	t.row("ID", "NAME", "ENTRIES", "SIZE", "MODIFIED", "ARCHIVED", "NOTE")
@@ -121,8 +105,8 @@ func runArchiveLs(ctx context.Context, e *env, args []string) error {
 	if err := t.write(e.stdout); err != nil {
 		return err
 	}
-	if page.Next != "" {
-		fmt.Fprintf(e.stderr, "more archived sessions: add --all, or --cursor %s for the next page\n", page.Next)
+	if acc.Next != "" {
+		fmt.Fprintf(e.stderr, "more archived sessions: add --all, or --cursor %s for the next page\n", acc.Next)
 	}
 	return nil
 }

@@ -81,28 +81,12 @@ func runLs(ctx context.Context, e *env, args []string) error {
 	}
 	defer b.close()
 
-	var page, acc listPage
-	for {
-		page = listPage{} // decoding keeps fields the reply leaves out, like next on the last page
-		if err := call(ctx, b, "list", p, &page); err != nil {
-			return err
-		}
-		acc.Sessions = append(acc.Sessions, page.Sessions...)
-		if !*all || page.Next == "" {
-			break
-		}
-		p["cursor"] = page.Next
+	acc, err := fetchPages(ctx, b, "list", p, *all)
+	if err != nil {
+		return err
 	}
 	if *asJSON {
-		if acc.Sessions == nil {
-			acc.Sessions = []json.RawMessage{}
-		}
-		acc.Next = page.Next
-		out, err := encodeJSON(acc)
-		if err != nil {
-			return err
-		}
-		return writeJSON(e.stdout, out)
+		return writePageJSON(e, acc)
 	}
 	t := &table{}
 	t.row("ID", "NAME", "ENTRIES", "MODIFIED", "CWD")
@@ -120,8 +104,8 @@ func runLs(ctx context.Context, e *env, args []string) error {
 	if err := t.write(e.stdout); err != nil {
 		return err
 	}
-	if page.Next != "" {
-		fmt.Fprintf(e.stderr, "more sessions: add --all, or --cursor %s for the next page\n", page.Next)
+	if acc.Next != "" {
+		fmt.Fprintf(e.stderr, "more sessions: add --all, or --cursor %s for the next page\n", acc.Next)
 	}
 	return nil
 }
@@ -188,4 +172,37 @@ func nullable(s *string, none string) string {
 		return none
 	}
 	return tree.Printable(*s)
+}
+
+// fetchPages calls a list operation and, with all, follows its cursor to
+// the last page; the result holds every session fetched and the cursor
+// after them ("" at the end).
+func fetchPages(ctx context.Context, b backend, op string, p params, all bool) (listPage, error) {
+	var page, acc listPage
+	for {
+		page = listPage{} // decoding keeps fields the reply leaves out, like next on the last page
+		if err := call(ctx, b, op, p, &page); err != nil {
+			return acc, err
+		}
+		acc.Sessions = append(acc.Sessions, page.Sessions...)
+		if !all || page.Next == "" {
+			break
+		}
+		p["cursor"] = page.Next
+	}
+	acc.Next = page.Next
+	return acc, nil
+}
+
+// writePageJSON prints a list as the API's JSON ([] rather than null when
+// empty).
+func writePageJSON(e *env, acc listPage) error {
+	if acc.Sessions == nil {
+		acc.Sessions = []json.RawMessage{}
+	}
+	out, err := encodeJSON(acc)
+	if err != nil {
+		return err
+	}
+	return writeJSON(e.stdout, out)
 }
