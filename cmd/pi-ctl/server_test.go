@@ -2,12 +2,15 @@ package main
 
 import (
 	"encoding/json"
-	"github.com/pifleet/sessionlog/internal/conformance"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
+
+	"github.com/pifleet/sessionlog/internal/conformance"
 )
 
 // forEachTransport runs f once over NATS and once over HTTP against the
@@ -27,7 +30,7 @@ func forEachTransport(t *testing.T, f func(t *testing.T, n *node, conn []string)
 // both exist: the server must show what the file shows.
 func TestServerRead(t *testing.T) {
 	forEachTransport(t, func(t *testing.T, n *node, conn []string) {
-		cwd := "/work/" + strings.ReplaceAll(t.Name(), "/", "-")
+		cwd := testCwd(t, "/work/")
 		path, sid, seq := importedSession(t, n, cwd)
 		ms := []string{"--min-seq", jsonNum(seq)}
 		pictl := func(args ...string) string { return mustRun(t, withFlags(conn, args...)...) }
@@ -166,7 +169,7 @@ func TestServerRead(t *testing.T) {
 // TestListPages follows the list's pages with --all.
 func TestListPages(t *testing.T) {
 	forEachTransport(t, func(t *testing.T, n *node, conn []string) {
-		cwd := "/pages/" + strings.ReplaceAll(t.Name(), "/", "-")
+		cwd := testCwd(t, "/pages/")
 		var sids []string
 		var seq uint64
 		for range 3 {
@@ -203,3 +206,11 @@ func mustJSON(t testing.TB, out string, v any) {
 
 // jsonNum writes a sequence as a flag value.
 func jsonNum(n uint64) string { return strconv.FormatUint(n, 10) }
+
+var cwdRuns atomic.Int64
+
+// testCwd is a cwd of the test's own, also across -count runs on the
+// shared node, so that listing by cwd finds only this run's sessions.
+func testCwd(t *testing.T, root string) string {
+	return fmt.Sprintf("%s%s-%d", root, strings.ReplaceAll(t.Name(), "/", "-"), cwdRuns.Add(1))
+}

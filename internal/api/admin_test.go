@@ -164,6 +164,9 @@ func TestReadsCarryFreshness(t *testing.T) {
 		if resp.Header.Get("Pi-Stale") != "" {
 			return fmt.Errorf("a caught-up node says stale")
 		}
+		if lag := resp.Header.Get("Pi-Lag"); lag != "0" {
+			return fmt.Errorf("a caught-up node says Pi-Lag %q", lag)
+		}
 		return nil
 	})
 	offset.Store(int64(3 * time.Second)) // as if the log had not answered for 3 s

@@ -95,10 +95,8 @@ func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, o *op) int {
 	}
 	w.Header().Set("Content-Type", ctype)
 	if o.method == http.MethodGet {
-		applied, stale := s.freshness()
-		w.Header().Set(hdrApplied, applied)
-		if stale {
-			w.Header().Set(hdrStale, "true")
+		for k, v := range s.readHeaders() {
+			w.Header()[k] = v
 		}
 	}
 	if rep.filename != "" {

@@ -65,7 +65,10 @@ func (s *Server) StartNATS(nc *nats.Conn) (micro.Service, error) {
 	g := ms.AddGroup(natsGroup)
 	for i := range ops {
 		o := &ops[i]
-		h := micro.HandlerFunc(func(req micro.Request) { n.dispatch(func() { s.serveNATS(nc, o, req) }, req) })
+		h := micro.HandlerFunc(func(req micro.Request) {
+			dr := detachedRequest{req, nc}
+			n.dispatch(func() { s.serveNATS(nc, o, dr) }, dr)
+		})
 		// micro endpoint names allow no dots: cursor.get is named
 		// cursor_get and served on subject pi.v1.cursor.get.
 		name := strings.ReplaceAll(o.name, ".", "_")
@@ -107,6 +110,36 @@ func (n *natsService) dispatch(fn func(), req micro.Request) {
 		defer func() { <-n.sem }()
 		fn()
 	}()
+}
+
+// detachedRequest answers a micro request from a goroutine of our own.
+// micro's handler wrapper reads the request's error state as soon as
+// Handle returns, which is before dispatch's goroutine answers: answering
+// through the request would race with that read. So the answer goes
+// straight to the reply subject, in micro's format (micro's per-endpoint
+// error count misses these; pi_api_requests_total does not).
+type detachedRequest struct {
+	micro.Request
+	nc *nats.Conn
+}
+
+func (r detachedRequest) Respond(data []byte, opts ...micro.RespondOpt) error {
+	return r.publish(&nats.Msg{Data: data}, opts)
+}
+
+func (r detachedRequest) Error(code, description string, data []byte, opts ...micro.RespondOpt) error {
+	return r.publish(&nats.Msg{Data: data, Header: nats.Header{micro.ErrorHeader: {description}, micro.ErrorCodeHeader: {code}}}, opts)
+}
+
+func (r detachedRequest) publish(m *nats.Msg, opts []micro.RespondOpt) error {
+	if r.Reply() == "" {
+		return nats.ErrMsgNoReply
+	}
+	for _, o := range opts {
+		o(m)
+	}
+	m.Subject = r.Reply()
+	return r.nc.PublishMsg(m)
 }
 
 // Stop drains the endpoints and waits for the requests in flight.
@@ -159,12 +192,7 @@ func (s *Server) natsReply(nc *nats.Conn, o *op, req micro.Request) int {
 	}
 	var hdrs []micro.RespondOpt
 	if o.method == http.MethodGet {
-		applied, stale := s.freshness()
-		h := micro.Headers{hdrApplied: {applied}}
-		if stale {
-			h[hdrStale] = []string{"true"}
-		}
-		hdrs = append(hdrs, micro.WithHeaders(h))
+		hdrs = append(hdrs, micro.WithHeaders(micro.Headers(s.readHeaders())))
 	}
 	if err := req.Respond(body, hdrs...); err != nil {
 		s.log.Warn("reply failed", keyTransport, transportNATS, keyOp, o.name, keyErr, err)

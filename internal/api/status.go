@@ -45,18 +45,25 @@ type StoreStatus struct {
 	LastFollowError string     `json:"lastFollowError,omitempty"`
 }
 
-// Headers of every read: how far this node has applied the log, and a flag
-// when it has not been caught up with the log for longer than readyLag (a
-// lagging or partitioned node still serves what it has; clients decide).
+// Headers of every read: how far this node has applied the log, how far
+// behind the log's end it is (in a mirror region, the home's end), and a
+// flag when it has not been caught up for longer than readyLag (a lagging
+// or partitioned node still serves what it has; clients decide).
 const (
 	hdrApplied = "Pi-Applied-Seq"
 	hdrStale   = "Pi-Stale"
+	hdrLag     = "Pi-Lag"
 )
 
-// freshness returns the values of the read headers.
-func (s *Server) freshness() (applied string, stale bool) {
-	seq, at := s.svc.Store.Freshness()
-	return strconv.FormatUint(seq, 10), at.IsZero() || s.cfg.Now().Sub(at) > readyLag
+// readHeaders returns the headers of a read: Pi-Applied-Seq, Pi-Lag, and
+// Pi-Stale when stale.
+func (s *Server) readHeaders() map[string][]string {
+	seq, at, lag := s.svc.Store.Freshness()
+	h := map[string][]string{hdrApplied: {strconv.FormatUint(seq, 10)}, hdrLag: {strconv.FormatUint(lag, 10)}}
+	if at.IsZero() || s.cfg.Now().Sub(at) > readyLag {
+		h[hdrStale] = []string{"true"}
+	}
+	return h
 }
 
 func (s *Server) status(ctx context.Context, _ *request) (reply, error) {

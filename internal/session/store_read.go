@@ -140,17 +140,22 @@ func (st *Store) Stats() Stats {
 	return s
 }
 
-// Freshness returns the last sequence applied and when the Store last knew
-// itself caught up with the log (zero before the first check). Cheap: for
-// every response's staleness flag.
-func (st *Store) Freshness() (applied uint64, caughtUpAt time.Time) {
+// Freshness returns the last sequence applied, when the Store last knew
+// itself caught up with the log (zero before the first check), and how
+// many records it is behind the log's last sequence as last polled (in a
+// mirror region: the home's, so the mirror's lag counts). Cheap: for
+// every response's headers.
+func (st *Store) Freshness() (applied uint64, caughtUpAt time.Time, lag uint64) {
 	st.mu.RLock()
 	applied = st.applied
 	st.mu.RUnlock()
 	if ns := st.stats.caughtUpAt.Load(); ns != 0 {
 		caughtUpAt = time.Unix(0, ns)
 	}
-	return applied, caughtUpAt
+	if last := st.stats.logLastSeq.Load(); last > applied {
+		lag = last - applied
+	}
+	return applied, caughtUpAt, lag
 }
 
 // Changed returns a channel that is closed the next time the Store applies

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -62,7 +63,13 @@ func measureMirrorLag(t *testing.T, ctx context.Context, home, mirror string) {
 			// Polled every millisecond: the lag is a few of them.
 			url := fmt.Sprintf("%s/v1/sessions/%s/entries?afterSeq=%d", mirror, sid, seq-1)
 			for {
-				st, _, body, err := proctest.Do(ctx, proctest.ProbeClient, http.MethodGet, url, nil)
+				st, h, body, err := proctest.Do(ctx, proctest.ProbeClient, http.MethodGet, url, nil)
+				if err == nil && st == http.StatusOK {
+					// Reads in a mirror region carry the mirror's lag.
+					if _, perr := strconv.ParseUint(h.Get("Pi-Lag"), 10, 64); perr != nil {
+						t.Fatalf("read in the mirror region: Pi-Lag %q", h.Get("Pi-Lag"))
+					}
+				}
 				if err == nil && st == http.StatusOK && strings.Contains(string(body), `"id":"`+e.ID+`"`) {
 					break
 				}
