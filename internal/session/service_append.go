@@ -301,8 +301,16 @@ func (s *Service) view(ctx context.Context, sid string, fn func(v sessionView) e
 // session, never a missing one that exists.
 func (s *Service) doc(ctx context.Context, sid string, fn func(d *Doc) error) error {
 	err := s.Store.View(ctx, sid, fn)
-	if !errors.Is(err, ErrNotFound) || !s.Store.lacks(sid) {
+	if !errors.Is(err, ErrNotFound) {
 		return err
+	}
+	if !s.Store.lacks(sid) {
+		// Either fn's own not-found (an unknown entry), or the Store
+		// applied the session between the two looks (it was created a
+		// moment ago): look once more, which settles both.
+		if err = s.Store.View(ctx, sid, fn); !errors.Is(err, ErrNotFound) || !s.Store.lacks(sid) {
+			return err
+		}
 	}
 	recs, rerr := s.Log.Read(ctx, sid, 0)
 	if rerr != nil {
