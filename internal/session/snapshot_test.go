@@ -176,3 +176,58 @@ func testSnapshotEvictions(t *testing.T, b backend) {
 		t.Fatalf("evicted sessions were read from the log %d times", n)
 	}
 }
+
+// hookFeed runs hook (once) when the Store asks for the log's identity, as
+// Snapshot does between capturing the sessions and writing them.
+type hookFeed struct {
+	*session.MemLog
+	hook atomic.Pointer[func()]
+}
+
+func (f *hookFeed) Identity(ctx context.Context) (string, error) {
+	if h := f.hook.Swap(nil); h != nil {
+		(*h)()
+	}
+	return f.MemLog.Identity(ctx)
+}
+
+// TestSnapshotKeepsLaterSpill: a session loaded when a snapshot captures it,
+// then grown and evicted (spilled) while the snapshot is being written,
+// keeps the records the snapshot lacks.
+func TestSnapshotKeepsLaterSpill(t *testing.T) {
+	ctx := ctxT(t)
+	r := rand.New(rand.NewPCG(17, 18))
+	file := genSession(t, r, 10)
+	feed := &hookFeed{MemLog: session.NewMemLog(1000, 8<<20)}
+	// The session fits until it grows by as much again.
+	st := session.NewStore(feed, session.StoreOptions{Log: feed.MemLog, SnapshotDir: t.TempDir(), MemoryBudget: int64(len(file) * 5 / 4)})
+	if err := st.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	waitApplied(t, st, importAll(t, feed.MemLog, [][]byte{file}))
+	sid := sessionIDOf(file)
+	svc := &session.Service{Log: feed.MemLog, Store: st, Cursors: session.NewMemCursors()}
+	late := `{"type":"custom","customType":"late","data":"` + string(bytes.Repeat([]byte("x"), len(file))) + `"}`
+	hook := func() {
+		res, err := svc.Append(ctx, sid, session.AppendRequest{Entries: raws(late)})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		waitApplied(t, st, res.LastSeq)
+	}
+	feed.hook.Store(&hook)
+	if err := st.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if feed.hook.Load() != nil {
+		t.Fatal("the hook did not run")
+	}
+	if s := st.Stats(); s.Evictions == 0 {
+		t.Fatalf("the grown session was not evicted: %+v", s)
+	}
+	if got := exportOf(t, st, sid); !bytes.Contains(got, []byte(`"customType":"late"`)) {
+		t.Fatal("an entry applied between the snapshot's capture and its swap is lost")
+	}
+}

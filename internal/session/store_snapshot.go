@@ -1,13 +1,13 @@
 package session
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/tree"
@@ -113,7 +113,7 @@ func (st *Store) Snapshot(ctx context.Context) error {
 		items = append(items, captureDoc(d))
 	}
 	st.mu.RUnlock()
-	slices.SortFunc(items, func(a, b snapItem) int { return cmpStr(a.meta.id, b.meta.id) })
+	slices.SortFunc(items, func(a, b snapItem) int { return strings.Compare(a.meta.id, b.meta.id) })
 
 	path, index, err := writeSnapshot(st.opts.SnapshotDir, applied, st.identity(ctx), func(yield func(*snapSession) error) error {
 		for i := range items {
@@ -246,6 +246,12 @@ func (st *Store) swapSnapshot(sf *snapFile) {
 			// capture: they are in no tail, so the log stays its source.
 			continue
 		}
+		if d.Tree == nil && d.base != nil && d.base.e.lastSeq > e.lastSeq {
+			// Spilled after the capture: its spill block holds records
+			// the new snapshot lacks, and its tail starts after them, so
+			// the spill block stays its source.
+			continue
+		}
 		d.base = &snapRef{sf, e}
 		if d.Tree == nil {
 			k := 0
@@ -296,5 +302,3 @@ func (st *Store) loadFromSnapshot(ref *snapRef) (*tree.Session, []uint64, error)
 	}
 	return s, out, nil
 }
-
-func cmpStr(a, b string) int { return bytes.Compare([]byte(a), []byte(b)) }
