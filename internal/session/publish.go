@@ -74,7 +74,16 @@ func casAppend(ctx context.Context, log Log, sid string, expectLast uint64, recs
 	var lastErr error
 	uncertain := false
 	conflicts := 0
+	// unavailableTooLong notes one more failure of a run of unavailability
+	// and reports whether the run has outlasted UnavailableFor.
 	var unavailableSince time.Time
+	unavailableTooLong := func() bool {
+		if unavailableSince.IsZero() {
+			unavailableSince = time.Now()
+			return false
+		}
+		return time.Since(unavailableSince) > pol.UnavailableFor
+	}
 	for attempt := 0; attempt < pol.Attempts; attempt++ {
 		timeout := pol.AttemptTimeout
 		if timeout <= 0 {
@@ -93,12 +102,15 @@ func casAppend(ctx context.Context, log Log, sid string, expectLast uint64, recs
 			rctx, cancel := context.WithTimeout(ctx, max(timeout, 2*time.Second))
 			missed, rerr := readMissed(rctx, log, sid, expectLast)
 			cancel()
+			if errors.Is(rerr, context.DeadlineExceeded) && ctx.Err() == nil {
+				// As for the publish: a give-up after attempts must read
+				// as ErrUnavailable, not as the caller's own timeout.
+				rerr = fmt.Errorf("%w: %w", ErrUnavailable, rerr)
+			}
 			if rerr != nil {
-				if errors.Is(rerr, ErrUnavailable) || errors.Is(rerr, context.DeadlineExceeded) && ctx.Err() == nil {
+				if errors.Is(rerr, ErrUnavailable) {
 					lastErr = rerr
-					if unavailableSince.IsZero() {
-						unavailableSince = time.Now()
-					} else if time.Since(unavailableSince) > pol.UnavailableFor {
+					if unavailableTooLong() {
 						return nil, fmt.Errorf("append to %s: reading what was missed: still unavailable after %v: %w", sid, pol.UnavailableFor, ErrUnavailable)
 					}
 					if !sleep(ctx, &backoff, pol.MaxBackoff) {
@@ -134,9 +146,7 @@ func casAppend(ctx context.Context, log Log, sid string, expectLast uint64, recs
 			}
 		case errors.Is(err, ErrUnavailable):
 			lastErr, uncertain = err, true
-			if unavailableSince.IsZero() {
-				unavailableSince = time.Now()
-			} else if time.Since(unavailableSince) > pol.UnavailableFor {
+			if unavailableTooLong() {
 				// ErrUnavailable alone, not err: err may also wrap the
 				// attempt's DeadlineExceeded, which would read as the
 				// caller's own timeout (504) instead of 503.
