@@ -67,25 +67,22 @@ func (c *ArchiveConfig) SetStream(name string) {
 	c.LeaseBucket = name + "_LEASE"
 }
 
-// streamConfig: file storage with s2 compression (JSONL compresses well),
-// no limits (an archived session must never expire), atomic batches for
-// copies of several parts, no direct gets (reads see every acked copy).
+// assets is the archive's stream and lease bucket as a log Config (one
+// record per batch is all validate needs of MaxBatch).
+func (c ArchiveConfig) assets() Config {
+	return Config{Stream: c.Stream, SubjectPrefix: c.SubjectPrefix, Bucket: c.LeaseBucket, Replicas: c.Replicas,
+		MaxMsgSize: c.MaxMsgSize, Duplicates: c.Duplicates, MaxBatch: 1, Logger: c.Logger}
+}
+
+// streamConfig is the session stream's (file storage, no limits: an
+// archived session must never expire; atomic batches for copies of several
+// parts; no direct gets: reads see every acked copy) on the archive's
+// month.shard subjects, with s2 compression (JSONL compresses well).
 func (c ArchiveConfig) streamConfig() jetstream.StreamConfig {
-	return jetstream.StreamConfig{
-		Name:               c.Stream,
-		Subjects:           []string{c.SubjectPrefix + ".*.*"},
-		Retention:          jetstream.LimitsPolicy,
-		MaxMsgs:            -1,
-		MaxBytes:           -1,
-		MaxMsgsPerSubject:  -1,
-		Discard:            jetstream.DiscardOld,
-		MaxMsgSize:         c.MaxMsgSize,
-		Storage:            jetstream.FileStorage,
-		Compression:        jetstream.S2Compression,
-		Replicas:           c.Replicas,
-		Duplicates:         c.Duplicates,
-		AllowAtomicPublish: true,
-	}
+	sc := c.assets().streamConfig()
+	sc.Subjects = []string{c.SubjectPrefix + ".*.*"}
+	sc.Compression = jetstream.S2Compression
+	return sc
 }
 
 // Archive is the archive on JetStream, beside the session log it archives
@@ -107,23 +104,11 @@ func NewArchive(log *Log, cfg ArchiveConfig) *Archive {
 // Provision creates the archive stream and the lease bucket, or checks
 // existing ones, as Provision does for the log; idempotent.
 func (a *Archive) Provision(ctx context.Context) error {
-	c := a.cfg
-	if err := (Config{Stream: c.Stream, SubjectPrefix: c.SubjectPrefix, Bucket: c.LeaseBucket, Replicas: c.Replicas,
-		MaxMsgSize: c.MaxMsgSize, Duplicates: c.Duplicates, MaxBatch: 1}).validate(); err != nil {
+	lc := a.cfg.assets()
+	if err := lc.validate(); err != nil {
 		return fmt.Errorf("archive %w", err)
 	}
-	log := c.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	if err := retryProvision(ctx, log, "stream "+c.Stream, func(ctx context.Context) error {
-		return ensureStream(ctx, a.js, c.streamConfig())
-	}); err != nil {
-		return err
-	}
-	return retryProvision(ctx, log, "bucket "+c.LeaseBucket, func(ctx context.Context) error {
-		return ensureBucket(ctx, a.js, jetstream.KeyValueConfig{Bucket: c.LeaseBucket, History: 1, Storage: jetstream.FileStorage, Replicas: c.Replicas})
-	})
+	return provisionAssets(ctx, a.js, logger(lc), a.cfg.streamConfig(), lc.bucketConfig())
 }
 
 // DuplicateWindow is the session log's dedupe window.
@@ -195,13 +180,7 @@ func (a *Archive) Put(ctx context.Context, c archive.Copy, data []byte) error {
 
 // partLimit is the largest archive message the stream and the connection
 // take, headers included.
-func (a *Archive) partLimit() int {
-	limit := int(a.cfg.MaxMsgSize)
-	if p := a.js.Conn().MaxPayload(); p > 0 {
-		limit = min(limit, int(p))
-	}
-	return limit
-}
+func (a *Archive) partLimit() int { return msgLimit(a.js, a.cfg.MaxMsgSize) }
 
 // infoHeader encodes the catalog record for the Pi-Info header: JSON with
 // every non-ASCII character escaped, as header values are safest in ASCII.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pifleet/sessionlog/internal/session"
@@ -69,7 +68,7 @@ func (a *Archive) PurgeUpTo(ctx context.Context, sid string, upTo uint64) (uint6
 // leave a marker per key) removes them entirely; a restored session starts
 // at pi's default leaf, as after a backup restore.
 func (a *Archive) purgeCursors(ctx context.Context, sid string) error {
-	stream := "KV_" + a.log.cfg.Bucket
+	stream := bucketStream(a.log.cfg.Bucket)
 	filter := "$KV." + a.log.cfg.Bucket + "." + sid + ".*"
 	// Most archived sessions have no cursor left: a read is cheaper than a
 	// purge, which is a raft proposal on a replicated bucket.
@@ -86,18 +85,10 @@ func (a *Archive) purgeCursors(ctx context.Context, sid string) error {
 	return nil
 }
 
-// Notify publishes the purge notice of the session, as Log.Purge does:
-// session.PurgeRecord(sid, upTo) on <prefix>._purge, with a message id that
-// makes a repeated notice a duplicate.
+// Notify publishes the purge notice of the session, as Log.Purge does.
 func (a *Archive) Notify(ctx context.Context, sid string, upTo uint64) error {
-	notice := session.PurgeRecord(sid, upTo)
-	m := nats.NewMsg(a.log.subject(session.PurgeToken))
-	m.Data = notice.Data
-	m.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("%s/%s/%d", session.PurgeToken, sid, upTo))
-	m.Header.Set(hdrType, notice.Type)
-	m.Header.Set(hdrID, notice.ID)
-	if _, err := a.js.PublishMsg(ctx, m); err != nil {
-		return fmt.Errorf("purge notice for %s: %w", sid, translate(err, session.ErrConflict))
+	if err := a.log.notifyPurge(ctx, sid, upTo); err != nil {
+		return fmt.Errorf("purge notice for %s: %w", sid, err)
 	}
 	return nil
 }

@@ -126,11 +126,7 @@ func (l *Log) follow(ctx context.Context, next *uint64, apply func([]session.Sto
 		if nerr != nil {
 			return nerr
 		}
-		meta, err := msg.Metadata()
-		if err != nil {
-			return err
-		}
-		s, err := l.decodeStored(msg.Subject(), meta.Sequence.Stream, msg.Headers(), msg.Data(), meta.Timestamp)
+		s, err := l.decodeMsg(msg)
 		if err != nil {
 			return err
 		}

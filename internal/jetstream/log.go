@@ -166,9 +166,13 @@ func msgSize(m *nats.Msg) int {
 // Checking it before publishing matters for batches: the server refuses an
 // oversize message inside a batch without an answer, and the batch then
 // fails as "incomplete", which is indistinguishable from a lost message.
-func (l *Log) sizeLimit() int {
-	limit := int(l.cfg.MaxMsgSize)
-	if p := l.js.Conn().MaxPayload(); p > 0 {
+func (l *Log) sizeLimit() int { return msgLimit(l.js, l.cfg.MaxMsgSize) }
+
+// msgLimit is the smaller of a stream's max message size and the
+// connection's max payload.
+func msgLimit(js jetstream.JetStream, maxMsgSize int32) int {
+	limit := int(maxMsgSize)
+	if p := js.Conn().MaxPayload(); p > 0 {
 		limit = min(limit, int(p))
 	}
 	return limit
@@ -233,29 +237,47 @@ func (l *Log) Purge(ctx context.Context, sid string) error {
 	if err != nil {
 		return fmt.Errorf("purge %s: %w", sid, translate(err, session.ErrConflict))
 	}
+	if err := l.notifyPurge(ctx, sid, upTo); err != nil {
+		return fmt.Errorf("purge %s: notice: %w", sid, err)
+	}
+	return nil
+}
+
+// notifyPurge publishes the purge notice session.PurgeRecord(sid, upTo) on
+// <prefix>._purge, with a message id that makes a repeated notice a
+// duplicate.
+func (l *Log) notifyPurge(ctx context.Context, sid string, upTo uint64) error {
 	notice := session.PurgeRecord(sid, upTo)
 	m := nats.NewMsg(l.subject(session.PurgeToken))
 	m.Data = notice.Data
 	m.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("%s/%s/%d", session.PurgeToken, sid, upTo))
 	m.Header.Set(hdrType, notice.Type)
 	m.Header.Set(hdrID, notice.ID)
-	if _, err := l.js.PublishMsg(ctx, m); err != nil {
-		return fmt.Errorf("purge %s: notice: %w", sid, translate(err, session.ErrConflict))
-	}
-	return nil
+	_, err := l.js.PublishMsg(ctx, m)
+	return translate(err, session.ErrConflict)
 }
 
 // LastSeq returns the stream's last sequence, from the stream leader.
 func (l *Log) LastSeq(ctx context.Context) (uint64, error) {
+	info, err := l.lastSeqInfo(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return info.State.LastSeq, nil
+}
+
+// lastSeqInfo is the stream's info for LastSeq: ErrUnavailable without a
+// leader (see Leaderless).
+func (l *Log) lastSeqInfo(ctx context.Context) (*jetstream.StreamInfo, error) {
 	s, err := l.js.Stream(ctx, l.cfg.Stream)
 	if err != nil {
-		return 0, fmt.Errorf("last seq: %w", translate(err, session.ErrConflict))
+		return nil, fmt.Errorf("last seq: %w", translate(err, session.ErrConflict))
 	}
 	info := s.CachedInfo()
 	if err := Leaderless(info); err != nil {
-		return 0, fmt.Errorf("last seq: %w", err)
+		return nil, fmt.Errorf("last seq: %w", err)
 	}
-	return info.State.LastSeq, nil
+	return info, nil
 }
 
 // Identity names the stream the log is on: its name and creation time, so

@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/pifleet/sessionlog/internal/session"
 )
 
 // JetStream API error codes of the cross-region operations (nats-server
@@ -28,19 +26,11 @@ func ProvisionPrimary(ctx context.Context, js jetstream.JetStream, cfg Config, c
 	if err := cfg.validate(); err != nil {
 		return err
 	}
-	log := logger(cfg)
 	sc := cfg.streamConfig()
 	sc.Placement = placement(cluster)
-	if err := retryProvision(ctx, log, "stream "+cfg.Stream, func(ctx context.Context) error {
-		return ensureStream(ctx, js, sc)
-	}); err != nil {
-		return err
-	}
 	bc := cfg.bucketConfig()
 	bc.Placement = placement(cluster)
-	return retryProvision(ctx, log, "bucket "+cfg.Bucket, func(ctx context.Context) error {
-		return ensureBucket(ctx, js, bc)
-	})
+	return provisionAssets(ctx, js, logger(cfg), sc, bc)
 }
 
 // ProvisionMirror creates cfg's stream and bucket, placed in cluster, as
@@ -179,13 +169,9 @@ func NewMirrorLog(js jetstream.JetStream, cfg Config) *MirrorLog {
 // backoff, after the origin was away — does not know how far behind it
 // is), else the mirror's own last sequence plus its lag as last reported.
 func (m *MirrorLog) LastSeq(ctx context.Context) (uint64, error) {
-	s, err := m.js.Stream(ctx, m.cfg.Stream)
+	info, err := m.lastSeqInfo(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("last seq: %w", translate(err, session.ErrConflict))
-	}
-	info := s.CachedInfo()
-	if err := Leaderless(info); err != nil {
-		return 0, fmt.Errorf("last seq: %w", err)
+		return 0, err
 	}
 	last := info.State.LastSeq
 	if info.Mirror == nil {

@@ -114,17 +114,19 @@ func Provision(ctx context.Context, js jetstream.JetStream, cfg Config) error {
 	if err := cfg.validate(); err != nil {
 		return err
 	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	if err := retryProvision(ctx, log, "stream "+cfg.Stream, func(ctx context.Context) error {
-		return ensureStream(ctx, js, cfg.streamConfig())
+	return provisionAssets(ctx, js, logger(cfg), cfg.streamConfig(), cfg.bucketConfig())
+}
+
+// provisionAssets creates or checks a stream, then a KV bucket, each step
+// retried while the cluster is still forming.
+func provisionAssets(ctx context.Context, js jetstream.JetStream, log *slog.Logger, sc jetstream.StreamConfig, bc jetstream.KeyValueConfig) error {
+	if err := retryProvision(ctx, log, "stream "+sc.Name, func(ctx context.Context) error {
+		return ensureStream(ctx, js, sc)
 	}); err != nil {
 		return err
 	}
-	return retryProvision(ctx, log, "bucket "+cfg.Bucket, func(ctx context.Context) error {
-		return ensureBucket(ctx, js, cfg.bucketConfig())
+	return retryProvision(ctx, log, "bucket "+bc.Bucket, func(ctx context.Context) error {
+		return ensureBucket(ctx, js, bc)
 	})
 }
 
@@ -190,7 +192,7 @@ func ensureBucket(ctx context.Context, js jetstream.JetStream, want jetstream.Ke
 		return err
 	}
 	// Also on success: creating a bucket that exists identically succeeds.
-	s, err := js.Stream(ctx, "KV_"+want.Bucket)
+	s, err := js.Stream(ctx, bucketStream(want.Bucket))
 	if err != nil {
 		// Right after another node's creation the stream can still be
 		// unknown to the server answering (10059): try again.

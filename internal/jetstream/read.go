@@ -85,6 +85,15 @@ func withDefaultDeadline(ctx context.Context, js jetstream.JetStream) (context.C
 	return context.WithTimeout(ctx, js.Options().DefaultTimeout)
 }
 
+// decodeMsg turns a consumed message back into a Stored record.
+func (l *Log) decodeMsg(msg jetstream.Msg) (session.Stored, error) {
+	meta, err := msg.Metadata()
+	if err != nil {
+		return session.Stored{}, err
+	}
+	return l.decodeStored(msg.Subject(), meta.Sequence.Stream, msg.Headers(), msg.Data(), meta.Timestamp)
+}
+
 // decodeStored turns a stream message back into a Stored record.
 func (l *Log) decodeStored(subject string, seq uint64, hdr nats.Header, data []byte, t time.Time) (session.Stored, error) {
 	sid, ok := strings.CutPrefix(subject, l.cfg.SubjectPrefix+".")
@@ -208,11 +217,7 @@ func (l *Log) readByConsumer(ctx context.Context, sid string, afterSeq uint64) (
 		if err != nil {
 			return nil, translate(err, session.ErrConflict)
 		}
-		meta, err := msg.Metadata()
-		if err != nil {
-			return nil, err
-		}
-		s, err := l.decodeStored(msg.Subject(), meta.Sequence.Stream, msg.Headers(), msg.Data(), meta.Timestamp)
+		s, err := l.decodeMsg(msg)
 		if err != nil {
 			return nil, err
 		}

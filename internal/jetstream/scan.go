@@ -21,11 +21,7 @@ func (l *Log) Scan(ctx context.Context, after uint64, fn func([]session.Stored) 
 	err := scanStream(ctx, l.js, l.cfg.Stream, after+1, func(msgs []jetstream.Msg) error {
 		recs := make([]session.Stored, 0, len(msgs))
 		for _, msg := range msgs {
-			meta, err := msg.Metadata()
-			if err != nil {
-				return err
-			}
-			s, err := l.decodeStored(msg.Subject(), meta.Sequence.Stream, msg.Headers(), msg.Data(), meta.Timestamp)
+			s, err := l.decodeMsg(msg)
 			if err != nil {
 				return err
 			}

@@ -182,12 +182,12 @@ func (s *Server) Start(ctx context.Context) error {
 	return nil
 }
 
-// waitReady polls, with bounded backoff, until the server accepts
-// connections, JetStream is current with a meta leader, and an account info
-// request through a client succeeds.
 // listenTimeout bounds how long Start waits for the listeners to be up.
 const listenTimeout = 10 * time.Second
 
+// waitReady polls, with bounded backoff, until the server accepts
+// connections, JetStream is current with a meta leader, and an account info
+// request through a client succeeds.
 func (s *Server) waitReady(ctx context.Context) error {
 	wait := 20 * time.Millisecond
 	var last error
