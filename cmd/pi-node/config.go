@@ -7,9 +7,10 @@ import (
 	"io"
 	"net/url"
 	"os"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pifleet/sessionlog/internal/size"
 )
 
 // Config is everything pi-node can be told, by flag or by environment
@@ -113,7 +114,7 @@ func (c *Config) ParseFlags(args []string, getenv func(string) string, stderr io
 	fs.StringVar(&c.Bucket, "bucket", c.Bucket, "KV bucket of the per-client cursors")
 	fs.StringVar(&c.HTTPListen, "http-listen", c.HTTPListen, "host:port of the HTTP API")
 	fs.StringVar(&c.HTTPToken, "http-token", c.HTTPToken, "bearer token required on every /v1 request (empty: none)")
-	budget := fs.String("memory-budget", formatSize(c.MemoryBudget), "JSON bytes of session trees kept in memory (e.g. 512MiB, 2GiB; 0: no limit); cold sessions beyond it are evicted and reloaded on demand")
+	budget := fs.String("memory-budget", size.Format(c.MemoryBudget), "JSON bytes of session trees kept in memory (e.g. 512MiB, 2GiB; 0: no limit); cold sessions beyond it are evicted and reloaded on demand")
 	fs.DurationVar(&c.SnapshotInterval, "snapshot-interval", c.SnapshotInterval, "how often the node snapshots its in-memory sessions to <data-dir>/store (also at shutdown), so a restart serves at once; 0 disables snapshots")
 	fs.DurationVar(&c.MinSeqTimeout, "min-seq-timeout", c.MinSeqTimeout, "how long a read with minSeq waits for this node to apply it (then 504)")
 	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", c.ShutdownGrace, "how long SIGTERM waits for requests in flight")
@@ -146,7 +147,7 @@ func (c *Config) ParseFlags(args []string, getenv func(string) string, stderr io
 	if c.Routes, err = parseRoutes(*routes); err != nil {
 		return fmt.Errorf("--routes: %w", err)
 	}
-	if c.MemoryBudget, err = parseSize(*budget); err != nil {
+	if c.MemoryBudget, err = size.Parse(*budget); err != nil {
 		return fmt.Errorf("--memory-budget: %w", err)
 	}
 	if err := c.finishRegion(gateways); err != nil {
@@ -205,45 +206,6 @@ func joinURLs(us []*url.URL) string {
 		s[i] = u.String()
 	}
 	return strings.Join(s, ",")
-}
-
-// parseSize reads 123, 64KiB, 512MiB, 2GiB, 1GB (decimal units are accepted too).
-func parseSize(s string) (int64, error) {
-	s = strings.TrimSpace(s)
-	if s == "" || s == "0" {
-		return 0, nil
-	}
-	units := []struct {
-		suffix string
-		mult   int64
-	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1}}
-	mult := int64(1)
-	for _, u := range units {
-		if strings.HasSuffix(s, u.suffix) {
-			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.mult
-			break
-		}
-	}
-	n, err := strconv.ParseFloat(s, 64)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("%q is not a size like 512MiB", s)
-	}
-	return int64(n * float64(mult)), nil
-}
-
-func formatSize(n int64) string {
-	if n == 0 {
-		return "0"
-	}
-	for _, u := range []struct {
-		suffix string
-		mult   int64
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
-		if n%u.mult == 0 {
-			return strconv.FormatInt(n/u.mult, 10) + u.suffix
-		}
-	}
-	return strconv.FormatInt(n, 10)
 }
 
 // hostname is the default node name.
