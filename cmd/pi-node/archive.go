@@ -77,17 +77,17 @@ func (m *Main) newArchiver(ctx context.Context, log session.Log, name string, lo
 	acfg := jetstream.NewArchiveConfig(m.jsCfg)
 	acfg.SetStream(c.ArchiveStream)
 	acfg.Logger = logger
-	b := jetstream.NewArchive(jl, acfg)
-	if c.SessionRetention > 0 {
-		logger.Info("provisioning the archive", "stream", acfg.Stream, "retention", c.SessionRetention, "every", c.ArchiveEvery)
-		if err := b.Provision(ctx); err != nil {
-			return nil, err
-		}
-	}
-	a := archive.New(m.store, jl, b, archive.Options{
+	a := archive.New(m.store, jl, jetstream.NewArchive(jl, acfg), archive.Options{
 		Retention: c.SessionRetention, Every: c.ArchiveEvery, Node: name,
 		Logger: logger.With("component", "archiver"),
 	})
+	if c.SessionRetention > 0 {
+		logger.Info("provisioning the archive", "stream", acfg.Stream, "retention", c.SessionRetention, "every", c.ArchiveEvery)
+		// Through the Archiver, so that its first pass does not provision again.
+		if err := a.Provision(ctx); err != nil {
+			return nil, err
+		}
+	}
 	m.archiver = &archiverJob{a: a}
 	return a, nil
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -38,20 +36,11 @@ func TestArchiveFlags(t *testing.T) {
 // A node with a retention archives an idle session by itself and exports
 // its counters; the archive operations answer over HTTP.
 func TestMainArchives(t *testing.T) {
-	var logs bytes.Buffer
-	m := NewMain(io.Discard, &logs)
-	m.Config.DataDir = t.TempDir()
-	m.Config.HTTPListen = "127.0.0.1:0"
-	m.Config.ClientListen = "127.0.0.1:0"
-	m.Config.NodeName = "t1"
-	m.Config.Sync = "interval"
-	m.Config.SessionRetention = 100 * time.Millisecond
-	m.Config.ArchiveEvery = 50 * time.Millisecond
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := m.Run(ctx); err != nil {
-		t.Fatal(err)
-	}
+	m, logs := startMain(t, func(c *Config) {
+		c.Sync = "interval"
+		c.SessionRetention = 100 * time.Millisecond
+		c.ArchiveEvery = 50 * time.Millisecond
+	})
 	closed := false
 	defer func() {
 		if !closed {
@@ -59,15 +48,7 @@ func TestMainArchives(t *testing.T) {
 		}
 	}()
 	base := "http://" + m.HTTPAddr
-	resp, err := http.Post(base+"/v1/sessions", "application/json", strings.NewReader(`{"entries":[{"type":"message","message":{"role":"user","content":"hi"}}]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var created struct {
-		SessionID string `json:"sessionId"`
-	}
-	_ = json.NewDecoder(resp.Body).Decode(&created)
-	resp.Body.Close()
+	created := createSession(t, base)
 
 	deadline := time.Now().Add(20 * time.Second)
 	tick := time.NewTicker(20 * time.Millisecond)
@@ -95,7 +76,7 @@ func TestMainArchives(t *testing.T) {
 	// The copy is listed once stored; the counter moves when the pass has
 	// purged the session too, a moment later.
 	for {
-		resp, err = http.Get(base + "/metrics")
+		resp, err := http.Get(base + "/metrics")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -60,32 +60,10 @@ func TestParseFlagsErrors(t *testing.T) {
 // TestMainServes starts a whole node on free ports, writes and reads a
 // session over HTTP, and shuts down cleanly.
 func TestMainServes(t *testing.T) {
-	var logs bytes.Buffer
-	m := NewMain(io.Discard, &logs)
-	m.Config.DataDir = t.TempDir()
-	m.Config.HTTPListen = "127.0.0.1:0"
-	m.Config.ClientListen = "127.0.0.1:0"
-	m.Config.NodeName = "t1"
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := m.Run(ctx); err != nil {
-		t.Fatal(err)
-	}
+	m, logs := startMain(t, func(*Config) {})
 	base := "http://" + m.HTTPAddr
-	resp, err := http.Post(base+"/v1/sessions", "application/json", strings.NewReader(`{"entries":[{"type":"message","message":{"role":"user","content":"hi"}}]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var created struct {
-		SessionID string `json:"sessionId"`
-		LastSeq   uint64 `json:"lastSeq"`
-	}
-	_ = json.NewDecoder(resp.Body).Decode(&created)
-	resp.Body.Close()
-	if resp.StatusCode != 201 || created.SessionID == "" {
-		t.Fatalf("create: %d %+v", resp.StatusCode, created)
-	}
-	resp, err = http.Get(fmt.Sprintf("%s/v1/sessions/%s/context?minSeq=%d", base, created.SessionID, created.LastSeq))
+	created := createSession(t, base)
+	resp, err := http.Get(fmt.Sprintf("%s/v1/sessions/%s/context?minSeq=%d", base, created.SessionID, created.LastSeq))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,4 +88,44 @@ func TestMainServes(t *testing.T) {
 	if !strings.Contains(logs.String(), "pi-node ready") {
 		t.Errorf("no ready line in the log:\n%s", logs.String())
 	}
+}
+
+// startMain runs a node on free ports and a temporary data directory, with
+// tune's changes to the configuration; the test closes it.
+func startMain(t *testing.T, tune func(*Config)) (*Main, *bytes.Buffer) {
+	t.Helper()
+	logs := &bytes.Buffer{}
+	m := NewMain(io.Discard, logs)
+	m.Config.DataDir = t.TempDir()
+	m.Config.HTTPListen = "127.0.0.1:0"
+	m.Config.ClientListen = "127.0.0.1:0"
+	m.Config.NodeName = "t1"
+	tune(&m.Config)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel) // Run's context lives as long as the node
+	if err := m.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return m, logs
+}
+
+type createdSession struct {
+	SessionID string `json:"sessionId"`
+	LastSeq   uint64 `json:"lastSeq"`
+}
+
+// createSession creates a one-entry session over HTTP.
+func createSession(t *testing.T, base string) createdSession {
+	t.Helper()
+	resp, err := http.Post(base+"/v1/sessions", "application/json", strings.NewReader(`{"entries":[{"type":"message","message":{"role":"user","content":"hi"}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var created createdSession
+	_ = json.NewDecoder(resp.Body).Decode(&created)
+	resp.Body.Close()
+	if resp.StatusCode != 201 || created.SessionID == "" {
+		t.Fatalf("create: %d %+v", resp.StatusCode, created)
+	}
+	return created
 }

@@ -101,8 +101,11 @@ func (m *Main) ready(ctx context.Context) error {
 	// leave nobody to serve reads. Cut off for longer than electionGrace,
 	// the node is not ready (a partition).
 	now := time.Now().UnixNano()
-	m.leaderless.CompareAndSwap(0, now)
-	if time.Duration(now-m.leaderless.Load()) > electionGrace {
+	if m.leaderless.CompareAndSwap(0, now) {
+		return nil // the first failure: the grace starts now
+	}
+	// since is 0 if a concurrent check has just succeeded: ready.
+	if since := m.leaderless.Load(); since != 0 && time.Duration(now-since) > electionGrace {
 		return err
 	}
 	return nil

@@ -143,7 +143,7 @@ func (a *Archiver) Pass(ctx context.Context, olderThan time.Duration) (PassResul
 		return res, fmt.Errorf("%w: a pass is running on this node already", session.ErrConflict)
 	}
 	defer a.passMu.Unlock()
-	if err := a.provision(ctx); err != nil {
+	if err := a.Provision(ctx); err != nil {
 		return res, err
 	}
 	ctx, stop, err := a.lease(ctx)
@@ -189,9 +189,11 @@ feed:
 	return res, first
 }
 
-// provision creates the archive on first use: a node starts without one,
-// so that a deployment that never archives has no archive stream either.
-func (a *Archiver) provision(ctx context.Context) error {
+// Provision creates the archive if this Archiver has not yet: a node
+// starts without one, so that a deployment that never archives has no
+// archive stream either. Passes and Archive call it; a caller that wants a
+// misconfiguration to show at start calls it first, once for all.
+func (a *Archiver) Provision(ctx context.Context) error {
 	if a.provisioned.Load() {
 		return nil
 	}

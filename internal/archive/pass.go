@@ -55,7 +55,7 @@ func (o Outcome) String() string {
 // acknowledged is lost; the writer's next append fails (the session is
 // archived), and a restore brings it all back.
 func (a *Archiver) Archive(ctx context.Context, sid string, cutoff time.Time) (Outcome, int64, error) {
-	if err := a.provision(ctx); err != nil {
+	if err := a.Provision(ctx); err != nil {
 		return Active, 0, err
 	}
 	c, data, out, err := a.export(ctx, sid, cutoff)

@@ -155,8 +155,7 @@ func (a *Admin) merge(ctx context.Context, rep *FailbackReport, ss jetstream.Str
 	if err != nil {
 		return err
 	}
-	err = mergeCursors(ctx, srcCur, homeCur, &rep.Stats)
-	return err
+	return mergeCursors(ctx, srcCur, homeCur, &rep.Stats)
 }
 
 func staleNames(r *Record) []string {

@@ -42,11 +42,7 @@ func appendAll(t *testing.T, recs []session.Record, logs ...*session.MemLog) {
 		var seq uint64
 		for i, l := range logs {
 			last, _ := l.LastSeq(ctx)
-			expect := uint64(0)
-			if last > 0 {
-				expect = last
-			}
-			seqs, err := l.Append(ctx, testSID, expect, []session.Record{r})
+			seqs, err := l.Append(ctx, testSID, last, []session.Record{r})
 			if err != nil {
 				t.Fatal(err)
 			}

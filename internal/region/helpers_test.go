@@ -4,13 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/url"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/jetstream"
+	"github.com/pifleet/sessionlog/internal/jetstream/jstest"
 	"github.com/pifleet/sessionlog/internal/session"
 )
 
@@ -33,23 +33,13 @@ type supercluster struct {
 	gws   map[string][]*url.URL
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // startSupercluster starts one server per region name, all at once (the
 // meta group needs a majority of them), and stops them at cleanup.
 func startSupercluster(t *testing.T, names ...string) *supercluster {
 	t.Helper()
 	sc := &supercluster{sites: map[string]*site{}, gws: map[string][]*url.URL{}}
 	for _, n := range names {
-		s := &site{name: n, dir: t.TempDir(), client: freePort(t), route: freePort(t), gateway: freePort(t)}
+		s := &site{name: n, dir: t.TempDir(), client: jstest.FreePort(t), route: jstest.FreePort(t), gateway: jstest.FreePort(t)}
 		sc.sites[n] = s
 		sc.gws[n] = []*url.URL{{Scheme: "nats", Host: fmt.Sprintf("127.0.0.1:%d", s.gateway)}}
 	}
@@ -138,6 +128,17 @@ func testBase() jetstream.Config {
 	cfg := jetstream.NewConfig()
 	cfg.Duplicates = time.Minute
 	return cfg
+}
+
+// startTwoRegions starts main regions A (the home) and B and the
+// tie-breaker T, with one node's stack in each main region.
+func startTwoRegions(t *testing.T) (*supercluster, *stack, *stack) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a three-region supercluster")
+	}
+	sc := startSupercluster(t, "A", "B", "T")
+	return sc, openStack(t, sc, "A", "A"), openStack(t, sc, "B", "A")
 }
 
 func openStack(t *testing.T, sc *supercluster, region, home string) *stack {

@@ -334,9 +334,8 @@ type MirrorStatus struct {
 // Status reports the node's region, role, the streams it reads and writes,
 // and, in a mirror region, the mirror's lag.
 func (n *Node) Status(ctx context.Context) Status {
-	rec := n.Record()
 	n.mu.Lock()
-	reads := n.feed.Stream
+	rec, reads := n.rec.clone(), n.feed.Stream // one wiring, not two
 	n.mu.Unlock()
 	st := Status{
 		Region: n.Region, Role: roleOf(&rec, n.Region), Home: rec.Home, Epoch: rec.Epoch, ForkSeq: rec.ForkSeq,

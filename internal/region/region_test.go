@@ -21,14 +21,9 @@ const (
 // home back and fails back: the new home then holds both sides' entries,
 // each once, the old home's as the branches they were.
 func TestFailoverAndFailbackKeepBothSides(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a three-region supercluster")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	sc := startSupercluster(t, "A", "B", "T")
-	a := openStack(t, sc, "A", "A")
-	b := openStack(t, sc, "B", "A")
+	sc, a, b := startTwoRegions(t)
 
 	a.create(t, sid1, "r1")
 	a.add(t, sid1, "a1", "r1")
@@ -173,14 +168,9 @@ func assertOnce(t *testing.T, admin *Admin, region, sid string, want int) {
 // TestFailoverRefusedWhileHomeHealthy: a failover is refused while the home
 // answers; --force fences it first, and then nothing is lost at all.
 func TestFailoverRefusedWhileHomeHealthy(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a three-region supercluster")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	sc := startSupercluster(t, "A", "B", "T")
-	a := openStack(t, sc, "A", "A")
-	b := openStack(t, sc, "B", "A")
+	sc, a, b := startTwoRegions(t)
 	a.create(t, sid1, "r1")
 	b.add(t, sid1, "b1", "r1")
 	admin := &Admin{JS: sc.connect(t, "B").JS}
