@@ -126,6 +126,9 @@ func New(ctx context.Context, t Transport, opts ...Option) (*Client, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
+	if o.writer.Now == nil {
+		o.writer.Now = time.Now // cursors are stamped with the entries' clock
+	}
 	c := &Client{writer: o.writer}
 	switch t.kind {
 	case kindJetStream:
@@ -195,14 +198,6 @@ func (c *Client) Close() error {
 	}
 	c.closers = nil
 	return nil
-}
-
-// now is the clock of WithClock.
-func (c *Client) now() time.Time {
-	if c.writer.Now != nil {
-		return c.writer.Now()
-	}
-	return time.Now()
 }
 
 // seen raises the minimum sequence of the API transports' reads of sid.

@@ -70,7 +70,7 @@ func (s *Session) moveCursor(ctx context.Context) error {
 		return nil
 	}
 	leaf := s.w.LeafID()
-	c := session.Cursor{LeafID: leaf, Seq: s.w.LastSeq(), UpdatedAt: s.c.now()}
+	c := session.Cursor{LeafID: leaf, Seq: s.w.LastSeq(), UpdatedAt: s.c.writer.Now()}
 	rev, err := s.c.cursors.Update(ctx, s.ID(), s.client, c, s.rev)
 	if err == nil {
 		s.rev = rev

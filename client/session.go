@@ -174,10 +174,10 @@ func (s *Session) has(ctx context.Context, id string) (bool, error) {
 		s.w.View(func(t *tree.Session, _ int) { ok = t.Has(id) })
 		return ok
 	}
-	if known() || !s.w.Flushed() {
-		return known(), nil
+	if known() {
+		return true, nil
 	}
-	if err := s.w.Sync(ctx); err != nil {
+	if err := s.w.Sync(ctx); err != nil { // a no-op while pending
 		return false, err
 	}
 	return known(), nil

@@ -40,11 +40,7 @@ func (s *Session) BuildContext() Context {
 	c := s.w.Context()
 	out := Context{LeafID: c.LeafID, Path: c.Path, ThinkingLevel: "off", Messages: make([]json.RawMessage, len(c.Messages))}
 	if c.Thinking != nil {
-		if str, ok := tree.UnquoteJSON(c.Thinking); ok {
-			out.ThinkingLevel = str
-		} else {
-			out.ThinkingLevel = tree.JSToString(c.Thinking)
-		}
+		out.ThinkingLevel = tree.JSToString(c.Thinking) // a string as it is
 	}
 	if c.Model != nil {
 		var m Model

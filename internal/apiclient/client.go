@@ -25,6 +25,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+
+	"github.com/pifleet/sessionlog/internal/session"
 )
 
 // Client runs one pi-node operation.
@@ -66,11 +68,8 @@ type Follower interface {
 }
 
 // SeqEntry is one stored entry with its log sequence (the entries operation
-// and the watch stream).
-type SeqEntry struct {
-	Seq   uint64          `json:"seq"`
-	Entry json.RawMessage `json:"entry"`
-}
+// and the watch stream): the engine's own type, as the node encodes it.
+type SeqEntry = session.SeqEntry
 
 // Call runs op and decodes its JSON reply into resp (nil: ignore it).
 func Call(ctx context.Context, c Client, op string, p Params, resp any) error {

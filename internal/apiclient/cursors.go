@@ -36,16 +36,8 @@ var _ session.Cursors = (*Cursors)(nil)
 // NewCursors returns the cursors of the node c talks to.
 func NewCursors(c Client) *Cursors { return &Cursors{c: c, PollInterval: time.Second} }
 
-// view is a cursor as the API shows it (session.CursorView).
-type view struct {
-	Client    string  `json:"client"`
-	LeafID    *string `json:"leafId"`
-	Seq       uint64  `json:"seq"`
-	Revision  uint64  `json:"revision"`
-	UpdatedAt string  `json:"updatedAt"`
-}
-
-func (v view) entry(sid string) session.CursorEntry {
+// cursorEntry turns a cursor as the API shows it back into the engine's.
+func cursorEntry(sid string, v session.CursorView) session.CursorEntry {
 	e := session.CursorEntry{Session: sid, Client: v.Client, Revision: v.Revision, Cursor: session.Cursor{Seq: v.Seq}}
 	if v.LeafID != nil {
 		e.LeafID = *v.LeafID
@@ -66,11 +58,11 @@ func (c *Cursors) Get(ctx context.Context, sid, client string) (session.CursorEn
 	if err := check(sid, client); err != nil {
 		return session.CursorEntry{}, err
 	}
-	var v view
+	var v session.CursorView
 	if err := Call(ctx, c.c, "cursor.get", Params{"sessionId": sid, "client": client}, &v); err != nil {
 		return session.CursorEntry{}, err
 	}
-	return v.entry(sid), nil
+	return cursorEntry(sid, v), nil
 }
 
 // Put stores the cursor unconditionally and returns its revision.
@@ -98,7 +90,7 @@ func (c *Cursors) set(ctx context.Context, sid, client string, cur session.Curso
 	if expectRev != nil {
 		p["expectRevision"] = *expectRev
 	}
-	var v view
+	var v session.CursorView
 	if err := Call(ctx, c.c, "cursor.set", p, &v); err != nil {
 		return 0, err
 	}
@@ -120,14 +112,14 @@ func (c *Cursors) List(ctx context.Context, sid string) ([]session.CursorEntry, 
 		return nil, err
 	}
 	var resp struct {
-		Cursors []view `json:"cursors"`
+		Cursors []session.CursorView `json:"cursors"`
 	}
 	if err := Call(ctx, c.c, "cursor.list", Params{"sessionId": sid}, &resp); err != nil {
 		return nil, err
 	}
 	out := make([]session.CursorEntry, len(resp.Cursors))
 	for i, v := range resp.Cursors {
-		out[i] = v.entry(sid)
+		out[i] = cursorEntry(sid, v)
 	}
 	return out, nil
 }

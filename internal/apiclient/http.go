@@ -138,9 +138,6 @@ func tlsConfig(cert, key, ca string) (*tls.Config, error) {
 	return c, nil
 }
 
-// URL returns the base URL requests go to.
-func (b *HTTP) URL() string { return b.base }
-
 // Close closes idle connections.
 func (b *HTTP) Close() { b.client.CloseIdleConnections() }
 

@@ -90,12 +90,6 @@ func (l *Log) Purge(ctx context.Context, sid string) error {
 	return fmt.Errorf("purge %s: %w: pi-node's API has no purge; purge on JetStream directly", sid, session.ErrInvalid)
 }
 
-// writeReply is the reply of create and append.
-type writeReply struct {
-	LastSeq uint64                `json:"lastSeq"`
-	Entries []session.EntryResult `json:"entries"`
-}
-
 // Append stores recs with the node's import (expectLast 0: a new session,
 // recs[0] its header) or append (with expectLastSeq) operation; see
 // session.Log.
@@ -115,7 +109,7 @@ func (l *Log) Append(ctx context.Context, sid string, expectLast uint64, recs []
 	if len(entries) != len(recs) {
 		return nil, fmt.Errorf("%w: a header can only start a new session", session.ErrInvalid)
 	}
-	var rep writeReply
+	var rep session.WriteResult
 	err := Call(ctx, l.c, "append", Params{"sessionId": sid, "entries": entries, "expectLastSeq": expectLast}, &rep)
 	var ae *Error
 	if errors.As(err, &ae) && ae.LastSeq > 0 {

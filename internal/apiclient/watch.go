@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -143,20 +142,14 @@ func (b *HTTP) Follow(ctx context.Context, sid string, after uint64, fn func(Seq
 // watch runs one connection of the stream, advancing *after with each
 // entry. nil means the server ended the stream.
 func (b *HTTP) watch(ctx context.Context, sid string, after *uint64, fn func(SeqEntry) error) error {
-	target := b.base + "/v1/sessions/" + url.PathEscape(sid) + "/watch"
-	if b.minSeq > 0 {
-		target += "?minSeq=" + strconv.FormatUint(b.minSeq, 10)
-	}
-	req, err := http.NewRequestWithContext(ctx, "GET", target, nil)
+	// Not in routes: Do cannot serve a stream.
+	req, err := b.request(ctx, route{"GET", "/v1/sessions/{id}/watch"}, withMinSeq(Params{"sessionId": sid}, b.minSeq), nil)
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Accept", "text/event-stream")
 	if *after > 0 {
 		req.Header.Set("Last-Event-ID", strconv.FormatUint(*after, 10))
-	}
-	if b.token != "" {
-		req.Header.Set("Authorization", "Bearer "+b.token)
 	}
 	resp, err := b.stream.Do(req)
 	if err != nil {

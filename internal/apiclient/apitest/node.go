@@ -25,9 +25,6 @@ import (
 type Options struct {
 	// Token is the HTTP bearer token the node requires ("" for none).
 	Token string
-	// SyncAlways fsyncs every write (pi-node's default); tests usually do
-	// without, as durability is not what they check.
-	SyncAlways bool
 }
 
 // Node is a running in-process pi-node.
@@ -74,7 +71,9 @@ func StartDir(ctx context.Context, dir string, o Options) (n *Node, err error) {
 		}
 	}()
 	n.server = jetstream.NewServer(dir)
-	n.server.ServerName, n.server.Port, n.server.SyncAlways = "apitest", -1, o.SyncAlways
+	// No fsync per write (pi-node's default is one): durability is not
+	// what these tests check.
+	n.server.ServerName, n.server.Port, n.server.SyncAlways = "apitest", -1, false
 	if err := n.server.Start(ctx); err != nil {
 		return nil, err
 	}
