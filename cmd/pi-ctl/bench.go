@@ -1,14 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
-	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/bench"
+	"github.com/pifleet/sessionlog/internal/size"
 )
 
 // benchCommands are the scenarios of "pi-ctl bench".
@@ -72,14 +72,11 @@ func addBenchFlags(fs *flag.FlagSet) *benchFlags {
 func (b *benchFlags) open(ctx context.Context, e *env, fs *flag.FlagSet) (*bench.Env, error) {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if b.sync != "always" && b.sync != "interval" {
-		return nil, usagef(fs.Name(), "--sync must be always or interval, not %q", b.sync)
-	}
-	budget, err := parseSize(b.memoryBudget)
+	syncAlways, budget, err := nodeSettings(fs, b.sync, b.memoryBudget)
 	if err != nil {
-		return nil, usagef(fs.Name(), "--memory-budget: %v", err)
+		return nil, err
 	}
-	o := bench.EnvOptions{Embedded: b.embedded, Dir: b.dataDir, SyncAlways: b.sync == "always", MemoryBudget: budget,
+	o := bench.EnvOptions{Embedded: b.embedded, Dir: b.dataDir, SyncAlways: syncAlways, MemoryBudget: budget,
 		SnapshotEvery: 5 * time.Minute, Stream: b.stream, SubjectPrefix: b.prefix}
 	if b.embedded {
 		for _, f := range []string{"server", "http", "token", "creds", "user", "password", "stream", "subject-prefix"} {
@@ -93,15 +90,14 @@ func (b *benchFlags) open(ctx context.Context, e *env, fs *flag.FlagSet) (*bench
 				return nil, usagef(fs.Name(), "--%s configures the node of --embedded", f)
 			}
 		}
-		o.Server, o.HTTP, o.Token = firstOf(b.server, e.getenv("PI_CTL_SERVER"), defaultServer), firstOf(b.http, e.getenv("PI_CTL_HTTP")), firstOf(b.token, e.getenv("PI_CTL_TOKEN"))
+		o.Server, o.HTTP, o.Token = cmp.Or(b.server, e.getenv("PI_CTL_SERVER"), defaultServer), cmp.Or(b.http, e.getenv("PI_CTL_HTTP")), cmp.Or(b.token, e.getenv("PI_CTL_TOKEN"))
 		o.Creds, o.User, o.Password = b.creds, b.user, b.pass
 	}
 	env, err := bench.Open(ctx, o)
 	if err != nil {
 		return nil, err
 	}
-	if !b.asJSON && isTerminal(e.stderr) {
-		b.progress = &benchProgress{w: e.stderr}
+	if b.progress = newBenchProgress(e, b.asJSON); b.progress != nil {
 		env.Progress = b.progress.report
 	}
 	return env, nil
@@ -115,13 +111,16 @@ func (b *benchFlags) list() []string {
 	return strings.Split(b.transports, ",")
 }
 
-func firstOf(ss ...string) string {
-	for _, s := range ss {
-		if s != "" {
-			return s
-		}
+// nodeSettings checks and reads --sync and --memory-budget, the settings
+// of a node the bench starts.
+func nodeSettings(fs *flag.FlagSet, sync, budget string) (syncAlways bool, bytes int64, err error) {
+	if sync != "always" && sync != "interval" {
+		return false, 0, usagef(fs.Name(), "--sync must be always or interval, not %q", sync)
 	}
-	return ""
+	if bytes, err = size.Parse(budget); err != nil {
+		return false, 0, usagef(fs.Name(), "--memory-budget: %v", err)
+	}
+	return sync == "always", bytes, nil
 }
 
 // baseline checks --baseline: "" or jsonl.
@@ -133,25 +132,4 @@ func baseline(fs *flag.FlagSet, v string) (bool, error) {
 		return true, nil
 	}
 	return false, usagef(fs.Name(), "--baseline must be jsonl, not %q", v)
-}
-
-// parseSize reads 123, 64KiB, 512MiB, 2GiB (and KB, MB, GB), as pi-node's
-// --memory-budget does.
-func parseSize(s string) (int64, error) {
-	s = strings.TrimSpace(s)
-	mult := int64(1)
-	for _, u := range []struct {
-		suffix string
-		mult   int64
-	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1}} {
-		if strings.HasSuffix(s, u.suffix) {
-			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.mult
-			break
-		}
-	}
-	n, err := strconv.ParseFloat(s, 64)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("%q is not a size like 512MiB", s)
-	}
-	return int64(n * float64(mult)), nil
 }

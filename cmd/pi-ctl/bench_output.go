@@ -135,6 +135,15 @@ type benchProgress struct {
 	shown bool
 }
 
+// newBenchProgress returns the progress line of a scenario, or nil when
+// it would only be noise: with --json, or when stderr is no terminal.
+func newBenchProgress(e *env, asJSON bool) *benchProgress {
+	if asJSON || !isTerminal(e.stderr) {
+		return nil
+	}
+	return &benchProgress{w: e.stderr}
+}
+
 func (p *benchProgress) report(phase string, done, total int) {
 	if p == nil || total <= 0 {
 		return

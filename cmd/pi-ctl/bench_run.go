@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"flag"
-	"os"
-	"runtime/pprof"
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/bench"
@@ -114,30 +112,14 @@ func runBenchContext(ctx context.Context, e *env, args []string) error {
 	return runScenario(ctx, e, fs, bf, func(env *bench.Env) (*bench.Result, error) { return bench.RunContext(ctx, env, o) })
 }
 
-// startProfile writes a CPU profile of the whole process (the node too,
-// with --embedded) to path, if set, until stop.
-func startProfile(path string) (stop func(), err error) {
-	if path == "" {
-		return func() {}, nil
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return func() { pprof.StopCPUProfile(); f.Close() }, nil
-}
-
 // runScenario opens the node, runs the scenario and prints its result.
 func runScenario(ctx context.Context, e *env, fs *flag.FlagSet, bf *benchFlags, run func(*bench.Env) (*bench.Result, error)) error {
 	env, err := bf.open(ctx, e, fs)
 	if err != nil {
 		return err
 	}
-	stopProf, err := startProfile(bf.cpuprofile)
+	// A profile of the whole process: the node's too, with --embedded.
+	stopProf, err := bench.StartCPUProfile(bf.cpuprofile)
 	if err != nil {
 		env.Close()
 		return err
@@ -151,7 +133,7 @@ func runScenario(ctx context.Context, e *env, fs *flag.FlagSet, bf *benchFlags, 
 	if err != nil {
 		return err
 	}
-	if bf.sync != "" && bf.embedded {
+	if bf.embedded {
 		res.Params = append(res.Params, bench.Param{Name: "sync", Value: bf.sync})
 	}
 	return printResult(e, res, bf.asJSON)
@@ -194,17 +176,12 @@ func runBenchRebuild(ctx context.Context, e *env, args []string) error {
 	if _, err := parseArgs(e, fs, benchRebuildHelp, args); err != nil {
 		return err
 	}
-	if *sync != "always" && *sync != "interval" {
-		return usagef(fs.Name(), "--sync must be always or interval, not %q", *sync)
-	}
 	var err error
-	if o.MemoryBudget, err = parseSize(*budget); err != nil {
-		return usagef(fs.Name(), "--memory-budget: %v", err)
+	if o.SyncAlways, o.MemoryBudget, err = nodeSettings(fs, *sync, *budget); err != nil {
+		return err
 	}
-	o.SyncAlways = *sync == "always"
-	var prog *benchProgress
-	if !*asJSON && isTerminal(e.stderr) {
-		prog = &benchProgress{w: e.stderr}
+	prog := newBenchProgress(e, *asJSON)
+	if prog != nil {
 		o.Progress = prog.report
 	}
 	res, err := bench.RunRebuild(ctx, o)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/apiclient"
@@ -56,16 +57,14 @@ type way struct {
 
 // ways returns the sinks the append and create scenarios compare, raw
 // first: the node's rows are compared with it.
-func (e *Env) ways(transports []string, cas, relay bool, workers int, jsonlDir string) ([]way, error) {
+func (e *Env) ways(ctx context.Context, transports []string, cas, relay bool, workers int, jsonlDir string) ([]way, error) {
 	ts, err := e.transports(transports, relay)
 	if err != nil {
 		return nil, err
 	}
 	vs := ""
-	for _, t := range ts {
-		if t == "raw" {
-			vs = rawName
-		}
+	if slices.Contains(ts, "raw") {
+		vs = rawName
 	}
 	var out []way
 	for _, t := range ts {
@@ -74,7 +73,7 @@ func (e *Env) ways(transports []string, cas, relay bool, workers int, jsonlDir s
 			out = append(out, way{rawName, KindRaw, "", &rawSink{js: e.Raw.JS, log: e.Log, cas: cas}})
 		case "relay":
 			if e.relay == nil {
-				if e.relay, err = startRelay(e.url, e.cfg, e.auth...); err != nil {
+				if e.relay, err = startRelay(ctx, e.conn, e.cfg); err != nil {
 					return nil, err
 				}
 			}
@@ -108,8 +107,7 @@ func jsonlDir(want bool, dir string) (string, func(), error) {
 	if dir != "" {
 		return dir, func() {}, os.MkdirAll(dir, 0o755)
 	}
-	tmp, err := os.MkdirTemp("", "pi-bench-jsonl-")
-	return tmp, func() { os.RemoveAll(tmp) }, err
+	return tempDir("", "pi-bench-jsonl-")
 }
 
 // RunAppend appends Entries entries, one request at a time, to each of
@@ -125,7 +123,7 @@ func RunAppend(ctx context.Context, e *Env, o AppendOptions) (*Result, error) {
 		return nil, err
 	}
 	defer cleanup()
-	ways, err := e.ways(o.Transports, o.CAS, true, o.Concurrency, dir)
+	ways, err := e.ways(ctx, o.Transports, o.CAS, true, o.Concurrency, dir)
 	if err != nil {
 		return nil, err
 	}

@@ -72,7 +72,7 @@ func RunContext(ctx context.Context, e *Env, o ContextOptions) (*Result, error) 
 		s := &loaded.Sessions[r.IntN(len(loaded.Sessions))]
 		reqs[i] = req{s.ID, s.EntryIDs[r.IntN(len(s.EntryIDs))]}
 	}
-	const rawName = "raw read + client-side build"
+	const rawReadName = "raw read + client-side build"
 	type way struct {
 		name, kind, vs string
 		read           reader
@@ -81,9 +81,9 @@ func RunContext(ctx context.Context, e *Env, o ContextOptions) (*Result, error) 
 	for _, t := range ts {
 		switch t {
 		case "raw":
-			ways = append(ways, way{rawName, KindRaw, "", rawContext(e.Log)})
+			ways = append(ways, way{rawReadName, KindRaw, "", rawContext(e.Log)})
 		case "nats":
-			ways = append(ways, way{"node, NATS API", KindNode, rawName, apiContext([]apiclient.Client{e.NATS})})
+			ways = append(ways, way{"node, NATS API", KindNode, rawReadName, apiContext([]apiclient.Client{e.NATS})})
 		case "http":
 			clients := make([]apiclient.Client, o.Concurrency)
 			for i := range clients {
@@ -91,12 +91,12 @@ func RunContext(ctx context.Context, e *Env, o ContextOptions) (*Result, error) 
 					return nil, err
 				}
 			}
-			ways = append(ways, way{"node, HTTP API", KindNode, rawName, apiContext(clients)})
+			ways = append(ways, way{"node, HTTP API", KindNode, rawReadName, apiContext(clients)})
 		}
 	}
 	if e.Node != nil {
 		svc := e.Node.Service
-		ways = append(ways, way{"node engine, in-process", KindNode, rawName, func(ctx context.Context, _ int, sid, leaf string) ([]byte, error) {
+		ways = append(ways, way{"node engine, in-process", KindNode, rawReadName, func(ctx context.Context, _ int, sid, leaf string) ([]byte, error) {
 			return svc.ContextJSON(ctx, sid, session.Leaf{ID: leaf}, false)
 		}})
 	}

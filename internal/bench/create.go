@@ -44,7 +44,7 @@ func RunCreate(ctx context.Context, e *Env, o CreateOptions) (*Result, error) {
 		return nil, err
 	}
 	defer cleanup()
-	ways, err := e.ways(o.Transports, true, false, o.Concurrency, dir)
+	ways, err := e.ways(ctx, o.Transports, true, false, o.Concurrency, dir)
 	if err != nil {
 		return nil, err
 	}

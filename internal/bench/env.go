@@ -7,8 +7,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/pifleet/sessionlog/internal/apiclient"
 	"github.com/pifleet/sessionlog/internal/jetstream"
 )
@@ -45,11 +43,10 @@ type Env struct {
 	// Progress, when set, is told how far each phase is.
 	Progress Progress
 
-	url   string           // the NATS server
-	cfg   jetstream.Config // the node's stream
-	auth  []nats.Option
-	tmp   string // temporary data dir to remove
-	relay *relay // started on first use
+	conn  jetstream.ConnConfig // how Raw connected: the relay connects alike
+	cfg   jetstream.Config     // the node's stream
+	tmp   string               // temporary data dir to remove
+	relay *relay               // started on first use
 }
 
 // Open connects to a running node, or starts one in this process.
@@ -91,13 +88,7 @@ func Open(ctx context.Context, o EnvOptions) (e *Env, err error) {
 	if _, err := e.Raw.JS.Stream(cctx, cfg.Stream); err != nil {
 		return nil, fmt.Errorf("stream %s on %s: %w (the raw baselines run on the node's own stream: is --server the node's NATS server?)", cfg.Stream, server, err)
 	}
-	e.Log, e.url, e.cfg = jetstream.NewLog(e.Raw.JS, cfg), server, cfg
-	if o.Creds != "" {
-		e.auth = append(e.auth, nats.UserCredentials(o.Creds))
-	}
-	if o.User != "" {
-		e.auth = append(e.auth, nats.UserInfo(o.User, o.Password))
-	}
+	e.Log, e.conn, e.cfg = jetstream.NewLog(e.Raw.JS, cfg), cc, cfg
 	if e.NATS, err = apiclient.DialNATS(apiclient.NATSOptions{URL: server, Name: "pi-ctl bench", Creds: o.Creds, User: o.User, Password: o.Password}); err != nil {
 		return nil, err
 	}

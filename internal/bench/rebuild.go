@@ -156,12 +156,13 @@ func dirSize(dir string) int64 {
 	return n
 }
 
-// tempDir makes a temporary data dir when none is given.
-func tempDir(dir string) (string, func(), error) {
+// tempDir returns dir, or when it is "" a new temporary dir (named after
+// pattern) and its removal.
+func tempDir(dir, pattern string) (string, func(), error) {
 	if dir != "" {
 		return dir, func() {}, nil
 	}
-	tmp, err := os.MkdirTemp("", "pi-bench-rebuild-")
+	tmp, err := os.MkdirTemp("", pattern)
 	if err != nil {
 		return "", nil, err
 	}

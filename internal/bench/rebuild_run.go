@@ -9,6 +9,7 @@ import (
 	"runtime/pprof"
 	"time"
 
+	"github.com/pifleet/sessionlog/internal/api"
 	"github.com/pifleet/sessionlog/internal/apiclient"
 )
 
@@ -34,7 +35,7 @@ const (
 // and how long until it has caught up.
 func RunRebuild(ctx context.Context, o RebuildOptions) (*Result, error) {
 	o.defaults()
-	dir, cleanup, err := tempDir(o.Dir)
+	dir, cleanup, err := tempDir(o.Dir, "pi-bench-rebuild-")
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +87,11 @@ func RunRebuild(ctx context.Context, o RebuildOptions) (*Result, error) {
 	}()
 	t := time.Now()
 	stopProg := watchApplied(sub.api(), o.Progress, "node rebuilding", ld.LastSeq)
-	stopProf, err := cpuProfile(o.CPUProfile, o.NodeBin == "")
+	profile := o.CPUProfile
+	if o.NodeBin != "" {
+		profile = "" // a profile of this process would not show the node
+	}
+	stopProf, err := StartCPUProfile(profile)
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +173,7 @@ func RunRebuild(ctx context.Context, o RebuildOptions) (*Result, error) {
 	res.target("first read after restart", first.MaxMs, "ms", 20, false)
 	res.target("slowest first read of a session after restart", firsts.MaxMs, "ms", 20, false)
 	res.target("context p99, caught up", reads.P99Ms, "ms", 1, false)
-	res.Figures = append(res.Figures, Figure{Name: "sessions evicted (memory budget)", Value: float64(status.Store.Evictions), Unit: ""})
+	res.figure("sessions evicted (memory budget)", float64(status.Store.Evictions), "")
 	if o.NodeBin != "" {
 		res.note("a process's rebuild time counts from its exec: the JetStream server's start is included")
 	}
@@ -186,10 +191,10 @@ func idle(ctx context.Context, o RebuildOptions) error {
 	return waitUntil(ctx, time.Now().Add(o.Idle), "idle, so JetStream's block cache expires (s)", o.Progress)
 }
 
-// cpuProfile starts writing a CPU profile of this process to path (when
-// set and the node runs in this process); stop ends it.
-func cpuProfile(path string, inProcess bool) (stop func(), err error) {
-	if path == "" || !inProcess {
+// StartCPUProfile starts writing a CPU profile of this process to path,
+// if set, until stop.
+func StartCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
 		return func() {}, nil
 	}
 	f, err := os.Create(path)
@@ -213,18 +218,8 @@ func startFigures(res *Result, when string, st startup, process bool) {
 	res.figure(when+": Store open to serving", ms(st.service), "ms")
 }
 
-// statusReply is the part of /v1/status the scenario reads.
-type statusReply struct {
-	Store struct {
-		Applied        uint64 `json:"applied"`
-		BytesHeld      int64  `json:"bytesHeld"`
-		SessionsLoaded int    `json:"sessionsLoaded"`
-		Evictions      uint64 `json:"evictions"`
-	} `json:"store"`
-}
-
-func nodeStatus(ctx context.Context, c apiclient.Client) (statusReply, error) {
-	var s statusReply
+func nodeStatus(ctx context.Context, c apiclient.Client) (api.StatusReply, error) {
+	var s api.StatusReply
 	err := apiclient.Call(ctx, c, "status", nil, &s)
 	return s, err
 }
@@ -234,25 +229,13 @@ func watchApplied(c apiclient.Client, prog Progress, phase string, last uint64) 
 	if prog == nil {
 		return func() {}
 	}
-	quit, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(200 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-quit:
-				return
-			case <-t.C:
-				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-				if s, err := nodeStatus(ctx, c); err == nil {
-					prog(phase, int(s.Store.Applied), int(last))
-				}
-				cancel()
-			}
+	return every(200*time.Millisecond, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if s, err := nodeStatus(ctx, c); err == nil {
+			prog(phase, int(s.Store.Applied), int(last))
 		}
-	}()
-	return func() { close(quit); <-done }
+	})
 }
 
 // timeReads times n context reads (default leaf) of the sessions sid(i).

@@ -7,7 +7,6 @@ import (
 	"strconv"
 
 	"github.com/nats-io/nats.go"
-	natsjs "github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 
 	"github.com/pifleet/sessionlog/internal/jetstream"
@@ -22,8 +21,7 @@ import (
 // of its own would cost. The node's rows over the relay's are the node's
 // own cost; the relay's over raw is the hop's.
 type relay struct {
-	nc      *nats.Conn
-	sub     *nats.Subscription
+	conn    *jetstream.Conn
 	subject string
 	raw     *rawSink
 }
@@ -38,27 +36,23 @@ const (
 	relayParent  = "Bench-Parent"
 )
 
-// startRelay serves the relay on its own connection to url; stop it with
-// close. Each request is handled on its own goroutine, as pi-node handles
-// its API requests, so concurrent writers are not serialized.
-func startRelay(url string, cfg jetstream.Config, o ...nats.Option) (*relay, error) {
-	nc, err := nats.Connect(url, append(o, nats.Name("pi-ctl bench relay"))...)
-	if err != nil {
-		return nil, err
-	}
+// startRelay serves the relay on a connection of its own, made as cc
+// says (as the raw side's is); stop it with close. Each request is handled
+// on its own goroutine, as pi-node handles its API requests, so concurrent
+// writers are not serialized.
+func startRelay(ctx context.Context, cc jetstream.ConnConfig, cfg jetstream.Config) (*relay, error) {
+	cc.Name = "pi-ctl bench relay"
 	// Its own connection for requests and publishes alike, as a node has.
-	js, err := natsjs.New(nc)
+	conn, err := jetstream.Connect(ctx, cc)
 	if err != nil {
-		nc.Close()
 		return nil, err
 	}
-	r := &relay{nc: nc, subject: "_bench.relay." + nuid.Next(), raw: &rawSink{js: js, log: jetstream.NewLog(js, cfg)}}
-	r.sub, err = nc.Subscribe(r.subject, func(m *nats.Msg) { go r.serve(m) })
-	if err != nil {
-		nc.Close()
+	r := &relay{conn: conn, subject: "_bench.relay." + nuid.Next(), raw: &rawSink{js: conn.JS, log: jetstream.NewLog(conn.JS, cfg)}}
+	if _, err := conn.NC.Subscribe(r.subject, func(m *nats.Msg) { go r.serve(m) }); err != nil {
+		conn.Close()
 		return nil, err
 	}
-	return r, nc.Flush()
+	return r, conn.NC.Flush()
 }
 
 func (r *relay) serve(m *nats.Msg) {
@@ -77,7 +71,7 @@ func (r *relay) serve(m *nats.Msg) {
 	_ = m.RespondMsg(reply)
 }
 
-func (r *relay) close() { r.nc.Close() }
+func (r *relay) close() { r.conn.Close() }
 
 // relaySink sends appends through the relay; creations go raw (they are
 // not what the relay is for).

@@ -74,8 +74,8 @@ func (r *Result) figure(name string, v float64, unit string) {
 	r.Figures = append(r.Figures, Figure{Name: name, Value: v, Unit: unit})
 }
 
-// target records a figure with its target: at least min (atLeast) or at
-// most max.
+// target records a figure with its target: at least bound (atLeast) or
+// at most bound.
 func (r *Result) target(name string, v float64, unit string, bound float64, atLeast bool) {
 	met := v <= bound
 	t := fmt.Sprintf("≤ %g %s", bound, unit)
@@ -96,7 +96,7 @@ func (r *Result) Row(name string) *Row {
 }
 
 // compare fills the ratios of every row that names a raw row to compare
-// with, and records the append targets where asked.
+// with.
 func (r *Result) compare() {
 	for i := range r.Rows {
 		row := &r.Rows[i]

@@ -112,25 +112,30 @@ func watchProgress(prog Progress, phase string, done *atomic.Int64, total int) (
 	if prog == nil {
 		return func() {}
 	}
-	quit := make(chan struct{})
-	finished := make(chan struct{})
+	prog(phase, 0, total)
+	stopTicks := every(200*time.Millisecond, func() { prog(phase, int(done.Load()), total) })
+	return func() {
+		stopTicks()
+		prog(phase, int(done.Load()), total)
+	}
+}
+
+// every calls f every d on a goroutine of its own until stop, which
+// returns once f is no longer running.
+func every(d time.Duration, f func()) (stop func()) {
+	quit, finished := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(finished)
-		t := time.NewTicker(200 * time.Millisecond)
+		t := time.NewTicker(d)
 		defer t.Stop()
-		prog(phase, 0, total)
 		for {
 			select {
 			case <-quit:
 				return
 			case <-t.C:
-				prog(phase, int(done.Load()), total)
+				f()
 			}
 		}
 	}()
-	return func() {
-		close(quit)
-		<-finished
-		prog(phase, int(done.Load()), total)
-	}
+	return func() { close(quit); <-finished }
 }
