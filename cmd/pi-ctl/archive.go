@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/pifleet/sessionlog/internal/tree"
+	"github.com/pifleet/sessionlog/internal/archive"
 )
 
 // archiveCommands operate the archive of idle sessions (pi-node's
@@ -25,17 +25,6 @@ node. A restore brings one back, byte for byte, under its id.`
 
 func runArchive(ctx context.Context, e *env, args []string) error {
 	return dispatch(ctx, e, "pi-ctl archive", archiveIntro, archiveCommands, args)
-}
-
-// archivedInfo is one copy in the archive (archive.list).
-type archivedInfo struct {
-	sessionInfo
-	Month      string    `json:"month"`
-	ArchiveSeq uint64    `json:"archiveSeq"`
-	Parts      int       `json:"parts"`
-	Bytes      int64     `json:"bytes"`
-	ArchivedAt time.Time `json:"archivedAt"`
-	Live       bool      `json:"live"`
 }
 
 const archiveLsHelp = `Usage: pi-ctl archive ls [--month YYYYMM] [--limit N] [--all] [--json]
@@ -89,18 +78,15 @@ func runArchiveLs(ctx context.Context, e *env, args []string) error {
 	t := &table{}
 	t.row("ID", "NAME", "ENTRIES", "SIZE", "MODIFIED", "ARCHIVED", "NOTE")
 	for _, raw := range acc.Sessions {
-		var s archivedInfo
+		var s archive.Listed
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return fmt.Errorf("archive.list: unexpected reply from pi-node: %v", err)
 		}
-		name, note := "-", "-"
-		if s.Name != nil {
-			name = cutWidth(tree.Printable(*s.Name), 40)
-		}
+		note := "-"
 		if s.Live {
 			note = "live: stale copy"
 		}
-		t.row(s.SessionID, name, strconv.Itoa(s.EntryCount), humanBytes(s.Bytes), shortTime(s.Modified), shortTime(s.ArchivedAt), note)
+		t.row(s.SessionID, cutWidth(nullable(s.Name, "-"), 40), strconv.Itoa(s.EntryCount), humanBytes(s.Bytes), shortTime(s.Modified), shortTime(s.ArchivedAt), note)
 	}
 	if err := t.write(e.stdout); err != nil {
 		return err

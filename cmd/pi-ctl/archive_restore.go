@@ -2,10 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"time"
+
+	"github.com/pifleet/sessionlog/internal/archive"
 )
 
 const archiveRestoreHelp = `Usage: pi-ctl archive restore SID... [--json]
@@ -89,19 +90,6 @@ session either archived or as it was, and the next pass goes on. A large
 backlog is best left to the periodic passes, or run with --http.
 `
 
-// passResult is the archive.run reply.
-type passResult struct {
-	Cutoff     time.Time `json:"cutoff"`
-	Candidates int       `json:"candidates"`
-	Archived   int       `json:"archived"`
-	Repaired   int       `json:"repaired"`
-	Active     int       `json:"active"`
-	Gone       int       `json:"gone"`
-	Failed     int       `json:"failed"`
-	Bytes      int64     `json:"bytes"`
-	Seconds    float64   `json:"seconds"`
-}
-
 func runArchiveNow(ctx context.Context, e *env, args []string) error {
 	fs := newFlags("pi-ctl archive now")
 	conn := addConnFlags(fs)
@@ -121,21 +109,9 @@ func runArchiveNow(ctx context.Context, e *env, args []string) error {
 			p["olderThan"] = older.String()
 		}
 	})
-	b, err := conn.open(ctx, e, fs)
-	if err != nil {
+	var r archive.PassResult
+	if printed, err := conn.query(ctx, e, fs, "archive.run", p, *asJSON, &r); printed || err != nil {
 		return err
-	}
-	defer b.close()
-	body, err := b.do(ctx, "archive.run", p, nil)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return writeJSON(e.stdout, body)
-	}
-	var r passResult
-	if err := json.Unmarshal(body, &r); err != nil {
-		return fmt.Errorf("archive.run: unexpected reply from pi-node: %v", err)
 	}
 	if err := keyValues(e.stdout,
 		"cutoff", r.Cutoff.UTC().Format(time.RFC3339),

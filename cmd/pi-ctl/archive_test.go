@@ -18,8 +18,8 @@ import (
 
 // archivedPage is the JSON of archive ls.
 type archivedPage struct {
-	Sessions []archivedInfo `json:"sessions"`
-	Next     string         `json:"next"`
+	Sessions []archive.Listed `json:"sessions"`
+	Next     string           `json:"next"`
 }
 
 // The real pi-node with a retention archives idle sessions by itself; the
@@ -135,7 +135,7 @@ func TestArchiveRestoreCycle(t *testing.T) {
 		t.Fatalf("import: %+v", imp)
 	}
 
-	var pass passResult
+	var pass archive.PassResult
 	mustJSON(t, mustRun(t, withFlags(h, "archive", "now", "--older-than", "0s", "--json")...), &pass)
 	if pass.Archived != 1 || pass.Failed != 0 {
 		t.Fatalf("archive now: %+v", pass)

@@ -3,12 +3,13 @@ package main
 import (
 	"bytes"
 	"errors"
-	"github.com/pifleet/sessionlog/internal/conformance"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pifleet/sessionlog/internal/conformance"
 )
 
 // TestBinary runs the real pi-ctl (built once for the package's tests, see

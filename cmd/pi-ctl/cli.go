@@ -7,16 +7,14 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 )
 
 // env is all a command may touch of the outside world, so tests drive the
-// CLI in-process with buffers, a fixed environment and a fixed clock.
+// CLI in-process with buffers and a fixed environment.
 type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
-	now            func() time.Time
 }
 
 // command is one row of a dispatch table: a name, the line its parent's
@@ -61,7 +59,7 @@ $PI_CTL_HTTP, with --token or $PI_CTL_TOKEN when the node requires one).`
 // 1 invalid input or problems found, 2 usage error) and prints every error
 // exactly once, as one line on stderr.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
-	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, now: time.Now}
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
 	err := dispatch(ctx, e, "pi-ctl", topIntro, commands, args)
 	var ue *usageError
 	var ie *inputError

@@ -1,12 +1,12 @@
 package main
 
 import (
-	"github.com/pifleet/sessionlog/internal/conformance"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/pifleet/sessionlog/internal/conformance"
 	"github.com/pifleet/sessionlog/internal/tree"
 )
 
@@ -24,7 +24,7 @@ func TestFileConformanceV3(t *testing.T) {
 			t.Parallel()
 			exp := conformance.MustValue(t, conformance.MustRead(t, filepath.Join(dir, "expected.json")))
 			wantTree, _ := conformance.Field(exp, "tree")
-			checkJSON(t, "tree", mustRun(t, "file", "tree", session, "--json"), wantTree)
+			conformance.CheckJSON(t, "tree", []byte(mustRun(t, "file", "tree", session, "--json")), wantTree)
 			info := mustRun(t, "file", "info", "--json", session)
 			checkInfo(t, info, exp, true)
 			if s, _ := conformance.Field(conformance.MustValue(t, []byte(info)), "skippedLines"); len(s.Arr) != 0 {

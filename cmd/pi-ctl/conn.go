@@ -12,6 +12,18 @@ import (
 // defaultServer is where pi-node's embedded NATS server listens by default.
 const defaultServer = "nats://127.0.0.1:4222"
 
+// natsServer is the NATS URL to dial: --server, else $PI_CTL_SERVER, else
+// pi-node's default.
+func natsServer(e *env, flagValue string) string {
+	if flagValue != "" {
+		return flagValue
+	}
+	if s := e.getenv("PI_CTL_SERVER"); s != "" {
+		return s
+	}
+	return defaultServer
+}
+
 // connFlags are the connection options of every server command.
 type connFlags struct {
 	server, creds, user, password string
@@ -78,13 +90,7 @@ func (c *connFlags) open(ctx context.Context, e *env, fs *flag.FlagSet) (backend
 	if set["token"] {
 		return nil, usagef(fs.Name(), "--token is the HTTP bearer token: use it with --http (a NATS token goes in the URL, nats://TOKEN@host:4222)")
 	}
-	server := c.server
-	if server == "" {
-		server = e.getenv("PI_CTL_SERVER")
-	}
-	if server == "" {
-		server = defaultServer
-	}
+	server := natsServer(e, c.server)
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
@@ -100,4 +106,23 @@ func (c *connFlags) open(ctx context.Context, e *env, fs *flag.FlagSet) (backend
 		return nil, err
 	}
 	return &apiBackend{c: n, nats: true}, nil
+}
+
+// query is a command's one request: it connects, runs op and disconnects.
+// With asJSON it prints the reply as the node sent it and reports printed;
+// else it decodes the reply into v (nil: ignore it).
+func (c *connFlags) query(ctx context.Context, e *env, fs *flag.FlagSet, op string, p params, asJSON bool, v any) (printed bool, err error) {
+	b, err := c.open(ctx, e, fs)
+	if err != nil {
+		return false, err
+	}
+	defer b.close()
+	if !asJSON {
+		return false, call(ctx, b, op, p, v)
+	}
+	body, err := b.do(ctx, op, p, nil)
+	if err != nil {
+		return false, err
+	}
+	return true, writeJSON(e.stdout, body)
 }

@@ -2,22 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
-	"fmt"
 	"strconv"
 
+	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/tree"
 )
-
-// cursorView is one client's cursor as the API returns it.
-type cursorView struct {
-	Client    string  `json:"client"`
-	LeafID    *string `json:"leafId"`
-	Seq       uint64  `json:"seq"`
-	Revision  uint64  `json:"revision"`
-	UpdatedAt string  `json:"updatedAt"`
-}
 
 // cursorCommands manage cursors: one client's leaf in one session.
 var cursorCommands = []command{
@@ -83,21 +73,9 @@ func runCursorSet(ctx context.Context, e *env, args []string) error {
 
 // cursorOp runs get or set and prints the cursor.
 func cursorOp(ctx context.Context, e *env, fs *flag.FlagSet, conn *connFlags, op string, p params, asJSON bool) error {
-	b, err := conn.open(ctx, e, fs)
-	if err != nil {
+	var c session.CursorView
+	if printed, err := conn.query(ctx, e, fs, op, p, asJSON, &c); printed || err != nil {
 		return err
-	}
-	defer b.close()
-	body, err := b.do(ctx, op, p, nil)
-	if err != nil {
-		return err
-	}
-	if asJSON {
-		return writeJSON(e.stdout, body)
-	}
-	var c cursorView
-	if err := json.Unmarshal(body, &c); err != nil {
-		return fmt.Errorf("%s: unexpected reply from pi-node: %v", op, err)
 	}
 	return keyValues(e.stdout,
 		"client", tree.Printable(c.Client),
@@ -121,23 +99,11 @@ func runCursorList(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	b, err := conn.open(ctx, e, fs)
-	if err != nil {
-		return err
-	}
-	defer b.close()
-	body, err := b.do(ctx, "cursor.list", params{"sessionId": pos[0]}, nil)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return writeJSON(e.stdout, body)
-	}
 	var r struct {
-		Cursors []cursorView `json:"cursors"`
+		Cursors []session.CursorView `json:"cursors"`
 	}
-	if err := json.Unmarshal(body, &r); err != nil {
-		return fmt.Errorf("cursor.list: unexpected reply from pi-node: %v", err)
+	if printed, err := conn.query(ctx, e, fs, "cursor.list", params{"sessionId": pos[0]}, *asJSON, &r); printed || err != nil {
+		return err
 	}
 	t := &table{}
 	t.row("CLIENT", "LEAF", "SEQ", "REVISION", "UPDATED")
@@ -160,11 +126,6 @@ func runCursorRemove(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	b, err := conn.open(ctx, e, fs)
-	if err != nil {
-		return err
-	}
-	defer b.close()
-	_, err = b.do(ctx, "cursor.delete", params{"sessionId": pos[0], "client": pos[1]}, nil)
+	_, err = conn.query(ctx, e, fs, "cursor.delete", params{"sessionId": pos[0], "client": pos[1]}, false, nil)
 	return err
 }

@@ -71,14 +71,7 @@ func (a *adminFlags) admin(ctx context.Context, e *env, fs *flag.FlagSet) (*regi
 	case a.password != "" && a.user == "":
 		return nil, nil, usagef(fs.Name(), "--password needs --user")
 	}
-	server := a.server
-	if server == "" {
-		server = e.getenv("PI_CTL_SERVER")
-	}
-	if server == "" {
-		server = defaultServer
-	}
-	cc := jetstream.NewConnConfig(server)
+	cc := jetstream.NewConnConfig(natsServer(e, a.server))
 	cc.Name, cc.CredsFile, cc.User, cc.Password = "pi-ctl", a.creds, a.user, a.password
 	cc.CertFile, cc.KeyFile, cc.CAFile = a.tlsCert, a.tlsKey, a.tlsCA
 	cc.APITimeout = 5 * time.Second
@@ -90,7 +83,7 @@ func (a *adminFlags) admin(ctx context.Context, e *env, fs *flag.FlagSet) (*regi
 	}
 	progress := func(msg string, args ...any) {
 		if !a.json {
-			fmt.Fprintf(e.stdout, "%s  "+msg+"\n", append([]any{e.now().Format("15:04:05.000")}, args...)...)
+			fmt.Fprintf(e.stdout, "%s  "+msg+"\n", append([]any{time.Now().Format("15:04:05.000")}, args...)...)
 		}
 	}
 	return &region.Admin{JS: conn.JS, RecordBucket: a.bucket, Progress: progress}, conn.Close, nil

@@ -2,11 +2,12 @@ package main
 
 import (
 	"flag"
-	"github.com/pifleet/sessionlog/internal/conformance"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pifleet/sessionlog/internal/conformance"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")

@@ -3,13 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
-	"github.com/pifleet/sessionlog/internal/conformance"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/pifleet/sessionlog/internal/tree"
 )
 
 // result is what one in-process run of pi-ctl produced.
@@ -36,19 +33,6 @@ func mustRun(t testing.TB, args ...string) string {
 		t.Fatalf("pi-ctl %s: exit %d, stderr:\n%s", strings.Join(args, " "), r.code, r.stderr)
 	}
 	return r.stdout
-}
-
-// checkJSON parses our output and compares it with want.
-func checkJSON(t *testing.T, what, got string, want tree.Value) {
-	t.Helper()
-	g, err := tree.ParseValue([]byte(strings.TrimSuffix(got, "\n")))
-	if err != nil {
-		t.Errorf("%s: our JSON does not parse: %v\n%.300s", what, err, got)
-		return
-	}
-	if d := conformance.Diff(what, g, want); d != "" {
-		t.Error(d)
-	}
 }
 
 // writeFile writes content to name in a fresh temp dir and returns its path.

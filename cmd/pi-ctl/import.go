@@ -119,8 +119,7 @@ func importAll(ctx context.Context, b backend, files []string, failed map[int]*i
 				if ctx.Err() != nil {
 					return // interrupted: the file may be in or not; report nothing false
 				}
-				var ue *apiclient.UnreachableError
-				if errors.As(err, &ue) {
+				if err != nil { // the node is unreachable
 					mu.Lock()
 					unreachable = err
 					mu.Unlock()
@@ -148,7 +147,7 @@ feed:
 	case unreachable != nil:
 		return unreachable
 	case ctx.Err() != nil:
-		return fmt.Errorf("interrupted after %d of %d files", out.count, len(files))
+		return fmt.Errorf("interrupted after %d of %d files", out.count(), len(files))
 	}
 	return nil
 }

@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/pifleet/sessionlog/internal/conformance"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/pifleet/sessionlog/internal/apiclient"
+	"github.com/pifleet/sessionlog/internal/conformance"
 )
 
 // TestImportReport imports a directory tree holding good, bad and already

@@ -1,11 +1,12 @@
 package main
 
 import (
-	"github.com/pifleet/sessionlog/internal/conformance"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pifleet/sessionlog/internal/conformance"
 )
 
 // v1File is a small version-1 session: no ids, a compaction pointing at

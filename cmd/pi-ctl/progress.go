@@ -21,18 +21,19 @@ type importOutput struct {
 	mu      sync.Mutex
 	results []*importResult
 	printed int // results[:printed] are out
-	count   int // results in, printed or not
 	ok      int
 	exists  int
 	failed  int
 }
+
+// count is the number of results in, printed or not.
+func (o *importOutput) count() int { return o.ok + o.exists + o.failed }
 
 // done records the result of file i and prints what is now in order.
 func (o *importOutput) done(i int, r *importResult) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.results[i] = r
-	o.count++
 	switch r.Result {
 	case "ok":
 		o.ok++
@@ -46,7 +47,7 @@ func (o *importOutput) done(i int, r *importResult) {
 		o.line(o.results[o.printed])
 		o.printed++
 	}
-	o.bar.draw(o.count)
+	o.bar.draw(o.count())
 }
 
 // finish prints the results left (those behind a file that never got one,

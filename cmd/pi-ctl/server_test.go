@@ -84,7 +84,7 @@ func TestServerRead(t *testing.T) {
 			for _, llm := range [][]string{nil, {"--llm"}} {
 				args := append([]string{"--leaf", leaf, "--json"}, llm...)
 				want := conformance.MustValue(t, []byte(mustRun(t, append([]string{"file", "context", path}, args...)...)))
-				checkJSON(t, "context "+strings.Join(args, " "), pictl(append([]string{"context", sid}, args...)...), want)
+				conformance.CheckJSON(t, "context "+strings.Join(args, " "), []byte(pictl(append([]string{"context", sid}, args...)...)), want)
 			}
 		}
 		var tr struct {

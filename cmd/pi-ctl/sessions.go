@@ -9,20 +9,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/tree"
 )
-
-// sessionInfo is a session's catalog record (list and get).
-type sessionInfo struct {
-	SessionID     string    `json:"sessionId"`
-	Name          *string   `json:"name"`
-	Cwd           string    `json:"cwd"`
-	Created       time.Time `json:"created"`
-	Modified      time.Time `json:"modified"`
-	EntryCount    int       `json:"entryCount"`
-	LastSeq       uint64    `json:"lastSeq"`
-	ParentSession *string   `json:"parentSession"`
-}
 
 // listPage is the list reply; Next is empty on the last page.
 type listPage struct {
@@ -64,7 +53,7 @@ func runLs(ctx context.Context, e *env, args []string) error {
 		return usagef(fs.Name(), "--limit must be from 1 to 1000, not %d", *limit)
 	}
 	if *since != "" {
-		s, err := parseSince(*since, e.now())
+		s, err := parseSince(*since, time.Now())
 		if err != nil {
 			return usagef(fs.Name(), "%v", err)
 		}
@@ -91,15 +80,11 @@ func runLs(ctx context.Context, e *env, args []string) error {
 	t := &table{}
 	t.row("ID", "NAME", "ENTRIES", "MODIFIED", "CWD")
 	for _, raw := range acc.Sessions {
-		var s sessionInfo
+		var s session.Info
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return fmt.Errorf("list: unexpected reply from pi-node: %v", err)
 		}
-		name := "-"
-		if s.Name != nil {
-			name = cutWidth(tree.Printable(*s.Name), 40)
-		}
-		t.row(s.SessionID, name, strconv.Itoa(s.EntryCount), shortTime(s.Modified), orDash(tree.Printable(s.Cwd)))
+		t.row(s.SessionID, cutWidth(nullable(s.Name, "-"), 40), strconv.Itoa(s.EntryCount), shortTime(s.Modified), orDash(tree.Printable(s.Cwd)))
 	}
 	if err := t.write(e.stdout); err != nil {
 		return err
@@ -127,25 +112,13 @@ func runShow(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	b, err := conn.open(ctx, e, fs)
-	if err != nil {
-		return err
-	}
-	defer b.close()
-	body, err := b.do(ctx, "get", params{"sessionId": pos[0]}, nil)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return writeJSON(e.stdout, body)
-	}
 	var d struct {
-		sessionInfo
+		session.Info
 		Labels map[string]string `json:"labels"`
 		LeafID *string           `json:"leafId"`
 	}
-	if err := json.Unmarshal(body, &d); err != nil {
-		return fmt.Errorf("get: unexpected reply from pi-node: %v", err)
+	if printed, err := conn.query(ctx, e, fs, "get", params{"sessionId": pos[0]}, *asJSON, &d); printed || err != nil {
+		return err
 	}
 	kv := []string{"session", d.SessionID}
 	kv = append(kv, "name", nullable(d.Name, "(none)"), "cwd", tree.Printable(d.Cwd))

@@ -2,35 +2,24 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
-	"time"
 
+	"github.com/pifleet/sessionlog/internal/api"
+	"github.com/pifleet/sessionlog/internal/region"
 	"github.com/pifleet/sessionlog/internal/tree"
 )
 
-// statusReply is /v1/status: this node's Store, and what pi-node reports
-// about JetStream under "jetstream" (or {"error"} when it could not ask).
+// statusReply is /v1/status: this node's Store (the API's own type), and
+// what pi-node reports about JetStream under "jetstream" (or {"error"} when
+// it could not ask).
 type statusReply struct {
-	Node    string `json:"node"`
-	Service string `json:"service"`
-	Version string `json:"version"`
-	Store   struct {
-		Applied         uint64     `json:"applied"`
-		LogLastSeq      uint64     `json:"logLastSeq"`
-		Lag             uint64     `json:"lag"`
-		CaughtUpAt      *time.Time `json:"caughtUpAt"`
-		Sessions        int        `json:"sessions"`
-		SessionsLoaded  int        `json:"sessionsLoaded"`
-		BytesHeld       int64      `json:"bytesHeld"`
-		Records         uint64     `json:"records"`
-		SkippedRecords  uint64     `json:"skippedRecords"`
-		Evictions       uint64     `json:"evictions"`
-		Reloads         uint64     `json:"reloads"`
-		LastFollowError string     `json:"lastFollowError"`
-	} `json:"store"`
+	Node      string           `json:"node"`
+	Service   string           `json:"service"`
+	Version   string           `json:"version"`
+	Store     api.StoreStatus  `json:"store"`
 	JetStream *jetStreamStatus `json:"jetstream"`
 }
 
@@ -52,7 +41,7 @@ type jetStreamStatus struct {
 		Subjects  uint64          `json:"subjects"`
 		Followers []replicaStatus `json:"followers"`
 	} `json:"stream"`
-	Region *regionStatus `json:"region"` // cross-region deployments only
+	Region *region.Status `json:"region"` // cross-region deployments only
 }
 
 // replicaStatus is a follower of the stream as its leader sees it.
@@ -82,25 +71,13 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 	if _, err := parseArgs(e, fs, statusHelp, args); err != nil {
 		return err
 	}
-	b, err := conn.open(ctx, e, fs)
-	if err != nil {
-		return err
-	}
-	defer b.close()
-	body, err := b.do(ctx, "status", nil, nil)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return writeJSON(e.stdout, body)
-	}
 	var s statusReply
-	if err := json.Unmarshal(body, &s); err != nil {
-		return fmt.Errorf("status: unexpected reply from pi-node: %v", err)
+	if printed, err := conn.query(ctx, e, fs, "status", nil, *asJSON, &s); printed || err != nil {
+		return err
 	}
 	var out strings.Builder
 	writeStatus(&out, &s)
-	_, err = e.stdout.Write([]byte(out.String()))
+	_, err := io.WriteString(e.stdout, out.String())
 	return err
 }
 

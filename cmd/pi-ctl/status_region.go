@@ -5,37 +5,14 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"time"
+
+	"github.com/pifleet/sessionlog/internal/region"
 )
 
-// regionStatus is the "region" part of /v1/status in a cross-region
-// deployment (see docs/CROSS-REGION.md).
-type regionStatus struct {
-	Region  string            `json:"region"`
-	Role    string            `json:"role"`
-	Home    string            `json:"home"`
-	Epoch   uint64            `json:"epoch"`
-	ForkSeq uint64            `json:"forkSeq"`
-	Regions []string          `json:"regions"`
-	Stale   map[string]uint64 `json:"stale"`
-	Reads   string            `json:"reads"`
-	Writes  string            `json:"writes"`
-	Mirror  *struct {
-		Origin      string `json:"origin"`
-		LastSeq     uint64 `json:"lastSeq"`
-		Lag         uint64 `json:"lag"`
-		LastContact string `json:"lastContact"`
-		Error       string `json:"error"`
-		Reachable   bool   `json:"reachable"`
-	} `json:"mirror"`
-	RecordUpdatedAt time.Time `json:"recordUpdatedAt"`
-	RecordChange    string    `json:"recordChange"`
-}
-
-// writeRegion renders the region block of pi-ctl status: this node's
-// region and role, the home, every region with its state, and the mirror's
-// lag.
-func writeRegion(out *strings.Builder, r *regionStatus) {
+// writeRegion renders the region block of pi-ctl status in a cross-region
+// deployment (see docs/CROSS-REGION.md): this node's region and role, the
+// home, every region with its state, and the mirror's lag.
+func writeRegion(out *strings.Builder, r *region.Status) {
 	if r == nil {
 		return
 	}
@@ -74,6 +51,6 @@ func writeRegion(out *strings.Builder, r *regionStatus) {
 		}
 		kv = append(kv, "mirror", lag)
 	}
-	kv = append(kv, "record", fmt.Sprintf("%s (%s)", orDash(r.RecordChange), shortTime(r.RecordUpdatedAt)))
+	kv = append(kv, "record", fmt.Sprintf("%s (%s)", orDash(r.RecordChange), shortTime(r.RecordUpdated)))
 	keyValues(out, kv...)
 }

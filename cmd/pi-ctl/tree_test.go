@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/pifleet/sessionlog/internal/conformance"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pifleet/sessionlog/internal/conformance"
 )
 
 // TestTreeWidth checks that every line fits the width, from --width and

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/tree"
 )
 
@@ -61,7 +62,7 @@ func runTree(ctx context.Context, e *env, args []string) error {
 
 	// The cursor first: its seq is the session's last sequence when it was
 	// set, so the export below (from any node) holds the entry it names.
-	var cur cursorView
+	var cur session.CursorView
 	haveCursor := false
 	exportParams := params{"sessionId": sid}
 	if *client != "" {
@@ -146,22 +147,11 @@ func runContext(ctx context.Context, e *env, args []string) error {
 	if *llm {
 		p["format"] = "llm"
 	}
-	b, err := conn.open(ctx, e, fs)
-	if err != nil {
+	var r contextReply
+	if printed, err := conn.query(ctx, e, fs, "context", p, *asJSON, &r); printed || err != nil {
 		return err
 	}
-	defer b.close()
-	body, err := b.do(ctx, "context", p, nil)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return writeJSON(e.stdout, body)
-	}
-	c, msgs, err := decodeContext(body)
-	if err != nil {
-		return err
-	}
+	c, msgs := r.treeContext()
 	w := bufio.NewWriter(e.stdout)
 	w.WriteString(contextHeading(&c, len(msgs), *llm))
 	t := transcript{w: w, full: *full}
@@ -171,19 +161,18 @@ func runContext(ctx context.Context, e *env, args []string) error {
 	return w.Flush()
 }
 
-// decodeContext turns the API's context JSON into what the transcript of
-// 'file context' renders: a tree.Context for the heading, and the messages.
-func decodeContext(body []byte) (tree.Context, []json.RawMessage, error) {
-	var r struct {
-		LeafID        *string           `json:"leafId"`
-		Path          []string          `json:"path"`
-		ThinkingLevel json.RawMessage   `json:"thinkingLevel"`
-		Model         json.RawMessage   `json:"model"`
-		Messages      []json.RawMessage `json:"messages"`
-	}
-	if err := json.Unmarshal(body, &r); err != nil {
-		return tree.Context{}, nil, fmt.Errorf("context: unexpected reply from pi-node: %v", err)
-	}
+// contextReply is the API's context JSON.
+type contextReply struct {
+	LeafID        *string           `json:"leafId"`
+	Path          []string          `json:"path"`
+	ThinkingLevel json.RawMessage   `json:"thinkingLevel"`
+	Model         json.RawMessage   `json:"model"`
+	Messages      []json.RawMessage `json:"messages"`
+}
+
+// treeContext is what the transcript of 'file context' renders: a
+// tree.Context for the heading, and the messages.
+func (r *contextReply) treeContext() (tree.Context, []json.RawMessage) {
 	c := tree.Context{Null: r.LeafID == nil, Path: r.Path, Thinking: r.ThinkingLevel}
 	if r.LeafID != nil {
 		c.LeafID = *r.LeafID
@@ -191,7 +180,7 @@ func decodeContext(body []byte) (tree.Context, []json.RawMessage, error) {
 	if len(r.Model) > 0 && string(r.Model) != "null" {
 		c.Model = r.Model
 	}
-	return c, r.Messages, nil
+	return c, r.Messages
 }
 
 const exportHelp = `Usage: pi-ctl export SID [-o FILE]

@@ -7,17 +7,9 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/tree"
 )
-
-// writeReply is the reply of append (and of create).
-type writeReply struct {
-	LastSeq uint64 `json:"lastSeq"`
-	Entries []struct {
-		ID  string `json:"id"`
-		Seq uint64 `json:"seq"`
-	} `json:"entries"`
-}
 
 // labelEntry and infoEntry are pi's label and session_info entries without
 // what the node fills in (id, parentId, timestamp); the field order is
@@ -135,7 +127,7 @@ func appendOne(ctx context.Context, e *env, b backend, sid, client string, entry
 	if asJSON {
 		return writeJSON(e.stdout, body)
 	}
-	var r writeReply
+	var r session.WriteResult
 	if err := json.Unmarshal(body, &r); err != nil || len(r.Entries) != 1 {
 		return fmt.Errorf("append: unexpected reply from pi-node: %.200s", body)
 	}
@@ -159,23 +151,11 @@ func runFork(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	b, err := conn.open(ctx, e, fs)
-	if err != nil {
-		return err
-	}
-	defer b.close()
-	body, err := b.do(ctx, "fork", params{"sessionId": pos[0], "entryId": pos[1]}, nil)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return writeJSON(e.stdout, body)
-	}
 	var r struct {
 		SessionID string `json:"sessionId"`
 	}
-	if err := json.Unmarshal(body, &r); err != nil {
-		return fmt.Errorf("fork: unexpected reply from pi-node: %v", err)
+	if printed, err := conn.query(ctx, e, fs, "fork", params{"sessionId": pos[0], "entryId": pos[1]}, *asJSON, &r); printed || err != nil {
+		return err
 	}
 	_, err = fmt.Fprintln(e.stdout, r.SessionID)
 	return err
