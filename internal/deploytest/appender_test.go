@@ -21,8 +21,9 @@ type appender struct {
 	timeout time.Duration
 	max     int // bound on the entries one appender writes
 
-	stop chan struct{}
-	done chan struct{}
+	stop     chan struct{}
+	done     chan struct{}
+	stopOnce sync.Once
 
 	mu        sync.Mutex
 	acked     []string    // ids acknowledged, in order
@@ -104,9 +105,10 @@ func (a *appender) loop() {
 	}
 }
 
-// halt stops the appender and waits for its request in flight.
+// halt stops the appender and waits for its request in flight; it may be
+// called again (a deferred halt after the phase's own).
 func (a *appender) halt() {
-	close(a.stop)
+	a.stopOnce.Do(func() { close(a.stop) })
 	<-a.done
 }
 

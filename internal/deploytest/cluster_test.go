@@ -196,14 +196,26 @@ func (c *cluster) others(n *node) []*node {
 	return out
 }
 
-// health is Docker's health status of each node, in order.
-func (c *cluster) health() []string {
-	c.t.Helper()
-	args := []string{"inspect", "-f", "{{if .State.Health}}{{.State.Health.Status}}{{else}}{{.State.Status}}{{end}}"}
+// cids are the nodes' container ids, in order.
+func (c *cluster) cids() []string {
+	var out []string
 	for _, n := range c.nodes {
-		args = append(args, n.cid)
+		out = append(out, n.cid)
 	}
-	return strings.Fields(c.docker(args...))
+	return out
+}
+
+// waitHealthy waits until Docker calls every one of the containers healthy.
+func (c *cluster) waitHealthy(t *testing.T, what string, cids ...string) {
+	t.Helper()
+	waitFor(t, 2*time.Minute, what, func() (bool, string) {
+		h := strings.Fields(c.docker(append([]string{"inspect", "-f", "{{if .State.Health}}{{.State.Health.Status}}{{else}}{{.State.Status}}{{end}}"}, cids...)...))
+		ok := len(h) == len(cids)
+		for _, s := range h {
+			ok = ok && s == "healthy"
+		}
+		return ok, strings.Join(h, " ")
+	})
 }
 
 // response is what the test needs of an HTTP answer.

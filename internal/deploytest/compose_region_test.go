@@ -75,9 +75,7 @@ func TestComposeRegion(t *testing.T) {
 	waitFor(t, 3*time.Minute, "a1's and b1's /readyz answering 200", c.allReady)
 	readyIn := time.Since(start)
 	cids := []string{a1.cid, b1.cid, tb}
-	waitFor(t, 2*time.Minute, "Docker reporting a1, b1 and t1 healthy", func() (bool, string) {
-		return allHealthy(t, cids...)
-	})
+	c.waitHealthy(t, "Docker reporting a1, b1 and t1 healthy", cids...)
 	t.Logf("measured: up -d to a1 and b1 /readyz 200: %v; to all three healthy in Docker: %v",
 		readyIn.Round(100*time.Millisecond), time.Since(start).Round(100*time.Millisecond))
 	waitForRegion(t, b1, "b1 a mirror of home A", func(r regionInfo) bool {
@@ -107,7 +105,7 @@ func TestComposeRegion(t *testing.T) {
 		bw = append(bw, startAppender(sid, fmt.Sprintf("b%d-", i), []*node{b1}))
 	}
 	all = append(append(all, aw...), bw...)
-	defer func() { haltAll(all) }()
+	defer func() { haltAll(all) }() // all grows below
 	waitFor(t, time.Minute, "every writer acknowledged 20 times", func() (bool, string) {
 		return everyAcked(all, 20, time.Time{})
 	})
@@ -149,16 +147,7 @@ func TestComposeRegion(t *testing.T) {
 	}
 	restart := time.Now()
 	c.docker("start", a1.cid)
-	aReady := waitFor(t, 3*time.Minute, "a1 ready again", func() (bool, string) {
-		if err := a1.refreshPort(); err != nil {
-			return false, err.Error()
-		}
-		r, err := a1.do(http.MethodGet, "/readyz", nil, 3*time.Second)
-		if err != nil {
-			return false, err.Error()
-		}
-		return r.status == http.StatusOK, r.String()
-	})
+	aReady := a1.waitRestarted(t, "a1 ready again")
 	waitForRegion(t, a1, "a1 stale, home B", func(r regionInfo) bool {
 		return r.Role == "stale" && r.Home == "B" && r.Writes == "PI_SESSIONS_B"
 	})
@@ -193,9 +182,7 @@ func TestComposeRegion(t *testing.T) {
 		return r.Role == "home" && r.Home == "B" && len(r.Stale) == 0
 	})
 	acked := checkRegionLogs(t, c, sids, all, rpo)
-	waitFor(t, 2*time.Minute, "Docker reporting a1, b1 and t1 healthy again", func() (bool, string) {
-		return allHealthy(t, cids...)
-	})
+	c.waitHealthy(t, "Docker reporting a1, b1 and t1 healthy again", cids...)
 	t.Logf("measured: after failback: %d acknowledged entries in %d sessions, each stored exactly once on a1 and b1 (byte-identical exports); the %d missing at failover are back; whole test %v",
 		acked, len(sids), len(rpo), time.Since(testStart).Round(time.Second))
 }
@@ -242,22 +229,6 @@ func metaLeader(tb string) string {
 		return fmt.Sprintf("unknown (%v)", err)
 	}
 	return jsz.Meta.Leader
-}
-
-// allHealthy reports whether Docker calls every container healthy.
-func allHealthy(t *testing.T, cids ...string) (bool, string) {
-	t.Helper()
-	out, err := docker(append([]string{"inspect", "-f", "{{if .State.Health}}{{.State.Health.Status}}{{else}}{{.State.Status}}{{end}}"}, cids...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := strings.Fields(out)
-	for _, s := range h {
-		if s != "healthy" {
-			return false, strings.Join(h, " ")
-		}
-	}
-	return true, ""
 }
 
 // regionInfo is the region block of /v1/status.
@@ -365,11 +336,7 @@ func everyAcked(aps []*appender, k int, since time.Time) (bool, string) {
 // haltAll stops the appenders that still run.
 func haltAll(aps []*appender) {
 	for _, a := range aps {
-		select {
-		case <-a.stop:
-		default:
-			a.halt()
-		}
+		a.halt()
 	}
 }
 

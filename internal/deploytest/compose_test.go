@@ -69,10 +69,7 @@ func TestCompose(t *testing.T) {
 		return c.allReady()
 	})
 	readyIn := time.Since(start)
-	waitFor(t, 2*time.Minute, "Docker reporting every node healthy", func() (bool, string) {
-		h := c.health()
-		return strings.Join(h, " ") == "healthy healthy healthy", strings.Join(h, " ")
-	})
+	c.waitHealthy(t, "Docker reporting every node healthy", c.cids()...)
 	t.Logf("measured: up -d to all /readyz 200: %v; to all healthy in Docker: %v (healthcheck interval 3s)",
 		readyIn.Round(100*time.Millisecond), time.Since(start).Round(100*time.Millisecond))
 
@@ -192,19 +189,29 @@ func (n *node) refreshPort() error {
 	return nil
 }
 
+// waitRestarted waits until a node whose container was started again
+// answers /readyz with 200 on its new published port.
+func (n *node) waitRestarted(t *testing.T, what string) time.Duration {
+	t.Helper()
+	return waitFor(t, 3*time.Minute, what, func() (bool, string) {
+		if err := n.refreshPort(); err != nil {
+			return false, err.Error()
+		}
+		r, err := n.do(http.MethodGet, "/readyz", nil, 3*time.Second)
+		if err != nil {
+			return false, err.Error()
+		}
+		return r.status == http.StatusOK, r.String()
+	})
+}
+
 // killAndRestart SIGKILLs the stream leader while a client appends through
 // the two other nodes, starts it again, and waits for every node to hold
 // the same log.
 func (c *cluster) killAndRestart(t *testing.T, sid string) {
 	victim := c.leader(t)
 	ap := startAppender(sid, "kill-", c.others(victim))
-	defer func() {
-		select {
-		case <-ap.done:
-		default:
-			ap.halt()
-		}
-	}()
+	defer ap.halt()
 	waitFor(t, 30*time.Second, "appends before the kill", func() (bool, string) {
 		return ap.ackedSince(time.Time{}) >= 10, ap.state()
 	})
@@ -215,33 +222,21 @@ func (c *cluster) killAndRestart(t *testing.T, sid string) {
 		return ap.ackedSince(killed) >= 20, ap.state()
 	})
 	t.Logf("measured: %s (stream leader) killed: longest write gap %v; a new leader is %s",
-		victim.name, ap.maxGap(killed).Round(time.Millisecond), c.leaderAmong(t, c.others(victim)))
+		victim.name, ap.maxGap(killed).Round(time.Millisecond), leaderAmong(c.others(victim)))
 
 	started := time.Now()
 	c.docker("start", victim.cid)
-	readyIn := waitFor(t, 3*time.Minute, "the restarted node ready", func() (bool, string) {
-		if err := victim.refreshPort(); err != nil {
-			return false, err.Error()
-		}
-		r, err := victim.do(http.MethodGet, "/readyz", nil, 3*time.Second)
-		if err != nil {
-			return false, err.Error()
-		}
-		return r.status == http.StatusOK, r.String()
-	})
+	readyIn := victim.waitRestarted(t, "the restarted node ready")
 	ap.halt()
 	convergedIn := c.converge(t, sid, ap, started)
 	t.Logf("measured: %s started again: /readyz 200 after %v, all nodes converged %v after the start (%d appends acknowledged during the phase, %d failed attempts)",
 		victim.name, readyIn.Round(100*time.Millisecond), convergedIn.Round(100*time.Millisecond), len(ap.acked), ap.failures)
-	waitFor(t, 2*time.Minute, "Docker reporting every node healthy again", func() (bool, string) {
-		h := c.health()
-		return strings.Join(h, " ") == "healthy healthy healthy", strings.Join(h, " ")
-	})
+	c.waitHealthy(t, "Docker reporting every node healthy again", c.cids()...)
 	c.checkLog(t, sid, ap)
 }
 
 // leaderAmong names the stream leader as the given nodes see it.
-func (c *cluster) leaderAmong(t *testing.T, nodes []*node) string {
+func leaderAmong(nodes []*node) string {
 	for _, n := range nodes {
 		var st status
 		if err := n.getJSON("/v1/status", &st); err == nil && st.JetStream.Stream.Leader != "" {
@@ -259,13 +254,7 @@ func (c *cluster) partitionAndHeal(t *testing.T, sid string) {
 	iso := c.leader(t)
 	majority := c.others(iso)
 	ap := startAppender(sid, "part-", majority)
-	defer func() {
-		select {
-		case <-ap.done:
-		default:
-			ap.halt()
-		}
-	}()
+	defer ap.halt()
 	waitFor(t, 30*time.Second, "appends before the partition", func() (bool, string) {
 		return ap.ackedSince(time.Time{}) >= 10, ap.state()
 	})
@@ -281,7 +270,7 @@ func (c *cluster) partitionAndHeal(t *testing.T, sid string) {
 		return ap.ackedSince(cut) >= 20, ap.state()
 	})
 	t.Logf("measured: %s (stream leader) partitioned: longest write gap on the majority %v; new leader %s",
-		iso.name, ap.maxGap(cut).Round(time.Millisecond), c.leaderAmong(t, majority))
+		iso.name, ap.maxGap(cut).Round(time.Millisecond), leaderAmong(majority))
 
 	// A write on the isolated side must not succeed: it cannot reach a
 	// quorum. The API promises 503 unavailable; the bound is generous
@@ -376,10 +365,7 @@ func (c *cluster) partitionAndHeal(t *testing.T, sid string) {
 	convergedIn := c.converge(t, sid, ap, healed)
 	t.Logf("measured: %s reconnected: caught up with the majority's writes after %v, all nodes converged %v after the reconnect (%d appends acknowledged during the phase, %d failed attempts)",
 		iso.name, readyIn.Round(100*time.Millisecond), convergedIn.Round(100*time.Millisecond), len(ap.acked), ap.failures)
-	waitFor(t, 2*time.Minute, "Docker reporting every node healthy again", func() (bool, string) {
-		h := c.health()
-		return strings.Join(h, " ") == "healthy healthy healthy", strings.Join(h, " ")
-	})
+	c.waitHealthy(t, "Docker reporting every node healthy again", c.cids()...)
 	c.checkLog(t, sid, ap)
 	c.checkAbsent(t, sid, "iso-0001")
 }

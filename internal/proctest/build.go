@@ -38,13 +38,8 @@ func Build(prefix string, bins ...Bin) (map[string]string, string, func(), error
 			paths[b.Name] = os.Getenv("PI_NODE_BIN")
 			continue
 		}
-		out := filepath.Join(dir, b.Name)
-		paths[b.Name] = out
-		wg.Go(func() {
-			if msg, err := exec.Command("go", "build", "-o", out, b.Pkg).CombinedOutput(); err != nil {
-				errs[i] = fmt.Errorf("go build %s: %v\n%s", b.Pkg, err, msg)
-			}
-		})
+		paths[b.Name] = filepath.Join(dir, b.Name)
+		wg.Go(func() { _, errs[i] = BuildInto(dir, b) })
 	}
 	wg.Wait()
 	for _, err := range errs {
@@ -54,4 +49,14 @@ func Build(prefix string, bins ...Bin) (map[string]string, string, func(), error
 		}
 	}
 	return paths, dir, cleanup, nil
+}
+
+// BuildInto builds b into dir and returns the binary's path: for a binary
+// only some tests need, built on first use beside the ones Build made.
+func BuildInto(dir string, b Bin) (string, error) {
+	out := filepath.Join(dir, b.Name)
+	if msg, err := exec.Command("go", "build", "-o", out, b.Pkg).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build %s: %v\n%s", b.Pkg, err, msg)
+	}
+	return out, nil
 }

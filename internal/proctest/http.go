@@ -3,6 +3,8 @@ package proctest
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"time"
@@ -36,4 +38,31 @@ func Do(ctx context.Context, hc *http.Client, method, url string, body []byte) (
 		return resp.StatusCode, resp.Header, nil, err
 	}
 	return resp.StatusCode, resp.Header, data, nil
+}
+
+// GetJSON GETs url with ProbeClient and decodes a 200 answer into v.
+func GetJSON(url string, v any) error {
+	st, _, body, err := Do(context.Background(), ProbeClient, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	if st != http.StatusOK {
+		return fmt.Errorf("GET %s: %d %s", url, st, body)
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("GET %s: %w: %s", url, err, body)
+	}
+	return nil
+}
+
+// Ready returns nil when a pi-node's /readyz at base answers 200.
+func Ready(base string) error {
+	st, _, body, err := Do(context.Background(), ProbeClient, http.MethodGet, base+"/readyz", nil)
+	if err != nil {
+		return err
+	}
+	if st != http.StatusOK {
+		return fmt.Errorf("%d %s", st, body)
+	}
+	return nil
 }

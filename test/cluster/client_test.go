@@ -62,15 +62,8 @@ type nodeStatus struct {
 // status fetches a node's /v1/status.
 func status(base string) (nodeStatus, error) {
 	var s nodeStatus
-	st, _, body, err := proctest.Do(context.Background(), proctest.ProbeClient, http.MethodGet, base+"/v1/status", nil)
-	if err != nil {
+	if err := proctest.GetJSON(base+"/v1/status", &s); err != nil {
 		return s, err
-	}
-	if st != http.StatusOK {
-		return s, fmt.Errorf("status %d: %s", st, body)
-	}
-	if err := json.Unmarshal(body, &s); err != nil {
-		return s, fmt.Errorf("status: %w: %s", err, body)
 	}
 	if s.JetStream.Error != "" {
 		return s, fmt.Errorf("status: jetstream: %s", s.JetStream.Error)
@@ -78,55 +71,12 @@ func status(base string) (nodeStatus, error) {
 	return s, nil
 }
 
-// writeResult is the reply of create and append.
-type writeResult struct {
-	SessionID string `json:"sessionId"`
-	LastSeq   uint64 `json:"lastSeq"`
-	Entries   []struct {
-		ID  string `json:"id"`
-		Seq uint64 `json:"seq"`
-	} `json:"entries"`
-}
-
-// entry is a pi message entry with every field chosen by the client, so a
-// retry sends the same bytes.
-type entry struct {
-	Type      string  `json:"type"`
-	ID        string  `json:"id"`
-	ParentID  *string `json:"parentId"`
-	Timestamp string  `json:"timestamp"`
-	Message   struct {
-		Role      string `json:"role"`
-		Content   string `json:"content"`
-		Timestamp int64  `json:"timestamp"`
-	} `json:"message"`
-}
-
-// newEntry builds a user message entry; parent "" makes a root.
-func newEntry(id, parent, text string, at time.Time) entry {
-	e := entry{Type: "message", ID: id, Timestamp: stamp(at)}
-	if parent != "" {
-		e.ParentID = &parent
-	}
-	e.Message.Role, e.Message.Content, e.Message.Timestamp = "user", text, at.UnixMilli()
-	return e
-}
-
-// stamp formats t as pi's timestamps (JavaScript's toISOString).
-func stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
-
-// appendBody is the JSON body of an append of es.
-func appendBody(es ...entry) []byte {
-	b, _ := json.Marshal(map[string]any{"entries": es})
-	return b
-}
-
 // createBody is the JSON body creating session sid with no entries; the
 // header is chosen by the client, so a retried create is recognizable.
 func createBody(sid, cwd string, at time.Time) []byte {
 	b, _ := json.Marshal(map[string]any{"header": map[string]any{
 		"type": "session", "version": 3, "id": sid, "cwd": cwd,
-		"timestamp": stamp(at),
+		"timestamp": proctest.Stamp(at),
 	}, "entries": []any{}})
 	return b
 }
@@ -159,7 +109,7 @@ func createSession(ctx context.Context, hc *http.Client, bases []string, first i
 		st, _, data, err := proctest.Do(ctx, hc, http.MethodPost, base+"/v1/sessions", body)
 		switch {
 		case err == nil && st == http.StatusCreated:
-			var wr writeResult
+			var wr proctest.WriteResult
 			if err := json.Unmarshal(data, &wr); err != nil {
 				return 0, err
 			}
@@ -177,13 +127,13 @@ func createSession(ctx context.Context, hc *http.Client, bases []string, first i
 				} `json:"header"`
 			}
 			if err == nil && st == http.StatusOK && json.Unmarshal(got, &info) == nil &&
-				info.Header.ID == sid && info.Header.Cwd == cwd && info.Header.Timestamp == stamp(at) {
+				info.Header.ID == sid && info.Header.Cwd == cwd && info.Header.Timestamp == proctest.Stamp(at) {
 				return info.LastSeq, nil
 			}
 			last = fmt.Sprintf("409, then GET: %d %v %s", st, err, got)
 		case retryable(st, err):
 			last = fmt.Sprintf("%d %v %s", st, err, data)
-			backoff(ctx, attempt, len(bases))
+			proctest.Backoff(ctx, attempt, len(bases))
 		default:
 			return 0, fmt.Errorf("create %s via %s: %d %s", sid, base, st, data)
 		}
@@ -191,42 +141,27 @@ func createSession(ctx context.Context, hc *http.Client, bases []string, first i
 	return 0, fmt.Errorf("create %s: %w (last: %s)", sid, ctx.Err(), last)
 }
 
-// backoff pauses after every full round of failed attempts across the
-// nodes, growing to a quarter second: failing over to another node is
-// immediate, hammering a cluster without quorum is not useful, and a
-// longer pause would be counted against pi-node in the write gap.
-func backoff(ctx context.Context, attempt, nodes int) {
-	if (attempt+1)%nodes != 0 {
-		return
-	}
-	d := min(50*time.Millisecond<<min((attempt+1)/nodes-1, 3), 250*time.Millisecond)
-	select {
-	case <-ctx.Done():
-	case <-time.After(d):
-	}
-}
-
 // appendRetry appends es through bases (starting at first), retrying the
 // same bytes across nodes until it is acknowledged or ctx ends.
-func appendRetry(ctx context.Context, hc *http.Client, bases []string, first int, sid string, es ...entry) (writeResult, error) {
-	body := appendBody(es...)
+func appendRetry(ctx context.Context, hc *http.Client, bases []string, first int, sid string, es ...proctest.Entry) (proctest.WriteResult, error) {
+	body := proctest.AppendBody(es...)
 	var last string
 	for attempt := 0; ctx.Err() == nil; attempt++ {
 		base := bases[(first+attempt)%len(bases)]
 		st, _, data, err := proctest.Do(ctx, hc, http.MethodPost, base+"/v1/sessions/"+sid+"/entries", body)
 		switch {
 		case err == nil && st == http.StatusOK:
-			var wr writeResult
+			var wr proctest.WriteResult
 			if err := json.Unmarshal(data, &wr); err != nil {
 				return wr, err
 			}
 			return wr, nil
 		case retryable(st, err):
 			last = fmt.Sprintf("%d %v %s", st, err, data)
-			backoff(ctx, attempt, len(bases))
+			proctest.Backoff(ctx, attempt, len(bases))
 		default:
-			return writeResult{}, fmt.Errorf("append to %s via %s: %d %s", sid, base, st, data)
+			return proctest.WriteResult{}, fmt.Errorf("append to %s via %s: %d %s", sid, base, st, data)
 		}
 	}
-	return writeResult{}, fmt.Errorf("append to %s: %w (last: %s)", sid, ctx.Err(), last)
+	return proctest.WriteResult{}, fmt.Errorf("append to %s: %w (last: %s)", sid, ctx.Err(), last)
 }

@@ -39,7 +39,7 @@ func TestEmbeddedCluster(t *testing.T) {
 		t.Helper()
 		for range 3 {
 			s.n++
-			e := newEntry(fmt.Sprintf("e%03d", s.n), s.leaf, fmt.Sprintf("%s #%d", s.id[:8], s.n), time.Now())
+			e := proctest.NewEntry(fmt.Sprintf("e%03d", s.n), s.leaf, fmt.Sprintf("%s #%d", s.id[:8], s.n), time.Now())
 			wr, err := appendRetry(ctx, proctest.ProbeClient, via, first, s.id, e)
 			if err != nil {
 				t.Fatal(err)

@@ -52,7 +52,7 @@ func TestExternalCluster(t *testing.T) {
 		lastSeq = max(lastSeq, seq)
 		parent := ""
 		for k := range 5 {
-			e := newEntry(fmt.Sprintf("x%d-%02d", i, k), parent, "via "+writer.name, time.Now())
+			e := proctest.NewEntry(fmt.Sprintf("x%d-%02d", i, k), parent, "via "+writer.name, time.Now())
 			wr, err := appendRetry(ctx, proctest.ProbeClient, []string{writer.base}, 0, sid, e)
 			if err != nil {
 				t.Fatal(err)
@@ -86,7 +86,7 @@ func TestExternalCluster(t *testing.T) {
 					errs <- fmt.Errorf("%s: append %d: %d %v %s", nd.name, k, st, err, data)
 					return
 				}
-				var wr writeResult
+				var wr proctest.WriteResult
 				_ = json.Unmarshal(data, &wr)
 				mu.Lock()
 				lastSeq = max(lastSeq, wr.LastSeq)

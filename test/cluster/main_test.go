@@ -6,8 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"sync"
 	"testing"
 
@@ -61,13 +59,7 @@ var (
 // it building.
 func piCtl(t *testing.T) string {
 	t.Helper()
-	piCtlOnce.Do(func() {
-		piCtlBin = filepath.Join(binDir, "pi-ctl")
-		out, err := exec.Command("go", "build", "-o", piCtlBin, "github.com/pifleet/sessionlog/cmd/pi-ctl").CombinedOutput()
-		if err != nil {
-			piCtlErr = fmt.Errorf("go build pi-ctl: %v\n%s", err, out)
-		}
-	})
+	piCtlOnce.Do(func() { piCtlBin, piCtlErr = proctest.BuildInto(binDir, proctest.PiCtl) })
 	if piCtlErr != nil {
 		t.Fatal(piCtlErr)
 	}

@@ -5,7 +5,6 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -86,19 +85,8 @@ func (nd *piNode) waitReady(t *testing.T) time.Duration {
 		if !nd.Running() {
 			return fmt.Errorf("process exited: %v", nd.ExitErr())
 		}
-		return nd.ready()
+		return proctest.Ready(nd.base)
 	})
-}
-
-func (nd *piNode) ready() error {
-	st, _, body, err := proctest.Do(context.Background(), proctest.ProbeClient, http.MethodGet, nd.base+"/readyz", nil)
-	if err != nil {
-		return err
-	}
-	if st != http.StatusOK {
-		return fmt.Errorf("%d %s", st, body)
-	}
-	return nil
 }
 
 // byName returns the node called name, or nil.

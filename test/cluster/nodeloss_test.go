@@ -77,7 +77,7 @@ func TestStoresFollowThroughNodeLoss(t *testing.T) {
 			t.Errorf("%s did not shut down cleanly on SIGTERM: %v", stopped.name, err)
 		}
 		id := fmt.Sprintf("r%d", k)
-		wr, err := appendRetry(ctx, proctest.ProbeClient, []string{survivors[0].base, survivors[1].base}, 0, sid, newEntry(id, parent, "round "+id, time.Now()))
+		wr, err := appendRetry(ctx, proctest.ProbeClient, []string{survivors[0].base, survivors[1].base}, 0, sid, proctest.NewEntry(id, parent, "round "+id, time.Now()))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,7 +117,7 @@ func TestStoresFollowThroughNodeLoss(t *testing.T) {
 				}
 				if time.Since(wroteAt) > 1500*time.Millisecond {
 					flaggedStale[nd.name] = flaggedStale[nd.name] || hdr.Get("Pi-Stale") == "true"
-					if err := nd.ready(); err != nil {
+					if err := proctest.Ready(nd.base); err != nil {
 						unready[nd.name] = true
 					}
 				}
@@ -225,7 +225,7 @@ func TestStoreSeesLogEndAfterFailover(t *testing.T) {
 	}
 	killAt := time.Now()
 	leader.Kill()
-	wr, err := appendRetry(ctx, proctest.ProbeClient, survivors, 0, sid, newEntry("after", "", "after the kill", time.Now()))
+	wr, err := appendRetry(ctx, proctest.ProbeClient, survivors, 0, sid, proctest.NewEntry("after", "", "after the kill", time.Now()))
 	if err != nil {
 		t.Fatal(err)
 	}

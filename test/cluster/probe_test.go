@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pifleet/sessionlog/internal/proctest"
+
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -61,7 +63,7 @@ func (p *jsProbe) publish(n int) {
 	id := fmt.Sprintf("probe-%06d", n)
 	sent := time.Now()
 	m := nats.NewMsg(p.subject)
-	m.Data = fmt.Appendf(nil, `{"type":"custom","customType":"probe","id":%q,"parentId":null,"timestamp":%q,"data":{"n":%d}}`, id, stamp(sent), n)
+	m.Data = fmt.Appendf(nil, `{"type":"custom","customType":"probe","id":%q,"parentId":null,"timestamp":%q,"data":{"n":%d}}`, id, proctest.Stamp(sent), n)
 	// The wire contract's headers (docs/PROTOCOL.md), so tools and
 	// readers treat it like any entry.
 	m.Header.Set(jetstream.MsgIDHeader, p.sid+"/"+id)

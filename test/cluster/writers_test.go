@@ -5,14 +5,9 @@ package cluster
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"net"
 	"net/http"
-	"os"
 	"slices"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/proctest"
@@ -57,8 +52,8 @@ func (w *writer) run(ctx context.Context, stop <-chan struct{}) error {
 			return nil
 		default:
 		}
-		e := newEntry(fmt.Sprintf("w%02d-%06d", w.idx, n), parent, fmt.Sprintf("writer %d entry %d", w.idx, n), time.Now())
-		body := appendBody(e)
+		e := proctest.NewEntry(fmt.Sprintf("w%02d-%06d", w.idx, n), parent, fmt.Sprintf("writer %d entry %d", w.idx, n), time.Now())
+		body := proctest.AppendBody(e)
 		w.pending = e.ID
 		a, err := w.appendUntilAcked(ctx, body, e.ID)
 		if err != nil {
@@ -81,39 +76,21 @@ func (w *writer) appendUntilAcked(ctx context.Context, body []byte, id string) (
 		sent := time.Now()
 		st, _, data, err := proctest.Do(ctx, w.hc, http.MethodPost, w.bases[node]+"/v1/sessions/"+w.sid+"/entries", body)
 		if err == nil && st == http.StatusOK {
-			var wr writeResult
+			var wr proctest.WriteResult
 			if err := json.Unmarshal(data, &wr); err != nil || len(wr.Entries) != 1 || wr.Entries[0].ID != id || wr.Entries[0].Seq == 0 {
 				return ack{}, fmt.Errorf("writer %d: entry %s: bad reply %s (%v)", w.idx, id, data, err)
 			}
 			return ack{writer: w.idx, id: id, seq: wr.Entries[0].Seq, node: node, sent: sent, at: time.Now(), attempts: attempt + 1}, nil
 		}
-		kind := errorKind(st, err)
+		kind := proctest.ErrorKind(st, err)
 		w.errors[kind]++
 		if !retryable(st, err) && st != http.StatusInternalServerError {
 			// 500 is retried but counted: it is a bug worth reporting, not
 			// a reason to stop the load. Anything else 4xx is final.
 			return ack{}, fmt.Errorf("writer %d: entry %s via node %d: %d %s", w.idx, id, node, st, data)
 		}
-		backoff(ctx, attempt, len(w.bases))
+		proctest.Backoff(ctx, attempt, len(w.bases))
 	}
-}
-
-// errorKind names a failed attempt for the report.
-func errorKind(status int, err error) string {
-	var nerr net.Error
-	switch {
-	case err == nil:
-		return fmt.Sprintf("http %d", status)
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return "connection refused"
-	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
-		return "connection reset"
-	case errors.As(err, &nerr) && nerr.Timeout(), errors.Is(err, os.ErrDeadlineExceeded):
-		return "client timeout"
-	case strings.Contains(err.Error(), "EOF"):
-		return "connection closed (EOF)"
-	}
-	return "transport: " + err.Error()
 }
 
 // median of ds (which it sorts).

@@ -125,12 +125,7 @@ func TestRegionFailover(t *testing.T) {
 
 // everyWriter checks that every writer has at least k acks received after since.
 func everyWriter(ws []*writer, k int, since time.Time) error {
-	for _, w := range ws {
-		if err := atLeast(w, k, since); err != nil {
-			return err
-		}
-	}
-	return nil
+	return everyWriterIn(ws, "", k, since)
 }
 
 // everyWriterIn is everyWriter for the writers of one region ("a" or "b").
@@ -154,6 +149,8 @@ func atLeast(w *writer, k int, since time.Time) error {
 		}
 	}
 	if got < k {
+		w.mu.Lock() // the writer counts its errors under it
+		defer w.mu.Unlock()
 		return fmt.Errorf("writer %s: %d acks since %s, want %d (errors %v)", w.name, got, since.Format("15:04:05.000"), k, w.errors)
 	}
 	return nil

@@ -15,17 +15,6 @@ import (
 	"github.com/pifleet/sessionlog/internal/proctest"
 )
 
-func ready(base string) error {
-	st, _, body, err := proctest.Do(context.Background(), proctest.ProbeClient, http.MethodGet, base+"/readyz", nil)
-	if err != nil {
-		return err
-	}
-	if st != http.StatusOK {
-		return fmt.Errorf("%d %s", st, body)
-	}
-	return nil
-}
-
 // nodeStatus is the part of /v1/status the test reads.
 type nodeStatus struct {
 	Node  string `json:"node"`
@@ -48,17 +37,11 @@ type nodeStatus struct {
 	} `json:"jetstream"`
 }
 
+// status fetches a node's /v1/status.
 func status(base string) (nodeStatus, error) {
 	var s nodeStatus
-	st, _, body, err := proctest.Do(context.Background(), proctest.ProbeClient, http.MethodGet, base+"/v1/status", nil)
-	if err != nil {
+	if err := proctest.GetJSON(base+"/v1/status", &s); err != nil {
 		return s, err
-	}
-	if st != http.StatusOK {
-		return s, fmt.Errorf("status %d: %s", st, body)
-	}
-	if err := json.Unmarshal(body, &s); err != nil {
-		return s, fmt.Errorf("status: %w: %s", err, body)
 	}
 	if s.JetStream.Error != "" {
 		return s, fmt.Errorf("status: jetstream: %s", s.JetStream.Error)
@@ -110,49 +93,12 @@ func entries(ctx context.Context, base, sid string, minSeq uint64) ([]storedEntr
 	}
 }
 
-// entry is a pi message entry with every field chosen by the client, so a
-// retry sends the same bytes.
-type entry struct {
-	Type      string  `json:"type"`
-	ID        string  `json:"id"`
-	ParentID  *string `json:"parentId"`
-	Timestamp string  `json:"timestamp"`
-	Message   struct {
-		Role      string `json:"role"`
-		Content   string `json:"content"`
-		Timestamp int64  `json:"timestamp"`
-	} `json:"message"`
-}
-
-func newEntry(id, parent, text string, at time.Time) entry {
-	e := entry{Type: "message", ID: id, Timestamp: at.UTC().Format("2006-01-02T15:04:05.000Z")}
-	if parent != "" {
-		e.ParentID = &parent
-	}
-	e.Message.Role, e.Message.Content, e.Message.Timestamp = "user", text, at.UnixMilli()
-	return e
-}
-
-func appendBody(es ...entry) []byte {
-	b, _ := json.Marshal(map[string]any{"entries": es})
-	return b
-}
-
-// writeResult is the reply of create and append.
-type writeResult struct {
-	LastSeq uint64 `json:"lastSeq"`
-	Entries []struct {
-		ID  string `json:"id"`
-		Seq uint64 `json:"seq"`
-	} `json:"entries"`
-}
-
 // createSession creates sid with one root entry through base.
 func createSession(t *testing.T, base, sid, root string) {
 	t.Helper()
 	body, _ := json.Marshal(map[string]any{
 		"header":  map[string]any{"type": "session", "version": 3, "id": sid, "cwd": "/work", "timestamp": "2026-11-30T10:00:00.000Z"},
-		"entries": []entry{newEntry(root, "", "root of "+sid, time.Now())},
+		"entries": []proctest.Entry{proctest.NewEntry(root, "", "root of "+sid, time.Now())},
 	})
 	st, _, data, err := proctest.Do(context.Background(), proctest.ProbeClient, http.MethodPost, base+"/v1/sessions", body)
 	if err != nil || st != http.StatusCreated {

@@ -175,7 +175,7 @@ func (top *topology) waitReady(t *testing.T, nodes []*node) time.Duration {
 				if !nd.Running() {
 					return fmt.Errorf("process exited: %v", nd.ExitErr())
 				}
-				return ready(nd.base)
+				return proctest.Ready(nd.base)
 			})
 		})
 	}

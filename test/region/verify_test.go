@@ -38,13 +38,13 @@ func measureMirrorLag(t *testing.T, ctx context.Context, home, mirror string) {
 	// i = 0 warms up: a mirror's first messages wait for its consumer on
 	// the origin to be set up, which is start-up, not lag.
 	for i := 0; i <= probes; i++ {
-		e := newEntry(fmt.Sprintf("p%d", i), parent, "probe", time.Now())
-		st, _, data, err := proctest.Do(ctx, proctest.ProbeClient, http.MethodPost, home+"/v1/sessions/"+sid+"/entries", appendBody(e))
+		e := proctest.NewEntry(fmt.Sprintf("p%d", i), parent, "probe", time.Now())
+		st, _, data, err := proctest.Do(ctx, proctest.ProbeClient, http.MethodPost, home+"/v1/sessions/"+sid+"/entries", proctest.AppendBody(e))
 		if err != nil || st != http.StatusOK {
 			t.Fatalf("probe write: %d %v %s", st, err, data)
 		}
 		acked := time.Now()
-		var wr writeResult
+		var wr proctest.WriteResult
 		if err := json.Unmarshal(data, &wr); err != nil {
 			t.Fatal(err)
 		}

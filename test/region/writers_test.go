@@ -68,7 +68,7 @@ func (w *writer) run(ctx context.Context, stop <-chan struct{}, root string) err
 		case <-time.After(w.pause):
 		}
 		id := fmt.Sprintf("%s-%05d", w.name, n)
-		e := newEntry(id, parent, fmt.Sprintf("writer %s entry %d", w.name, n), time.Now())
+		e := proctest.NewEntry(id, parent, fmt.Sprintf("writer %s entry %d", w.name, n), time.Now())
 		for attempt := 0; ; attempt++ {
 			if ctx.Err() != nil {
 				return fmt.Errorf("writer %s: entry %s not acknowledged in time: %w", w.name, e.ID, ctx.Err())
@@ -76,10 +76,10 @@ func (w *writer) run(ctx context.Context, stop <-chan struct{}, root string) err
 			base := w.bases[w.turn%len(w.bases)]
 			w.turn++
 			sent := time.Now()
-			st, _, data, err := proctest.Do(ctx, w.hc, http.MethodPost, base+"/v1/sessions/"+w.sid+"/entries", appendBody(e))
+			st, _, data, err := proctest.Do(ctx, w.hc, http.MethodPost, base+"/v1/sessions/"+w.sid+"/entries", proctest.AppendBody(e))
 			switch {
 			case err == nil && st == http.StatusOK:
-				var wr writeResult
+				var wr proctest.WriteResult
 				if err := json.Unmarshal(data, &wr); err != nil || len(wr.Entries) != 1 || wr.Entries[0].ID != e.ID {
 					return fmt.Errorf("writer %s: entry %s: bad reply %s (%v)", w.name, e.ID, data, err)
 				}
@@ -95,13 +95,13 @@ func (w *writer) run(ctx context.Context, stop <-chan struct{}, root string) err
 				// A new id: the entry as first sent may be stored in the
 				// lost region with the old parent, and comes back with it.
 				parent = p
-				e = newEntry(fmt.Sprintf("%s-%05d-r%d", w.name, n, attempt), parent, e.Message.Content, time.Now())
+				e = proctest.NewEntry(fmt.Sprintf("%s-%05d-r%d", w.name, n, attempt), parent, e.Message.Content, time.Now())
 				continue
 			case err != nil || st == http.StatusServiceUnavailable || st == http.StatusGatewayTimeout:
 				w.mu.Lock()
-				w.errors[errorKind(st, err)]++
+				w.errors[proctest.ErrorKind(st, err)]++
 				w.mu.Unlock()
-				backoff(ctx, attempt, len(w.bases))
+				proctest.Backoff(ctx, attempt, len(w.bases))
 				continue
 			default:
 				return fmt.Errorf("writer %s: entry %s via %s: %d %s", w.name, e.ID, base, st, data)
@@ -134,33 +134,4 @@ func (w *writer) resync(ctx context.Context, base, root string) (string, error) 
 		return root, nil
 	}
 	return w.acks[keep-1].id, nil
-}
-
-func errorKind(status int, err error) string {
-	if err == nil {
-		return fmt.Sprintf("http %d", status)
-	}
-	s := err.Error()
-	switch {
-	case strings.Contains(s, "connection refused"):
-		return "connection refused"
-	case strings.Contains(s, "reset"), strings.Contains(s, "EOF"):
-		return "connection reset"
-	case strings.Contains(s, "Timeout"), strings.Contains(s, "deadline"):
-		return "client timeout"
-	}
-	return "transport"
-}
-
-// backoff pauses after every full round of failed attempts over the
-// region's nodes, growing to a quarter second.
-func backoff(ctx context.Context, attempt, nodes int) {
-	if (attempt+1)%nodes != 0 {
-		return
-	}
-	d := min(50*time.Millisecond<<min((attempt+1)/nodes-1, 3), 250*time.Millisecond)
-	select {
-	case <-ctx.Done():
-	case <-time.After(d):
-	}
 }
