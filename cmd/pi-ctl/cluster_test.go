@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pifleet/sessionlog/internal/jetstream/jstest"
+
 	"github.com/nats-io/nats.go"
 
 	"github.com/pifleet/sessionlog/internal/conformance"
@@ -27,8 +29,8 @@ func startNATSCluster(t *testing.T) []string {
 	var clients, routes []string
 	var clusterPorts []int
 	for range n {
-		clients = append(clients, fmt.Sprintf("127.0.0.1:%d", freePort(t)))
-		p := freePort(t)
+		clients = append(clients, fmt.Sprintf("127.0.0.1:%d", jstest.FreePort(t)))
+		p := jstest.FreePort(t)
 		clusterPorts = append(clusterPorts, p)
 		routes = append(routes, fmt.Sprintf("%q", fmt.Sprintf("nats-route://127.0.0.1:%d", p)))
 	}

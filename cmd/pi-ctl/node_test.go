@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -14,6 +13,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pifleet/sessionlog/internal/jetstream/jstest"
+	"github.com/pifleet/sessionlog/internal/proctest"
 )
 
 // The server commands are tested against the real programs: pi-node (and
@@ -22,7 +24,8 @@ import (
 
 var (
 	buildOnce sync.Once
-	binDir    string
+	binDir    string // removed by TestMain
+	builtBins map[string]string
 	buildErr  error
 )
 
@@ -36,43 +39,16 @@ func TestMain(m *testing.M) {
 }
 
 // builtBinary returns the path of "pi-node", "pi-ctl" or "nats-server", built
-// on first use (go build's cache makes later runs cheap).
+// on first use, all three in one go build (its cache makes later runs cheap).
 func builtBinary(t testing.TB, name string) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		if binDir, buildErr = os.MkdirTemp("", "pi-ctl-test-bin-"); buildErr != nil {
-			return
-		}
-		cmd := exec.Command(goTool(), "build", "-o", binDir+string(os.PathSeparator),
-			"github.com/pifleet/sessionlog/cmd/pi-node", "github.com/pifleet/sessionlog/cmd/pi-ctl", "github.com/nats-io/nats-server/v2")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
+		builtBins, binDir, _, buildErr = proctest.Build("pi-ctl-test-bin-", proctest.PiNode, proctest.PiCtl, proctest.NATSServer)
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)
 	}
-	return filepath.Join(binDir, name)
-}
-
-// goTool finds the go command: on $PATH, else in $GOROOT.
-func goTool() string {
-	if p, err := exec.LookPath("go"); err == nil {
-		return p
-	}
-	return filepath.Join(os.Getenv("GOROOT"), "bin", "go")
-}
-
-// freePort asks the kernel for a free loopback port. Another process may
-// take it before ours binds it; on loopback in a test run that is rare.
-func freePort(t testing.TB) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return builtBins[name]
 }
 
 // node is one pi-node process. Restarting it keeps its flags: the same
@@ -90,12 +66,12 @@ type node struct {
 // NATS server, else it connects there. extra flags are appended.
 func newNode(t testing.TB, dir, name, natsURL string, extra ...string) *node {
 	t.Helper()
-	hp := freePort(t)
+	hp := jstest.FreePort(t)
 	n := &node{httpURL: "http://127.0.0.1:" + strconv.Itoa(hp), natsURL: natsURL, logPath: filepath.Join(dir, name+".log")}
 	n.args = []string{"--node-name", name, "--data-dir", filepath.Join(dir, name+"-data"),
 		"--http-listen", "127.0.0.1:" + strconv.Itoa(hp), "--log-level", "warn"}
 	if natsURL == "" {
-		cp := freePort(t)
+		cp := jstest.FreePort(t)
 		n.natsURL = "nats://127.0.0.1:" + strconv.Itoa(cp)
 		n.args = append(n.args, "--client-listen", "127.0.0.1:"+strconv.Itoa(cp))
 	} else {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pifleet/sessionlog/internal/jetstream/jstest"
 )
 
 // expectFailure runs pi-ctl and wants exit status code with exactly one
@@ -68,7 +70,7 @@ func TestServerUsageErrors(t *testing.T) {
 // TestUnreachable: no node at the address, or one that never answers:
 // exit 1 quickly with a clear message and a hint.
 func TestUnreachable(t *testing.T) {
-	closed := strconv.Itoa(freePort(t))
+	closed := strconv.Itoa(jstest.FreePort(t))
 	// A listener that accepts connections and never says a word: the
 	// kernel completes the handshake, so only --timeout ends the wait.
 	mute, err := net.Listen("tcp", "127.0.0.1:0")
@@ -103,7 +105,7 @@ func TestUnreachable(t *testing.T) {
 
 // TestNoResponders: a NATS server without pi-node on it.
 func TestNoResponders(t *testing.T) {
-	port := freePort(t)
+	port := jstest.FreePort(t)
 	cmd := exec.Command(builtBinary(t, "nats-server"), "-a", "127.0.0.1", "-p", strconv.Itoa(port))
 	if err := startProcess(cmd); err != nil {
 		t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 )
 
 // Bin is a command to build: its binary's name and its package.
@@ -18,12 +17,14 @@ var (
 	NATSServer = Bin{"nats-server", "github.com/nats-io/nats-server/v2"} // at the version go.mod pins
 )
 
-// Build builds bins, in parallel, into a new temporary directory (named
-// after prefix), so a test runs the exact code under review; go test puts
-// its own go first on PATH, so this is the same toolchain. PI_NODE_BIN
-// names a pi-node binary to use instead of building one (a release build,
-// or a snapshot while the tree is mid-edit). It returns the paths by name,
-// the directory, and a cleanup that removes it.
+// Build builds bins into a new temporary directory (named after prefix),
+// so a test runs the exact code under review; go test puts its own go
+// first on PATH, so this is the same toolchain. One go build for all of
+// them: separate builds in parallel would each compile the dependencies
+// they share on a cold cache. PI_NODE_BIN names a pi-node binary to use
+// instead of building one (a release build, or a snapshot while the tree
+// is mid-edit). It returns the paths by name, the directory, and a
+// cleanup that removes it.
 func Build(prefix string, bins ...Bin) (map[string]string, string, func(), error) {
 	dir, err := os.MkdirTemp("", prefix)
 	if err != nil {
@@ -31,21 +32,27 @@ func Build(prefix string, bins ...Bin) (map[string]string, string, func(), error
 	}
 	cleanup := func() { os.RemoveAll(dir) }
 	paths := make(map[string]string, len(bins))
-	errs := make([]error, len(bins))
-	var wg sync.WaitGroup
-	for i, b := range bins {
+	args := []string{"build", "-o", dir + string(filepath.Separator)}
+	for _, b := range bins {
 		if b == PiNode && os.Getenv("PI_NODE_BIN") != "" {
 			paths[b.Name] = os.Getenv("PI_NODE_BIN")
 			continue
 		}
+		// go build names each binary after its package path's last
+		// element, the major-version suffix left out: Bin.Name.
 		paths[b.Name] = filepath.Join(dir, b.Name)
-		wg.Go(func() { _, errs[i] = BuildInto(dir, b) })
+		args = append(args, b.Pkg)
 	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
+	if len(args) > 3 {
+		if msg, err := exec.Command("go", args...).CombinedOutput(); err != nil {
 			cleanup()
-			return nil, "", nil, err
+			return nil, "", nil, fmt.Errorf("go %v: %v\n%s", args, err, msg)
+		}
+	}
+	for name, path := range paths {
+		if _, err := os.Stat(path); err != nil {
+			cleanup()
+			return nil, "", nil, fmt.Errorf("binary %s: %w", name, err)
 		}
 	}
 	return paths, dir, cleanup, nil
