@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/pifleet/sessionlog/internal/size"
+
 	"github.com/pifleet/sessionlog/internal/archive"
 )
 
@@ -86,7 +88,7 @@ func runArchiveLs(ctx context.Context, e *env, args []string) error {
 		if s.Live {
 			note = "live: stale copy"
 		}
-		t.row(s.SessionID, cutWidth(nullable(s.Name, "-"), 40), strconv.Itoa(s.EntryCount), humanBytes(s.Bytes), shortTime(s.Modified), shortTime(s.ArchivedAt), note)
+		t.row(s.SessionID, cutWidth(nullable(s.Name, "-"), 40), strconv.Itoa(s.EntryCount), size.Human(s.Bytes), shortTime(s.Modified), shortTime(s.ArchivedAt), note)
 	}
 	if err := t.write(e.stdout); err != nil {
 		return err

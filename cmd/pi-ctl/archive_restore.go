@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/pifleet/sessionlog/internal/size"
+
 	"github.com/pifleet/sessionlog/internal/archive"
 )
 
@@ -116,7 +118,7 @@ func runArchiveNow(ctx context.Context, e *env, args []string) error {
 	if err := keyValues(e.stdout,
 		"cutoff", r.Cutoff.UTC().Format(time.RFC3339),
 		"idle", fmt.Sprint(r.Candidates),
-		"archived", fmt.Sprintf("%d (%s), %d with a write that raced the purge", r.Archived, humanBytes(r.Bytes), r.Repaired),
+		"archived", fmt.Sprintf("%d (%s), %d with a write that raced the purge", r.Archived, size.Human(r.Bytes), r.Repaired),
 		"active", fmt.Sprintf("%d written to meanwhile, left in the log", r.Active),
 		"failed", fmt.Sprint(r.Failed),
 		"took", (time.Duration(r.Seconds * float64(time.Second))).Round(time.Millisecond).String(),

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pifleet/sessionlog/internal/size"
+
 	"github.com/pifleet/sessionlog/internal/api"
 	"github.com/pifleet/sessionlog/internal/region"
 	"github.com/pifleet/sessionlog/internal/tree"
@@ -91,7 +93,7 @@ func writeStatus(out *strings.Builder, s *statusReply) {
 	kv := []string{
 		"node", fmt.Sprintf("%s (%s %s)", tree.Printable(s.Node), s.Service, s.Version),
 		"applied", fmt.Sprintf("seq %d of %d, lag %d (%s)", st.Applied, st.LogLastSeq, st.Lag, caught),
-		"sessions", fmt.Sprintf("%d, %d in memory (%s)", st.Sessions, st.SessionsLoaded, humanBytes(st.BytesHeld)),
+		"sessions", fmt.Sprintf("%d, %d in memory (%s)", st.Sessions, st.SessionsLoaded, size.Human(st.BytesHeld)),
 		"records", fmt.Sprintf("%d applied, %d skipped; %d evictions, %d reloads", st.Records, st.SkippedRecords, st.Evictions, st.Reloads),
 	}
 	if st.LastFollowError != "" {
@@ -114,7 +116,7 @@ func writeStatus(out *strings.Builder, s *statusReply) {
 	ss := &js.Stream
 	keyValues(out,
 		"jetstream", mode,
-		"stream", fmt.Sprintf("%s: %d messages, %s, seq %d–%d, %s", ss.Name, ss.Messages, humanBytes(ss.Bytes), ss.FirstSeq, ss.LastSeq, plural(int(ss.Subjects), "session")),
+		"stream", fmt.Sprintf("%s: %d messages, %s, seq %d–%d, %s", ss.Name, ss.Messages, size.Human(ss.Bytes), ss.FirstSeq, ss.LastSeq, plural(int(ss.Subjects), "session")),
 		"replicas", fmt.Sprintf("%d, leader %s", ss.Replicas, orDash(ss.Leader)),
 		"bucket", js.Bucket)
 	writeRegion(out, js.Region)

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -61,21 +60,6 @@ func keyValues(w io.Writer, pairs ...string) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
-}
-
-// humanBytes writes a size in binary units: 512 B, 3.7 KiB, 12.0 MiB.
-func humanBytes(n int64) string {
-	if n < 1024 {
-		return strconv.FormatInt(n, 10) + " B"
-	}
-	v, unit := float64(n)/1024, "KiB"
-	for _, u := range []string{"MiB", "GiB", "TiB"} {
-		if v < 1024 {
-			break
-		}
-		v, unit = v/1024, u
-	}
-	return strconv.FormatFloat(v, 'f', 1, 64) + " " + unit
 }
 
 // shortTime writes a time of the API for a table: UTC, to the second.

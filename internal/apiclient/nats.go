@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/pifleet/sessionlog/internal/size"
+
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 )
@@ -110,7 +112,7 @@ func (b *NATS) Do(ctx context.Context, op string, p Params, body []byte) ([]byte
 	// and what to do instead.
 	if limit := b.nc.MaxPayload(); limit > 0 && int64(len(data)) > limit {
 		return nil, &Error{Op: op, Status: http.StatusRequestEntityTooLarge, Code: "too_large", Local: true,
-			Message: fmt.Sprintf("%s request of %s exceeds the NATS server's max_payload of %s", op, humanBytes(int64(len(data))), humanBytes(limit)),
+			Message: fmt.Sprintf("%s request of %s exceeds the NATS server's max_payload of %s", op, size.Human(int64(len(data))), size.Human(limit)),
 			Hint:    "send it over HTTP: pi-node takes bodies of up to 16 MiB there"}
 	}
 	ctx, cancel := context.WithTimeout(ctx, b.timeout)

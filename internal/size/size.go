@@ -50,3 +50,18 @@ func Format(n int64) string {
 	}
 	return strconv.FormatInt(n, 10)
 }
+
+// Human writes n for people: 812 B, 1.5 KiB, 20.0 MiB, up to PiB.
+func Human(n int64) string {
+	if n < 1024 {
+		return strconv.FormatInt(n, 10) + " B"
+	}
+	v, unit := float64(n)/1024, "KiB"
+	for _, u := range []string{"MiB", "GiB", "TiB", "PiB"} {
+		if v < 1024 {
+			break
+		}
+		v, unit = v/1024, u
+	}
+	return strconv.FormatFloat(v, 'f', 1, 64) + " " + unit
+}

@@ -23,3 +23,11 @@ func TestParseFormat(t *testing.T) {
 		t.Errorf("Format(512MiB) = %q", Format(512<<20))
 	}
 }
+
+func TestHuman(t *testing.T) {
+	for n, want := range map[int64]string{0: "0 B", 1023: "1023 B", 1024: "1.0 KiB", 3 << 20: "3.0 MiB", 5 << 40: "5.0 TiB", 3 << 50: "3.0 PiB"} {
+		if got := Human(n); got != want {
+			t.Errorf("Human(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
