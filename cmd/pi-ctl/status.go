@@ -10,7 +10,6 @@ import (
 	"github.com/pifleet/sessionlog/internal/size"
 
 	"github.com/pifleet/sessionlog/internal/api"
-	"github.com/pifleet/sessionlog/internal/region"
 	"github.com/pifleet/sessionlog/internal/tree"
 )
 
@@ -18,41 +17,11 @@ import (
 // what pi-node reports about JetStream under "jetstream" (or {"error"} when
 // it could not ask).
 type statusReply struct {
-	Node      string           `json:"node"`
-	Service   string           `json:"service"`
-	Version   string           `json:"version"`
-	Store     api.StoreStatus  `json:"store"`
-	JetStream *jetStreamStatus `json:"jetstream"`
-}
-
-type jetStreamStatus struct {
-	Error     string `json:"error"`
-	Mode      string `json:"mode"`
-	Server    string `json:"server"`
-	Connected string `json:"connected"`
-	Cluster   string `json:"cluster"`
-	Bucket    string `json:"bucket"`
-	Stream    struct {
-		Name      string          `json:"name"`
-		Replicas  int             `json:"replicas"`
-		Leader    string          `json:"leader"`
-		Messages  uint64          `json:"messages"`
-		Bytes     int64           `json:"bytes"`
-		FirstSeq  uint64          `json:"firstSeq"`
-		LastSeq   uint64          `json:"lastSeq"`
-		Subjects  uint64          `json:"subjects"`
-		Followers []replicaStatus `json:"followers"`
-	} `json:"stream"`
-	Region *region.Status `json:"region"` // cross-region deployments only
-}
-
-// replicaStatus is a follower of the stream as its leader sees it.
-type replicaStatus struct {
-	Name     string `json:"name"`
-	Current  bool   `json:"current"`
-	Offline  bool   `json:"offline"`
-	Lag      uint64 `json:"lag"`
-	LastSeen string `json:"lastSeen"`
+	Node      string               `json:"node"`
+	Service   string               `json:"service"`
+	Version   string               `json:"version"`
+	Store     api.StoreStatus      `json:"store"`
+	JetStream *api.JetStreamStatus `json:"jetstream"`
 }
 
 const statusHelp = `Usage: pi-ctl status [--json]
@@ -116,7 +85,7 @@ func writeStatus(out *strings.Builder, s *statusReply) {
 	ss := &js.Stream
 	keyValues(out,
 		"jetstream", mode,
-		"stream", fmt.Sprintf("%s: %d messages, %s, seq %d–%d, %s", ss.Name, ss.Messages, size.Human(ss.Bytes), ss.FirstSeq, ss.LastSeq, plural(int(ss.Subjects), "session")),
+		"stream", fmt.Sprintf("%s: %d messages, %s, seq %d–%d, %s", ss.Name, ss.Messages, size.Human(int64(ss.Bytes)), ss.FirstSeq, ss.LastSeq, plural(int(ss.Subjects), "session")),
 		"replicas", fmt.Sprintf("%d, leader %s", ss.Replicas, orDash(ss.Leader)),
 		"bucket", js.Bucket)
 	writeRegion(out, js.Region)
@@ -137,7 +106,7 @@ func writeStatus(out *strings.Builder, s *statusReply) {
 		case f.Current:
 			state = "current"
 		}
-		t.row(f.Name, "follower", state, strconv.FormatUint(f.Lag, 10), orDash(f.LastSeen))
+		t.row(f.Name, "follower", state, strconv.FormatUint(f.Lag, 10), orDash(f.Active))
 	}
 	t.write(out)
 }

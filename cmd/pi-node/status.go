@@ -7,46 +7,12 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/pifleet/sessionlog/internal/api"
+
 	"github.com/nats-io/nats.go"
 
 	"github.com/pifleet/sessionlog/internal/jetstream"
-	"github.com/pifleet/sessionlog/internal/region"
 )
-
-// JetStreamStatus is the backend part of /v1/status (and of pi-ctl status).
-type JetStreamStatus struct {
-	Mode      string       `json:"mode"` // embedded, embedded-cluster, external
-	Server    string       `json:"server"`
-	Connected string       `json:"connected"`
-	Cluster   string       `json:"cluster,omitempty"`
-	Stream    StreamStatus `json:"stream"`
-	Bucket    string       `json:"bucket"`
-	// Region is the cross-region state: this node's region and role, the
-	// home, the streams it reads and writes, and its mirror's lag.
-	Region *region.Status `json:"region,omitempty"`
-}
-
-// StreamStatus describes the session stream as its leader reports it.
-type StreamStatus struct {
-	Name      string       `json:"name"`
-	Replicas  int          `json:"replicas"`
-	Leader    string       `json:"leader,omitempty"`
-	Messages  uint64       `json:"messages"`
-	Bytes     uint64       `json:"bytes"`
-	FirstSeq  uint64       `json:"firstSeq"`
-	LastSeq   uint64       `json:"lastSeq"`
-	Subjects  uint64       `json:"subjects"`
-	Followers []PeerStatus `json:"followers,omitempty"`
-}
-
-// PeerStatus is one replica of the stream besides the leader.
-type PeerStatus struct {
-	Name    string `json:"name"`
-	Current bool   `json:"current"`
-	Offline bool   `json:"offline,omitempty"`
-	Lag     uint64 `json:"lag"`
-	Active  string `json:"lastSeen"`
-}
 
 // status reports the mode and the stream as the leader sees it: replicas,
 // leader, each follower's lag, messages and bytes.
@@ -54,7 +20,7 @@ func (m *Main) status(ctx context.Context) (any, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	cfg := m.streamConfig()
-	out := JetStreamStatus{Mode: m.mode(), Server: m.conn.NC.ConnectedServerName(), Connected: m.NATSURL, Bucket: cfg.Bucket}
+	out := api.JetStreamStatus{Mode: m.mode(), Server: m.conn.NC.ConnectedServerName(), Connected: m.NATSURL, Bucket: cfg.Bucket}
 	if m.region != nil {
 		rs := m.region.Status(ctx)
 		rec := m.region.Record()
@@ -68,12 +34,12 @@ func (m *Main) status(ctx context.Context) (any, error) {
 	if err != nil {
 		return out, fmt.Errorf("stream %s: %w", cfg.Stream, err)
 	}
-	out.Stream = StreamStatus{Name: info.Config.Name, Replicas: info.Config.Replicas, Messages: info.State.Msgs, Bytes: info.State.Bytes,
+	out.Stream = api.StreamStatus{Name: info.Config.Name, Replicas: info.Config.Replicas, Messages: info.State.Msgs, Bytes: info.State.Bytes,
 		FirstSeq: info.State.FirstSeq, LastSeq: info.State.LastSeq, Subjects: uint64(info.State.NumSubjects)}
 	if ci := info.Cluster; ci != nil {
 		out.Cluster, out.Stream.Leader = ci.Name, ci.Leader
 		for _, p := range ci.Replicas {
-			out.Stream.Followers = append(out.Stream.Followers, PeerStatus{Name: p.Name, Current: p.Current, Offline: p.Offline, Lag: p.Lag, Active: p.Active.Round(time.Millisecond).String()})
+			out.Stream.Followers = append(out.Stream.Followers, api.PeerStatus{Name: p.Name, Current: p.Current, Offline: p.Offline, Lag: p.Lag, Active: p.Active.Round(time.Millisecond).String()})
 		}
 	}
 	return out, nil

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/pifleet/sessionlog/internal/region"
 )
 
 // readyLag is how long the Store may have been behind the log and still
@@ -121,4 +123,42 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// JetStreamStatus is what pi-node reports under "jetstream" in /v1/status
+// (Config.Status), and what pi-ctl status reads back. Error alone is set
+// when the node could not ask JetStream.
+type JetStreamStatus struct {
+	Error     string       `json:"error,omitempty"`
+	Mode      string       `json:"mode"` // embedded, embedded-cluster, external
+	Server    string       `json:"server"`
+	Connected string       `json:"connected"`
+	Cluster   string       `json:"cluster,omitempty"`
+	Stream    StreamStatus `json:"stream"`
+	Bucket    string       `json:"bucket"`
+	// Region is the cross-region state: this node's region and role, the
+	// home, the streams it reads and writes, and its mirror's lag.
+	Region *region.Status `json:"region,omitempty"`
+}
+
+// StreamStatus describes the session stream as its leader reports it.
+type StreamStatus struct {
+	Name      string       `json:"name"`
+	Replicas  int          `json:"replicas"`
+	Leader    string       `json:"leader,omitempty"`
+	Messages  uint64       `json:"messages"`
+	Bytes     uint64       `json:"bytes"`
+	FirstSeq  uint64       `json:"firstSeq"`
+	LastSeq   uint64       `json:"lastSeq"`
+	Subjects  uint64       `json:"subjects"`
+	Followers []PeerStatus `json:"followers,omitempty"`
+}
+
+// PeerStatus is one replica of the stream besides the leader.
+type PeerStatus struct {
+	Name    string `json:"name"`
+	Current bool   `json:"current"`
+	Offline bool   `json:"offline,omitempty"`
+	Lag     uint64 `json:"lag"`
+	Active  string `json:"lastSeen"`
 }
