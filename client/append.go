@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/tree"
+	"github.com/pifleet/sessionlog/internal/writer"
 )
 
 // Spec is one entry to append, before it has an id, a parent and a
@@ -16,7 +16,7 @@ import (
 // SessionInfo and LabelChange — pi's SessionManager append methods — and
 // write several at once with Session.Append.
 type Spec struct {
-	spec        session.Spec
+	spec        writer.Spec
 	labelTarget string // a label's target, which must exist
 	err         error  // an argument that is not JSON
 }
@@ -49,7 +49,7 @@ func rawJSON(name string, v any) ([]byte, error) {
 }
 
 // specOf builds a Spec whose JSON arguments are converted first.
-func specOf(build func(raw [][]byte) session.Spec, args ...namedArg) Spec {
+func specOf(build func(raw [][]byte) writer.Spec, args ...namedArg) Spec {
 	raw := make([][]byte, len(args))
 	for i, a := range args {
 		var err error
@@ -69,50 +69,50 @@ type namedArg struct {
 // assistant, toolResult, bashExecution, custom, ...), as pi's agent builds
 // them. The first assistant message of a new session stores it.
 func Message(msg any) Spec {
-	return specOf(func(r [][]byte) session.Spec { return session.Message(r[0]) }, namedArg{"message", msg})
+	return specOf(func(r [][]byte) writer.Spec { return writer.Message(r[0]) }, namedArg{"message", msg})
 }
 
 // ModelChange records a switch of provider and model.
 func ModelChange(provider, modelID string) Spec {
-	return Spec{spec: session.ModelChange(provider, modelID)}
+	return Spec{spec: writer.ModelChange(provider, modelID)}
 }
 
 // ThinkingLevelChange records a new thinking level ("off", "low", "high",
 // ...).
-func ThinkingLevelChange(level string) Spec { return Spec{spec: session.ThinkingLevelChange(level)} }
+func ThinkingLevelChange(level string) Spec { return Spec{spec: writer.ThinkingLevelChange(level)} }
 
 // Compaction records a summary of everything on the path before
 // firstKeptEntryID, which the context then starts from. details (any JSON
 // value) and fromHook are optional (nil: left out).
 func Compaction(summary, firstKeptEntryID string, tokensBefore float64, details any, fromHook *bool) Spec {
-	return specOf(func(r [][]byte) session.Spec {
-		return session.Compaction(summary, firstKeptEntryID, tokensBefore, r[0], fromHook)
+	return specOf(func(r [][]byte) writer.Spec {
+		return writer.Compaction(summary, firstKeptEntryID, tokensBefore, r[0], fromHook)
 	}, namedArg{"details", details})
 }
 
 // CustomEntry stores an extension's state under customType; it never
 // reaches the LLM context.
 func CustomEntry(customType string, data any) Spec {
-	return specOf(func(r [][]byte) session.Spec { return session.CustomEntry(customType, r[0]) }, namedArg{"data", data})
+	return specOf(func(r [][]byte) writer.Spec { return writer.CustomEntry(customType, r[0]) }, namedArg{"data", data})
 }
 
 // CustomMessage injects an extension's message into the context: content
 // is a string or an array of text/image blocks, details optional (nil).
 func CustomMessage(customType string, content any, display bool, details any) Spec {
-	return specOf(func(r [][]byte) session.Spec {
-		return session.CustomMessage(customType, r[0], display, r[1])
+	return specOf(func(r [][]byte) writer.Spec {
+		return writer.CustomMessage(customType, r[0], display, r[1])
 	}, namedArg{"content", content}, namedArg{"details", details})
 }
 
 // SessionInfo names the session (stored trimmed, like pi; the last one
 // wins).
-func SessionInfo(name string) Spec { return Spec{spec: session.SessionInfo(name)} }
+func SessionInfo(name string) Spec { return Spec{spec: writer.SessionInfo(name)} }
 
 // LabelChange sets the label of entry targetID (pi's appendLabelChange):
 // nil clears it (the label is left out of the entry, as pi's UI clears),
 // and so does a pointer to "" (stored as ""). The target must exist.
 func LabelChange(targetID string, label *string) Spec {
-	return Spec{spec: session.Label(targetID, label), labelTarget: targetID}
+	return Spec{spec: writer.Label(targetID, label), labelTarget: targetID}
 }
 
 // Written says where a write landed.
@@ -148,7 +148,7 @@ func (s *Session) Append(ctx context.Context, specs ...Spec) (Written, error) {
 	if len(specs) == 0 {
 		return Written{}, fmt.Errorf("%w: nothing to append", ErrInvalid)
 	}
-	ss := make([]session.Spec, len(specs))
+	ss := make([]writer.Spec, len(specs))
 	for i, sp := range specs {
 		switch {
 		case sp.err != nil:

@@ -13,6 +13,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/apiclient"
 	"github.com/pifleet/sessionlog/internal/jetstream"
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/writer"
 )
 
 // Transport says how a Client reaches the session log. Make one with
@@ -65,7 +66,7 @@ type options struct {
 	provision bool
 	replicas  int
 	jsCfg     jetstream.Config
-	writer    session.WriterOptions
+	writer    writer.Options
 }
 
 // WithToken sets the bearer token of the HTTP transport (pi-node's
@@ -114,7 +115,7 @@ type Client struct {
 	log     session.Log
 	cursors session.Cursors
 	observe func(sid string, seq uint64) // API transports: raise minSeq of reads
-	writer  session.WriterOptions
+	writer  writer.Options
 	closers []func()
 }
 

@@ -5,6 +5,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/apiclient"
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/writer"
 )
 
 // The errors of every method, on every transport. Test them with errors.Is;
@@ -54,7 +55,7 @@ type FieldError = session.FieldError
 // AttemptTimeout of one publish (2 s), UnavailableFor (give up with
 // ErrUnavailable after 10 s of unavailability) and ConflictBackoff between
 // conflicts (2 ms doubling, with jitter). The zero value is the default.
-type RetryPolicy = session.RetryPolicy
+type RetryPolicy = writer.RetryPolicy
 
 // CursorMovedError says that the entries or the move were done, but this
 // client's cursor was not moved along: another writer moved it (or deleted

@@ -9,6 +9,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/tree"
+	"github.com/pifleet/sessionlog/internal/writer"
 )
 
 // SessionOption configures Create, Open and Fork.
@@ -17,7 +18,7 @@ type SessionOption func(*sessionOptions)
 type sessionOptions struct {
 	client string
 	minSeq uint64
-	create session.CreateOptions
+	create writer.CreateOptions
 }
 
 // WithClientID gives the Session a cursor: this client's own leaf in the
@@ -57,7 +58,7 @@ func WithParentSession(id string) SessionOption {
 // package documentation.
 type Session struct {
 	c      *Client
-	w      *session.Writer
+	w      *writer.Writer
 	client string // cursor client id ("": no cursor)
 
 	mu  sync.Mutex // serializes writes and cursor moves
@@ -83,7 +84,7 @@ func (c *Client) Create(opts ...SessionOption) (*Session, error) {
 			return nil, err
 		}
 	}
-	w, err := session.Create(c.log, o.create, c.writer)
+	w, err := writer.Create(c.log, o.create, c.writer)
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +109,7 @@ func (c *Client) Open(ctx context.Context, sessionID string, opts ...SessionOpti
 			return nil, fmt.Errorf("open %s: cursor %s: %w", sessionID, o.client, err)
 		}
 	}
-	w, err := session.Open(ctx, c.log, sessionID, c.writer)
+	w, err := writer.Open(ctx, c.log, sessionID, c.writer)
 	if err != nil {
 		return nil, err
 	}

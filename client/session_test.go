@@ -18,7 +18,7 @@ import (
 
 // TestWriterContract runs the session engine's writer contract over each
 // of the client's transports, on one in-process pi-node: the same
-// session.Writer, the delayed flush and CAS loop written once, behind the
+// writer.Writer, the delayed flush and CAS loop written once, behind the
 // JetStream log and behind the API's.
 func TestWriterContract(t *testing.T) {
 	n := apitest.Start(t, apitest.Options{})

@@ -13,7 +13,8 @@ import (
 	"github.com/pifleet/sessionlog/internal/archive"
 	"github.com/pifleet/sessionlog/internal/jetstream"
 	"github.com/pifleet/sessionlog/internal/jetstream/jstest"
-	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/service"
+	"github.com/pifleet/sessionlog/internal/store"
 )
 
 // archivedPage is the JSON of archive ls.
@@ -103,13 +104,13 @@ func archiveNode(t *testing.T) (httpURL, natsURL string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := session.NewStore(log, session.StoreOptions{})
-	if err := store.Open(ctx); err != nil {
+	st := store.New(log, store.Options{})
+	if err := st.Open(ctx); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { store.Close() })
-	a := archive.New(store, log, jetstream.NewArchive(log, jetstream.NewArchiveConfig(cfg)), archive.Options{Node: "t"})
-	s, err := api.New(api.Config{Service: &session.Service{Log: log, Store: store, Cursors: cursors}, Archive: a})
+	t.Cleanup(func() { st.Close() })
+	a := archive.New(st, log, jetstream.NewArchive(log, jetstream.NewArchiveConfig(cfg)), archive.Options{Node: "t"})
+	s, err := api.New(api.Config{Service: &service.Service{Log: log, Store: st, Cursors: cursors}, Archive: a})
 	if err != nil {
 		t.Fatal(err)
 	}

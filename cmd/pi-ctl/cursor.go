@@ -5,7 +5,7 @@ import (
 	"flag"
 	"strconv"
 
-	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/tree"
 )
 
@@ -73,7 +73,7 @@ func runCursorSet(ctx context.Context, e *env, args []string) error {
 
 // cursorOp runs get or set and prints the cursor.
 func cursorOp(ctx context.Context, e *env, fs *flag.FlagSet, conn *connFlags, op string, p params, asJSON bool) error {
-	var c session.CursorView
+	var c service.CursorView
 	if printed, err := conn.query(ctx, e, fs, op, p, asJSON, &c); printed || err != nil {
 		return err
 	}
@@ -100,7 +100,7 @@ func runCursorList(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	var r struct {
-		Cursors []session.CursorView `json:"cursors"`
+		Cursors []service.CursorView `json:"cursors"`
 	}
 	if printed, err := conn.query(ctx, e, fs, "cursor.list", params{"sessionId": pos[0]}, *asJSON, &r); printed || err != nil {
 		return err

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/tree"
 )
 
@@ -80,7 +80,7 @@ func runLs(ctx context.Context, e *env, args []string) error {
 	t := &table{}
 	t.row("ID", "NAME", "ENTRIES", "MODIFIED", "CWD")
 	for _, raw := range acc.Sessions {
-		var s session.Info
+		var s store.Info
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return fmt.Errorf("list: unexpected reply from pi-node: %v", err)
 		}
@@ -113,7 +113,7 @@ func runShow(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	var d struct {
-		session.Info
+		store.Info
 		Labels map[string]string `json:"labels"`
 		LeafID *string           `json:"leafId"`
 	}

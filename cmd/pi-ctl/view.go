@@ -9,7 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/tree"
 )
 
@@ -62,7 +62,7 @@ func runTree(ctx context.Context, e *env, args []string) error {
 
 	// The cursor first: its seq is the session's last sequence when it was
 	// set, so the export below (from any node) holds the entry it names.
-	var cur session.CursorView
+	var cur service.CursorView
 	haveCursor := false
 	exportParams := params{"sessionId": sid}
 	if *client != "" {

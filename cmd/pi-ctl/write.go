@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/tree"
 )
 
@@ -127,7 +127,7 @@ func appendOne(ctx context.Context, e *env, b backend, sid, client string, entry
 	if asJSON {
 		return writeJSON(e.stdout, body)
 	}
-	var r session.WriteResult
+	var r service.WriteResult
 	if err := json.Unmarshal(body, &r); err != nil || len(r.Entries) != 1 {
 		return fmt.Errorf("append: unexpected reply from pi-node: %.200s", body)
 	}

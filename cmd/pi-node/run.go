@@ -20,7 +20,9 @@ import (
 	"github.com/pifleet/sessionlog/internal/api"
 	"github.com/pifleet/sessionlog/internal/jetstream"
 	"github.com/pifleet/sessionlog/internal/region"
+	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/store"
 )
 
 // Main is one pi-node: parse flags into Config, Run, and Close on a signal.
@@ -38,7 +40,7 @@ type Main struct {
 	conn           *jetstream.Conn
 	jsCfg          jetstream.Config
 	region         *region.Node
-	store          *session.Store
+	store          *store.Store
 	archiver       *archiverJob
 	api            *api.Server
 	http           *http.Server
@@ -87,11 +89,11 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	so := session.StoreOptions{MemoryBudget: c.MemoryBudget, Log: feed, Logger: logger, SnapshotEvery: c.SnapshotInterval}
+	so := store.Options{MemoryBudget: c.MemoryBudget, Log: feed, Logger: logger, SnapshotEvery: c.SnapshotInterval}
 	if c.SnapshotInterval > 0 {
 		so.SnapshotDir = filepath.Join(c.DataDir, "store")
 	}
-	m.store = session.NewStore(feed, so)
+	m.store = store.New(feed, so)
 	if m.region != nil {
 		// A region failover may hand the Store a stream of another
 		// history; the Feed then empties it (see region.Feed).
@@ -101,7 +103,7 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	go m.releaseAfterRebuild(ctx, feed)
-	svc := &session.Service{Log: log, Store: m.store, Cursors: cursors, CursorWait: c.MinSeqTimeout}
+	svc := &service.Service{Log: log, Store: m.store, Cursors: cursors, CursorWait: c.MinSeqTimeout}
 	archive, err := m.newArchiver(ctx, log, name, logger)
 	if err != nil {
 		return err

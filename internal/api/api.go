@@ -18,9 +18,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/pifleet/sessionlog/internal/session"
 )
 
 // Defaults for the zero fields of Config.
@@ -47,7 +46,7 @@ const (
 // default.
 type Config struct {
 	// Service is the engine served; its Store must be open.
-	Service *session.Service
+	Service *service.Service
 	// NodeName is reported by /v1/status and in the micro service metadata.
 	NodeName string
 	// Token, when set, is the bearer token every HTTP /v1 request must carry
@@ -84,7 +83,7 @@ type Config struct {
 // concurrent use.
 type Server struct {
 	cfg     Config
-	svc     *session.Service
+	svc     *service.Service
 	log     *slog.Logger
 	metrics *metrics
 	handler http.Handler

@@ -8,13 +8,14 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/archive"
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/writer"
 )
 
 // Archive is what the archive operations serve: *archive.Archiver. A
 // Server without one answers them with 404.
 type Archive interface {
 	List(ctx context.Context, month string, from uint64, limit int) ([]archive.Listed, uint64, error)
-	Restore(ctx context.Context, sid string) (session.ImportResult, error)
+	Restore(ctx context.Context, sid string) (writer.ImportResult, error)
 	Pass(ctx context.Context, olderThan time.Duration) (archive.PassResult, error)
 	// Retention is the node's --session-retention (0: none), the default
 	// of a pass run through the API.

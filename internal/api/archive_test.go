@@ -10,6 +10,8 @@ import (
 	"github.com/pifleet/sessionlog/internal/api"
 	"github.com/pifleet/sessionlog/internal/archive"
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/store"
+	"github.com/pifleet/sessionlog/internal/writer"
 )
 
 // fakeArchive records what the operations asked for and answers with err,
@@ -31,15 +33,15 @@ func (f *fakeArchive) List(_ context.Context, month string, from uint64, limit i
 	if f.err != nil {
 		return nil, 0, f.err
 	}
-	c := archive.Listed{Copy: archive.Copy{Info: session.Info{SessionID: sid1}, Month: "202611", Seq: from, Parts: 1, Bytes: 10}}
+	c := archive.Listed{Copy: archive.Copy{Info: store.Info{SessionID: sid1}, Month: "202611", Seq: from, Parts: 1, Bytes: 10}}
 	return []archive.Listed{c}, from + 1, nil
 }
 
-func (f *fakeArchive) Restore(_ context.Context, sid string) (session.ImportResult, error) {
+func (f *fakeArchive) Restore(_ context.Context, sid string) (writer.ImportResult, error) {
 	if f.err != nil {
-		return session.ImportResult{}, f.err
+		return writer.ImportResult{}, f.err
 	}
-	return session.ImportResult{SessionID: sid, Entries: 3, LastSeq: 42}, nil
+	return writer.ImportResult{SessionID: sid, Entries: 3, LastSeq: 42}, nil
 }
 
 func (f *fakeArchive) Pass(_ context.Context, older time.Duration) (archive.PassResult, error) {

@@ -15,7 +15,9 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/api"
+	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/store"
 )
 
 // env is one API server over a MemLog, MemCursors and a real Store.
@@ -23,7 +25,7 @@ type env struct {
 	t       *testing.T
 	log     *session.MemLog
 	cursors *faultyCursors
-	svc     *session.Service
+	svc     *service.Service
 	api     *api.Server
 	http    *httptest.Server
 	logs    *syncBuffer
@@ -35,13 +37,13 @@ const maxRecord = 256 << 10
 func newEnv(t *testing.T, mods ...func(*api.Config)) *env {
 	t.Helper()
 	l := session.NewMemLog(1000, maxRecord)
-	st := session.NewStore(l, session.StoreOptions{Log: l})
+	st := store.New(l, store.Options{Log: l})
 	if err := st.Open(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
 	e := &env{t: t, log: l, cursors: &faultyCursors{MemCursors: session.NewMemCursors()}, logs: &syncBuffer{}}
-	e.svc = &session.Service{Log: l, Store: st, Cursors: e.cursors}
+	e.svc = &service.Service{Log: l, Store: st, Cursors: e.cursors}
 	cfg := api.Config{Service: e.svc, NodeName: "n1", Logger: slog.New(slog.NewTextHandler(e.logs, nil))}
 	for _, m := range mods {
 		m(&cfg)

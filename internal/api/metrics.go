@@ -4,10 +4,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-
-	"github.com/pifleet/sessionlog/internal/session"
 )
 
 // metrics live in a registry of their own per Server, so tests (and a
@@ -20,7 +19,7 @@ type metrics struct {
 	appendTime prometheus.Histogram
 }
 
-func newMetrics(st *session.Store) *metrics {
+func newMetrics(st *store.Store) *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -71,7 +70,7 @@ func (m *metrics) observeAppend(d time.Duration, err error) {
 
 // storeCollector exports the Store's counters, reading Stats once per
 // scrape (it walks the sessions under the Store's lock).
-type storeCollector struct{ st *session.Store }
+type storeCollector struct{ st *store.Store }
 
 var (
 	descApplied   = prometheus.NewDesc("pi_store_applied_seq", "Last log sequence applied by this node's Store.", nil, nil)

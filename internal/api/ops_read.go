@@ -3,7 +3,9 @@ package api
 import (
 	"context"
 
+	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/store"
 )
 
 // The read operations: they answer from this node's Store, after the
@@ -12,8 +14,8 @@ import (
 
 // listReply is the list response; Next is absent on the last page.
 type listReply struct {
-	Sessions []session.Info `json:"sessions"`
-	Next     string         `json:"next,omitempty"`
+	Sessions []store.Info `json:"sessions"`
+	Next     string       `json:"next,omitempty"`
 }
 
 func (s *Server) list(_ context.Context, r *request) (reply, error) {
@@ -23,7 +25,7 @@ func (s *Server) list(_ context.Context, r *request) (reply, error) {
 	}
 	infos, next := s.svc.List(f)
 	if infos == nil {
-		infos = []session.Info{}
+		infos = []store.Info{}
 	}
 	return jsonReply(listReply{Sessions: infos, Next: next})
 }
@@ -45,7 +47,7 @@ const maxEntriesLimit = 10000
 // entriesReply is the entries response. More entries exist when the last
 // one's seq is below LastSeq.
 type entriesReply struct {
-	Entries []session.SeqEntry `json:"entries"`
+	Entries []service.SeqEntry `json:"entries"`
 	LastSeq uint64             `json:"lastSeq"`
 }
 
@@ -63,7 +65,7 @@ func (s *Server) entries(ctx context.Context, r *request) (reply, error) {
 		return reply{}, err
 	}
 	if es == nil {
-		es = []session.SeqEntry{}
+		es = []service.SeqEntry{}
 	}
 	return jsonReply(entriesReply{Entries: es, LastSeq: last})
 }
@@ -154,7 +156,7 @@ func (s *Server) cursorDelete(ctx context.Context, r *request) (reply, error) {
 
 // cursorsReply lists a session's cursors by client id.
 type cursorsReply struct {
-	Cursors []session.CursorView `json:"cursors"`
+	Cursors []service.CursorView `json:"cursors"`
 }
 
 func (s *Server) cursorList(ctx context.Context, r *request) (reply, error) {
@@ -166,7 +168,7 @@ func (s *Server) cursorList(ctx context.Context, r *request) (reply, error) {
 		return reply{}, err
 	}
 	if cs == nil {
-		cs = []session.CursorView{}
+		cs = []service.CursorView{}
 	}
 	return jsonReply(cursorsReply{Cursors: cs})
 }

@@ -10,7 +10,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/store"
 )
 
 // request is every input an operation may take. HTTP fills it from the
@@ -81,8 +83,8 @@ func (n *nullableID) parse(s string) {
 
 // leaf turns the leaf and client parameters into the engine's selector:
 // an explicit leaf wins over the client's cursor.
-func (r *request) leaf() session.Leaf {
-	return session.Leaf{ID: r.Leaf.id, Null: r.Leaf.null, Client: r.Client}
+func (r *request) leaf() service.Leaf {
+	return service.Leaf{ID: r.Leaf.id, Null: r.Leaf.null, Client: r.Client}
 }
 
 // decodeJSON decodes a request body into r. An empty body is an empty
@@ -207,8 +209,8 @@ func (r *request) llm() (bool, error) {
 }
 
 // filter builds a list filter, validating limit and since.
-func (r *request) filter() (session.ListFilter, error) {
-	f := session.ListFilter{Name: r.Name, Cwd: r.Cwd, Label: r.Label, After: r.Cursor, Limit: r.Limit}
+func (r *request) filter() (store.ListFilter, error) {
+	f := store.ListFilter{Name: r.Name, Cwd: r.Cwd, Label: r.Label, After: r.Cursor, Limit: r.Limit}
 	if r.Limit < 0 {
 		return f, session.Invalid("limit", "must be a positive integer")
 	}

@@ -7,7 +7,7 @@
 // through a session's entries (EntryReader, PollEntries), following one with
 // Server-Sent Events (HTTP.Follow), and the session engine's storage
 // interfaces over the API (Log implements session.Log, Cursors implements
-// session.Cursors), so that session.Writer — delayed flush, CAS appends,
+// session.Cursors), so that writer.Writer — delayed flush, CAS appends,
 // conflict reconciliation — runs unchanged against a pi-node that is only
 // reachable by URL.
 //
@@ -26,7 +26,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/service"
 )
 
 // Client runs one pi-node operation.
@@ -69,7 +69,7 @@ type Follower interface {
 
 // SeqEntry is one stored entry with its log sequence (the entries operation
 // and the watch stream): the engine's own type, as the node encodes it.
-type SeqEntry = session.SeqEntry
+type SeqEntry = service.SeqEntry
 
 // Call runs op and decodes its JSON reply into resp (nil: ignore it).
 func Call(ctx context.Context, c Client, op string, p Params, resp any) error {

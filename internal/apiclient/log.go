@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/tree"
 )
@@ -18,7 +19,7 @@ const (
 	DefaultMaxRecord = 8 << 20
 )
 
-// Log is session.Log over pi-node's API, so that a session.Writer runs
+// Log is session.Log over pi-node's API, so that a writer.Writer runs
 // against a node it only reaches by URL (or through the NATS micro service).
 // A creation goes as the node's import operation (the records as a pi JSONL
 // file, stored line for line as one atomic batch), an append as its append
@@ -109,7 +110,7 @@ func (l *Log) Append(ctx context.Context, sid string, expectLast uint64, recs []
 	if len(entries) != len(recs) {
 		return nil, fmt.Errorf("%w: a header can only start a new session", session.ErrInvalid)
 	}
-	var rep session.WriteResult
+	var rep service.WriteResult
 	err := Call(ctx, l.c, "append", Params{"sessionId": sid, "entries": entries, "expectLastSeq": expectLast}, &rep)
 	var ae *Error
 	if errors.As(err, &ae) && ae.LastSeq > 0 {

@@ -20,12 +20,13 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/store"
 )
 
 // Copy describes one archived copy of a session: its catalog record as of
 // the archived last sequence, and where the copy sits in the archive.
 type Copy struct {
-	session.Info
+	store.Info
 	// Month (YYYYMM) partitions the archive: the creation month of a UUIDv7
 	// session id, else of the session header's timestamp (see MonthOf).
 	Month string `json:"month"`

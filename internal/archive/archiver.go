@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/store"
+	"github.com/pifleet/sessionlog/internal/writer"
 )
 
 // Options configure an Archiver. Only Node is required.
@@ -29,7 +31,7 @@ type Options struct {
 	// mid-pass holds it up to this long.
 	LeaseTTL time.Duration
 	// Retry bounds a restore's import (default: 4 attempts).
-	Retry  session.RetryPolicy
+	Retry  writer.RetryPolicy
 	Logger *slog.Logger
 	Now    func() time.Time
 }
@@ -38,7 +40,7 @@ type Options struct {
 // is the periodic job; Pass, Archive, Restore and List are what operators
 // call through the API. Safe for concurrent use.
 type Archiver struct {
-	store *session.Store
+	store *store.Store
 	log   session.Log
 	b     Backend
 	opts  Options
@@ -51,7 +53,7 @@ type Archiver struct {
 
 // New returns an Archiver of the sessions store holds, which live in log,
 // into b.
-func New(store *session.Store, log session.Log, b Backend, opts Options) *Archiver {
+func New(store *store.Store, log session.Log, b Backend, opts Options) *Archiver {
 	if opts.Every <= 0 {
 		opts.Every = 10 * time.Minute
 	}

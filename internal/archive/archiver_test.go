@@ -13,6 +13,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/jetstream"
 	"github.com/pifleet/sessionlog/internal/jetstream/jstest"
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/store"
 )
 
 // modified is the session's last write time as the Store has it.
@@ -48,7 +49,7 @@ func TestPassArchivesIdleSessions(t *testing.T) {
 	}
 	f.wait(other, f.logEnd())
 	f.wait(f.store, f.logEnd())
-	for name, st := range map[string]*session.Store{"this node": f.store, "another node": other} {
+	for name, st := range map[string]*store.Store{"this node": f.store, "another node": other} {
 		if st.Has(idle.SessionID) || !st.Has(active.SessionID) {
 			t.Errorf("%s's Store: has idle %v, active %v; want false, true", name, st.Has(idle.SessionID), st.Has(active.SessionID))
 		}
@@ -74,7 +75,7 @@ func TestPassArchivesIdleSessions(t *testing.T) {
 	got := f.restore(idle.SessionID)
 	f.wait(f.store, got.LastSeq)
 	f.wait(other, got.LastSeq)
-	for name, st := range map[string]*session.Store{"this node": f.store, "another node": other} {
+	for name, st := range map[string]*store.Store{"this node": f.store, "another node": other} {
 		if e := f.export(st, idle.SessionID); e != want {
 			t.Errorf("%s: export after the restore differs:\n got %q\nwant %q", name, e, want)
 		}
@@ -166,7 +167,7 @@ func TestRestoreRefusals(t *testing.T) {
 	// A stale copy of a live session (it was written to after the copy).
 	f.wait(f.store, f.logEnd())
 	month := archive.MonthOf(s.SessionID, time.Time{})
-	stale := archive.Copy{Info: session.Info{SessionID: s.SessionID, LastSeq: 1}, Month: month}
+	stale := archive.Copy{Info: store.Info{SessionID: s.SessionID, LastSeq: 1}, Month: month}
 	if err := f.arch.Put(ctx, stale, []byte(f.export(f.store, s.SessionID))); err != nil {
 		t.Fatal(err)
 	}

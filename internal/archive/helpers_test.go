@@ -12,7 +12,9 @@ import (
 	"github.com/pifleet/sessionlog/internal/archive"
 	"github.com/pifleet/sessionlog/internal/jetstream"
 	"github.com/pifleet/sessionlog/internal/jetstream/jstest"
-	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/service"
+	"github.com/pifleet/sessionlog/internal/store"
+	"github.com/pifleet/sessionlog/internal/writer"
 )
 
 // fixture is one node on a real JetStream server: the log (with a short
@@ -25,8 +27,8 @@ type fixture struct {
 	cfg   jetstream.Config
 	log   *jetstream.Log
 	arch  *jetstream.Archive
-	store *session.Store
-	svc   *session.Service
+	store *store.Store
+	svc   *service.Service
 	clock *clock
 	a     *archive.Archiver
 }
@@ -86,15 +88,15 @@ func newNode(t *testing.T, name string, replicas int, urls []string, tune func(*
 	tune(&acfg)
 	f.arch = jetstream.NewArchive(f.log, acfg)
 	f.store = f.newStore()
-	f.svc = &session.Service{Log: f.log, Store: f.store, Cursors: cursors}
+	f.svc = &service.Service{Log: f.log, Store: f.store, Cursors: cursors}
 	f.a = archive.New(f.store, f.log, f.arch, archive.Options{Node: name, Now: f.clock.Now, Workers: 4})
 	return f
 }
 
 // newStore opens another Store on the log, as another node would.
-func (f *fixture) newStore() *session.Store {
+func (f *fixture) newStore() *store.Store {
 	f.t.Helper()
-	st := session.NewStore(f.log, session.StoreOptions{})
+	st := store.New(f.log, store.Options{})
 	if err := st.Open(context.Background()); err != nil {
 		f.t.Fatal(err)
 	}
@@ -104,13 +106,13 @@ func (f *fixture) newStore() *session.Store {
 
 // create stores a session of n chained message entries and waits until
 // the fixture's Store has it.
-func (f *fixture) create(n int) session.WriteResult {
+func (f *fixture) create(n int) service.WriteResult {
 	f.t.Helper()
 	entries := make([]json.RawMessage, n)
 	for i := range entries {
 		entries[i] = entryJSON(fmt.Sprintf("question %d", i))
 	}
-	res, err := f.svc.Create(context.Background(), session.CreateRequest{Entries: entries})
+	res, err := f.svc.Create(context.Background(), service.CreateRequest{Entries: entries})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -119,9 +121,9 @@ func (f *fixture) create(n int) session.WriteResult {
 }
 
 // appendOne appends one entry and waits for the Store.
-func (f *fixture) appendOne(sid, text string) session.WriteResult {
+func (f *fixture) appendOne(sid, text string) service.WriteResult {
 	f.t.Helper()
-	res, err := f.svc.Append(context.Background(), sid, session.AppendRequest{Entries: []json.RawMessage{entryJSON(text)}})
+	res, err := f.svc.Append(context.Background(), sid, service.AppendRequest{Entries: []json.RawMessage{entryJSON(text)}})
 	if err != nil {
 		f.t.Fatalf("append to %s: %v", sid, err)
 	}
@@ -134,7 +136,7 @@ func entryJSON(text string) json.RawMessage {
 	return json.RawMessage(fmt.Sprintf(`{"type":"message","message":{"role":"user","content":%q}}`, text))
 }
 
-func (f *fixture) wait(st *session.Store, seq uint64) {
+func (f *fixture) wait(st *store.Store, seq uint64) {
 	f.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -144,9 +146,9 @@ func (f *fixture) wait(st *session.Store, seq uint64) {
 }
 
 // export returns the session's JSONL from the fixture's Store.
-func (f *fixture) export(st *session.Store, sid string) string {
+func (f *fixture) export(st *store.Store, sid string) string {
 	f.t.Helper()
-	svc := session.Service{Log: f.log, Store: st}
+	svc := service.Service{Log: f.log, Store: st}
 	data, err := svc.Export(context.Background(), sid)
 	if err != nil {
 		f.t.Fatalf("export %s: %v", sid, err)
@@ -182,9 +184,9 @@ func waitFor(t *testing.T, limit time.Duration, cond func() bool, what string) {
 // restore restores sid, retrying while the log's dedupe window (100 ms
 // here; the Archiver's clock is ahead, so only the server's counts) still
 // remembers its ids.
-func (f *fixture) restore(sid string) session.ImportResult {
+func (f *fixture) restore(sid string) writer.ImportResult {
 	f.t.Helper()
-	var res session.ImportResult
+	var res writer.ImportResult
 	var err error
 	waitFor(f.t, 10*time.Second, func() bool {
 		res, err = f.a.Restore(context.Background(), sid)

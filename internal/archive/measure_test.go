@@ -17,6 +17,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/archive"
 	"github.com/pifleet/sessionlog/internal/jetstream"
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/store"
 )
 
 // TestMeasureMemory measures what retention is for: the memory an
@@ -114,7 +115,7 @@ func TestMeasureMemory(t *testing.T) {
 // comparison), archives every session, and reports the throughput.
 func archiveAll(t *testing.T, c *jetstream.Conn, l *jetstream.Log, arch *jetstream.Archive, streamName string, n int) {
 	ctx := context.Background()
-	st := session.NewStore(l, session.StoreOptions{})
+	st := store.New(l, store.Options{})
 	beforeStore := liveHeap()
 	if err := st.Open(ctx); err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/store"
 )
 
 // Outcome is what Archive did with one session.
@@ -143,7 +144,7 @@ func (a *Archiver) export(ctx context.Context, sid string, cutoff time.Time) (Co
 		applied := a.store.Applied()
 		var c Copy
 		var data []byte
-		err := a.store.View(ctx, sid, func(d *session.Doc) error {
+		err := a.store.View(ctx, sid, func(d *store.Doc) error {
 			c.Info = d.Info()
 			if c.Modified.Before(cutoff) {
 				data = d.Tree.AppendJSONL(make([]byte, 0, d.Tree.Bytes()+d.Tree.Len()+1))

@@ -13,7 +13,9 @@ import (
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pifleet/sessionlog/internal/archive"
+	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/writer"
 )
 
 // racingBackend lets a write land at the worst moment of the first purge:
@@ -160,7 +162,7 @@ func TestAppendBeforePurgeKeepsTheSession(t *testing.T) {
 // records a Store must skip.
 func TestWritersRacingPasses(t *testing.T) {
 	f := newFixture(t)
-	f.svc.Retry = session.RetryPolicy{Attempts: 3, Backoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond}
+	f.svc.Retry = writer.RetryPolicy{Attempts: 3, Backoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond}
 	ctx := context.Background()
 	const sessions = 12
 	acked := make([][]string, sessions)
@@ -174,7 +176,7 @@ func TestWritersRacingPasses(t *testing.T) {
 		wg.Go(func() {
 			for k := 0; ; k++ {
 				text := fmt.Sprintf("s%d-e%d", i, k)
-				if _, err := f.svc.Append(ctx, sid, session.AppendRequest{Entries: []json.RawMessage{entryJSON(text)}}); err != nil {
+				if _, err := f.svc.Append(ctx, sid, service.AppendRequest{Entries: []json.RawMessage{entryJSON(text)}}); err != nil {
 					return // archived: the session is gone
 				}
 				acked[i] = append(acked[i], text)

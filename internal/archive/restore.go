@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/writer"
 )
 
 // Restore brings an archived session back into the log, byte for byte as
@@ -21,26 +22,26 @@ import (
 //
 // A restore that fails midway leaves nothing in the log (an import is
 // atomic) and the copies in the archive, so it can be run again.
-func (a *Archiver) Restore(ctx context.Context, sid string) (session.ImportResult, error) {
+func (a *Archiver) Restore(ctx context.Context, sid string) (writer.ImportResult, error) {
 	if err := session.ValidSessionID(sid); err != nil {
-		return session.ImportResult{}, err
+		return writer.ImportResult{}, err
 	}
 	copies, err := a.b.Find(ctx, sid)
 	if err != nil {
-		return session.ImportResult{}, fmt.Errorf("restore %s: %w", sid, err)
+		return writer.ImportResult{}, fmt.Errorf("restore %s: %w", sid, err)
 	}
 	if len(copies) == 0 {
-		return session.ImportResult{}, fmt.Errorf("restore %s: %w: the archive has no copy of this session", sid, session.ErrNotFound)
+		return writer.ImportResult{}, fmt.Errorf("restore %s: %w: the archive has no copy of this session", sid, session.ErrNotFound)
 	}
 	best := newest(copies)
 	if until := best.Modified.Add(a.b.DuplicateWindow() + dedupeMargin); a.opts.Now().Before(until) {
-		return session.ImportResult{}, &TooRecentError{Session: sid, Modified: best.Modified, Until: until}
+		return writer.ImportResult{}, &TooRecentError{Session: sid, Modified: best.Modified, Until: until}
 	}
 	data, err := a.b.Fetch(ctx, best)
 	if err != nil {
-		return session.ImportResult{}, fmt.Errorf("restore %s: %w", sid, err)
+		return writer.ImportResult{}, fmt.Errorf("restore %s: %w", sid, err)
 	}
-	res, err := session.Import(ctx, a.log, data, nil, a.opts.Retry)
+	res, err := writer.Import(ctx, a.log, data, nil, a.opts.Retry)
 	if errors.Is(err, session.ErrExists) {
 		if _, lerr := a.b.LastSeq(ctx, sid); errors.Is(lerr, session.ErrNotFound) {
 			// Not in the log, yet refused: the dedupe window of a node

@@ -12,7 +12,8 @@ import (
 	"github.com/pifleet/sessionlog/internal/apiclient"
 	"github.com/pifleet/sessionlog/internal/jetstream"
 	"github.com/pifleet/sessionlog/internal/jetstream/jstest"
-	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/service"
+	"github.com/pifleet/sessionlog/internal/store"
 )
 
 // storeLog is a JetStream log loaded once with realistic interleaved
@@ -54,18 +55,18 @@ func loadStoreLog(b *testing.B) *storeLog {
 func BenchmarkRebuild(b *testing.B) {
 	d := loadStoreLog(b)
 	ctx := context.Background()
-	var store, raw time.Duration
+	var storeDur, raw time.Duration
 	var heapRatio float64
 	for b.Loop() {
 		t := time.Now()
-		st := session.NewStore(d.log, session.StoreOptions{Log: d.log})
+		st := store.New(d.log, store.Options{Log: d.log})
 		if err := st.Open(ctx); err != nil {
 			b.Fatal(err)
 		}
 		if err := st.WaitFor(ctx, d.loaded.LastSeq); err != nil {
 			b.Fatal(err)
 		}
-		store += time.Since(t)
+		storeDur += time.Since(t)
 		with := heapAfterGC()
 		held := st.Stats().BytesHeld
 		st.Close()
@@ -79,9 +80,9 @@ func BenchmarkRebuild(b *testing.B) {
 		raw += dur
 	}
 	recs := float64(d.loaded.Records) * float64(b.N)
-	b.ReportMetric(recs/store.Seconds(), "store-recs/s")
+	b.ReportMetric(recs/storeDur.Seconds(), "store-recs/s")
 	b.ReportMetric(recs/raw.Seconds(), "raw-recs/s")
-	b.ReportMetric(raw.Seconds()/store.Seconds(), "rate-ratio")
+	b.ReportMetric(raw.Seconds()/storeDur.Seconds(), "rate-ratio")
 	b.ReportMetric(heapRatio, "heap/json")
 	b.ReportMetric(float64(d.loaded.JSONBytes)/float64(d.loaded.Records), "json-B/record")
 }
@@ -115,7 +116,7 @@ func BenchmarkContext(b *testing.B) {
 		read reader
 	}{
 		{"store", func(ctx context.Context, _ int, sid, leaf string) ([]byte, error) {
-			return n.Service.ContextJSON(ctx, sid, session.Leaf{ID: leaf}, false)
+			return n.Service.ContextJSON(ctx, sid, service.Leaf{ID: leaf}, false)
 		}},
 		{"nats-api", apiContext([]apiclient.Client{api})},
 		{"raw", rawContext(n.Log)},

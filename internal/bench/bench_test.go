@@ -14,7 +14,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/jetstream"
 	"github.com/pifleet/sessionlog/internal/jetstream/jstest"
-	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/writer"
 )
 
 // The session engine's own benchmarks, each paired with its raw JetStream
@@ -52,9 +52,9 @@ var benchFill = NewFiller(1024)
 
 // newWriter returns a Writer whose session exists on the log (created by
 // a user message and the assistant's reply: pi's delayed flush).
-func newWriter(b *testing.B, l *jetstream.Log) *session.Writer {
+func newWriter(b *testing.B, l *jetstream.Log) *writer.Writer {
 	ctx := context.Background()
-	w, err := session.Create(l, session.CreateOptions{Cwd: "/bench"}, session.WriterOptions{})
+	w, err := writer.Create(l, writer.CreateOptions{Cwd: "/bench"}, writer.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func (r *rawSession) append(l *jetstream.Log) error {
 	return nil
 }
 
-// BenchmarkAppend: session.Writer appends (one CAS publish each, through
+// BenchmarkAppend: writer.Writer appends (one CAS publish each, through
 // the adapter) against raw publishes of the same size with the same
 // headers and expectation; one session appending sequentially, and 100
 // sessions appending concurrently; with fsync on every write (pi-node's
@@ -117,7 +117,7 @@ func BenchmarkAppend(b *testing.B) {
 // appendPairs runs b.N paired appends over n sessions written at once.
 func appendPairs(b *testing.B, l *jetstream.Log, gen *Gen, n int) {
 	ctx := context.Background()
-	writers, raws := make([]*session.Writer, n), make([]*rawSession, n)
+	writers, raws := make([]*writer.Writer, n), make([]*rawSession, n)
 	for i := range n {
 		writers[i], raws[i] = newWriter(b, l), newRawSession(b, l, gen)
 	}
@@ -165,7 +165,7 @@ func BenchmarkCreate(b *testing.B) {
 	var p pair
 	for b.Loop() {
 		err := p.time(&p.ours, func() error {
-			w, err := session.Create(l, session.CreateOptions{Cwd: "/bench"}, session.WriterOptions{})
+			w, err := writer.Create(l, writer.CreateOptions{Cwd: "/bench"}, writer.Options{})
 			if err != nil {
 				return err
 			}

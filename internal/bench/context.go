@@ -7,6 +7,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/apiclient"
 	"github.com/pifleet/sessionlog/internal/jetstream"
+	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/tree"
 )
@@ -97,7 +98,7 @@ func RunContext(ctx context.Context, e *Env, o ContextOptions) (*Result, error) 
 	if e.Node != nil {
 		svc := e.Node.Service
 		ways = append(ways, way{"node engine, in-process", KindNode, rawReadName, func(ctx context.Context, _ int, sid, leaf string) ([]byte, error) {
-			return svc.ContextJSON(ctx, sid, session.Leaf{ID: leaf}, false)
+			return svc.ContextJSON(ctx, sid, service.Leaf{ID: leaf}, false)
 		}})
 	}
 	rounds := max(1, min(o.Rounds, o.Requests))

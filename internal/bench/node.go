@@ -13,7 +13,8 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/api"
 	"github.com/pifleet/sessionlog/internal/jetstream"
-	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/service"
+	"github.com/pifleet/sessionlog/internal/store"
 )
 
 // NodeOptions configure an in-process node.
@@ -43,8 +44,8 @@ type Node struct {
 	Config  jetstream.Config
 	Conn    *jetstream.Conn // the node's own connection
 	Log     *jetstream.Log
-	Store   *session.Store
-	Service *session.Service
+	Store   *store.Store
+	Service *service.Service
 
 	server *jetstream.Server
 	api    *api.Server
@@ -98,15 +99,15 @@ func (n *Node) StartService(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	so := session.StoreOptions{MemoryBudget: n.Opts.MemoryBudget, Log: n.Log, SnapshotEvery: n.Opts.SnapshotEvery}
+	so := store.Options{MemoryBudget: n.Opts.MemoryBudget, Log: n.Log, SnapshotEvery: n.Opts.SnapshotEvery}
 	if n.Opts.SnapshotEvery > 0 {
 		so.SnapshotDir = filepath.Join(n.Opts.Dir, "store")
 	}
-	n.Store = session.NewStore(n.Log, so)
+	n.Store = store.New(n.Log, so)
 	if err := n.Store.Open(ctx); err != nil {
 		return err
 	}
-	n.Service = &session.Service{Log: n.Log, Store: n.Store, Cursors: cursors}
+	n.Service = &service.Service{Log: n.Log, Store: n.Store, Cursors: cursors}
 	if n.api, err = api.New(api.Config{Service: n.Service, NodeName: "bench"}); err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/archive"
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/store"
 )
 
 var _ archive.Backend = (*Archive)(nil)
@@ -27,7 +28,7 @@ const (
 	hdrArchSession = "Pi-Session"
 	hdrArchLastSeq = "Pi-Last-Seq"
 	hdrArchPart    = "Pi-Part" // "k/n", 1-based
-	hdrArchInfo    = "Pi-Info" // the session.Info JSON, ASCII only; on part 1
+	hdrArchInfo    = "Pi-Info" // the store.Info JSON, ASCII only; on part 1
 )
 
 // ArchiveConfig names the archive's JetStream assets: a stream with few
@@ -186,7 +187,7 @@ func (a *Archive) partLimit() int { return msgLimit(a.js, a.cfg.MaxMsgSize) }
 // every non-ASCII character escaped, as header values are safest in ASCII.
 // A record too large for a header (a name of many kilobytes) loses its name
 // and cwd: the copy's body has them anyway.
-func infoHeader(in session.Info) string {
+func infoHeader(in store.Info) string {
 	b, _ := json.Marshal(in)
 	if len(b) > 16<<10 {
 		in.Name, in.Cwd = nil, ""

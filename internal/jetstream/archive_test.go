@@ -14,6 +14,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/archive"
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/store"
 )
 
 // archiveFixture is a log and its archive on a fresh stream pair.
@@ -130,7 +131,7 @@ func TestArchiveCopies(t *testing.T) {
 	name := "naïve 🚀 session"
 	v4 := uuid.New().String() // pi's own ids: the month comes from the header
 	created := time.Date(2025, 3, 9, 10, 0, 0, 0, time.UTC)
-	c := archive.Copy{Info: session.Info{SessionID: v4, Name: &name, Cwd: "/home/dév", Created: created, LastSeq: 7, EntryCount: 2},
+	c := archive.Copy{Info: store.Info{SessionID: v4, Name: &name, Cwd: "/home/dév", Created: created, LastSeq: 7, EntryCount: 2},
 		Month: archive.MonthOf(v4, created)}
 	data := []byte("{\"type\":\"session\"}\n{\"type\":\"message\"}\n")
 	if err := a.Put(ctx, c, data); err != nil {

@@ -49,7 +49,7 @@ type Feed struct {
 
 func newFeed() *Feed { return &Feed{switched: make(chan struct{})} }
 
-// SetReset names the function that empties the Store (session.Store.Reset);
+// SetReset names the function that empties the Store (store.Store.Reset);
 // set it before the Store starts following.
 func (f *Feed) SetReset(reset func()) {
 	f.mu.Lock()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/store"
 )
 
 // These tests run a real Store over a Feed switched between in-memory
@@ -55,10 +56,10 @@ func appendAll(t *testing.T, recs []session.Record, logs ...*session.MemLog) {
 }
 
 // ids returns the entry ids the Store holds for the session, in log order.
-func ids(t *testing.T, st *session.Store) []string {
+func ids(t *testing.T, st *store.Store) []string {
 	t.Helper()
 	var out []string
-	err := st.View(context.Background(), testSID, func(d *session.Doc) error {
+	err := st.View(context.Background(), testSID, func(d *store.Doc) error {
 		for i := range d.Tree.Len() {
 			out = append(out, d.Tree.Entry(i).ID)
 		}
@@ -70,7 +71,7 @@ func ids(t *testing.T, st *session.Store) []string {
 	return out
 }
 
-func waitIDs(t *testing.T, st *session.Store, want string) {
+func waitIDs(t *testing.T, st *store.Store, want string) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -87,9 +88,9 @@ func waitIDs(t *testing.T, st *session.Store, want string) {
 
 // openStore follows f with a Store whose Reset f calls, and records each
 // switch f reports.
-func openStore(t *testing.T, f *Feed) (*session.Store, func() []bool) {
+func openStore(t *testing.T, f *Feed) (*store.Store, func() []bool) {
 	t.Helper()
-	st := session.NewStore(f, session.StoreOptions{Log: f})
+	st := store.New(f, store.Options{Log: f})
 	f.SetReset(st.Reset)
 	var mu sync.Mutex
 	var kept []bool

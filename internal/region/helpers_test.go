@@ -11,7 +11,9 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/jetstream"
 	"github.com/pifleet/sessionlog/internal/jetstream/jstest"
-	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/service"
+	"github.com/pifleet/sessionlog/internal/store"
+	"github.com/pifleet/sessionlog/internal/writer"
 )
 
 // The integration tests run a supercluster in this process: one
@@ -120,8 +122,8 @@ func (sc *supercluster) connect(t *testing.T, name string) *jetstream.Conn {
 // Feed, a Service on its Log and Cursors.
 type stack struct {
 	node  *Node
-	store *session.Store
-	svc   *session.Service
+	store *store.Store
+	svc   *service.Service
 }
 
 func testBase() jetstream.Config {
@@ -150,7 +152,7 @@ func openStack(t *testing.T, sc *supercluster, region, home string) *stack {
 	if err := n.Open(ctx); err != nil {
 		t.Fatalf("open node in %s: %v", region, err)
 	}
-	st := session.NewStore(n.Feed, session.StoreOptions{Log: n.Feed})
+	st := store.New(n.Feed, store.Options{Log: n.Feed})
 	n.Feed.SetReset(st.Reset)
 	if err := st.Open(ctx); err != nil {
 		t.Fatal(err)
@@ -159,8 +161,8 @@ func openStack(t *testing.T, sc *supercluster, region, home string) *stack {
 		_ = st.Close()
 		n.Close()
 	})
-	return &stack{node: n, store: st, svc: &session.Service{Log: n.Log, Store: st, Cursors: n.Cursors,
-		Retry: session.RetryPolicy{AttemptTimeout: time.Second, UnavailableFor: 3 * time.Second}}}
+	return &stack{node: n, store: st, svc: &service.Service{Log: n.Log, Store: st, Cursors: n.Cursors,
+		Retry: writer.RetryPolicy{AttemptTimeout: time.Second, UnavailableFor: 3 * time.Second}}}
 }
 
 func rawEntry(id, parent string) json.RawMessage {
@@ -183,7 +185,7 @@ func (s *stack) create(t *testing.T, sid, root string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if _, err := s.svc.Create(ctx, session.CreateRequest{Header: rawHeader(sid), Entries: []json.RawMessage{rawEntry(root, "")}}); err != nil {
+	if _, err := s.svc.Create(ctx, service.CreateRequest{Header: rawHeader(sid), Entries: []json.RawMessage{rawEntry(root, "")}}); err != nil {
 		t.Fatalf("create %s: %v", sid, err)
 	}
 }
@@ -196,8 +198,8 @@ func (s *stack) add(t *testing.T, sid, id, parent string) uint64 {
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		var res session.WriteResult
-		res, err = s.svc.Append(ctx, sid, session.AppendRequest{Entries: []json.RawMessage{rawEntry(id, parent)}})
+		var res service.WriteResult
+		res, err = s.svc.Append(ctx, sid, service.AppendRequest{Entries: []json.RawMessage{rawEntry(id, parent)}})
 		cancel()
 		if err == nil {
 			return res.Entries[0].Seq
@@ -211,7 +213,7 @@ func (s *stack) add(t *testing.T, sid, id, parent string) uint64 {
 // parents returns the session's entries in the Store as id -> parentId.
 func (s *stack) parents(sid string) map[string]string {
 	out := map[string]string{}
-	err := s.store.View(context.Background(), sid, func(d *session.Doc) error {
+	err := s.store.View(context.Background(), sid, func(d *store.Doc) error {
 		for i := range d.Tree.Len() {
 			e := d.Tree.Entry(i)
 			out[e.ID] = e.ParentID

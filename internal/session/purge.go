@@ -1,9 +1,6 @@
 package session
 
-import (
-	"encoding/json"
-	"errors"
-)
+import "encoding/json"
 
 // PurgeToken is the session token of purge notices. A purge removes a
 // session's records from the log, but a Store that already applied them
@@ -25,20 +22,4 @@ type PurgeNotice struct {
 func PurgeRecord(session string, upTo uint64) Record {
 	b, _ := json.Marshal(PurgeNotice{Session: session, UpTo: upTo})
 	return Record{Type: "purge", ID: session, Data: b}
-}
-
-func (st *Store) applyPurge(r *Stored) {
-	var n PurgeNotice
-	if err := json.Unmarshal(r.Data, &n); err != nil || n.Session == "" {
-		st.skip(r, errors.New("malformed purge notice"))
-		return
-	}
-	d := st.docs[n.Session]
-	if d == nil || d.HeaderSeq > n.UpTo {
-		return
-	}
-	if d.Tree != nil {
-		st.held -= int64(d.Tree.Bytes())
-	}
-	delete(st.docs, n.Session)
 }

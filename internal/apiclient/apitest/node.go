@@ -18,7 +18,8 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/api"
 	"github.com/pifleet/sessionlog/internal/jetstream"
-	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/service"
+	"github.com/pifleet/sessionlog/internal/store"
 )
 
 // Options configure a Node. The zero value is a node without a token.
@@ -37,7 +38,7 @@ type Node struct {
 	// stream directly (it is also a session.Feed).
 	Log     *jetstream.Log
 	Cursors *jetstream.Cursors
-	Store   *session.Store
+	Store   *store.Store
 	Config  jetstream.Config
 
 	server *jetstream.Server
@@ -88,11 +89,11 @@ func StartDir(ctx context.Context, dir string, o Options) (n *Node, err error) {
 	if n.Cursors, err = jetstream.NewCursors(ctx, n.conn.JS, n.Config); err != nil {
 		return nil, err
 	}
-	n.Store = session.NewStore(n.Log, session.StoreOptions{Log: n.Log})
+	n.Store = store.New(n.Log, store.Options{Log: n.Log})
 	if err := n.Store.Open(ctx); err != nil {
 		return nil, err
 	}
-	svc := &session.Service{Log: n.Log, Store: n.Store, Cursors: n.Cursors}
+	svc := &service.Service{Log: n.Log, Store: n.Store, Cursors: n.Cursors}
 	if n.api, err = api.New(api.Config{Service: svc, NodeName: "apitest", Token: o.Token}); err != nil {
 		return nil, err
 	}

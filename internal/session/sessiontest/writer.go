@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/tree"
+	"github.com/pifleet/sessionlog/internal/writer"
 )
 
 // WriterEnv is one transport that session.Writers write through, for
@@ -29,7 +31,7 @@ type WriterEnv struct {
 	Feed session.Feed
 }
 
-// TestWriter is the writer contract: what a session.Writer guarantees over
+// TestWriter is the writer contract: what a writer.Writer guarantees over
 // any transport — the delayed flush (nothing stored before the first
 // assistant message, then one atomic creation), failed creations that leave
 // nothing, concurrent writers that converge without losing or duplicating
@@ -73,9 +75,9 @@ func mustOK(t *testing.T) func(string, error) string {
 	}
 }
 
-func newWriter(t *testing.T, l session.Log, c session.CreateOptions) *session.Writer {
+func newWriter(t *testing.T, l session.Log, c writer.CreateOptions) *writer.Writer {
 	t.Helper()
-	w, err := session.Create(l, c, session.WriterOptions{})
+	w, err := writer.Create(l, c, writer.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +94,7 @@ func wantMissing(t *testing.T, l session.Log, sid, what string) {
 func testDelayedFlush(t *testing.T, e WriterEnv) {
 	ctx := ctxFor(t)
 	must := mustOK(t)
-	w := newWriter(t, e.Log, session.CreateOptions{Cwd: "/p"})
+	w := newWriter(t, e.Log, writer.CreateOptions{Cwd: "/p"})
 	must(w.AppendModelChange(ctx, "anthropic", "claude"))
 	must(w.AppendMessage(ctx, UserMessage("why?")))
 	must(w.AppendThinkingLevelChange(ctx, "high"))
@@ -103,7 +105,7 @@ func testDelayedFlush(t *testing.T, e WriterEnv) {
 		t.Fatal("flushed without an assistant message")
 	}
 
-	w2 := newWriter(t, e.Log, session.CreateOptions{Cwd: "/p"})
+	w2 := newWriter(t, e.Log, writer.CreateOptions{Cwd: "/p"})
 	a := must(w2.AppendMessage(ctx, UserMessage("hello <&> \u2028")))
 	must(w2.AppendLabel(ctx, a, ptr("q")))
 	r := must(w2.AppendMessage(ctx, AssistantMessage("hi")))
@@ -155,7 +157,7 @@ func jsonl(recs []session.Stored) string {
 func testFailedCreation(t *testing.T, e WriterEnv) {
 	ctx := ctxFor(t)
 	must := mustOK(t)
-	w := newWriter(t, e.Log, session.CreateOptions{})
+	w := newWriter(t, e.Log, writer.CreateOptions{})
 	q := must(w.AppendMessage(ctx, UserMessage("q")))
 	huge := AssistantMessage(strings.Repeat("x", 9<<20)) // beyond the 8 MiB record limit
 	if _, err := w.AppendMessage(ctx, huge); !errors.Is(err, session.ErrTooLarge) {
@@ -167,7 +169,7 @@ func testFailedCreation(t *testing.T, e WriterEnv) {
 	}
 	// Too many entries before the first assistant message: a clear error,
 	// nothing published.
-	w2 := newWriter(t, e.Log, session.CreateOptions{})
+	w2 := newWriter(t, e.Log, writer.CreateOptions{})
 	for range e.Log.MaxBatch() {
 		must(w2.AppendMessage(ctx, UserMessage("q")))
 	}
@@ -184,15 +186,15 @@ func testFailedCreation(t *testing.T, e WriterEnv) {
 func testConcurrentWritersConverge(t *testing.T, e WriterEnv) {
 	ctx := ctxFor(t)
 	must := mustOK(t)
-	w := newWriter(t, e.Log, session.CreateOptions{})
+	w := newWriter(t, e.Log, writer.CreateOptions{})
 	must(w.AppendMessage(ctx, UserMessage("q")))
 	root := must(w.AppendMessage(ctx, AssistantMessage("a")))
 	const n = 25
-	w2, err := session.Open(ctx, e.Log, w.ID(), session.WriterOptions{Rand: rand.NewChaCha8([32]byte{7})})
+	w2, err := writer.Open(ctx, e.Log, w.ID(), writer.Options{Rand: rand.NewChaCha8([32]byte{7})})
 	if err != nil {
 		t.Fatal(err)
 	}
-	writers := []*session.Writer{w, w2}
+	writers := []*writer.Writer{w, w2}
 	var wg sync.WaitGroup
 	ids := make([][]string, 2)
 	for k, wr := range writers {
@@ -241,7 +243,7 @@ func testConcurrentWritersConverge(t *testing.T, e WriterEnv) {
 		if err := st.WaitFor(ctx, recs[len(recs)-1].Seq); err != nil {
 			t.Fatal(err)
 		}
-		err := st.View(ctx, w.ID(), func(d *session.Doc) error {
+		err := st.View(ctx, w.ID(), func(d *store.Doc) error {
 			if got := string(d.Tree.AppendJSONL(nil)); got != want {
 				return fmt.Errorf("the store's copy differs from the log:\n%s\nwant\n%s", got, want)
 			}
@@ -260,9 +262,9 @@ func testConcurrentWritersConverge(t *testing.T, e WriterEnv) {
 	}
 }
 
-func openStore(t *testing.T, e WriterEnv) *session.Store {
+func openStore(t *testing.T, e WriterEnv) *store.Store {
 	t.Helper()
-	st := session.NewStore(e.Feed, session.StoreOptions{})
+	st := store.New(e.Feed, store.Options{})
 	if err := st.Open(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/tree"
+	"github.com/pifleet/sessionlog/internal/writer"
 )
 
 // testCreateRace: writers that create the same session id at once — one
@@ -22,7 +24,7 @@ func testCreateRace(t *testing.T, e WriterEnv) {
 	var wg sync.WaitGroup
 	for k := range 4 {
 		wg.Go(func() {
-			w, err := session.Create(e.Log, session.CreateOptions{ID: id, Cwd: fmt.Sprint(k)}, session.WriterOptions{})
+			w, err := writer.Create(e.Log, writer.CreateOptions{ID: id, Cwd: fmt.Sprint(k)}, writer.Options{})
 			if err == nil {
 				_, err = w.AppendMessage(ctx, AssistantMessage("a"))
 			}
@@ -53,10 +55,10 @@ func testCreateRace(t *testing.T, e WriterEnv) {
 func testConflictKeepsParent(t *testing.T, e WriterEnv) {
 	ctx := ctxFor(t)
 	must := mustOK(t)
-	w1 := newWriter(t, e.Log, session.CreateOptions{})
+	w1 := newWriter(t, e.Log, writer.CreateOptions{})
 	must(w1.AppendMessage(ctx, UserMessage("q")))
 	a := must(w1.AppendMessage(ctx, AssistantMessage("a")))
-	w2, err := session.Open(ctx, e.Log, w1.ID(), session.WriterOptions{})
+	w2, err := writer.Open(ctx, e.Log, w1.ID(), writer.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,11 +92,11 @@ func testConflictKeepsParent(t *testing.T, e WriterEnv) {
 // append's sequence.
 func testReadYourWrites(t *testing.T, e WriterEnv) {
 	ctx := ctxFor(t)
-	var st *session.Store
+	var st *store.Store
 	if e.Feed != nil {
 		st = openStore(t, e)
 	}
-	w := newWriter(t, e.Log, session.CreateOptions{})
+	w := newWriter(t, e.Log, writer.CreateOptions{})
 	mustOK(t)(w.AppendMessage(ctx, AssistantMessage("a")))
 	for i := range 20 {
 		id := mustOK(t)(w.AppendMessage(ctx, UserMessage(fmt.Sprint(i))))
@@ -109,7 +111,7 @@ func testReadYourWrites(t *testing.T, e WriterEnv) {
 		if err := st.WaitFor(ctx, seq); err != nil {
 			t.Fatal(err)
 		}
-		err := st.View(ctx, w.ID(), func(d *session.Doc) error {
+		err := st.View(ctx, w.ID(), func(d *store.Doc) error {
 			if !d.Tree.Has(id) {
 				return fmt.Errorf("entry %s (seq %d) missing after WaitFor", id, seq)
 			}
@@ -135,13 +137,13 @@ func testReadYourWrites(t *testing.T, e WriterEnv) {
 func testForkPending(t *testing.T, e WriterEnv) {
 	ctx := ctxFor(t)
 	must := mustOK(t)
-	w := newWriter(t, e.Log, session.CreateOptions{Cwd: "/src"})
+	w := newWriter(t, e.Log, writer.CreateOptions{Cwd: "/src"})
 	q := must(w.AppendMessage(ctx, UserMessage("q")))
 	must(w.AppendLabel(ctx, q, ptr("start")))
 	a := must(w.AppendMessage(ctx, AssistantMessage("a")))
 	before := w.LastSeq()
 
-	f1, err := w.Fork(ctx, q, session.CreateOptions{})
+	f1, err := w.Fork(ctx, q, writer.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +158,7 @@ func testForkPending(t *testing.T, e WriterEnv) {
 		t.Fatalf("fork stored as %v", recordIDs(recs))
 	}
 
-	f2, err := w.Fork(ctx, a, session.CreateOptions{Cwd: "/elsewhere"})
+	f2, err := w.Fork(ctx, a, writer.CreateOptions{Cwd: "/elsewhere"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +172,7 @@ func testForkPending(t *testing.T, e WriterEnv) {
 	if w.LastSeq() != before || w.LeafID() != a {
 		t.Fatal("forking changed the source writer")
 	}
-	if _, err := w.Fork(ctx, "nope", session.CreateOptions{}); !errors.Is(err, session.ErrNotFound) {
+	if _, err := w.Fork(ctx, "nope", writer.CreateOptions{}); !errors.Is(err, session.ErrNotFound) {
 		t.Fatalf("fork of an unknown entry: %v", err)
 	}
 }

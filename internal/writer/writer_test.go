@@ -1,4 +1,4 @@
-package session_test
+package writer_test
 
 import (
 	"strings"

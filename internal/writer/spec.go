@@ -1,6 +1,8 @@
-package session
+package writer
 
-import "github.com/pifleet/sessionlog/internal/tree"
+import (
+	"github.com/pifleet/sessionlog/internal/tree"
+)
 
 // Spec describes one entry to append, before it has an id, a parent and a
 // timestamp: the Writer supplies those (Meta) when it builds the line, and can
@@ -61,14 +63,4 @@ func branchSummary(fromID, summary string, details []byte, fromHook *bool) Spec 
 	return func(m tree.Meta) (tree.Entry, error) {
 		return tree.NewBranchSummary(m, fromID, summary, details, fromHook)
 	}
-}
-
-// recordOf turns an entry into the record that carries it on the log.
-func recordOf(e *tree.Entry) Record {
-	return Record{Type: e.Type(), ID: e.ID, Parent: e.ParentID, Data: e.Raw}
-}
-
-// headerRecord turns a header into its record.
-func headerRecord(h *tree.Header) Record {
-	return Record{Type: "session", Data: h.Raw}
 }

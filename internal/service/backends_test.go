@@ -1,4 +1,4 @@
-package session_test
+package service_test
 
 import (
 	"strings"

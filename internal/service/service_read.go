@@ -1,4 +1,4 @@
-package session
+package service
 
 import (
 	"context"
@@ -7,12 +7,15 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/tree"
+	"github.com/pifleet/sessionlog/internal/writer"
 )
 
 // Detail is a session's catalog record plus its header, labels and leaf.
 type Detail struct {
-	Info
+	store.Info
 	HeaderSeq uint64            `json:"headerSeq"`
 	Header    json.RawMessage   `json:"header"`
 	Labels    map[string]string `json:"labels"`
@@ -22,7 +25,7 @@ type Detail struct {
 // Get returns the session's detail.
 func (s *Service) Get(ctx context.Context, sid string) (Detail, error) {
 	var out Detail
-	err := s.doc(ctx, sid, func(d *Doc) error {
+	err := s.doc(ctx, sid, func(d *store.Doc) error {
 		out.Info = d.Info()
 		out.HeaderSeq = d.HeaderSeq
 		out.Header = append(json.RawMessage(nil), d.Tree.Header.Raw...)
@@ -36,7 +39,7 @@ func (s *Service) Get(ctx context.Context, sid string) (Detail, error) {
 }
 
 // List returns a page of the catalog.
-func (s *Service) List(f ListFilter) ([]Info, string) { return s.Store.List(f) }
+func (s *Service) List(f store.ListFilter) ([]store.Info, string) { return s.Store.List(f) }
 
 // Stored entry with its sequence, for GET entries and watch.
 type SeqEntry struct {
@@ -53,7 +56,7 @@ func (s *Service) Entries(ctx context.Context, sid string, afterSeq uint64, limi
 	limit = min(limit, 10000)
 	var out []SeqEntry
 	var last uint64
-	err := s.doc(ctx, sid, func(d *Doc) error {
+	err := s.doc(ctx, sid, func(d *store.Doc) error {
 		last = d.LastSeq
 		// Seqs increase: binary search the start.
 		lo, hi := 0, len(d.Seqs)
@@ -85,11 +88,11 @@ func (s *Service) resolve(ctx context.Context, sid string, l Leaf) (Leaf, error)
 	if l.Client == "" || l.ID != "" || l.Null {
 		return l, nil
 	}
-	if err := ValidClientID(l.Client); err != nil {
+	if err := session.ValidClientID(l.Client); err != nil {
 		return l, err
 	}
 	c, err := s.Cursors.Get(ctx, sid, l.Client)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, session.ErrNotFound) {
 		return Leaf{}, nil // no cursor: pi's default leaf
 	}
 	if err != nil {
@@ -116,7 +119,7 @@ func leafIndex(t *tree.Session, l Leaf) (int, error) {
 	case l.ID != "":
 		i, ok := t.Index(l.ID)
 		if !ok {
-			return 0, fmt.Errorf("leaf %q: %w", l.ID, ErrNotFound)
+			return 0, fmt.Errorf("leaf %q: %w", l.ID, session.ErrNotFound)
 		}
 		return i, nil
 	}
@@ -131,7 +134,7 @@ func (s *Service) TreeJSON(ctx context.Context, sid string, l Leaf) ([]byte, err
 		return nil, err
 	}
 	var out []byte
-	err = s.doc(ctx, sid, func(d *Doc) error {
+	err = s.doc(ctx, sid, func(d *store.Doc) error {
 		i, err := leafIndex(d.Tree, l)
 		if err != nil {
 			return err
@@ -159,7 +162,7 @@ func (s *Service) ContextJSON(ctx context.Context, sid string, l Leaf, llm bool)
 		return nil, err
 	}
 	var out []byte
-	err = s.doc(ctx, sid, func(d *Doc) error {
+	err = s.doc(ctx, sid, func(d *store.Doc) error {
 		i, err := leafIndex(d.Tree, l)
 		if err != nil {
 			return err
@@ -174,7 +177,7 @@ func (s *Service) ContextJSON(ctx context.Context, sid string, l Leaf, llm bool)
 // Export returns the session as a pi v3 JSONL file.
 func (s *Service) Export(ctx context.Context, sid string) ([]byte, error) {
 	var out []byte
-	err := s.doc(ctx, sid, func(d *Doc) error {
+	err := s.doc(ctx, sid, func(d *store.Doc) error {
 		out = d.Tree.AppendJSONL(make([]byte, 0, d.Tree.Bytes()+d.Tree.Len()+1))
 		return nil
 	})
@@ -182,16 +185,16 @@ func (s *Service) Export(ctx context.Context, sid string) ([]byte, error) {
 }
 
 // Import stores a pi JSONL file (any version) as a new session.
-func (s *Service) Import(ctx context.Context, data []byte) (ImportResult, error) {
-	return Import(ctx, s.Log, data, s.Rand, s.Retry)
+func (s *Service) Import(ctx context.Context, data []byte) (writer.ImportResult, error) {
+	return writer.Import(ctx, s.Log, data, s.Rand, s.Retry)
 }
 
 // Fork stores the path to entryID as a new session (pi's createBranchedSession).
 func (s *Service) Fork(ctx context.Context, sid, entryID string) (string, uint64, error) {
 	var src *tree.Session
-	err := s.doc(ctx, sid, func(d *Doc) error {
+	err := s.doc(ctx, sid, func(d *store.Doc) error {
 		if !d.Tree.Has(entryID) {
-			return fmt.Errorf("entry %q: %w", entryID, ErrNotFound)
+			return fmt.Errorf("entry %q: %w", entryID, session.ErrNotFound)
 		}
 		src = forkSource(d.Tree, entryID)
 		return nil
@@ -199,7 +202,7 @@ func (s *Service) Fork(ctx context.Context, sid, entryID string) (string, uint64
 	if err != nil {
 		return "", 0, err
 	}
-	return Fork(ctx, s.Log, src, entryID, s.now(), s.Rand, s.Retry)
+	return writer.Fork(ctx, s.Log, src, entryID, s.now(), s.Rand, s.Retry)
 }
 
 // forkSource copies what a fork needs out of the Store (the path and the

@@ -1,8 +1,11 @@
-package session
+package service
 
 import (
 	"context"
 	"fmt"
+
+	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/store"
 )
 
 // CursorView is a cursor as the API shows it.
@@ -14,7 +17,7 @@ type CursorView struct {
 	UpdatedAt string  `json:"updatedAt"`
 }
 
-func cursorView(e CursorEntry) CursorView {
+func cursorView(e session.CursorEntry) CursorView {
 	v := CursorView{Client: e.Client, Seq: e.Seq, Revision: e.Revision, UpdatedAt: e.UpdatedAt.UTC().Format("2006-01-02T15:04:05.000Z")}
 	if e.LeafID != "" {
 		l := e.LeafID
@@ -25,7 +28,7 @@ func cursorView(e CursorEntry) CursorView {
 
 // GetCursor returns one client's cursor (ErrNotFound without one).
 func (s *Service) GetCursor(ctx context.Context, sid, client string) (CursorView, error) {
-	if err := ValidSessionID(sid); err != nil {
+	if err := session.ValidSessionID(sid); err != nil {
 		return CursorView{}, err
 	}
 	e, err := s.Cursors.Get(ctx, sid, client)
@@ -39,7 +42,7 @@ func (s *Service) GetCursor(ctx context.Context, sid, client string) (CursorView
 func (s *Service) ListCursors(ctx context.Context, sid string) ([]CursorView, error) {
 	// A session that does not exist has no cursors: 404, like every other
 	// per-session operation, not an empty list.
-	if err := s.doc(ctx, sid, func(*Doc) error { return nil }); err != nil {
+	if err := s.doc(ctx, sid, func(*store.Doc) error { return nil }); err != nil {
 		return nil, err
 	}
 	es, err := s.Cursors.List(ctx, sid)
@@ -56,13 +59,13 @@ func (s *Service) ListCursors(ctx context.Context, sid string) ([]CursorView, er
 // SetCursor moves a client's cursor to leafID ("" = null). With expectRev it
 // is a CAS on the cursor's revision (0: only if the client has none).
 func (s *Service) SetCursor(ctx context.Context, sid, client, leafID string, expectRev *uint64) (CursorView, error) {
-	if err := ValidClientID(client); err != nil {
+	if err := session.ValidClientID(client); err != nil {
 		return CursorView{}, err
 	}
 	var seq uint64
-	err := s.doc(ctx, sid, func(d *Doc) error {
+	err := s.doc(ctx, sid, func(d *store.Doc) error {
 		if leafID != "" && !d.Tree.Has(leafID) {
-			return Invalid("leafId", fmt.Sprintf("entry %q is not in session %s", leafID, sid))
+			return session.Invalid("leafId", fmt.Sprintf("entry %q is not in session %s", leafID, sid))
 		}
 		seq = d.LastSeq
 		return nil
@@ -70,7 +73,7 @@ func (s *Service) SetCursor(ctx context.Context, sid, client, leafID string, exp
 	if err != nil {
 		return CursorView{}, err
 	}
-	c := Cursor{LeafID: leafID, Seq: seq, UpdatedAt: s.now()}
+	c := session.Cursor{LeafID: leafID, Seq: seq, UpdatedAt: s.now()}
 	var rev uint64
 	if expectRev != nil {
 		rev, err = s.Cursors.Update(ctx, sid, client, c, *expectRev)
@@ -80,15 +83,15 @@ func (s *Service) SetCursor(ctx context.Context, sid, client, leafID string, exp
 	if err != nil {
 		return CursorView{}, err
 	}
-	return cursorView(CursorEntry{Session: sid, Client: client, Revision: rev, Cursor: c}), nil
+	return cursorView(session.CursorEntry{Session: sid, Client: client, Revision: rev, Cursor: c}), nil
 }
 
 // DeleteCursor removes a client's cursor.
 func (s *Service) DeleteCursor(ctx context.Context, sid, client string) error {
-	if err := ValidSessionID(sid); err != nil {
+	if err := session.ValidSessionID(sid); err != nil {
 		return err
 	}
-	if err := ValidClientID(client); err != nil {
+	if err := session.ValidClientID(client); err != nil {
 		return err
 	}
 	return s.Cursors.Delete(ctx, sid, client)

@@ -1,11 +1,14 @@
-package session
+package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/pifleet/sessionlog/internal/session"
 )
 
 // View calls fn with the session's Doc under the Store's read lock,
@@ -13,7 +16,7 @@ import (
 // keep d or anything in it past its return, and must not call the Store.
 // ErrNotFound when the Store has no such session.
 func (st *Store) View(ctx context.Context, id string, fn func(d *Doc) error) error {
-	if err := ValidSessionID(id); err != nil {
+	if err := session.ValidSessionID(id); err != nil {
 		return err
 	}
 	for range 3 {
@@ -21,7 +24,7 @@ func (st *Store) View(ctx context.Context, id string, fn func(d *Doc) error) err
 		d := st.docs[id]
 		if d == nil {
 			st.mu.RUnlock()
-			return fmt.Errorf("session %s: %w", id, ErrNotFound)
+			return fmt.Errorf("session %s: %w", id, session.ErrNotFound)
 		}
 		if d.Tree != nil {
 			st.touch(d)
@@ -34,7 +37,39 @@ func (st *Store) View(ctx context.Context, id string, fn func(d *Doc) error) err
 			return err
 		}
 	}
-	return fmt.Errorf("session %s: evicted again while loading; raise the memory budget: %w", id, ErrUnavailable)
+	return fmt.Errorf("session %s: evicted again while loading; raise the memory budget: %w", id, session.ErrUnavailable)
+}
+
+// ViewOrRead runs fn with the Store's copy of the session, or — when this node's
+// Store has not seen the session yet (created through another node a moment
+// ago) — with the log's authoritative copy. Either way fn sees a complete
+// session, never a missing one that exists.
+func (st *Store) ViewOrRead(ctx context.Context, log session.Log, sid string, fn func(d *Doc) error) error {
+	err := st.View(ctx, sid, fn)
+	if !errors.Is(err, session.ErrNotFound) {
+		return err
+	}
+	if !st.lacks(sid) {
+		// Either fn's own not-found (an unknown entry), or the Store
+		// applied the session between the two looks (it was created a
+		// moment ago): look once more, which settles both.
+		if err = st.View(ctx, sid, fn); !errors.Is(err, session.ErrNotFound) || !st.lacks(sid) {
+			return err
+		}
+	}
+	recs, rerr := log.Read(ctx, sid, 0)
+	if rerr != nil {
+		if errors.Is(rerr, session.ErrNotFound) {
+			return fmt.Errorf("session %s: %w", sid, session.ErrNotFound)
+		}
+		return rerr
+	}
+	t, seqs, berr := session.Build(recs)
+	if berr != nil {
+		return berr
+	}
+	return fn(&Doc{ID: sid, Tree: t, Seqs: seqs, HeaderSeq: recs[0].Seq, LastSeq: recs[len(recs)-1].Seq, Entries: t.Len(),
+		Created: parseCreated(t.Header.Timestamp, recs[0].Time), Modified: recs[len(recs)-1].Time})
 }
 
 // lacks reports whether the Store has no session id (as opposed to fn

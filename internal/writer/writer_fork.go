@@ -1,10 +1,11 @@
-package session
+package writer
 
 import (
 	"context"
 	"fmt"
 
 	"github.com/google/uuid"
+	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/tree"
 )
 
@@ -32,14 +33,14 @@ func (w *Writer) Fork(ctx context.Context, leafID string, c CreateOptions) (*Wri
 		}
 		c.ID = u.String()
 	}
-	if err := ValidSessionID(c.ID); err != nil {
+	if err := session.ValidSessionID(c.ID); err != nil {
 		return nil, err
 	}
 	w.mu.Lock()
 	leaf, ok := w.s.Index(leafID)
 	if !ok {
 		w.mu.Unlock()
-		return nil, fmt.Errorf("fork: entry %q: %w", leafID, ErrNotFound)
+		return nil, fmt.Errorf("fork: entry %q: %w", leafID, session.ErrNotFound)
 	}
 	if c.Cwd == "" {
 		c.Cwd = w.s.Header.Cwd
@@ -51,7 +52,7 @@ func (w *Writer) Fork(ctx context.Context, leafID string, c CreateOptions) (*Wri
 	s, err := tree.Fork(w.s, leaf, h, w.ids)
 	w.mu.Unlock()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+		return nil, fmt.Errorf("%w: %v", session.ErrInvalid, err)
 	}
 	nw := newWriter(w.log, s, w.opts)
 	nw.seqs = make([]uint64, s.Len())

@@ -1,4 +1,4 @@
-package session
+package service
 
 import (
 	"context"
@@ -8,19 +8,22 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/tree"
+	"github.com/pifleet/sessionlog/internal/writer"
 )
 
 // Service is what pi-node serves: writes of client-built entries through the
 // Log (with the same CAS loop as the Writer) and reads from the Store. The
 // API layer (HTTP and NATS) is a thin transport over it.
 type Service struct {
-	Log     Log
-	Store   *Store
-	Cursors Cursors
+	Log     session.Log
+	Store   *store.Store
+	Cursors session.Cursors
 	Now     func() time.Time // default time.Now
 	Rand    io.Reader        // id source; default crypto/rand
-	Retry   RetryPolicy
+	Retry   writer.RetryPolicy
 	// CursorWait bounds how long a read by client cursor waits for this
 	// node to apply the entry the cursor names (default 5 s).
 	CursorWait time.Duration
@@ -62,7 +65,7 @@ func (s *Service) Create(ctx context.Context, req CreateRequest) (WriteResult, e
 		return WriteResult{}, err
 	}
 	if n := 1 + len(req.Entries); n > s.Log.MaxBatch() {
-		return WriteResult{}, fmt.Errorf("%w: %d records (header and %d entries) exceed the atomic batch limit of %d; import larger sessions with /v1/import", ErrTooLarge, n, n-1, s.Log.MaxBatch())
+		return WriteResult{}, fmt.Errorf("%w: %d records (header and %d entries) exceed the atomic batch limit of %d; import larger sessions with /v1/import", session.ErrTooLarge, n, n-1, s.Log.MaxBatch())
 	}
 	sess := tree.NewSession(h)
 	ids := tree.IDGen{R: s.Rand}
@@ -78,30 +81,30 @@ func (s *Service) Create(ctx context.Context, req CreateRequest) (WriteResult, e
 		if id == "" {
 			id = ids.New(sess.Has)
 		} else if sess.Has(id) {
-			return WriteResult{}, Invalid(field+".id", fmt.Sprintf("duplicate id %q", id))
+			return WriteResult{}, session.Invalid(field+".id", fmt.Sprintf("duplicate id %q", id))
 		}
 		if d.parentSet {
 			parent = d.parent
 			if parent != "" && !sess.Has(parent) {
-				return WriteResult{}, Invalid(field+".parentId", fmt.Sprintf("unknown parent %q (it must be an earlier entry of this request)", parent))
+				return WriteResult{}, session.Invalid(field+".parentId", fmt.Sprintf("unknown parent %q (it must be an earlier entry of this request)", parent))
 			}
 		}
 		if d.labelTarget != "" && !sess.Has(d.labelTarget) {
-			return WriteResult{}, Invalid(field+".targetId", fmt.Sprintf("unknown entry %q (it must be an earlier entry of this request)", d.labelTarget))
+			return WriteResult{}, session.Invalid(field+".targetId", fmt.Sprintf("unknown entry %q (it must be an earlier entry of this request)", d.labelTarget))
 		}
 		e, err := d.build(id, parent, ts)
 		if err != nil {
-			return WriteResult{}, Invalid(field, err.Error())
+			return WriteResult{}, session.Invalid(field, err.Error())
 		}
 		sess.Append(e)
 		parent = id
 	}
-	recs := make([]Record, 0, 1+sess.Len())
-	recs = append(recs, headerRecord(&sess.Header))
+	recs := make([]session.Record, 0, 1+sess.Len())
+	recs = append(recs, session.HeaderRecord(&sess.Header))
 	for i := range sess.Len() {
-		recs = append(recs, recordOf(sess.Entry(i)))
+		recs = append(recs, session.RecordOf(sess.Entry(i)))
 	}
-	seqs, err := createRecords(ctx, s.Log, h.ID, recs, s.Retry)
+	seqs, err := writer.CreateRecords(ctx, s.Log, h.ID, recs, s.Retry)
 	if err != nil {
 		return WriteResult{}, err
 	}
@@ -118,7 +121,7 @@ func (s *Service) header(raw json.RawMessage) (tree.Header, error) {
 	if len(raw) > 0 && string(raw) != "null" {
 		var err error
 		if v, err = tree.ParseValue(raw); err != nil || v.Kind != tree.KindObject {
-			return tree.Header{}, Invalid("header", "must be a JSON object")
+			return tree.Header{}, session.Invalid("header", "must be a JSON object")
 		}
 	} else {
 		v = tree.Value{Kind: tree.KindObject}
@@ -129,15 +132,15 @@ func (s *Service) header(raw json.RawMessage) (tree.Header, error) {
 			return "", nil
 		}
 		if f.Kind != tree.KindString {
-			return "", Invalid("header."+key, "must be a string")
+			return "", session.Invalid("header."+key, "must be a string")
 		}
 		return f.Str, nil
 	}
 	if t, _ := str("type"); t != "" && t != "session" {
-		return tree.Header{}, Invalid("header.type", `must be "session"`)
+		return tree.Header{}, session.Invalid("header.type", `must be "session"`)
 	}
 	if ver, ok := v.Get("version"); ok && !(ver.Kind == tree.KindNumber && ver.Num == tree.CurrentVersion) {
-		return tree.Header{}, Invalid("header.version", "must be 3 (import older files with /v1/import)")
+		return tree.Header{}, session.Invalid("header.version", "must be 3 (import older files with /v1/import)")
 	}
 	id, err := str("id")
 	if err != nil {
@@ -149,8 +152,8 @@ func (s *Service) header(raw json.RawMessage) (tree.Header, error) {
 			return tree.Header{}, err
 		}
 		id = u.String()
-	} else if err := ValidSessionID(id); err != nil {
-		return tree.Header{}, Invalid("header.id", err.(*FieldError).Reason)
+	} else if err := session.ValidSessionID(id); err != nil {
+		return tree.Header{}, session.Invalid("header.id", err.(*session.FieldError).Reason)
 	}
 	ts, err := str("timestamp")
 	if err != nil {

@@ -1,4 +1,4 @@
-package session
+package writer
 
 import (
 	"context"
@@ -8,18 +8,19 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/tree"
 )
 
-// createRecords publishes a new session's records (header first) on an
+// CreateRecords publishes a new session's records (header first) on an
 // empty subject as one atomic batch. ErrExists if the session exists —
 // unless it is exactly our own earlier attempt whose ack was lost.
-func createRecords(ctx context.Context, log Log, sid string, recs []Record, pol RetryPolicy) ([]uint64, error) {
-	return casAppend(ctx, log, sid, 0, recs, pol, func(missed []Stored, recs []Record, uncertain bool) ([]Record, []uint64, bool, error) {
+func CreateRecords(ctx context.Context, log session.Log, sid string, recs []session.Record, pol RetryPolicy) ([]uint64, error) {
+	return CASAppend(ctx, log, sid, 0, recs, pol, func(missed []session.Stored, recs []session.Record, uncertain bool) ([]session.Record, []uint64, bool, error) {
 		if seqs, ok := alreadyStored(missed, recs); ok && uncertain && seqs[0] == missed[0].Seq {
 			return nil, seqs, true, nil
 		}
-		return nil, nil, false, fmt.Errorf("create %s: %w", sid, ErrExists)
+		return nil, nil, false, fmt.Errorf("create %s: %w", sid, session.ErrExists)
 	})
 }
 
@@ -28,16 +29,16 @@ func createRecords(ctx context.Context, log Log, sid string, recs []Record, pol 
 // batches; if any batch fails the subject is purged, so the result is the
 // complete session or nothing. It returns the sequence of every record,
 // header first.
-func publishSession(ctx context.Context, log Log, s *tree.Session, pol RetryPolicy) ([]uint64, error) {
+func publishSession(ctx context.Context, log session.Log, s *tree.Session, pol RetryPolicy) ([]uint64, error) {
 	sid := s.Header.ID
-	recs := make([]Record, 0, 1+s.Len())
-	recs = append(recs, headerRecord(&s.Header))
+	recs := make([]session.Record, 0, 1+s.Len())
+	recs = append(recs, session.HeaderRecord(&s.Header))
 	for i := range s.Len() {
-		recs = append(recs, recordOf(s.Entry(i)))
+		recs = append(recs, session.RecordOf(s.Entry(i)))
 	}
 	max := log.MaxBatch()
 	if len(recs) <= max {
-		return createRecords(ctx, log, sid, recs, pol)
+		return CreateRecords(ctx, log, sid, recs, pol)
 	}
 	var last uint64
 	all := make([]uint64, 0, len(recs))
@@ -46,17 +47,17 @@ func publishSession(ctx context.Context, log Log, s *tree.Session, pol RetryPoli
 		var seqs []uint64
 		var err error
 		if start == 0 {
-			seqs, err = createRecords(ctx, log, sid, chunk, pol)
+			seqs, err = CreateRecords(ctx, log, sid, chunk, pol)
 		} else {
-			seqs, err = casAppend(ctx, log, sid, last, chunk, pol, func(missed []Stored, recs []Record, uncertain bool) ([]Record, []uint64, bool, error) {
+			seqs, err = CASAppend(ctx, log, sid, last, chunk, pol, func(missed []session.Stored, recs []session.Record, uncertain bool) ([]session.Record, []uint64, bool, error) {
 				if seqs, ok := alreadyStored(missed, recs); ok && uncertain {
 					return nil, seqs, true, nil
 				}
-				return nil, nil, false, fmt.Errorf("%w: session %s changed while it was being written", ErrConflict, sid)
+				return nil, nil, false, fmt.Errorf("%w: session %s changed while it was being written", session.ErrConflict, sid)
 			})
 		}
 		if err != nil {
-			if start > 0 || !errors.Is(err, ErrExists) {
+			if start > 0 || !errors.Is(err, session.ErrExists) {
 				// Best effort under a fresh context: the caller's may be what failed.
 				pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 				if perr := log.Purge(pctx, sid); perr != nil {
@@ -85,16 +86,16 @@ type ImportResult struct {
 // are migrated as pi migrates them). The session keeps its header id;
 // ErrExists if it is already stored. An import either completes or leaves
 // nothing.
-func Import(ctx context.Context, log Log, data []byte, rand io.Reader, pol RetryPolicy) (ImportResult, error) {
+func Import(ctx context.Context, log session.Log, data []byte, rand io.Reader, pol RetryPolicy) (ImportResult, error) {
 	f, err := tree.Read(data, tree.ReadOptions{Rand: rand})
 	if err != nil {
 		var le *tree.LineError
 		if errors.As(err, &le) {
-			return ImportResult{}, Invalid(fmt.Sprintf("line %d", le.Line), le.Reason)
+			return ImportResult{}, session.Invalid(fmt.Sprintf("line %d", le.Line), le.Reason)
 		}
-		return ImportResult{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+		return ImportResult{}, fmt.Errorf("%w: %v", session.ErrInvalid, err)
 	}
-	if err := ValidSessionID(f.Header.ID); err != nil {
+	if err := session.ValidSessionID(f.Header.ID); err != nil {
 		return ImportResult{}, err
 	}
 	res := ImportResult{SessionID: f.Header.ID, Entries: f.Len(), SourceVersion: f.SourceVersion, Skipped: f.Skipped}
@@ -110,10 +111,10 @@ func Import(ctx context.Context, log Log, data []byte, rand io.Reader, pol Retry
 // leafID (pi's createBranchedSession) and returns its id. Unlike a Writer's
 // new session it is published at once, even without an assistant message:
 // a fork is an explicit operator action, not an unanswered question.
-func Fork(ctx context.Context, log Log, src *tree.Session, leafID string, now time.Time, rand io.Reader, pol RetryPolicy) (string, uint64, error) {
+func Fork(ctx context.Context, log session.Log, src *tree.Session, leafID string, now time.Time, rand io.Reader, pol RetryPolicy) (string, uint64, error) {
 	leaf, ok := src.Index(leafID)
 	if !ok {
-		return "", 0, fmt.Errorf("fork: entry %q: %w", leafID, ErrNotFound)
+		return "", 0, fmt.Errorf("fork: entry %q: %w", leafID, session.ErrNotFound)
 	}
 	u, err := uuid.NewV7()
 	if err != nil {

@@ -1,4 +1,4 @@
-package session
+package service
 
 import (
 	"context"
@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/tree"
+	"github.com/pifleet/sessionlog/internal/writer"
 )
 
 // AppendRequest appends client-built entries to a session.
@@ -37,14 +40,14 @@ type sessionView struct {
 // result, so a client may retry after a timeout; the same id with other
 // content is ErrConflict.
 func (s *Service) Append(ctx context.Context, sid string, req AppendRequest) (WriteResult, error) {
-	if err := ValidSessionID(sid); err != nil {
+	if err := session.ValidSessionID(sid); err != nil {
 		return WriteResult{}, err
 	}
 	if len(req.Entries) == 0 {
-		return WriteResult{}, Invalid("entries", "at least one entry is required")
+		return WriteResult{}, session.Invalid("entries", "at least one entry is required")
 	}
 	if len(req.Entries) > s.Log.MaxBatch() {
-		return WriteResult{}, fmt.Errorf("%w: %d entries exceed the atomic batch limit of %d", ErrTooLarge, len(req.Entries), s.Log.MaxBatch())
+		return WriteResult{}, fmt.Errorf("%w: %d entries exceed the atomic batch limit of %d", session.ErrTooLarge, len(req.Entries), s.Log.MaxBatch())
 	}
 	drafts := make([]draft, len(req.Entries))
 	for k, raw := range req.Entries {
@@ -56,14 +59,14 @@ func (s *Service) Append(ctx context.Context, sid string, req AppendRequest) (Wr
 	}
 	cursorLeaf, hasCursor := "", false
 	if req.Client != "" {
-		if err := ValidClientID(req.Client); err != nil {
+		if err := session.ValidClientID(req.Client); err != nil {
 			return WriteResult{}, err
 		}
 		c, err := s.Cursors.Get(ctx, sid, req.Client)
 		switch {
 		case err == nil:
 			cursorLeaf, hasCursor = c.LeafID, true
-		case !errors.Is(err, ErrNotFound):
+		case !errors.Is(err, session.ErrNotFound):
 			return WriteResult{}, err
 		}
 	}
@@ -111,7 +114,7 @@ func (s *Service) Append(ctx context.Context, sid string, req AppendRequest) (Wr
 			if d.id != "" {
 				if e, seq, ok := lookup(d.id); ok {
 					if !d.sameAs(e) {
-						return nil, nil, false, fmt.Errorf("%s.id: %q is already stored with other content: %w", field, d.id, ErrConflict)
+						return nil, nil, false, fmt.Errorf("%s.id: %q is already stored with other content: %w", field, d.id, session.ErrConflict)
 					}
 					stored = append(stored, EntryResult{ID: d.id, Seq: seq})
 					parent = d.id
@@ -120,23 +123,23 @@ func (s *Service) Append(ctx context.Context, sid string, req AppendRequest) (Wr
 			}
 			if parent != "" && !inBatch[parent] {
 				if _, _, ok := lookup(parent); !ok {
-					return nil, nil, false, &unknownParent{Invalid(field+".parentId", fmt.Sprintf("unknown parent %q", parent))}
+					return nil, nil, false, &unknownParent{session.Invalid(field+".parentId", fmt.Sprintf("unknown parent %q", parent))}
 				}
 			}
 			if t := d.labelTarget; t != "" && !inBatch[t] {
 				if _, _, ok := lookup(t); !ok {
-					return nil, nil, false, &unknownParent{Invalid(field+".targetId", fmt.Sprintf("unknown entry %q", t))}
+					return nil, nil, false, &unknownParent{session.Invalid(field+".targetId", fmt.Sprintf("unknown entry %q", t))}
 				}
 			}
 			id := d.id
 			if id == "" {
 				id = ids.New(func(id string) bool { _, _, ok := lookup(id); return ok || inBatch[id] })
 			} else if inBatch[id] {
-				return nil, nil, false, Invalid(field+".id", fmt.Sprintf("duplicate id %q in the request", id))
+				return nil, nil, false, session.Invalid(field+".id", fmt.Sprintf("duplicate id %q in the request", id))
 			}
 			e, err := d.build(id, parent, ts)
 			if err != nil {
-				return nil, nil, false, Invalid(field, err.Error())
+				return nil, nil, false, session.Invalid(field, err.Error())
 			}
 			out = append(out, e)
 			inBatch[id] = true
@@ -146,12 +149,12 @@ func (s *Service) Append(ctx context.Context, sid string, req AppendRequest) (Wr
 			return nil, stored, true, nil
 		}
 		if len(stored) > 0 {
-			return nil, nil, false, fmt.Errorf("%w: %d of the %d entries are already stored (%s first); an append is atomic, so send the rest alone", ErrConflict, len(stored), len(drafts), stored[0].ID)
+			return nil, nil, false, fmt.Errorf("%w: %d of the %d entries are already stored (%s first); an append is atomic, so send the rest alone", session.ErrConflict, len(stored), len(drafts), stored[0].ID)
 		}
 		return out, nil, false, nil
 	}
 
-	absorb := func(ms []Stored) {
+	absorb := func(ms []session.Stored) {
 		for _, r := range ms {
 			missedLast = max(missedLast, r.Seq)
 			if r.IsHeader() {
@@ -191,7 +194,7 @@ func (s *Service) Append(ctx context.Context, sid string, req AppendRequest) (Wr
 	if req.ExpectLastSeq != nil {
 		expect = *req.ExpectLastSeq
 	}
-	seqs, err := casAppend(ctx, s.Log, sid, expect, records(entries), s.Retry, func(ms []Stored, _ []Record, _ bool) ([]Record, []uint64, bool, error) {
+	seqs, err := writer.CASAppend(ctx, s.Log, sid, expect, records(entries), s.Retry, func(ms []session.Stored, _ []session.Record, _ bool) ([]session.Record, []uint64, bool, error) {
 		absorb(ms)
 		var next []tree.Entry
 		var res []EntryResult
@@ -213,7 +216,7 @@ func (s *Service) Append(ctx context.Context, sid string, req AppendRequest) (Wr
 			return nil, seqs, true, nil
 		}
 		if req.ExpectLastSeq != nil {
-			return nil, nil, false, &ConflictError{LastSeq: missedLast,
+			return nil, nil, false, &session.ConflictError{LastSeq: missedLast,
 				Reason: fmt.Sprintf("the session's last sequence is %d, not %d", missedLast, *req.ExpectLastSeq)}
 		}
 		entries = next
@@ -242,7 +245,7 @@ func (u *unknownParent) Unwrap() error { return u.error }
 // the view lacks, it reads what the Store has not applied yet from the log
 // (authoritative) and plans once more, so a client's own earlier write is
 // always a valid parent on any node.
-func (s *Service) planWithRetry(ctx context.Context, sid string, absorb func([]Stored), plan func(v sessionView) error) error {
+func (s *Service) planWithRetry(ctx context.Context, sid string, absorb func([]session.Stored), plan func(v sessionView) error) error {
 	var seen uint64
 	err := s.view(ctx, sid, func(v sessionView) error {
 		seen = v.lastSeq
@@ -252,7 +255,7 @@ func (s *Service) planWithRetry(ctx context.Context, sid string, absorb func([]S
 	if !errors.As(err, &up) {
 		return err
 	}
-	ms, rerr := readMissed(ctx, s.Log, sid, seen)
+	ms, rerr := writer.ReadMissed(ctx, s.Log, sid, seen)
 	if rerr != nil {
 		return rerr
 	}
@@ -269,10 +272,10 @@ type storedEntry struct {
 	seq uint64
 }
 
-func records(entries []tree.Entry) []Record {
-	recs := make([]Record, len(entries))
+func records(entries []tree.Entry) []session.Record {
+	recs := make([]session.Record, len(entries))
 	for k := range entries {
-		recs[k] = recordOf(&entries[k])
+		recs[k] = session.RecordOf(&entries[k])
 	}
 	return recs
 }
@@ -283,7 +286,7 @@ func (s *Service) finish(ctx context.Context, sid, client string, res []EntryRes
 	if client == "" {
 		return out, nil
 	}
-	c := Cursor{LeafID: res[len(res)-1].ID, Seq: lastSeq, UpdatedAt: s.now()}
+	c := session.Cursor{LeafID: res[len(res)-1].ID, Seq: lastSeq, UpdatedAt: s.now()}
 	if _, err := s.Cursors.Put(ctx, sid, client, c); err != nil {
 		return out, fmt.Errorf("entries stored (last seq %d) but moving cursor %s failed: %w", lastSeq, client, err)
 	}
@@ -292,42 +295,10 @@ func (s *Service) finish(ctx context.Context, sid, client string, res []EntryRes
 
 // view runs fn against the session as planning an append needs it.
 func (s *Service) view(ctx context.Context, sid string, fn func(v sessionView) error) error {
-	return s.doc(ctx, sid, func(d *Doc) error { return fn(docView(d)) })
+	return s.Store.ViewOrRead(ctx, s.Log, sid, func(d *store.Doc) error { return fn(docView(d)) })
 }
 
-// doc runs fn with the Store's copy of the session, or — when this node's
-// Store has not seen the session yet (created through another node a moment
-// ago) — with the log's authoritative copy. Either way fn sees a complete
-// session, never a missing one that exists.
-func (s *Service) doc(ctx context.Context, sid string, fn func(d *Doc) error) error {
-	err := s.Store.View(ctx, sid, fn)
-	if !errors.Is(err, ErrNotFound) {
-		return err
-	}
-	if !s.Store.lacks(sid) {
-		// Either fn's own not-found (an unknown entry), or the Store
-		// applied the session between the two looks (it was created a
-		// moment ago): look once more, which settles both.
-		if err = s.Store.View(ctx, sid, fn); !errors.Is(err, ErrNotFound) || !s.Store.lacks(sid) {
-			return err
-		}
-	}
-	recs, rerr := s.Log.Read(ctx, sid, 0)
-	if rerr != nil {
-		if errors.Is(rerr, ErrNotFound) {
-			return fmt.Errorf("session %s: %w", sid, ErrNotFound)
-		}
-		return rerr
-	}
-	t, seqs, berr := buildSession(recs)
-	if berr != nil {
-		return berr
-	}
-	return fn(&Doc{ID: sid, Tree: t, Seqs: seqs, HeaderSeq: recs[0].Seq, LastSeq: recs[len(recs)-1].Seq, Entries: t.Len(),
-		Created: parseCreated(t.Header.Timestamp, recs[0].Time), Modified: recs[len(recs)-1].Time})
-}
-
-func docView(d *Doc) sessionView {
+func docView(d *store.Doc) sessionView {
 	return sessionView{
 		lastSeq: d.LastSeq,
 		leaf:    d.Tree.LeafID(),
@@ -339,4 +310,10 @@ func docView(d *Doc) sessionView {
 			return d.Tree.Entry(i), d.Seqs[i], true
 		},
 	}
+}
+
+// doc runs fn with the session: the Store's copy, or the log's (see
+// store.Store.ViewOrRead).
+func (s *Service) doc(ctx context.Context, sid string, fn func(d *store.Doc) error) error {
+	return s.Store.ViewOrRead(ctx, s.Log, sid, fn)
 }

@@ -1,4 +1,4 @@
-package session_test
+package service_test
 
 import (
 	"context"
@@ -20,6 +20,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/jetstream"
 	"github.com/pifleet/sessionlog/internal/jetstream/jstest"
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/tree"
 )
 
@@ -87,7 +88,7 @@ func BenchmarkRebuild(b *testing.B) {
 			runtime.GC()
 			var before runtime.MemStats
 			runtime.ReadMemStats(&before)
-			st := session.NewStore(d.log, session.StoreOptions{})
+			st := store.New(d.log, store.Options{})
 			if err := st.Open(context.Background()); err != nil {
 				b.Fatal(err)
 			}

@@ -1,10 +1,11 @@
-package session
+package store
 
 import (
 	"context"
 	"fmt"
 	"slices"
 
+	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/tree"
 )
 
@@ -40,7 +41,7 @@ func (st *Store) evictLocked() {
 			for i, seq := range d.Seqs {
 				if seq > d.base.e.lastSeq {
 					e := d.Tree.Entry(i)
-					d.tail = append(d.tail, Stored{Session: d.ID, Seq: seq, Record: Record{Type: e.Type(), ID: e.ID, Parent: e.ParentID, Data: e.Raw}})
+					d.tail = append(d.tail, session.Stored{Session: d.ID, Seq: seq, Record: session.Record{Type: e.Type(), ID: e.ID, Parent: e.ParentID, Data: e.Raw}})
 				}
 			}
 		} else if ref, err := st.spillLocked(d); err == nil {
@@ -98,7 +99,7 @@ func (st *Store) reload(ctx context.Context, id string) error {
 // reloadFromLog reads an evicted session back from the log.
 func (st *Store) reloadFromLog(ctx context.Context, id string) error {
 	if st.opts.Log == nil {
-		return fmt.Errorf("session %s is evicted and the Store has no log to reload it from: %w", id, ErrUnavailable)
+		return fmt.Errorf("session %s is evicted and the Store has no log to reload it from: %w", id, session.ErrUnavailable)
 	}
 	recs, err := st.opts.Log.Read(ctx, id, 0)
 	if err != nil {
@@ -113,7 +114,7 @@ func (st *Store) reloadFromLog(ctx context.Context, id string) error {
 		}
 		last := recs[len(recs)-1].Seq
 		if d.LastSeq <= last {
-			s, seqs, err := buildSession(recs)
+			s, seqs, err := session.Build(recs)
 			if err != nil {
 				st.mu.Unlock()
 				return fmt.Errorf("reload %s: %w", id, err)

@@ -1,4 +1,4 @@
-package session
+package store
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/tree"
 )
 
@@ -62,7 +63,7 @@ func (st *Store) restore(ctx context.Context) {
 }
 
 func (st *Store) identity(ctx context.Context) string {
-	if idf, ok := st.feed.(Identifier); ok {
+	if idf, ok := st.feed.(session.Identifier); ok {
 		if id, err := idf.Identity(ctx); err == nil {
 			return id
 		}
@@ -150,7 +151,7 @@ type snapItem struct {
 	seqs    []uint64
 	lines   [][]byte
 	base    *snapRef // evicted with a snapshot block: lines come from there, then tail
-	tail    []Stored
+	tail    []session.Stored
 	fromLog bool // evicted without one: read from the log
 }
 
@@ -199,7 +200,7 @@ func (st *Store) materialize(ctx context.Context, it *snapItem, applied uint64) 
 		}
 	case it.fromLog:
 		recs, err := st.opts.Log.Read(ctx, it.meta.id, 0)
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, session.ErrNotFound) {
 			return nil, nil
 		}
 		if err != nil {

@@ -1,4 +1,4 @@
-package session_test
+package service_test
 
 import (
 	"bytes"
@@ -11,7 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/store"
+	"github.com/pifleet/sessionlog/internal/writer"
 )
 
 // importAll imports files concurrently and returns the highest sequence.
@@ -28,7 +31,7 @@ func importAll(t *testing.T, log session.Log, files [][]byte) uint64 {
 				if k >= len(files) {
 					return
 				}
-				res, err := session.Import(ctx, log, files[k], nil, session.RetryPolicy{})
+				res, err := writer.Import(ctx, log, files[k], nil, writer.RetryPolicy{})
 				if err != nil {
 					t.Errorf("import %d: %v", k, err)
 					return
@@ -95,7 +98,7 @@ func testEvictAndReload(t *testing.T, b backend) {
 		total += len(files[k])
 	}
 	budget := int64(total / 4)
-	st := session.NewStore(b.feed, session.StoreOptions{Log: b.log, MemoryBudget: budget})
+	st := store.New(b.feed, store.Options{Log: b.log, MemoryBudget: budget})
 	if err := st.Open(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +110,7 @@ func testEvictAndReload(t *testing.T, b backend) {
 		t.Fatalf("no eviction under budget %d: %+v", budget, s)
 	}
 	// An evicted session still lists, reloads on read, and takes appends.
-	svc := &session.Service{Log: b.log, Store: st, Cursors: b.cursors}
+	svc := &service.Service{Log: b.log, Store: st, Cursors: b.cursors}
 	for _, f := range files {
 		id := string(f[bytes.Index(f, []byte(`"id":"`))+6:][:36])
 		if got := exportOf(t, st, id); !bytes.Equal(got, f) {
@@ -117,18 +120,18 @@ func testEvictAndReload(t *testing.T, b backend) {
 	if s := st.Stats(); s.Reloads == 0 {
 		t.Fatal("no reload happened")
 	}
-	infos, _ := st.List(session.ListFilter{Limit: 1000})
+	infos, _ := st.List(store.ListFilter{Limit: 1000})
 	if len(infos) < len(files) {
 		t.Fatalf("list shows %d sessions", len(infos))
 	}
 	// Name an evicted session: the catalog learns it without a reload.
 	id := infos[0].SessionID
-	res, err := svc.Append(ctx, id, session.AppendRequest{Entries: raws(`{"type":"session_info","name":"  renamed  "}`)})
+	res, err := svc.Append(ctx, id, service.AppendRequest{Entries: raws(`{"type":"session_info","name":"  renamed  "}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	waitApplied(t, st, res.LastSeq)
-	infos, _ = st.List(session.ListFilter{Name: "RENAMED"})
+	infos, _ = st.List(store.ListFilter{Name: "RENAMED"})
 	if len(infos) != 1 || *infos[0].Name != "renamed" {
 		t.Fatalf("name filter found %v", infos)
 	}
@@ -154,7 +157,7 @@ func testChunkedImportAndPurge(t *testing.T, b backend) {
 	st := openStore(t, b)
 	r := rand.New(rand.NewPCG(5, 6))
 	big := genSession(t, r, 2500) // three atomic batches
-	res, err := session.Import(ctx, b.log, big, nil, session.RetryPolicy{})
+	res, err := writer.Import(ctx, b.log, big, nil, writer.RetryPolicy{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +168,7 @@ func testChunkedImportAndPurge(t *testing.T, b backend) {
 	// The third batch fails: the import leaves nothing, in the log and in Stores.
 	other := genSession(t, r, 2500)
 	fl := &failingLog{Log: b.log, n: 3}
-	_, err = session.Import(ctx, fl, other, nil, session.RetryPolicy{})
+	_, err = writer.Import(ctx, fl, other, nil, writer.RetryPolicy{})
 	if err == nil {
 		t.Fatal("import with a failing batch succeeded")
 	}
@@ -174,7 +177,7 @@ func testChunkedImportAndPurge(t *testing.T, b backend) {
 		t.Fatalf("a failed import left records: %v", err)
 	}
 	waitApplied(t, st, lastSeq(t, b))
-	if err := st.View(ctx, id, func(*session.Doc) error { return nil }); !errors.Is(err, session.ErrNotFound) {
+	if err := st.View(ctx, id, func(*store.Doc) error { return nil }); !errors.Is(err, session.ErrNotFound) {
 		t.Fatalf("the store still holds the purged import: %v", err)
 	}
 }
@@ -195,11 +198,11 @@ func TestGiveUpIsUnavailable(t *testing.T) {
 	ctx := ctxT(t)
 	r := rand.New(rand.NewPCG(7, 8))
 	data := genSession(t, r, 3)
-	for _, pol := range []session.RetryPolicy{
+	for _, pol := range []writer.RetryPolicy{
 		{UnavailableFor: 20 * time.Millisecond, Backoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond},
 		{Attempts: 3, Backoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond},
 	} {
-		_, err := session.Import(ctx, silentLog{session.NewMemLog(1000, 1<<20)}, data, nil, pol)
+		_, err := writer.Import(ctx, silentLog{session.NewMemLog(1000, 1<<20)}, data, nil, pol)
 		if !errors.Is(err, session.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("policy %+v: %v; want ErrUnavailable and not DeadlineExceeded", pol, err)
 		}

@@ -1,4 +1,4 @@
-package session
+package writer
 
 import (
 	"context"
@@ -9,17 +9,18 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/tree"
 )
 
-// WriterOptions configure a Writer. The zero value is usable.
-type WriterOptions struct {
+// Options configure a Writer. The zero value is usable.
+type Options struct {
 	Now   func() time.Time // clock for entry timestamps; default time.Now
 	Rand  io.Reader        // entry id source; default crypto/rand
 	Retry RetryPolicy
 }
 
-func (o WriterOptions) now() time.Time {
+func (o Options) now() time.Time {
 	if o.Now != nil {
 		return o.Now()
 	}
@@ -42,8 +43,8 @@ func (o WriterOptions) now() time.Time {
 // A Writer is safe for concurrent use; its appends are serialized (one CAS
 // append in flight per session).
 type Writer struct {
-	log  Log
-	opts WriterOptions
+	log  session.Log
+	opts Options
 	ids  tree.IDGen
 
 	mu      sync.Mutex
@@ -63,7 +64,7 @@ type CreateOptions struct {
 
 // Create starts a new session. Nothing is published until the first
 // assistant message (see Writer).
-func Create(log Log, c CreateOptions, opts WriterOptions) (*Writer, error) {
+func Create(log session.Log, c CreateOptions, opts Options) (*Writer, error) {
 	id := c.ID
 	if id == "" {
 		u, err := uuid.NewV7()
@@ -72,60 +73,34 @@ func Create(log Log, c CreateOptions, opts WriterOptions) (*Writer, error) {
 		}
 		id = u.String()
 	}
-	if err := ValidSessionID(id); err != nil {
+	if err := session.ValidSessionID(id); err != nil {
 		return nil, err
 	}
 	h := tree.NewHeader(id, tree.FormatTimestamp(opts.now()), c.Cwd, c.ParentSession)
 	return newWriter(log, tree.NewSession(h), opts), nil
 }
 
-func newWriter(log Log, s *tree.Session, opts WriterOptions) *Writer {
+func newWriter(log session.Log, s *tree.Session, opts Options) *Writer {
 	return &Writer{log: log, opts: opts, ids: tree.IDGen{R: opts.Rand}, s: s, leaf: s.Len() - 1}
 }
 
 // Open resumes writing an existing session: it reads the whole session from
 // the log; the leaf is pi's default, the last entry.
-func Open(ctx context.Context, log Log, sessionID string, opts WriterOptions) (*Writer, error) {
-	if err := ValidSessionID(sessionID); err != nil {
+func Open(ctx context.Context, log session.Log, sessionID string, opts Options) (*Writer, error) {
+	if err := session.ValidSessionID(sessionID); err != nil {
 		return nil, err
 	}
 	recs, err := log.Read(ctx, sessionID, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", sessionID, err)
 	}
-	s, seqs, err := buildSession(recs)
+	s, seqs, err := session.Build(recs)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", sessionID, err)
 	}
 	w := newWriter(log, s, opts)
 	w.seqs, w.flushed, w.lastSeq = seqs, true, recs[len(recs)-1].Seq
 	return w, nil
-}
-
-// buildSession rebuilds a session from its records (header first).
-func buildSession(recs []Stored) (*tree.Session, []uint64, error) {
-	if len(recs) == 0 || !recs[0].IsHeader() {
-		return nil, nil, fmt.Errorf("%w: the log holds no header for this session", ErrInvalid)
-	}
-	h, err := tree.ParseHeader(recs[0].Data)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: header at seq %d: %v", ErrInvalid, recs[0].Seq, err)
-	}
-	s := tree.NewSession(h)
-	s.Grow(len(recs) - 1)
-	seqs := make([]uint64, 0, len(recs)-1)
-	for _, r := range recs[1:] {
-		if r.IsHeader() {
-			continue // a repeated header is ignored, as pi does
-		}
-		e, err := tree.ParseEntry(r.Data)
-		if err != nil {
-			continue // not an entry pi could read; the Store counts these
-		}
-		s.Append(e)
-		seqs = append(seqs, r.Seq)
-	}
-	return s, seqs, nil
 }
 
 // ID returns the session id.
@@ -195,7 +170,7 @@ func (w *Writer) Branch(id string) error {
 	defer w.mu.Unlock()
 	i, ok := w.s.Index(id)
 	if !ok {
-		return fmt.Errorf("branch: entry %q: %w", id, ErrNotFound)
+		return fmt.Errorf("branch: entry %q: %w", id, session.ErrNotFound)
 	}
 	w.leaf = i
 	return nil
@@ -249,7 +224,7 @@ func (w *Writer) AppendLabel(ctx context.Context, targetID string, label *string
 	ok := w.s.Has(targetID)
 	w.mu.Unlock()
 	if !ok {
-		return "", fmt.Errorf("label: entry %q: %w", targetID, ErrNotFound)
+		return "", fmt.Errorf("label: entry %q: %w", targetID, session.ErrNotFound)
 	}
 	return w.one(ctx, Label(targetID, label))
 }
@@ -263,7 +238,7 @@ func (w *Writer) BranchWithSummary(ctx context.Context, fromID, summary string, 
 	if fromID != "" {
 		i, ok := w.s.Index(fromID)
 		if !ok {
-			return "", fmt.Errorf("branch: entry %q: %w", fromID, ErrNotFound)
+			return "", fmt.Errorf("branch: entry %q: %w", fromID, session.ErrNotFound)
 		}
 		leaf, from = i, fromID
 	}
@@ -309,11 +284,11 @@ func (w *Writer) append(ctx context.Context, specs []Spec) ([]string, error) {
 		}
 		return w.create(ctx, entries)
 	}
-	recs := make([]Record, len(entries))
+	recs := make([]session.Record, len(entries))
 	for k := range entries {
-		recs[k] = recordOf(&entries[k])
+		recs[k] = session.RecordOf(&entries[k])
 	}
-	seqs, err := casAppend(ctx, w.log, w.ID(), w.lastSeq, recs, w.opts.Retry, func(missed []Stored, recs []Record, uncertain bool) ([]Record, []uint64, bool, error) {
+	seqs, err := CASAppend(ctx, w.log, w.ID(), w.lastSeq, recs, w.opts.Retry, func(missed []session.Stored, recs []session.Record, uncertain bool) ([]session.Record, []uint64, bool, error) {
 		if seqs, ok := alreadyStored(missed, recs); ok && uncertain {
 			w.absorb(missed)
 			return nil, seqs, true, nil
@@ -325,9 +300,9 @@ func (w *Writer) append(ctx context.Context, specs []Spec) ([]string, error) {
 			return nil, nil, false, err
 		}
 		entries = fresh
-		next := make([]Record, len(entries))
+		next := make([]session.Record, len(entries))
 		for k := range entries {
-			next[k] = recordOf(&entries[k])
+			next[k] = session.RecordOf(&entries[k])
 		}
 		return next, nil, false, nil
 	})
@@ -368,7 +343,7 @@ func (w *Writer) build(specs []Spec, prev []tree.Entry) ([]tree.Entry, error) {
 		}
 		e, err := spec(m)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+			return nil, fmt.Errorf("%w: %v", session.ErrInvalid, err)
 		}
 		entries[k] = e
 		parent = e.ID
@@ -390,17 +365,17 @@ func (w *Writer) create(ctx context.Context, entries []tree.Entry) ([]string, er
 	n := 1 + w.s.Len() + len(entries)
 	if max := w.log.MaxBatch(); n > max {
 		return nil, fmt.Errorf("%w: creating the session takes %d records (header and %d entries before the first assistant message) but one atomic batch holds at most %d; nothing was published",
-			ErrTooLarge, n, n-1, max)
+			session.ErrTooLarge, n, n-1, max)
 	}
-	recs := make([]Record, 0, n)
-	recs = append(recs, headerRecord(&w.s.Header))
+	recs := make([]session.Record, 0, n)
+	recs = append(recs, session.HeaderRecord(&w.s.Header))
 	for i := range w.s.Len() {
-		recs = append(recs, recordOf(w.s.Entry(i)))
+		recs = append(recs, session.RecordOf(w.s.Entry(i)))
 	}
 	for k := range entries {
-		recs = append(recs, recordOf(&entries[k]))
+		recs = append(recs, session.RecordOf(&entries[k]))
 	}
-	seqs, err := createRecords(ctx, w.log, w.ID(), recs, w.opts.Retry)
+	seqs, err := CreateRecords(ctx, w.log, w.ID(), recs, w.opts.Retry)
 	if err != nil {
 		return nil, err
 	}
@@ -427,7 +402,7 @@ func (w *Writer) add(entries []tree.Entry, seqs []uint64) {
 }
 
 // absorb applies records another writer appended; the leaf stays.
-func (w *Writer) absorb(missed []Stored) {
+func (w *Writer) absorb(missed []session.Stored) {
 	for _, r := range missed {
 		w.lastSeq = max(w.lastSeq, r.Seq)
 		if r.IsHeader() {
@@ -450,7 +425,7 @@ func (w *Writer) Sync(ctx context.Context) error {
 		return nil
 	}
 	missed, err := w.log.Read(ctx, w.ID(), w.lastSeq)
-	if err != nil && !errors.Is(err, ErrNotFound) {
+	if err != nil && !errors.Is(err, session.ErrNotFound) {
 		return err
 	}
 	w.absorb(missed)

@@ -1,4 +1,4 @@
-package session_test
+package service_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/store"
 )
 
 // backend is one implementation of the log the engine runs on. Every engine
@@ -46,9 +47,9 @@ func newID(t *testing.T) string {
 	return u.String()
 }
 
-func openStore(t *testing.T, b backend) *session.Store {
+func openStore(t *testing.T, b backend) *store.Store {
 	t.Helper()
-	st := session.NewStore(b.feed, session.StoreOptions{Log: b.log})
+	st := store.New(b.feed, store.Options{Log: b.log})
 	if err := st.Open(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +57,7 @@ func openStore(t *testing.T, b backend) *session.Store {
 	return st
 }
 
-func waitApplied(t *testing.T, st *session.Store, seq uint64) {
+func waitApplied(t *testing.T, st *store.Store, seq uint64) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -65,10 +66,10 @@ func waitApplied(t *testing.T, st *session.Store, seq uint64) {
 	}
 }
 
-func exportOf(t *testing.T, st *session.Store, id string) []byte {
+func exportOf(t *testing.T, st *store.Store, id string) []byte {
 	t.Helper()
 	var out []byte
-	err := st.View(context.Background(), id, func(d *session.Doc) error {
+	err := st.View(context.Background(), id, func(d *store.Doc) error {
 		out = d.Tree.AppendJSONL(nil)
 		return nil
 	})

@@ -1,4 +1,4 @@
-package session_test
+package service_test
 
 import (
 	"bytes"
@@ -10,7 +10,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/store"
 )
 
 // countingLog counts authoritative reads: a Store restored from a snapshot
@@ -27,9 +29,9 @@ func (c *countingLog) Read(ctx context.Context, sid string, after uint64) ([]ses
 
 func sessionIDOf(f []byte) string { return string(f[bytes.Index(f, []byte(`"id":"`))+6:][:36]) }
 
-func openSnapStore(t *testing.T, b backend, log session.Log, dir string, budget int64) *session.Store {
+func openSnapStore(t *testing.T, b backend, log session.Log, dir string, budget int64) *store.Store {
 	t.Helper()
-	st := session.NewStore(b.feed, session.StoreOptions{Log: log, SnapshotDir: dir, MemoryBudget: budget})
+	st := store.New(b.feed, store.Options{Log: log, SnapshotDir: dir, MemoryBudget: budget})
 	if err := st.Open(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -51,9 +53,9 @@ func testSnapshotRestore(t *testing.T, b backend) {
 		t.Fatal(err)
 	}
 	// After the snapshot: more entries, a purge.
-	svc := &session.Service{Log: b.log, Store: openStore(t, b), Cursors: b.cursors}
+	svc := &service.Service{Log: b.log, Store: openStore(t, b), Cursors: b.cursors}
 	grown := sessionIDOf(files[0])
-	res, err := svc.Append(ctx, grown, session.AppendRequest{Entries: raws(`{"type":"custom","customType":"after-snapshot"}`)})
+	res, err := svc.Append(ctx, grown, service.AppendRequest{Entries: raws(`{"type":"custom","customType":"after-snapshot"}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +80,7 @@ func testSnapshotRestore(t *testing.T, b backend) {
 	if got := exportOf(t, st2, grown); !bytes.Contains(got, []byte("after-snapshot")) || res.LastSeq == 0 {
 		t.Fatal("an entry appended after the snapshot is missing")
 	}
-	if err := st2.View(ctx, purged, func(*session.Doc) error { return nil }); !errors.Is(err, session.ErrNotFound) {
+	if err := st2.View(ctx, purged, func(*store.Doc) error { return nil }); !errors.Is(err, session.ErrNotFound) {
 		t.Fatalf("a session purged after the snapshot is still there: %v", err)
 	}
 }
@@ -112,7 +114,7 @@ func testSnapshotIgnoredWhenBad(t *testing.T, b backend) {
 	}
 	// A snapshot of another log is not used either.
 	other := session.NewMemLog(1000, 8<<20)
-	st3 := session.NewStore(other, session.StoreOptions{Log: other, SnapshotDir: dir})
+	st3 := store.New(other, store.Options{Log: other, SnapshotDir: dir})
 	if err := st3.Open(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -153,10 +155,10 @@ func testSnapshotEvictions(t *testing.T, b backend) {
 		t.Fatalf("spill files remain after a snapshot took their sessions over: %v", spills)
 	}
 	// Grow every session while most are evicted: their tails are kept.
-	svc := &session.Service{Log: b.log, Store: st, Cursors: b.cursors}
+	svc := &service.Service{Log: b.log, Store: st, Cursors: b.cursors}
 	var lastRes uint64
 	for _, f := range files {
-		res, err := svc.Append(ctx, sessionIDOf(f), session.AppendRequest{Entries: raws(`{"type":"custom","customType":"tail"}`)})
+		res, err := svc.Append(ctx, sessionIDOf(f), service.AppendRequest{Entries: raws(`{"type":"custom","customType":"tail"}`)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -200,17 +202,17 @@ func TestSnapshotKeepsLaterSpill(t *testing.T) {
 	file := genSession(t, r, 10)
 	feed := &hookFeed{MemLog: session.NewMemLog(1000, 8<<20)}
 	// The session fits until it grows by as much again.
-	st := session.NewStore(feed, session.StoreOptions{Log: feed.MemLog, SnapshotDir: t.TempDir(), MemoryBudget: int64(len(file) * 5 / 4)})
+	st := store.New(feed, store.Options{Log: feed.MemLog, SnapshotDir: t.TempDir(), MemoryBudget: int64(len(file) * 5 / 4)})
 	if err := st.Open(ctx); err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
 	waitApplied(t, st, importAll(t, feed.MemLog, [][]byte{file}))
 	sid := sessionIDOf(file)
-	svc := &session.Service{Log: feed.MemLog, Store: st, Cursors: session.NewMemCursors()}
+	svc := &service.Service{Log: feed.MemLog, Store: st, Cursors: session.NewMemCursors()}
 	late := `{"type":"custom","customType":"late","data":"` + string(bytes.Repeat([]byte("x"), len(file))) + `"}`
 	hook := func() {
-		res, err := svc.Append(ctx, sid, session.AppendRequest{Entries: raws(late)})
+		res, err := svc.Append(ctx, sid, service.AppendRequest{Entries: raws(late)})
 		if err != nil {
 			t.Error(err)
 			return

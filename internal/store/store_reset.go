@@ -1,4 +1,4 @@
-package session
+package store
 
 // Reset forgets every session and the applied sequence, so that the Store
 // rebuilds itself from the first record its Feed delivers next.

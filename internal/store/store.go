@@ -1,4 +1,4 @@
-package session
+package store
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/tree"
 )
 
@@ -36,7 +37,7 @@ type Doc struct {
 	// the records applied after it. Without a base, an evicted session is
 	// reloaded from the log.
 	base *snapRef
-	tail []Stored
+	tail []session.Stored
 
 	lastUse atomic.Int64 // Store.clock at the last read or write, for eviction
 }
@@ -85,14 +86,14 @@ func (d *Doc) HasLabel(text string) bool {
 	return false
 }
 
-// StoreOptions configure a Store.
-type StoreOptions struct {
+// Options configure a Store.
+type Options struct {
 	// MemoryBudget caps the JSON bytes of session trees held in memory; the
 	// least recently used sessions are evicted beyond it and reloaded from
 	// the log on demand. 0 means no limit.
 	MemoryBudget int64
 	// Log reloads evicted sessions; required when MemoryBudget is set.
-	Log    Log
+	Log    session.Log
 	Logger *slog.Logger
 	Now    func() time.Time
 	// SnapshotDir, when set, holds the Store's snapshots: written every
@@ -108,8 +109,8 @@ type StoreOptions struct {
 // client read its own writes on any node by naming the sequence its write
 // was acknowledged with.
 type Store struct {
-	feed Feed
-	opts StoreOptions
+	feed session.Feed
+	opts Options
 	log  *slog.Logger
 
 	mu       sync.RWMutex
@@ -144,8 +145,8 @@ type storeStats struct {
 	followError atomic.Value  // string
 }
 
-// NewStore returns a Store over feed; call Open to start following it.
-func NewStore(feed Feed, opts StoreOptions) *Store {
+// New returns a Store over feed; call Open to start following it.
+func New(feed session.Feed, opts Options) *Store {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -212,7 +213,7 @@ func (st *Store) follow(ctx context.Context) {
 		}
 		st.stats.followError.Store(fmt.Sprint(err))
 		st.log.Warn("following the log failed; retrying", "from", from, "err", err)
-		if !sleep(ctx, &backoff, 5*time.Second) {
+		if !session.Sleep(ctx, &backoff, 5*time.Second) {
 			return
 		}
 	}
@@ -264,14 +265,14 @@ func (st *Store) WaitFor(ctx context.Context, seq uint64) error {
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return fmt.Errorf("%w: waiting for sequence %d, applied %d", ErrTimeout, seq, applied)
+			return fmt.Errorf("%w: waiting for sequence %d, applied %d", session.ErrTimeout, seq, applied)
 		}
 	}
 }
 
 // apply folds records from the log into the sessions. It never fails: a
 // record that is not a valid line is counted and skipped, as pi skips it.
-func (st *Store) apply(recs []Stored) error {
+func (st *Store) apply(recs []session.Stored) error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	for i := range recs {
@@ -289,8 +290,8 @@ func (st *Store) apply(recs []Stored) error {
 	return nil
 }
 
-func (st *Store) applyOne(r *Stored) {
-	if r.Session == PurgeToken {
+func (st *Store) applyOne(r *session.Stored) {
+	if r.Session == session.PurgeToken {
 		st.applyPurge(r)
 		return
 	}
@@ -330,7 +331,7 @@ func (st *Store) applyOne(r *Stored) {
 	if d.Tree == nil {
 		d.noteEvicted(&e)
 		if d.base != nil {
-			d.tail = append(d.tail, Stored{Session: r.Session, Seq: r.Seq, Time: r.Time, Record: Record{Type: r.Type, ID: r.ID, Parent: r.Parent, Data: e.Raw}})
+			d.tail = append(d.tail, session.Stored{Session: r.Session, Seq: r.Seq, Time: r.Time, Record: session.Record{Type: r.Type, ID: r.ID, Parent: r.Parent, Data: e.Raw}})
 		}
 		return
 	}
@@ -368,7 +369,7 @@ func appendSeq(s []uint64, v uint64) []uint64 {
 	return append(s, v)
 }
 
-func (st *Store) skip(r *Stored, err error) {
+func (st *Store) skip(r *session.Stored, err error) {
 	st.stats.skipped.Add(1)
 	st.log.Warn("skipping a record that is not a session line", "session", r.Session, "seq", r.Seq, "err", err)
 }

@@ -1,12 +1,13 @@
-package session
+package writer
 
 import (
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
+
+	"github.com/pifleet/sessionlog/internal/session"
 )
 
 // RetryPolicy bounds the optimistic append loop.
@@ -56,19 +57,19 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 	return p
 }
 
-// reconcileFunc is told what the log holds beyond what the caller knew and
+// ReconcileFunc is told what the log holds beyond what the caller knew and
 // returns what to publish next. done (with seqs) means the records are
 // already stored by an earlier attempt whose ack was lost; uncertain says
 // whether such an attempt exists (an earlier publish of this call failed
 // with ErrUnavailable, so its outcome is unknown).
-type reconcileFunc func(missed []Stored, recs []Record, uncertain bool) (next []Record, seqs []uint64, done bool, err error)
+type ReconcileFunc func(missed []session.Stored, recs []session.Record, uncertain bool) (next []session.Record, seqs []uint64, done bool, err error)
 
-// casAppend publishes recs after expectLast, the one loop every writer uses:
+// CASAppend publishes recs after expectLast, the one loop every writer uses:
 // on ErrConflict it reads what it missed and lets reconcile decide; on
 // ErrUnavailable it retries the same records (same ids: a retry whose first
 // attempt landed is recognized by reconcile, never duplicated). It returns
 // the records' sequences.
-func casAppend(ctx context.Context, log Log, sid string, expectLast uint64, recs []Record, pol RetryPolicy, reconcile reconcileFunc) ([]uint64, error) {
+func CASAppend(ctx context.Context, log session.Log, sid string, expectLast uint64, recs []session.Record, pol RetryPolicy, reconcile ReconcileFunc) ([]uint64, error) {
 	pol = pol.withDefaults()
 	backoff, conflictBackoff := pol.Backoff, pol.ConflictBackoff
 	var lastErr error
@@ -93,27 +94,27 @@ func casAppend(ctx context.Context, log Log, sid string, expectLast uint64, recs
 		seqs, err := log.Append(actx, sid, expectLast, recs)
 		cancel()
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-			err = fmt.Errorf("%w: no ack within %v: %w", ErrUnavailable, timeout, err)
+			err = fmt.Errorf("%w: no ack within %v: %w", session.ErrUnavailable, timeout, err)
 		}
 		switch {
 		case err == nil:
 			return seqs, nil
-		case errors.Is(err, ErrConflict), errors.Is(err, ErrExists):
+		case errors.Is(err, session.ErrConflict), errors.Is(err, session.ErrExists):
 			rctx, cancel := context.WithTimeout(ctx, max(timeout, 2*time.Second))
-			missed, rerr := readMissed(rctx, log, sid, expectLast)
+			missed, rerr := ReadMissed(rctx, log, sid, expectLast)
 			cancel()
 			if errors.Is(rerr, context.DeadlineExceeded) && ctx.Err() == nil {
 				// As for the publish: a give-up after attempts must read
 				// as ErrUnavailable, not as the caller's own timeout.
-				rerr = fmt.Errorf("%w: %w", ErrUnavailable, rerr)
+				rerr = fmt.Errorf("%w: %w", session.ErrUnavailable, rerr)
 			}
 			if rerr != nil {
-				if errors.Is(rerr, ErrUnavailable) {
+				if errors.Is(rerr, session.ErrUnavailable) {
 					lastErr = rerr
 					if unavailableTooLong() {
-						return nil, fmt.Errorf("append to %s: reading what was missed: still unavailable after %v: %w", sid, pol.UnavailableFor, ErrUnavailable)
+						return nil, fmt.Errorf("append to %s: reading what was missed: still unavailable after %v: %w", sid, pol.UnavailableFor, session.ErrUnavailable)
 					}
-					if !sleep(ctx, &backoff, pol.MaxBackoff) {
+					if !session.Sleep(ctx, &backoff, pol.MaxBackoff) {
 						return nil, ctx.Err()
 					}
 					continue
@@ -124,7 +125,7 @@ func casAppend(ctx context.Context, log Log, sid string, expectLast uint64, recs
 				// The competing write is not readable yet (10164: still in
 				// flight on R3) or was purged: wait a little and try again.
 				lastErr = err
-				if !sleep(ctx, &backoff, pol.MaxBackoff) {
+				if !session.Sleep(ctx, &backoff, pol.MaxBackoff) {
 					return nil, fmt.Errorf("%w (%w)", ctx.Err(), err)
 				}
 				continue
@@ -141,31 +142,31 @@ func casAppend(ctx context.Context, log Log, sid string, expectLast uint64, recs
 			}
 			recs = next
 			lastErr = err
-			if conflicts++; conflicts >= 2 && !sleep(ctx, &conflictBackoff, pol.MaxBackoff) {
+			if conflicts++; conflicts >= 2 && !session.Sleep(ctx, &conflictBackoff, pol.MaxBackoff) {
 				return nil, fmt.Errorf("%w (%w)", ctx.Err(), err)
 			}
-		case errors.Is(err, ErrUnavailable):
+		case errors.Is(err, session.ErrUnavailable):
 			lastErr, uncertain = err, true
 			if unavailableTooLong() {
 				// ErrUnavailable alone, not err: err may also wrap the
 				// attempt's DeadlineExceeded, which would read as the
 				// caller's own timeout (504) instead of 503.
-				return nil, fmt.Errorf("append to %s: still unavailable after %v: %w (last error: %v)", sid, pol.UnavailableFor, ErrUnavailable, err)
+				return nil, fmt.Errorf("append to %s: still unavailable after %v: %w (last error: %v)", sid, pol.UnavailableFor, session.ErrUnavailable, err)
 			}
-			if !sleep(ctx, &backoff, pol.MaxBackoff) {
+			if !session.Sleep(ctx, &backoff, pol.MaxBackoff) {
 				return nil, fmt.Errorf("%w (%w)", ctx.Err(), err)
 			}
 		default:
 			return nil, err
 		}
 	}
-	if errors.Is(lastErr, ErrUnavailable) {
-		return nil, fmt.Errorf("append to %s: gave up after %d attempts: %w (last error: %v)", sid, pol.Attempts, ErrUnavailable, lastErr)
+	if errors.Is(lastErr, session.ErrUnavailable) {
+		return nil, fmt.Errorf("append to %s: gave up after %d attempts: %w (last error: %v)", sid, pol.Attempts, session.ErrUnavailable, lastErr)
 	}
 	return nil, fmt.Errorf("append to %s: gave up after %d attempts: %w", sid, pol.Attempts, lastErr)
 }
 
-func reconcileOnce(reconcile reconcileFunc, missed []Stored, recs []Record, uncertain bool, cause error) ([]Record, []uint64, error) {
+func reconcileOnce(reconcile ReconcileFunc, missed []session.Stored, recs []session.Record, uncertain bool, cause error) ([]session.Record, []uint64, error) {
 	next, seqs, done, err := reconcile(missed, recs, uncertain)
 	if err != nil {
 		return nil, nil, err
@@ -179,35 +180,18 @@ func reconcileOnce(reconcile reconcileFunc, missed []Stored, recs []Record, unce
 	return next, nil, nil
 }
 
-func readMissed(ctx context.Context, log Log, sid string, after uint64) ([]Stored, error) {
+func ReadMissed(ctx context.Context, log session.Log, sid string, after uint64) ([]session.Stored, error) {
 	missed, err := log.Read(ctx, sid, after)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, session.ErrNotFound) {
 		return nil, nil
 	}
 	return missed, err
 }
 
-// sleep waits for backoff (with jitter, so writers that failed together do
-// not retry together) and doubles it; false if ctx ended first.
-func sleep(ctx context.Context, backoff *time.Duration, limit time.Duration) bool {
-	d := *backoff/2 + rand.N(*backoff)
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-	}
-	if *backoff *= 2; *backoff > limit {
-		*backoff = limit
-	}
-	return true
-}
-
 // alreadyStored reports whether every record is in stored with the same
 // bytes, as a contiguous run (an earlier attempt of the same atomic append),
 // and returns their sequences.
-func alreadyStored(stored []Stored, recs []Record) ([]uint64, bool) {
+func alreadyStored(stored []session.Stored, recs []session.Record) ([]uint64, bool) {
 	for start := range stored {
 		if !sameRecord(stored[start].Record, recs[0]) {
 			continue
@@ -227,6 +211,6 @@ func alreadyStored(stored []Stored, recs []Record) ([]uint64, bool) {
 	return nil, false
 }
 
-func sameRecord(a, b Record) bool {
+func sameRecord(a, b session.Record) bool {
 	return a.Type == b.Type && a.ID == b.ID && bytes.Equal(a.Data, b.Data)
 }

@@ -1,0 +1,30 @@
+// Package session declares the contracts of the session engine and ships an
+// in-memory implementation of each, so that every part above runs — and is
+// tested — without a server.
+//
+// # Contracts
+//
+// A session is one ordered sequence of Records on a log: its header, then its
+// entries, each the exact JSON line pi writes. Log is the write side (atomic
+// appends with compare-and-swap on the session's last sequence, authoritative
+// reads, purge); Feed is the read side (the whole log in sequence order, for
+// Stores); Cursors holds each client's leaf per session. Their doc comments
+// state the contract; sessiontest checks it for every implementation:
+// internal/jetstream (the real one), internal/apiclient (through pi-node's
+// API) and MemLog / MemCursors here.
+//
+// # Vocabulary
+//
+// Adapters translate their backend's failures once, at their edge, into the
+// sentinels of errors.go (ErrNotFound, ErrConflict, ErrExists, ErrInvalid,
+// ErrTooLarge, ErrUnavailable, ErrTimeout), with *FieldError and
+// *ConflictError where callers need the field or the sequence. Records and
+// tree entries convert with RecordOf, HeaderRecord and Build; ids are checked
+// by ValidSessionID and ValidClientID before they reach a subject.
+//
+// # Who builds on it
+//
+// internal/writer appends (the agent side), internal/store holds the trees a
+// node serves (the read model), internal/service answers requests with both.
+// This package imports only internal/tree.
+package session

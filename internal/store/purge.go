@@ -1,0 +1,25 @@
+package store
+
+import (
+	"encoding/json"
+	"errors"
+
+	"github.com/pifleet/sessionlog/internal/session"
+)
+
+// applyPurge drops a purged session (a notice of Log.Purge).
+func (st *Store) applyPurge(r *session.Stored) {
+	var n session.PurgeNotice
+	if err := json.Unmarshal(r.Data, &n); err != nil || n.Session == "" {
+		st.skip(r, errors.New("malformed purge notice"))
+		return
+	}
+	d := st.docs[n.Session]
+	if d == nil || d.HeaderSeq > n.UpTo {
+		return
+	}
+	if d.Tree != nil {
+		st.held -= int64(d.Tree.Bytes())
+	}
+	delete(st.docs, n.Session)
+}
