@@ -25,13 +25,6 @@ type AppendRequest struct {
 	Client string `json:"client,omitempty"`
 }
 
-// sessionView is what planning an append needs to know about a session.
-type sessionView struct {
-	lastSeq uint64
-	leaf    string // pi's default leaf: the last entry in log order
-	lookup  func(id string) (*tree.Entry, uint64, bool)
-}
-
 // Append stores req's entries atomically as children of their parents. An
 // entry may leave out id (assigned), parentId (the client's cursor, else the
 // default leaf; later entries default to the previous one, forming a chain;
@@ -40,35 +33,13 @@ type sessionView struct {
 // result, so a client may retry after a timeout; the same id with other
 // content is ErrConflict.
 func (s *Service) Append(ctx context.Context, sid string, req AppendRequest) (WriteResult, error) {
-	if err := session.ValidSessionID(sid); err != nil {
+	drafts, err := s.checkAppend(sid, req)
+	if err != nil {
 		return WriteResult{}, err
 	}
-	if len(req.Entries) == 0 {
-		return WriteResult{}, session.Invalid("entries", "at least one entry is required")
-	}
-	if len(req.Entries) > s.Log.MaxBatch() {
-		return WriteResult{}, fmt.Errorf("%w: %d entries exceed the atomic batch limit of %d", session.ErrTooLarge, len(req.Entries), s.Log.MaxBatch())
-	}
-	drafts := make([]draft, len(req.Entries))
-	for k, raw := range req.Entries {
-		d, err := parseDraft(fmt.Sprintf("entries[%d]", k), raw)
-		if err != nil {
-			return WriteResult{}, err
-		}
-		drafts[k] = d
-	}
-	cursorLeaf, hasCursor := "", false
-	if req.Client != "" {
-		if err := session.ValidClientID(req.Client); err != nil {
-			return WriteResult{}, err
-		}
-		c, err := s.Cursors.Get(ctx, sid, req.Client)
-		switch {
-		case err == nil:
-			cursorLeaf, hasCursor = c.LeafID, true
-		case !errors.Is(err, session.ErrNotFound):
-			return WriteResult{}, err
-		}
+	pl := &placement{drafts: drafts, ids: tree.IDGen{R: s.Rand}, ts: tree.FormatTimestamp(s.now())}
+	if pl.cursorLeaf, pl.hasCursor, err = s.cursorLeaf(ctx, sid, req.Client); err != nil {
+		return WriteResult{}, err
 	}
 	if req.ExpectLastSeq != nil && s.Store != nil {
 		// The client says where the session stands: usually its own
@@ -79,206 +50,74 @@ func (s *Service) Append(ctx context.Context, sid string, req AppendRequest) (Wr
 		_ = s.Store.WaitFor(wctx, *req.ExpectLastSeq)
 		cancel()
 	}
-	ids := tree.IDGen{R: s.Rand}
-	ts := tree.FormatTimestamp(s.now())
-	missed := map[string]storedEntry{}
-	var missedLeaf string
-	var missedLast uint64
-
-	// plan builds the entries against what is known of the session; done
-	// means every entry is already stored as asked (an idempotent retry).
-	plan := func(v sessionView) ([]tree.Entry, []EntryResult, bool, error) {
-		lookup := func(id string) (*tree.Entry, uint64, bool) {
-			if m, ok := missed[id]; ok {
-				return &m.e, m.seq, true
-			}
-			return v.lookup(id)
-		}
-		leaf := v.leaf
-		if missedLeaf != "" {
-			leaf = missedLeaf
-		}
-		if hasCursor {
-			leaf = cursorLeaf
-		}
-		var out []tree.Entry
-		var stored []EntryResult
-		inBatch := map[string]bool{}
-		parent := leaf
-		for k := range drafts {
-			d := &drafts[k]
-			field := fmt.Sprintf("entries[%d]", k)
-			if d.parentSet {
-				parent = d.parent
-			}
-			if d.id != "" {
-				if e, seq, ok := lookup(d.id); ok {
-					if !d.sameAs(e) {
-						return nil, nil, false, fmt.Errorf("%s.id: %q is already stored with other content: %w", field, d.id, session.ErrConflict)
-					}
-					stored = append(stored, EntryResult{ID: d.id, Seq: seq})
-					parent = d.id
-					continue
-				}
-			}
-			if parent != "" && !inBatch[parent] {
-				if _, _, ok := lookup(parent); !ok {
-					return nil, nil, false, &unknownParent{session.Invalid(field+".parentId", fmt.Sprintf("unknown parent %q", parent))}
-				}
-			}
-			if t := d.labelTarget; t != "" && !inBatch[t] {
-				if _, _, ok := lookup(t); !ok {
-					return nil, nil, false, &unknownParent{session.Invalid(field+".targetId", fmt.Sprintf("unknown entry %q", t))}
-				}
-			}
-			id := d.id
-			if id == "" {
-				id = ids.New(func(id string) bool { _, _, ok := lookup(id); return ok || inBatch[id] })
-			} else if inBatch[id] {
-				return nil, nil, false, session.Invalid(field+".id", fmt.Sprintf("duplicate id %q in the request", id))
-			}
-			e, err := d.build(id, parent, ts)
-			if err != nil {
-				return nil, nil, false, session.Invalid(field, err.Error())
-			}
-			out = append(out, e)
-			inBatch[id] = true
-			parent = id
-		}
-		if len(stored) == len(drafts) {
-			return nil, stored, true, nil
-		}
-		if len(stored) > 0 {
-			return nil, nil, false, fmt.Errorf("%w: %d of the %d entries are already stored (%s first); an append is atomic, so send the rest alone", session.ErrConflict, len(stored), len(drafts), stored[0].ID)
-		}
-		return out, nil, false, nil
-	}
-
-	absorb := func(ms []session.Stored) {
-		for _, r := range ms {
-			missedLast = max(missedLast, r.Seq)
-			if r.IsHeader() {
-				continue
-			}
-			if e, err := tree.ParseEntry(r.Data); err == nil {
-				missed[e.ID] = storedEntry{e, r.Seq}
-				missedLeaf = e.ID
-			}
-		}
-	}
-	var entries []tree.Entry
-	var lastSeq uint64
-	var done []EntryResult
-	err := s.planWithRetry(ctx, sid, absorb, func(v sessionView) error {
-		var err error
-		var isDone bool
-		entries, done, isDone, err = plan(v)
-		if isDone {
-			lastSeq = v.lastSeq
-		}
-		if !isDone {
-			done = nil
-		}
-		if req.ExpectLastSeq == nil {
-			lastSeq = max(v.lastSeq, missedLast)
-		}
-		return err
-	})
-	if err != nil {
+	plan := &writer.AppendPlan{Log: s.Log, ID: sid, Target: &storeTarget{s: s, sid: sid}, Placer: pl, Expect: req.ExpectLastSeq}
+	if err := plan.Place(ctx); err != nil {
 		return WriteResult{}, err
 	}
-	if done != nil {
-		return s.finish(ctx, sid, req.Client, done, lastSeq)
+	seen := plan.Seen()
+	if stored, done := plan.Done(); done {
+		return s.finish(ctx, sid, req.Client, results(plan.Entries(), stored), seen)
 	}
-	expect := lastSeq
+	expect := seen
 	if req.ExpectLastSeq != nil {
 		expect = *req.ExpectLastSeq
 	}
-	seqs, err := writer.CASAppend(ctx, s.Log, sid, expect, records(entries), s.Retry, func(ms []session.Stored, _ []session.Record, _ bool) ([]session.Record, []uint64, bool, error) {
-		absorb(ms)
-		var next []tree.Entry
-		var res []EntryResult
-		var isDone bool
-		err := s.view(ctx, sid, func(v sessionView) error {
-			var err error
-			next, res, isDone, err = plan(v)
-			return err
-		})
-		if err != nil {
-			return nil, nil, false, err
-		}
-		if isDone {
-			done = res
-			seqs := make([]uint64, len(res))
-			for k := range res {
-				seqs[k] = res[k].Seq
-			}
-			return nil, seqs, true, nil
-		}
-		if req.ExpectLastSeq != nil {
-			return nil, nil, false, &session.ConflictError{LastSeq: missedLast,
-				Reason: fmt.Sprintf("the session's last sequence is %d, not %d", missedLast, *req.ExpectLastSeq)}
-		}
-		entries = next
-		return records(next), nil, false, nil
-	})
+	seqs, err := writer.Publish(ctx, s.Log, sid, expect, plan, s.Retry)
 	if err != nil {
 		return WriteResult{}, err
 	}
-	if done != nil {
-		return s.finish(ctx, sid, req.Client, done, max(seqs[len(seqs)-1], lastSeq))
+	last := seqs[len(seqs)-1]
+	if _, done := plan.Done(); done {
+		last = max(last, seen)
 	}
-	res := make([]EntryResult, len(entries))
-	for k := range entries {
-		res[k] = EntryResult{ID: entries[k].ID, Seq: seqs[k]}
-	}
-	return s.finish(ctx, sid, req.Client, res, seqs[len(seqs)-1])
+	return s.finish(ctx, sid, req.Client, results(plan.Entries(), seqs), last)
 }
 
-// unknownParent marks a plan that named a parent this node has not seen;
-// the log may have it (written through another node a moment ago).
-type unknownParent struct{ error }
-
-func (u *unknownParent) Unwrap() error { return u.error }
-
-// planWithRetry runs plan against the Store's view; if it names a parent
-// the view lacks, it reads what the Store has not applied yet from the log
-// (authoritative) and plans once more, so a client's own earlier write is
-// always a valid parent on any node.
-func (s *Service) planWithRetry(ctx context.Context, sid string, absorb func([]session.Stored), plan func(v sessionView) error) error {
-	var seen uint64
-	err := s.view(ctx, sid, func(v sessionView) error {
-		seen = v.lastSeq
-		return plan(v)
-	})
-	var up *unknownParent
-	if !errors.As(err, &up) {
-		return err
+// checkAppend validates an append request and parses its entries.
+func (s *Service) checkAppend(sid string, req AppendRequest) ([]draft, error) {
+	if err := session.ValidSessionID(sid); err != nil {
+		return nil, err
 	}
-	ms, rerr := writer.ReadMissed(ctx, s.Log, sid, seen)
-	if rerr != nil {
-		return rerr
+	if len(req.Entries) == 0 {
+		return nil, session.Invalid("entries", "at least one entry is required")
 	}
-	absorb(ms)
-	return s.view(ctx, sid, plan)
+	if len(req.Entries) > s.Log.MaxBatch() {
+		return nil, fmt.Errorf("%w: %d entries exceed the atomic batch limit of %d", session.ErrTooLarge, len(req.Entries), s.Log.MaxBatch())
+	}
+	if req.Client != "" {
+		if err := session.ValidClientID(req.Client); err != nil {
+			return nil, err
+		}
+	}
+	drafts := make([]draft, len(req.Entries))
+	for k, raw := range req.Entries {
+		d, err := parseDraft(fmt.Sprintf("entries[%d]", k), raw)
+		if err != nil {
+			return nil, err
+		}
+		drafts[k] = d
+	}
+	return drafts, nil
+}
+
+// cursorLeaf reads the leaf of client's cursor, if it has one.
+func (s *Service) cursorLeaf(ctx context.Context, sid, client string) (string, bool, error) {
+	if client == "" {
+		return "", false, nil
+	}
+	c, err := s.Cursors.Get(ctx, sid, client)
+	switch {
+	case err == nil:
+		return c.LeafID, true, nil
+	case errors.Is(err, session.ErrNotFound):
+		return "", false, nil
+	}
+	return "", false, err
 }
 
 // expectWait bounds how long an append with expectLastSeq waits for this
 // node's Store to apply that sequence before it reads from the leader.
 const expectWait = 20 * time.Millisecond
-
-type storedEntry struct {
-	e   tree.Entry
-	seq uint64
-}
-
-func records(entries []tree.Entry) []session.Record {
-	recs := make([]session.Record, len(entries))
-	for k := range entries {
-		recs[k] = session.RecordOf(&entries[k])
-	}
-	return recs
-}
 
 // finish moves the client's cursor to the last entry written.
 func (s *Service) finish(ctx context.Context, sid, client string, res []EntryResult, lastSeq uint64) (WriteResult, error) {
@@ -291,25 +130,6 @@ func (s *Service) finish(ctx context.Context, sid, client string, res []EntryRes
 		return out, fmt.Errorf("entries stored (last seq %d) but moving cursor %s failed: %w", lastSeq, client, err)
 	}
 	return out, nil
-}
-
-// view runs fn against the session as planning an append needs it.
-func (s *Service) view(ctx context.Context, sid string, fn func(v sessionView) error) error {
-	return s.Store.ViewOrRead(ctx, s.Log, sid, func(d *store.Doc) error { return fn(docView(d)) })
-}
-
-func docView(d *store.Doc) sessionView {
-	return sessionView{
-		lastSeq: d.LastSeq,
-		leaf:    d.Tree.LeafID(),
-		lookup: func(id string) (*tree.Entry, uint64, bool) {
-			i, ok := d.Tree.Index(id)
-			if !ok {
-				return nil, 0, false
-			}
-			return d.Tree.Entry(i), d.Seqs[i], true
-		},
-	}
 }
 
 // doc runs fn with the session: the Store's copy, or the log's (see

@@ -16,12 +16,30 @@ import (
 // empty subject as one atomic batch. ErrExists if the session exists —
 // unless it is exactly our own earlier attempt whose ack was lost.
 func CreateRecords(ctx context.Context, log session.Log, sid string, recs []session.Record, pol RetryPolicy) ([]uint64, error) {
-	return CASAppend(ctx, log, sid, 0, recs, pol, func(missed []session.Stored, recs []session.Record, uncertain bool) ([]session.Record, []uint64, bool, error) {
-		if seqs, ok := alreadyStored(missed, recs); ok && uncertain && seqs[0] == missed[0].Seq {
-			return nil, seqs, true, nil
-		}
-		return nil, nil, false, fmt.Errorf("create %s: %w", sid, session.ErrExists)
-	})
+	return Publish(ctx, log, sid, 0, &fixedPlan{sid: sid, recs: recs, exclusive: true}, pol)
+}
+
+// fixedPlan publishes records that must land as they are: a new session's
+// (exclusive: on an empty subject) or the next chunk of one. Any record
+// beyond what it knew is another writer's, so a conflict is final — unless
+// the records found are its own earlier attempt.
+type fixedPlan struct {
+	sid       string
+	recs      []session.Record
+	exclusive bool
+}
+
+func (p *fixedPlan) Records() []session.Record { return p.recs }
+
+func (p *fixedPlan) Reconcile(_ context.Context, missed []session.Stored, uncertain bool) ([]uint64, error) {
+	seqs, ok := alreadyStored(missed, p.recs)
+	switch {
+	case ok && uncertain && (!p.exclusive || seqs[0] == missed[0].Seq):
+		return seqs, nil
+	case p.exclusive:
+		return nil, fmt.Errorf("create %s: %w", p.sid, session.ErrExists)
+	}
+	return nil, fmt.Errorf("%w: session %s changed while it was being written", session.ErrConflict, p.sid)
 }
 
 // publishSession creates a whole session that is already complete (an
@@ -49,12 +67,7 @@ func publishSession(ctx context.Context, log session.Log, s *tree.Session, pol R
 		if start == 0 {
 			seqs, err = CreateRecords(ctx, log, sid, chunk, pol)
 		} else {
-			seqs, err = CASAppend(ctx, log, sid, last, chunk, pol, func(missed []session.Stored, recs []session.Record, uncertain bool) ([]session.Record, []uint64, bool, error) {
-				if seqs, ok := alreadyStored(missed, recs); ok && uncertain {
-					return nil, seqs, true, nil
-				}
-				return nil, nil, false, fmt.Errorf("%w: session %s changed while it was being written", session.ErrConflict, sid)
-			})
+			seqs, err = Publish(ctx, log, sid, last, &fixedPlan{sid: sid, recs: chunk}, pol)
 		}
 		if err != nil {
 			if start > 0 || !errors.Is(err, session.ErrExists) {

@@ -1,6 +1,7 @@
 package writer
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -284,37 +285,73 @@ func (w *Writer) append(ctx context.Context, specs []Spec) ([]string, error) {
 		}
 		return w.create(ctx, entries)
 	}
-	recs := make([]session.Record, len(entries))
-	for k := range entries {
-		recs[k] = session.RecordOf(&entries[k])
-	}
-	seqs, err := CASAppend(ctx, w.log, w.ID(), w.lastSeq, recs, w.opts.Retry, func(missed []session.Stored, recs []session.Record, uncertain bool) ([]session.Record, []uint64, bool, error) {
-		if seqs, ok := alreadyStored(missed, recs); ok && uncertain {
-			w.absorb(missed)
-			return nil, seqs, true, nil
-		}
-		w.absorb(missed)
-		// Rebuild the batch: ids another writer took are drawn again.
-		fresh, err := w.build(specs, entries)
-		if err != nil {
-			return nil, nil, false, err
-		}
-		entries = fresh
-		next := make([]session.Record, len(entries))
-		for k := range entries {
-			next[k] = session.RecordOf(&entries[k])
-		}
-		return next, nil, false, nil
-	})
+	plan := &AppendPlan{Log: w.log, ID: w.ID(), Target: writerTarget{w}, Placer: &chain{w: w, specs: specs, prev: entries}}
+	plan.entries = entries
+	seqs, err := Publish(ctx, w.log, w.ID(), w.lastSeq, plan, w.opts.Retry)
 	if err != nil {
 		return nil, err
 	}
-	if w.s.Has(entries[0].ID) { // found already stored and absorbed
+	entries = plan.Entries()
+	if _, done := plan.Done(); done { // found already stored and absorbed
 		w.leaf, _ = w.s.Index(entries[len(entries)-1].ID)
 		return idsOf(entries), nil
 	}
 	w.add(entries, seqs)
 	return idsOf(entries), nil
+}
+
+// chain places a Writer's append: its specs as a chain from the Writer's
+// leaf, keeping the ids of the last placement that are still free.
+type chain struct {
+	w     *Writer
+	specs []Spec
+	prev  []tree.Entry
+}
+
+func (c *chain) Place(v View, uncertain bool) ([]tree.Entry, []uint64, error) {
+	if seqs, ok := storedAsIs(v, c.prev); ok && uncertain {
+		return c.prev, seqs, nil
+	}
+	// Ids another writer took are drawn again.
+	entries, err := c.w.build(c.specs, c.prev)
+	if err != nil {
+		return nil, nil, err
+	}
+	c.prev = entries
+	return entries, nil, nil
+}
+
+// storedAsIs reports whether every entry is in v with the same bytes, and
+// returns their sequences.
+func storedAsIs(v View, entries []tree.Entry) ([]uint64, bool) {
+	if len(entries) == 0 {
+		return nil, false
+	}
+	seqs := make([]uint64, len(entries))
+	for k := range entries {
+		e, seq, ok := v.Lookup(entries[k].ID)
+		if !ok || !bytes.Equal(e.Raw, entries[k].Raw) {
+			return nil, false
+		}
+		seqs[k] = seq
+	}
+	return seqs, true
+}
+
+// writerTarget is a Writer's own copy of the session, as an append's Target.
+type writerTarget struct{ w *Writer }
+
+func (t writerTarget) With(_ context.Context, fn func(View) error) error { return fn(t) }
+func (t writerTarget) Absorb(missed []session.Stored)                    { t.w.absorb(missed) }
+func (t writerTarget) Leaf() string                                      { return t.w.leafID() }
+func (t writerTarget) LastSeq() uint64                                   { return t.w.lastSeq }
+
+func (t writerTarget) Lookup(id string) (*tree.Entry, uint64, bool) {
+	i, ok := t.w.s.Index(id)
+	if !ok {
+		return nil, 0, false
+	}
+	return t.w.s.Entry(i), t.w.seqs[i], true
 }
 
 // build makes the entries for specs, chained from the current leaf, reusing

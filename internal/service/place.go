@@ -1,0 +1,173 @@
+package service
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/store"
+	"github.com/pifleet/sessionlog/internal/tree"
+	"github.com/pifleet/sessionlog/internal/writer"
+)
+
+// placement places the entries of an append request: each a child of its
+// parentId, or of the previous entry, or of the client's cursor, or of the
+// default leaf; ids and timestamps assigned where the client left them out.
+type placement struct {
+	drafts     []draft
+	cursorLeaf string
+	hasCursor  bool
+	ids        tree.IDGen
+	ts         string
+}
+
+// Place implements writer.Placer. Entries already stored with the same
+// content are a retry of an append that landed, whatever uncertain says: a
+// client may re-send after a timeout in another request.
+func (p *placement) Place(v writer.View, _ bool) ([]tree.Entry, []uint64, error) {
+	parent := v.Leaf()
+	if p.hasCursor {
+		parent = p.cursorLeaf
+	}
+	var out, stored []tree.Entry
+	var seqs []uint64
+	inBatch := map[string]bool{}
+	for k := range p.drafts {
+		d, field := &p.drafts[k], fmt.Sprintf("entries[%d]", k)
+		if d.parentSet {
+			parent = d.parent
+		}
+		e, seq, ok, err := storedAs(v, d, field)
+		if err != nil {
+			return nil, nil, err
+		}
+		if ok {
+			stored, seqs, parent = append(stored, *e), append(seqs, seq), d.id
+			continue
+		}
+		e, err = p.build(v, d, field, parent, inBatch)
+		if err != nil {
+			return nil, nil, err
+		}
+		out = append(out, *e)
+		inBatch[e.ID] = true
+		parent = e.ID
+	}
+	switch {
+	case len(stored) == len(p.drafts):
+		return stored, seqs, nil
+	case len(stored) > 0:
+		return nil, nil, fmt.Errorf("%w: %d of the %d entries are already stored (%s first); an append is atomic, so send the rest alone", session.ErrConflict, len(stored), len(p.drafts), stored[0].ID)
+	}
+	return out, nil, nil
+}
+
+// storedAs reports whether the entry d names by id is stored already with
+// d's content (a retry); stored with other content is a conflict.
+func storedAs(v writer.View, d *draft, field string) (*tree.Entry, uint64, bool, error) {
+	if d.id == "" {
+		return nil, 0, false, nil
+	}
+	e, seq, ok := v.Lookup(d.id)
+	if !ok {
+		return nil, 0, false, nil
+	}
+	if !d.sameAs(e) {
+		return nil, 0, false, fmt.Errorf("%s.id: %q is already stored with other content: %w", field, d.id, session.ErrConflict)
+	}
+	return e, seq, true, nil
+}
+
+// build makes the entry of d as a child of parent. Parent and label target
+// must be in v or earlier in the batch; inBatch holds the batch's ids.
+func (p *placement) build(v writer.View, d *draft, field, parent string, inBatch map[string]bool) (*tree.Entry, error) {
+	known := func(id string) bool { _, _, ok := v.Lookup(id); return ok || inBatch[id] }
+	if parent != "" && !known(parent) {
+		return nil, &writer.UnknownEntryError{Err: session.Invalid(field+".parentId", fmt.Sprintf("unknown parent %q", parent))}
+	}
+	if t := d.labelTarget; t != "" && !known(t) {
+		return nil, &writer.UnknownEntryError{Err: session.Invalid(field+".targetId", fmt.Sprintf("unknown entry %q", t))}
+	}
+	id := d.id
+	if id == "" {
+		id = p.ids.New(known)
+	} else if inBatch[id] {
+		return nil, session.Invalid(field+".id", fmt.Sprintf("duplicate id %q in the request", id))
+	}
+	e, err := d.build(id, parent, p.ts)
+	if err != nil {
+		return nil, session.Invalid(field, err.Error())
+	}
+	return &e, nil
+}
+
+// results pairs entries with their sequences.
+func results(entries []tree.Entry, seqs []uint64) []EntryResult {
+	res := make([]EntryResult, len(entries))
+	for k := range entries {
+		res[k] = EntryResult{ID: entries[k].ID, Seq: seqs[k]}
+	}
+	return res
+}
+
+// storeTarget is the session as this node knows it, as an append's Target:
+// the Store's copy (or the log's, for a session the Store has not applied
+// yet) overlaid with the records read after a conflict.
+type storeTarget struct {
+	s      *Service
+	sid    string
+	missed map[string]missedEntry
+	leaf   string // the last entry of missed
+	last   uint64 // the last sequence of missed
+}
+
+type missedEntry struct {
+	e   tree.Entry
+	seq uint64
+}
+
+func (t *storeTarget) Absorb(ms []session.Stored) {
+	if t.missed == nil {
+		t.missed = map[string]missedEntry{}
+	}
+	for _, r := range ms {
+		t.last = max(t.last, r.Seq)
+		if r.IsHeader() {
+			continue
+		}
+		if e, err := tree.ParseEntry(r.Data); err == nil {
+			t.missed[e.ID] = missedEntry{e, r.Seq}
+			t.leaf = e.ID
+		}
+	}
+}
+
+func (t *storeTarget) With(ctx context.Context, fn func(writer.View) error) error {
+	return t.s.doc(ctx, t.sid, func(d *store.Doc) error { return fn(overlay{t, d}) })
+}
+
+// overlay is a storeTarget's view while its Doc is held.
+type overlay struct {
+	t *storeTarget
+	d *store.Doc
+}
+
+func (o overlay) Lookup(id string) (*tree.Entry, uint64, bool) {
+	if m, ok := o.t.missed[id]; ok {
+		return &m.e, m.seq, true
+	}
+	i, ok := o.d.Tree.Index(id)
+	if !ok {
+		return nil, 0, false
+	}
+	return o.d.Tree.Entry(i), o.d.Seqs[i], true
+}
+
+func (o overlay) Leaf() string {
+	if o.t.leaf != "" {
+		return o.t.leaf
+	}
+	return o.d.Tree.LeafID()
+}
+
+func (o overlay) LastSeq() uint64 { return max(o.d.LastSeq, o.t.last) }
