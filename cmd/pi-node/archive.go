@@ -98,7 +98,7 @@ func (m *Main) startArchiver() {
 	if j == nil {
 		return
 	}
-	m.api.Registry().MustRegister(j.a.Collector())
+	m.api.Registry().MustRegister(archiveCollector{j.a})
 	var ctx context.Context
 	ctx, j.cancel = context.WithCancel(context.Background())
 	j.done = make(chan struct{})

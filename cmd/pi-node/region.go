@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/pifleet/sessionlog/internal/jetstream"
+	"github.com/pifleet/sessionlog/internal/jetstream/embedded"
 	"github.com/pifleet/sessionlog/internal/region"
 	"github.com/pifleet/sessionlog/internal/session"
 )
@@ -43,7 +44,7 @@ func (g *gatewaysFlag) Set(v string) error {
 	if g.replaceNext {
 		g.specs, g.replaceNext = nil, false
 	}
-	if _, err := jetstream.ParseGateways(v); err != nil {
+	if _, err := embedded.ParseGateways(v); err != nil {
 		return err
 	}
 	g.specs = append(g.specs, v)
@@ -57,7 +58,7 @@ func (c *Config) addRegionFlags(fs *flag.FlagSet) *gatewaysFlag {
 	fs.StringVar(&r.GatewayListen, "gateway-listen", r.GatewayListen, "host:port of the embedded server's gateway listener (cross-region)")
 	gw := &gatewaysFlag{}
 	if len(r.Gateways) > 0 {
-		gw.specs = []string{jetstream.FormatGateways(r.Gateways)}
+		gw.specs = []string{embedded.FormatGateways(r.Gateways)}
 	}
 	fs.Var(gw, "gateways", "gateways of every region, NAME=nats://host:port,…;NAME2=… (may be repeated; this region and the tie-breaker included)")
 	fs.StringVar(&r.HomeRegion, "home-region", r.HomeRegion, "the home region to record when the deployment is new (ignored once the region record exists)")
@@ -74,7 +75,7 @@ func (c *Config) addRegionFlags(fs *flag.FlagSet) *gatewaysFlag {
 func (c *Config) finishRegion(gw *gatewaysFlag) error {
 	r := &c.RegionConfig
 	var err error
-	if r.Gateways, err = jetstream.ParseGateways(gw.specs...); err != nil {
+	if r.Gateways, err = embedded.ParseGateways(gw.specs...); err != nil {
 		return fmt.Errorf("--gateways: %w", err)
 	}
 	if r.Region == "" {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/api"
 	"github.com/pifleet/sessionlog/internal/jetstream"
+	"github.com/pifleet/sessionlog/internal/jetstream/embedded"
 	"github.com/pifleet/sessionlog/internal/region"
 	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/session"
@@ -36,7 +37,7 @@ type Main struct {
 	NATSURL  string
 
 	stdout, stderr io.Writer
-	server         *jetstream.Server
+	server         *embedded.Server
 	conn           *jetstream.Conn
 	jsCfg          jetstream.Config
 	region         *region.Node
@@ -140,7 +141,7 @@ func (m *Main) startEmbedded(ctx context.Context, name string) error {
 	if err != nil {
 		return fmt.Errorf("--client-listen: %w", err)
 	}
-	s := jetstream.NewServer(c.DataDir)
+	s := embedded.NewServer(c.DataDir)
 	s.ServerName, s.Host, s.Port = name, host, port
 	s.SyncAlways = c.Sync == "always"
 	s.SyncInterval = c.SyncInterval

@@ -16,6 +16,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/archive"
 	"github.com/pifleet/sessionlog/internal/jetstream"
+	"github.com/pifleet/sessionlog/internal/jetstream/embedded"
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/store"
 )
@@ -43,7 +44,7 @@ func TestMeasureMemory(t *testing.T) {
 	}
 	ctx := context.Background()
 	dir := t.TempDir()
-	srv := jetstream.NewServer(dir)
+	srv := embedded.NewServer(dir)
 	srv.ServerName, srv.Port, srv.SyncAlways = "measure", -1, false
 	restart := func() {
 		// Past the dedupe windows, so that the restarted server does not

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/api"
 	"github.com/pifleet/sessionlog/internal/jetstream"
+	"github.com/pifleet/sessionlog/internal/jetstream/embedded"
 	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/store"
 )
@@ -47,7 +48,7 @@ type Node struct {
 	Store   *store.Store
 	Service *service.Service
 
-	server *jetstream.Server
+	server *embedded.Server
 	api    *api.Server
 	http   *http.Server
 	served chan error
@@ -71,7 +72,7 @@ func StartNode(ctx context.Context, o NodeOptions) (*Node, error) {
 // in Dir) and provisions the stream and the bucket.
 func (n *Node) StartServer(ctx context.Context) error {
 	n.Config = jetstream.NewConfig()
-	n.server = jetstream.NewServer(n.Opts.Dir)
+	n.server = embedded.NewServer(n.Opts.Dir)
 	n.server.ServerName, n.server.Port, n.server.SyncAlways = "bench", -1, n.Opts.SyncAlways
 	if err := n.server.Start(ctx); err != nil {
 		n.server = nil

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pifleet/sessionlog/internal/jetstream"
+	"github.com/pifleet/sessionlog/internal/jetstream/embedded"
 )
 
 // TestComposeRegionFileMatchesPiNode checks deploy/compose/region.yml and
@@ -82,7 +82,7 @@ func TestComposeRegionFileMatchesPiNode(t *testing.T) {
 	}
 
 	// The gateways: every region, with exactly its services.
-	gw, err := jetstream.ParseGateways(gateways)
+	gw, err := embedded.ParseGateways(gateways)
 	if err != nil {
 		t.Fatalf("--gateways %q: %v", gateways, err)
 	}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/synadia-io/orbit.go/jetstreamext"
 
 	"github.com/pifleet/sessionlog/internal/session"
 )
@@ -85,27 +84,59 @@ func (l *Log) follow(ctx context.Context, next *uint64, apply func([]session.Sto
 	// Store that turns one lock and one wake-up per record into one per
 	// few hundred; on an idle one a group is a single record, at once.
 	const maxGroup = 512
-	var ready, held []session.Stored
-	var heldBatch string
-	deliver := func() error {
-		if len(ready) == 0 {
-			return nil
+	var ready []session.Stored
+	var batches batchAssembler
+	stalled := l.stallCheck(ctx, next, &batches)
+	msg, nerr := c.nextWatched(ctx, stalled)
+	for {
+		if nerr != nil {
+			return nerr
 		}
-		if err := apply(ready); err != nil {
-			return &applyError{err}
+		s, err := l.decodeMsg(msg)
+		if err != nil {
+			return err
 		}
-		*next = ready[len(ready)-1].Seq + 1
-		ready = nil
+		ready = batches.add(ready, s, batchOf(msg.Headers()))
+		if len(ready) >= maxGroup {
+			if err := deliver(apply, &ready, next); err != nil {
+				return err
+			}
+		}
+		if m, ok := c.tryNext(); ok {
+			msg = m
+			continue
+		}
+		if err := deliver(apply, &ready, next); err != nil {
+			return err
+		}
+		msg, nerr = c.nextWatched(ctx, stalled)
+	}
+}
+
+// deliver applies the records in *ready, if any, and moves *next past them.
+// *ready is then empty; apply keeps the slice it was given.
+func deliver(apply func([]session.Stored) error, ready *[]session.Stored, next *uint64) error {
+	if len(*ready) == 0 {
 		return nil
 	}
-	// The consumer is stuck when the stream holds records beyond what it
-	// delivered and nothing came for a whole stallCheck: start a new one.
-	// When the log's end cannot even be asked (its leader or the meta
-	// leader is being elected), a few silent checks in a row also count as
-	// stalled: Follow then reads on by leader gets, which need only the
-	// stream's new leader, and tries a new consumer.
+	if err := apply(*ready); err != nil {
+		return &applyError{err}
+	}
+	*next = (*ready)[len(*ready)-1].Seq + 1
+	*ready = nil
+	return nil
+}
+
+// stallCheck returns the check follow's consumer runs while no message
+// comes. The consumer is stuck when the stream holds records beyond what it
+// delivered and nothing came for a whole stallCheck: start a new one. When
+// the log's end cannot even be asked (its leader or the meta leader is being
+// elected), a few silent checks in a row also count as stalled: Follow then
+// reads on by leader gets, which need only the stream's new leader, and
+// tries a new consumer.
+func (l *Log) stallCheck(ctx context.Context, next *uint64, batches *batchAssembler) func() error {
 	unknown := 0
-	stalled := func() error {
+	return func() error {
 		pctx, cancel := context.WithTimeout(ctx, time.Second)
 		defer cancel()
 		last, err := l.LastSeq(pctx)
@@ -116,58 +147,21 @@ func (l *Log) follow(ctx context.Context, next *uint64, apply func([]session.Sto
 			return nil
 		}
 		unknown = 0
-		if last < *next || len(held) > 0 && last < held[len(held)-1].Seq+1 {
-			return nil // nothing is missing yet
+		if held, ok := batches.heldThrough(); last < *next || ok && last <= held {
+			return nil // nothing is missing yet (the rest of a held batch is being stored)
 		}
 		return fmt.Errorf("consumer stalled: the stream's last sequence is %d, next expected %d", last, *next)
-	}
-	msg, nerr := c.nextWatched(ctx, stalled)
-	for {
-		if nerr != nil {
-			return nerr
-		}
-		s, err := l.decodeMsg(msg)
-		if err != nil {
-			return err
-		}
-		batch := msg.Headers().Get(jetstreamext.BatchIDHeader)
-		if len(held) > 0 && batch != heldBatch {
-			// Committed batches are stored contiguously, so this does not
-			// happen; if it did, skipping records would be worse than
-			// delivering an incomplete group.
-			ready, held = append(ready, held...), nil
-		}
-		switch {
-		case batch == "":
-			ready = append(ready, s)
-		default:
-			held, heldBatch = append(held, s), batch
-			if msg.Headers().Get(jetstreamext.BatchCommitHeader) != "" {
-				ready, held = append(ready, held...), nil
-			}
-		}
-		if len(ready) >= maxGroup {
-			if err := deliver(); err != nil {
-				return err
-			}
-		}
-		if m, ok := c.tryNext(); ok {
-			msg = m
-			continue
-		}
-		if err := deliver(); err != nil {
-			return err
-		}
-		msg, nerr = c.nextWatched(ctx, stalled)
 	}
 }
 
 // catchUpByGets delivers the records from *next on by leader gets (any
 // session: next_by_subj with the wildcard), up to catchUpLimit, holding an
 // atomic batch until its commit record as follow does. It stops at the
-// stream's end or at the first error; what it delivered stays delivered.
+// stream's end or at the first error; what it delivered stays delivered, and
+// a batch still held is dropped, to be read again.
 func (l *Log) catchUpByGets(ctx context.Context, next *uint64, apply func([]session.Stored) error) error {
-	var ready, held []session.Stored
+	var ready []session.Stored
+	var batches batchAssembler
 	seq := *next
 	for n := 0; n < catchUpLimit; n++ {
 		gctx, cancel := context.WithTimeout(ctx, time.Second)
@@ -181,23 +175,9 @@ func (l *Log) catchUpByGets(ctx context.Context, next *uint64, apply func([]sess
 			break
 		}
 		seq = m.Seq + 1
-		if batch := m.Header.Get(jetstreamext.BatchIDHeader); batch != "" {
-			held = append(held, s)
-			if m.Header.Get(jetstreamext.BatchCommitHeader) != "" {
-				ready, held = append(ready, held...), nil
-			}
-			continue
-		}
-		ready = append(ready, s)
+		ready = batches.add(ready, s, batchOf(m.Header))
 	}
-	if len(ready) == 0 {
-		return nil
-	}
-	if err := apply(ready); err != nil {
-		return &applyError{err}
-	}
-	*next = ready[len(ready)-1].Seq + 1
-	return nil
+	return deliver(apply, &ready, next)
 }
 
 // catchUpLimit bounds one catch-up by gets (about 60 µs each): enough to

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pifleet/sessionlog/internal/jetstream/embedded"
 	"github.com/pifleet/sessionlog/internal/session"
 )
 
@@ -13,7 +14,7 @@ import (
 // checks that Follow reconnects by itself and delivers every record once, in
 // order, including those appended after the restart.
 func TestFollowAcrossRestart(t *testing.T) {
-	s := NewServer(t.TempDir())
+	s := embedded.NewServer(t.TempDir())
 	s.ServerName = "restarted"
 	s.Port = freePort(t) // the client reconnects to the same address
 	start := func() {

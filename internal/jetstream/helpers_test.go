@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pifleet/sessionlog/internal/jetstream/embedded"
 )
 
 // checkFor calls fn every interval until it returns nil, failing the test
@@ -31,9 +33,9 @@ func checkFor(t testing.TB, timeout, interval time.Duration, fn func() error) {
 }
 
 // runServer starts a single JetStream server on a random port.
-func runServer(t testing.TB) *Server {
+func runServer(t testing.TB) *embedded.Server {
 	t.Helper()
-	s := NewServer(t.TempDir())
+	s := embedded.NewServer(t.TempDir())
 	s.ServerName = "single"
 	s.Port = -1
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -77,7 +79,7 @@ func freePort(t testing.TB) int {
 // runCluster starts an n-node JetStream cluster in this process. Every server
 // lists the routes of all servers; they start concurrently because a meta
 // leader needs a quorum, and Start waits for it.
-func runCluster(t testing.TB, n int) []*Server {
+func runCluster(t testing.TB, n int) []*embedded.Server {
 	t.Helper()
 	routes := make([]*url.URL, n)
 	listen := make([]string, n)
@@ -85,9 +87,9 @@ func runCluster(t testing.TB, n int) []*Server {
 		listen[i] = fmt.Sprintf("127.0.0.1:%d", freePort(t))
 		routes[i] = &url.URL{Scheme: "nats", Host: listen[i]}
 	}
-	servers := make([]*Server, n)
+	servers := make([]*embedded.Server, n)
 	for i := range n {
-		s := NewServer(t.TempDir())
+		s := embedded.NewServer(t.TempDir())
 		s.ServerName = fmt.Sprintf("node%d", i+1)
 		s.Port = -1
 		s.ClusterName = "pi-test"
@@ -129,7 +131,7 @@ func connect(t testing.TB, urls ...string) *Conn {
 	return c
 }
 
-func clusterURLs(servers []*Server) []string {
+func clusterURLs(servers []*embedded.Server) []string {
 	urls := make([]string, len(servers))
 	for i, s := range servers {
 		urls[i] = s.ClientURL()

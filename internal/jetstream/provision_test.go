@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pifleet/sessionlog/internal/jetstream/embedded"
 )
 
 func testProvisionIdempotent(t *testing.T, conn *Conn, replicas int) {
@@ -86,7 +88,7 @@ func TestProvisionRefusesIncompatible(t *testing.T) {
 // testProvisionWaits stops two of the three servers, so the cluster has no
 // meta leader, and checks that Provision waits (logging why) instead of
 // failing, and completes once a quorum is back.
-func testProvisionWaits(t *testing.T, servers []*Server) {
+func testProvisionWaits(t *testing.T, servers []*embedded.Server) {
 	conn := connect(t, servers[0].ClientURL())
 	servers[1].Shutdown()
 	servers[2].Shutdown()
@@ -114,7 +116,7 @@ func testProvisionWaits(t *testing.T, servers []*Server) {
 	default:
 	}
 
-	restart := func(s *Server) {
+	restart := func(s *embedded.Server) {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 		if err := s.Start(ctx); err != nil {

@@ -3,11 +3,12 @@ package jetstream
 import (
 	"context"
 	"errors"
-	"net/url"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/pifleet/sessionlog/internal/jetstream/embedded"
 )
 
 // TestServerAuth checks client authentication on the embedded server (Start
@@ -16,16 +17,16 @@ import (
 func TestServerAuth(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
-		configure func(*Server)
+		configure func(*embedded.Server)
 		good, bad func(*ConnConfig)
 	}{
-		{"token", func(s *Server) { s.Token = "t0ken" },
+		{"token", func(s *embedded.Server) { s.Token = "t0ken" },
 			func(c *ConnConfig) { c.Token = "t0ken" }, func(c *ConnConfig) { c.Token = "wrong" }},
-		{"user", func(s *Server) { s.User, s.Password = "pi", "s3cret" },
+		{"user", func(s *embedded.Server) { s.User, s.Password = "pi", "s3cret" },
 			func(c *ConnConfig) { c.User, c.Password = "pi", "s3cret" }, func(c *ConnConfig) { c.User, c.Password = "pi", "wrong" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := NewServer(t.TempDir())
+			s := embedded.NewServer(t.TempDir())
 			s.Port = -1
 			tc.configure(s)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -56,33 +57,5 @@ func TestServerAuth(t *testing.T) {
 				t.Fatalf("connect with bad credentials took %v", d)
 			}
 		})
-	}
-}
-
-func TestServerOptions(t *testing.T) {
-	s := NewServer(t.TempDir())
-	if !s.SyncAlways || s.MaxPayload != 8<<20 {
-		t.Fatalf("defaults: sync always %v, max payload %d", s.SyncAlways, s.MaxPayload)
-	}
-	s.ClusterName, s.ClusterListen = "c", "127.0.0.1:6222"
-	s.ClusterUser, s.ClusterPassword = "route", "pw"
-	s.Routes = []*url.URL{{Scheme: "nats", Host: "127.0.0.1:6222"}, {Scheme: "nats", Host: "127.0.0.1:6223"}}
-	opts, err := s.options()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !opts.SyncAlways || opts.Cluster.Port != 6222 || len(opts.Routes) != 2 || opts.Routes[1].User.String() != "route:pw" {
-		t.Fatalf("options: sync %v, cluster port %d, routes %v", opts.SyncAlways, opts.Cluster.Port, opts.Routes)
-	}
-	if s.Routes[1].User != nil {
-		t.Fatal("options changed the caller's route URLs")
-	}
-	s.SyncAlways, s.SyncInterval = false, time.Second
-	if opts, _ = s.options(); opts.SyncAlways || opts.SyncInterval != time.Second {
-		t.Fatalf("relaxed sync: always %v, interval %v", opts.SyncAlways, opts.SyncInterval)
-	}
-	s.ClusterListen = "no-port"
-	if _, err := s.options(); err == nil {
-		t.Fatal("a cluster listen address without a port was accepted")
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/jetstream"
+	"github.com/pifleet/sessionlog/internal/jetstream/embedded"
 	"github.com/pifleet/sessionlog/internal/jetstream/jstest"
 	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/store"
@@ -27,7 +28,7 @@ type site struct {
 	dir           string
 	client, route int
 	gateway       int
-	srv           *jetstream.Server
+	srv           *embedded.Server
 }
 
 type supercluster struct {
@@ -68,7 +69,7 @@ func startSupercluster(t *testing.T, names ...string) *supercluster {
 
 func (sc *supercluster) startErr(name string) error {
 	s := sc.sites[name]
-	srv := jetstream.NewServer(s.dir)
+	srv := embedded.NewServer(s.dir)
 	srv.ServerName, srv.Host, srv.Port = name, "127.0.0.1", s.client
 	srv.SyncAlways = false // tests: the loss is simulated by a clean shutdown
 	srv.ClusterName, srv.ClusterListen = name, fmt.Sprintf("127.0.0.1:%d", s.route)

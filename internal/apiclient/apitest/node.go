@@ -18,6 +18,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/api"
 	"github.com/pifleet/sessionlog/internal/jetstream"
+	"github.com/pifleet/sessionlog/internal/jetstream/embedded"
 	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/store"
 )
@@ -41,7 +42,7 @@ type Node struct {
 	Store   *store.Store
 	Config  jetstream.Config
 
-	server *jetstream.Server
+	server *embedded.Server
 	conn   *jetstream.Conn
 	api    *api.Server
 	http   *http.Server
@@ -71,7 +72,7 @@ func StartDir(ctx context.Context, dir string, o Options) (n *Node, err error) {
 			n.Close()
 		}
 	}()
-	n.server = jetstream.NewServer(dir)
+	n.server = embedded.NewServer(dir)
 	// No fsync per write (pi-node's default is one): durability is not
 	// what these tests check.
 	n.server.ServerName, n.server.Port, n.server.SyncAlways = "apitest", -1, false

@@ -17,20 +17,21 @@ import (
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pifleet/sessionlog/internal/jetstream"
+	"github.com/pifleet/sessionlog/internal/jetstream/embedded"
 	"github.com/pifleet/sessionlog/internal/session"
 )
 
 // RunServer starts a single JetStream server on a random port, with the
 // production default of fsyncing every write.
-func RunServer(t testing.TB) *jetstream.Server {
+func RunServer(t testing.TB) *embedded.Server {
 	t.Helper()
 	return RunServerSync(t, true)
 }
 
 // RunServerSync is RunServer with the choice of sync: always or not.
-func RunServerSync(t testing.TB, syncAlways bool) *jetstream.Server {
+func RunServerSync(t testing.TB, syncAlways bool) *embedded.Server {
 	t.Helper()
-	s := jetstream.NewServer(t.TempDir())
+	s := embedded.NewServer(t.TempDir())
 	s.ServerName = "single"
 	s.Port = -1
 	s.SyncAlways = syncAlways
@@ -58,7 +59,7 @@ func FreePort(t testing.TB) int {
 // RunCluster starts an n-node JetStream cluster in this process. Every
 // server lists the routes of all servers; they start concurrently because a
 // meta leader needs a quorum, and Start waits for it.
-func RunCluster(t testing.TB, n int) []*jetstream.Server {
+func RunCluster(t testing.TB, n int) []*embedded.Server {
 	t.Helper()
 	routes := make([]*url.URL, n)
 	listen := make([]string, n)
@@ -66,9 +67,9 @@ func RunCluster(t testing.TB, n int) []*jetstream.Server {
 		listen[i] = fmt.Sprintf("127.0.0.1:%d", FreePort(t))
 		routes[i] = &url.URL{Scheme: "nats", Host: listen[i]}
 	}
-	servers := make([]*jetstream.Server, n)
+	servers := make([]*embedded.Server, n)
 	for i := range n {
-		s := jetstream.NewServer(t.TempDir())
+		s := embedded.NewServer(t.TempDir())
 		s.ServerName = fmt.Sprintf("node%d", i+1)
 		s.Port = -1
 		s.ClusterName = "pi-test"
@@ -96,7 +97,7 @@ func RunCluster(t testing.TB, n int) []*jetstream.Server {
 }
 
 // URLs returns the client URLs of servers.
-func URLs(servers []*jetstream.Server) []string {
+func URLs(servers []*embedded.Server) []string {
 	urls := make([]string, len(servers))
 	for i, s := range servers {
 		urls[i] = s.ClientURL()

@@ -1,59 +1,16 @@
-package archive
+package main
 
 import (
-	"sync"
-	"sync/atomic"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pifleet/sessionlog/internal/archive"
 )
 
-// stats are the Archiver's counters since the process started.
-type stats struct {
-	archivedN atomic.Uint64 // sessions archived (Repaired included)
-	repairedN atomic.Uint64
-	restores  atomic.Uint64
-	passes    atomic.Uint64
-
-	mu   sync.Mutex
-	last PassResult // the last pass this node ran
-}
-
-func (s *stats) archived(out Outcome) {
-	s.archivedN.Add(1)
-	if out == Repaired {
-		s.repairedN.Add(1)
-	}
-}
-
-func (s *stats) pass(r PassResult) {
-	s.passes.Add(1)
-	s.mu.Lock()
-	s.last = r
-	s.mu.Unlock()
-}
-
-// Stats are the Archiver's counters, for metrics.
-type Stats struct {
-	Archived, Repaired, Restored, Passes uint64
-	LastPass                             PassResult
-}
-
-// Stats returns the counters.
-func (a *Archiver) Stats() Stats {
-	a.stats.mu.Lock()
-	last := a.stats.last
-	a.stats.mu.Unlock()
-	return Stats{
-		Archived: a.stats.archivedN.Load(), Repaired: a.stats.repairedN.Load(),
-		Restored: a.stats.restores.Load(), Passes: a.stats.passes.Load(), LastPass: last,
-	}
-}
-
-// Collector exports the counters to Prometheus (pi-node adds it to the
-// API's registry).
-func (a *Archiver) Collector() prometheus.Collector { return collector{a} }
-
-type collector struct{ a *Archiver }
+// archiveCollector exports the Archiver's counters to Prometheus (added to
+// the API's registry). It lives here, not in package archive, so that the
+// client, which links archive through the JetStream adapter, links no
+// Prometheus.
+type archiveCollector struct{ a *archive.Archiver }
 
 var (
 	descArchived = prometheus.NewDesc("pi_archive_sessions_archived_total",
@@ -70,13 +27,13 @@ var (
 		"Duration of the last pass on this node.", nil, nil)
 )
 
-func (c collector) Describe(ch chan<- *prometheus.Desc) {
+func (c archiveCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descArchived, descRepaired, descRestored, descPasses, descLastFailed, descLastSeconds} {
 		ch <- d
 	}
 }
 
-func (c collector) Collect(ch chan<- prometheus.Metric) {
+func (c archiveCollector) Collect(ch chan<- prometheus.Metric) {
 	s := c.a.Stats()
 	ch <- prometheus.MustNewConstMetric(descArchived, prometheus.CounterValue, float64(s.Archived))
 	ch <- prometheus.MustNewConstMetric(descRepaired, prometheus.CounterValue, float64(s.Repaired))

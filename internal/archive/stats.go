@@ -1,0 +1,50 @@
+package archive
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// stats are the Archiver's counters since the process started.
+type stats struct {
+	archivedN atomic.Uint64 // sessions archived (Repaired included)
+	repairedN atomic.Uint64
+	restores  atomic.Uint64
+	passes    atomic.Uint64
+
+	mu   sync.Mutex
+	last PassResult // the last pass this node ran
+}
+
+func (s *stats) archived(out Outcome) {
+	s.archivedN.Add(1)
+	if out == Repaired {
+		s.repairedN.Add(1)
+	}
+}
+
+func (s *stats) pass(r PassResult) {
+	s.passes.Add(1)
+	s.mu.Lock()
+	s.last = r
+	s.mu.Unlock()
+}
+
+// Stats are the Archiver's counters, for metrics (pi-node exports them to
+// Prometheus; the collector lives there so that this package, which the
+// client links through the JetStream adapter, needs no Prometheus).
+type Stats struct {
+	Archived, Repaired, Restored, Passes uint64
+	LastPass                             PassResult
+}
+
+// Stats returns the counters.
+func (a *Archiver) Stats() Stats {
+	a.stats.mu.Lock()
+	last := a.stats.last
+	a.stats.mu.Unlock()
+	return Stats{
+		Archived: a.stats.archivedN.Load(), Repaired: a.stats.repairedN.Load(),
+		Restored: a.stats.restores.Load(), Passes: a.stats.passes.Load(), LastPass: last,
+	}
+}
