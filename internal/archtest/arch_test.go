@@ -1,0 +1,129 @@
+package archtest
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/pifleet/sessionlog/"
+
+// rule is one row of a table in docs/ARCHITECTURE.md: a package and the
+// import paths (ours, without the module prefix, or whole external ones) it
+// names.
+type rule struct {
+	pkg   string
+	paths []string
+	line  int
+}
+
+var code = regexp.MustCompile("`([^`]+)`")
+
+// readTable returns the rows of the table under the heading that starts
+// with title: the first cell names the package, the second lists paths in
+// backquotes ("nothing" for none).
+func readTable(t *testing.T, doc []byte, title string) []rule {
+	t.Helper()
+	var rules []rule
+	in := false
+	sc := bufio.NewScanner(bytes.NewReader(doc))
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "#"):
+			in = strings.HasPrefix(strings.TrimLeft(line, "# "), title)
+			continue
+		case !in || !strings.HasPrefix(line, "|") || strings.HasPrefix(line, "|---"):
+			continue
+		}
+		cells := strings.Split(line, "|")
+		if len(cells) < 4 {
+			continue
+		}
+		pkgs := code.FindAllStringSubmatch(cells[1], -1)
+		if len(pkgs) == 0 {
+			continue // the header row
+		}
+		var paths []string
+		for _, m := range code.FindAllStringSubmatch(cells[2], -1) {
+			paths = append(paths, m[1])
+		}
+		for _, p := range pkgs {
+			rules = append(rules, rule{pkg: p[1], paths: paths, line: n})
+		}
+	}
+	if len(rules) == 0 {
+		t.Fatalf("docs/ARCHITECTURE.md has no table under a heading %q", title)
+	}
+	return rules
+}
+
+func readDoc(t *testing.T) []byte {
+	t.Helper()
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "ARCHITECTURE.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+// goList runs go list in the module root and returns its output lines.
+func goList(t *testing.T, args ...string) []string {
+	t.Helper()
+	cmd := exec.Command("go", append([]string{"list"}, args...)...)
+	cmd.Dir = filepath.Join("..", "..")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list %v: %v", args, err)
+	}
+	return strings.Split(strings.TrimSpace(string(out)), "\n")
+}
+
+// TestImportRules: every package of the module is named in the table
+// "Import rules", and imports (in its non-test files) only packages of ours
+// that its row allows.
+func TestImportRules(t *testing.T) {
+	rules := map[string]rule{}
+	for _, r := range readTable(t, readDoc(t), "Import rules") {
+		rules[r.pkg] = r
+	}
+	for _, line := range goList(t, "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "./...") {
+		fields := strings.Fields(line)
+		pkg := strings.TrimPrefix(fields[0], module)
+		r, ok := rules[pkg]
+		if !ok {
+			t.Errorf("package %s is not in the import rules of docs/ARCHITECTURE.md: add a row", pkg)
+			continue
+		}
+		for _, imp := range fields[1:] {
+			ours, isOurs := strings.CutPrefix(imp, module)
+			if isOurs && !slices.Contains(r.paths, ours) {
+				t.Errorf("%s imports %s, which docs/ARCHITECTURE.md (line %d) does not allow", pkg, ours, r.line)
+			}
+		}
+		delete(rules, pkg)
+	}
+	for pkg, r := range rules {
+		t.Errorf("docs/ARCHITECTURE.md (line %d) names %s, which is no package of the module", r.line, pkg)
+	}
+}
+
+// TestNeverLinked: no package links (directly or through what it imports)
+// a module that the table "Never linked" forbids it.
+func TestNeverLinked(t *testing.T) {
+	for _, r := range readTable(t, readDoc(t), "Never linked") {
+		for _, dep := range goList(t, "-deps", "./"+r.pkg) {
+			for _, bad := range r.paths {
+				if strings.HasPrefix(dep, bad) {
+					t.Errorf("%s links %s; docs/ARCHITECTURE.md (line %d) forbids %s", r.pkg, dep, r.line, bad)
+				}
+			}
+		}
+	}
+}
