@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/pifleet/sessionlog/internal/tree"
+	"github.com/pifleet/sessionlog/internal/tree/jsjson"
 	"github.com/pifleet/sessionlog/internal/writer"
 )
 
@@ -41,7 +42,7 @@ func rawJSON(name string, v any) ([]byte, error) {
 			return nil, &FieldError{Field: name, Reason: err.Error()}
 		}
 	}
-	val, err := tree.ParseValue(b)
+	val, err := jsjson.ParseValue(b)
 	if err != nil {
 		return nil, &FieldError{Field: name, Reason: "not valid JSON: " + err.Error()}
 	}

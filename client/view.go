@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/pifleet/sessionlog/internal/tree"
+	"github.com/pifleet/sessionlog/internal/tree/jsjson"
 )
 
 // The reads below are pi's SessionManager getters, answered from the
@@ -40,7 +41,7 @@ func (s *Session) BuildContext() Context {
 	c := s.w.Context()
 	out := Context{LeafID: c.LeafID, Path: c.Path, ThinkingLevel: "off", Messages: make([]json.RawMessage, len(c.Messages))}
 	if c.Thinking != nil {
-		out.ThinkingLevel = tree.JSToString(c.Thinking) // a string as it is
+		out.ThinkingLevel = jsjson.ToString(c.Thinking) // a string as it is
 	}
 	if c.Model != nil {
 		var m Model

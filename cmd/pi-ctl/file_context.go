@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/pifleet/sessionlog/internal/tree"
+	"github.com/pifleet/sessionlog/internal/tree/jsjson"
 )
 
 const fileContextHelp = `Usage: pi-ctl file context FILE [--leaf ID|null] [--llm] [--json] [--full]
@@ -70,13 +71,13 @@ func contextHeading(c *tree.Context, n int, llm bool) string {
 	}
 	model := "none"
 	if c.Model != nil {
-		if v, err := tree.ParseValue(c.Model); err == nil {
+		if v, err := jsjson.ParseValue(c.Model); err == nil {
 			model = modelName(&v, "modelId")
 		}
 	}
 	thinking := "(unset)"
 	if c.Thinking != nil {
-		thinking = tree.Printable(tree.JSToString(c.Thinking))
+		thinking = tree.Printable(jsjson.ToString(c.Thinking))
 	}
 	kind := "messages"
 	if llm {
@@ -107,7 +108,7 @@ func strOf(v *tree.Value, key string) string {
 // numOf returns v[key] as text when it is a number, else "".
 func numOf(v *tree.Value, key string) string {
 	if f, ok := v.Get(key); ok && f.Kind == tree.KindNumber {
-		return tree.FormatJSNumber(f.Num)
+		return jsjson.FormatNumber(f.Num)
 	}
 	return ""
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/pifleet/sessionlog/internal/tree"
+	"github.com/pifleet/sessionlog/internal/tree/jsjson"
 )
 
 const fileInfoHelp = `Usage: pi-ctl file info FILE [--json]
@@ -68,22 +69,22 @@ func shapeOf(nodes []tree.Node) shape {
 }
 
 // appendInfoJSON writes the info object. Strings go through
-// tree.AppendJSString so lone surrogates survive as pi would write them.
+// jsjson.AppendString so lone surrogates survive as pi would write them.
 func appendInfoJSON(b []byte, f *tree.File, st shape) []byte {
 	h := &f.Header
 	str := func(b []byte, key, val string, null bool) []byte {
-		b = append(tree.AppendJSString(append(b, ','), key), ':')
+		b = append(jsjson.AppendString(append(b, ','), key), ':')
 		if null {
 			return append(b, "null"...)
 		}
-		return tree.AppendJSString(b, val)
+		return jsjson.AppendString(b, val)
 	}
 	num := func(b []byte, key string, n int) []byte {
-		b = append(tree.AppendJSString(append(b, ','), key), ':')
+		b = append(jsjson.AppendString(append(b, ','), key), ':')
 		return strconv.AppendInt(b, int64(n), 10)
 	}
 	b = append(b, `{"sessionId":`...)
-	b = tree.AppendJSString(b, h.ID)
+	b = jsjson.AppendString(b, h.ID)
 	b = num(b, "version", h.Version)
 	b = num(b, "sourceVersion", f.SourceVersion)
 	b = append(b, `,"migrated":`...)
@@ -100,7 +101,7 @@ func appendInfoJSON(b []byte, f *tree.File, st shape) []byte {
 		if k > 0 {
 			b = append(b, ',')
 		}
-		b = strconv.AppendInt(append(tree.AppendJSString(b, t), ':'), int64(counts[t]), 10)
+		b = strconv.AppendInt(append(jsjson.AppendString(b, t), ':'), int64(counts[t]), 10)
 	}
 	b = append(b, '}')
 	b = str(b, "cwd", h.Cwd, false)
@@ -117,7 +118,7 @@ func appendInfoJSON(b []byte, f *tree.File, st shape) []byte {
 			b = append(b, ',')
 		}
 		b = strconv.AppendInt(append(b, `{"line":`...), int64(s.Line), 10)
-		b = append(tree.AppendJSString(append(b, `,"reason":`...), s.Reason), '}')
+		b = append(jsjson.AppendString(append(b, `,"reason":`...), s.Reason), '}')
 	}
 	return append(b, "]}"...)
 }
@@ -128,7 +129,7 @@ func appendStringMap(b []byte, m map[string]string) []byte {
 		if k > 0 {
 			b = append(b, ',')
 		}
-		b = tree.AppendJSString(append(tree.AppendJSString(b, key), ':'), m[key])
+		b = jsjson.AppendString(append(jsjson.AppendString(b, key), ':'), m[key])
 	}
 	return append(b, '}')
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/apiclient"
 	"github.com/pifleet/sessionlog/internal/tree"
+	"github.com/pifleet/sessionlog/internal/tree/jsjson"
 )
 
 const importHelp = `Usage: pi-ctl import PATH... [-j N] [--json]
@@ -231,7 +232,7 @@ func headerID(data []byte) string {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		if v, err := tree.ParseValue(line); err == nil {
+		if v, err := jsjson.ParseValue(line); err == nil {
 			if id, ok := v.Get("id"); ok && id.Kind == tree.KindString {
 				return tree.Printable(id.Str)
 			}

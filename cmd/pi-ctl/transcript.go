@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/tree"
+	"github.com/pifleet/sessionlog/internal/tree/jsjson"
 )
 
 // Limits of the text transcript unless --full: enough to follow a session,
@@ -28,7 +29,7 @@ type transcript struct {
 
 // message renders one AgentMessage (raw JSON, as pi returns it).
 func (t *transcript) message(n int, raw []byte) {
-	v, err := tree.ParseValue(raw)
+	v, err := jsjson.ParseValue(raw)
 	if err != nil || v.Kind != tree.KindObject {
 		t.heading(n, "?", "")
 		t.text(string(raw), 1, maxArgsCols)

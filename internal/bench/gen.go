@@ -9,6 +9,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/tree"
+	"github.com/pifleet/sessionlog/internal/tree/jsjson"
 )
 
 // Gen makes pi sessions, deterministically from its seed.
@@ -134,7 +135,7 @@ func NewFiller(size int) *Filler {
 func (f *Filler) Message(now time.Time) []byte {
 	const empty = len(`{"type":"message","id":"00000000","parentId":"00000000","timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"user","content":"","timestamp":1796028684626}}`)
 	body := f.text[:max(0, min(len(f.text), f.size-empty))]
-	raw := tree.AppendJSString([]byte(`{"role":"user","content":`), body)
+	raw := jsjson.AppendString([]byte(`{"role":"user","content":`), body)
 	return fmt.Appendf(raw, `,"timestamp":%d}`, now.UnixMilli())
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/pifleet/sessionlog/internal/tree"
+	"github.com/pifleet/sessionlog/internal/tree/jsjson"
 )
 
 // CheckLeaf compares a leaf id ("" for null) with expected.json's leafId.
@@ -49,9 +50,9 @@ func CheckSession(t *testing.T, s *tree.Session, exp tree.Value) {
 			if k > 0 {
 				o = append(o, ',')
 			}
-			o = tree.AppendJSString(o, id)
+			o = jsjson.AppendString(o, id)
 			o = append(o, ':')
-			o = tree.AppendJSString(o, ls[id])
+			o = jsjson.AppendString(o, ls[id])
 		}
 		CheckJSON(t, "labels", append(o, '}'), want)
 	}

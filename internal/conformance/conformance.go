@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/pifleet/sessionlog/internal/tree"
+	"github.com/pifleet/sessionlog/internal/tree/jsjson"
 )
 
 // Dir finds the vectors written by pi's own SessionManager. The
@@ -86,7 +87,7 @@ func MustRead(t testing.TB, path string) []byte {
 
 func MustValue(t testing.TB, raw []byte) tree.Value {
 	t.Helper()
-	v, err := tree.ParseValue(raw)
+	v, err := jsjson.ParseValue(raw)
 	if err != nil {
 		t.Fatalf("parse %.80q: %v", raw, err)
 	}
@@ -167,7 +168,7 @@ func Short(v tree.Value) string {
 // CheckJSON compares our JSON bytes with an expected value.
 func CheckJSON(t *testing.T, what string, got []byte, want tree.Value) {
 	t.Helper()
-	g, err := tree.ParseValue(got)
+	g, err := jsjson.ParseValue(got)
 	if err != nil {
 		t.Errorf("%s: our JSON does not parse: %v\n%s", what, err, got)
 		return

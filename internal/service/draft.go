@@ -7,6 +7,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/tree"
+	"github.com/pifleet/sessionlog/internal/tree/jsjson"
 )
 
 // draft is one client-built entry of an API append or create, before the
@@ -30,7 +31,7 @@ var clientIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 // parseDraft validates one entry object from a request body.
 func parseDraft(field string, raw []byte) (draft, error) {
 	d := draft{raw: bytes.TrimSpace(raw)}
-	v, err := tree.ParseValue(d.raw)
+	v, err := jsjson.ParseValue(d.raw)
 	if err != nil {
 		return d, session.Invalid(field, fmt.Sprintf("not valid JSON: %v", err))
 	}
@@ -128,8 +129,8 @@ func (d *draft) sameAs(stored *tree.Entry) bool {
 
 // equalJSON compares two lines as JSON values (key order and spacing aside).
 func equalJSON(a, b []byte) bool {
-	va, err1 := tree.ParseValue(a)
-	vb, err2 := tree.ParseValue(b)
+	va, err1 := jsjson.ParseValue(a)
+	vb, err2 := jsjson.ParseValue(b)
 	return err1 == nil && err2 == nil && valueEqual(&va, &vb)
 }
 

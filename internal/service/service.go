@@ -11,6 +11,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/tree"
+	"github.com/pifleet/sessionlog/internal/tree/jsjson"
 	"github.com/pifleet/sessionlog/internal/writer"
 )
 
@@ -120,7 +121,7 @@ func (s *Service) header(raw json.RawMessage) (tree.Header, error) {
 	var v tree.Value
 	if len(raw) > 0 && string(raw) != "null" {
 		var err error
-		if v, err = tree.ParseValue(raw); err != nil || v.Kind != tree.KindObject {
+		if v, err = jsjson.ParseValue(raw); err != nil || v.Kind != tree.KindObject {
 			return tree.Header{}, session.Invalid("header", "must be a JSON object")
 		}
 	} else {
@@ -173,7 +174,7 @@ func (s *Service) header(raw json.RawMessage) (tree.Header, error) {
 	h := tree.NewHeader(id, ts, cwd, parent)
 	// Keep any other fields the client sent, after pi's own.
 	if extra := extraMembers(v, "type", "version", "id", "timestamp", "cwd", "parentSession"); len(extra) > 0 {
-		out, _ := tree.ParseValue(h.Raw)
+		out, _ := jsjson.ParseValue(h.Raw)
 		for _, m := range extra {
 			out.Set(m.Key, m.Val)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/tree"
+	"github.com/pifleet/sessionlog/internal/tree/jsjson"
 	"github.com/pifleet/sessionlog/internal/writer"
 )
 
@@ -145,7 +146,7 @@ func (s *Service) TreeJSON(ctx context.Context, sid string, l Leaf) ([]byte, err
 		if i < 0 {
 			out = append(out, "null"...)
 		} else {
-			out = tree.AppendJSString(out, d.Tree.Entry(i).ID)
+			out = jsjson.AppendString(out, d.Tree.Entry(i).ID)
 		}
 		out = append(out, '}')
 		return nil

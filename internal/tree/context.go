@@ -3,6 +3,8 @@ package tree
 import (
 	"math"
 	"strconv"
+
+	"github.com/pifleet/sessionlog/internal/tree/jsjson"
 )
 
 // Context is pi's buildSessionContext for one leaf: the path, the thinking
@@ -117,7 +119,7 @@ func appendMessage(ms []Message, e *Entry) []Message {
 	case KindCustomMessage:
 		return append(ms, Message{JSON: customMessageJSON(e), Role: RoleCustom, src: e})
 	case KindBranchSummary:
-		if JSTruthy(e.field(fBSummary)) {
+		if jsjson.Truthy(e.field(fBSummary)) {
 			return append(ms, Message{JSON: branchSummaryJSON(e), Role: roleBranchSummary, src: e})
 		}
 	}
@@ -141,13 +143,13 @@ func (o *obj) raw(key string, v []byte) *obj {
 		o.b = append(o.b, ',')
 	}
 	o.first = false
-	o.b = AppendJSString(o.b, key)
+	o.b = jsjson.AppendString(o.b, key)
 	o.b = append(o.b, ':')
 	o.b = append(o.b, v...)
 	return o
 }
 
-func (o *obj) str(key, v string) *obj { return o.raw(key, AppendJSString(nil, v)) }
+func (o *obj) str(key, v string) *obj { return o.raw(key, jsjson.AppendString(nil, v)) }
 
 func (o *obj) done() []byte { return append(o.b, '}') }
 
@@ -201,14 +203,14 @@ func (c *Context) AppendJSON(dst []byte, opt ContextOptions) []byte {
 	if c.Null {
 		dst = append(dst, "null"...)
 	} else {
-		dst = AppendJSString(dst, c.LeafID)
+		dst = jsjson.AppendString(dst, c.LeafID)
 	}
 	dst = append(dst, `,"path":[`...)
 	for k, id := range c.Path {
 		if k > 0 {
 			dst = append(dst, ',')
 		}
-		dst = AppendJSString(dst, id)
+		dst = jsjson.AppendString(dst, id)
 	}
 	dst = append(dst, ']')
 	if c.Thinking != nil {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"unsafe"
+
+	"github.com/pifleet/sessionlog/internal/tree/jsjson"
 )
 
 // Kind is an entry's type, decoded once when the line is read.
@@ -294,7 +296,7 @@ func newHeader(line []byte, lf *lineFields) (Header, error) {
 	h.ID = id
 	if lf.version.ok() {
 		v := lf.version.of(line)
-		f, ok := parseJSNumber(v)
+		f, ok := jsjson.ParseNumber(v)
 		if !ok || f != math.Trunc(f) {
 			return h, fmt.Errorf("session header \"version\" is %s, want 1, 2 or 3", v)
 		}
@@ -323,7 +325,7 @@ func newEntry(line []byte, lf *lineFields) (Entry, error) {
 	}
 	e.ID = id
 	e.ParentID, _ = decodeString(line, lf.parentID)
-	e.ms = jsDateMillis(line, lf.timestamp)
+	e.ms = jsjson.DateMillis(lf.timestamp.of(line))
 	if t, ok := decodeString(line, lf.typ); ok {
 		e.Kind = kindOf(t)
 	}
@@ -393,5 +395,5 @@ func decodeString(line []byte, sp span) (string, bool) {
 		}
 		return unsafe.String(&inner[0], len(inner)), true
 	}
-	return UnquoteJSON(raw)
+	return jsjson.Unquote(raw)
 }

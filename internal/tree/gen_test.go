@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pifleet/sessionlog/internal/tree/jsjson"
 )
 
 // A deterministic generator of pi sessions for the benchmarks. Every line is
@@ -274,7 +276,7 @@ func (g *sessionGen) turn() {
 	text := g.text(n)
 	g.message(func(b []byte) []byte {
 		b = append(b, `{"role":"user","content":`...)
-		b = AppendJSString(b, text)
+		b = jsjson.AppendString(b, text)
 		return append(g.appendMs(b), '}')
 	})
 	rounds := [...]int{0, 0, 0, 1, 1, 1, 2, 2, 3}[g.r.IntN(9)]
@@ -291,7 +293,7 @@ func (g *sessionGen) turn() {
 		g.tick(1_000, 15_000)
 		g.assistant(func(b []byte) []byte {
 			if g.cfg.full && g.r.IntN(3) == 0 {
-				b = AppendJSString(append(b, `{"type":"text","text":`...), g.text(g.logSize(10, 300)))
+				b = jsjson.AppendString(append(b, `{"type":"text","text":`...), g.text(g.logSize(10, 300)))
 				b = append(b, "},"...)
 			}
 			for k := range calls {
@@ -324,7 +326,7 @@ func (g *sessionGen) turn() {
 				b = append(b, `","toolName":"`...)
 				b = append(b, c.name...)
 				b = append(b, `","content":[{"type":"text","text":`...)
-				b = AppendJSString(b, out)
+				b = jsjson.AppendString(b, out)
 				b = append(b, `}],"isError":`...)
 				b = strconv.AppendBool(b, isErr)
 				return append(g.appendMs(b), '}')
@@ -338,7 +340,7 @@ func (g *sessionGen) turn() {
 			n = g.logSize(20, 800)
 		}
 		b = append(b, `{"type":"text","text":`...)
-		b = AppendJSString(b, g.text(n))
+		b = jsjson.AppendString(b, g.text(n))
 		return append(b, '}')
 	}, "stop")
 }
@@ -347,19 +349,19 @@ func (g *sessionGen) arguments(b []byte, tool string) []byte {
 	file := genFiles[g.r.IntN(len(genFiles))]
 	switch tool {
 	case "bash":
-		return append(AppendJSString(append(b, `{"command":`...), "go test ./... 2>&1 | tail -20"), '}')
+		return append(jsjson.AppendString(append(b, `{"command":`...), "go test ./... 2>&1 | tail -20"), '}')
 	case "edit":
 		if !g.cfg.full {
-			return append(AppendJSString(append(b, `{"path":`...), file), '}')
+			return append(jsjson.AppendString(append(b, `{"path":`...), file), '}')
 		}
-		b = AppendJSString(append(b, `{"path":`...), file)
-		b = AppendJSString(append(b, `,"oldText":`...), genCodeLines[g.r.IntN(len(genCodeLines))])
-		b = AppendJSString(append(b, `,"newText":`...), g.output())
+		b = jsjson.AppendString(append(b, `{"path":`...), file)
+		b = jsjson.AppendString(append(b, `,"oldText":`...), genCodeLines[g.r.IntN(len(genCodeLines))])
+		b = jsjson.AppendString(append(b, `,"newText":`...), g.output())
 		return append(b, '}')
 	case "grep":
-		return append(AppendJSString(append(b, `{"pattern":`...), "func "+genWords[g.r.IntN(len(genWords))]), '}')
+		return append(jsjson.AppendString(append(b, `{"pattern":`...), "func "+genWords[g.r.IntN(len(genWords))]), '}')
 	}
-	return append(AppendJSString(append(b, `{"path":`...), file), '}')
+	return append(jsjson.AppendString(append(b, `{"path":`...), file), '}')
 }
 
 // assistant writes an assistant message around the content blocks.
@@ -368,29 +370,29 @@ func (g *sessionGen) assistant(blocks func(b []byte) []byte, stop string) {
 	g.message(func(b []byte) []byte {
 		b = append(b, `{"role":"assistant","content":[`...)
 		if g.cfg.full && g.r.IntN(10) < 3 {
-			b = AppendJSString(append(b, `{"type":"thinking","thinking":`...), g.text(g.logSize(40, 800)))
+			b = jsjson.AppendString(append(b, `{"type":"thinking","thinking":`...), g.text(g.logSize(40, 800)))
 			sig := make([]byte, 4*(10+g.r.IntN(60)))
 			for k := range sig {
 				sig[k] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"[g.r.IntN(64)]
 			}
-			b = AppendJSString(append(b, `,"thinkingSignature":`...), string(sig))
+			b = jsjson.AppendString(append(b, `,"thinkingSignature":`...), string(sig))
 			b = append(b, "},"...)
 		}
 		b = blocks(b)
 		b = append(b, ']')
 		if g.cfg.full {
-			b = AppendJSString(append(b, `,"api":`...), m.api)
+			b = jsjson.AppendString(append(b, `,"api":`...), m.api)
 		}
-		b = AppendJSString(append(b, `,"provider":`...), m.provider)
-		b = AppendJSString(append(b, `,"model":`...), m.model)
+		b = jsjson.AppendString(append(b, `,"provider":`...), m.provider)
+		b = jsjson.AppendString(append(b, `,"model":`...), m.model)
 		if g.cfg.full {
 			in, out, cache := 200+g.r.IntN(30_000), 20+g.r.IntN(2_000), g.r.IntN(150_000)
 			b = fmt.Appendf(b, `,"usage":{"input":%d,"output":%d,"cacheRead":%d,"cacheWrite":0,"totalTokens":%d,"cost":{"input":%s,"output":%s,"cacheRead":%s,"cacheWrite":0,"total":%s}}`,
 				in, out, cache, in+out+cache,
-				FormatJSNumber(float64(in)*3e-6), FormatJSNumber(float64(out)*15e-6), FormatJSNumber(float64(cache)*0.3e-6),
-				FormatJSNumber(float64(in)*3e-6+float64(out)*15e-6+float64(cache)*0.3e-6))
+				jsjson.FormatNumber(float64(in)*3e-6), jsjson.FormatNumber(float64(out)*15e-6), jsjson.FormatNumber(float64(cache)*0.3e-6),
+				jsjson.FormatNumber(float64(in)*3e-6+float64(out)*15e-6+float64(cache)*0.3e-6))
 		}
-		b = AppendJSString(append(b, `,"stopReason":`...), stop)
+		b = jsjson.AppendString(append(b, `,"stopReason":`...), stop)
 		return append(g.appendMs(b), '}')
 	})
 }
@@ -400,15 +402,15 @@ func (g *sessionGen) bashExecution() {
 	out := g.output()
 	code := [...]int{0, 0, 0, 1, 2}[g.r.IntN(5)]
 	g.message(func(b []byte) []byte {
-		b = AppendJSString(append(b, `{"role":"bashExecution","command":`...), "make test")
-		b = AppendJSString(append(b, `,"output":`...), out)
+		b = jsjson.AppendString(append(b, `{"role":"bashExecution","command":`...), "make test")
+		b = jsjson.AppendString(append(b, `,"output":`...), out)
 		b = fmt.Appendf(b, `,"exitCode":%d,"cancelled":false,"truncated":false`, code)
 		return append(g.appendMs(b), '}')
 	})
 }
 
 func (g *sessionGen) customMessage() {
-	content := AppendJSString(nil, g.text(g.logSize(20, 400)))
+	content := jsjson.AppendString(nil, g.text(g.logSize(20, 400)))
 	g.add(NewCustomMessage(g.meta(), "plan-mode", content, true, nil))
 }
 

@@ -1,6 +1,10 @@
 package tree
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/pifleet/sessionlog/internal/tree/jsjson"
+)
 
 // The summary wrappers of pi's convertToLlm. Note the asymmetry: a compaction
 // summary ends in "\n</summary>", a branch summary in "</summary>".
@@ -23,7 +27,7 @@ func (c *Context) LLMMessages() []Message {
 			out = append(out, m)
 		case RoleBashExecution:
 			f := messageFields(m.JSON)
-			if JSTruthy(f["excludeFromContext"]) {
+			if jsjson.Truthy(f["excludeFromContext"]) {
 				continue
 			}
 			out = append(out, userText(bashExecutionText(f), f["timestamp"], m.src))
@@ -36,14 +40,14 @@ func (c *Context) LLMMessages() []Message {
 				content, ts = f["content"], f["timestamp"]
 			}
 			if len(content) > 0 && content[0] == '"' {
-				content = textContent(JSToString(content))
+				content = textContent(jsjson.ToString(content))
 			}
 			out = append(out, Message{JSON: newObj(len(content)+64).str("role", "user").raw("content", content).raw("timestamp", ts).done(), Role: RoleUser, src: m.src})
 		case roleBranchSummary:
-			text := branchPrefix + JSToString(m.src.field(fBSummary)) + branchSuffix
+			text := branchPrefix + jsjson.ToString(m.src.field(fBSummary)) + branchSuffix
 			out = append(out, userText(text, millisJSON(m.src.ms), m.src))
 		case roleCompactionSummary:
-			text := compactionPrefix + JSToString(m.src.field(fCSummary)) + compactionSuffix
+			text := compactionPrefix + jsjson.ToString(m.src.field(fCSummary)) + compactionSuffix
 			out = append(out, userText(text, millisJSON(m.src.ms), m.src))
 		}
 	}
@@ -53,7 +57,7 @@ func (c *Context) LLMMessages() []Message {
 // textContent is [{"type":"text","text":s}].
 func textContent(s string) []byte {
 	b := append(make([]byte, 0, len(s)+32), `[{"type":"text","text":`...)
-	b = AppendJSString(b, s)
+	b = jsjson.AppendString(b, s)
 	return append(b, "}]"...)
 }
 
@@ -66,24 +70,24 @@ func userText(text string, ts []byte, src *Entry) Message {
 func bashExecutionText(f map[string][]byte) string {
 	var b strings.Builder
 	b.WriteString("Ran `")
-	b.WriteString(JSToString(f["command"]))
+	b.WriteString(jsjson.ToString(f["command"]))
 	b.WriteString("`\n")
-	if out := f["output"]; JSTruthy(out) {
+	if out := f["output"]; jsjson.Truthy(out) {
 		b.WriteString("```\n")
-		b.WriteString(JSToString(out))
+		b.WriteString(jsjson.ToString(out))
 		b.WriteString("\n```")
 	} else {
 		b.WriteString("(no output)")
 	}
-	if JSTruthy(f["cancelled"]) {
+	if jsjson.Truthy(f["cancelled"]) {
 		b.WriteString("\n\n(command cancelled)")
 	} else if code := f["exitCode"]; code != nil && string(code) != "null" && !isJSZero(code) {
 		b.WriteString("\n\nCommand exited with code ")
-		b.WriteString(JSToString(code))
+		b.WriteString(jsjson.ToString(code))
 	}
-	if JSTruthy(f["truncated"]) && JSTruthy(f["fullOutputPath"]) {
+	if jsjson.Truthy(f["truncated"]) && jsjson.Truthy(f["fullOutputPath"]) {
 		b.WriteString("\n\n[Output truncated. Full output: ")
-		b.WriteString(JSToString(f["fullOutputPath"]))
+		b.WriteString(jsjson.ToString(f["fullOutputPath"]))
 		b.WriteString("]")
 	}
 	return b.String()
@@ -91,7 +95,7 @@ func bashExecutionText(f map[string][]byte) string {
 
 // isJSZero reports whether raw is the number 0 (x !== 0 is false for it).
 func isJSZero(raw []byte) bool {
-	f, ok := parseJSNumber(raw)
+	f, ok := jsjson.ParseNumber(raw)
 	return ok && f == 0
 }
 

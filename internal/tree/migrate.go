@@ -3,6 +3,8 @@ package tree
 import (
 	"fmt"
 	"math"
+
+	"github.com/pifleet/sessionlog/internal/tree/jsjson"
 )
 
 // migrate rewrites the lines of a version-1 or version-2 file to version 3
@@ -14,7 +16,7 @@ import (
 func migrate(lines []parsedLine, version int, ids IDGen) error {
 	vals := make([]Value, len(lines))
 	for k := range lines {
-		v, err := ParseValue(lines[k].data)
+		v, err := jsjson.ParseValue(lines[k].data)
 		if err != nil {
 			return &LineError{Line: lines[k].no, Reason: err.Error()}
 		}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/pifleet/sessionlog/internal/tree/jsjson"
 )
 
 // Constructors for new lines, byte-compatible with pi's SessionManager: the
@@ -84,7 +86,7 @@ func NewCompaction(m Meta, summary, firstKeptEntryID string, tokensBefore float6
 	}
 	o := m.head(newObj(len(summary)+len(details)+160).str("type", "compaction")).
 		str("summary", summary).str("firstKeptEntryId", firstKeptEntryID).
-		raw("tokensBefore", []byte(FormatJSNumber(tokensBefore))).raw("details", details)
+		raw("tokensBefore", []byte(jsjson.FormatNumber(tokensBefore))).raw("details", details)
 	return build(o.raw("fromHook", boolJSON(fromHook)))
 }
 
@@ -100,7 +102,7 @@ func NewCustomEntry(m Meta, customType string, data []byte) (Entry, error) {
 
 // NewSessionInfo builds a "session_info" entry; like pi, it stores the name trimmed.
 func NewSessionInfo(m Meta, name string) (Entry, error) {
-	return build(m.head(newObj(len(name)+128).str("type", "session_info")).str("name", TrimJS(name)))
+	return build(m.head(newObj(len(name)+128).str("type", "session_info")).str("name", jsjson.Trim(name)))
 }
 
 // NewCustomMessage builds a "custom_message" entry. content is raw JSON (a

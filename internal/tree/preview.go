@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/pifleet/sessionlog/internal/tree/jsjson"
 )
 
 // previewMaxRunes caps each text part of a preview, like pi's /tree (which
@@ -30,7 +32,7 @@ const previewMaxRunes = 200
 // lone surrogates and invalid bytes as U+FFFD. It is not cut to any width;
 // that is the caller's business.
 func (e *Entry) Preview() string {
-	v, err := ParseValue(e.Raw)
+	v, err := jsjson.ParseValue(e.Raw)
 	if err != nil || v.Kind != KindObject {
 		return "[" + Printable(e.Type()) + "]" // unreachable for a parsed entry
 	}
@@ -46,7 +48,7 @@ func (e *Entry) Preview() string {
 	case KindCompaction:
 		head := "[compaction]"
 		if t, ok := v.Get("tokensBefore"); ok && t.Kind == KindNumber {
-			head = "[compaction: " + FormatJSNumber(jsRound(t.Num/1000)) + "k tokens]"
+			head = "[compaction: " + jsjson.FormatNumber(jsRound(t.Num/1000)) + "k tokens]"
 		}
 		return head + " " + orEmpty(textLine(strField(&v, "summary")), "(empty summary)")
 	case KindBranchSummary:
@@ -58,13 +60,13 @@ func (e *Entry) Preview() string {
 	case KindLabel:
 		target := Printable(strField(&v, "targetId"))
 		if l, ok := v.Get("label"); ok {
-			if raw := l.AppendJSON(nil); JSTruthy(raw) {
-				return "[label " + target + ": " + clip(Printable(JSToString(raw))) + "]"
+			if raw := l.AppendJSON(nil); jsjson.Truthy(raw) {
+				return "[label " + target + ": " + clip(Printable(jsjson.ToString(raw))) + "]"
 			}
 		}
 		return "[label " + target + " cleared]"
 	case KindSessionInfo:
-		return "[name " + orEmpty(clip(Printable(TrimJS(strField(&v, "name")))), "cleared") + "]"
+		return "[name " + orEmpty(clip(Printable(jsjson.Trim(strField(&v, "name")))), "cleared") + "]"
 	case KindCustom:
 		return "[custom " + Printable(strField(&v, "customType")) + "]"
 	}
@@ -90,7 +92,7 @@ func messagePreview(m *Value) string {
 		if c, ok := m.Get("cancelled"); ok && c.Kind == KindBool && c.Bool {
 			s += " (cancelled)"
 		} else if code, ok := m.Get("exitCode"); ok && code.Kind == KindNumber && code.Num != 0 {
-			s += " (exit " + FormatJSNumber(code.Num) + ")"
+			s += " (exit " + jsjson.FormatNumber(code.Num) + ")"
 		}
 		return s
 	case "custom", "hookMessage":
@@ -261,15 +263,15 @@ func isLineBreak(r rune) bool {
 // textLine returns the first non-blank line of s, trimmed, printable and
 // clipped, with " …" when more text follows.
 func textLine(s string) string {
-	rest := strings.TrimLeftFunc(s, func(r rune) bool { return IsJSWhitespace(r) || isLineBreak(r) })
+	rest := strings.TrimLeftFunc(s, func(r rune) bool { return jsjson.IsWhitespace(r) || isLineBreak(r) })
 	line := rest
 	if i := strings.IndexFunc(rest, isLineBreak); i >= 0 {
 		line, rest = rest[:i], rest[i:]
 	} else {
 		rest = ""
 	}
-	out := clip(Printable(TrimJS(line)))
-	if TrimJS(rest) != "" && !strings.HasSuffix(out, "…") {
+	out := clip(Printable(jsjson.Trim(line)))
+	if jsjson.Trim(rest) != "" && !strings.HasSuffix(out, "…") {
 		out += " …"
 	}
 	return out

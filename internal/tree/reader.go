@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"unicode/utf8"
+
+	"github.com/pifleet/sessionlog/internal/tree/jsjson"
 )
 
 // LineError is a problem with one line of a session file. Line numbers are
@@ -138,7 +140,7 @@ func splitLines(data []byte, strict bool) ([]parsedLine, []LineError, error) {
 	lineNo := 1
 	for len(data) > 0 {
 		r, n := utf8.DecodeRune(data)
-		if !IsJSWhitespace(r) {
+		if !jsjson.IsWhitespace(r) {
 			break
 		}
 		if r == '\n' {
@@ -148,7 +150,7 @@ func splitLines(data []byte, strict bool) ([]parsedLine, []LineError, error) {
 	}
 	for len(data) > 0 {
 		r, n := utf8.DecodeLastRune(data)
-		if !IsJSWhitespace(r) {
+		if !jsjson.IsWhitespace(r) {
 			break
 		}
 		data = data[:len(data)-n]
@@ -191,7 +193,7 @@ func splitLines(data []byte, strict bool) ([]parsedLine, []LineError, error) {
 func isBlankJS(line []byte) bool {
 	for len(line) > 0 {
 		r, n := utf8.DecodeRune(line)
-		if !IsJSWhitespace(r) {
+		if !jsjson.IsWhitespace(r) {
 			return false
 		}
 		line = line[n:]

@@ -3,6 +3,8 @@ package tree
 import (
 	"errors"
 	"fmt"
+
+	"github.com/pifleet/sessionlog/internal/tree/jsjson"
 )
 
 // This file holds the one JSON pass every line goes through: it validates the
@@ -355,5 +357,5 @@ func unquoteRaw(inner []byte) (string, bool) {
 	buf = append(buf, '"')
 	buf = append(buf, inner...)
 	buf = append(buf, '"')
-	return UnquoteJSON(buf)
+	return jsjson.Unquote(buf)
 }

@@ -1,6 +1,10 @@
 package tree
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/pifleet/sessionlog/internal/tree/jsjson"
+)
 
 // Session is one pi session held in memory: the header, the entries in file
 // (= stream) order, and the indexes pi's SessionManager builds: entries by id,
@@ -162,8 +166,8 @@ func (e *Entry) LabelChange() (target, label string, set, ok bool) {
 	if !ok {
 		return "", "", false, false
 	}
-	if raw := e.field(fLabel); JSTruthy(raw) {
-		return target, JSToString(raw), true, true
+	if raw := e.field(fLabel); jsjson.Truthy(raw) {
+		return target, jsjson.ToString(raw), true, true
 	}
 	return target, "", false, true
 }
@@ -179,7 +183,7 @@ func (e *Entry) SessionName() (string, bool) {
 	if !ok {
 		return "", false
 	}
-	n = TrimJS(n)
+	n = jsjson.Trim(n)
 	return n, n != ""
 }
 

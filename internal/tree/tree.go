@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"math"
 	"slices"
+
+	"github.com/pifleet/sessionlog/internal/tree/jsjson"
 )
 
 // Node is one entry of the session tree in pre-order.
@@ -123,15 +125,15 @@ func (s *Session) AppendTreeJSON(dst []byte, nodes []Node, opt TreeJSONOptions) 
 		}
 		e := &s.entries[n.Index]
 		dst = append(dst, `{"id":`...)
-		dst = AppendJSString(dst, e.ID)
+		dst = jsjson.AppendString(dst, e.ID)
 		if opt.Type {
 			dst = append(dst, `,"type":`...)
-			dst = AppendJSString(dst, e.Type())
+			dst = jsjson.AppendString(dst, e.Type())
 		}
 		if opt.Label {
 			if l, ok := s.labels[e.ID]; ok {
 				dst = append(dst, `,"label":`...)
-				dst = AppendJSString(dst, l.text)
+				dst = jsjson.AppendString(dst, l.text)
 			}
 		}
 		dst = append(dst, `,"children":[`...)

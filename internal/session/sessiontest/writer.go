@@ -13,6 +13,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/tree"
+	"github.com/pifleet/sessionlog/internal/tree/jsjson"
 	"github.com/pifleet/sessionlog/internal/writer"
 )
 
@@ -56,13 +57,13 @@ func ctxFor(t *testing.T) context.Context {
 
 // UserMessage and AssistantMessage are pi AgentMessages for tests.
 func UserMessage(text string) []byte {
-	return fmt.Appendf(nil, `{"role":"user","content":%s,"timestamp":1}`, tree.AppendJSString(nil, text))
+	return fmt.Appendf(nil, `{"role":"user","content":%s,"timestamp":1}`, jsjson.AppendString(nil, text))
 }
 
 // AssistantMessage is an assistant reply with one text block.
 func AssistantMessage(text string) []byte {
 	return fmt.Appendf(nil, `{"role":"assistant","content":[{"type":"text","text":%s}],"provider":"anthropic","model":"claude","stopReason":"stop","timestamp":2}`,
-		tree.AppendJSString(nil, text))
+		jsjson.AppendString(nil, text))
 }
 
 func mustOK(t *testing.T) func(string, error) string {

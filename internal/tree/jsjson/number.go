@@ -1,23 +1,23 @@
-package tree
+package jsjson
 
 import (
 	"math"
 	"strconv"
 )
 
-// FormatJSNumber returns JavaScript's Number.prototype.toString() of f,
+// FormatNumber returns JavaScript's Number.prototype.toString() of f,
 // which is also what JSON.stringify writes for a finite number: NaN gives
 // "NaN", ±Inf "Infinity"/"-Infinity", -0 "0", and otherwise the shortest
 // digits that round-trip, laid out by ECMAScript's Number::toString: plain
 // digits below 1e21 ("100", "123456789012345680000"), plain decimals down to
 // 1e-6 ("0.000001"), exponential outside that ("1e-7", "1.5e+21").
-func FormatJSNumber(f float64) string {
+func FormatNumber(f float64) string {
 	var buf [32]byte
-	return string(jsAppendNumber(buf[:0], f))
+	return string(appendNumber(buf[:0], f))
 }
 
-// jsAppendNumber appends FormatJSNumber(f) to dst.
-func jsAppendNumber(dst []byte, f float64) []byte {
+// appendNumber appends FormatNumber(f) to dst.
+func appendNumber(dst []byte, f float64) []byte {
 	switch {
 	case f != f:
 		return append(dst, "NaN"...)

@@ -1,4 +1,4 @@
-package tree
+package jsjson
 
 import "unicode/utf8"
 
@@ -75,7 +75,7 @@ var jsStrSafe = func() (t [utf8.RuneSelf]bool) {
 	return t
 }()
 
-// AppendJSString appends the JSON.stringify quoting of the WTF-8 string s:
+// AppendString appends the JSON.stringify quoting of the WTF-8 string s:
 // '"' and '\\' are escaped; U+0008, U+000C, U+000A, U+000D and U+0009 become
 // \b \f \n \r \t; other code points below U+0020 become \u00xx; lone
 // surrogates become \udxxx (lower-case hex, the ES2019 well-formed
@@ -87,7 +87,7 @@ var jsStrSafe = func() (t [utf8.RuneSelf]bool) {
 // mean in JavaScript. Bytes that are not WTF-8 at all cannot come from a JS
 // string; each maximal invalid subpart is written as U+FFFD, so the output is
 // always valid UTF-8.
-func AppendJSString(dst []byte, s string) []byte {
+func AppendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0 // s[start:i] is pending verbatim output
 	for i := 0; i < len(s); {
@@ -145,14 +145,14 @@ func AppendJSString(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
-// UnquoteJSON decodes one JSON string literal, quotes included, into WTF-8
+// Unquote decodes one JSON string literal, quotes included, into WTF-8
 // with JSON.parse semantics: escapes \uD83D\uDE80 forming a pair decode to
 // the 4-byte UTF-8 of U+1F680, an unpaired \uXXXX surrogate decodes to its
 // WTF-8 form, and raw bytes that are not valid UTF-8 decode to U+FFFD per
 // maximal invalid subpart (as node does when reading a file as UTF-8).
 // ok is false unless raw is exactly one valid JSON string literal, with no
 // surrounding whitespace.
-func UnquoteJSON(raw []byte) (s string, ok bool) {
+func Unquote(raw []byte) (s string, ok bool) {
 	if len(raw) < 2 || raw[0] != '"' {
 		return "", false
 	}
@@ -166,11 +166,11 @@ func UnquoteJSON(raw []byte) (s string, ok bool) {
 	return s, true
 }
 
-// IsJSWhitespace reports whether r is in ECMAScript's WhiteSpace ∪
+// IsWhitespace reports whether r is in ECMAScript's WhiteSpace ∪
 // LineTerminator, the set String.prototype.trim strips. It is deliberately
 // not unicode.IsSpace: JS includes U+FEFF and excludes U+0085, and neither
 // includes U+180E (no longer Zs) or U+200B.
-func IsJSWhitespace(r rune) bool {
+func IsWhitespace(r rune) bool {
 	switch r {
 	case '\t', '\n', '\v', '\f', '\r', ' ', 0xA0, 0x1680,
 		0x2028, 0x2029, 0x202F, 0x205F, 0x3000, 0xFEFF:
@@ -179,35 +179,35 @@ func IsJSWhitespace(r rune) bool {
 	return r >= 0x2000 && r <= 0x200A
 }
 
-// TrimJS implements String.prototype.trim on the WTF-8 string s: it strips
-// leading and trailing code points for which IsJSWhitespace is true.
+// Trim implements String.prototype.trim on the WTF-8 string s: it strips
+// leading and trailing code points for which IsWhitespace is true.
 // Surrogates and invalid bytes decode as utf8.RuneError, which is not
 // whitespace, so they stop the trim exactly as a lone surrogate does in JS.
-func TrimJS(s string) string {
+func Trim(s string) string {
 	for len(s) > 0 {
 		if c := s[0]; c < utf8.RuneSelf {
-			if !IsJSWhitespace(rune(c)) {
+			if !IsWhitespace(rune(c)) {
 				break
 			}
 			s = s[1:]
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(s)
-		if !IsJSWhitespace(r) {
+		if !IsWhitespace(r) {
 			break
 		}
 		s = s[size:]
 	}
 	for len(s) > 0 {
 		if c := s[len(s)-1]; c < utf8.RuneSelf {
-			if !IsJSWhitespace(rune(c)) {
+			if !IsWhitespace(rune(c)) {
 				break
 			}
 			s = s[:len(s)-1]
 			continue
 		}
 		r, size := utf8.DecodeLastRuneInString(s)
-		if !IsJSWhitespace(r) {
+		if !IsWhitespace(r) {
 			break
 		}
 		s = s[:len(s)-size]

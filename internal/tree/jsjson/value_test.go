@@ -1,4 +1,4 @@
-package tree
+package jsjson
 
 import (
 	"bytes"
@@ -288,7 +288,7 @@ func TestJSAppendJSONHandBuilt(t *testing.T) {
 	if v.Obj[0].Key != "id" {
 		t.Error("AppendJSON reordered the caller's slice")
 	}
-	if got := string((Value{Kind: ValueKind(200)}).AppendJSON(nil)); got != "null" {
+	if got := string((Value{Kind: Kind(200)}).AppendJSON(nil)); got != "null" {
 		t.Errorf("unknown kind gives %s", got)
 	}
 }
@@ -306,12 +306,12 @@ func TestJSTruthy(t *testing.T) {
 		{"nope", false}, {"[", false}, {"0 0", false},
 	}
 	for _, tt := range tests {
-		if got := JSTruthy([]byte(tt.in)); got != tt.want {
-			t.Errorf("JSTruthy(%q) = %v, want %v", tt.in, got, tt.want)
+		if got := Truthy([]byte(tt.in)); got != tt.want {
+			t.Errorf("Truthy(%q) = %v, want %v", tt.in, got, tt.want)
 		}
 	}
-	if JSTruthy(nil) {
-		t.Error("JSTruthy(nil) = true")
+	if Truthy(nil) {
+		t.Error("Truthy(nil) = true")
 	}
 }
 
@@ -331,12 +331,12 @@ func TestJSToString(t *testing.T) {
 		{`["\ud83d", "\ude80"]`, "\xed\xa0\xbd,\xed\xba\x80"},
 	}
 	for _, tt := range tests {
-		if got := JSToString([]byte(tt.in)); got != tt.want {
-			t.Errorf("JSToString(%q) = %q, want %q", tt.in, got, tt.want)
+		if got := ToString([]byte(tt.in)); got != tt.want {
+			t.Errorf("ToString(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
-	if got := JSToString(nil); got != "undefined" {
-		t.Errorf("JSToString(nil) = %q", got)
+	if got := ToString(nil); got != "undefined" {
+		t.Errorf("ToString(nil) = %q", got)
 	}
 }
 
@@ -411,8 +411,8 @@ func jsCheckParse(t *testing.T, data []byte) {
 		}
 	}
 	// Whatever the input, these must not panic.
-	JSTruthy(data)
-	JSToString(data)
+	Truthy(data)
+	ToString(data)
 	if err != nil {
 		var se *jsSyntaxError
 		if !errors.As(err, &se) || se.off < 0 || se.off > len(data) {
@@ -436,8 +436,8 @@ func jsCheckParse(t *testing.T, data []byte) {
 	}
 	if v.Kind == KindString {
 		trimmed := bytes.Trim(data, " \t\r\n")
-		if s, ok := UnquoteJSON(trimmed); !ok || s != v.Str {
-			t.Fatalf("UnquoteJSON(%q) = %q, %v; ParseValue gave %q", trimmed, s, ok, v.Str)
+		if s, ok := Unquote(trimmed); !ok || s != v.Str {
+			t.Fatalf("Unquote(%q) = %q, %v; ParseValue gave %q", trimmed, s, ok, v.Str)
 		}
 	}
 }
@@ -642,14 +642,14 @@ func TestJSAgainstNodeParseStringify(t *testing.T) {
 func TestJSAgainstNodeToStringTruthy(t *testing.T) {
 	corpus := jsNodeCorpus()
 	// String(x) may hold lone surrogates, so node returns it quoted, and
-	// the Go result is quoted with AppendJSString to compare.
+	// the Go result is quoted with AppendString to compare.
 	want := jsNode(t, `const v = JSON.parse(s); return (v ? 'T' : 'F') + JSON.stringify(String(v));`, corpus)
 	for i, in := range corpus {
 		if want[i] == nil {
 			continue // not JSON; our fallbacks are covered elsewhere
 		}
-		got := append([]byte{'F'}, AppendJSString(nil, JSToString(in))...)
-		if JSTruthy(in) {
+		got := append([]byte{'F'}, AppendString(nil, ToString(in))...)
+		if Truthy(in) {
 			got[0] = 'T'
 		}
 		if !bytes.Equal(got, want[i]) {
@@ -657,7 +657,7 @@ func TestJSAgainstNodeToStringTruthy(t *testing.T) {
 		}
 	}
 	// undefined cannot be written as JSON, so check it directly.
-	if JSToString(nil) != "undefined" || JSTruthy(nil) {
+	if ToString(nil) != "undefined" || Truthy(nil) {
 		t.Error("undefined mishandled")
 	}
 }
@@ -680,12 +680,12 @@ func TestJSAgainstNodeTrim(t *testing.T) {
 	}
 	inputs := make([][]byte, len(strs))
 	for i, s := range strs {
-		inputs[i] = AppendJSString(nil, s)
+		inputs[i] = AppendString(nil, s)
 	}
 	want := jsNode(t, `return JSON.stringify(JSON.parse(s).trim());`, inputs)
 	for i, s := range strs {
-		if got := AppendJSString(nil, TrimJS(s)); !bytes.Equal(got, want[i]) {
-			t.Errorf("TrimJS(%q) = %s, node %s", s, got, want[i])
+		if got := AppendString(nil, Trim(s)); !bytes.Equal(got, want[i]) {
+			t.Errorf("Trim(%q) = %s, node %s", s, got, want[i])
 		}
 	}
 }
@@ -720,9 +720,9 @@ func TestJSAgainstNodeNumbers(t *testing.T) {
 	want := jsNode(t, `return String(Number(s));`, inputs)
 	bad := 0
 	for i, f := range fs {
-		if got := FormatJSNumber(f); got != string(want[i]) {
+		if got := FormatNumber(f); got != string(want[i]) {
 			if bad++; bad <= 20 {
-				t.Errorf("FormatJSNumber(%s) = %s, node %s", inputs[i], got, want[i])
+				t.Errorf("FormatNumber(%s) = %s, node %s", inputs[i], got, want[i])
 			}
 		}
 	}

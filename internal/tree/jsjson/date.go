@@ -1,22 +1,26 @@
-package tree
+package jsjson
 
 import (
+	"bytes"
 	"math"
 	"strconv"
+	"unsafe"
 )
 
-// jsDateMillis computes new Date(v).getTime() for the raw JSON value at sp,
-// which pi uses both to order children and to stamp summary messages.
-// Absent or unparsable values give NaN (JSON.stringify then writes null).
-func jsDateMillis(line []byte, sp span) float64 {
-	if !sp.ok() {
+// DateMillis returns new Date(x).getTime() for the JSON value raw, as it
+// appears in a document (no surrounding whitespace); pi uses it both to
+// order children and to stamp summary messages. A string is parsed by the
+// ECMAScript date format (see parseISODate), a number is clipped to a time
+// value, null and false give the epoch and true 1 ms after it. Empty raw
+// stands for undefined and, like objects, arrays and unparsable values,
+// gives NaN (which JSON.stringify then writes as null).
+func DateMillis(raw []byte) float64 {
+	if len(raw) == 0 {
 		return math.NaN()
 	}
-	raw := sp.of(line)
 	switch raw[0] {
 	case '"':
-		s, _ := decodeString(line, sp)
-		return parseISODate(s)
+		return parseISODate(dateString(raw))
 	case 'n': // new Date(null) is the epoch
 		return 0
 	case 't':
@@ -26,11 +30,29 @@ func jsDateMillis(line []byte, sp span) float64 {
 	case '{', '[':
 		return math.NaN()
 	}
-	f, ok := parseJSNumber(raw)
+	f, ok := ParseNumber(raw)
 	if !ok {
 		return math.NaN()
 	}
 	return timeClip(f)
+}
+
+// dateString decodes the string literal raw for parseISODate. Timestamps
+// rarely have escapes: without one the content is used in place, sharing
+// raw's memory; parseISODate does not keep it.
+func dateString(raw []byte) string {
+	if len(raw) < 2 {
+		return ""
+	}
+	inner := raw[1 : len(raw)-1]
+	if bytes.IndexByte(inner, '\\') >= 0 {
+		s, _ := Unquote(raw)
+		return s
+	}
+	if len(inner) == 0 {
+		return ""
+	}
+	return unsafe.String(&inner[0], len(inner))
 }
 
 func timeClip(f float64) float64 {
@@ -40,8 +62,11 @@ func timeClip(f float64) float64 {
 	return math.Trunc(f) + 0 // +0 turns -0 into 0
 }
 
-// parseJSNumber parses a JSON number literal as JSON.parse does (overflow is ±Inf).
-func parseJSNumber(raw []byte) (float64, bool) {
+// ParseNumber parses the JSON number literal raw as JSON.parse does:
+// rounding to nearest, overflowing to ±Inf. raw is taken to be a number a
+// JSON scanner has already checked; ok is false if it does not start like
+// one or strconv.ParseFloat rejects it.
+func ParseNumber(raw []byte) (float64, bool) {
 	if len(raw) == 0 || !(raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9') {
 		return 0, false
 	}

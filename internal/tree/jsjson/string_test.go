@@ -1,4 +1,4 @@
-package tree
+package jsjson
 
 import (
 	"testing"
@@ -35,9 +35,9 @@ func TestJSAppendJSString(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := string(AppendJSString([]byte("x"), tt.in))
+			got := string(AppendString([]byte("x"), tt.in))
 			if got != "x"+tt.want {
-				t.Errorf("AppendJSString(%q) = %q, want %q", tt.in, got[1:], tt.want)
+				t.Errorf("AppendString(%q) = %q, want %q", tt.in, got[1:], tt.want)
 			}
 			if !utf8.ValidString(got) {
 				t.Errorf("output %q is not valid UTF-8", got)
@@ -93,26 +93,26 @@ func TestJSUnquoteJSON(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := UnquoteJSON([]byte(tt.in))
+			got, ok := Unquote([]byte(tt.in))
 			if got != tt.want || ok != tt.ok {
-				t.Errorf("UnquoteJSON(%q) = %q, %v; want %q, %v", tt.in, got, ok, tt.want, tt.ok)
+				t.Errorf("Unquote(%q) = %q, %v; want %q, %v", tt.in, got, ok, tt.want, tt.ok)
 			}
 		})
 	}
 }
 
 func TestJSStringRoundTrip(t *testing.T) {
-	// Every string UnquoteJSON produces must come back unchanged through
-	// AppendJSString, which is what makes a parse/stringify cycle lossless.
+	// Every string Unquote produces must come back unchanged through
+	// AppendString, which is what makes a parse/stringify cycle lossless.
 	for _, in := range []string{
 		`"\ud83d"`, `"\ude80\ud83d"`, `"\uD83D\uDE80"`, `"\u0000\u001f\u007f"`,
 		`"\u2028"`, "\"\xff\xfe\"", `"\\\"\/"`, `"\udbff\udfff"`, `"\ud800\udc00"`,
 	} {
-		s, ok := UnquoteJSON([]byte(in))
+		s, ok := Unquote([]byte(in))
 		if !ok {
-			t.Fatalf("UnquoteJSON(%q) failed", in)
+			t.Fatalf("Unquote(%q) failed", in)
 		}
-		back, ok := UnquoteJSON(AppendJSString(nil, s))
+		back, ok := Unquote(AppendString(nil, s))
 		if !ok || back != s {
 			t.Errorf("%q: round trip gave %q, %v; want %q", in, back, ok, s)
 		}
@@ -125,13 +125,13 @@ func TestJSWhitespace(t *testing.T) {
 	no := []rune{0x00, 0x08, 0x0E, 0x1F, 'a', 0x85, 0x180E, 0x200B, 0x200C, 0x2027, 0x202A,
 		0x2060, 0xFFFD, 0xD800, 0x10FFFF, -1}
 	for _, r := range yes {
-		if !IsJSWhitespace(r) {
-			t.Errorf("IsJSWhitespace(%U) = false", r)
+		if !IsWhitespace(r) {
+			t.Errorf("IsWhitespace(%U) = false", r)
 		}
 	}
 	for _, r := range no {
-		if IsJSWhitespace(r) {
-			t.Errorf("IsJSWhitespace(%U) = true", r)
+		if IsWhitespace(r) {
+			t.Errorf("IsWhitespace(%U) = true", r)
 		}
 	}
 }
@@ -155,8 +155,8 @@ func TestJSTrimJS(t *testing.T) {
 		{"\x00 x", "\x00 x"},
 	}
 	for _, tt := range tests {
-		if got := TrimJS(tt.in); got != tt.want {
-			t.Errorf("TrimJS(%q) = %q, want %q", tt.in, got, tt.want)
+		if got := Trim(tt.in); got != tt.want {
+			t.Errorf("Trim(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
 }

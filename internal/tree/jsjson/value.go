@@ -1,4 +1,4 @@
-package tree
+package jsjson
 
 import (
 	"math"
@@ -8,20 +8,15 @@ import (
 	"unicode/utf8"
 )
 
-// This file parses and serializes JSON with JavaScript's semantics, so that
-// files written by pi (JSON.parse / JSON.stringify in node) are reproduced
-// byte for byte. encoding/json differs in ways that matter here: it replaces
-// lone surrogates with U+FFFD, keeps the last duplicate key in its last
-// position, escapes '<', '>', '&', U+2028 and U+2029, prints numbers
-// differently and does not know JavaScript's property order.
+// This file parses and serializes JSON values with JavaScript's semantics
+// (see the package comment for why encoding/json will not do).
 
-// ValueKind is the kind of a JSON value. (It is not called Kind because that
-// name is taken by the entry type in this package.)
-type ValueKind uint8
+// Kind is the kind of a JSON value.
+type Kind uint8
 
 // The kinds of JSON value. The zero Value is KindNull.
 const (
-	KindNull ValueKind = iota
+	KindNull Kind = iota
 	KindBool
 	KindNumber
 	KindString
@@ -33,13 +28,13 @@ const (
 // field matching Kind is meaningful. Empty arrays and objects from
 // ParseValue have nil Arr and Obj.
 type Value struct {
-	Kind ValueKind
+	Kind Kind
 	Bool bool
 	// Num is the KindNumber value as JSON.parse computes it: "1e400" is
 	// +Inf and "-0" is -0, both of which JSON.stringify writes differently
 	// ("null" and "0").
 	Num float64
-	// Str is the KindString value in WTF-8 (see AppendJSString).
+	// Str is the KindString value in WTF-8 (see AppendString).
 	Str string
 	Arr []Value
 	// Obj holds the KindObject members in JavaScript property order:
@@ -93,7 +88,7 @@ type jsFrame struct {
 // ParseValue parses one JSON text exactly as JavaScript's JSON.parse accepts
 // it: RFC 8259 with whitespace limited to SP HT LF CR around tokens (no BOM),
 // no trailing commas, comments, NaN, leading zeros or raw control characters
-// in strings. Strings decode to WTF-8 (see UnquoteJSON). Numbers round to
+// in strings. Strings decode to WTF-8 (see Unquote). Numbers round to
 // nearest, overflowing to ±Inf. A duplicate key keeps the position of its
 // first occurrence and the value of its last, and array-index keys are
 // ordered before the others, as in JavaScript objects.
@@ -705,7 +700,7 @@ func (v *Value) Delete(key string) bool {
 
 // AppendJSON appends v serialized exactly as JavaScript's JSON.stringify(v)
 // would, without whitespace: non-finite numbers become null, -0 becomes 0,
-// strings are quoted by AppendJSString, and object members are written in
+// strings are quoted by AppendString, and object members are written in
 // JavaScript property order even if Obj was assembled in another order.
 // (Duplicate keys in a hand-built Obj, which no JS object can have, are
 // written as they are.)
@@ -724,9 +719,9 @@ func jsAppendValue(dst []byte, v *Value) []byte {
 		if math.IsNaN(v.Num) || math.IsInf(v.Num, 0) {
 			return append(dst, "null"...)
 		}
-		return jsAppendNumber(dst, v.Num)
+		return appendNumber(dst, v.Num)
 	case KindString:
-		return AppendJSString(dst, v.Str)
+		return AppendString(dst, v.Str)
 	case KindArray:
 		dst = append(dst, '[')
 		for i := range v.Arr {
@@ -747,7 +742,7 @@ func jsAppendValue(dst []byte, v *Value) []byte {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = AppendJSString(dst, ms[i].Key)
+			dst = AppendString(dst, ms[i].Key)
 			dst = append(dst, ':')
 			dst = jsAppendValue(dst, &ms[i].Val)
 		}
@@ -756,13 +751,13 @@ func jsAppendValue(dst []byte, v *Value) []byte {
 	return append(dst, "null"...)
 }
 
-// JSTruthy reports the JavaScript truthiness of the JSON value raw, which may
+// Truthy reports the JavaScript truthiness of the JSON value raw, which may
 // have surrounding JSON whitespace: false, null, any zero number ("0", "-0",
 // "0.0", "0e5", and "1e-400", which underflows to 0) and "" are falsy;
 // everything else, including "0", [] and {}, is truthy. Empty raw stands for
 // undefined and is falsy; so is raw that is not valid JSON, which is treated
 // as undefined too.
-func JSTruthy(raw []byte) bool {
+func Truthy(raw []byte) bool {
 	v, err := ParseValue(raw)
 	if err != nil {
 		return false
@@ -780,13 +775,13 @@ func JSTruthy(raw []byte) bool {
 	return false
 }
 
-// JSToString returns String(x) for the JSON value raw, which is also what a
+// ToString returns String(x) for the JSON value raw, which is also what a
 // template literal `${x}` produces: a string's WTF-8 content, a number by
-// FormatJSNumber, "true", "false", "null", "[object Object]" for objects,
+// FormatNumber, "true", "false", "null", "[object Object]" for objects,
 // and for arrays Array.prototype.join(","), which converts elements by the
 // same rules except that null elements become "". Empty raw stands for
 // undefined and gives "undefined"; so does raw that is not valid JSON.
-func JSToString(raw []byte) string {
+func ToString(raw []byte) string {
 	v, err := ParseValue(raw)
 	if err != nil {
 		return "undefined"
@@ -802,7 +797,7 @@ func jsAppendToString(dst []byte, v *Value) []byte {
 	case KindBool:
 		return strconv.AppendBool(dst, v.Bool)
 	case KindNumber:
-		return jsAppendNumber(dst, v.Num)
+		return appendNumber(dst, v.Num)
 	case KindString:
 		return append(dst, v.Str...)
 	case KindArray:

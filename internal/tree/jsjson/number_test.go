@@ -1,4 +1,4 @@
-package tree
+package jsjson
 
 import (
 	"math"
@@ -50,8 +50,8 @@ func TestJSFormatJSNumber(t *testing.T) {
 		{math.Inf(-1), "-Infinity"},
 	}
 	for _, tt := range tests {
-		if got := FormatJSNumber(tt.in); got != tt.want {
-			t.Errorf("FormatJSNumber(%v) = %q, want %q", tt.in, got, tt.want)
+		if got := FormatNumber(tt.in); got != tt.want {
+			t.Errorf("FormatNumber(%v) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
 }
@@ -59,8 +59,8 @@ func TestJSFormatJSNumber(t *testing.T) {
 func TestJSFormatJSNumberAllocs(t *testing.T) {
 	dst := make([]byte, 0, 64)
 	for _, f := range []float64{1.5e-7, 0.30000000000000004, 1e21, 42} {
-		if n := testing.AllocsPerRun(100, func() { dst = jsAppendNumber(dst[:0], f) }); n != 0 {
-			t.Errorf("jsAppendNumber(%v) allocates %v times", f, n)
+		if n := testing.AllocsPerRun(100, func() { dst = appendNumber(dst[:0], f) }); n != 0 {
+			t.Errorf("appendNumber(%v) allocates %v times", f, n)
 		}
 	}
 }
