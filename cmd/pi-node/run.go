@@ -12,6 +12,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -47,7 +48,9 @@ type Main struct {
 	http           *http.Server
 	micro          micro.Service
 	serveErr       chan error
-	leaderless     atomic.Int64 // unix nanos since the stream has had no leader (0: it has one)
+	stopBG         context.CancelFunc // ends the background work below
+	bg             sync.WaitGroup     // releaseAfterRebuild
+	leaderless     atomic.Int64       // unix nanos since the stream has had no leader (0: it has one)
 }
 
 // NewMain returns a Main with the default configuration.
@@ -103,7 +106,11 @@ func (m *Main) Run(ctx context.Context) error {
 	if err := m.store.Open(ctx); err != nil {
 		return err
 	}
-	go m.releaseAfterRebuild(ctx, feed)
+	// Until Run's ctx ends or Close, whichever comes first: its 12 s timer
+	// must not hold up a shutdown, nor outlive the Store and connection.
+	bgCtx, stopBG := context.WithCancel(ctx)
+	m.stopBG = stopBG
+	m.bg.Go(func() { m.releaseAfterRebuild(bgCtx, feed) })
 	svc := &service.Service{Log: log, Store: m.store, Cursors: cursors, CursorWait: c.MinSeqTimeout}
 	archive, err := m.newArchiver(ctx, log, name, logger)
 	if err != nil {
@@ -180,8 +187,13 @@ func (m *Main) mode() string {
 
 // Close stops accepting, drains requests in flight (up to ShutdownGrace),
 // stops the Store's consumer, closes the connection and shuts the embedded
-// server down. Safe to call after a failed Run.
+// server down; it returns once every goroutine Run started has ended. Safe
+// to call after a failed Run.
 func (m *Main) Close() error {
+	if m.stopBG != nil {
+		m.stopBG()
+		m.bg.Wait()
+	}
 	var errs []error
 	if m.micro != nil {
 		errs = append(errs, m.micro.Stop())

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nuid"
@@ -24,6 +25,10 @@ type relay struct {
 	conn    *jetstream.Conn
 	subject string
 	raw     *rawSink
+
+	mu      sync.Mutex
+	closing bool
+	serving sync.WaitGroup // the requests in flight, which close waits for
 }
 
 // Request headers of the relay.
@@ -48,11 +53,22 @@ func startRelay(ctx context.Context, cc jetstream.ConnConfig, cfg jetstream.Conf
 		return nil, err
 	}
 	r := &relay{conn: conn, subject: "_bench.relay." + nuid.Next(), raw: &rawSink{js: conn.JS, log: jetstream.NewLog(conn.JS, cfg)}}
-	if _, err := conn.NC.Subscribe(r.subject, func(m *nats.Msg) { go r.serve(m) }); err != nil {
+	if _, err := conn.NC.Subscribe(r.subject, r.dispatch); err != nil {
 		conn.Close()
 		return nil, err
 	}
 	return r, conn.NC.Flush()
+}
+
+// dispatch serves m on a goroutine of its own, unless the relay is closing
+// (the subscription may still deliver while close waits).
+func (r *relay) dispatch(m *nats.Msg) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closing {
+		return
+	}
+	r.serving.Go(func() { r.serve(m) })
 }
 
 func (r *relay) serve(m *nats.Msg) {
@@ -71,7 +87,15 @@ func (r *relay) serve(m *nats.Msg) {
 	_ = m.RespondMsg(reply)
 }
 
-func (r *relay) close() { r.conn.Close() }
+// close waits for the requests in flight, then closes the connection they
+// answer on.
+func (r *relay) close() {
+	r.mu.Lock()
+	r.closing = true
+	r.mu.Unlock()
+	r.serving.Wait()
+	r.conn.Close()
+}
 
 // relaySink sends appends through the relay; creations go raw (they are
 // not what the relay is for).

@@ -111,7 +111,10 @@ func (f *Feed) Follow(ctx context.Context, from uint64, apply func([]session.Sto
 		}
 		applied = next - 1
 		fctx, cancel := context.WithCancel(ctx)
+		// Joined below, so that no goroutine outlives the call.
+		watched := make(chan struct{})
 		go func() {
+			defer close(watched)
 			select {
 			case <-switched:
 				cancel()
@@ -126,6 +129,7 @@ func (f *Feed) Follow(ctx context.Context, from uint64, apply func([]session.Sto
 			return nil
 		})
 		cancel()
+		<-watched
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}

@@ -186,7 +186,10 @@ func (c *Cursors) Watch(ctx context.Context, sid string, fn func(e session.Curso
 			return err
 		}
 		wctx, cancel := context.WithCancel(ctx)
+		// Joined below, so that no goroutine outlives the call.
+		watched := make(chan struct{})
 		go func() {
+			defer close(watched)
 			select {
 			case <-changed:
 				cancel()
@@ -195,6 +198,7 @@ func (c *Cursors) Watch(ctx context.Context, sid string, fn func(e session.Curso
 		}()
 		err = t.Watch(wctx, sid, fn)
 		cancel()
+		<-watched
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}

@@ -130,8 +130,9 @@ type Store struct {
 	spills   []*snapFile
 	spillBuf []byte
 
-	cancel context.CancelFunc
-	done   chan struct{}
+	opened bool               // Open ran: a Store follows once, also after Close
+	cancel context.CancelFunc // stops the goroutines Open started; nil once closed
+	wg     sync.WaitGroup     // follow, watchLag and snapshotLoop
 }
 
 type storeStats struct {
@@ -157,32 +158,34 @@ func New(feed session.Feed, opts Options) *Store {
 }
 
 // Open starts following the log from the beginning (or from where a
-// restored snapshot left off) in a goroutine that Close stops.
+// restored snapshot left off) in goroutines that Close stops.
 func (st *Store) Open(ctx context.Context) error {
-	if st.done != nil {
+	if st.opened {
 		return nil
 	}
+	st.opened = true
 	if st.opts.SnapshotDir != "" {
 		removeStaleSpills(st.opts.SnapshotDir)
 	}
 	st.restore(ctx)
 	ctx, st.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	st.done = make(chan struct{})
-	go st.follow(ctx)
-	go st.watchLag(ctx)
+	st.wg.Go(func() { st.follow(ctx) })
+	st.wg.Go(func() { st.watchLag(ctx) })
 	if st.opts.SnapshotDir != "" {
-		go st.snapshotLoop(ctx)
+		st.wg.Go(func() { st.snapshotLoop(ctx) })
 	}
 	return nil
 }
 
-// Close stops following and waits for the goroutines to end.
+// Close stops following and waits for every goroutine Open started: the
+// last snapshot below must not race with a periodic one, and nothing may
+// poll the log once its owner closes the connection.
 func (st *Store) Close() error {
 	if st.cancel == nil {
 		return nil
 	}
 	st.cancel()
-	<-st.done
+	st.wg.Wait()
 	st.cancel = nil
 	// A last snapshot, so the next start has nothing to re-read.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -203,7 +206,6 @@ func (st *Store) Close() error {
 }
 
 func (st *Store) follow(ctx context.Context) {
-	defer close(st.done)
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		from := st.Applied() + 1
