@@ -15,7 +15,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/pifleet/sessionlog/internal/api"
+	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/store"
 )
 
 // stallingLog is a MemLog whose Append, once stall is set, blocks until
@@ -57,13 +59,13 @@ func TestServerCloseJoinsGoroutines(t *testing.T) {
 	}
 
 	l := &stallingLog{MemLog: session.NewMemLog(1000, maxRecord), entered: make(chan struct{}, 1)}
-	st := session.NewStore(l, session.StoreOptions{Log: l})
+	st := store.New(l, store.Options{Log: l})
 	if err := st.Open(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
 	srv, err := api.New(api.Config{
-		Service:  &session.Service{Log: l, Store: st, Cursors: session.NewMemCursors()},
+		Service:  &service.Service{Log: l, Store: st, Cursors: session.NewMemCursors()},
 		NodeName: "n1", Heartbeat: 10 * time.Millisecond,
 	})
 	if err != nil {
