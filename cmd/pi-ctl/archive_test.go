@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/jetstream/jstest"
 	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/store"
+	"github.com/pifleet/sessionlog/internal/testutil"
 )
 
 // archivedPage is the JSON of archive ls.
@@ -38,18 +40,22 @@ func TestArchiveCommands(t *testing.T) {
 	// A copy is listed as soon as it is stored, and the session leaves
 	// the log a moment later: wait for both.
 	var page archivedPage
-	waitFor(t, 30*time.Second, func() bool {
+	testutil.WaitFor(t, 30*time.Second, func() error {
 		page = archivedPage{}
 		mustJSON(t, mustRun(t, withFlags(conn, "archive", "ls", "--all", "--json")...), &page)
 		var live listPage
 		mustJSON(t, mustRun(t, withFlags(conn, "ls", "--all", "--json")...), &live)
+		ok := len(page.Sessions) == len(want) && len(live.Sessions) == 0
 		for _, s := range page.Sessions {
 			if s.Live { // archive ls ran before the purge that ls then saw
-				return false
+				ok = false
 			}
 		}
-		return len(page.Sessions) == len(want) && len(live.Sessions) == 0
-	}, func() string { return "the periodic pass to archive the imported sessions; " + n.logTail() })
+		if !ok {
+			return errors.New("the periodic pass to archive the imported sessions; " + n.logTail())
+		}
+		return nil
+	})
 	for _, s := range page.Sessions {
 		if !want[s.SessionID] || s.Live || s.Bytes == 0 || s.Parts != 1 || len(s.Month) != 6 {
 			t.Errorf("listed %+v", s)
@@ -145,12 +151,15 @@ func TestArchiveRestoreCycle(t *testing.T) {
 		t.Errorf("export of an archived session: exit %d, stderr %q", r.code, r.stderr)
 	}
 	var res restoreResult
-	waitFor(t, 10*time.Second, func() bool {
+	testutil.WaitFor(t, 10*time.Second, func() error {
 		r := runCLI(t, "", withFlags(nats, "archive", "restore", v.sid, "--json")...)
 		res = restoreResult{}
 		mustJSON(t, r.stdout, &res)
-		return r.code == 0
-	}, func() string { return "a restore once the duplicate window is over: " + res.Error })
+		if r.code != 0 {
+			return errors.New("a restore once the duplicate window is over: " + res.Error)
+		}
+		return nil
+	})
 	if res.Result != "restored" || res.SessionID != v.sid || res.LastSeq == 0 {
 		t.Errorf("restore: %+v", res)
 	}

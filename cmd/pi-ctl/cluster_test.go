@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pifleet/sessionlog/internal/jetstream/jstest"
+	"github.com/pifleet/sessionlog/internal/testutil"
 
 	"github.com/nats-io/nats.go"
 
@@ -29,8 +30,8 @@ func startNATSCluster(t *testing.T) []string {
 	var clients, routes []string
 	var clusterPorts []int
 	for range n {
-		clients = append(clients, fmt.Sprintf("127.0.0.1:%d", jstest.FreePort(t)))
-		p := jstest.FreePort(t)
+		clients = append(clients, fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t)))
+		p := testutil.FreePort(t)
 		clusterPorts = append(clusterPorts, p)
 		routes = append(routes, fmt.Sprintf("%q", fmt.Sprintf("nats-route://127.0.0.1:%d", p)))
 	}
@@ -63,9 +64,12 @@ cluster {
 		urls = append(urls, "nats://"+clients[k])
 	}
 	for _, u := range urls {
-		waitFor(t, 30*time.Second, func() bool { return jetStreamReady(u) }, func() string {
+		testutil.WaitFor(t, 30*time.Second, func() error {
+			if jetStreamReady(u) {
+				return nil
+			}
 			b, _ := os.ReadFile(filepath.Join(dir, "s1.log"))
-			return "JetStream meta leader seen from " + u + "; s1's log:\n" + string(b)
+			return errors.New("JetStream meta leader seen from " + u + "; s1's log:\n" + string(b))
 		})
 	}
 	return urls

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/conformance"
+	"github.com/pifleet/sessionlog/internal/testutil"
 	"github.com/pifleet/sessionlog/internal/tree"
 )
 
@@ -86,7 +88,12 @@ func TestEndToEnd(t *testing.T) {
 	follow := vs[0].sid
 	stdout, stderr, wait := background(ctx, "log", follow, "-f", "--http", n.httpURL)
 	backlog := lineCount(mustRun(t, "log", follow, "--http", n.httpURL))
-	waitFor(t, 10*time.Second, func() bool { return lineCount(stdout.String()) == backlog }, stdout.String)
+	testutil.WaitFor(t, 10*time.Second, func() error {
+		if lineCount(stdout.String()) != backlog {
+			return errors.New(stdout.String())
+		}
+		return nil
+	})
 
 	n.kill9(t)
 	if err := n.start(builtBinary(t, "pi-node")); err != nil {
@@ -95,8 +102,12 @@ func TestEndToEnd(t *testing.T) {
 	// Same results from the log on disk; the follower reconnects by itself.
 	t.Run("after", func(t *testing.T) { checkVectors(t, vs, append(nats, ms...)) })
 	mustRun(t, "rename", follow, "after the crash", "--server", n.natsURL)
-	waitFor(t, 15*time.Second, func() bool { return strings.Contains(stdout.String(), "[name after the crash]") },
-		func() string { return "the follower after the restart: " + stdout.String() + stderr.String() })
+	testutil.WaitFor(t, 15*time.Second, func() error {
+		if !strings.Contains(stdout.String(), "[name after the crash]") {
+			return errors.New("the follower after the restart: " + stdout.String() + stderr.String())
+		}
+		return nil
+	})
 	cancel()
 	if code := wait(); code != 0 {
 		t.Errorf("log -f: exit %d, stderr %q", code, stderr.String())

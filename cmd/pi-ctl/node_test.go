@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pifleet/sessionlog/internal/jetstream/jstest"
 	"github.com/pifleet/sessionlog/internal/proctest"
+	"github.com/pifleet/sessionlog/internal/testutil"
 )
 
 // The server commands are tested against the real programs: pi-node (and
@@ -66,12 +66,12 @@ type node struct {
 // NATS server, else it connects there. extra flags are appended.
 func newNode(t testing.TB, dir, name, natsURL string, extra ...string) *node {
 	t.Helper()
-	hp := jstest.FreePort(t)
+	hp := testutil.FreePort(t)
 	n := &node{httpURL: "http://127.0.0.1:" + strconv.Itoa(hp), natsURL: natsURL, logPath: filepath.Join(dir, name+".log")}
 	n.args = []string{"--node-name", name, "--data-dir", filepath.Join(dir, name+"-data"),
 		"--http-listen", "127.0.0.1:" + strconv.Itoa(hp), "--log-level", "warn"}
 	if natsURL == "" {
-		cp := jstest.FreePort(t)
+		cp := testutil.FreePort(t)
 		n.natsURL = "nats://127.0.0.1:" + strconv.Itoa(cp)
 		n.args = append(n.args, "--client-listen", "127.0.0.1:"+strconv.Itoa(cp))
 	} else {
@@ -116,11 +116,9 @@ func (n *node) start(bin string) error {
 
 // waitReady polls /readyz; it gives up early when the process exits.
 func (n *node) waitReady(limit time.Duration) error {
-	deadline := time.Now().Add(limit)
-	tick := time.NewTicker(25 * time.Millisecond)
-	defer tick.Stop()
 	client := &http.Client{Timeout: time.Second}
-	for {
+	exited := false
+	_, err := testutil.Poll(limit, func() error {
 		resp, err := client.Get(n.httpURL + "/readyz")
 		if err == nil {
 			resp.Body.Close()
@@ -130,13 +128,19 @@ func (n *node) waitReady(limit time.Duration) error {
 		}
 		select {
 		case <-n.exited:
-			return fmt.Errorf("pi-node %v exited before it was ready:\n%s", n.args, n.logTail())
-		case <-tick.C:
+			exited = true
+			return nil // stops the polling; reported below
+		default:
+			return errors.New("not ready")
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("pi-node %v not ready within %v:\n%s", n.args, limit, n.logTail())
-		}
+	})
+	switch {
+	case exited:
+		return fmt.Errorf("pi-node %v exited before it was ready:\n%s", n.args, n.logTail())
+	case err != nil:
+		return fmt.Errorf("pi-node %v not ready within %v:\n%s", n.args, limit, n.logTail())
 	}
+	return nil
 }
 
 // kill9 kills the process without a chance to clean up, as a crash would.

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pifleet/sessionlog/internal/jetstream/jstest"
+	"github.com/pifleet/sessionlog/internal/testutil"
 )
 
 // expectFailure runs pi-ctl and wants exit status code with exactly one
@@ -70,7 +70,7 @@ func TestServerUsageErrors(t *testing.T) {
 // TestUnreachable: no node at the address, or one that never answers:
 // exit 1 quickly with a clear message and a hint.
 func TestUnreachable(t *testing.T) {
-	closed := strconv.Itoa(jstest.FreePort(t))
+	closed := strconv.Itoa(testutil.FreePort(t))
 	// A listener that accepts connections and never says a word: the
 	// kernel completes the handshake, so only --timeout ends the wait.
 	mute, err := net.Listen("tcp", "127.0.0.1:0")
@@ -105,20 +105,21 @@ func TestUnreachable(t *testing.T) {
 
 // TestNoResponders: a NATS server without pi-node on it.
 func TestNoResponders(t *testing.T) {
-	port := jstest.FreePort(t)
+	port := testutil.FreePort(t)
 	cmd := exec.Command(builtBinary(t, "nats-server"), "-a", "127.0.0.1", "-p", strconv.Itoa(port))
 	if err := startProcess(cmd); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
-	waitFor(t, 10*time.Second, func() bool {
+	testutil.WaitFor(t, 10*time.Second, func() error {
 		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err == nil {
-			c.Close()
+		if err != nil {
+			return fmt.Errorf("nats-server listening: %w", err)
 		}
-		return err == nil
-	}, func() string { return "nats-server listening" })
+		c.Close()
+		return nil
+	})
 	expectFailure(t, 1, "no pi-node serves pi.v1.list (is pi-node running and connected to this NATS server?)", nil, "ls", "--server", url)
 }
 

@@ -6,11 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/pifleet/sessionlog/internal/testutil"
 )
 
 // runCLIEnv runs pi-ctl in-process with the given environment.
@@ -21,48 +21,15 @@ func runCLIEnv(t testing.TB, environ map[string]string, args ...string) result {
 	return result{code: code, stdout: out.String(), stderr: errb.String()}
 }
 
-// syncBuffer is a bytes.Buffer a test may read while a command writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // background runs pi-ctl in-process until ctx ends; wait returns its exit
 // code.
-func background(ctx context.Context, args ...string) (stdout, stderr *syncBuffer, wait func() int) {
-	stdout, stderr = &syncBuffer{}, &syncBuffer{}
+func background(ctx context.Context, args ...string) (stdout, stderr *testutil.SyncBuffer, wait func() int) {
+	stdout, stderr = &testutil.SyncBuffer{}, &testutil.SyncBuffer{}
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, args, strings.NewReader(""), stdout, stderr, func(string) string { return "" })
 	}()
 	return stdout, stderr, func() int { return <-done }
-}
-
-// waitFor polls cond every few milliseconds until it holds, failing the
-// test after limit with what describe says.
-func waitFor(t testing.TB, limit time.Duration, cond func() bool, describe func() string) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", limit, describe())
-		}
-		<-tick.C
-	}
 }
 
 // Entry ids of sessionFile's sessions. The tree:

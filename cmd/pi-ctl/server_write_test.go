@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/service"
+	"github.com/pifleet/sessionlog/internal/testutil"
 )
 
 // TestCursorCommands sets, reads, lists and removes a cursor, and checks
@@ -155,13 +157,21 @@ func TestLogFollow(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		stdout, stderr, wait := background(ctx, withFlags(conn, "log", sid, "-f", "--min-seq", jsonNum(seq))...)
-		waitFor(t, 10*time.Second, func() bool { return lineCount(stdout.String()) == 5 },
-			func() string { return "backlog of 5 entries: " + stdout.String() + stderr.String() })
+		testutil.WaitFor(t, 10*time.Second, func() error {
+			if lineCount(stdout.String()) != 5 {
+				return errors.New("backlog of 5 entries: " + stdout.String() + stderr.String())
+			}
+			return nil
+		})
 		for _, name := range []string{"first", "second"} {
 			mustRun(t, withFlags(conn, "rename", sid, name)...)
 		}
-		waitFor(t, 10*time.Second, func() bool { return strings.Contains(stdout.String(), "[name second]") },
-			func() string { return "the new entries: " + stdout.String() + stderr.String() })
+		testutil.WaitFor(t, 10*time.Second, func() error {
+			if !strings.Contains(stdout.String(), "[name second]") {
+				return errors.New("the new entries: " + stdout.String() + stderr.String())
+			}
+			return nil
+		})
 		cancel()
 		if code := wait(); code != 0 || stderr.String() != "" {
 			t.Errorf("log -f after an interrupt: exit %d, stderr %q", code, stderr.String())
@@ -180,7 +190,12 @@ func TestLogFollowJSON(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	stdout, _, wait := background(ctx, "log", sid, "-f", "--json", "--after-seq", jsonNum(seq-1), "--http", n.httpURL)
-	waitFor(t, 10*time.Second, func() bool { return lineCount(stdout.String()) == 1 }, stdout.String)
+	testutil.WaitFor(t, 10*time.Second, func() error {
+		if lineCount(stdout.String()) != 1 {
+			return errors.New(stdout.String())
+		}
+		return nil
+	})
 	cancel()
 	wait()
 	var e seqEntry

@@ -2,11 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pifleet/sessionlog/internal/testutil"
 )
 
 func TestArchiveFlags(t *testing.T) {
@@ -50,10 +53,9 @@ func TestMainArchives(t *testing.T) {
 	base := "http://" + m.HTTPAddr
 	created := createSession(t, base)
 
+	// Both waits share the 20 s.
 	deadline := time.Now().Add(20 * time.Second)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
+	testutil.WaitFor(t, time.Until(deadline), func() error {
 		var page struct {
 			Sessions []struct {
 				SessionID string `json:"sessionId"`
@@ -66,16 +68,13 @@ func TestMainArchives(t *testing.T) {
 		_ = json.NewDecoder(resp.Body).Decode(&page)
 		resp.Body.Close()
 		if len(page.Sessions) == 1 && page.Sessions[0].SessionID == created.SessionID {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not archived within 20 s: %d %+v\n%s", resp.StatusCode, page, logs.String())
-		}
-		<-tick.C
-	}
+		return fmt.Errorf("not archived: %d %+v\n%s", resp.StatusCode, page, logs.String())
+	})
 	// The copy is listed once stored; the counter moves when the pass has
 	// purged the session too, a moment later.
-	for {
+	testutil.WaitFor(t, time.Until(deadline), func() error {
 		resp, err := http.Get(base + "/metrics")
 		if err != nil {
 			t.Fatal(err)
@@ -83,13 +82,10 @@ func TestMainArchives(t *testing.T) {
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if strings.Contains(string(body), "pi_archive_sessions_archived_total 1") {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("metrics without the archiver's counter:\n%s", body)
-		}
-		<-tick.C
-	}
+		return fmt.Errorf("metrics without the archiver's counter:\n%s", body)
+	})
 	closed = true
 	if err := m.Close(); err != nil {
 		t.Fatal(err)

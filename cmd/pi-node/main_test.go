@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pifleet/sessionlog/internal/testutil"
 )
 
 func TestParseFlagsEnvAndPrecedence(t *testing.T) {
@@ -92,9 +93,9 @@ func TestMainServes(t *testing.T) {
 
 // startMain runs a node on free ports and a temporary data directory, with
 // tune's changes to the configuration; the test closes it.
-func startMain(t *testing.T, tune func(*Config)) (*Main, *bytes.Buffer) {
+func startMain(t *testing.T, tune func(*Config)) (*Main, *testutil.SyncBuffer) {
 	t.Helper()
-	logs := &bytes.Buffer{}
+	logs := &testutil.SyncBuffer{} // the node logs while the test reads
 	m := NewMain(io.Discard, logs)
 	m.Config.DataDir = t.TempDir()
 	m.Config.HTTPListen = "127.0.0.1:0"

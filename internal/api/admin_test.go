@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/api"
+	"github.com/pifleet/sessionlog/internal/testutil"
 )
 
 func TestToken(t *testing.T) {
@@ -60,7 +61,7 @@ func TestReadyz(t *testing.T) {
 		}
 	})
 	// The Store polls the log at once on Open; it is caught up soon.
-	checkFor(t, 10*time.Second, func() error {
+	testutil.WaitFor(t, 10*time.Second, func() error {
 		if code, b := e.do("GET", "/readyz", nil); code != 200 {
 			return fmt.Errorf("%d %s", code, b)
 		}
@@ -114,7 +115,7 @@ func TestMetrics(t *testing.T) {
 	e.ok(200, "POST", path, `{"entries":[`+userMsg("", "x")+`]}`, nil)
 	e.fails(409, api.CodeConflict, "", "POST", path, `{"entries":[`+userMsg("", "x")+`],"expectLastSeq":1}`)
 	e.fails(404, api.CodeNotFound, "", "GET", "/v1/sessions/01a22ba6-0000-7000-8000-000000000000", nil)
-	checkFor(t, 10*time.Second, func() error {
+	testutil.WaitFor(t, 10*time.Second, func() error {
 		_, b := e.do("GET", "/metrics", nil)
 		for _, want := range []string{
 			`pi_api_requests_total{code="201",endpoint="create",transport="http"} 1`,
@@ -155,7 +156,7 @@ func TestReadsCarryFreshness(t *testing.T) {
 		c.Now = func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
 	})
 	sid := e.create(`{"type":"message","message":{"role":"user","content":"q"}}`).SessionID
-	checkFor(t, 5*time.Second, func() error {
+	testutil.WaitFor(t, 5*time.Second, func() error {
 		resp := e.raw("GET", "/v1/sessions/"+sid, nil)
 		resp.Body.Close()
 		if resp.Header.Get("Pi-Applied-Seq") == "" {

@@ -12,12 +12,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/pifleet/sessionlog/internal/api"
 	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/store"
+	"github.com/pifleet/sessionlog/internal/testutil"
 )
 
 // env is one API server over a MemLog, MemCursors and a real Store.
@@ -28,7 +28,7 @@ type env struct {
 	svc     *service.Service
 	api     *api.Server
 	http    *httptest.Server
-	logs    *syncBuffer
+	logs    *testutil.SyncBuffer
 }
 
 // maxRecord is the MemLog's record limit: small, so 413 is cheap to reach.
@@ -42,7 +42,7 @@ func newEnv(t *testing.T, mods ...func(*api.Config)) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	e := &env{t: t, log: l, cursors: &faultyCursors{MemCursors: session.NewMemCursors()}, logs: &syncBuffer{}}
+	e := &env{t: t, log: l, cursors: &faultyCursors{MemCursors: session.NewMemCursors()}, logs: &testutil.SyncBuffer{}}
 	e.svc = &service.Service{Log: l, Store: st, Cursors: e.cursors}
 	cfg := api.Config{Service: e.svc, NodeName: "n1", Logger: slog.New(slog.NewTextHandler(e.logs, nil))}
 	for _, m := range mods {
@@ -83,23 +83,6 @@ func (f *faultyCursors) Get(ctx context.Context, s, c string) (session.CursorEnt
 		return session.CursorEntry{}, err
 	}
 	return f.MemCursors.Get(ctx, s, c)
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // do sends a request (body: string, []byte or nil) with optional header
@@ -205,20 +188,4 @@ func userMsg(id, text string) string {
 
 func assistantMsg(text string) string {
 	return `{"type":"message","message":{"role":"assistant","content":[{"type":"text","text":"` + text + `"}],"provider":"p","model":"m","timestamp":2}}`
-}
-
-// checkFor polls fn until it returns nil (STYLE habit 14: never sleep-wait).
-func checkFor(t *testing.T, timeout time.Duration, fn func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := fn()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("still failing after %v: %v", timeout, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }

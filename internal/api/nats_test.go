@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/pifleet/sessionlog/internal/api"
+	"github.com/pifleet/sessionlog/internal/testutil"
 )
 
 // natsEnv starts an in-process nats-server (no JetStream: micro needs only
@@ -229,7 +230,7 @@ func TestNATSConcurrency(t *testing.T) {
 	}
 	// Close once the slow request is in flight (micro counts a request when
 	// the handler has dispatched it).
-	checkFor(t, 10*time.Second, func() error {
+	testutil.WaitFor(t, 10*time.Second, func() error {
 		for _, ep := range svc.Stats().Endpoints {
 			if ep.Name == "get" && ep.NumRequests >= 2 {
 				return nil

@@ -3,6 +3,7 @@ package apiclient_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/apiclient"
 	"github.com/pifleet/sessionlog/internal/apiclient/apitest"
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/testutil"
 )
 
 // TestCursorsOverAPI: get, CAS update, put, list, delete and the polling
@@ -77,18 +79,25 @@ func TestCursorsOverAPI(t *testing.T) {
 			if err != nil || len(list) != 2 || list[0].Client != "w1" || list[0].LeafID != "" || list[1].LeafID != recs[2].ID {
 				t.Fatalf("list: %+v, %v", list, err)
 			}
-			saw := func(ev string) func() bool {
-				return func() bool { mu.Lock(); defer mu.Unlock(); return slices.Contains(seen, ev) }
+			saw := func(ev string) func() error {
+				return func() error {
+					mu.Lock()
+					defer mu.Unlock()
+					if !slices.Contains(seen, ev) {
+						return fmt.Errorf("watch saw %q, want %q", seen, ev)
+					}
+					return nil
+				}
 			}
-			waitFor(t, saw("w1@"))
-			waitFor(t, saw("w2@"+recs[2].ID))
+			testutil.WaitFor(t, 10*time.Second, saw("w1@"))
+			testutil.WaitFor(t, 10*time.Second, saw("w2@"+recs[2].ID))
 			if err := cur.Delete(ctx, sid, "w2"); err != nil {
 				t.Fatal(err)
 			}
 			if err := cur.Delete(ctx, sid, "w2"); err != nil {
 				t.Fatalf("second delete: %v", err)
 			}
-			waitFor(t, saw("-w2"))
+			testutil.WaitFor(t, 10*time.Second, saw("-w2"))
 			stop()
 			if err := <-done; !errors.Is(err, context.Canceled) {
 				t.Fatalf("watch ended with %v", err)
@@ -102,17 +111,5 @@ func TestCursorsOverAPI(t *testing.T) {
 				t.Fatalf("cursors of a missing session: %v", err)
 			}
 		})
-	}
-}
-
-// waitFor polls cond until it holds (10 s at most).
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 10 s")
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/jetstream"
 	"github.com/pifleet/sessionlog/internal/jetstream/jstest"
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/testutil"
 )
 
 // On a three-node cluster (R3): sessions written through one node and
@@ -118,7 +119,12 @@ func TestLease(t *testing.T) {
 	if err != nil || l.Holder != "n2" {
 		t.Fatalf("short lease: %+v %v", l, err)
 	}
-	waitFor(t, 5*time.Second, func() bool { return time.Now().After(l.Until) }, "the lease to expire")
+	testutil.WaitFor(t, 5*time.Second, func() error {
+		if !time.Now().After(l.Until) {
+			return fmt.Errorf("the lease to expire at %v", l.Until)
+		}
+		return nil
+	})
 	if _, err := f.a.Pass(ctx, 0); err != nil {
 		t.Fatalf("pass after n2's lease expired: %v", err)
 	}

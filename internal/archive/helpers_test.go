@@ -14,6 +14,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/jetstream/jstest"
 	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/store"
+	"github.com/pifleet/sessionlog/internal/testutil"
 	"github.com/pifleet/sessionlog/internal/writer"
 )
 
@@ -167,20 +168,6 @@ func (f *fixture) logEnd() uint64 {
 	return last
 }
 
-// waitFor polls cond until it holds or limit passes.
-func waitFor(t *testing.T, limit time.Duration, cond func() bool, what string) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", limit, what)
-		}
-		<-tick.C
-	}
-}
-
 // restore restores sid, retrying while the log's dedupe window (100 ms
 // here; the Archiver's clock is ahead, so only the server's counts) still
 // remembers its ids.
@@ -188,11 +175,14 @@ func (f *fixture) restore(sid string) writer.ImportResult {
 	f.t.Helper()
 	var res writer.ImportResult
 	var err error
-	waitFor(f.t, 10*time.Second, func() bool {
+	testutil.WaitFor(f.t, 10*time.Second, func() error {
 		res, err = f.a.Restore(context.Background(), sid)
 		var tr *archive.TooRecentError
-		return !errors.As(err, &tr)
-	}, "restore outside the dedupe window")
+		if errors.As(err, &tr) {
+			return fmt.Errorf("restore outside the dedupe window: %w", err)
+		}
+		return nil
+	})
 	if err != nil {
 		f.t.Fatalf("restore %s: %v", sid, err)
 	}

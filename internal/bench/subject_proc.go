@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/apiclient"
+	"github.com/pifleet/sessionlog/internal/loopback"
 )
 
 // proc is the pi-node binary run as a process over the data dir: what an
@@ -31,25 +31,12 @@ type proc struct {
 	client apiclient.Client
 }
 
-// freePort returns a TCP port that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 func (p *proc) start(ctx context.Context) (startup, error) {
-	np, err := freePort()
+	ports, err := loopback.FreePorts(2)
 	if err != nil {
 		return startup{}, err
 	}
-	hp, err := freePort()
-	if err != nil {
-		return startup{}, err
-	}
+	np, hp := ports[0], ports[1]
 	p.nats, p.http = fmt.Sprintf("nats://127.0.0.1:%d", np), fmt.Sprintf("http://127.0.0.1:%d", hp)
 	sync := "interval"
 	if p.opts.SyncAlways {

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pifleet/sessionlog/internal/testutil"
 )
 
 // TestComposeSyncCost measures what --sync always costs against --sync
@@ -46,7 +48,7 @@ func TestComposeSyncCost(t *testing.T) {
 			})
 			c.must("up", "-d")
 			c.discover()
-			waitFor(t, 3*time.Minute, "every node's /readyz answering 200", c.allReady)
+			testutil.WaitFor(t, 3*time.Minute, c.allReady) // every node's /readyz answering 200
 			leader := c.leader(t)
 
 			sids := make([]string, 16)

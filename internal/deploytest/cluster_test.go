@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pifleet/sessionlog/internal/testutil"
 )
 
 // cluster is one docker-compose project — docker-compose.yml plus the test
@@ -208,13 +210,16 @@ func (c *cluster) cids() []string {
 // waitHealthy waits until Docker calls every one of the containers healthy.
 func (c *cluster) waitHealthy(t *testing.T, what string, cids ...string) {
 	t.Helper()
-	waitFor(t, 2*time.Minute, what, func() (bool, string) {
+	testutil.WaitFor(t, 2*time.Minute, func() error {
 		h := strings.Fields(c.docker(append([]string{"inspect", "-f", "{{if .State.Health}}{{.State.Health.Status}}{{else}}{{.State.Status}}{{end}}"}, cids...)...))
 		ok := len(h) == len(cids)
 		for _, s := range h {
 			ok = ok && s == "healthy"
 		}
-		return ok, strings.Join(h, " ")
+		if !ok {
+			return fmt.Errorf("%s: %s", what, strings.Join(h, " "))
+		}
+		return nil
 	})
 }
 
@@ -322,28 +327,6 @@ type sessionInfo struct {
 	EntryCount int    `json:"entryCount"`
 	LastSeq    uint64 `json:"lastSeq"`
 	LeafID     string `json:"leafId"`
-}
-
-// waitFor polls cond every interval until it holds or timeout passes; cond
-// returns a description of the state for the failure message.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) time.Duration {
-	t.Helper()
-	start := time.Now()
-	deadline := start.Add(timeout)
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	last := ""
-	for {
-		ok, state := cond()
-		if ok {
-			return time.Since(start)
-		}
-		last = state
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v (last: %s)", what, timeout, last)
-		}
-		<-tick.C
-	}
 }
 
 // entryBody is an append request of one message entry with a client-chosen

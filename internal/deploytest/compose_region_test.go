@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/pifleet/sessionlog/internal/testutil"
 )
 
 // regionSessions is how many sessions the writers of both regions share.
@@ -72,7 +74,7 @@ func TestComposeRegion(t *testing.T) {
 	if tb == "" {
 		t.Fatal("no container for t1")
 	}
-	waitFor(t, 3*time.Minute, "a1's and b1's /readyz answering 200", c.allReady)
+	testutil.WaitFor(t, 3*time.Minute, c.allReady) // a1's and b1's /readyz answering 200
 	readyIn := time.Since(start)
 	cids := []string{a1.cid, b1.cid, tb}
 	c.waitHealthy(t, "Docker reporting a1, b1 and t1 healthy", cids...)
@@ -106,7 +108,8 @@ func TestComposeRegion(t *testing.T) {
 	}
 	all = append(append(all, aw...), bw...)
 	defer func() { haltAll(all) }() // all grows below
-	waitFor(t, time.Minute, "every writer acknowledged 20 times", func() (bool, string) {
+	// Every writer acknowledged 20 times.
+	testutil.WaitFor(t, time.Minute, func() error {
 		return everyAcked(all, 20, time.Time{})
 	})
 
@@ -117,9 +120,11 @@ func TestComposeRegion(t *testing.T) {
 	kill := time.Now()
 	c.docker("kill", a1.cid)
 	// Attempts sent once the container is gone cannot have reached A.
-	waitFor(t, 30*time.Second, "a1 dead", func() (bool, string) {
-		s := c.docker("inspect", "-f", "{{.State.Status}}", a1.cid)
-		return s == "exited", s
+	testutil.WaitFor(t, 30*time.Second, func() error {
+		if s := c.docker("inspect", "-f", "{{.State.Status}}", a1.cid); s != "exited" {
+			return errors.New("a1 dead: " + s)
+		}
+		return nil
 	})
 	dead := time.Now()
 	foStart := time.Now()
@@ -129,7 +134,7 @@ func TestComposeRegion(t *testing.T) {
 		t.Fatalf("pi-ctl failover --to B after the loss of A: exit %d\n%s", code, out)
 	}
 	t.Logf("pi-ctl failover --to B:\n%s", strings.TrimSpace(out))
-	waitFor(t, time.Minute, "B's writers acknowledged 10 times after the kill", func() (bool, string) {
+	testutil.WaitFor(t, time.Minute, func() error { // B's writers acknowledged 10 times after the kill
 		return everyAcked(bw, 10, dead)
 	})
 	rto := firstAck(bw, kill, dead)
@@ -157,7 +162,7 @@ func TestComposeRegion(t *testing.T) {
 		rw = append(rw, startAppender(sid, fmt.Sprintf("r%d-", i), []*node{a1}))
 	}
 	all = append(all, rw...)
-	waitFor(t, time.Minute, "A's writers acknowledged 5 times after A's return", func() (bool, string) {
+	testutil.WaitFor(t, time.Minute, func() error { // A's writers acknowledged 5 times after A's return
 		return everyAcked(rw, 5, restart)
 	})
 
@@ -169,7 +174,7 @@ func TestComposeRegion(t *testing.T) {
 	}
 	t.Logf("pi-ctl failback --from A:\n%s", strings.TrimSpace(out))
 	afterFB := time.Now()
-	waitFor(t, time.Minute, "writers of both regions acknowledged 5 times after failback", func() (bool, string) {
+	testutil.WaitFor(t, time.Minute, func() error { // writers of both regions acknowledged 5 times after failback
 		return everyAcked(append(append([]*appender{}, bw...), rw...), 5, afterFB)
 	})
 	haltAll(all)
@@ -245,16 +250,19 @@ type regionInfo struct {
 // waitForRegion polls n's /v1/status until its region block satisfies ok.
 func waitForRegion(t *testing.T, n *node, what string, ok func(regionInfo) bool) {
 	t.Helper()
-	waitFor(t, time.Minute, what, func() (bool, string) {
+	testutil.WaitFor(t, time.Minute, func() error {
 		var s struct {
 			JetStream struct {
 				Region regionInfo `json:"region"`
 			} `json:"jetstream"`
 		}
 		if err := n.getJSON("/v1/status", &s); err != nil {
-			return false, err.Error()
+			return fmt.Errorf("%s: %w", what, err)
 		}
-		return ok(s.JetStream.Region), fmt.Sprintf("%+v", s.JetStream.Region)
+		if !ok(s.JetStream.Region) {
+			return fmt.Errorf("%s: %+v", what, s.JetStream.Region)
+		}
+		return nil
 	})
 }
 
@@ -323,14 +331,15 @@ func mirrorReads(t *testing.T, home, mirror *node, sid string) {
 		home.name, mirror.name, len(plain), pct(plain, 50), pct(plain, 100), pct(withMinSeq, 50), pct(withMinSeq, 100))
 }
 
-// everyAcked reports whether each appender has k acks received after since.
-func everyAcked(aps []*appender, k int, since time.Time) (bool, string) {
+// everyAcked returns nil when each appender has k acks received after
+// since, else the state of one that has not.
+func everyAcked(aps []*appender, k int, since time.Time) error {
 	for _, a := range aps {
 		if a.ackedSince(since) < k {
-			return false, fmt.Sprintf("writer %s: %s", a.prefix, a.state())
+			return fmt.Errorf("writer %s: %s", a.prefix, a.state())
 		}
 	}
-	return true, ""
+	return nil
 }
 
 // haltAll stops the appenders that still run.

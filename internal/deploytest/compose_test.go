@@ -3,6 +3,7 @@ package deploytest
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/pifleet/sessionlog/internal/testutil"
 )
 
 // enforcePartitionFlags makes the two checks of an isolated node
@@ -65,9 +68,7 @@ func TestCompose(t *testing.T) {
 	start := time.Now()
 	c.must("up", "-d")
 	c.discover()
-	waitFor(t, 3*time.Minute, "every node's /readyz answering 200", func() (bool, string) {
-		return c.allReady()
-	})
+	testutil.WaitFor(t, 3*time.Minute, c.allReady) // every node's /readyz answering 200
 	readyIn := time.Since(start)
 	c.waitHealthy(t, "Docker reporting every node healthy", c.cids()...)
 	t.Logf("measured: up -d to all /readyz 200: %v; to all healthy in Docker: %v (healthcheck interval 3s)",
@@ -80,22 +81,23 @@ func TestCompose(t *testing.T) {
 	c.partitionAndHeal(t, sid)
 }
 
-// allReady reports whether every node answers /readyz with 200.
-func (c *cluster) allReady() (bool, string) {
+// allReady returns nil when every node answers /readyz with 200, else
+// what the others answer.
+func (c *cluster) allReady() error {
 	var states []string
-	ok := true
 	for _, n := range c.nodes {
 		r, err := n.do(http.MethodGet, "/readyz", nil, 3*time.Second)
 		switch {
 		case err != nil:
-			ok = false
 			states = append(states, n.name+": "+err.Error())
 		case r.status != http.StatusOK:
-			ok = false
 			states = append(states, n.name+": "+r.String())
 		}
 	}
-	return ok, strings.Join(states, "; ")
+	if len(states) > 0 {
+		return errors.New("/readyz: " + strings.Join(states, "; "))
+	}
+	return nil
 }
 
 // importSession imports a pi conformance session through pi-node-1's
@@ -159,17 +161,17 @@ func (c *cluster) checkNATSPort(t *testing.T) {
 func (c *cluster) leader(t *testing.T) *node {
 	t.Helper()
 	var name string
-	waitFor(t, time.Minute, "a stream leader", func() (bool, string) {
+	testutil.WaitFor(t, time.Minute, func() error {
 		for _, n := range c.nodes {
 			var st status
 			if err := n.getJSON("/v1/status", &st); err != nil {
 				continue
 			}
 			if name = st.JetStream.Stream.Leader; name != "" {
-				return true, ""
+				return nil
 			}
 		}
-		return false, "no node names a leader"
+		return errors.New("a stream leader: no node names a leader")
 	})
 	return c.node(name)
 }
@@ -193,15 +195,18 @@ func (n *node) refreshPort() error {
 // answers /readyz with 200 on its new published port.
 func (n *node) waitRestarted(t *testing.T, what string) time.Duration {
 	t.Helper()
-	return waitFor(t, 3*time.Minute, what, func() (bool, string) {
+	return testutil.WaitFor(t, 3*time.Minute, func() error {
 		if err := n.refreshPort(); err != nil {
-			return false, err.Error()
+			return fmt.Errorf("%s: %w", what, err)
 		}
 		r, err := n.do(http.MethodGet, "/readyz", nil, 3*time.Second)
 		if err != nil {
-			return false, err.Error()
+			return fmt.Errorf("%s: %w", what, err)
 		}
-		return r.status == http.StatusOK, r.String()
+		if r.status != http.StatusOK {
+			return fmt.Errorf("%s: %s", what, r)
+		}
+		return nil
 	})
 }
 
@@ -212,14 +217,20 @@ func (c *cluster) killAndRestart(t *testing.T, sid string) {
 	victim := c.leader(t)
 	ap := startAppender(sid, "kill-", c.others(victim))
 	defer ap.halt()
-	waitFor(t, 30*time.Second, "appends before the kill", func() (bool, string) {
-		return ap.ackedSince(time.Time{}) >= 10, ap.state()
+	testutil.WaitFor(t, 30*time.Second, func() error {
+		if ap.ackedSince(time.Time{}) < 10 {
+			return errors.New("appends before the kill: " + ap.state())
+		}
+		return nil
 	})
 
 	killed := time.Now()
 	c.docker("kill", victim.cid)
-	waitFor(t, time.Minute, "the two remaining nodes accepting appends after the kill", func() (bool, string) {
-		return ap.ackedSince(killed) >= 20, ap.state()
+	testutil.WaitFor(t, time.Minute, func() error {
+		if ap.ackedSince(killed) < 20 {
+			return errors.New("the two remaining nodes accepting appends after the kill: " + ap.state())
+		}
+		return nil
 	})
 	t.Logf("measured: %s (stream leader) killed: longest write gap %v; a new leader is %s",
 		victim.name, ap.maxGap(killed).Round(time.Millisecond), leaderAmong(c.others(victim)))
@@ -255,8 +266,11 @@ func (c *cluster) partitionAndHeal(t *testing.T, sid string) {
 	majority := c.others(iso)
 	ap := startAppender(sid, "part-", majority)
 	defer ap.halt()
-	waitFor(t, 30*time.Second, "appends before the partition", func() (bool, string) {
-		return ap.ackedSince(time.Time{}) >= 10, ap.state()
+	testutil.WaitFor(t, 30*time.Second, func() error {
+		if ap.ackedSince(time.Time{}) < 10 {
+			return errors.New("appends before the partition: " + ap.state())
+		}
+		return nil
 	})
 	var before sessionInfo
 	if err := iso.getJSON("/v1/sessions/"+sid, &before); err != nil {
@@ -266,8 +280,11 @@ func (c *cluster) partitionAndHeal(t *testing.T, sid string) {
 	cut := time.Now()
 	c.docker("network", "disconnect", c.network, iso.cid)
 	iso.viaExec = true // its published port went with the network
-	waitFor(t, 90*time.Second, "the majority accepting appends during the partition", func() (bool, string) {
-		return ap.ackedSince(cut) >= 20, ap.state()
+	testutil.WaitFor(t, 90*time.Second, func() error {
+		if ap.ackedSince(cut) < 20 {
+			return errors.New("the majority accepting appends during the partition: " + ap.state())
+		}
+		return nil
 	})
 	t.Logf("measured: %s (stream leader) partitioned: longest write gap on the majority %v; new leader %s",
 		iso.name, ap.maxGap(cut).Round(time.Millisecond), leaderAmong(majority))
@@ -350,16 +367,19 @@ func (c *cluster) partitionAndHeal(t *testing.T, sid string) {
 	}
 	t.Logf("after the reconnect the test reaches %s through %s", iso.name, map[bool]string{true: "docker exec", false: "its published port " + iso.base}[iso.viaExec])
 	target := ap.snapshotLastSeq()
-	readyIn := waitFor(t, 3*time.Minute, "the reconnected node ready and caught up", func() (bool, string) {
+	readyIn := testutil.WaitFor(t, 3*time.Minute, func() error { // the reconnected node ready and caught up
 		r, err := iso.do(http.MethodGet, "/readyz", nil, 3*time.Second)
 		if err != nil || r.status != http.StatusOK {
-			return false, fmt.Sprint(r, err)
+			return fmt.Errorf("/readyz: %s", fmt.Sprint(r, err))
 		}
 		var s sessionInfo
 		if err := iso.getJSON("/v1/sessions/"+sid, &s); err != nil {
-			return false, err.Error()
+			return err
 		}
-		return s.LastSeq >= target, fmt.Sprintf("at %d of %d", s.LastSeq, target)
+		if s.LastSeq < target {
+			return fmt.Errorf("caught up: at %d of %d", s.LastSeq, target)
+		}
+		return nil
 	})
 	ap.halt()
 	convergedIn := c.converge(t, sid, ap, healed)
@@ -382,14 +402,14 @@ func (a *appender) snapshotLastSeq() uint64 {
 func (c *cluster) converge(t *testing.T, sid string, ap *appender, from time.Time) time.Duration {
 	t.Helper()
 	want := ap.snapshotLastSeq()
-	waitFor(t, 2*time.Minute, "every node holding the same session", func() (bool, string) {
+	testutil.WaitFor(t, 2*time.Minute, func() error {
 		var seen []string
 		var first *sessionInfo
 		same := true
 		for _, n := range c.nodes {
 			var s sessionInfo
 			if err := n.getJSON("/v1/sessions/"+sid, &s); err != nil {
-				return false, err.Error()
+				return fmt.Errorf("every node holding the same session: %s: %w", n.name, err)
 			}
 			seen = append(seen, fmt.Sprintf("%s: %d entries, lastSeq %d", n.name, s.EntryCount, s.LastSeq))
 			if s.LastSeq < want {
@@ -401,7 +421,10 @@ func (c *cluster) converge(t *testing.T, sid string, ap *appender, from time.Tim
 				same = false
 			}
 		}
-		return same, strings.Join(seen, "; ")
+		if !same {
+			return errors.New("every node holding the same session: " + strings.Join(seen, "; "))
+		}
+		return nil
 	})
 	return time.Since(from)
 }

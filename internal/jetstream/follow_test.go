@@ -8,6 +8,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/jetstream/embedded"
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/testutil"
 )
 
 // TestFollowAcrossRestart restarts the server under a running Follow and
@@ -16,7 +17,7 @@ import (
 func TestFollowAcrossRestart(t *testing.T) {
 	s := embedded.NewServer(t.TempDir())
 	s.ServerName = "restarted"
-	s.Port = freePort(t) // the client reconnects to the same address
+	s.Port = testutil.FreePort(t) // the client reconnects to the same address
 	start := func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -60,7 +61,7 @@ func TestFollowAcrossRestart(t *testing.T) {
 		}
 		// Right after a restart the client may still be reconnecting.
 		var seqs []uint64
-		checkFor(t, 20*time.Second, 50*time.Millisecond, func() error {
+		testutil.WaitFor(t, 20*time.Second, func() error {
 			seqs, err = l.Append(ctx, sid, expect, recs)
 			return err
 		})

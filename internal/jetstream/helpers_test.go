@@ -3,7 +3,6 @@ package jetstream
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/url"
 	"sync"
 	"sync/atomic"
@@ -13,24 +12,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pifleet/sessionlog/internal/jetstream/embedded"
+	"github.com/pifleet/sessionlog/internal/testutil"
 )
-
-// checkFor calls fn every interval until it returns nil, failing the test
-// with fn's last error after timeout.
-func checkFor(t testing.TB, timeout, interval time.Duration, fn func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := fn()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("still failing after %v: %v", timeout, err)
-		}
-		time.Sleep(interval)
-	}
-}
 
 // runServer starts a single JetStream server on a random port.
 func runServer(t testing.TB) *embedded.Server {
@@ -64,18 +47,6 @@ func anchorStream(t testing.TB, url string, replicas int) {
 	}
 }
 
-// freePort returns a TCP port that was free a moment ago: route listeners
-// must be known before any server starts, so Port -1 cannot be used for them.
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // runCluster starts an n-node JetStream cluster in this process. Every server
 // lists the routes of all servers; they start concurrently because a meta
 // leader needs a quorum, and Start waits for it.
@@ -83,8 +54,9 @@ func runCluster(t testing.TB, n int) []*embedded.Server {
 	t.Helper()
 	routes := make([]*url.URL, n)
 	listen := make([]string, n)
+	ports := testutil.FreePorts(t, n) // distinct: each route needs its own
 	for i := range n {
-		listen[i] = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+		listen[i] = fmt.Sprintf("127.0.0.1:%d", ports[i])
 		routes[i] = &url.URL{Scheme: "nats", Host: listen[i]}
 	}
 	servers := make([]*embedded.Server, n)

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pifleet/sessionlog/internal/jetstream/embedded"
+	"github.com/pifleet/sessionlog/internal/testutil"
 )
 
 func testProvisionIdempotent(t *testing.T, conn *Conn, replicas int) {
@@ -102,7 +103,7 @@ func testProvisionWaits(t *testing.T, servers []*embedded.Server) {
 	done := make(chan error, 1)
 	go func() { done <- Provision(ctx, conn.JS, cfg) }()
 
-	checkFor(t, 30*time.Second, 50*time.Millisecond, func() error {
+	testutil.WaitFor(t, 30*time.Second, func() error {
 		mu.Lock()
 		defer mu.Unlock()
 		if !strings.Contains(logs.String(), "waiting for the JetStream cluster") {

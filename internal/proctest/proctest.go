@@ -2,15 +2,13 @@
 
 // Package proctest runs child processes for tests: pi-node and nats-server
 // binaries on loopback, each with a log that survives restarts and is
-// printed when the test fails, signals to the process group, and polling
-// helpers. test/cluster and test/region share it.
+// printed when the test fails, and signals to the process group (polling
+// and free ports are in testutil). test/cluster and test/region share it.
 package proctest
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -157,58 +155,3 @@ func (p *Proc) LogContains(s string) bool {
 	data, err := os.ReadFile(p.logPath)
 	return err == nil && bytes.Contains(data, []byte(s))
 }
-
-// FreePorts returns n distinct free TCP ports on loopback. The listeners are
-// held until all n are picked, so the ports differ; another process may
-// still take one before ours binds it, which the tests would report as a
-// node that never becomes ready.
-func FreePorts(t *testing.T, n int) []int {
-	t.Helper()
-	ports := make([]int, n)
-	lns := make([]net.Listener, n)
-	for i := range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns[i], ports[i] = ln, ln.Addr().(*net.TCPAddr).Port
-	}
-	for _, ln := range lns {
-		ln.Close()
-	}
-	return ports
-}
-
-// WaitFor polls cond until it returns nil or timeout passes, then fails the
-// test with cond's last error. The interval grows from 20 ms to 250 ms: fast
-// when things are quick, light on a busy machine when they are not.
-func WaitFor(t *testing.T, timeout time.Duration, what string, cond func() error) time.Duration {
-	t.Helper()
-	d, err := Poll(timeout, cond)
-	if err != nil {
-		t.Fatalf("%s: not within %v: %v", what, timeout, err)
-	}
-	return d
-}
-
-// Poll is WaitFor without the test: it returns how long cond took to hold,
-// or cond's last error after timeout.
-func Poll(timeout time.Duration, cond func() error) (time.Duration, error) {
-	start := time.Now()
-	deadline := start.Add(timeout)
-	wait := 20 * time.Millisecond
-	for {
-		err := cond()
-		if err == nil {
-			return time.Since(start), nil
-		}
-		if time.Now().After(deadline) {
-			return time.Since(start), err
-		}
-		time.Sleep(wait)
-		wait = min(wait*3/2, 250*time.Millisecond)
-	}
-}
-
-// ErrNotYet is a generic "condition not met" for poll callbacks.
-var ErrNotYet = errors.New("not yet")

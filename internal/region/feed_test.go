@@ -9,6 +9,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/store"
+	"github.com/pifleet/sessionlog/internal/testutil"
 )
 
 // These tests run a real Store over a Feed switched between in-memory
@@ -73,17 +74,12 @@ func ids(t *testing.T, st *store.Store) []string {
 
 func waitIDs(t *testing.T, st *store.Store, want string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		got := fmt.Sprint(ids(t, st))
-		if got == want {
-			return
+	testutil.WaitFor(t, 5*time.Second, func() error {
+		if got := fmt.Sprint(ids(t, st)); got != want {
+			return fmt.Errorf("store holds %s, want %s", got, want)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("store holds %s, want %s", got, want)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // openStore follows f with a Store whose Reset f calls, and records each

@@ -11,9 +11,9 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/jetstream"
 	"github.com/pifleet/sessionlog/internal/jetstream/embedded"
-	"github.com/pifleet/sessionlog/internal/jetstream/jstest"
 	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/store"
+	"github.com/pifleet/sessionlog/internal/testutil"
 	"github.com/pifleet/sessionlog/internal/writer"
 )
 
@@ -42,7 +42,7 @@ func startSupercluster(t *testing.T, names ...string) *supercluster {
 	t.Helper()
 	sc := &supercluster{sites: map[string]*site{}, gws: map[string][]*url.URL{}}
 	for _, n := range names {
-		s := &site{name: n, dir: t.TempDir(), client: jstest.FreePort(t), route: jstest.FreePort(t), gateway: jstest.FreePort(t)}
+		s := &site{name: n, dir: t.TempDir(), client: testutil.FreePort(t), route: testutil.FreePort(t), gateway: testutil.FreePort(t)}
 		sc.sites[n] = s
 		sc.gws[n] = []*url.URL{{Scheme: "nats", Host: fmt.Sprintf("127.0.0.1:%d", s.gateway)}}
 	}
@@ -195,20 +195,18 @@ func (s *stack) create(t *testing.T, sid, root string) {
 // region switching); it returns the entry's sequence.
 func (s *stack) add(t *testing.T, sid, id, parent string) uint64 {
 	t.Helper()
-	var err error
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	var seq uint64
+	testutil.WaitFor(t, 30*time.Second, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		var res service.WriteResult
-		res, err = s.svc.Append(ctx, sid, service.AppendRequest{Entries: []json.RawMessage{rawEntry(id, parent)}})
-		cancel()
-		if err == nil {
-			return res.Entries[0].Seq
+		defer cancel()
+		res, err := s.svc.Append(ctx, sid, service.AppendRequest{Entries: []json.RawMessage{rawEntry(id, parent)}})
+		if err != nil {
+			return fmt.Errorf("append %s to %s: %w", id, sid, err)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("append %s to %s: %v", id, sid, err)
-	return 0
+		seq = res.Entries[0].Seq
+		return nil
+	})
+	return seq
 }
 
 // parents returns the session's entries in the Store as id -> parentId.
@@ -230,27 +228,21 @@ func (s *stack) parents(sid string) map[string]string {
 // waitEntries waits until the Store holds exactly want (id -> parent).
 func (s *stack) waitEntries(t *testing.T, sid string, want map[string]string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		got := s.parents(sid)
-		if fmt.Sprint(got) == fmt.Sprint(want) {
-			return
+	testutil.WaitFor(t, 30*time.Second, func() error {
+		if got := s.parents(sid); fmt.Sprint(got) != fmt.Sprint(want) {
+			return fmt.Errorf("session %s in %s: %v, want %v", sid, s.node.Region, got, want)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("session %s in %s: %v, want %v", sid, s.node.Region, got, want)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // waitRecord waits until the node is wired by a record that satisfies ok.
 func (s *stack) waitRecord(t *testing.T, what string, ok func(Record) bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !ok(s.node.Record()) {
-		if time.Now().After(deadline) {
-			t.Fatalf("node in %s: %s: record %+v", s.node.Region, what, s.node.Record())
+	testutil.WaitFor(t, 30*time.Second, func() error {
+		if r := s.node.Record(); !ok(r) {
+			return fmt.Errorf("node in %s: %s: record %+v", s.node.Region, what, r)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }

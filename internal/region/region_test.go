@@ -3,11 +3,13 @@ package region
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/jetstream"
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/testutil"
 )
 
 const (
@@ -107,35 +109,27 @@ func putCursor(t *testing.T, s *stack, client, leaf string, at time.Time) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	for {
-		_, err := s.node.Cursors.Put(ctx, sid1, client, session.Cursor{LeafID: leaf, UpdatedAt: at})
-		if err == nil {
-			return
+	testutil.WaitFor(t, 20*time.Second, func() error {
+		if _, err := s.node.Cursors.Put(ctx, sid1, client, session.Cursor{LeafID: leaf, UpdatedAt: at}); err != nil {
+			return fmt.Errorf("put cursor %s in %s: %w", client, s.node.Region, err)
 		}
-		if ctx.Err() != nil {
-			t.Fatalf("put cursor %s in %s: %v", client, s.node.Region, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // waitCursor waits until the node's home bucket has the client's cursor
 // at leaf.
 func waitCursor(t *testing.T, s *stack, client, leaf string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testutil.WaitFor(t, 20*time.Second, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		c, err := s.node.Cursors.Get(ctx, sid1, client)
 		cancel()
 		if err == nil && c.LeafID == leaf {
-			return
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("cursor %s in %s: %+v %v, want leaf %s", client, s.node.Region, c, err, leaf)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return fmt.Errorf("cursor %s in %s: %+v %v, want leaf %s", client, s.node.Region, c, err, leaf)
+	})
 }
 
 // assertOnce reads the session from region's stream and checks that no

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/proctest"
+	"github.com/pifleet/sessionlog/internal/testutil"
 )
 
 // TestEmbeddedCluster covers issue item 1: three pi-nodes form their own
@@ -100,7 +101,7 @@ func TestEmbeddedCluster(t *testing.T) {
 	// that the ordered consumer feeding them lived on n3 (see
 	// TestStoresFollowThroughNodeLoss, which asserts on that delay); this
 	// test is about the cluster carrying on, so it waits for them.
-	survivorsIn := proctest.WaitFor(t, readyTimeout, "n1 and n2 applied the writes made without n3", func() error {
+	survivorsIn := testutil.WaitFor(t, readyTimeout, func() error { // n1 and n2 applied the writes made without n3
 		for _, nd := range nodes[:2] {
 			st, err := status(nd.base)
 			if err != nil {
@@ -118,7 +119,7 @@ func TestEmbeddedCluster(t *testing.T) {
 	}
 	// The leader now reports node 3's replica as behind or offline, and so
 	// does pi-ctl status.
-	proctest.WaitFor(t, readyTimeout, "the stream leader's view of n3", func() error {
+	testutil.WaitFor(t, readyTimeout, func() error { // the stream leader's view of n3
 		st, err := status(n1.base)
 		if err != nil {
 			return err
@@ -140,7 +141,7 @@ func TestEmbeddedCluster(t *testing.T) {
 	restartedAt := time.Now()
 	n3.Start(t)
 	readyIn := n3.waitReady(t)
-	proctest.WaitFor(t, readyTimeout, "n3 applied the log's last sequence", func() error {
+	testutil.WaitFor(t, readyTimeout, func() error { // n3 applied the log's last sequence
 		st, err := status(n3.base)
 		if err != nil {
 			return err
@@ -215,7 +216,7 @@ func checkStreamStatus(t *testing.T, ask, cluster []*piNode, mode string) nodeSt
 	t.Helper()
 	var leader string
 	var leaderStatus nodeStatus
-	proctest.WaitFor(t, readyTimeout, "every node agrees on the stream leader and its followers", func() error {
+	testutil.WaitFor(t, readyTimeout, func() error { // every node agrees on the stream leader and its followers
 		leader = ""
 		for _, nd := range ask {
 			st, err := status(nd.base)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/proctest"
+	"github.com/pifleet/sessionlog/internal/testutil"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -160,7 +161,7 @@ func TestKillStreamLeader(t *testing.T) {
 	}
 
 	// A few seconds in, with writes flowing, kill the stream leader.
-	proctest.WaitFor(t, readyTimeout, "writes flowing", func() error {
+	testutil.WaitFor(t, readyTimeout, func() error { // writes flowing
 		if err := running(); err != nil {
 			return err
 		}
@@ -183,7 +184,7 @@ func TestKillStreamLeader(t *testing.T) {
 	// The writers carry on through the survivors. Keep going until plenty
 	// of writes went through after the election, then a bit more.
 	var newLeader string
-	proctest.WaitFor(t, readyTimeout, "a new stream leader and writes after the kill", func() error {
+	testutil.WaitFor(t, readyTimeout, func() error { // a new stream leader and writes after the kill
 		if err := running(); err != nil {
 			return err
 		}
@@ -201,12 +202,12 @@ func TestKillStreamLeader(t *testing.T) {
 		return nil
 	})
 	resumedAt := time.Now()
-	proctest.WaitFor(t, readyTimeout, "three more seconds of writes", func() error {
+	testutil.WaitFor(t, readyTimeout, func() error { // three more seconds of writes
 		if err := running(); err != nil {
 			return err
 		}
-		if time.Since(resumedAt) < 3*time.Second {
-			return proctest.ErrNotYet
+		if d := time.Since(resumedAt); d < 3*time.Second {
+			return fmt.Errorf("%v of writes", d.Round(time.Millisecond))
 		}
 		return nil
 	})
@@ -214,7 +215,7 @@ func TestKillStreamLeader(t *testing.T) {
 	// acknowledged by now: one whose ordered consumer lived on the dead
 	// node lags ~10 s (TestStoresFollowThroughNodeLoss).
 	upTo := prog.maxSeq.Load()
-	proctest.WaitFor(t, readyTimeout, "the survivors' Stores follow the new leader", func() error {
+	testutil.WaitFor(t, readyTimeout, func() error { // the survivors' Stores follow the new leader
 		for _, nd := range survivors {
 			st, hdr, _, err := proctest.Do(ctx, proctest.ProbeClient, http.MethodGet, nd.base+"/v1/sessions?limit=1", nil)
 			if err != nil || st != http.StatusOK {
@@ -239,7 +240,7 @@ func TestKillStreamLeader(t *testing.T) {
 	viaRestarted := prog.perNode[indexOf(nodes, leader)].Load()
 	leader.Start(t)
 	rs.ready = leader.waitReady(t)
-	proctest.WaitFor(t, readyTimeout, "the restarted node's Store applies what it missed", func() error {
+	testutil.WaitFor(t, readyTimeout, func() error { // the restarted node's Store applies what it missed
 		st, err := status(leader.base)
 		if err != nil {
 			return err
@@ -250,7 +251,7 @@ func TestKillStreamLeader(t *testing.T) {
 		return nil
 	})
 	rs.store = time.Since(restartAt)
-	proctest.WaitFor(t, readyTimeout, "the restarted node's replica is current", func() error {
+	testutil.WaitFor(t, readyTimeout, func() error { // the restarted node's replica is current
 		st, err := status(survivors[0].base)
 		if err != nil {
 			return err
@@ -263,7 +264,7 @@ func TestKillStreamLeader(t *testing.T) {
 		return fmt.Errorf("followers %+v", st.JetStream.Stream.Followers)
 	})
 	rs.replica = time.Since(restartAt)
-	proctest.WaitFor(t, readyTimeout, "writes through the restarted node", func() error {
+	testutil.WaitFor(t, readyTimeout, func() error { // writes through the restarted node
 		if err := running(); err != nil {
 			return err
 		}

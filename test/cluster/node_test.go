@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/proctest"
+	"github.com/pifleet/sessionlog/internal/testutil"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -40,7 +41,7 @@ type piNode struct {
 // which needs a majority), and waits until every /readyz answers 200.
 func startEmbeddedCluster(t *testing.T, n int) []*piNode {
 	t.Helper()
-	ports := proctest.FreePorts(t, 3*n)
+	ports := testutil.FreePorts(t, 3*n)
 	routes := make([]string, n)
 	for i := range n {
 		routes[i] = fmt.Sprintf("nats-route://127.0.0.1:%d", ports[3*i+1])
@@ -81,11 +82,14 @@ func startEmbeddedCluster(t *testing.T, n int) []*piNode {
 // process exits.
 func (nd *piNode) waitReady(t *testing.T) time.Duration {
 	t.Helper()
-	return proctest.WaitFor(t, readyTimeout, nd.name+" /readyz", func() error {
+	return testutil.WaitFor(t, readyTimeout, func() error {
 		if !nd.Running() {
-			return fmt.Errorf("process exited: %v", nd.ExitErr())
+			return fmt.Errorf("%s /readyz: process exited: %v", nd.name, nd.ExitErr())
 		}
-		return proctest.Ready(nd.base)
+		if err := proctest.Ready(nd.base); err != nil {
+			return fmt.Errorf("%s /readyz: %w", nd.name, err)
+		}
+		return nil
 	})
 }
 
@@ -112,7 +116,7 @@ type natsServer struct {
 // knows it).
 func startNATSCluster(t *testing.T, n int) []*natsServer {
 	t.Helper()
-	ports := proctest.FreePorts(t, 2*n)
+	ports := testutil.FreePorts(t, 2*n)
 	routes := make([]string, n)
 	for i := range n {
 		routes[i] = strconv.Quote(fmt.Sprintf("nats-route://127.0.0.1:%d", ports[2*i+1]))
@@ -147,11 +151,14 @@ cluster {
 		s.Start(t)
 	}
 	for _, s := range servers {
-		proctest.WaitFor(t, readyTimeout, s.name+" JetStream meta leader", func() error {
+		testutil.WaitFor(t, readyTimeout, func() error {
 			if !s.Running() {
-				return fmt.Errorf("process exited: %v", s.ExitErr())
+				return fmt.Errorf("%s JetStream meta leader: process exited: %v", s.name, s.ExitErr())
 			}
-			return jetStreamInfo(s.url)
+			if err := jetStreamInfo(s.url); err != nil {
+				return fmt.Errorf("%s JetStream meta leader: %w", s.name, err)
+			}
+			return nil
 		})
 	}
 	return servers
@@ -178,7 +185,7 @@ func jetStreamInfo(url string) error {
 // startExternalNode starts a pi-node connected to an external cluster.
 func startExternalNode(t *testing.T, name, natsURL string) *piNode {
 	t.Helper()
-	port := proctest.FreePorts(t, 1)[0]
+	port := testutil.FreePorts(t, 1)[0]
 	nd := &piNode{name: name, base: fmt.Sprintf("http://127.0.0.1:%d", port)}
 	nd.Proc = proctest.New(t, name, piNodeBin,
 		"--node-name", name,

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/proctest"
+	"github.com/pifleet/sessionlog/internal/testutil"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -102,7 +103,7 @@ func TestStoresFollowThroughNodeLoss(t *testing.T) {
 		// Pi-Stale: true and a 503 /readyz after 1 s behind the log.
 		took := map[string]time.Duration{}
 		flaggedStale, unready := map[string]bool{}, map[string]bool{}
-		_, err = proctest.Poll(30*time.Second, func() error {
+		_, err = testutil.Poll(30*time.Second, func() error {
 			for _, nd := range survivors {
 				if _, ok := took[nd.name]; ok {
 					continue
@@ -123,7 +124,7 @@ func TestStoresFollowThroughNodeLoss(t *testing.T) {
 				}
 			}
 			if len(took) < len(survivors) {
-				return proctest.ErrNotYet
+				return fmt.Errorf("applied by %d of %d survivors", len(took), len(survivors))
 			}
 			return nil
 		})
@@ -231,7 +232,7 @@ func TestStoreSeesLogEndAfterFailover(t *testing.T) {
 	}
 	ackAt := time.Now()
 	seen := map[string]time.Duration{}
-	_, err = proctest.Poll(30*time.Second, func() error {
+	_, err = testutil.Poll(30*time.Second, func() error {
 		for _, nd := range nodes {
 			if _, ok := seen[nd.name]; ok || nd == leader {
 				continue
@@ -245,7 +246,7 @@ func TestStoreSeesLogEndAfterFailover(t *testing.T) {
 			}
 		}
 		if len(seen) < len(survivors) {
-			return proctest.ErrNotYet
+			return fmt.Errorf("seen by %d of %d survivors", len(seen), len(survivors))
 		}
 		return nil
 	})

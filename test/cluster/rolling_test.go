@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pifleet/sessionlog/internal/proctest"
+	"github.com/pifleet/sessionlog/internal/testutil"
 )
 
 // TestStopStreamLeader is one step of a rolling restart under load: ten
@@ -67,12 +67,12 @@ func TestStopStreamLeader(t *testing.T) {
 	// Progress past n acks, or the first writer's error.
 	acksPast := func(n int64, what string) {
 		t.Helper()
-		proctest.WaitFor(t, readyTimeout, what, func() error {
+		testutil.WaitFor(t, readyTimeout, func() error {
 			if err := firstErr.Load(); err != nil {
-				return fmt.Errorf("a writer failed: %w", *err)
+				return fmt.Errorf("%s: a writer failed: %w", what, *err)
 			}
 			if got := prog.acks.Load(); got < n {
-				return fmt.Errorf("%d acks of %d", got, n)
+				return fmt.Errorf("%s: %d acks of %d", what, got, n)
 			}
 			return nil
 		})

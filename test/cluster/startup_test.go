@@ -3,12 +3,14 @@
 package cluster
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"testing"
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/proctest"
+	"github.com/pifleet/sessionlog/internal/testutil"
 )
 
 // TestNodeFailsFastOnBusyPort: a pi-node whose embedded server cannot bind
@@ -27,7 +29,7 @@ func TestNodeFailsFastOnBusyPort(t *testing.T) {
 			}
 			defer busy.Close()
 			busyAddr := busy.Addr().String()
-			ports := proctest.FreePorts(t, 3)
+			ports := testutil.FreePorts(t, 3)
 			args := []string{"--node-name", "busy-" + which, "--data-dir", t.TempDir(),
 				"--http-listen", fmt.Sprintf("127.0.0.1:%d", ports[0])}
 			if which == "client" {
@@ -40,9 +42,9 @@ func TestNodeFailsFastOnBusyPort(t *testing.T) {
 			p := proctest.New(t, "busy-"+which, piNodeBin, args...)
 			p.Start(t)
 			const bound = 25 * time.Second
-			_, err = proctest.Poll(bound, func() error {
+			_, err = testutil.Poll(bound, func() error {
 				if p.Running() {
-					return proctest.ErrNotYet
+					return errors.New("still running")
 				}
 				return nil
 			})

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pifleet/sessionlog/internal/proctest"
+	"github.com/pifleet/sessionlog/internal/testutil"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -25,7 +25,7 @@ import (
 func waitAllApplied(t *testing.T, nodes []*piNode) uint64 {
 	t.Helper()
 	var last uint64
-	proctest.WaitFor(t, readyTimeout, "every node applied the log's last sequence", func() error {
+	testutil.WaitFor(t, readyTimeout, func() error { // every node applied the log's last sequence
 		var sts []nodeStatus
 		for _, nd := range nodes {
 			st, err := status(nd.base)

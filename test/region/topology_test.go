@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/proctest"
+	"github.com/pifleet/sessionlog/internal/testutil"
 )
 
 // Generous bounds: the machine may have two cores and other suites running
@@ -61,12 +62,12 @@ func startTopology(t *testing.T, n int) *topology {
 	gateways := map[string][]string{}
 	for _, r := range regions {
 		for range n {
-			p := proctest.FreePorts(t, 4)
+			p := testutil.FreePorts(t, 4)
 			pp[r] = append(pp[r], ports{p[0], p[1], p[2], p[3]})
 			gateways[r] = append(gateways[r], fmt.Sprintf("nats://127.0.0.1:%d", p[3]))
 		}
 	}
-	tp := proctest.FreePorts(t, 3)
+	tp := testutil.FreePorts(t, 3)
 	gateways["T"] = []string{fmt.Sprintf("nats://127.0.0.1:%d", tp[2])}
 	var spec []string
 	for _, r := range []string{"A", "B", "T"} {
@@ -171,7 +172,7 @@ func (top *topology) waitReady(t *testing.T, nodes []*node) time.Duration {
 	start := time.Now()
 	for i, nd := range nodes {
 		wg.Go(func() {
-			_, errs[i] = proctest.Poll(readyTimeout, func() error {
+			_, errs[i] = testutil.Poll(readyTimeout, func() error {
 				if !nd.Running() {
 					return fmt.Errorf("process exited: %v", nd.ExitErr())
 				}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/proctest"
+	"github.com/pifleet/sessionlog/internal/testutil"
 
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
@@ -50,7 +51,7 @@ func measureMirrorLag(t *testing.T, ctx context.Context, home, mirror string) {
 		}
 		seq := wr.Entries[0].Seq
 		if i == 0 {
-			proctest.WaitFor(t, time.Minute, "the mirror region serving a write of the home", func() error {
+			testutil.WaitFor(t, time.Minute, func() error { // the mirror region serving a write of the home
 				_, err := entries(ctx, mirror, sid, seq)
 				return err
 			})
@@ -172,13 +173,13 @@ func verify(t *testing.T, ctx context.Context, top *topology, ws []*writer, sids
 		last = max(last, recs[len(recs)-1].Seq)
 	}
 	for _, nd := range top.all() {
-		proctest.WaitFor(t, time.Minute, nd.name+" applied B's stream", func() error {
+		testutil.WaitFor(t, time.Minute, func() error {
 			s, err := status(nd.base)
 			if err != nil {
-				return err
+				return fmt.Errorf("%s: %w", nd.name, err)
 			}
 			if s.Store.Applied < last || s.JetStream.Region.Home != "B" || len(s.JetStream.Region.Stale) > 0 {
-				return fmt.Errorf("applied %d of %d, region %+v", s.Store.Applied, last, s.JetStream.Region)
+				return fmt.Errorf("%s: applied %d of %d, region %+v", nd.name, s.Store.Applied, last, s.JetStream.Region)
 			}
 			return nil
 		})

@@ -1,14 +1,13 @@
 // Package jstest starts real JetStream servers for the tests of the packages
 // above the adapter (session, api, pi-node, client): a single node or an
 // in-process cluster, each in t.TempDir(), shut down at cleanup. The
-// adapter's own tests keep private copies of these helpers, because a package
-// cannot import a helper that imports it.
+// adapter's own tests keep private copies of the server helpers, because a
+// package cannot import a helper that imports it.
 package jstest
 
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/url"
 	"sync"
 	"testing"
@@ -19,6 +18,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/jetstream"
 	"github.com/pifleet/sessionlog/internal/jetstream/embedded"
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/testutil"
 )
 
 // RunServer starts a single JetStream server on a random port, with the
@@ -44,18 +44,6 @@ func RunServerSync(t testing.TB, syncAlways bool) *embedded.Server {
 	return s
 }
 
-// FreePort returns a TCP port that was free a moment ago: route listeners
-// must be known before any server starts, so port 0 cannot be used for them.
-func FreePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // RunCluster starts an n-node JetStream cluster in this process. Every
 // server lists the routes of all servers; they start concurrently because a
 // meta leader needs a quorum, and Start waits for it.
@@ -63,8 +51,9 @@ func RunCluster(t testing.TB, n int) []*embedded.Server {
 	t.Helper()
 	routes := make([]*url.URL, n)
 	listen := make([]string, n)
+	ports := testutil.FreePorts(t, n) // distinct: each route needs its own
 	for i := range n {
-		listen[i] = fmt.Sprintf("127.0.0.1:%d", FreePort(t))
+		listen[i] = fmt.Sprintf("127.0.0.1:%d", ports[i])
 		routes[i] = &url.URL{Scheme: "nats", Host: listen[i]}
 	}
 	servers := make([]*embedded.Server, n)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/testutil"
 )
 
 // TestCursors checks every clause of the session.Cursors contract. newCursors
@@ -217,7 +218,7 @@ func testCursorWatch(t *testing.T, c session.Cursors) {
 		return cursorEvent{}
 	}
 	var probeRev, seen uint64
-	checkFor(t, waitTimeout, func() error {
+	testutil.WaitFor(t, waitTimeout, func() error {
 		probeRev = mustPut(t, c, sid, "probe", cursorAt("", 0))
 		select {
 		case ev := <-events:
@@ -274,20 +275,5 @@ func testCursorWatch(t *testing.T, c session.Cursors) {
 		}
 	case <-time.After(waitTimeout):
 		t.Fatalf("watch did not return within %v of its context's end", waitTimeout)
-	}
-}
-
-// checkFor calls fn until it returns nil, failing the test after timeout.
-func checkFor(t *testing.T, timeout time.Duration, fn func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := fn()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("still failing after %v: %v", timeout, err)
-		}
 	}
 }

@@ -1,0 +1,87 @@
+package testutil
+
+import (
+	"bytes"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pifleet/sessionlog/internal/loopback"
+)
+
+// Poll intervals: the first retry comes quickly, so fast conditions cost a
+// few milliseconds; the interval then grows, so long waits (a cluster
+// electing a leader, a process starting) stay light on a busy machine.
+const (
+	firstInterval = 10 * time.Millisecond
+	maxInterval   = 100 * time.Millisecond
+)
+
+// WaitFor calls cond until it returns nil and returns how long that took.
+// After timeout it fails the test with cond's last error, which should say
+// what was awaited and what was seen instead. Call it from the test's
+// goroutine; from others, use Poll.
+func WaitFor(tb testing.TB, timeout time.Duration, cond func() error) time.Duration {
+	tb.Helper()
+	d, err := Poll(timeout, cond)
+	if err != nil {
+		tb.Fatalf("not within %v: %v", timeout, err)
+	}
+	return d
+}
+
+// Poll is WaitFor without the test: it returns how long cond took to
+// return nil, or cond's last error once timeout has passed.
+func Poll(timeout time.Duration, cond func() error) (time.Duration, error) {
+	start := time.Now()
+	deadline := start.Add(timeout)
+	wait := firstInterval
+	for {
+		err := cond()
+		if err == nil {
+			return time.Since(start), nil
+		}
+		if time.Now().After(deadline) {
+			return time.Since(start), err
+		}
+		time.Sleep(wait)
+		wait = min(wait*3/2, maxInterval)
+	}
+}
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago, for
+// listeners whose address must be known before they start (cluster routes,
+// a child process's flags); a server of the test's own listens on port 0.
+func FreePort(tb testing.TB) int {
+	tb.Helper()
+	return FreePorts(tb, 1)[0]
+}
+
+// FreePorts returns n distinct free TCP ports on 127.0.0.1.
+func FreePorts(tb testing.TB, n int) []int {
+	tb.Helper()
+	ports, err := loopback.FreePorts(n)
+	if err != nil {
+		tb.Fatalf("free port: %v", err)
+	}
+	return ports
+}
+
+// SyncBuffer is a bytes.Buffer a test may read while a command or a server
+// writes it from another goroutine.
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

@@ -1,0 +1,70 @@
+package testutil
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestPoll(t *testing.T) {
+	n := 0
+	d, err := Poll(10*time.Second, func() error {
+		if n++; n < 3 {
+			return fmt.Errorf("call %d", n)
+		}
+		return nil
+	})
+	if err != nil || n != 3 || d <= 0 {
+		t.Fatalf("Poll: %v after %d calls, %v", err, n, d)
+	}
+	last := errors.New("still not")
+	if _, err := Poll(30*time.Millisecond, func() error { return last }); err != last {
+		t.Fatalf("Poll after its timeout: %v, want the last error", err)
+	}
+}
+
+func TestWaitFor(t *testing.T) {
+	calls := 0
+	WaitFor(t, 10*time.Second, func() error {
+		if calls++; calls < 2 {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	if calls != 2 {
+		t.Fatalf("%d calls, want 2", calls)
+	}
+}
+
+func TestFreePorts(t *testing.T) {
+	ports := FreePorts(t, 5)
+	seen := map[int]bool{}
+	for _, p := range ports {
+		if p <= 0 || seen[p] {
+			t.Fatalf("ports %v: not distinct and positive", ports)
+		}
+		seen[p] = true
+	}
+	if p := FreePort(t); p <= 0 {
+		t.Fatalf("FreePort: %d", p)
+	}
+}
+
+func TestSyncBuffer(t *testing.T) {
+	var b SyncBuffer
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 100 {
+				fmt.Fprint(&b, "x")
+				_ = b.String()
+			}
+		})
+	}
+	wg.Wait()
+	if n := len(b.String()); n != 400 {
+		t.Fatalf("%d bytes, want 400", n)
+	}
+}
