@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/archive"
-	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/wire"
 	"github.com/pifleet/sessionlog/internal/writer"
 )
 
@@ -39,7 +39,7 @@ type restoreReply struct {
 
 func (s *Server) archive() (Archive, error) {
 	if s.cfg.Archive == nil {
-		return nil, fmt.Errorf("%w: this node serves no archive", session.ErrNotFound)
+		return nil, fmt.Errorf("%w: this node serves no archive", wire.ErrNotFound)
 	}
 	return s.cfg.Archive, nil
 }
@@ -52,7 +52,7 @@ func (s *Server) archiveList(ctx context.Context, r *request) (reply, error) {
 	var from uint64
 	if r.Cursor != "" {
 		if from, err = strconv.ParseUint(r.Cursor, 10, 64); err != nil {
-			return reply{}, session.Invalid("cursor", fmt.Sprintf("%q is not a cursor of the archive (the next of a previous page)", r.Cursor))
+			return reply{}, wire.Invalid("cursor", fmt.Sprintf("%q is not a cursor of the archive (the next of a previous page)", r.Cursor))
 		}
 	}
 	list, next, err := a.List(ctx, r.Month, from, r.Limit)
@@ -89,10 +89,10 @@ func (s *Server) archiveRun(ctx context.Context, r *request) (reply, error) {
 	older := a.Retention()
 	if r.Older != "" {
 		if older, err = time.ParseDuration(r.Older); err != nil || older < 0 {
-			return reply{}, session.Invalid("olderThan", fmt.Sprintf("%q is not a duration like 720h", r.Older))
+			return reply{}, wire.Invalid("olderThan", fmt.Sprintf("%q is not a duration like 720h", r.Older))
 		}
 	} else if older == 0 {
-		return reply{}, session.Invalid("olderThan", "required: this node has no --session-retention to default to")
+		return reply{}, wire.Invalid("olderThan", "required: this node has no --session-retention to default to")
 	}
 	res, err := a.Pass(ctx, older)
 	if err != nil && res.Archived == 0 {

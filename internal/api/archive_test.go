@@ -9,8 +9,8 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/api"
 	"github.com/pifleet/sessionlog/internal/archive"
-	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/store"
+	"github.com/pifleet/sessionlog/internal/wire"
 	"github.com/pifleet/sessionlog/internal/writer"
 )
 
@@ -100,7 +100,7 @@ func TestArchiveOps(t *testing.T) {
 	}
 	fa.err = &archive.LeaseHeldError{Lease: archive.Lease{Holder: "n2"}}
 	e.fails(http.StatusConflict, api.CodeConflict, "", "POST", "/v1/archive/run", "")
-	fa.err = session.Invalid("month", "bad")
+	fa.err = wire.Invalid("month", "bad")
 	e.fails(http.StatusBadRequest, api.CodeInvalid, "month", "GET", "/v1/archive?month=13", nil)
 }
 

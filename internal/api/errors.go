@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // Error codes of the JSON error object.
@@ -35,14 +35,14 @@ var errorTable = []struct {
 	code   string
 }{
 	{errUnauthorized, http.StatusUnauthorized, CodeUnauthorized},
-	{session.ErrInvalid, http.StatusBadRequest, CodeInvalid},
-	{session.ErrNotFound, http.StatusNotFound, CodeNotFound},
-	{session.ErrExists, http.StatusConflict, CodeConflict},
-	{session.ErrConflict, http.StatusConflict, CodeConflict},
-	{session.ErrTooLarge, http.StatusRequestEntityTooLarge, CodeTooLarge},
-	{session.ErrTimeout, http.StatusGatewayTimeout, CodeTimeout},
+	{wire.ErrInvalid, http.StatusBadRequest, CodeInvalid},
+	{wire.ErrNotFound, http.StatusNotFound, CodeNotFound},
+	{wire.ErrExists, http.StatusConflict, CodeConflict},
+	{wire.ErrConflict, http.StatusConflict, CodeConflict},
+	{wire.ErrTooLarge, http.StatusRequestEntityTooLarge, CodeTooLarge},
+	{wire.ErrTimeout, http.StatusGatewayTimeout, CodeTimeout},
 	{context.DeadlineExceeded, http.StatusGatewayTimeout, CodeTimeout},
-	{session.ErrUnavailable, http.StatusServiceUnavailable, CodeUnavailable},
+	{wire.ErrUnavailable, http.StatusServiceUnavailable, CodeUnavailable},
 	// The caller went away or the server is stopping: not a server fault.
 	{context.Canceled, http.StatusServiceUnavailable, CodeUnavailable},
 }
@@ -78,11 +78,11 @@ func toAPIError(err error) (apiError, bool) {
 	for _, e := range errorTable {
 		if errors.Is(err, e.err) {
 			d := ErrorDetail{Code: e.code, Message: err.Error()}
-			var ce *session.ConflictError
+			var ce *wire.ConflictError
 			if errors.As(err, &ce) {
 				d.LastSeq = ce.LastSeq
 			}
-			var fe *session.FieldError
+			var fe *wire.FieldError
 			if errors.As(err, &fe) {
 				d.Field = fe.Field
 			}

@@ -12,9 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pifleet/sessionlog/internal/wire"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-
-	"github.com/pifleet/sessionlog/internal/session"
 )
 
 const transportHTTP = "http"
@@ -37,7 +36,7 @@ func (s *Server) routes() http.Handler {
 // handleNoRoute answers unknown paths with the JSON error shape; under /v1
 // the token is checked first, so routes are not probed without it.
 func (s *Server) handleNoRoute(w http.ResponseWriter, r *http.Request) {
-	err := fmt.Errorf("no route %s %s: %w", r.Method, r.URL.Path, session.ErrNotFound)
+	err := fmt.Errorf("no route %s %s: %w", r.Method, r.URL.Path, wire.ErrNotFound)
 	if strings.HasPrefix(r.URL.Path, "/v1/") && !s.authorized(r) {
 		err = errUnauthorized
 	}
@@ -143,7 +142,7 @@ func (s *Server) httpRequest(w http.ResponseWriter, r *http.Request, o *op) (*re
 // readBody reads at most limit bytes; a longer body is ErrTooLarge. A
 // declared Content-Length over the limit is refused before reading.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
-	tooLarge := fmt.Errorf("body: larger than the limit of %d bytes: %w", limit, session.ErrTooLarge)
+	tooLarge := fmt.Errorf("body: larger than the limit of %d bytes: %w", limit, wire.ErrTooLarge)
 	if r.ContentLength > limit {
 		return nil, tooLarge
 	}
@@ -153,7 +152,7 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	case errors.As(err, &mbe):
 		return nil, tooLarge
 	case err != nil:
-		return nil, fmt.Errorf("reading the body: %w", session.Invalid("body", err.Error()))
+		return nil, fmt.Errorf("reading the body: %w", wire.Invalid("body", err.Error()))
 	}
 	return data, nil
 }

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/api"
-	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 func TestCreateAndRead(t *testing.T) {
@@ -244,7 +244,7 @@ func TestInternalAndUnavailableErrors(t *testing.T) {
 	if !strings.Contains(e.logs.String(), "secret backend detail") {
 		t.Fatalf("internal error not logged: %s", e.logs.String())
 	}
-	e.cursors.fail(fmt.Errorf("kv get: %w", session.ErrUnavailable))
+	e.cursors.fail(fmt.Errorf("kv get: %w", wire.ErrUnavailable))
 	e.fails(503, api.CodeUnavailable, "", "GET", path, nil)
 }
 

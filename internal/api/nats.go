@@ -10,8 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
-
-	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 const (
@@ -167,7 +166,7 @@ func (s *Server) natsReply(nc *nats.Conn, o *op, req micro.Request) int {
 	switch {
 	case o.body == jsonlBody && int64(len(req.Data())) > s.cfg.MaxImportBody,
 		o.body != jsonlBody && int64(len(req.Data())) > s.cfg.MaxBody:
-		err = fmt.Errorf("body: larger than the limit: %w", session.ErrTooLarge)
+		err = fmt.Errorf("body: larger than the limit: %w", wire.ErrTooLarge)
 	case o.body == jsonlBody:
 		r.data = req.Data()
 	default:
@@ -188,7 +187,7 @@ func (s *Server) natsReply(nc *nats.Conn, o *op, req micro.Request) int {
 	}
 	// micro's Respond loses nats.ErrMaxPayload in its wrapping; check first.
 	if limit := nc.MaxPayload(); limit > 0 && int64(len(body)) > limit {
-		return s.natsError(o.name, req, fmt.Errorf("reply of %d bytes exceeds the NATS max_payload of %d; use HTTP: %w", len(body), limit, session.ErrTooLarge))
+		return s.natsError(o.name, req, fmt.Errorf("reply of %d bytes exceeds the NATS max_payload of %d; use HTTP: %w", len(body), limit, wire.ErrTooLarge))
 	}
 	var hdrs []micro.RespondOpt
 	if o.method == http.MethodGet {

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/service"
-	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // bodyKind says what an operation's request body is.
@@ -125,7 +125,7 @@ func (s *Server) fork(ctx context.Context, r *request) (reply, error) {
 		return reply{}, err
 	}
 	if r.EntryID == "" {
-		return reply{}, session.Invalid("entryId", "required: the entry the new session ends at")
+		return reply{}, wire.Invalid("entryId", "required: the entry the new session ends at")
 	}
 	id, last, err := s.svc.Fork(ctx, r.SessionID, r.EntryID)
 	if err != nil {
@@ -151,7 +151,7 @@ type lineReport struct {
 
 func (s *Server) importFile(ctx context.Context, r *request) (reply, error) {
 	if len(bytes.TrimSpace(r.data)) == 0 {
-		return reply{}, session.Invalid("body", "required: a pi session file (JSONL)")
+		return reply{}, wire.Invalid("body", "required: a pi session file (JSONL)")
 	}
 	res, err := s.svc.Import(ctx, r.data)
 	if err != nil {

@@ -4,8 +4,8 @@ import (
 	"context"
 
 	"github.com/pifleet/sessionlog/internal/service"
-	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/store"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // The read operations: they answer from this node's Store, after the
@@ -56,7 +56,7 @@ func (s *Server) entries(ctx context.Context, r *request) (reply, error) {
 		return reply{}, err
 	}
 	if r.Limit < 0 {
-		return reply{}, session.Invalid("limit", "must be a positive integer")
+		return reply{}, wire.Invalid("limit", "must be a positive integer")
 	}
 	// Service.Entries turns a limit over its maximum into its default;
 	// a client asking for more wants the most it can get.
@@ -130,10 +130,10 @@ func (s *Server) cursorSet(ctx context.Context, r *request) (reply, error) {
 		return reply{}, err
 	}
 	if !r.LeafID.set {
-		return reply{}, session.Invalid("leafId", "required: an entry id, or null for the state before the first entry")
+		return reply{}, wire.Invalid("leafId", "required: an entry id, or null for the state before the first entry")
 	}
 	if r.LeafID.id == "" && !r.LeafID.null {
-		return reply{}, session.Invalid("leafId", `must be an entry id or null, not ""`)
+		return reply{}, wire.Invalid("leafId", `must be an entry id or null, not ""`)
 	}
 	c, err := s.svc.SetCursor(ctx, r.SessionID, r.Client, r.LeafID.id, r.ExpectRevision)
 	if err != nil {

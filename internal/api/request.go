@@ -13,6 +13,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/store"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // request is every input an operation may take. HTTP fills it from the
@@ -100,13 +101,13 @@ func decodeJSON(data []byte, r *request) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &se):
-		return session.Invalid("body", fmt.Sprintf("malformed JSON at byte %d: %v", se.Offset, se))
+		return wire.Invalid("body", fmt.Sprintf("malformed JSON at byte %d: %v", se.Offset, se))
 	case errors.As(err, &te) && te.Field == "":
-		return session.Invalid("body", "must be a JSON object")
+		return wire.Invalid("body", "must be a JSON object")
 	case errors.As(err, &te):
-		return session.Invalid(te.Field, fmt.Sprintf("must be %s, not %s", kindName(te.Type), te.Value))
+		return wire.Invalid(te.Field, fmt.Sprintf("must be %s, not %s", kindName(te.Type), te.Value))
 	default:
-		return session.Invalid("body", err.Error())
+		return wire.Invalid("body", err.Error())
 	}
 }
 
@@ -159,7 +160,7 @@ func applyQuery(q url.Values, r *request) error {
 		if v := q.Get(u.name); v != "" {
 			n, err := strconv.ParseUint(v, 10, 64)
 			if err != nil {
-				return session.Invalid(u.name, fmt.Sprintf("%q is not a non-negative integer", v))
+				return wire.Invalid(u.name, fmt.Sprintf("%q is not a non-negative integer", v))
 			}
 			*u.dst = n
 		}
@@ -167,7 +168,7 @@ func applyQuery(q url.Values, r *request) error {
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
-			return session.Invalid("limit", fmt.Sprintf("%q is not a positive integer", v))
+			return wire.Invalid("limit", fmt.Sprintf("%q is not a positive integer", v))
 		}
 		r.Limit = n
 	}
@@ -205,19 +206,19 @@ func (r *request) llm() (bool, error) {
 	case "llm":
 		return true, nil
 	}
-	return false, session.Invalid("format", fmt.Sprintf(`%q: must be "agent" or "llm"`, r.Format))
+	return false, wire.Invalid("format", fmt.Sprintf(`%q: must be "agent" or "llm"`, r.Format))
 }
 
 // filter builds a list filter, validating limit and since.
 func (r *request) filter() (store.ListFilter, error) {
 	f := store.ListFilter{Name: r.Name, Cwd: r.Cwd, Label: r.Label, After: r.Cursor, Limit: r.Limit}
 	if r.Limit < 0 {
-		return f, session.Invalid("limit", "must be a positive integer")
+		return f, wire.Invalid("limit", "must be a positive integer")
 	}
 	if r.Since != "" {
 		t, err := time.Parse(time.RFC3339Nano, r.Since)
 		if err != nil {
-			return f, session.Invalid("since", fmt.Sprintf("%q is not an RFC 3339 time (like 2026-11-30T08:51:24Z)", r.Since))
+			return f, wire.Invalid("since", fmt.Sprintf("%q is not an RFC 3339 time (like 2026-11-30T08:51:24Z)", r.Since))
 		}
 		f.Since = t
 	}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/service"
-	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // watchPage is how many entries one read of a watch sends; a long backlog
@@ -40,7 +40,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request) int {
 	if v := r.Header.Get("Last-Event-ID"); v != "" {
 		n, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
-			return s.writeError(w, op, session.Invalid("Last-Event-ID", "must be the id of an event: a stream sequence"))
+			return s.writeError(w, op, wire.Invalid("Last-Event-ID", "must be the id of an event: a stream sequence"))
 		}
 		req.AfterSeq = n
 	}

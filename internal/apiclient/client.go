@@ -14,7 +14,7 @@
 // Errors are translated once, here: an error reply is an *Error, no reply
 // at all an *UnreachableError, and both unwrap to the session package's
 // sentinels (ErrNotFound, ErrConflict, ErrExists, ErrInvalid with a
-// *session.FieldError, ErrTooLarge, ErrUnavailable, ErrTimeout), so callers
+// *wire.FieldError, ErrTooLarge, ErrUnavailable, ErrTimeout), so callers
 // test them with errors.Is and never match messages.
 //
 // pi-ctl and the public client package (client/) are the users.

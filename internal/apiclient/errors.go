@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // ErrUnauthorized is what a 401 reply unwraps to: the HTTP API wants a
@@ -22,15 +22,15 @@ var ErrUnauthorized = errors.New("unauthorized")
 // It unwraps to the session sentinel of its status, as pi-node's error
 // table maps them (docs/API.md, Errors):
 //
-//	400 invalid      session.ErrInvalid (a *session.FieldError when Field is set)
+//	400 invalid      wire.ErrInvalid (a *wire.FieldError when Field is set)
 //	401 unauthorized ErrUnauthorized
-//	404 not_found    session.ErrNotFound
-//	409 conflict     session.ErrExists for create and import (the session id is
-//	                 taken); otherwise a *session.ConflictError when the reply
-//	                 carries lastSeq (a stale expectLastSeq), else session.ErrConflict
-//	413 too_large    session.ErrTooLarge
-//	502, 503         session.ErrUnavailable (retry; appends with the same ids are safe)
-//	504 timeout      session.ErrTimeout (minSeq not applied in time)
+//	404 not_found    wire.ErrNotFound
+//	409 conflict     wire.ErrExists for create and import (the session id is
+//	                 taken); otherwise a *wire.ConflictError when the reply
+//	                 carries lastSeq (a stale expectLastSeq), else wire.ErrConflict
+//	413 too_large    wire.ErrTooLarge
+//	502, 503         wire.ErrUnavailable (retry; appends with the same ids are safe)
+//	504 timeout      wire.ErrTimeout (minSeq not applied in time)
 //
 // Anything else (500) unwraps to nothing.
 type Error struct {
@@ -66,27 +66,27 @@ func (e *Error) Unwrap() error {
 	switch e.Status {
 	case http.StatusBadRequest:
 		if e.Field != "" {
-			return &session.FieldError{Field: e.Field, Reason: strings.TrimPrefix(e.Message, e.Field+": ")}
+			return &wire.FieldError{Field: e.Field, Reason: strings.TrimPrefix(e.Message, e.Field+": ")}
 		}
-		return session.ErrInvalid
+		return wire.ErrInvalid
 	case http.StatusUnauthorized:
 		return ErrUnauthorized
 	case http.StatusNotFound:
-		return session.ErrNotFound
+		return wire.ErrNotFound
 	case http.StatusConflict:
 		switch {
 		case e.Op == "create" || e.Op == "import":
-			return session.ErrExists
+			return wire.ErrExists
 		case e.LastSeq > 0:
-			return &session.ConflictError{LastSeq: e.LastSeq, Reason: e.Message}
+			return &wire.ConflictError{LastSeq: e.LastSeq, Reason: e.Message}
 		}
-		return session.ErrConflict
+		return wire.ErrConflict
 	case http.StatusRequestEntityTooLarge:
-		return session.ErrTooLarge
+		return wire.ErrTooLarge
 	case http.StatusBadGateway, http.StatusServiceUnavailable:
-		return session.ErrUnavailable
+		return wire.ErrUnavailable
 	case http.StatusGatewayTimeout:
-		return session.ErrTimeout
+		return wire.ErrTimeout
 	}
 	return nil
 }
@@ -124,7 +124,7 @@ func decodeError(op string, status int, body []byte, fallback string) *Error {
 // UnreachableError means no reply came: the node or the NATS server is not
 // there, did not answer in time, or nobody serves the operation. The outcome
 // of a write is then unknown. It unwraps to its cause and to
-// session.ErrUnavailable.
+// wire.ErrUnavailable.
 type UnreachableError struct {
 	Where   string // the URL tried
 	Err     error
@@ -140,12 +140,12 @@ func (e *UnreachableError) Error() string {
 	return msg
 }
 
-// Unwrap returns the cause and session.ErrUnavailable.
-func (e *UnreachableError) Unwrap() []error { return []error{e.Err, session.ErrUnavailable} }
+// Unwrap returns the cause and wire.ErrUnavailable.
+func (e *UnreachableError) Unwrap() []error { return []error{e.Err, wire.ErrUnavailable} }
 
 // Temporary reports whether a retry may succeed: no reply, or a node that
 // is unavailable or behind (502, 503, 504). Followers keep going through
 // these.
 func Temporary(err error) bool {
-	return errors.Is(err, session.ErrUnavailable) || errors.Is(err, session.ErrTimeout)
+	return errors.Is(err, wire.ErrUnavailable) || errors.Is(err, wire.ErrTimeout)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/tree"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // Limits of a stock pi-node with the default JetStream configuration
@@ -88,7 +89,7 @@ func (l *Log) MaxBatch() int { return l.MaxBatchSize }
 
 // Purge is not offered by the API; it fails with ErrInvalid.
 func (l *Log) Purge(ctx context.Context, sid string) error {
-	return fmt.Errorf("purge %s: %w: pi-node's API has no purge; purge on JetStream directly", sid, session.ErrInvalid)
+	return fmt.Errorf("purge %s: %w: pi-node's API has no purge; purge on JetStream directly", sid, wire.ErrInvalid)
 }
 
 // Append stores recs with the node's import (expectLast 0: a new session,
@@ -108,7 +109,7 @@ func (l *Log) Append(ctx context.Context, sid string, expectLast uint64, recs []
 		return l.create(ctx, sid, recs, len(entries))
 	}
 	if len(entries) != len(recs) {
-		return nil, fmt.Errorf("%w: a header can only start a new session", session.ErrInvalid)
+		return nil, fmt.Errorf("%w: a header can only start a new session", wire.ErrInvalid)
 	}
 	var rep service.WriteResult
 	err := Call(ctx, l.c, "append", Params{"sessionId": sid, "entries": entries, "expectLastSeq": expectLast}, &rep)
@@ -138,13 +139,13 @@ func (l *Log) Append(ctx context.Context, sid string, expectLast uint64, recs []
 // follow from the last one.
 func (l *Log) create(ctx context.Context, sid string, recs []session.Record, entries int) ([]uint64, error) {
 	if !recs[0].IsHeader() {
-		return nil, fmt.Errorf("%w: a new session's first record must be its header", session.ErrInvalid)
+		return nil, fmt.Errorf("%w: a new session's first record must be its header", wire.ErrInvalid)
 	}
 	if entries != len(recs)-1 {
-		return nil, fmt.Errorf("%w: a session has one header", session.ErrInvalid)
+		return nil, fmt.Errorf("%w: a session has one header", wire.ErrInvalid)
 	}
 	if h, err := tree.ParseHeader(recs[0].Data); err != nil || h.ID != sid || h.Version != tree.CurrentVersion {
-		return nil, fmt.Errorf("%w: the header is not a version 3 header of session %s", session.ErrInvalid, sid)
+		return nil, fmt.Errorf("%w: the header is not a version 3 header of session %s", wire.ErrInvalid, sid)
 	}
 	var file []byte
 	for _, r := range recs {

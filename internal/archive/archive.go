@@ -21,6 +21,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/store"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // Copy describes one archived copy of a session: its catalog record as of
@@ -61,12 +62,12 @@ type Backend interface {
 	List(ctx context.Context, month string, from uint64, limit int) ([]Copy, uint64, error)
 
 	// LastSeq returns the session's last sequence in the log, from the
-	// stream leader; session.ErrNotFound when its subject is empty.
+	// stream leader; wire.ErrNotFound when its subject is empty.
 	LastSeq(ctx context.Context, sid string) (uint64, error)
 	// PurgeUpTo removes the session's records up to upTo from the log, if
 	// it has none after upTo, and then its cursors, and publishes the purge
 	// notice (session.PurgeRecord(sid, upTo)) so that every Store drops it.
-	//   - records after upTo before the purge: a *session.ConflictError
+	//   - records after upTo before the purge: a *wire.ConflictError
 	//     (unwraps to ErrConflict) with their last sequence; nothing done.
 	//   - records after upTo that a writer appended between that check and
 	//     the purge: remaining is their last sequence; the records up to
@@ -124,14 +125,14 @@ func V7Time(sid string) (time.Time, bool) {
 // ValidMonth checks a YYYYMM filter.
 func ValidMonth(m string) error {
 	if _, err := time.Parse("200601", m); err != nil || len(m) != 6 {
-		return session.Invalid("month", fmt.Sprintf("%q is not a month like 202611 (YYYYMM)", m))
+		return wire.Invalid("month", fmt.Sprintf("%q is not a month like 202611 (YYYYMM)", m))
 	}
 	return nil
 }
 
 // TooRecentError refuses a restore inside the log's dedupe window: the
 // restored records would carry message ids the log still remembers, and it
-// would drop them as duplicates. Unwraps to session.ErrConflict.
+// would drop them as duplicates. Unwraps to wire.ErrConflict.
 type TooRecentError struct {
 	Session  string
 	Modified time.Time // when the session's last record was written
@@ -143,5 +144,5 @@ func (e *TooRecentError) Error() string {
 		e.Session, e.Modified.UTC().Format(time.RFC3339), e.Until.UTC().Format(time.RFC3339))
 }
 
-// Unwrap makes errors.Is(err, session.ErrConflict) true.
-func (e *TooRecentError) Unwrap() error { return session.ErrConflict }
+// Unwrap makes errors.Is(err, wire.ErrConflict) true.
+func (e *TooRecentError) Unwrap() error { return wire.ErrConflict }

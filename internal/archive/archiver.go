@@ -11,6 +11,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/store"
+	"github.com/pifleet/sessionlog/internal/wire"
 	"github.com/pifleet/sessionlog/internal/writer"
 )
 
@@ -128,8 +129,8 @@ func (e *LeaseHeldError) Error() string {
 	return fmt.Sprintf("node %s holds the archiver lease until %s: it is archiving now", e.Lease.Holder, e.Lease.Until.UTC().Format(time.RFC3339))
 }
 
-// Unwrap makes errors.Is(err, session.ErrConflict) true.
-func (e *LeaseHeldError) Unwrap() error { return session.ErrConflict }
+// Unwrap makes errors.Is(err, wire.ErrConflict) true.
+func (e *LeaseHeldError) Unwrap() error { return wire.ErrConflict }
 
 // Pass archives every session whose last record is older than olderThan,
 // under the cluster-wide lease; a *LeaseHeldError if another node has it.
@@ -139,10 +140,10 @@ func (a *Archiver) Pass(ctx context.Context, olderThan time.Duration) (PassResul
 	start := a.opts.Now()
 	res := PassResult{Cutoff: start.Add(-olderThan)}
 	if olderThan < 0 {
-		return res, session.Invalid("olderThan", "must not be negative")
+		return res, wire.Invalid("olderThan", "must not be negative")
 	}
 	if !a.passMu.TryLock() {
-		return res, fmt.Errorf("%w: a pass is running on this node already", session.ErrConflict)
+		return res, fmt.Errorf("%w: a pass is running on this node already", wire.ErrConflict)
 	}
 	defer a.passMu.Unlock()
 	if err := a.Provision(ctx); err != nil {

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/store"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // Outcome is what Archive did with one session.
@@ -82,7 +82,7 @@ const repairFor = time.Minute
 func (a *Archiver) purge(ctx context.Context, c *Copy, data []byte) (Outcome, int64, error) {
 	sid, upTo := c.SessionID, c.LastSeq
 	remaining, err := a.b.PurgeUpTo(ctx, sid, upTo)
-	var conflict *session.ConflictError
+	var conflict *wire.ConflictError
 	switch {
 	case errors.As(err, &conflict):
 		// Written to after step 2, and nothing purged: the session stays.
@@ -152,7 +152,7 @@ func (a *Archiver) export(ctx context.Context, sid string, cutoff time.Time) (Co
 			return nil
 		})
 		switch {
-		case errors.Is(err, session.ErrNotFound):
+		case errors.Is(err, wire.ErrNotFound):
 			return c, nil, Gone, nil
 		case err != nil:
 			return c, nil, Active, fmt.Errorf("archive %s: export: %w", sid, err)
@@ -162,7 +162,7 @@ func (a *Archiver) export(ctx context.Context, sid string, cutoff time.Time) (Co
 		c.Month = MonthOf(sid, c.Created)
 		last, err := a.b.LastSeq(ctx, sid)
 		switch {
-		case errors.Is(err, session.ErrNotFound):
+		case errors.Is(err, wire.ErrNotFound):
 			// Purged already (a pass that died before its notice): archive
 			// the Store's copy anyway; the notice goes out after it.
 			return c, data, Archived, nil
@@ -172,7 +172,7 @@ func (a *Archiver) export(ctx context.Context, sid string, cutoff time.Time) (Co
 			return c, data, Archived, nil
 		}
 		later, err := a.log.Read(ctx, sid, c.LastSeq)
-		if err != nil && !errors.Is(err, session.ErrNotFound) {
+		if err != nil && !errors.Is(err, wire.ErrNotFound) {
 			return c, nil, Active, fmt.Errorf("archive %s: read after %d: %w", sid, c.LastSeq, err)
 		}
 		if len(later) == 0 {
@@ -204,7 +204,7 @@ func (a *Archiver) export(ctx context.Context, sid string, cutoff time.Time) (Co
 // to add: the next PurgeUpTo finds the subject empty and sends the notice.
 func (a *Archiver) complete(ctx context.Context, c *Copy, data []byte, upTo uint64) ([]byte, uint64, bool, error) {
 	later, err := a.log.Read(ctx, c.SessionID, upTo)
-	if errors.Is(err, session.ErrNotFound) {
+	if errors.Is(err, wire.ErrNotFound) {
 		return data, upTo, false, nil
 	}
 	if err != nil {

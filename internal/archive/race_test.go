@@ -14,7 +14,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/archive"
 	"github.com/pifleet/sessionlog/internal/service"
-	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/wire"
 	"github.com/pifleet/sessionlog/internal/writer"
 )
 
@@ -68,7 +68,7 @@ func TestAppendDuringPurgeIsArchivedWithTheSession(t *testing.T) {
 	if other.Has(s.SessionID) {
 		t.Error("the other Store kept the session")
 	}
-	if _, err := f.log.Read(ctx, s.SessionID, 0); !errors.Is(err, session.ErrNotFound) {
+	if _, err := f.log.Read(ctx, s.SessionID, 0); !errors.Is(err, wire.ErrNotFound) {
 		t.Errorf("records left in the log: %v", err)
 	}
 	rebuilt := f.newStore()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/wire"
 	"github.com/pifleet/sessionlog/internal/writer"
 )
 
@@ -31,7 +32,7 @@ func (a *Archiver) Restore(ctx context.Context, sid string) (writer.ImportResult
 		return writer.ImportResult{}, fmt.Errorf("restore %s: %w", sid, err)
 	}
 	if len(copies) == 0 {
-		return writer.ImportResult{}, fmt.Errorf("restore %s: %w: the archive has no copy of this session", sid, session.ErrNotFound)
+		return writer.ImportResult{}, fmt.Errorf("restore %s: %w: the archive has no copy of this session", sid, wire.ErrNotFound)
 	}
 	best := newest(copies)
 	if until := best.Modified.Add(a.b.DuplicateWindow() + dedupeMargin); a.opts.Now().Before(until) {
@@ -42,14 +43,14 @@ func (a *Archiver) Restore(ctx context.Context, sid string) (writer.ImportResult
 		return writer.ImportResult{}, fmt.Errorf("restore %s: %w", sid, err)
 	}
 	res, err := writer.Import(ctx, a.log, data, nil, a.opts.Retry)
-	if errors.Is(err, session.ErrExists) {
-		if _, lerr := a.b.LastSeq(ctx, sid); errors.Is(lerr, session.ErrNotFound) {
+	if errors.Is(err, wire.ErrExists) {
+		if _, lerr := a.b.LastSeq(ctx, sid); errors.Is(lerr, wire.ErrNotFound) {
 			// Not in the log, yet refused: the dedupe window of a node
 			// whose clock runs behind.
 			until := a.opts.Now().Add(a.b.DuplicateWindow())
 			return res, &TooRecentError{Session: sid, Modified: best.Modified, Until: until}
 		}
-		return res, fmt.Errorf("restore %s: %w: the session is in the log (restored already, or written to again after this copy was made)", sid, session.ErrExists)
+		return res, fmt.Errorf("restore %s: %w: the session is in the log (restored already, or written to again after this copy was made)", sid, wire.ErrExists)
 	}
 	if err != nil {
 		return res, fmt.Errorf("restore %s: %w", sid, err)

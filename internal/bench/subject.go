@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/apiclient"
-	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // subject is the node the rebuild scenario starts, stops and starts
@@ -153,7 +153,7 @@ func procMemory(pid int) (rss, hwm int64, err error) {
 func waitAPI(ctx context.Context, c apiclient.Client, seq uint64) error {
 	for {
 		_, err := c.Do(ctx, "status", apiclient.Params{"minSeq": seq}, nil)
-		if !errors.Is(err, session.ErrTimeout) {
+		if !errors.Is(err, wire.ErrTimeout) {
 			return err
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/archive"
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/store"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 var _ archive.Backend = (*Archive)(nil)
@@ -137,11 +138,11 @@ func (a *Archive) Put(ctx context.Context, c archive.Copy, data []byte) error {
 	// Every part is cut to fit with the largest headers any part carries.
 	chunk := a.partLimit() - len(info) - 512 - headerReserve
 	if chunk < 4096 {
-		return fmt.Errorf("archive %s: %w: its catalog record is %d bytes, too large for a message header", sid, session.ErrTooLarge, len(info))
+		return fmt.Errorf("archive %s: %w: its catalog record is %d bytes, too large for a message header", sid, wire.ErrTooLarge, len(info))
 	}
 	n := max(1, (len(data)+chunk-1)/chunk)
 	if n > 1000 {
-		return fmt.Errorf("archive %s: %w: %d bytes would take %d parts, more than one atomic batch carries", sid, session.ErrTooLarge, len(data), n)
+		return fmt.Errorf("archive %s: %w: %d bytes would take %d parts, more than one atomic batch carries", sid, wire.ErrTooLarge, len(data), n)
 	}
 	subj := a.copySubject(sid, c.Month)
 	last := strconv.FormatUint(c.LastSeq, 10)
@@ -161,7 +162,7 @@ func (a *Archive) Put(ctx context.Context, c archive.Copy, data []byte) error {
 	if n == 1 {
 		// A duplicate ack means this very copy is stored already: done.
 		if _, err := a.js.PublishMsg(ctx, msgs[0]); err != nil {
-			return fmt.Errorf("archive %s: %w", sid, translate(err, session.ErrConflict))
+			return fmt.Errorf("archive %s: %w", sid, translate(err, wire.ErrConflict))
 		}
 		return nil
 	}
@@ -174,7 +175,7 @@ func (a *Archive) Put(ctx context.Context, c archive.Copy, data []byte) error {
 		return nil // the same copy was committed before, atomically: whole
 	}
 	if err != nil {
-		return fmt.Errorf("archive %s (%d parts): %w", sid, n, translate(err, session.ErrConflict))
+		return fmt.Errorf("archive %s (%d parts): %w", sid, n, translate(err, wire.ErrConflict))
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/archive"
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // List returns up to limit copies of month ("" for every month) from
@@ -91,7 +92,7 @@ func (a *Archive) scan(ctx context.Context, filter string, from uint64, fn func(
 	for {
 		msg, err := c.next(ctx)
 		if err != nil {
-			return translate(err, session.ErrConflict)
+			return translate(err, wire.ErrConflict)
 		}
 		meta, err := msg.Metadata()
 		if err != nil {
@@ -127,9 +128,9 @@ func (a *Archive) scan(ctx context.Context, filter string, from uint64, fn func(
 // noArchive turns "no such stream" into a clear ErrNotFound.
 func (a *Archive) noArchive(err error) error {
 	if apiCode(err) == codeStreamNotFound || errors.Is(err, jetstream.ErrStreamNotFound) {
-		return fmt.Errorf("%w: there is no archive (stream %s): no session has been archived yet", session.ErrNotFound, a.cfg.Stream)
+		return fmt.Errorf("%w: there is no archive (stream %s): no session has been archived yet", wire.ErrNotFound, a.cfg.Stream)
 	}
-	return translate(err, session.ErrConflict)
+	return translate(err, wire.ErrConflict)
 }
 
 // decodePart reads the Pi-Part header "k/n".
@@ -196,7 +197,7 @@ func (a *Archive) Delete(ctx context.Context, cs []archive.Copy) error {
 				if _, gerr := leaderGet(ctx, a.js, a.log.api, a.cfg.Stream, msgGetRequest{Seq: seq}); isNotFound(gerr) {
 					continue
 				}
-				return fmt.Errorf("delete archived copy of %s: %w", c.SessionID, translate(err, session.ErrConflict))
+				return fmt.Errorf("delete archived copy of %s: %w", c.SessionID, translate(err, wire.ErrConflict))
 			}
 		}
 	}

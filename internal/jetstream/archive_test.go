@@ -15,6 +15,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/archive"
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/store"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // archiveFixture is a log and its archive on a fresh stream pair.
@@ -87,7 +88,7 @@ func TestArchivePurgeUpTo(t *testing.T) {
 
 	// Records after upTo: refused, nothing purged.
 	_, err = a.PurgeUpTo(ctx, sid, last-1)
-	var ce *session.ConflictError
+	var ce *wire.ConflictError
 	if !errors.As(err, &ce) || ce.LastSeq != last {
 		t.Fatalf("purge up to %d of a session ending at %d: %v", last-1, last, err)
 	}
@@ -99,7 +100,7 @@ func TestArchivePurgeUpTo(t *testing.T) {
 	if err != nil || remaining != 0 {
 		t.Fatalf("purge: %d, %v", remaining, err)
 	}
-	if _, err := l.Read(ctx, sid, 0); !errors.Is(err, session.ErrNotFound) {
+	if _, err := l.Read(ctx, sid, 0); !errors.Is(err, wire.ErrNotFound) {
 		t.Errorf("records left: %v", err)
 	}
 	if cs, err := cursors.List(ctx, sid); err != nil || len(cs) != 0 {
@@ -120,7 +121,7 @@ func TestArchivePurgeUpTo(t *testing.T) {
 	if again, _ := l.LastSeq(ctx); again != end {
 		t.Errorf("the repeated purge wrote %d messages", again-end)
 	}
-	if _, err := a.LastSeq(ctx, sid); !errors.Is(err, session.ErrNotFound) {
+	if _, err := a.LastSeq(ctx, sid); !errors.Is(err, wire.ErrNotFound) {
 		t.Errorf("last seq of a purged session: %v", err)
 	}
 }
@@ -181,7 +182,7 @@ func TestArchiveProvision(t *testing.T) {
 	acfg := NewArchiveConfig(other)
 	acfg.SetStream(other.Stream + "_ARCHIVE")
 	_, _, err = NewArchive(l, acfg).List(ctx, "", 0, 10)
-	if !errors.Is(err, session.ErrNotFound) || !strings.Contains(err.Error(), "no archive") {
+	if !errors.Is(err, wire.ErrNotFound) || !strings.Contains(err.Error(), "no archive") {
 		t.Errorf("list without an archive: %v", err)
 	}
 	// An existing stream of that name with other subjects is refused.

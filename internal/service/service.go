@@ -11,6 +11,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/tree"
+	"github.com/pifleet/sessionlog/internal/wire"
 	"github.com/pifleet/sessionlog/internal/writer"
 )
 
@@ -65,7 +66,7 @@ func (s *Service) Create(ctx context.Context, req CreateRequest) (WriteResult, e
 		return WriteResult{}, err
 	}
 	if n := 1 + len(req.Entries); n > s.Log.MaxBatch() {
-		return WriteResult{}, fmt.Errorf("%w: %d records (header and %d entries) exceed the atomic batch limit of %d; import larger sessions with /v1/import", session.ErrTooLarge, n, n-1, s.Log.MaxBatch())
+		return WriteResult{}, fmt.Errorf("%w: %d records (header and %d entries) exceed the atomic batch limit of %d; import larger sessions with /v1/import", wire.ErrTooLarge, n, n-1, s.Log.MaxBatch())
 	}
 	sess := tree.NewSession(h)
 	ids := tree.IDGen{R: s.Rand}
@@ -81,20 +82,20 @@ func (s *Service) Create(ctx context.Context, req CreateRequest) (WriteResult, e
 		if id == "" {
 			id = ids.New(sess.Has)
 		} else if sess.Has(id) {
-			return WriteResult{}, session.Invalid(field+".id", fmt.Sprintf("duplicate id %q", id))
+			return WriteResult{}, wire.Invalid(field+".id", fmt.Sprintf("duplicate id %q", id))
 		}
 		if d.parentSet {
 			parent = d.parent
 			if parent != "" && !sess.Has(parent) {
-				return WriteResult{}, session.Invalid(field+".parentId", fmt.Sprintf("unknown parent %q (it must be an earlier entry of this request)", parent))
+				return WriteResult{}, wire.Invalid(field+".parentId", fmt.Sprintf("unknown parent %q (it must be an earlier entry of this request)", parent))
 			}
 		}
 		if d.labelTarget != "" && !sess.Has(d.labelTarget) {
-			return WriteResult{}, session.Invalid(field+".targetId", fmt.Sprintf("unknown entry %q (it must be an earlier entry of this request)", d.labelTarget))
+			return WriteResult{}, wire.Invalid(field+".targetId", fmt.Sprintf("unknown entry %q (it must be an earlier entry of this request)", d.labelTarget))
 		}
 		e, err := d.build(id, parent, ts)
 		if err != nil {
-			return WriteResult{}, session.Invalid(field, err.Error())
+			return WriteResult{}, wire.Invalid(field, err.Error())
 		}
 		sess.Append(e)
 		parent = id
@@ -121,7 +122,7 @@ func (s *Service) header(raw json.RawMessage) (tree.Header, error) {
 	if len(raw) > 0 && string(raw) != "null" {
 		var err error
 		if v, err = tree.ParseValue(raw); err != nil || v.Kind != tree.KindObject {
-			return tree.Header{}, session.Invalid("header", "must be a JSON object")
+			return tree.Header{}, wire.Invalid("header", "must be a JSON object")
 		}
 	} else {
 		v = tree.Value{Kind: tree.KindObject}
@@ -132,15 +133,15 @@ func (s *Service) header(raw json.RawMessage) (tree.Header, error) {
 			return "", nil
 		}
 		if f.Kind != tree.KindString {
-			return "", session.Invalid("header."+key, "must be a string")
+			return "", wire.Invalid("header."+key, "must be a string")
 		}
 		return f.Str, nil
 	}
 	if t, _ := str("type"); t != "" && t != "session" {
-		return tree.Header{}, session.Invalid("header.type", `must be "session"`)
+		return tree.Header{}, wire.Invalid("header.type", `must be "session"`)
 	}
 	if ver, ok := v.Get("version"); ok && !(ver.Kind == tree.KindNumber && ver.Num == tree.CurrentVersion) {
-		return tree.Header{}, session.Invalid("header.version", "must be 3 (import older files with /v1/import)")
+		return tree.Header{}, wire.Invalid("header.version", "must be 3 (import older files with /v1/import)")
 	}
 	id, err := str("id")
 	if err != nil {
@@ -153,7 +154,7 @@ func (s *Service) header(raw json.RawMessage) (tree.Header, error) {
 		}
 		id = u.String()
 	} else if err := session.ValidSessionID(id); err != nil {
-		return tree.Header{}, session.Invalid("header.id", err.(*session.FieldError).Reason)
+		return tree.Header{}, wire.Invalid("header.id", err.(*wire.FieldError).Reason)
 	}
 	ts, err := str("timestamp")
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/tree"
+	"github.com/pifleet/sessionlog/internal/wire"
 	"github.com/pifleet/sessionlog/internal/writer"
 )
 
@@ -44,10 +45,10 @@ func (s *Service) Append(ctx context.Context, sid string, req AppendRequest) (Wr
 		return WriteResult{}, err
 	}
 	if len(req.Entries) == 0 {
-		return WriteResult{}, session.Invalid("entries", "at least one entry is required")
+		return WriteResult{}, wire.Invalid("entries", "at least one entry is required")
 	}
 	if len(req.Entries) > s.Log.MaxBatch() {
-		return WriteResult{}, fmt.Errorf("%w: %d entries exceed the atomic batch limit of %d", session.ErrTooLarge, len(req.Entries), s.Log.MaxBatch())
+		return WriteResult{}, fmt.Errorf("%w: %d entries exceed the atomic batch limit of %d", wire.ErrTooLarge, len(req.Entries), s.Log.MaxBatch())
 	}
 	drafts := make([]draft, len(req.Entries))
 	for k, raw := range req.Entries {
@@ -66,7 +67,7 @@ func (s *Service) Append(ctx context.Context, sid string, req AppendRequest) (Wr
 		switch {
 		case err == nil:
 			cursorLeaf, hasCursor = c.LeafID, true
-		case !errors.Is(err, session.ErrNotFound):
+		case !errors.Is(err, wire.ErrNotFound):
 			return WriteResult{}, err
 		}
 	}
@@ -114,7 +115,7 @@ func (s *Service) Append(ctx context.Context, sid string, req AppendRequest) (Wr
 			if d.id != "" {
 				if e, seq, ok := lookup(d.id); ok {
 					if !d.sameAs(e) {
-						return nil, nil, false, fmt.Errorf("%s.id: %q is already stored with other content: %w", field, d.id, session.ErrConflict)
+						return nil, nil, false, fmt.Errorf("%s.id: %q is already stored with other content: %w", field, d.id, wire.ErrConflict)
 					}
 					stored = append(stored, EntryResult{ID: d.id, Seq: seq})
 					parent = d.id
@@ -123,23 +124,23 @@ func (s *Service) Append(ctx context.Context, sid string, req AppendRequest) (Wr
 			}
 			if parent != "" && !inBatch[parent] {
 				if _, _, ok := lookup(parent); !ok {
-					return nil, nil, false, &unknownParent{session.Invalid(field+".parentId", fmt.Sprintf("unknown parent %q", parent))}
+					return nil, nil, false, &unknownParent{wire.Invalid(field+".parentId", fmt.Sprintf("unknown parent %q", parent))}
 				}
 			}
 			if t := d.labelTarget; t != "" && !inBatch[t] {
 				if _, _, ok := lookup(t); !ok {
-					return nil, nil, false, &unknownParent{session.Invalid(field+".targetId", fmt.Sprintf("unknown entry %q", t))}
+					return nil, nil, false, &unknownParent{wire.Invalid(field+".targetId", fmt.Sprintf("unknown entry %q", t))}
 				}
 			}
 			id := d.id
 			if id == "" {
 				id = ids.New(func(id string) bool { _, _, ok := lookup(id); return ok || inBatch[id] })
 			} else if inBatch[id] {
-				return nil, nil, false, session.Invalid(field+".id", fmt.Sprintf("duplicate id %q in the request", id))
+				return nil, nil, false, wire.Invalid(field+".id", fmt.Sprintf("duplicate id %q in the request", id))
 			}
 			e, err := d.build(id, parent, ts)
 			if err != nil {
-				return nil, nil, false, session.Invalid(field, err.Error())
+				return nil, nil, false, wire.Invalid(field, err.Error())
 			}
 			out = append(out, e)
 			inBatch[id] = true
@@ -149,7 +150,7 @@ func (s *Service) Append(ctx context.Context, sid string, req AppendRequest) (Wr
 			return nil, stored, true, nil
 		}
 		if len(stored) > 0 {
-			return nil, nil, false, fmt.Errorf("%w: %d of the %d entries are already stored (%s first); an append is atomic, so send the rest alone", session.ErrConflict, len(stored), len(drafts), stored[0].ID)
+			return nil, nil, false, fmt.Errorf("%w: %d of the %d entries are already stored (%s first); an append is atomic, so send the rest alone", wire.ErrConflict, len(stored), len(drafts), stored[0].ID)
 		}
 		return out, nil, false, nil
 	}
@@ -216,7 +217,7 @@ func (s *Service) Append(ctx context.Context, sid string, req AppendRequest) (Wr
 			return nil, seqs, true, nil
 		}
 		if req.ExpectLastSeq != nil {
-			return nil, nil, false, &session.ConflictError{LastSeq: missedLast,
+			return nil, nil, false, &wire.ConflictError{LastSeq: missedLast,
 				Reason: fmt.Sprintf("the session's last sequence is %d, not %d", missedLast, *req.ExpectLastSeq)}
 		}
 		entries = next

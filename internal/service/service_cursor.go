@@ -6,6 +6,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/store"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // CursorView is a cursor as the API shows it.
@@ -65,7 +66,7 @@ func (s *Service) SetCursor(ctx context.Context, sid, client, leafID string, exp
 	var seq uint64
 	err := s.doc(ctx, sid, func(d *store.Doc) error {
 		if leafID != "" && !d.Tree.Has(leafID) {
-			return session.Invalid("leafId", fmt.Sprintf("entry %q is not in session %s", leafID, sid))
+			return wire.Invalid("leafId", fmt.Sprintf("entry %q is not in session %s", leafID, sid))
 		}
 		seq = d.LastSeq
 		return nil

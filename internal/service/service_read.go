@@ -10,6 +10,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/tree"
+	"github.com/pifleet/sessionlog/internal/wire"
 	"github.com/pifleet/sessionlog/internal/writer"
 )
 
@@ -92,7 +93,7 @@ func (s *Service) resolve(ctx context.Context, sid string, l Leaf) (Leaf, error)
 		return l, err
 	}
 	c, err := s.Cursors.Get(ctx, sid, l.Client)
-	if errors.Is(err, session.ErrNotFound) {
+	if errors.Is(err, wire.ErrNotFound) {
 		return Leaf{}, nil // no cursor: pi's default leaf
 	}
 	if err != nil {
@@ -119,7 +120,7 @@ func leafIndex(t *tree.Session, l Leaf) (int, error) {
 	case l.ID != "":
 		i, ok := t.Index(l.ID)
 		if !ok {
-			return 0, fmt.Errorf("leaf %q: %w", l.ID, session.ErrNotFound)
+			return 0, fmt.Errorf("leaf %q: %w", l.ID, wire.ErrNotFound)
 		}
 		return i, nil
 	}
@@ -194,7 +195,7 @@ func (s *Service) Fork(ctx context.Context, sid, entryID string) (string, uint64
 	var src *tree.Session
 	err := s.doc(ctx, sid, func(d *store.Doc) error {
 		if !d.Tree.Has(entryID) {
-			return fmt.Errorf("entry %q: %w", entryID, session.ErrNotFound)
+			return fmt.Errorf("entry %q: %w", entryID, wire.ErrNotFound)
 		}
 		src = forkSource(d.Tree, entryID)
 		return nil

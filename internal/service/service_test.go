@@ -15,9 +15,9 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/conformance"
 	"github.com/pifleet/sessionlog/internal/service"
-	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/tree"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 func newService(t *testing.T, b backend) *service.Service {
@@ -115,90 +115,90 @@ func testServiceErrors(t *testing.T, b backend) {
 		{"malformed entry", func() error {
 			_, err := svc.Append(ctx, sid, service.AppendRequest{Entries: raws(`{"type":"message",`)})
 			return err
-		}, session.ErrInvalid, "entries[0]"},
+		}, wire.ErrInvalid, "entries[0]"},
 		{"missing type", func() error {
 			_, err := svc.Append(ctx, sid, service.AppendRequest{Entries: raws(`{"message":{}}`)})
 			return err
-		}, session.ErrInvalid, "entries[0].type"},
+		}, wire.ErrInvalid, "entries[0].type"},
 		{"unknown parent", func() error {
 			_, err := svc.Append(ctx, sid, service.AppendRequest{Entries: raws(`{"type":"message","parentId":"nope","message":{"role":"user"}}`)})
 			return err
-		}, session.ErrInvalid, "entries[0].parentId"},
+		}, wire.ErrInvalid, "entries[0].parentId"},
 		{"duplicate id, other content", func() error {
 			_, err := svc.Append(ctx, sid, service.AppendRequest{Entries: raws(`{"type":"message","id":"aaaa0001","message":{"role":"user","content":"other"}}`)})
 			return err
-		}, session.ErrConflict, ""},
+		}, wire.ErrConflict, ""},
 		{"duplicate id in request", func() error {
 			_, err := svc.Append(ctx, sid, service.AppendRequest{Entries: raws(`{"type":"custom","id":"x1"}`, `{"type":"custom","id":"x1"}`)})
 			return err
-		}, session.ErrInvalid, "entries[1].id"},
+		}, wire.ErrInvalid, "entries[1].id"},
 		{"bad entry id", func() error {
 			_, err := svc.Append(ctx, sid, service.AppendRequest{Entries: raws(`{"type":"custom","id":"a b"}`)})
 			return err
-		}, session.ErrInvalid, "entries[0].id"},
+		}, wire.ErrInvalid, "entries[0].id"},
 		{"oversize entry", func() error {
 			big := `{"type":"custom","customType":"x","data":"` + strings.Repeat("x", 9<<20) + `"}`
 			_, err := svc.Append(ctx, sid, service.AppendRequest{Entries: raws(big)})
 			return err
-		}, session.ErrTooLarge, ""},
+		}, wire.ErrTooLarge, ""},
 		{"stale expectLastSeq", func() error {
 			stale := created.LastSeq - 1
 			_, err := svc.Append(ctx, sid, service.AppendRequest{ExpectLastSeq: &stale, Entries: raws(`{"type":"custom"}`)})
 			return err
-		}, session.ErrConflict, ""},
+		}, wire.ErrConflict, ""},
 		{"unknown session", func() error {
 			_, err := svc.Append(ctx, newID(t), service.AppendRequest{Entries: raws(`{"type":"custom"}`)})
 			return err
-		}, session.ErrNotFound, ""},
+		}, wire.ErrNotFound, ""},
 		{"bad session id", func() error {
 			_, err := svc.Append(ctx, "pi.sess.>", service.AppendRequest{Entries: raws(`{"type":"custom"}`)})
 			return err
-		}, session.ErrInvalid, "sessionId"},
+		}, wire.ErrInvalid, "sessionId"},
 		{"bad client id", func() error {
 			_, err := svc.Append(ctx, sid, service.AppendRequest{Client: "a.b", Entries: raws(`{"type":"custom"}`)})
 			return err
-		}, session.ErrInvalid, "client"},
+		}, wire.ErrInvalid, "client"},
 		{"label of an unknown entry", func() error {
 			_, err := svc.Append(ctx, sid, service.AppendRequest{Entries: raws(`{"type":"label","targetId":"nope0000","label":"x"}`)})
 			return err
-		}, session.ErrInvalid, "entries[0].targetId"},
+		}, wire.ErrInvalid, "entries[0].targetId"},
 		{"label without target", func() error {
 			_, err := svc.Append(ctx, sid, service.AppendRequest{Entries: raws(`{"type":"label","label":"x"}`)})
 			return err
-		}, session.ErrInvalid, "entries[0].targetId"},
+		}, wire.ErrInvalid, "entries[0].targetId"},
 		{"cursors of an unknown session", func() error {
 			_, err := svc.ListCursors(ctx, newID(t))
 			return err
-		}, session.ErrNotFound, ""},
+		}, wire.ErrNotFound, ""},
 		{"import without header", func() error {
 			_, err := svc.Import(ctx, []byte(`{"type":"message","id":"a"}`))
 			return err
-		}, session.ErrInvalid, "line 1"},
+		}, wire.ErrInvalid, "line 1"},
 		{"import wrong version", func() error {
 			_, err := svc.Import(ctx, v1)
 			return err
-		}, session.ErrInvalid, "line 1"},
+		}, wire.ErrInvalid, "line 1"},
 		{"import malformed only", func() error {
 			_, err := svc.Import(ctx, []byte("{oops\n"))
 			return err
-		}, session.ErrInvalid, "line 1"},
+		}, wire.ErrInvalid, "line 1"},
 		{"import existing", func() error {
 			data, _ := svc.Export(ctx, sid)
 			_, err := svc.Import(ctx, data)
 			return err
-		}, session.ErrExists, ""},
+		}, wire.ErrExists, ""},
 		{"create existing", func() error {
 			_, err := svc.Create(ctx, service.CreateRequest{Header: json.RawMessage(`{"id":"` + sid + `"}`)})
 			return err
-		}, session.ErrExists, ""},
+		}, wire.ErrExists, ""},
 		{"create bad header version", func() error {
 			_, err := svc.Create(ctx, service.CreateRequest{Header: json.RawMessage(`{"version":2}`)})
 			return err
-		}, session.ErrInvalid, "header.version"},
+		}, wire.ErrInvalid, "header.version"},
 		{"create dangling parent", func() error {
 			_, err := svc.Create(ctx, service.CreateRequest{Entries: raws(`{"type":"custom","parentId":"zz"}`)})
 			return err
-		}, session.ErrInvalid, "entries[0].parentId"},
+		}, wire.ErrInvalid, "entries[0].parentId"},
 	}
 	for _, c := range cases {
 		err := c.do()
@@ -206,7 +206,7 @@ func testServiceErrors(t *testing.T, b backend) {
 			t.Errorf("%s: want %v, got %v", c.name, c.want, err)
 			continue
 		}
-		var fe *session.FieldError
+		var fe *wire.FieldError
 		if c.field != "" && (!errors.As(err, &fe) || fe.Field != c.field) {
 			t.Errorf("%s: want field %q, got %v", c.name, c.field, err)
 		}

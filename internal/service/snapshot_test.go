@@ -13,6 +13,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/store"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // countingLog counts authoritative reads: a Store restored from a snapshot
@@ -80,7 +81,7 @@ func testSnapshotRestore(t *testing.T, b backend) {
 	if got := exportOf(t, st2, grown); !bytes.Contains(got, []byte("after-snapshot")) || res.LastSeq == 0 {
 		t.Fatal("an entry appended after the snapshot is missing")
 	}
-	if err := st2.View(ctx, purged, func(*store.Doc) error { return nil }); !errors.Is(err, session.ErrNotFound) {
+	if err := st2.View(ctx, purged, func(*store.Doc) error { return nil }); !errors.Is(err, wire.ErrNotFound) {
 		t.Fatalf("a session purged after the snapshot is still there: %v", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/tree"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // Doc is one session as a Store holds it: the tree (raw JSON lines plus
@@ -265,7 +266,7 @@ func (st *Store) WaitFor(ctx context.Context, seq uint64) error {
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return fmt.Errorf("%w: waiting for sequence %d, applied %d", session.ErrTimeout, seq, applied)
+			return fmt.Errorf("%w: waiting for sequence %d, applied %d", wire.ErrTimeout, seq, applied)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/tree"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // CreateRecords publishes a new session's records (header first) on an
@@ -20,7 +21,7 @@ func CreateRecords(ctx context.Context, log session.Log, sid string, recs []sess
 		if seqs, ok := alreadyStored(missed, recs); ok && uncertain && seqs[0] == missed[0].Seq {
 			return nil, seqs, true, nil
 		}
-		return nil, nil, false, fmt.Errorf("create %s: %w", sid, session.ErrExists)
+		return nil, nil, false, fmt.Errorf("create %s: %w", sid, wire.ErrExists)
 	})
 }
 
@@ -53,11 +54,11 @@ func publishSession(ctx context.Context, log session.Log, s *tree.Session, pol R
 				if seqs, ok := alreadyStored(missed, recs); ok && uncertain {
 					return nil, seqs, true, nil
 				}
-				return nil, nil, false, fmt.Errorf("%w: session %s changed while it was being written", session.ErrConflict, sid)
+				return nil, nil, false, fmt.Errorf("%w: session %s changed while it was being written", wire.ErrConflict, sid)
 			})
 		}
 		if err != nil {
-			if start > 0 || !errors.Is(err, session.ErrExists) {
+			if start > 0 || !errors.Is(err, wire.ErrExists) {
 				// Best effort under a fresh context: the caller's may be what failed.
 				pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 				if perr := log.Purge(pctx, sid); perr != nil {
@@ -91,9 +92,9 @@ func Import(ctx context.Context, log session.Log, data []byte, rand io.Reader, p
 	if err != nil {
 		var le *tree.LineError
 		if errors.As(err, &le) {
-			return ImportResult{}, session.Invalid(fmt.Sprintf("line %d", le.Line), le.Reason)
+			return ImportResult{}, wire.Invalid(fmt.Sprintf("line %d", le.Line), le.Reason)
 		}
-		return ImportResult{}, fmt.Errorf("%w: %v", session.ErrInvalid, err)
+		return ImportResult{}, fmt.Errorf("%w: %v", wire.ErrInvalid, err)
 	}
 	if err := session.ValidSessionID(f.Header.ID); err != nil {
 		return ImportResult{}, err
@@ -114,7 +115,7 @@ func Import(ctx context.Context, log session.Log, data []byte, rand io.Reader, p
 func Fork(ctx context.Context, log session.Log, src *tree.Session, leafID string, now time.Time, rand io.Reader, pol RetryPolicy) (string, uint64, error) {
 	leaf, ok := src.Index(leafID)
 	if !ok {
-		return "", 0, fmt.Errorf("fork: entry %q: %w", leafID, session.ErrNotFound)
+		return "", 0, fmt.Errorf("fork: entry %q: %w", leafID, wire.ErrNotFound)
 	}
 	u, err := uuid.NewV7()
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // RetryPolicy bounds the optimistic append loop.
@@ -94,25 +95,25 @@ func CASAppend(ctx context.Context, log session.Log, sid string, expectLast uint
 		seqs, err := log.Append(actx, sid, expectLast, recs)
 		cancel()
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-			err = fmt.Errorf("%w: no ack within %v: %w", session.ErrUnavailable, timeout, err)
+			err = fmt.Errorf("%w: no ack within %v: %w", wire.ErrUnavailable, timeout, err)
 		}
 		switch {
 		case err == nil:
 			return seqs, nil
-		case errors.Is(err, session.ErrConflict), errors.Is(err, session.ErrExists):
+		case errors.Is(err, wire.ErrConflict), errors.Is(err, wire.ErrExists):
 			rctx, cancel := context.WithTimeout(ctx, max(timeout, 2*time.Second))
 			missed, rerr := ReadMissed(rctx, log, sid, expectLast)
 			cancel()
 			if errors.Is(rerr, context.DeadlineExceeded) && ctx.Err() == nil {
 				// As for the publish: a give-up after attempts must read
 				// as ErrUnavailable, not as the caller's own timeout.
-				rerr = fmt.Errorf("%w: %w", session.ErrUnavailable, rerr)
+				rerr = fmt.Errorf("%w: %w", wire.ErrUnavailable, rerr)
 			}
 			if rerr != nil {
-				if errors.Is(rerr, session.ErrUnavailable) {
+				if errors.Is(rerr, wire.ErrUnavailable) {
 					lastErr = rerr
 					if unavailableTooLong() {
-						return nil, fmt.Errorf("append to %s: reading what was missed: still unavailable after %v: %w", sid, pol.UnavailableFor, session.ErrUnavailable)
+						return nil, fmt.Errorf("append to %s: reading what was missed: still unavailable after %v: %w", sid, pol.UnavailableFor, wire.ErrUnavailable)
 					}
 					if !session.Sleep(ctx, &backoff, pol.MaxBackoff) {
 						return nil, ctx.Err()
@@ -145,13 +146,13 @@ func CASAppend(ctx context.Context, log session.Log, sid string, expectLast uint
 			if conflicts++; conflicts >= 2 && !session.Sleep(ctx, &conflictBackoff, pol.MaxBackoff) {
 				return nil, fmt.Errorf("%w (%w)", ctx.Err(), err)
 			}
-		case errors.Is(err, session.ErrUnavailable):
+		case errors.Is(err, wire.ErrUnavailable):
 			lastErr, uncertain = err, true
 			if unavailableTooLong() {
 				// ErrUnavailable alone, not err: err may also wrap the
 				// attempt's DeadlineExceeded, which would read as the
 				// caller's own timeout (504) instead of 503.
-				return nil, fmt.Errorf("append to %s: still unavailable after %v: %w (last error: %v)", sid, pol.UnavailableFor, session.ErrUnavailable, err)
+				return nil, fmt.Errorf("append to %s: still unavailable after %v: %w (last error: %v)", sid, pol.UnavailableFor, wire.ErrUnavailable, err)
 			}
 			if !session.Sleep(ctx, &backoff, pol.MaxBackoff) {
 				return nil, fmt.Errorf("%w (%w)", ctx.Err(), err)
@@ -160,8 +161,8 @@ func CASAppend(ctx context.Context, log session.Log, sid string, expectLast uint
 			return nil, err
 		}
 	}
-	if errors.Is(lastErr, session.ErrUnavailable) {
-		return nil, fmt.Errorf("append to %s: gave up after %d attempts: %w (last error: %v)", sid, pol.Attempts, session.ErrUnavailable, lastErr)
+	if errors.Is(lastErr, wire.ErrUnavailable) {
+		return nil, fmt.Errorf("append to %s: gave up after %d attempts: %w (last error: %v)", sid, pol.Attempts, wire.ErrUnavailable, lastErr)
 	}
 	return nil, fmt.Errorf("append to %s: gave up after %d attempts: %w", sid, pol.Attempts, lastErr)
 }
@@ -182,7 +183,7 @@ func reconcileOnce(reconcile ReconcileFunc, missed []session.Stored, recs []sess
 
 func ReadMissed(ctx context.Context, log session.Log, sid string, after uint64) ([]session.Stored, error) {
 	missed, err := log.Read(ctx, sid, after)
-	if errors.Is(err, session.ErrNotFound) {
+	if errors.Is(err, wire.ErrNotFound) {
 		return nil, nil
 	}
 	return missed, err
