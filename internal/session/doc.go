@@ -16,9 +16,9 @@
 // # Vocabulary
 //
 // Adapters translate their backend's failures once, at their edge, into the
-// sentinels of errors.go (wire.ErrNotFound, wire.ErrConflict, wire.ErrExists, wire.ErrInvalid,
-// wire.ErrTooLarge, wire.ErrUnavailable, wire.ErrTimeout), with *wire.FieldError and
-// *wire.ConflictError where callers need the field or the sequence. Records and
+// sentinels of internal/wire (ErrNotFound, ErrConflict, ErrExists,
+// ErrInvalid, ErrTooLarge, ErrUnavailable, ErrTimeout), with *FieldError and
+// *ConflictError where callers need the field or the sequence. Records and
 // tree entries convert with RecordOf, HeaderRecord and Build; ids are checked
 // by ValidSessionID and ValidClientID before they reach a subject.
 //
