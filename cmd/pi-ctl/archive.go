@@ -8,8 +8,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/size"
-
-	"github.com/pifleet/sessionlog/internal/archive"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // archiveCommands operate the archive of idle sessions (pi-node's
@@ -80,7 +79,7 @@ func runArchiveLs(ctx context.Context, e *env, args []string) error {
 	t := &table{}
 	t.row("ID", "NAME", "ENTRIES", "SIZE", "MODIFIED", "ARCHIVED", "NOTE")
 	for _, raw := range acc.Sessions {
-		var s archive.Listed
+		var s wire.ArchivedSession
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return fmt.Errorf("archive.list: unexpected reply from pi-node: %v", err)
 		}

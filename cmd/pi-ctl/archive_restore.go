@@ -7,8 +7,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/size"
-
-	"github.com/pifleet/sessionlog/internal/archive"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 const archiveRestoreHelp = `Usage: pi-ctl archive restore SID... [--json]
@@ -111,7 +110,7 @@ func runArchiveNow(ctx context.Context, e *env, args []string) error {
 			p["olderThan"] = older.String()
 		}
 	})
-	var r archive.PassResult
+	var r wire.ArchivePass
 	if printed, err := conn.query(ctx, e, fs, "archive.run", p, *asJSON, &r); printed || err != nil {
 		return err
 	}

@@ -5,8 +5,8 @@ import (
 	"flag"
 	"strconv"
 
-	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/tree"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // cursorCommands manage cursors: one client's leaf in one session.
@@ -73,7 +73,7 @@ func runCursorSet(ctx context.Context, e *env, args []string) error {
 
 // cursorOp runs get or set and prints the cursor.
 func cursorOp(ctx context.Context, e *env, fs *flag.FlagSet, conn *connFlags, op string, p params, asJSON bool) error {
-	var c service.CursorView
+	var c wire.CursorView
 	if printed, err := conn.query(ctx, e, fs, op, p, asJSON, &c); printed || err != nil {
 		return err
 	}
@@ -100,7 +100,7 @@ func runCursorList(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	var r struct {
-		Cursors []service.CursorView `json:"cursors"`
+		Cursors []wire.CursorView `json:"cursors"`
 	}
 	if printed, err := conn.query(ctx, e, fs, "cursor.list", params{"sessionId": pos[0]}, *asJSON, &r); printed || err != nil {
 		return err

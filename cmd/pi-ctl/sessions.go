@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/tree"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // listPage is the list reply; Next is empty on the last page.
@@ -80,7 +80,7 @@ func runLs(ctx context.Context, e *env, args []string) error {
 	t := &table{}
 	t.row("ID", "NAME", "ENTRIES", "MODIFIED", "CWD")
 	for _, raw := range acc.Sessions {
-		var s store.Info
+		var s wire.Info
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return fmt.Errorf("list: unexpected reply from pi-node: %v", err)
 		}
@@ -113,7 +113,7 @@ func runShow(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	var d struct {
-		store.Info
+		wire.Info
 		Labels map[string]string `json:"labels"`
 		LeafID *string           `json:"leafId"`
 	}

@@ -9,8 +9,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/tree"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 const treeHelp = `Usage: pi-ctl tree SID [--client C] [--json] [--width N]
@@ -62,7 +62,7 @@ func runTree(ctx context.Context, e *env, args []string) error {
 
 	// The cursor first: its seq is the session's last sequence when it was
 	// set, so the export below (from any node) holds the entry it names.
-	var cur service.CursorView
+	var cur wire.CursorView
 	haveCursor := false
 	exportParams := params{"sessionId": sid}
 	if *client != "" {

@@ -7,8 +7,8 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/tree"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // labelEntry and infoEntry are pi's label and session_info entries without
@@ -127,7 +127,7 @@ func appendOne(ctx context.Context, e *env, b backend, sid, client string, entry
 	if asJSON {
 		return writeJSON(e.stdout, body)
 	}
-	var r service.WriteResult
+	var r wire.WriteResult
 	if err := json.Unmarshal(body, &r); err != nil || len(r.Entries) != 1 {
 		return fmt.Errorf("append: unexpected reply from pi-node: %.200s", body)
 	}

@@ -6,17 +6,15 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/pifleet/sessionlog/internal/archive"
 	"github.com/pifleet/sessionlog/internal/wire"
-	"github.com/pifleet/sessionlog/internal/writer"
 )
 
 // Archive is what the archive operations serve: *archive.Archiver. A
 // Server without one answers them with 404.
 type Archive interface {
-	List(ctx context.Context, month string, from uint64, limit int) ([]archive.Listed, uint64, error)
-	Restore(ctx context.Context, sid string) (writer.ImportResult, error)
-	Pass(ctx context.Context, olderThan time.Duration) (archive.PassResult, error)
+	List(ctx context.Context, month string, from uint64, limit int) ([]wire.ArchivedSession, uint64, error)
+	Restore(ctx context.Context, sid string) (wire.ImportResult, error)
+	Pass(ctx context.Context, olderThan time.Duration) (wire.ArchivePass, error)
 	// Retention is the node's --session-retention (0: none), the default
 	// of a pass run through the API.
 	Retention() time.Duration
@@ -25,8 +23,8 @@ type Archive interface {
 // archiveListReply is a page of the archive; Next is the cursor of the
 // following page (an archive sequence), absent on the last.
 type archiveListReply struct {
-	Sessions []archive.Listed `json:"sessions"`
-	Next     string           `json:"next,omitempty"`
+	Sessions []wire.ArchivedSession `json:"sessions"`
+	Next     string                 `json:"next,omitempty"`
 }
 
 // restoreReply is the restore response: the session back in the log, its

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
 
@@ -93,7 +92,7 @@ func (s *Server) waitMinSeq(ctx context.Context, seq uint64) error {
 }
 
 func (s *Server) create(ctx context.Context, r *request) (reply, error) {
-	res, err := s.svc.Create(ctx, service.CreateRequest{Header: r.Header, Entries: r.Entries})
+	res, err := s.svc.Create(ctx, wire.CreateRequest{Header: r.Header, Entries: r.Entries})
 	if err != nil {
 		return reply{}, err
 	}
@@ -105,7 +104,7 @@ func (s *Server) appendEntries(ctx context.Context, r *request) (reply, error) {
 		return reply{}, err
 	}
 	start := time.Now()
-	res, err := s.svc.Append(ctx, r.SessionID, service.AppendRequest{Entries: r.Entries, ExpectLastSeq: r.ExpectLastSeq, Client: r.Client})
+	res, err := s.svc.Append(ctx, r.SessionID, wire.AppendRequest{Entries: r.Entries, ExpectLastSeq: r.ExpectLastSeq, Client: r.Client})
 	s.metrics.observeAppend(time.Since(start), err)
 	if err != nil {
 		return reply{}, err

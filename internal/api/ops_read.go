@@ -3,8 +3,6 @@ package api
 import (
 	"context"
 
-	"github.com/pifleet/sessionlog/internal/service"
-	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
 
@@ -14,8 +12,8 @@ import (
 
 // listReply is the list response; Next is absent on the last page.
 type listReply struct {
-	Sessions []store.Info `json:"sessions"`
-	Next     string       `json:"next,omitempty"`
+	Sessions []wire.Info `json:"sessions"`
+	Next     string      `json:"next,omitempty"`
 }
 
 func (s *Server) list(_ context.Context, r *request) (reply, error) {
@@ -25,7 +23,7 @@ func (s *Server) list(_ context.Context, r *request) (reply, error) {
 	}
 	infos, next := s.svc.List(f)
 	if infos == nil {
-		infos = []store.Info{}
+		infos = []wire.Info{}
 	}
 	return jsonReply(listReply{Sessions: infos, Next: next})
 }
@@ -47,8 +45,8 @@ const maxEntriesLimit = 10000
 // entriesReply is the entries response. More entries exist when the last
 // one's seq is below LastSeq.
 type entriesReply struct {
-	Entries []service.SeqEntry `json:"entries"`
-	LastSeq uint64             `json:"lastSeq"`
+	Entries []wire.SeqEntry `json:"entries"`
+	LastSeq uint64          `json:"lastSeq"`
 }
 
 func (s *Server) entries(ctx context.Context, r *request) (reply, error) {
@@ -65,7 +63,7 @@ func (s *Server) entries(ctx context.Context, r *request) (reply, error) {
 		return reply{}, err
 	}
 	if es == nil {
-		es = []service.SeqEntry{}
+		es = []wire.SeqEntry{}
 	}
 	return jsonReply(entriesReply{Entries: es, LastSeq: last})
 }
@@ -156,7 +154,7 @@ func (s *Server) cursorDelete(ctx context.Context, r *request) (reply, error) {
 
 // cursorsReply lists a session's cursors by client id.
 type cursorsReply struct {
-	Cursors []service.CursorView `json:"cursors"`
+	Cursors []wire.CursorView `json:"cursors"`
 }
 
 func (s *Server) cursorList(ctx context.Context, r *request) (reply, error) {
@@ -168,7 +166,7 @@ func (s *Server) cursorList(ctx context.Context, r *request) (reply, error) {
 		return reply{}, err
 	}
 	if cs == nil {
-		cs = []service.CursorView{}
+		cs = []wire.CursorView{}
 	}
 	return jsonReply(cursorsReply{Cursors: cs})
 }

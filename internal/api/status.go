@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/pifleet/sessionlog/internal/region"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // readyLag is how long the Store may have been behind the log and still
@@ -138,7 +138,7 @@ type JetStreamStatus struct {
 	Bucket    string       `json:"bucket"`
 	// Region is the cross-region state: this node's region and role, the
 	// home, the streams it reads and writes, and its mirror's lag.
-	Region *region.Status `json:"region,omitempty"`
+	Region *wire.RegionStatus `json:"region,omitempty"`
 }
 
 // StreamStatus describes the session stream as its leader reports it.

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
 
@@ -130,7 +129,7 @@ func (s *Server) send(rc *http.ResponseController, w http.ResponseWriter, b []by
 // may carry CR as whitespace between tokens; SSE would read it as a line
 // break, so every line of the data gets its own "data:" field (the client
 // joins them with LF, which JSON treats the same).
-func appendEvent(b []byte, e service.SeqEntry) []byte {
+func appendEvent(b []byte, e wire.SeqEntry) []byte {
 	b = append(b, "id: "...)
 	b = strconv.AppendUint(b, e.Seq, 10)
 	b = append(b, "\nevent: entry\n"...)

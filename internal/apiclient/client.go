@@ -26,7 +26,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/pifleet/sessionlog/internal/service"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // Client runs one pi-node operation.
@@ -69,7 +69,7 @@ type Follower interface {
 
 // SeqEntry is one stored entry with its log sequence (the entries operation
 // and the watch stream): the engine's own type, as the node encodes it.
-type SeqEntry = service.SeqEntry
+type SeqEntry = wire.SeqEntry
 
 // Call runs op and decodes its JSON reply into resp (nil: ignore it).
 func Call(ctx context.Context, c Client, op string, p Params, resp any) error {

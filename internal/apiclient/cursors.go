@@ -6,8 +6,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // Cursors is session.Cursors over pi-node's cursor operations (cursor.get,
@@ -38,7 +38,7 @@ var _ session.Cursors = (*Cursors)(nil)
 func NewCursors(c Client) *Cursors { return &Cursors{c: c, PollInterval: time.Second} }
 
 // cursorEntry turns a cursor as the API shows it back into the engine's.
-func cursorEntry(sid string, v service.CursorView) session.CursorEntry {
+func cursorEntry(sid string, v wire.CursorView) session.CursorEntry {
 	e := session.CursorEntry{Session: sid, Client: v.Client, Revision: v.Revision, Cursor: session.Cursor{Seq: v.Seq}}
 	if v.LeafID != nil {
 		e.LeafID = *v.LeafID
@@ -59,7 +59,7 @@ func (c *Cursors) Get(ctx context.Context, sid, client string) (session.CursorEn
 	if err := check(sid, client); err != nil {
 		return session.CursorEntry{}, err
 	}
-	var v service.CursorView
+	var v wire.CursorView
 	if err := Call(ctx, c.c, "cursor.get", Params{"sessionId": sid, "client": client}, &v); err != nil {
 		return session.CursorEntry{}, err
 	}
@@ -91,7 +91,7 @@ func (c *Cursors) set(ctx context.Context, sid, client string, cur session.Curso
 	if expectRev != nil {
 		p["expectRevision"] = *expectRev
 	}
-	var v service.CursorView
+	var v wire.CursorView
 	if err := Call(ctx, c.c, "cursor.set", p, &v); err != nil {
 		return 0, err
 	}
@@ -113,7 +113,7 @@ func (c *Cursors) List(ctx context.Context, sid string) ([]session.CursorEntry, 
 		return nil, err
 	}
 	var resp struct {
-		Cursors []service.CursorView `json:"cursors"`
+		Cursors []wire.CursorView `json:"cursors"`
 	}
 	if err := Call(ctx, c.c, "cursor.list", Params{"sessionId": sid}, &resp); err != nil {
 		return nil, err

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/tree"
 	"github.com/pifleet/sessionlog/internal/wire"
@@ -111,7 +110,7 @@ func (l *Log) Append(ctx context.Context, sid string, expectLast uint64, recs []
 	if len(entries) != len(recs) {
 		return nil, fmt.Errorf("%w: a header can only start a new session", wire.ErrInvalid)
 	}
-	var rep service.WriteResult
+	var rep wire.WriteResult
 	err := Call(ctx, l.c, "append", Params{"sessionId": sid, "entries": entries, "expectLastSeq": expectLast}, &rep)
 	var ae *Error
 	if errors.As(err, &ae) && ae.LastSeq > 0 {

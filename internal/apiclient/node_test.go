@@ -13,7 +13,6 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/apiclient"
 	"github.com/pifleet/sessionlog/internal/apiclient/apitest"
-	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/tree"
 	"github.com/pifleet/sessionlog/internal/wire"
@@ -86,7 +85,7 @@ func TestErrorsFromNode(t *testing.T) {
 				t.Fatalf("get of a missing session: %v", err)
 			}
 			create := apiclient.Params{"header": map[string]any{"id": sid}, "entries": []any{map[string]any{"type": "message", "message": map[string]any{"role": "user", "content": "q"}}}}
-			var res service.WriteResult
+			var res wire.WriteResult
 			if err := apiclient.Call(ctx, c, "create", create, &res); err != nil {
 				t.Fatal(err)
 			}

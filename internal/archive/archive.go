@@ -20,24 +20,8 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/session"
-	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
-
-// Copy describes one archived copy of a session: its catalog record as of
-// the archived last sequence, and where the copy sits in the archive.
-type Copy struct {
-	store.Info
-	// Month (YYYYMM) partitions the archive: the creation month of a UUIDv7
-	// session id, else of the session header's timestamp (see MonthOf).
-	Month string `json:"month"`
-	// Seq is the archive's sequence of the copy's first message; a copy of
-	// more than one part is a run of consecutive messages.
-	Seq        uint64    `json:"archiveSeq"`
-	Parts      int       `json:"parts"`
-	Bytes      int64     `json:"bytes"` // size of the pi JSONL file
-	ArchivedAt time.Time `json:"archivedAt"`
-}
 
 // Backend stores copies and purges archived sessions from the log.
 // internal/jetstream.Archive implements it; every method is safe for
@@ -49,17 +33,17 @@ type Backend interface {
 	// Put stores data (the session's pi JSONL, every record up to
 	// c.LastSeq) as a copy and returns once the archive acknowledged all of
 	// it. Putting the same session and LastSeq again stores nothing new.
-	Put(ctx context.Context, c Copy, data []byte) error
+	Put(ctx context.Context, c wire.ArchiveCopy, data []byte) error
 	// Find returns every complete copy of the session, oldest first
 	// (ErrNotFound-free: none is an empty slice).
-	Find(ctx context.Context, sid string) ([]Copy, error)
+	Find(ctx context.Context, sid string) ([]wire.ArchiveCopy, error)
 	// Fetch returns the JSONL of a copy Find or List returned.
-	Fetch(ctx context.Context, c Copy) ([]byte, error)
+	Fetch(ctx context.Context, c wire.ArchiveCopy) ([]byte, error)
 	// Delete removes copies (after a restore made them redundant).
-	Delete(ctx context.Context, cs []Copy) error
+	Delete(ctx context.Context, cs []wire.ArchiveCopy) error
 	// List returns up to limit copies of month ("" for all) from archive
 	// sequence from on, and the sequence to continue from (0 at the end).
-	List(ctx context.Context, month string, from uint64, limit int) ([]Copy, uint64, error)
+	List(ctx context.Context, month string, from uint64, limit int) ([]wire.ArchiveCopy, uint64, error)
 
 	// LastSeq returns the session's last sequence in the log, from the
 	// stream leader; wire.ErrNotFound when its subject is empty.

@@ -109,19 +109,6 @@ func (a *Archiver) Run(ctx context.Context) {
 	}
 }
 
-// PassResult is what one pass did.
-type PassResult struct {
-	Cutoff     time.Time `json:"cutoff"`     // sessions last written before it were candidates
-	Candidates int       `json:"candidates"` // idle in this node's Store at the start
-	Archived   int       `json:"archived"`   // in the archive and purged from the log (Repaired included)
-	Repaired   int       `json:"repaired"`   // a write raced with the purge; archived with it
-	Active     int       `json:"active"`     // written to meanwhile: left in the log
-	Gone       int       `json:"gone"`       // archived or purged by someone else meanwhile
-	Failed     int       `json:"failed"`     // errors: left as they were, retried next pass
-	Bytes      int64     `json:"bytes"`      // JSONL bytes archived
-	Seconds    float64   `json:"seconds"`
-}
-
 // LeaseHeldError: another node is running passes. Unwraps to ErrConflict.
 type LeaseHeldError struct{ Lease Lease }
 
@@ -136,9 +123,9 @@ func (e *LeaseHeldError) Unwrap() error { return wire.ErrConflict }
 // under the cluster-wide lease; a *LeaseHeldError if another node has it.
 // Sessions that fail are counted and left for the next pass; the first
 // error is returned with the result.
-func (a *Archiver) Pass(ctx context.Context, olderThan time.Duration) (PassResult, error) {
+func (a *Archiver) Pass(ctx context.Context, olderThan time.Duration) (wire.ArchivePass, error) {
 	start := a.opts.Now()
-	res := PassResult{Cutoff: start.Add(-olderThan)}
+	res := wire.ArchivePass{Cutoff: start.Add(-olderThan)}
 	if olderThan < 0 {
 		return res, wire.Invalid("olderThan", "must not be negative")
 	}
@@ -166,7 +153,7 @@ func (a *Archiver) Pass(ctx context.Context, olderThan time.Duration) (PassResul
 			for sid := range work {
 				out, n, err := a.Archive(ctx, sid, res.Cutoff)
 				mu.Lock()
-				res.add(out, n, err)
+				count(&res, out, n, err)
 				if err != nil && first == nil {
 					first = err
 				}
@@ -207,7 +194,8 @@ func (a *Archiver) Provision(ctx context.Context) error {
 	return nil
 }
 
-func (r *PassResult) add(out Outcome, n int64, err error) {
+// count adds one session's outcome to the pass result r.
+func count(r *wire.ArchivePass, out Outcome, n int64, err error) {
 	switch {
 	case err != nil:
 		r.Failed++

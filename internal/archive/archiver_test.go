@@ -167,7 +167,7 @@ func TestRestoreRefusals(t *testing.T) {
 	// A stale copy of a live session (it was written to after the copy).
 	f.wait(f.store, f.logEnd())
 	month := archive.MonthOf(s.SessionID, time.Time{})
-	stale := archive.Copy{Info: store.Info{SessionID: s.SessionID, LastSeq: 1}, Month: month}
+	stale := wire.ArchiveCopy{Info: wire.Info{SessionID: s.SessionID, LastSeq: 1}, Month: month}
 	if err := f.arch.Put(ctx, stale, []byte(f.export(f.store, s.SessionID))); err != nil {
 		t.Fatal(err)
 	}

@@ -166,7 +166,7 @@ func (b *leaseCounter) Lease(ctx context.Context, holder string, ttl time.Durati
 	return b.Backend.Lease(ctx, holder, ttl)
 }
 
-func (b *leaseCounter) Put(ctx context.Context, c archive.Copy, data []byte) error {
+func (b *leaseCounter) Put(ctx context.Context, c wire.ArchiveCopy, data []byte) error {
 	select {
 	case <-b.renewed:
 	case <-ctx.Done():

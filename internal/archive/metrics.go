@@ -4,6 +4,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/pifleet/sessionlog/internal/wire"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -15,7 +16,7 @@ type stats struct {
 	passes    atomic.Uint64
 
 	mu   sync.Mutex
-	last PassResult // the last pass this node ran
+	last wire.ArchivePass // the last pass this node ran
 }
 
 func (s *stats) archived(out Outcome) {
@@ -25,7 +26,7 @@ func (s *stats) archived(out Outcome) {
 	}
 }
 
-func (s *stats) pass(r PassResult) {
+func (s *stats) pass(r wire.ArchivePass) {
 	s.passes.Add(1)
 	s.mu.Lock()
 	s.last = r
@@ -35,7 +36,7 @@ func (s *stats) pass(r PassResult) {
 // Stats are the Archiver's counters, for metrics.
 type Stats struct {
 	Archived, Repaired, Restored, Passes uint64
-	LastPass                             PassResult
+	LastPass                             wire.ArchivePass
 }
 
 // Stats returns the counters.

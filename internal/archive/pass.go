@@ -79,7 +79,7 @@ func (a *Archiver) Archive(ctx context.Context, sid string, cutoff time.Time) (O
 const repairFor = time.Minute
 
 // purge is step 4, and the repair of a session a write tore (see Archive).
-func (a *Archiver) purge(ctx context.Context, c *Copy, data []byte) (Outcome, int64, error) {
+func (a *Archiver) purge(ctx context.Context, c *wire.ArchiveCopy, data []byte) (Outcome, int64, error) {
 	sid, upTo := c.SessionID, c.LastSeq
 	remaining, err := a.b.PurgeUpTo(ctx, sid, upTo)
 	var conflict *wire.ConflictError
@@ -137,12 +137,12 @@ func (a *Archiver) purge(ctx context.Context, c *Copy, data []byte) (Outcome, in
 // Store has applied but not added to the session is one it skipped (a
 // line that is not pi's, a repeated header): the purge goes up to it, and
 // it is left out of the copy, as it is out of the Store's export.
-func (a *Archiver) export(ctx context.Context, sid string, cutoff time.Time) (Copy, []byte, Outcome, error) {
+func (a *Archiver) export(ctx context.Context, sid string, cutoff time.Time) (wire.ArchiveCopy, []byte, Outcome, error) {
 	for range 3 {
 		// Read before the export: the export holds at least what the Store
 		// had applied by then.
 		applied := a.store.Applied()
-		var c Copy
+		var c wire.ArchiveCopy
 		var data []byte
 		err := a.store.View(ctx, sid, func(d *store.Doc) error {
 			c.Info = d.Info()
@@ -195,14 +195,14 @@ func (a *Archiver) export(ctx context.Context, sid string, cutoff time.Time) (Co
 			return c, nil, Active, fmt.Errorf("archive %s: this node's Store lags the log: %w", sid, err)
 		}
 	}
-	return Copy{}, nil, Active, nil // written to as fast as we look
+	return wire.ArchiveCopy{}, nil, Active, nil // written to as fast as we look
 }
 
 // complete adds the records after upTo to the copy and puts it again; it
 // returns the copy's data and new last sequence, or done when nothing is
 // left to purge. Records another archiver purged meanwhile are not there
 // to add: the next PurgeUpTo finds the subject empty and sends the notice.
-func (a *Archiver) complete(ctx context.Context, c *Copy, data []byte, upTo uint64) ([]byte, uint64, bool, error) {
+func (a *Archiver) complete(ctx context.Context, c *wire.ArchiveCopy, data []byte, upTo uint64) ([]byte, uint64, bool, error) {
 	later, err := a.log.Read(ctx, c.SessionID, upTo)
 	if errors.Is(err, wire.ErrNotFound) {
 		return data, upTo, false, nil

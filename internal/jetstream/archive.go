@@ -17,7 +17,6 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/archive"
 	"github.com/pifleet/sessionlog/internal/session"
-	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
 
@@ -29,7 +28,7 @@ const (
 	hdrArchSession = "Pi-Session"
 	hdrArchLastSeq = "Pi-Last-Seq"
 	hdrArchPart    = "Pi-Part" // "k/n", 1-based
-	hdrArchInfo    = "Pi-Info" // the store.Info JSON, ASCII only; on part 1
+	hdrArchInfo    = "Pi-Info" // the wire.Info JSON, ASCII only; on part 1
 )
 
 // ArchiveConfig names the archive's JetStream assets: a stream with few
@@ -129,7 +128,7 @@ func shard(sid string) string { return strings.ToLower(sid[len(sid)-2:]) }
 // in the archive whole or not at all. Message ids make a repeated Put of
 // the same copy within the dedupe window a no-op; after it, a second
 // identical copy (Find returns both; restores take the newest).
-func (a *Archive) Put(ctx context.Context, c archive.Copy, data []byte) error {
+func (a *Archive) Put(ctx context.Context, c wire.ArchiveCopy, data []byte) error {
 	sid := c.SessionID
 	if err := session.ValidSessionID(sid); err != nil {
 		return fmt.Errorf("archive %s: %w", sid, err)
@@ -188,7 +187,7 @@ func (a *Archive) partLimit() int { return msgLimit(a.js, a.cfg.MaxMsgSize) }
 // every non-ASCII character escaped, as header values are safest in ASCII.
 // A record too large for a header (a name of many kilobytes) loses its name
 // and cwd: the copy's body has them anyway.
-func infoHeader(in store.Info) string {
+func infoHeader(in wire.Info) string {
 	b, _ := json.Marshal(in)
 	if len(b) > 16<<10 {
 		in.Name, in.Cwd = nil, ""

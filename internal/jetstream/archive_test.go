@@ -14,7 +14,6 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/archive"
 	"github.com/pifleet/sessionlog/internal/session"
-	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
 
@@ -132,7 +131,7 @@ func TestArchiveCopies(t *testing.T) {
 	name := "naïve 🚀 session"
 	v4 := uuid.New().String() // pi's own ids: the month comes from the header
 	created := time.Date(2025, 3, 9, 10, 0, 0, 0, time.UTC)
-	c := archive.Copy{Info: store.Info{SessionID: v4, Name: &name, Cwd: "/home/dév", Created: created, LastSeq: 7, EntryCount: 2},
+	c := wire.ArchiveCopy{Info: wire.Info{SessionID: v4, Name: &name, Cwd: "/home/dév", Created: created, LastSeq: 7, EntryCount: 2},
 		Month: archive.MonthOf(v4, created)}
 	data := []byte("{\"type\":\"session\"}\n{\"type\":\"message\"}\n")
 	if err := a.Put(ctx, c, data); err != nil {
@@ -158,7 +157,7 @@ func TestArchiveCopies(t *testing.T) {
 	if found, err := a.Find(ctx, v4); err != nil || len(found) != 0 {
 		t.Errorf("after delete: %v, %d copies", err, len(found))
 	}
-	if err := a.Delete(ctx, []archive.Copy{got}); err != nil {
+	if err := a.Delete(ctx, []wire.ArchiveCopy{got}); err != nil {
 		t.Errorf("deleting a deleted copy: %v", err)
 	}
 }

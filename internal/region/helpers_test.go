@@ -13,6 +13,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/jetstream/jstest"
 	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/store"
+	"github.com/pifleet/sessionlog/internal/wire"
 	"github.com/pifleet/sessionlog/internal/writer"
 )
 
@@ -185,7 +186,7 @@ func (s *stack) create(t *testing.T, sid, root string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if _, err := s.svc.Create(ctx, service.CreateRequest{Header: rawHeader(sid), Entries: []json.RawMessage{rawEntry(root, "")}}); err != nil {
+	if _, err := s.svc.Create(ctx, wire.CreateRequest{Header: rawHeader(sid), Entries: []json.RawMessage{rawEntry(root, "")}}); err != nil {
 		t.Fatalf("create %s: %v", sid, err)
 	}
 }
@@ -198,8 +199,8 @@ func (s *stack) add(t *testing.T, sid, id, parent string) uint64 {
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		var res service.WriteResult
-		res, err = s.svc.Append(ctx, sid, service.AppendRequest{Entries: []json.RawMessage{rawEntry(id, parent)}})
+		var res wire.WriteResult
+		res, err = s.svc.Append(ctx, sid, wire.AppendRequest{Entries: []json.RawMessage{rawEntry(id, parent)}})
 		cancel()
 		if err == nil {
 			return res.Entries[0].Seq

@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -13,18 +12,6 @@ import (
 	"github.com/pifleet/sessionlog/internal/wire"
 	"github.com/pifleet/sessionlog/internal/writer"
 )
-
-// AppendRequest appends client-built entries to a session.
-type AppendRequest struct {
-	Entries []json.RawMessage `json:"entries"`
-	// ExpectLastSeq makes the append conditional: it fails with ErrConflict
-	// unless the session's last sequence is exactly this. Without it the
-	// service retries on conflicts by itself.
-	ExpectLastSeq *uint64 `json:"expectLastSeq,omitempty"`
-	// Client names the cursor to default parents from and to move to the
-	// last entry.
-	Client string `json:"client,omitempty"`
-}
 
 // sessionView is what planning an append needs to know about a session.
 type sessionView struct {
@@ -40,35 +27,35 @@ type sessionView struct {
 // are already stored with the same ids and content returns the original
 // result, so a client may retry after a timeout; the same id with other
 // content is ErrConflict.
-func (s *Service) Append(ctx context.Context, sid string, req AppendRequest) (WriteResult, error) {
+func (s *Service) Append(ctx context.Context, sid string, req wire.AppendRequest) (wire.WriteResult, error) {
 	if err := session.ValidSessionID(sid); err != nil {
-		return WriteResult{}, err
+		return wire.WriteResult{}, err
 	}
 	if len(req.Entries) == 0 {
-		return WriteResult{}, wire.Invalid("entries", "at least one entry is required")
+		return wire.WriteResult{}, wire.Invalid("entries", "at least one entry is required")
 	}
 	if len(req.Entries) > s.Log.MaxBatch() {
-		return WriteResult{}, fmt.Errorf("%w: %d entries exceed the atomic batch limit of %d", wire.ErrTooLarge, len(req.Entries), s.Log.MaxBatch())
+		return wire.WriteResult{}, fmt.Errorf("%w: %d entries exceed the atomic batch limit of %d", wire.ErrTooLarge, len(req.Entries), s.Log.MaxBatch())
 	}
 	drafts := make([]draft, len(req.Entries))
 	for k, raw := range req.Entries {
 		d, err := parseDraft(fmt.Sprintf("entries[%d]", k), raw)
 		if err != nil {
-			return WriteResult{}, err
+			return wire.WriteResult{}, err
 		}
 		drafts[k] = d
 	}
 	cursorLeaf, hasCursor := "", false
 	if req.Client != "" {
 		if err := session.ValidClientID(req.Client); err != nil {
-			return WriteResult{}, err
+			return wire.WriteResult{}, err
 		}
 		c, err := s.Cursors.Get(ctx, sid, req.Client)
 		switch {
 		case err == nil:
 			cursorLeaf, hasCursor = c.LeafID, true
 		case !errors.Is(err, wire.ErrNotFound):
-			return WriteResult{}, err
+			return wire.WriteResult{}, err
 		}
 	}
 	if req.ExpectLastSeq != nil && s.Store != nil {
@@ -88,7 +75,7 @@ func (s *Service) Append(ctx context.Context, sid string, req AppendRequest) (Wr
 
 	// plan builds the entries against what is known of the session; done
 	// means every entry is already stored as asked (an idempotent retry).
-	plan := func(v sessionView) ([]tree.Entry, []EntryResult, bool, error) {
+	plan := func(v sessionView) ([]tree.Entry, []wire.EntryResult, bool, error) {
 		lookup := func(id string) (*tree.Entry, uint64, bool) {
 			if m, ok := missed[id]; ok {
 				return &m.e, m.seq, true
@@ -103,7 +90,7 @@ func (s *Service) Append(ctx context.Context, sid string, req AppendRequest) (Wr
 			leaf = cursorLeaf
 		}
 		var out []tree.Entry
-		var stored []EntryResult
+		var stored []wire.EntryResult
 		inBatch := map[string]bool{}
 		parent := leaf
 		for k := range drafts {
@@ -117,7 +104,7 @@ func (s *Service) Append(ctx context.Context, sid string, req AppendRequest) (Wr
 					if !d.sameAs(e) {
 						return nil, nil, false, fmt.Errorf("%s.id: %q is already stored with other content: %w", field, d.id, wire.ErrConflict)
 					}
-					stored = append(stored, EntryResult{ID: d.id, Seq: seq})
+					stored = append(stored, wire.EntryResult{ID: d.id, Seq: seq})
 					parent = d.id
 					continue
 				}
@@ -169,7 +156,7 @@ func (s *Service) Append(ctx context.Context, sid string, req AppendRequest) (Wr
 	}
 	var entries []tree.Entry
 	var lastSeq uint64
-	var done []EntryResult
+	var done []wire.EntryResult
 	err := s.planWithRetry(ctx, sid, absorb, func(v sessionView) error {
 		var err error
 		var isDone bool
@@ -186,7 +173,7 @@ func (s *Service) Append(ctx context.Context, sid string, req AppendRequest) (Wr
 		return err
 	})
 	if err != nil {
-		return WriteResult{}, err
+		return wire.WriteResult{}, err
 	}
 	if done != nil {
 		return s.finish(ctx, sid, req.Client, done, lastSeq)
@@ -198,7 +185,7 @@ func (s *Service) Append(ctx context.Context, sid string, req AppendRequest) (Wr
 	seqs, err := writer.CASAppend(ctx, s.Log, sid, expect, records(entries), s.Retry, func(ms []session.Stored, _ []session.Record, _ bool) ([]session.Record, []uint64, bool, error) {
 		absorb(ms)
 		var next []tree.Entry
-		var res []EntryResult
+		var res []wire.EntryResult
 		var isDone bool
 		err := s.view(ctx, sid, func(v sessionView) error {
 			var err error
@@ -224,14 +211,14 @@ func (s *Service) Append(ctx context.Context, sid string, req AppendRequest) (Wr
 		return records(next), nil, false, nil
 	})
 	if err != nil {
-		return WriteResult{}, err
+		return wire.WriteResult{}, err
 	}
 	if done != nil {
 		return s.finish(ctx, sid, req.Client, done, max(seqs[len(seqs)-1], lastSeq))
 	}
-	res := make([]EntryResult, len(entries))
+	res := make([]wire.EntryResult, len(entries))
 	for k := range entries {
-		res[k] = EntryResult{ID: entries[k].ID, Seq: seqs[k]}
+		res[k] = wire.EntryResult{ID: entries[k].ID, Seq: seqs[k]}
 	}
 	return s.finish(ctx, sid, req.Client, res, seqs[len(seqs)-1])
 }
@@ -282,8 +269,8 @@ func records(entries []tree.Entry) []session.Record {
 }
 
 // finish moves the client's cursor to the last entry written.
-func (s *Service) finish(ctx context.Context, sid, client string, res []EntryResult, lastSeq uint64) (WriteResult, error) {
-	out := WriteResult{LastSeq: lastSeq, Entries: res}
+func (s *Service) finish(ctx context.Context, sid, client string, res []wire.EntryResult, lastSeq uint64) (wire.WriteResult, error) {
+	out := wire.WriteResult{LastSeq: lastSeq, Entries: res}
 	if client == "" {
 		return out, nil
 	}

@@ -127,7 +127,7 @@ func testEvictAndReload(t *testing.T, b backend) {
 	}
 	// Name an evicted session: the catalog learns it without a reload.
 	id := infos[0].SessionID
-	res, err := svc.Append(ctx, id, service.AppendRequest{Entries: raws(`{"type":"session_info","name":"  renamed  "}`)})
+	res, err := svc.Append(ctx, id, wire.AppendRequest{Entries: raws(`{"type":"session_info","name":"  renamed  "}`)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -98,7 +98,7 @@ type ListFilter struct {
 
 // List returns sessions in id order (UUIDv7 ids sort by creation time) and
 // the cursor for the next page ("" on the last page).
-func (st *Store) List(f ListFilter) ([]Info, string) {
+func (st *Store) List(f ListFilter) ([]wire.Info, string) {
 	if f.Limit <= 0 {
 		f.Limit = 100
 	}
@@ -112,7 +112,7 @@ func (st *Store) List(f ListFilter) ([]Info, string) {
 		}
 	}
 	slices.Sort(ids)
-	var out []Info
+	var out []wire.Info
 	for k, id := range ids {
 		d := st.docs[id]
 		in := d.Info()

@@ -74,32 +74,23 @@ func publishSession(ctx context.Context, log session.Log, s *tree.Session, pol R
 	return all, nil
 }
 
-// ImportResult describes an imported session.
-type ImportResult struct {
-	SessionID     string           `json:"sessionId"`
-	Entries       int              `json:"entryCount"`
-	LastSeq       uint64           `json:"lastSeq"`
-	SourceVersion int              `json:"sourceVersion"`
-	Skipped       []tree.LineError `json:"skipped,omitempty"` // lines pi would skip too
-}
-
 // Import stores a pi session file (JSONL, version 1, 2 or 3; older versions
 // are migrated as pi migrates them). The session keeps its header id;
 // ErrExists if it is already stored. An import either completes or leaves
 // nothing.
-func Import(ctx context.Context, log session.Log, data []byte, rand io.Reader, pol RetryPolicy) (ImportResult, error) {
+func Import(ctx context.Context, log session.Log, data []byte, rand io.Reader, pol RetryPolicy) (wire.ImportResult, error) {
 	f, err := tree.Read(data, tree.ReadOptions{Rand: rand})
 	if err != nil {
 		var le *tree.LineError
 		if errors.As(err, &le) {
-			return ImportResult{}, wire.Invalid(fmt.Sprintf("line %d", le.Line), le.Reason)
+			return wire.ImportResult{}, wire.Invalid(fmt.Sprintf("line %d", le.Line), le.Reason)
 		}
-		return ImportResult{}, fmt.Errorf("%w: %v", wire.ErrInvalid, err)
+		return wire.ImportResult{}, fmt.Errorf("%w: %v", wire.ErrInvalid, err)
 	}
 	if err := session.ValidSessionID(f.Header.ID); err != nil {
-		return ImportResult{}, err
+		return wire.ImportResult{}, err
 	}
-	res := ImportResult{SessionID: f.Header.ID, Entries: f.Len(), SourceVersion: f.SourceVersion, Skipped: f.Skipped}
+	res := wire.ImportResult{SessionID: f.Header.ID, Entries: f.Len(), SourceVersion: f.SourceVersion, Skipped: f.Skipped}
 	seqs, err := publishSession(ctx, log, f.Session, pol)
 	if err != nil {
 		return res, err
