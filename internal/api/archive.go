@@ -20,21 +20,6 @@ type Archive interface {
 	Retention() time.Duration
 }
 
-// archiveListReply is a page of the archive; Next is the cursor of the
-// following page (an archive sequence), absent on the last.
-type archiveListReply struct {
-	Sessions []wire.ArchivedSession `json:"sessions"`
-	Next     string                 `json:"next,omitempty"`
-}
-
-// restoreReply is the restore response: the session back in the log, its
-// new lastSeq for minSeq.
-type restoreReply struct {
-	SessionID  string `json:"sessionId"`
-	EntryCount int    `json:"entryCount"`
-	LastSeq    uint64 `json:"lastSeq"`
-}
-
 func (s *Server) archive() (Archive, error) {
 	if s.cfg.Archive == nil {
 		return nil, fmt.Errorf("%w: this node serves no archive", wire.ErrNotFound)
@@ -57,7 +42,7 @@ func (s *Server) archiveList(ctx context.Context, r *request) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	out := archiveListReply{Sessions: list}
+	out := wire.ArchiveListReply{Sessions: list}
 	if next != 0 {
 		out.Next = strconv.FormatUint(next, 10)
 	}
@@ -76,7 +61,7 @@ func (s *Server) archiveRestore(ctx context.Context, r *request) (reply, error) 
 	if err != nil {
 		return reply{}, err
 	}
-	return jsonReply(restoreReply{SessionID: res.SessionID, EntryCount: res.Entries, LastSeq: res.LastSeq})
+	return jsonReply(wire.RestoreReply{SessionID: res.SessionID, EntryCount: res.Entries, LastSeq: res.LastSeq})
 }
 
 func (s *Server) archiveRun(ctx context.Context, r *request) (reply, error) {

@@ -68,7 +68,7 @@ func TestArchiveOps(t *testing.T) {
 	if fa.month != "202611" || fa.from != 7 || fa.limit != 5 || page.Next != "8" || len(page.Sessions) != 1 || page.Sessions[0].SessionID != sid1 {
 		t.Errorf("list: asked %q %d %d, page %+v", fa.month, fa.from, fa.limit, page)
 	}
-	e.fails(http.StatusBadRequest, api.CodeInvalid, "cursor", "GET", "/v1/archive?cursor=x", nil)
+	e.fails(http.StatusBadRequest, wire.CodeInvalid, "cursor", "GET", "/v1/archive?cursor=x", nil)
 
 	var restored struct {
 		SessionID  string `json:"sessionId"`
@@ -79,7 +79,7 @@ func TestArchiveOps(t *testing.T) {
 	if restored.SessionID != sid1 || restored.EntryCount != 3 || restored.LastSeq != 42 {
 		t.Errorf("restore: %+v", restored)
 	}
-	e.fails(http.StatusBadRequest, api.CodeInvalid, "sessionId", "POST", "/v1/archive/nope/restore", nil)
+	e.fails(http.StatusBadRequest, wire.CodeInvalid, "sessionId", "POST", "/v1/archive/nope/restore", nil)
 
 	var pass wire.ArchivePass
 	e.ok(http.StatusOK, "POST", "/v1/archive/run", "", &pass)
@@ -90,25 +90,25 @@ func TestArchiveOps(t *testing.T) {
 	if fa.older != 0 {
 		t.Errorf("run --older-than 0s: %v", fa.older)
 	}
-	e.fails(http.StatusBadRequest, api.CodeInvalid, "olderThan", "POST", "/v1/archive/run", `{"olderThan":"soon"}`)
+	e.fails(http.StatusBadRequest, wire.CodeInvalid, "olderThan", "POST", "/v1/archive/run", `{"olderThan":"soon"}`)
 
 	fa.err = &archive.TooRecentError{Session: sid1, Until: time.Now()}
-	if msg := e.fails(http.StatusConflict, api.CodeConflict, "", "POST", "/v1/archive/"+sid1+"/restore", nil); msg != fa.err.Error() {
+	if msg := e.fails(http.StatusConflict, wire.CodeConflict, "", "POST", "/v1/archive/"+sid1+"/restore", nil); msg != fa.err.Error() {
 		t.Errorf("too recent: %q", msg)
 	}
 	fa.err = &archive.LeaseHeldError{Lease: archive.Lease{Holder: "n2"}}
-	e.fails(http.StatusConflict, api.CodeConflict, "", "POST", "/v1/archive/run", "")
+	e.fails(http.StatusConflict, wire.CodeConflict, "", "POST", "/v1/archive/run", "")
 	fa.err = wire.Invalid("month", "bad")
-	e.fails(http.StatusBadRequest, api.CodeInvalid, "month", "GET", "/v1/archive?month=13", nil)
+	e.fails(http.StatusBadRequest, wire.CodeInvalid, "month", "GET", "/v1/archive?month=13", nil)
 }
 
 func TestArchiveOpsWithoutArchive(t *testing.T) {
 	e := newEnv(t)
-	e.fails(http.StatusNotFound, api.CodeNotFound, "", "GET", "/v1/archive", nil)
-	e.fails(http.StatusNotFound, api.CodeNotFound, "", "POST", "/v1/archive/"+sid1+"/restore", nil)
-	e.fails(http.StatusNotFound, api.CodeNotFound, "", "POST", "/v1/archive/run", `{"olderThan":"1h"}`)
+	e.fails(http.StatusNotFound, wire.CodeNotFound, "", "GET", "/v1/archive", nil)
+	e.fails(http.StatusNotFound, wire.CodeNotFound, "", "POST", "/v1/archive/"+sid1+"/restore", nil)
+	e.fails(http.StatusNotFound, wire.CodeNotFound, "", "POST", "/v1/archive/run", `{"olderThan":"1h"}`)
 
 	fa := &fakeArchive{}
 	e = newEnv(t, func(c *api.Config) { c.Archive = fa })
-	e.fails(http.StatusBadRequest, api.CodeInvalid, "olderThan", "POST", "/v1/archive/run", "")
+	e.fails(http.StatusBadRequest, wire.CodeInvalid, "olderThan", "POST", "/v1/archive/run", "")
 }

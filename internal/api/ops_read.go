@@ -10,12 +10,6 @@ import (
 // minSeq wait of call. Cursor operations are here too: cursors are read
 // and written in the KV bucket, and a set checks the leaf against the Store.
 
-// listReply is the list response; Next is absent on the last page.
-type listReply struct {
-	Sessions []wire.Info `json:"sessions"`
-	Next     string      `json:"next,omitempty"`
-}
-
 func (s *Server) list(_ context.Context, r *request) (reply, error) {
 	f, err := r.filter()
 	if err != nil {
@@ -25,7 +19,7 @@ func (s *Server) list(_ context.Context, r *request) (reply, error) {
 	if infos == nil {
 		infos = []wire.Info{}
 	}
-	return jsonReply(listReply{Sessions: infos, Next: next})
+	return jsonReply(wire.ListReply{Sessions: infos, Next: next})
 }
 
 func (s *Server) get(ctx context.Context, r *request) (reply, error) {
@@ -41,13 +35,6 @@ func (s *Server) get(ctx context.Context, r *request) (reply, error) {
 
 // maxEntriesLimit is the most entries one entries request returns.
 const maxEntriesLimit = 10000
-
-// entriesReply is the entries response. More entries exist when the last
-// one's seq is below LastSeq.
-type entriesReply struct {
-	Entries []wire.SeqEntry `json:"entries"`
-	LastSeq uint64          `json:"lastSeq"`
-}
 
 func (s *Server) entries(ctx context.Context, r *request) (reply, error) {
 	if err := r.checkSession(); err != nil {
@@ -65,7 +52,7 @@ func (s *Server) entries(ctx context.Context, r *request) (reply, error) {
 	if es == nil {
 		es = []wire.SeqEntry{}
 	}
-	return jsonReply(entriesReply{Entries: es, LastSeq: last})
+	return jsonReply(wire.EntriesReply{Entries: es, LastSeq: last})
 }
 
 func (s *Server) tree(ctx context.Context, r *request) (reply, error) {
@@ -76,7 +63,7 @@ func (s *Server) tree(ctx context.Context, r *request) (reply, error) {
 		return reply{}, err
 	}
 	b, err := s.svc.TreeJSON(ctx, r.SessionID, r.leaf())
-	return reply{raw: b, ctype: ctypeJSON}, err
+	return reply{raw: b, ctype: wire.ContentTypeJSON}, err
 }
 
 func (s *Server) contextJSON(ctx context.Context, r *request) (reply, error) {
@@ -91,7 +78,7 @@ func (s *Server) contextJSON(ctx context.Context, r *request) (reply, error) {
 		return reply{}, err
 	}
 	b, err := s.svc.ContextJSON(ctx, r.SessionID, r.leaf(), llm)
-	return reply{raw: b, ctype: ctypeJSON}, err
+	return reply{raw: b, ctype: wire.ContentTypeJSON}, err
 }
 
 func (s *Server) export(ctx context.Context, r *request) (reply, error) {
@@ -99,7 +86,7 @@ func (s *Server) export(ctx context.Context, r *request) (reply, error) {
 		return reply{}, err
 	}
 	b, err := s.svc.Export(ctx, r.SessionID)
-	return reply{raw: b, ctype: ctypeJSONL, filename: r.SessionID + ".jsonl"}, err
+	return reply{raw: b, ctype: wire.ContentTypeJSONL, filename: r.SessionID + ".jsonl"}, err
 }
 
 // checkCursorKey validates the session and client of a cursor operation.
@@ -127,13 +114,13 @@ func (s *Server) cursorSet(ctx context.Context, r *request) (reply, error) {
 	if err := r.checkCursorKey(); err != nil {
 		return reply{}, err
 	}
-	if !r.LeafID.set {
+	if !r.LeafID.Set {
 		return reply{}, wire.Invalid("leafId", "required: an entry id, or null for the state before the first entry")
 	}
-	if r.LeafID.id == "" && !r.LeafID.null {
+	if r.LeafID.ID == "" && !r.LeafID.Null {
 		return reply{}, wire.Invalid("leafId", `must be an entry id or null, not ""`)
 	}
-	c, err := s.svc.SetCursor(ctx, r.SessionID, r.Client, r.LeafID.id, r.ExpectRevision)
+	c, err := s.svc.SetCursor(ctx, r.SessionID, r.Client, r.LeafID.ID, r.ExpectRevision)
 	if err != nil {
 		return reply{}, err
 	}
@@ -152,11 +139,6 @@ func (s *Server) cursorDelete(ctx context.Context, r *request) (reply, error) {
 	return jsonReply(struct{}{})
 }
 
-// cursorsReply lists a session's cursors by client id.
-type cursorsReply struct {
-	Cursors []wire.CursorView `json:"cursors"`
-}
-
 func (s *Server) cursorList(ctx context.Context, r *request) (reply, error) {
 	if err := r.checkSession(); err != nil {
 		return reply{}, err
@@ -168,5 +150,5 @@ func (s *Server) cursorList(ctx context.Context, r *request) (reply, error) {
 	if cs == nil {
 		cs = []wire.CursorView{}
 	}
-	return jsonReply(cursorsReply{Cursors: cs})
+	return jsonReply(wire.CursorsReply{Cursors: cs})
 }

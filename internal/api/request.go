@@ -26,24 +26,24 @@ type request struct {
 	Client    string `json:"client"` // also the append body's cursor client
 
 	// Query parameters (NATS: body fields).
-	MinSeq   uint64     `json:"minSeq"`
-	AfterSeq uint64     `json:"afterSeq"`
-	Limit    int        `json:"limit"`
-	Leaf     nullableID `json:"leaf"`
-	Format   string     `json:"format"`
-	Cursor   string     `json:"cursor"`
-	Name     string     `json:"name"`
-	Cwd      string     `json:"cwd"`
-	Label    string     `json:"label"`
-	Since    string     `json:"since"`
-	Month    string     `json:"month"`     // archive.list
-	Older    string     `json:"olderThan"` // archive.run
+	MinSeq   uint64          `json:"minSeq"`
+	AfterSeq uint64          `json:"afterSeq"`
+	Limit    int             `json:"limit"`
+	Leaf     wire.NullableID `json:"leaf"`
+	Format   string          `json:"format"`
+	Cursor   string          `json:"cursor"`
+	Name     string          `json:"name"`
+	Cwd      string          `json:"cwd"`
+	Label    string          `json:"label"`
+	Since    string          `json:"since"`
+	Month    string          `json:"month"`     // archive.list
+	Older    string          `json:"olderThan"` // archive.run
 
 	// Bodies of create, append, cursor.set and fork.
 	Header         json.RawMessage   `json:"header"`
 	Entries        []json.RawMessage `json:"entries"`
 	ExpectLastSeq  *uint64           `json:"expectLastSeq"`
-	LeafID         nullableID        `json:"leafId"`
+	LeafID         wire.NullableID   `json:"leafId"`
 	ExpectRevision *uint64           `json:"expectRevision"`
 	EntryID        string            `json:"entryId"`
 
@@ -51,41 +51,10 @@ type request struct {
 	data []byte
 }
 
-// nullableID is an entry id that may be given as null (the null leaf, before
-// the first entry) and whose absence is distinguishable from null. The
-// string "null" also means null, so the HTTP query ?leaf=null and a NATS
-// body agree.
-type nullableID struct {
-	set  bool
-	null bool
-	id   string
-}
-
-// UnmarshalJSON accepts a string or null (encoding/json calls it for null too).
-func (n *nullableID) UnmarshalJSON(b []byte) error {
-	if string(b) == "null" {
-		*n = nullableID{set: true, null: true}
-		return nil
-	}
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return &json.UnmarshalTypeError{Value: jsonKind(b), Type: reflect.TypeFor[nullableID]()}
-	}
-	n.parse(s)
-	return nil
-}
-
-func (n *nullableID) parse(s string) {
-	*n = nullableID{set: true, null: s == "null", id: s}
-	if n.null {
-		n.id = ""
-	}
-}
-
 // leaf turns the leaf and client parameters into the engine's selector:
 // an explicit leaf wins over the client's cursor.
 func (r *request) leaf() service.Leaf {
-	return service.Leaf{ID: r.Leaf.id, Null: r.Leaf.null, Client: r.Client}
+	return service.Leaf{ID: r.Leaf.ID, Null: r.Leaf.Null, Client: r.Client}
 }
 
 // decodeJSON decodes a request body into r. An empty body is an empty
@@ -111,27 +80,12 @@ func decodeJSON(data []byte, r *request) error {
 	}
 }
 
-// jsonKind names the kind of a JSON value by its first byte.
-func jsonKind(b []byte) string {
-	switch b = bytes.TrimSpace(b); {
-	case len(b) == 0:
-		return "nothing"
-	case b[0] == '{':
-		return "object"
-	case b[0] == '[':
-		return "array"
-	case b[0] == 't' || b[0] == 'f':
-		return "bool"
-	}
-	return "number"
-}
-
 // kindName describes an expected JSON type for a message.
 func kindName(t reflect.Type) string {
 	if t == nil {
 		return "a valid value"
 	}
-	if t == reflect.TypeFor[nullableID]() {
+	if t == reflect.TypeFor[wire.NullableID]() {
 		return "an entry id or null"
 	}
 	switch t.Kind() {
@@ -173,7 +127,7 @@ func applyQuery(q url.Values, r *request) error {
 		r.Limit = n
 	}
 	if q.Has("leaf") {
-		r.Leaf.parse(q.Get("leaf"))
+		r.Leaf.Parse(q.Get("leaf"))
 	}
 	strs := []struct {
 		name string

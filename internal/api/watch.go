@@ -27,7 +27,7 @@ func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) watch(w http.ResponseWriter, r *http.Request) int {
-	const op = "watch"
+	op := wire.OpWatch.Name
 	if !s.authorized(r) {
 		return s.writeError(w, op, errUnauthorized)
 	}

@@ -9,8 +9,8 @@ import (
 	"runtime/pprof"
 	"time"
 
-	"github.com/pifleet/sessionlog/internal/api"
 	"github.com/pifleet/sessionlog/internal/apiclient"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // Row names of the rebuild scenario; the node's rows name the raw ones
@@ -218,8 +218,8 @@ func startFigures(res *Result, when string, st startup, process bool) {
 	res.figure(when+": Store open to serving", ms(st.service), "ms")
 }
 
-func nodeStatus(ctx context.Context, c apiclient.Client) (api.StatusReply, error) {
-	var s api.StatusReply
+func nodeStatus(ctx context.Context, c apiclient.Client) (wire.StatusReply, error) {
+	var s wire.StatusReply
 	err := apiclient.Call(ctx, c, "status", nil, &s)
 	return s, err
 }
