@@ -3,7 +3,6 @@ package client
 import (
 	"fmt"
 
-	"github.com/pifleet/sessionlog/internal/apiclient"
 	"github.com/pifleet/sessionlog/internal/wire"
 	"github.com/pifleet/sessionlog/internal/writer"
 )
@@ -35,7 +34,7 @@ var (
 	// ErrTimeout: pi-node did not reach the sequence a read waited for.
 	ErrTimeout = wire.ErrTimeout
 	// ErrUnauthorized: the HTTP transport's token is missing or wrong.
-	ErrUnauthorized = apiclient.ErrUnauthorized
+	ErrUnauthorized = wire.ErrUnauthorized
 	// ErrCursorMoved: another writer moved (or deleted) this client's
 	// cursor since this Session last wrote or read it; see CursorMovedError.
 	// It wraps ErrConflict.

@@ -58,18 +58,13 @@ func runArchiveLs(ctx context.Context, e *env, args []string) error {
 	if _, err := time.Parse("200601", *month); *month != "" && (err != nil || len(*month) != 6) {
 		return usagef(fs.Name(), "--month %q: want a month like 202611", *month)
 	}
-	p := params{"limit": *limit}
-	for k, v := range map[string]string{"month": *month, "cursor": *cursor} {
-		if v != "" {
-			p[k] = v
-		}
-	}
+	req := wire.ArchiveListRequest{Limit: *limit, Month: *month}
 	b, err := conn.open(ctx, e, fs)
 	if err != nil {
 		return err
 	}
 	defer b.close()
-	acc, err := fetchPages(ctx, b, "archive.list", p, *all)
+	acc, err := fetchPages(ctx, b, *cursor, func(c string) wire.Request { req.Cursor = c; return req }, *all)
 	if err != nil {
 		return err
 	}

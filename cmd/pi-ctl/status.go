@@ -43,7 +43,7 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	var s statusReply
-	if printed, err := conn.query(ctx, e, fs, "status", nil, *asJSON, &s); printed || err != nil {
+	if printed, err := conn.query(ctx, e, fs, wire.StatusRequest{}, *asJSON, &s); printed || err != nil {
 		return err
 	}
 	var out strings.Builder

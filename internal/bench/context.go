@@ -144,7 +144,7 @@ func RunContext(ctx context.Context, e *Env, o ContextOptions) (*Result, error) 
 
 func apiContext(clients []apiclient.Client) reader {
 	return func(ctx context.Context, w int, sid, leaf string) ([]byte, error) {
-		return clients[w%len(clients)].Do(ctx, "context", apiclient.Params{"sessionId": sid, "leaf": leaf}, nil)
+		return clients[w%len(clients)].Do(ctx, wire.ContextRequest{SessionID: sid, Leaf: wire.EntryID(leaf)})
 	}
 }
 

@@ -152,7 +152,7 @@ func procMemory(pid int) (rss, hwm int64, err error) {
 // own minSeq wait (bounded by the node's --min-seq-timeout, so it loops).
 func waitAPI(ctx context.Context, c apiclient.Client, seq uint64) error {
 	for {
-		_, err := c.Do(ctx, "status", apiclient.Params{"minSeq": seq}, nil)
+		_, err := c.Do(ctx, wire.StatusRequest{MinSeq: seq})
 		if !errors.Is(err, wire.ErrTimeout) {
 			return err
 		}
