@@ -3,8 +3,7 @@ package client
 import (
 	"fmt"
 
-	"github.com/pifleet/sessionlog/internal/apiclient"
-	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/wire"
 	"github.com/pifleet/sessionlog/internal/writer"
 )
 
@@ -12,43 +11,43 @@ import (
 // messages are for people.
 var (
 	// ErrNotFound: no such session, entry or cursor.
-	ErrNotFound = session.ErrNotFound
+	ErrNotFound = wire.ErrNotFound
 	// ErrExists: a session with this id is already stored (Create with
 	// WithSessionID, two workers creating the same session).
-	ErrExists = session.ErrExists
+	ErrExists = wire.ErrExists
 	// ErrConflict: an optimistic write lost a race it could not reconcile by
 	// itself — a cursor another writer moved (ErrCursorMoved), an entry id
 	// stored with other content, or appends that kept conflicting until the
 	// RetryPolicy gave up.
-	ErrConflict = session.ErrConflict
+	ErrConflict = wire.ErrConflict
 	// ErrInvalid: bad input — malformed JSON, a bad id, an unknown parent.
 	// Errors about one input are a *FieldError naming it.
-	ErrInvalid = session.ErrInvalid
+	ErrInvalid = wire.ErrInvalid
 	// ErrTooLarge: an entry over the log's record limit (8 MiB), or a
 	// creation needing more records than one atomic batch (1000: header and
 	// 999 entries before the first assistant message). Nothing was stored.
-	ErrTooLarge = session.ErrTooLarge
+	ErrTooLarge = wire.ErrTooLarge
 	// ErrUnavailable: the log or pi-node cannot be reached or has no quorum
 	// (a write returns it once its RetryPolicy is spent). A write's outcome
 	// is then unknown: Sync and look before writing the same content again.
-	ErrUnavailable = session.ErrUnavailable
+	ErrUnavailable = wire.ErrUnavailable
 	// ErrTimeout: pi-node did not reach the sequence a read waited for.
-	ErrTimeout = session.ErrTimeout
+	ErrTimeout = wire.ErrTimeout
 	// ErrUnauthorized: the HTTP transport's token is missing or wrong.
-	ErrUnauthorized = apiclient.ErrUnauthorized
+	ErrUnauthorized = wire.ErrUnauthorized
 	// ErrCursorMoved: another writer moved (or deleted) this client's
 	// cursor since this Session last wrote or read it; see CursorMovedError.
 	// It wraps ErrConflict.
-	ErrCursorMoved = fmt.Errorf("cursor moved by another writer: %w", session.ErrConflict)
+	ErrCursorMoved = fmt.Errorf("cursor moved by another writer: %w", wire.ErrConflict)
 )
 
 // ConflictError is an ErrConflict that knows the session's last sequence
 // (its field LastSeq) when the conflict happened.
-type ConflictError = session.ConflictError
+type ConflictError = wire.ConflictError
 
 // FieldError is an ErrInvalid that names the offending input (its fields
 // Field and Reason), e.g. "entries[0].parentId".
-type FieldError = session.FieldError
+type FieldError = wire.FieldError
 
 // RetryPolicy bounds a Session's optimistic append loop: Attempts (default
 // 20), Backoff and MaxBackoff after ErrUnavailable (50 ms doubling to 2 s),

@@ -8,8 +8,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/size"
-
-	"github.com/pifleet/sessionlog/internal/archive"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // archiveCommands operate the archive of idle sessions (pi-node's
@@ -59,18 +58,13 @@ func runArchiveLs(ctx context.Context, e *env, args []string) error {
 	if _, err := time.Parse("200601", *month); *month != "" && (err != nil || len(*month) != 6) {
 		return usagef(fs.Name(), "--month %q: want a month like 202611", *month)
 	}
-	p := params{"limit": *limit}
-	for k, v := range map[string]string{"month": *month, "cursor": *cursor} {
-		if v != "" {
-			p[k] = v
-		}
-	}
+	req := wire.ArchiveListRequest{Limit: *limit, Month: *month}
 	b, err := conn.open(ctx, e, fs)
 	if err != nil {
 		return err
 	}
 	defer b.close()
-	acc, err := fetchPages(ctx, b, "archive.list", p, *all)
+	acc, err := fetchPages(ctx, b, *cursor, func(c string) wire.Request { req.Cursor = c; return req }, *all)
 	if err != nil {
 		return err
 	}
@@ -80,7 +74,7 @@ func runArchiveLs(ctx context.Context, e *env, args []string) error {
 	t := &table{}
 	t.row("ID", "NAME", "ENTRIES", "SIZE", "MODIFIED", "ARCHIVED", "NOTE")
 	for _, raw := range acc.Sessions {
-		var s archive.Listed
+		var s wire.ArchivedSession
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return fmt.Errorf("archive.list: unexpected reply from pi-node: %v", err)
 		}

@@ -7,8 +7,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/size"
-
-	"github.com/pifleet/sessionlog/internal/archive"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 const archiveRestoreHelp = `Usage: pi-ctl archive restore SID... [--json]
@@ -53,7 +52,7 @@ func runArchiveRestore(ctx context.Context, e *env, args []string) error {
 	failed := false
 	for _, sid := range sids {
 		r := restoreResult{SessionID: sid, Result: "restored"}
-		if err := call(ctx, b, "archive.restore", params{"sessionId": sid}, &r); err != nil {
+		if err := call(ctx, b, wire.ArchiveRestoreRequest{SessionID: sid}, &r); err != nil {
 			r = restoreResult{SessionID: sid, Result: "error", Error: err.Error()}
 			failed = true
 		}
@@ -105,14 +104,14 @@ func runArchiveNow(ctx context.Context, e *env, args []string) error {
 	if *older < 0 {
 		return usagef(fs.Name(), "--older-than must not be negative")
 	}
-	p := params{}
+	var req wire.ArchiveRunRequest
 	fs.Visit(func(f *flag.Flag) {
 		if f.Name == "older-than" {
-			p["olderThan"] = older.String()
+			req.OlderThan = older.String()
 		}
 	})
-	var r archive.PassResult
-	if printed, err := conn.query(ctx, e, fs, "archive.run", p, *asJSON, &r); printed || err != nil {
+	var r wire.ArchivePass
+	if printed, err := conn.query(ctx, e, fs, req, *asJSON, &r); printed || err != nil {
 		return err
 	}
 	if err := keyValues(e.stdout,

@@ -17,12 +17,13 @@ import (
 	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/testutil"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // archivedPage is the JSON of archive ls.
 type archivedPage struct {
-	Sessions []archive.Listed `json:"sessions"`
-	Next     string           `json:"next"`
+	Sessions []wire.ArchivedSession `json:"sessions"`
+	Next     string                 `json:"next"`
 }
 
 // The real pi-node with a retention archives idle sessions by itself; the
@@ -142,7 +143,7 @@ func TestArchiveRestoreCycle(t *testing.T) {
 		t.Fatalf("import: %+v", imp)
 	}
 
-	var pass archive.PassResult
+	var pass wire.ArchivePass
 	mustJSON(t, mustRun(t, withFlags(h, "archive", "now", "--older-than", "0s", "--json")...), &pass)
 	if pass.Archived != 1 || pass.Failed != 0 {
 		t.Fatalf("archive now: %+v", pass)

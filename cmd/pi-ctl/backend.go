@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/pifleet/sessionlog/internal/apiclient"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // backend is how the server commands reach pi-node. pi-node serves the same
@@ -15,20 +16,16 @@ import (
 // are internal/apiclient's; pi-ctl adds the advice in its errors, which
 // names its own flags.
 //
-// do runs op (the operation's name in docs/API.md) with the request fields
-// p, as apiclient.Client.Do does: an error reply of the node is an
+// do runs the operation of req (one of wire's typed requests), as
+// apiclient.Client.Do does: an error reply of the node is an
 // *apiclient.Error, no reply at all an *apiclient.UnreachableError; both
 // carry a hint for the operator in their message.
 //
 // close releases the connection; the backend is unusable afterwards.
 type backend interface {
-	do(ctx context.Context, op string, p params, body []byte) ([]byte, error)
+	do(ctx context.Context, req wire.Request) ([]byte, error)
 	close()
 }
-
-// params are the fields of one request; a nil value is JSON null (the
-// null leaf).
-type params = apiclient.Params
 
 // seqEntry is one stored entry with its log sequence (the entries operation
 // and the watch stream).
@@ -41,8 +38,8 @@ type apiBackend struct {
 	hasToken bool // --token or $PI_CTL_TOKEN was given
 }
 
-func (b *apiBackend) do(ctx context.Context, op string, p params, body []byte) ([]byte, error) {
-	data, err := b.c.Do(ctx, op, p, body)
+func (b *apiBackend) do(ctx context.Context, req wire.Request) ([]byte, error) {
+	data, err := b.c.Do(ctx, req)
 	return data, b.hint(err)
 }
 
@@ -92,15 +89,16 @@ func (b *apiBackend) hint(err error) error {
 // (paging, polling); errors keep pi-ctl's hints.
 type client struct{ b backend }
 
-func (c client) Do(ctx context.Context, op string, p apiclient.Params, body []byte) ([]byte, error) {
-	return c.b.do(ctx, op, p, body)
+func (c client) Do(ctx context.Context, req wire.Request) ([]byte, error) {
+	return c.b.do(ctx, req)
 }
 
 func (c client) Close() { c.b.close() }
 
-// call runs op and decodes its JSON reply into resp (nil: ignore it).
-func call(ctx context.Context, b backend, op string, p params, resp any) error {
-	return apiclient.Call(ctx, client{b}, op, p, resp)
+// call runs req's operation and decodes its JSON reply into resp (nil:
+// ignore it).
+func call(ctx context.Context, b backend, req wire.Request, resp any) error {
+	return apiclient.Call(ctx, client{b}, req, resp)
 }
 
 // newEntryReader pages through a session's entries (see
@@ -126,4 +124,4 @@ func isStatus(err error, status int) bool { return apiclient.IsStatus(err, statu
 
 // encodeJSON encodes v without HTML escaping, so labels and names reach the
 // log with the bytes the operator typed ("<" stays "<", as pi writes it).
-func encodeJSON(v any) ([]byte, error) { return apiclient.EncodeJSON(v) }
+func encodeJSON(v any) ([]byte, error) { return wire.EncodeJSON(v) }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/apiclient"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // TestParseArgsVariadic covers the optional and repeated last argument.
@@ -74,7 +75,7 @@ func TestFormatHelpers(t *testing.T) {
 // fakeClient answers every request with err.
 type fakeClient struct{ err error }
 
-func (f fakeClient) Do(context.Context, string, apiclient.Params, []byte) ([]byte, error) {
+func (f fakeClient) Do(context.Context, wire.Request) ([]byte, error) {
 	return nil, f.err
 }
 
@@ -94,15 +95,15 @@ func TestHints(t *testing.T) {
 		{&apiBackend{nats: true}, &apiclient.UnreachableError{Where: "nats://h", Err: errors.New("no reply"), Timeout: true},
 			"cannot reach pi-node at nats://h: no reply (raise --timeout if the node is busy)"},
 		{&apiBackend{}, silent, silent.Error()},
-		{&apiBackend{}, &apiclient.Error{Status: 401, Message: "a valid bearer token is required", Hint: "x"},
+		{&apiBackend{}, &apiclient.Error{Status: 401, ErrorDetail: wire.ErrorDetail{Message: "a valid bearer token is required"}, Hint: "x"},
 			"a valid bearer token is required (pass the node's --http-token with --token or $PI_CTL_TOKEN)"},
-		{&apiBackend{hasToken: true}, &apiclient.Error{Status: 401, Message: "m"}, "m (the token given with --token or $PI_CTL_TOKEN is not the node's)"},
-		{&apiBackend{nats: true}, &apiclient.Error{Status: 413, Message: "m", Local: true}, "m (use --http URL: pi-node takes imports of up to 16 MiB over HTTP)"},
-		{&apiBackend{nats: true}, &apiclient.Error{Status: 413, Message: "m", Hint: "x"}, "m (pi-ctl: retry with --http URL)"},
-		{&apiBackend{}, &apiclient.Error{Status: 404, Message: "session x: not found"}, "session x: not found"},
+		{&apiBackend{hasToken: true}, &apiclient.Error{Status: 401, ErrorDetail: wire.ErrorDetail{Message: "m"}}, "m (the token given with --token or $PI_CTL_TOKEN is not the node's)"},
+		{&apiBackend{nats: true}, &apiclient.Error{Status: 413, ErrorDetail: wire.ErrorDetail{Message: "m"}, Local: true}, "m (use --http URL: pi-node takes imports of up to 16 MiB over HTTP)"},
+		{&apiBackend{nats: true}, &apiclient.Error{Status: 413, ErrorDetail: wire.ErrorDetail{Message: "m"}, Hint: "x"}, "m (pi-ctl: retry with --http URL)"},
+		{&apiBackend{}, &apiclient.Error{Status: 404, ErrorDetail: wire.ErrorDetail{Message: "session x: not found"}}, "session x: not found"},
 	} {
 		c.b.c = fakeClient{c.err}
-		_, err := c.b.do(context.Background(), "get", nil, nil)
+		_, err := c.b.do(context.Background(), wire.GetRequest{})
 		if err == nil || err.Error() != c.want {
 			t.Errorf("%v: got %v, want %s", c.err, err, c.want)
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/apiclient"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // defaultServer is where pi-node's embedded NATS server listens by default.
@@ -108,19 +109,19 @@ func (c *connFlags) open(ctx context.Context, e *env, fs *flag.FlagSet) (backend
 	return &apiBackend{c: n, nats: true}, nil
 }
 
-// query is a command's one request: it connects, runs op and disconnects.
+// query is a command's one request: it connects, runs req and disconnects.
 // With asJSON it prints the reply as the node sent it and reports printed;
 // else it decodes the reply into v (nil: ignore it).
-func (c *connFlags) query(ctx context.Context, e *env, fs *flag.FlagSet, op string, p params, asJSON bool, v any) (printed bool, err error) {
+func (c *connFlags) query(ctx context.Context, e *env, fs *flag.FlagSet, req wire.Request, asJSON bool, v any) (printed bool, err error) {
 	b, err := c.open(ctx, e, fs)
 	if err != nil {
 		return false, err
 	}
 	defer b.close()
 	if !asJSON {
-		return false, call(ctx, b, op, p, v)
+		return false, call(ctx, b, req, v)
 	}
-	body, err := b.do(ctx, op, p, nil)
+	body, err := b.do(ctx, req)
 	if err != nil {
 		return false, err
 	}

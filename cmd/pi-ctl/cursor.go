@@ -5,8 +5,8 @@ import (
 	"flag"
 	"strconv"
 
-	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/tree"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // cursorCommands manage cursors: one client's leaf in one session.
@@ -41,7 +41,7 @@ func runCursorGet(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	return cursorOp(ctx, e, fs, conn, "cursor.get", params{"sessionId": pos[0], "client": pos[1]}, *asJSON)
+	return cursorOp(ctx, e, fs, conn, wire.CursorGetRequest{SessionID: pos[0], Client: pos[1]}, *asJSON)
 }
 
 const cursorSetHelp = `Usage: pi-ctl cursor set SID CLIENT LEAF [--expect-revision N] [--json]
@@ -61,20 +61,21 @@ func runCursorSet(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	p := params{"sessionId": pos[0], "client": pos[1], "leafId": pos[2]}
+	req := wire.CursorSetRequest{SessionID: pos[0], Client: pos[1], LeafID: wire.EntryID(pos[2])}
 	if pos[2] == "null" {
-		p["leafId"] = nil
+		req.LeafID = wire.NullID()
 	}
 	if *expect >= 0 {
-		p["expectRevision"] = uint64(*expect)
+		rev := uint64(*expect)
+		req.ExpectRevision = &rev
 	}
-	return cursorOp(ctx, e, fs, conn, "cursor.set", p, *asJSON)
+	return cursorOp(ctx, e, fs, conn, req, *asJSON)
 }
 
 // cursorOp runs get or set and prints the cursor.
-func cursorOp(ctx context.Context, e *env, fs *flag.FlagSet, conn *connFlags, op string, p params, asJSON bool) error {
-	var c service.CursorView
-	if printed, err := conn.query(ctx, e, fs, op, p, asJSON, &c); printed || err != nil {
+func cursorOp(ctx context.Context, e *env, fs *flag.FlagSet, conn *connFlags, req wire.Request, asJSON bool) error {
+	var c wire.CursorView
+	if printed, err := conn.query(ctx, e, fs, req, asJSON, &c); printed || err != nil {
 		return err
 	}
 	return keyValues(e.stdout,
@@ -99,10 +100,8 @@ func runCursorList(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	var r struct {
-		Cursors []service.CursorView `json:"cursors"`
-	}
-	if printed, err := conn.query(ctx, e, fs, "cursor.list", params{"sessionId": pos[0]}, *asJSON, &r); printed || err != nil {
+	var r wire.CursorsReply
+	if printed, err := conn.query(ctx, e, fs, wire.CursorListRequest{SessionID: pos[0]}, *asJSON, &r); printed || err != nil {
 		return err
 	}
 	t := &table{}
@@ -126,6 +125,6 @@ func runCursorRemove(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	_, err = conn.query(ctx, e, fs, "cursor.delete", params{"sessionId": pos[0], "client": pos[1]}, false, nil)
+	_, err = conn.query(ctx, e, fs, wire.CursorDeleteRequest{SessionID: pos[0], Client: pos[1]}, false, nil)
 	return err
 }

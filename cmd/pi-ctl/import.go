@@ -16,6 +16,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/apiclient"
 	"github.com/pifleet/sessionlog/internal/tree"
 	"github.com/pifleet/sessionlog/internal/tree/jsjson"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 const importHelp = `Usage: pi-ctl import PATH... [-j N] [--json]
@@ -205,7 +206,7 @@ func importFile(ctx context.Context, b backend, name string) (*importResult, err
 		r.Result, r.Error = "error", err.Error()
 		return r, nil
 	}
-	body, err := b.do(ctx, "import", nil, data)
+	body, err := b.do(ctx, wire.ImportRequest{File: data})
 	var ue *apiclient.UnreachableError
 	switch {
 	case errors.As(err, &ue):

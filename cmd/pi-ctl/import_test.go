@@ -11,6 +11,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/apiclient"
 	"github.com/pifleet/sessionlog/internal/conformance"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // TestImportReport imports a directory tree holding good, bad and already
@@ -149,8 +150,8 @@ type fakeBackend struct {
 	fn func(ctx context.Context, op string) ([]byte, error)
 }
 
-func (f fakeBackend) do(ctx context.Context, op string, _ params, _ []byte) ([]byte, error) {
-	return f.fn(ctx, op)
+func (f fakeBackend) do(ctx context.Context, req wire.Request) ([]byte, error) {
+	return f.fn(ctx, req.Op().Name)
 }
 
 func (fakeBackend) close() {}

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/testutil"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // TestCursorCommands sets, reads, lists and removes a cursor, and checks
@@ -23,7 +23,7 @@ func TestCursorCommands(t *testing.T) {
 		if !strings.Contains(set, "client     w1\nleaf       "+idAnswer1+"\n") {
 			t.Errorf("cursor set:\n%s", set)
 		}
-		var c service.CursorView
+		var c wire.CursorView
 		mustJSON(t, pictl("cursor", "get", sid, "w1", "--json"), &c)
 		if c.LeafID == nil || *c.LeafID != idAnswer1 || c.Revision == 0 || c.Seq < seq {
 			t.Fatalf("cursor get --json: %+v", c)
@@ -55,7 +55,7 @@ func TestCursorCommands(t *testing.T) {
 		if r.code != 1 || len(lines(r.stderr)) != 1 || r.stdout != "" {
 			t.Errorf("cursor set with a stale revision: exit %d, stderr %q", r.code, r.stderr)
 		}
-		var moved service.CursorView
+		var moved wire.CursorView
 		mustJSON(t, pictl("cursor", "set", sid, "w1", "null", "--expect-revision", jsonNum(c.Revision), "--json"), &moved)
 		if moved.LeafID != nil || moved.Revision <= c.Revision {
 			t.Errorf("cursor set null: %+v", moved)
@@ -121,7 +121,7 @@ func TestWriteCommands(t *testing.T) {
 		}
 		// --client w9 hung the first label under w9's leaf (the default
 		// leaf then) and moved w9 to it.
-		var c service.CursorView
+		var c wire.CursorView
 		mustJSON(t, pictl("cursor", "get", sid, "w9", "--json"), &c)
 		if c.LeafID == nil || !strings.Contains(out, *c.LeafID) {
 			t.Errorf("w9's cursor %+v is not at the label entry (%q)", c, out)

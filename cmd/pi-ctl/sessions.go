@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/tree"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // listPage is the list reply; Next is empty on the last page.
@@ -48,7 +48,7 @@ func runLs(ctx context.Context, e *env, args []string) error {
 	if _, err := parseArgs(e, fs, lsHelp, args); err != nil {
 		return err
 	}
-	p := params{"limit": *limit}
+	req := wire.ListRequest{Limit: *limit, Name: *name, Cwd: *cwd, Label: *label}
 	if *limit < 1 || *limit > 1000 {
 		return usagef(fs.Name(), "--limit must be from 1 to 1000, not %d", *limit)
 	}
@@ -57,12 +57,7 @@ func runLs(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return usagef(fs.Name(), "%v", err)
 		}
-		p["since"] = s
-	}
-	for k, v := range map[string]string{"name": *name, "cwd": *cwd, "label": *label, "cursor": *cursor} {
-		if v != "" {
-			p[k] = v
-		}
+		req.Since = s
 	}
 	b, err := conn.open(ctx, e, fs)
 	if err != nil {
@@ -70,7 +65,7 @@ func runLs(ctx context.Context, e *env, args []string) error {
 	}
 	defer b.close()
 
-	acc, err := fetchPages(ctx, b, "list", p, *all)
+	acc, err := fetchPages(ctx, b, *cursor, func(c string) wire.Request { req.Cursor = c; return req }, *all)
 	if err != nil {
 		return err
 	}
@@ -80,7 +75,7 @@ func runLs(ctx context.Context, e *env, args []string) error {
 	t := &table{}
 	t.row("ID", "NAME", "ENTRIES", "MODIFIED", "CWD")
 	for _, raw := range acc.Sessions {
-		var s store.Info
+		var s wire.Info
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return fmt.Errorf("list: unexpected reply from pi-node: %v", err)
 		}
@@ -113,11 +108,11 @@ func runShow(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	var d struct {
-		store.Info
+		wire.Info
 		Labels map[string]string `json:"labels"`
 		LeafID *string           `json:"leafId"`
 	}
-	if printed, err := conn.query(ctx, e, fs, "get", params{"sessionId": pos[0]}, *asJSON, &d); printed || err != nil {
+	if printed, err := conn.query(ctx, e, fs, wire.GetRequest{SessionID: pos[0]}, *asJSON, &d); printed || err != nil {
 		return err
 	}
 	kv := []string{"session", d.SessionID}
@@ -147,23 +142,24 @@ func nullable(s *string, none string) string {
 	return tree.Printable(*s)
 }
 
-// fetchPages calls a list operation and, with all, follows its cursor to
-// the last page; the result holds every session fetched and the cursor
-// after them ("" at the end).
-func fetchPages(ctx context.Context, b backend, op string, p params, all bool) (listPage, error) {
-	var page, acc listPage
+// fetchPages calls a list operation from cursor on (the request of a
+// page is page(cursor)) and, with all, follows its cursor to the last
+// page; the result holds every session fetched and the cursor after them
+// ("" at the end).
+func fetchPages(ctx context.Context, b backend, cursor string, page func(cursor string) wire.Request, all bool) (listPage, error) {
+	var reply, acc listPage
 	for {
-		page = listPage{} // decoding keeps fields the reply leaves out, like next on the last page
-		if err := call(ctx, b, op, p, &page); err != nil {
+		reply = listPage{} // decoding keeps fields the reply leaves out, like next on the last page
+		if err := call(ctx, b, page(cursor), &reply); err != nil {
 			return acc, err
 		}
-		acc.Sessions = append(acc.Sessions, page.Sessions...)
-		if !all || page.Next == "" {
+		acc.Sessions = append(acc.Sessions, reply.Sessions...)
+		if !all || reply.Next == "" {
 			break
 		}
-		p["cursor"] = page.Next
+		cursor = reply.Next
 	}
-	acc.Next = page.Next
+	acc.Next = reply.Next
 	return acc, nil
 }
 

@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/pifleet/sessionlog/internal/size"
+	"github.com/pifleet/sessionlog/internal/wire"
 
-	"github.com/pifleet/sessionlog/internal/api"
 	"github.com/pifleet/sessionlog/internal/tree"
 )
 
@@ -17,11 +17,11 @@ import (
 // what pi-node reports about JetStream under "jetstream" (or {"error"} when
 // it could not ask).
 type statusReply struct {
-	Node      string               `json:"node"`
-	Service   string               `json:"service"`
-	Version   string               `json:"version"`
-	Store     api.StoreStatus      `json:"store"`
-	JetStream *api.JetStreamStatus `json:"jetstream"`
+	Node      string                `json:"node"`
+	Service   string                `json:"service"`
+	Version   string                `json:"version"`
+	Store     wire.StoreStatus      `json:"store"`
+	JetStream *wire.JetStreamStatus `json:"jetstream"`
 }
 
 const statusHelp = `Usage: pi-ctl status [--json]
@@ -43,7 +43,7 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	var s statusReply
-	if printed, err := conn.query(ctx, e, fs, "status", nil, *asJSON, &s); printed || err != nil {
+	if printed, err := conn.query(ctx, e, fs, wire.StatusRequest{}, *asJSON, &s); printed || err != nil {
 		return err
 	}
 	var out strings.Builder

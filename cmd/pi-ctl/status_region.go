@@ -6,13 +6,13 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/pifleet/sessionlog/internal/region"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // writeRegion renders the region block of pi-ctl status in a cross-region
 // deployment (see docs/CROSS-REGION.md): this node's region and role, the
 // home, every region with its state, and the mirror's lag.
-func writeRegion(out *strings.Builder, r *region.Status) {
+func writeRegion(out *strings.Builder, r *wire.RegionStatus) {
 	if r == nil {
 		return
 	}

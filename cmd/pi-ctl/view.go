@@ -9,8 +9,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/tree"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 const treeHelp = `Usage: pi-ctl tree SID [--client C] [--json] [--width N]
@@ -49,11 +49,7 @@ func runTree(ctx context.Context, e *env, args []string) error {
 	defer b.close()
 	sid := pos[0]
 	if *asJSON {
-		p := params{"sessionId": sid}
-		if *client != "" {
-			p["client"] = *client
-		}
-		body, err := b.do(ctx, "tree", p, nil)
+		body, err := b.do(ctx, wire.TreeRequest{SessionID: sid, Client: *client})
 		if err != nil {
 			return err
 		}
@@ -62,21 +58,21 @@ func runTree(ctx context.Context, e *env, args []string) error {
 
 	// The cursor first: its seq is the session's last sequence when it was
 	// set, so the export below (from any node) holds the entry it names.
-	var cur service.CursorView
+	var cur wire.CursorView
 	haveCursor := false
-	exportParams := params{"sessionId": sid}
+	export := wire.ExportRequest{SessionID: sid}
 	if *client != "" {
-		err := call(ctx, b, "cursor.get", params{"sessionId": sid, "client": *client}, &cur)
+		err := call(ctx, b, wire.CursorGetRequest{SessionID: sid, Client: *client}, &cur)
 		switch {
 		case isStatus(err, http.StatusNotFound): // no cursor: the default leaf
 		case err != nil:
 			return err
 		default:
 			haveCursor = true
-			exportParams["minSeq"] = cur.Seq
+			export.MinSeq = cur.Seq
 		}
 	}
-	data, err := b.do(ctx, "export", exportParams, nil)
+	data, err := b.do(ctx, export)
 	if err != nil {
 		return err
 	}
@@ -134,21 +130,18 @@ func runContext(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	p := params{"sessionId": pos[0]}
+	req := wire.ContextRequest{SessionID: pos[0], Client: *client}
 	switch {
 	case leaf.set && leaf.id == "null":
-		p["leaf"] = nil
+		req.Leaf = wire.NullID()
 	case leaf.set:
-		p["leaf"] = leaf.id
-	}
-	if *client != "" {
-		p["client"] = *client
+		req.Leaf = wire.EntryID(leaf.id)
 	}
 	if *llm {
-		p["format"] = "llm"
+		req.Format = "llm"
 	}
 	var r contextReply
-	if printed, err := conn.query(ctx, e, fs, "context", p, *asJSON, &r); printed || err != nil {
+	if printed, err := conn.query(ctx, e, fs, req, *asJSON, &r); printed || err != nil {
 		return err
 	}
 	c, msgs := r.treeContext()
@@ -222,7 +215,7 @@ func runExport(ctx context.Context, e *env, args []string) error {
 	if *all {
 		return exportAll(ctx, e, b, *out)
 	}
-	data, err := b.do(ctx, "export", params{"sessionId": pos[0]}, nil)
+	data, err := b.do(ctx, wire.ExportRequest{SessionID: pos[0]})
 	if err != nil {
 		return err
 	}
@@ -248,15 +241,11 @@ func exportAll(ctx context.Context, e *env, b backend, dir string) error {
 			} `json:"sessions"`
 			Next string `json:"next"`
 		}
-		p := params{"limit": 1000}
-		if cursor != "" {
-			p["cursor"] = cursor
-		}
-		if err := call(ctx, b, "list", p, &page); err != nil {
+		if err := call(ctx, b, wire.ListRequest{Limit: 1000, Cursor: cursor}, &page); err != nil {
 			return err
 		}
 		for _, s := range page.Sessions {
-			data, err := b.do(ctx, "export", params{"sessionId": s.SessionID}, nil)
+			data, err := b.do(ctx, wire.ExportRequest{SessionID: s.SessionID})
 			if err == nil {
 				err = writeAtomic(filepath.Join(dir, s.SessionID+".jsonl"), data, 0o644)
 			}

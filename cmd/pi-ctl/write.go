@@ -7,8 +7,8 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/tree"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // labelEntry and infoEntry are pi's label and session_info entries without
@@ -67,8 +67,8 @@ func runLabel(ctx context.Context, e *env, args []string) error {
 	defer b.close()
 	// pi refuses to label an entry it does not have; the append would
 	// store such a label anyway, so check first.
-	if _, err := b.do(ctx, "tree", params{"sessionId": sid, "leaf": target}, nil); isStatus(err, http.StatusNotFound) {
-		if gerr := call(ctx, b, "get", params{"sessionId": sid}, nil); gerr != nil {
+	if _, err := b.do(ctx, wire.TreeRequest{SessionID: sid, Leaf: wire.EntryID(target)}); isStatus(err, http.StatusNotFound) {
+		if gerr := call(ctx, b, wire.GetRequest{SessionID: sid}, nil); gerr != nil {
 			return gerr
 		}
 		return fmt.Errorf("session %s has no entry %q ('pi-ctl tree %s' lists them)", sid, target, sid)
@@ -116,18 +116,14 @@ func appendOne(ctx context.Context, e *env, b backend, sid, client string, entry
 	if err != nil {
 		return err
 	}
-	p := params{"sessionId": sid, "entries": []json.RawMessage{raw}}
-	if client != "" {
-		p["client"] = client
-	}
-	body, err := b.do(ctx, "append", p, nil)
+	body, err := b.do(ctx, wire.AppendRequest{SessionID: sid, Client: client, Entries: []json.RawMessage{raw}})
 	if err != nil {
 		return err
 	}
 	if asJSON {
 		return writeJSON(e.stdout, body)
 	}
-	var r service.WriteResult
+	var r wire.WriteResult
 	if err := json.Unmarshal(body, &r); err != nil || len(r.Entries) != 1 {
 		return fmt.Errorf("append: unexpected reply from pi-node: %.200s", body)
 	}
@@ -151,10 +147,8 @@ func runFork(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	var r struct {
-		SessionID string `json:"sessionId"`
-	}
-	if printed, err := conn.query(ctx, e, fs, "fork", params{"sessionId": pos[0], "entryId": pos[1]}, *asJSON, &r); printed || err != nil {
+	var r wire.ForkReply
+	if printed, err := conn.query(ctx, e, fs, wire.ForkRequest{SessionID: pos[0], EntryID: pos[1]}, *asJSON, &r); printed || err != nil {
 		return err
 	}
 	_, err = fmt.Fprintln(e.stdout, r.SessionID)

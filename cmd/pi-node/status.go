@@ -7,11 +7,10 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/pifleet/sessionlog/internal/api"
-
 	"github.com/nats-io/nats.go"
 
 	"github.com/pifleet/sessionlog/internal/jetstream"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // status reports the mode and the stream as the leader sees it: replicas,
@@ -20,7 +19,7 @@ func (m *Main) status(ctx context.Context) (any, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	cfg := m.streamConfig()
-	out := api.JetStreamStatus{Mode: m.mode(), Server: m.conn.NC.ConnectedServerName(), Connected: m.NATSURL, Bucket: cfg.Bucket}
+	out := wire.JetStreamStatus{Mode: m.mode(), Server: m.conn.NC.ConnectedServerName(), Connected: m.NATSURL, Bucket: cfg.Bucket}
 	if m.region != nil {
 		rs := m.region.Status(ctx)
 		rec := m.region.Record()
@@ -34,12 +33,12 @@ func (m *Main) status(ctx context.Context) (any, error) {
 	if err != nil {
 		return out, fmt.Errorf("stream %s: %w", cfg.Stream, err)
 	}
-	out.Stream = api.StreamStatus{Name: info.Config.Name, Replicas: info.Config.Replicas, Messages: info.State.Msgs, Bytes: info.State.Bytes,
+	out.Stream = wire.StreamStatus{Name: info.Config.Name, Replicas: info.Config.Replicas, Messages: info.State.Msgs, Bytes: info.State.Bytes,
 		FirstSeq: info.State.FirstSeq, LastSeq: info.State.LastSeq, Subjects: uint64(info.State.NumSubjects)}
 	if ci := info.Cluster; ci != nil {
 		out.Cluster, out.Stream.Leader = ci.Name, ci.Leader
 		for _, p := range ci.Replicas {
-			out.Stream.Followers = append(out.Stream.Followers, api.PeerStatus{Name: p.Name, Current: p.Current, Offline: p.Offline, Lag: p.Lag, Active: p.Active.Round(time.Millisecond).String()})
+			out.Stream.Followers = append(out.Stream.Followers, wire.PeerStatus{Name: p.Name, Current: p.Current, Offline: p.Offline, Lag: p.Lag, Active: p.Active.Round(time.Millisecond).String()})
 		}
 	}
 	return out, nil

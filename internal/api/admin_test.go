@@ -11,6 +11,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/api"
 	"github.com/pifleet/sessionlog/internal/testutil"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 func TestToken(t *testing.T) {
@@ -22,7 +23,7 @@ func TestToken(t *testing.T) {
 		{"Authorization", "Basic s3cret"},
 		{"Authorization", "s3cret"},
 	} {
-		e.fails(401, api.CodeUnauthorized, "", "GET", "/v1/sessions", nil, h...)
+		e.fails(401, wire.CodeUnauthorized, "", "GET", "/v1/sessions", nil, h...)
 	}
 	resp := e.raw("GET", "/v1/status", nil)
 	resp.Body.Close()
@@ -31,9 +32,9 @@ func TestToken(t *testing.T) {
 	}
 	// Writes and watches are refused before their bodies are looked at,
 	// and unknown /v1 paths do not reveal that they are unknown.
-	e.fails(401, api.CodeUnauthorized, "", "POST", "/v1/sessions", `{"entries":[]}`)
-	e.fails(401, api.CodeUnauthorized, "", "GET", "/v1/sessions/01a22ba6-0000-7000-8000-000000000000/watch", nil)
-	e.fails(401, api.CodeUnauthorized, "", "GET", "/v1/nothing", nil)
+	e.fails(401, wire.CodeUnauthorized, "", "POST", "/v1/sessions", `{"entries":[]}`)
+	e.fails(401, wire.CodeUnauthorized, "", "GET", "/v1/sessions/01a22ba6-0000-7000-8000-000000000000/watch", nil)
+	e.fails(401, wire.CodeUnauthorized, "", "GET", "/v1/nothing", nil)
 
 	auth := []string{"Authorization", "Bearer s3cret"}
 	if code, b := e.do("GET", "/v1/sessions", nil, auth...); code != 200 {
@@ -42,7 +43,7 @@ func TestToken(t *testing.T) {
 	if code, b := e.do("GET", "/v1/sessions", nil, "Authorization", "bearer s3cret"); code != 200 {
 		t.Fatalf("scheme is case-insensitive: %d %s", code, b)
 	}
-	e.fails(404, api.CodeNotFound, "", "GET", "/v1/nothing", nil, auth...)
+	e.fails(404, wire.CodeNotFound, "", "GET", "/v1/nothing", nil, auth...)
 	for _, open := range []string{"/healthz", "/metrics"} {
 		if code, b := e.do("GET", open, nil); code != 200 {
 			t.Fatalf("%s needs no token: %d %s", open, code, b)
@@ -69,7 +70,7 @@ func TestReadyz(t *testing.T) {
 	})
 	err := errors.New("stream PI_SESSIONS not found")
 	backendErr.Store(&err)
-	msg := e.fails(503, api.CodeUnavailable, "", "GET", "/readyz", nil)
+	msg := e.fails(503, wire.CodeUnavailable, "", "GET", "/readyz", nil)
 	if !strings.Contains(msg, "PI_SESSIONS") {
 		t.Fatalf("readyz should say why: %s", msg)
 	}
@@ -113,8 +114,8 @@ func TestMetrics(t *testing.T) {
 	res := e.create(userMsg("u1", "q"))
 	path := "/v1/sessions/" + res.SessionID + "/entries"
 	e.ok(200, "POST", path, `{"entries":[`+userMsg("", "x")+`]}`, nil)
-	e.fails(409, api.CodeConflict, "", "POST", path, `{"entries":[`+userMsg("", "x")+`],"expectLastSeq":1}`)
-	e.fails(404, api.CodeNotFound, "", "GET", "/v1/sessions/01a22ba6-0000-7000-8000-000000000000", nil)
+	e.fails(409, wire.CodeConflict, "", "POST", path, `{"entries":[`+userMsg("", "x")+`],"expectLastSeq":1}`)
+	e.fails(404, wire.CodeNotFound, "", "GET", "/v1/sessions/01a22ba6-0000-7000-8000-000000000000", nil)
 	testutil.WaitFor(t, 10*time.Second, func() error {
 		_, b := e.do("GET", "/metrics", nil)
 		for _, want := range []string{

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/pifleet/sessionlog/internal/api"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 func TestAppend(t *testing.T) {
@@ -46,21 +47,21 @@ func TestAppend(t *testing.T) {
 	}
 
 	// The same id with other content, and a stale expectLastSeq: 409.
-	e.fails(409, api.CodeConflict, "", "POST", path, `{"entries":[{"type":"message","id":"r1","parentId":"u1","message":{"role":"user","content":"other"}}]}`)
-	e.fails(409, api.CodeConflict, "", "POST", path, fmt.Sprintf(`{"entries":[%s],"expectLastSeq":%d}`, userMsg("", "late"), res.LastSeq))
+	e.fails(409, wire.CodeConflict, "", "POST", path, `{"entries":[{"type":"message","id":"r1","parentId":"u1","message":{"role":"user","content":"other"}}]}`)
+	e.fails(409, wire.CodeConflict, "", "POST", path, fmt.Sprintf(`{"entries":[%s],"expectLastSeq":%d}`, userMsg("", "late"), res.LastSeq))
 
 	// Invalid entries name the field.
-	e.fails(400, api.CodeInvalid, "entries[0].parentId", "POST", path, `{"entries":[{"type":"message","parentId":"nope","message":{"role":"user","content":"x"}}]}`)
-	e.fails(400, api.CodeInvalid, "entries[1].type", "POST", path, `{"entries":[`+userMsg("", "ok")+`,{"message":{}}]}`)
-	e.fails(400, api.CodeInvalid, "entries", "POST", path, `{"entries":[]}`)
-	e.fails(400, api.CodeInvalid, "entries", "POST", path, `{}`)
-	e.fails(400, api.CodeInvalid, "client", "POST", path, `{"client":"a.b","entries":[`+userMsg("", "x")+`]}`)
-	e.fails(400, api.CodeInvalid, "sessionId", "POST", "/v1/sessions/xyz/entries", `{"entries":[`+userMsg("", "x")+`]}`)
-	e.fails(404, api.CodeNotFound, "", "POST", "/v1/sessions/01a22ba6-0000-7000-8000-000000000000/entries", `{"entries":[`+userMsg("", "x")+`]}`)
+	e.fails(400, wire.CodeInvalid, "entries[0].parentId", "POST", path, `{"entries":[{"type":"message","parentId":"nope","message":{"role":"user","content":"x"}}]}`)
+	e.fails(400, wire.CodeInvalid, "entries[1].type", "POST", path, `{"entries":[`+userMsg("", "ok")+`,{"message":{}}]}`)
+	e.fails(400, wire.CodeInvalid, "entries", "POST", path, `{"entries":[]}`)
+	e.fails(400, wire.CodeInvalid, "entries", "POST", path, `{}`)
+	e.fails(400, wire.CodeInvalid, "client", "POST", path, `{"client":"a.b","entries":[`+userMsg("", "x")+`]}`)
+	e.fails(400, wire.CodeInvalid, "sessionId", "POST", "/v1/sessions/xyz/entries", `{"entries":[`+userMsg("", "x")+`]}`)
+	e.fails(404, wire.CodeNotFound, "", "POST", "/v1/sessions/01a22ba6-0000-7000-8000-000000000000/entries", `{"entries":[`+userMsg("", "x")+`]}`)
 
 	// An entry over the log's record limit is 413 (the body itself fits).
 	big := `{"type":"custom","customType":"blob","data":"` + strings.Repeat("x", maxRecord) + `"}`
-	e.fails(413, api.CodeTooLarge, "", "POST", path, `{"entries":[`+big+`]}`)
+	e.fails(413, wire.CodeTooLarge, "", "POST", path, `{"entries":[`+big+`]}`)
 }
 
 func TestBadBodies(t *testing.T) {
@@ -68,17 +69,17 @@ func TestBadBodies(t *testing.T) {
 	sid := e.create(userMsg("u1", "q")).SessionID
 	path := "/v1/sessions/" + sid + "/entries"
 
-	msg := e.fails(400, api.CodeInvalid, "body", "POST", path, `{"entries":[`)
+	msg := e.fails(400, wire.CodeInvalid, "body", "POST", path, `{"entries":[`)
 	if !strings.Contains(msg, "malformed JSON") {
 		t.Fatalf("malformed JSON message: %s", msg)
 	}
-	e.fails(400, api.CodeInvalid, "body", "POST", path, `{"entries":[]} trailing`)
-	e.fails(400, api.CodeInvalid, "body", "POST", path, `[1,2]`)
-	e.fails(400, api.CodeInvalid, "entries", "POST", path, `{"entries":{"type":"message"}}`)
-	e.fails(400, api.CodeInvalid, "expectLastSeq", "POST", path, `{"entries":[],"expectLastSeq":-1}`)
-	e.fails(400, api.CodeInvalid, "header", "POST", "/v1/sessions", `{"header":"x","entries":[]}`)
-	e.fails(400, api.CodeInvalid, "header.version", "POST", "/v1/sessions", `{"header":{"version":2},"entries":[]}`)
-	e.fails(400, api.CodeInvalid, "header.id", "POST", "/v1/sessions", `{"header":{"id":"x"},"entries":[]}`)
+	e.fails(400, wire.CodeInvalid, "body", "POST", path, `{"entries":[]} trailing`)
+	e.fails(400, wire.CodeInvalid, "body", "POST", path, `[1,2]`)
+	e.fails(400, wire.CodeInvalid, "entries", "POST", path, `{"entries":{"type":"message"}}`)
+	e.fails(400, wire.CodeInvalid, "expectLastSeq", "POST", path, `{"entries":[],"expectLastSeq":-1}`)
+	e.fails(400, wire.CodeInvalid, "header", "POST", "/v1/sessions", `{"header":"x","entries":[]}`)
+	e.fails(400, wire.CodeInvalid, "header.version", "POST", "/v1/sessions", `{"header":{"version":2},"entries":[]}`)
+	e.fails(400, wire.CodeInvalid, "header.id", "POST", "/v1/sessions", `{"header":{"id":"x"},"entries":[]}`)
 
 	// Unknown top-level fields are ignored; entries keep theirs.
 	var w writeResult
@@ -91,12 +92,12 @@ func TestBadBodies(t *testing.T) {
 
 	// Bodies over the limit: 413, declared or not.
 	huge := `{"entries":[` + userMsg("", strings.Repeat("y", 5000)) + `]}`
-	e.fails(413, api.CodeTooLarge, "", "POST", path, huge)
+	e.fails(413, wire.CodeTooLarge, "", "POST", path, huge)
 	// A reader of unknown length goes out chunked: the server must count.
 	resp := e.raw("POST", path, io.MultiReader(strings.NewReader(huge)))
 	resp.Body.Close()
 	if resp.StatusCode != 413 {
 		t.Fatalf("chunked oversize body: %d", resp.StatusCode)
 	}
-	e.fails(413, api.CodeTooLarge, "", "POST", "/v1/import", strings.Repeat("z", 9000))
+	e.fails(413, wire.CodeTooLarge, "", "POST", "/v1/import", strings.Repeat("z", 9000))
 }

@@ -6,40 +6,23 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/pifleet/sessionlog/internal/archive"
-	"github.com/pifleet/sessionlog/internal/session"
-	"github.com/pifleet/sessionlog/internal/writer"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // Archive is what the archive operations serve: *archive.Archiver. A
 // Server without one answers them with 404.
 type Archive interface {
-	List(ctx context.Context, month string, from uint64, limit int) ([]archive.Listed, uint64, error)
-	Restore(ctx context.Context, sid string) (writer.ImportResult, error)
-	Pass(ctx context.Context, olderThan time.Duration) (archive.PassResult, error)
+	List(ctx context.Context, month string, from uint64, limit int) ([]wire.ArchivedSession, uint64, error)
+	Restore(ctx context.Context, sid string) (wire.ImportResult, error)
+	Pass(ctx context.Context, olderThan time.Duration) (wire.ArchivePass, error)
 	// Retention is the node's --session-retention (0: none), the default
 	// of a pass run through the API.
 	Retention() time.Duration
 }
 
-// archiveListReply is a page of the archive; Next is the cursor of the
-// following page (an archive sequence), absent on the last.
-type archiveListReply struct {
-	Sessions []archive.Listed `json:"sessions"`
-	Next     string           `json:"next,omitempty"`
-}
-
-// restoreReply is the restore response: the session back in the log, its
-// new lastSeq for minSeq.
-type restoreReply struct {
-	SessionID  string `json:"sessionId"`
-	EntryCount int    `json:"entryCount"`
-	LastSeq    uint64 `json:"lastSeq"`
-}
-
 func (s *Server) archive() (Archive, error) {
 	if s.cfg.Archive == nil {
-		return nil, fmt.Errorf("%w: this node serves no archive", session.ErrNotFound)
+		return nil, fmt.Errorf("%w: this node serves no archive", wire.ErrNotFound)
 	}
 	return s.cfg.Archive, nil
 }
@@ -52,14 +35,14 @@ func (s *Server) archiveList(ctx context.Context, r *request) (reply, error) {
 	var from uint64
 	if r.Cursor != "" {
 		if from, err = strconv.ParseUint(r.Cursor, 10, 64); err != nil {
-			return reply{}, session.Invalid("cursor", fmt.Sprintf("%q is not a cursor of the archive (the next of a previous page)", r.Cursor))
+			return reply{}, wire.Invalid("cursor", fmt.Sprintf("%q is not a cursor of the archive (the next of a previous page)", r.Cursor))
 		}
 	}
 	list, next, err := a.List(ctx, r.Month, from, r.Limit)
 	if err != nil {
 		return reply{}, err
 	}
-	out := archiveListReply{Sessions: list}
+	out := wire.ArchiveListReply{Sessions: list}
 	if next != 0 {
 		out.Next = strconv.FormatUint(next, 10)
 	}
@@ -78,7 +61,7 @@ func (s *Server) archiveRestore(ctx context.Context, r *request) (reply, error) 
 	if err != nil {
 		return reply{}, err
 	}
-	return jsonReply(restoreReply{SessionID: res.SessionID, EntryCount: res.Entries, LastSeq: res.LastSeq})
+	return jsonReply(wire.RestoreReply{SessionID: res.SessionID, EntryCount: res.Entries, LastSeq: res.LastSeq})
 }
 
 func (s *Server) archiveRun(ctx context.Context, r *request) (reply, error) {
@@ -89,10 +72,10 @@ func (s *Server) archiveRun(ctx context.Context, r *request) (reply, error) {
 	older := a.Retention()
 	if r.Older != "" {
 		if older, err = time.ParseDuration(r.Older); err != nil || older < 0 {
-			return reply{}, session.Invalid("olderThan", fmt.Sprintf("%q is not a duration like 720h", r.Older))
+			return reply{}, wire.Invalid("olderThan", fmt.Sprintf("%q is not a duration like 720h", r.Older))
 		}
 	} else if older == 0 {
-		return reply{}, session.Invalid("olderThan", "required: this node has no --session-retention to default to")
+		return reply{}, wire.Invalid("olderThan", "required: this node has no --session-retention to default to")
 	}
 	res, err := a.Pass(ctx, older)
 	if err != nil && res.Archived == 0 {

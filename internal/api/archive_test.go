@@ -9,9 +9,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/api"
 	"github.com/pifleet/sessionlog/internal/archive"
-	"github.com/pifleet/sessionlog/internal/session"
-	"github.com/pifleet/sessionlog/internal/store"
-	"github.com/pifleet/sessionlog/internal/writer"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // fakeArchive records what the operations asked for and answers with err,
@@ -26,32 +24,32 @@ type fakeArchive struct {
 	older     time.Duration
 }
 
-func (f *fakeArchive) List(_ context.Context, month string, from uint64, limit int) ([]archive.Listed, uint64, error) {
+func (f *fakeArchive) List(_ context.Context, month string, from uint64, limit int) ([]wire.ArchivedSession, uint64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.month, f.from, f.limit = month, from, limit
 	if f.err != nil {
 		return nil, 0, f.err
 	}
-	c := archive.Listed{Copy: archive.Copy{Info: store.Info{SessionID: sid1}, Month: "202611", Seq: from, Parts: 1, Bytes: 10}}
-	return []archive.Listed{c}, from + 1, nil
+	c := wire.ArchivedSession{ArchiveCopy: wire.ArchiveCopy{Info: wire.Info{SessionID: sid1}, Month: "202611", Seq: from, Parts: 1, Bytes: 10}}
+	return []wire.ArchivedSession{c}, from + 1, nil
 }
 
-func (f *fakeArchive) Restore(_ context.Context, sid string) (writer.ImportResult, error) {
+func (f *fakeArchive) Restore(_ context.Context, sid string) (wire.ImportResult, error) {
 	if f.err != nil {
-		return writer.ImportResult{}, f.err
+		return wire.ImportResult{}, f.err
 	}
-	return writer.ImportResult{SessionID: sid, Entries: 3, LastSeq: 42}, nil
+	return wire.ImportResult{SessionID: sid, Entries: 3, LastSeq: 42}, nil
 }
 
-func (f *fakeArchive) Pass(_ context.Context, older time.Duration) (archive.PassResult, error) {
+func (f *fakeArchive) Pass(_ context.Context, older time.Duration) (wire.ArchivePass, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.older = older
 	if f.err != nil {
-		return archive.PassResult{}, f.err
+		return wire.ArchivePass{}, f.err
 	}
-	return archive.PassResult{Candidates: 2, Archived: 2, Bytes: 100}, nil
+	return wire.ArchivePass{Candidates: 2, Archived: 2, Bytes: 100}, nil
 }
 
 func (f *fakeArchive) Retention() time.Duration { return f.retention }
@@ -63,14 +61,14 @@ func TestArchiveOps(t *testing.T) {
 	e := newEnv(t, func(c *api.Config) { c.Archive = fa })
 
 	var page struct {
-		Sessions []archive.Listed `json:"sessions"`
-		Next     string           `json:"next"`
+		Sessions []wire.ArchivedSession `json:"sessions"`
+		Next     string                 `json:"next"`
 	}
 	e.ok(http.StatusOK, "GET", "/v1/archive?month=202611&cursor=7&limit=5", nil, &page)
 	if fa.month != "202611" || fa.from != 7 || fa.limit != 5 || page.Next != "8" || len(page.Sessions) != 1 || page.Sessions[0].SessionID != sid1 {
 		t.Errorf("list: asked %q %d %d, page %+v", fa.month, fa.from, fa.limit, page)
 	}
-	e.fails(http.StatusBadRequest, api.CodeInvalid, "cursor", "GET", "/v1/archive?cursor=x", nil)
+	e.fails(http.StatusBadRequest, wire.CodeInvalid, "cursor", "GET", "/v1/archive?cursor=x", nil)
 
 	var restored struct {
 		SessionID  string `json:"sessionId"`
@@ -81,9 +79,9 @@ func TestArchiveOps(t *testing.T) {
 	if restored.SessionID != sid1 || restored.EntryCount != 3 || restored.LastSeq != 42 {
 		t.Errorf("restore: %+v", restored)
 	}
-	e.fails(http.StatusBadRequest, api.CodeInvalid, "sessionId", "POST", "/v1/archive/nope/restore", nil)
+	e.fails(http.StatusBadRequest, wire.CodeInvalid, "sessionId", "POST", "/v1/archive/nope/restore", nil)
 
-	var pass archive.PassResult
+	var pass wire.ArchivePass
 	e.ok(http.StatusOK, "POST", "/v1/archive/run", "", &pass)
 	if fa.older != time.Hour || pass.Archived != 2 {
 		t.Errorf("run with the node's retention: older %v, %+v", fa.older, pass)
@@ -92,25 +90,25 @@ func TestArchiveOps(t *testing.T) {
 	if fa.older != 0 {
 		t.Errorf("run --older-than 0s: %v", fa.older)
 	}
-	e.fails(http.StatusBadRequest, api.CodeInvalid, "olderThan", "POST", "/v1/archive/run", `{"olderThan":"soon"}`)
+	e.fails(http.StatusBadRequest, wire.CodeInvalid, "olderThan", "POST", "/v1/archive/run", `{"olderThan":"soon"}`)
 
 	fa.err = &archive.TooRecentError{Session: sid1, Until: time.Now()}
-	if msg := e.fails(http.StatusConflict, api.CodeConflict, "", "POST", "/v1/archive/"+sid1+"/restore", nil); msg != fa.err.Error() {
+	if msg := e.fails(http.StatusConflict, wire.CodeConflict, "", "POST", "/v1/archive/"+sid1+"/restore", nil); msg != fa.err.Error() {
 		t.Errorf("too recent: %q", msg)
 	}
 	fa.err = &archive.LeaseHeldError{Lease: archive.Lease{Holder: "n2"}}
-	e.fails(http.StatusConflict, api.CodeConflict, "", "POST", "/v1/archive/run", "")
-	fa.err = session.Invalid("month", "bad")
-	e.fails(http.StatusBadRequest, api.CodeInvalid, "month", "GET", "/v1/archive?month=13", nil)
+	e.fails(http.StatusConflict, wire.CodeConflict, "", "POST", "/v1/archive/run", "")
+	fa.err = wire.Invalid("month", "bad")
+	e.fails(http.StatusBadRequest, wire.CodeInvalid, "month", "GET", "/v1/archive?month=13", nil)
 }
 
 func TestArchiveOpsWithoutArchive(t *testing.T) {
 	e := newEnv(t)
-	e.fails(http.StatusNotFound, api.CodeNotFound, "", "GET", "/v1/archive", nil)
-	e.fails(http.StatusNotFound, api.CodeNotFound, "", "POST", "/v1/archive/"+sid1+"/restore", nil)
-	e.fails(http.StatusNotFound, api.CodeNotFound, "", "POST", "/v1/archive/run", `{"olderThan":"1h"}`)
+	e.fails(http.StatusNotFound, wire.CodeNotFound, "", "GET", "/v1/archive", nil)
+	e.fails(http.StatusNotFound, wire.CodeNotFound, "", "POST", "/v1/archive/"+sid1+"/restore", nil)
+	e.fails(http.StatusNotFound, wire.CodeNotFound, "", "POST", "/v1/archive/run", `{"olderThan":"1h"}`)
 
 	fa := &fakeArchive{}
 	e = newEnv(t, func(c *api.Config) { c.Archive = fa })
-	e.fails(http.StatusBadRequest, api.CodeInvalid, "olderThan", "POST", "/v1/archive/run", "")
+	e.fails(http.StatusBadRequest, wire.CodeInvalid, "olderThan", "POST", "/v1/archive/run", "")
 }

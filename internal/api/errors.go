@@ -1,107 +1,37 @@
 package api
 
 import (
-	"context"
-	"errors"
-	"net/http"
 	"strconv"
 
-	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
-// Error codes of the JSON error object.
-const (
-	CodeNotFound     = "not_found"
-	CodeConflict     = "conflict"
-	CodeInvalid      = "invalid"
-	CodeTooLarge     = "too_large"
-	CodeUnavailable  = "unavailable"
-	CodeUnauthorized = "unauthorized"
-	CodeTimeout      = "timeout"
-	CodeInternal     = "internal"
-)
+// errUnauthorized is what a request without the bearer token gets: the
+// transport's wire.ErrUnauthorized, with a message that says what to send.
+var errUnauthorized error = unauthorized{}
 
-// errUnauthorized is the transport's own sentinel for a missing or wrong
-// bearer token; the engine never returns it.
-var errUnauthorized = errors.New("a valid bearer token is required (Authorization: Bearer <token>)")
+type unauthorized struct{}
 
-// errorTable maps the engine's sentinels to an HTTP status and an error
-// code: the one place both transports take them from (NATS sends the status
-// as its micro error code). The first match wins, so more specific entries
-// come first. Anything unmatched is 500 internal.
-var errorTable = []struct {
-	err    error
-	status int
-	code   string
-}{
-	{errUnauthorized, http.StatusUnauthorized, CodeUnauthorized},
-	{session.ErrInvalid, http.StatusBadRequest, CodeInvalid},
-	{session.ErrNotFound, http.StatusNotFound, CodeNotFound},
-	{session.ErrExists, http.StatusConflict, CodeConflict},
-	{session.ErrConflict, http.StatusConflict, CodeConflict},
-	{session.ErrTooLarge, http.StatusRequestEntityTooLarge, CodeTooLarge},
-	{session.ErrTimeout, http.StatusGatewayTimeout, CodeTimeout},
-	{context.DeadlineExceeded, http.StatusGatewayTimeout, CodeTimeout},
-	{session.ErrUnavailable, http.StatusServiceUnavailable, CodeUnavailable},
-	// The caller went away or the server is stopping: not a server fault.
-	{context.Canceled, http.StatusServiceUnavailable, CodeUnavailable},
+func (unauthorized) Error() string {
+	return "a valid bearer token is required (Authorization: Bearer <token>)"
 }
+func (unauthorized) Unwrap() error { return wire.ErrUnauthorized }
 
-// ErrorBody is the JSON body of every error response, on both transports:
-// {"error":{"code","message","field"?}}.
-type ErrorBody struct {
-	Error ErrorDetail `json:"error"`
-}
-
-// ErrorDetail is the error object. Field names the offending input (a body
-// field such as "entries[2].parentId", a query parameter, or "body") when
-// the error is about one.
-type ErrorDetail struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	Field   string `json:"field,omitempty"`
-	// LastSeq is the session's last sequence on a conflict with
-	// expectLastSeq: read what you missed with minSeq=lastSeq.
-	LastSeq uint64 `json:"lastSeq,omitempty"`
-}
-
-// apiError is an error mapped through errorTable.
+// apiError is an error mapped by wire.StatusOf.
 type apiError struct {
 	status int
-	body   ErrorBody
+	body   wire.ErrorBody
 }
 
-// toAPIError maps err. Messages of known errors are passed on: the engine
-// writes them for clients (ids, fields, sequences). Unknown errors are
-// logged by the caller and replaced by a generic message.
-func toAPIError(err error) (apiError, bool) {
-	for _, e := range errorTable {
-		if errors.Is(err, e.err) {
-			d := ErrorDetail{Code: e.code, Message: err.Error()}
-			var ce *session.ConflictError
-			if errors.As(err, &ce) {
-				d.LastSeq = ce.LastSeq
-			}
-			var fe *session.FieldError
-			if errors.As(err, &fe) {
-				d.Field = fe.Field
-			}
-			return apiError{status: e.status, body: ErrorBody{d}}, true
-		}
-	}
-	return apiError{status: http.StatusInternalServerError, body: ErrorBody{ErrorDetail{
-		Code:    CodeInternal,
-		Message: "internal error; the server log has the details",
-	}}}, false
-}
-
-// mapError maps err for a response and logs it when it is not one of ours.
+// mapError maps err for a response (wire.StatusOf: the one table both
+// transports use) and logs it when it is not one of ours: its message is
+// then replaced by a generic one.
 func (s *Server) mapError(transport, op string, err error) apiError {
-	ae, known := toAPIError(err)
+	status, d, known := wire.StatusOf(err)
 	if !known {
 		s.log.Error("request failed", keyTransport, transport, keyOp, op, keyErr, err)
 	}
-	return ae
+	return apiError{status: status, body: wire.ErrorBody{Error: d}}
 }
 
 // statusText is the micro error code: the HTTP status as a string.

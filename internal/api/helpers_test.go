@@ -18,6 +18,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/testutil"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // env is one API server over a MemLog, MemCursors and a real Store.
@@ -148,7 +149,7 @@ func (e *env) fails(status int, code, field, method, path string, body any, head
 
 func checkError(t *testing.T, what string, got int, b []byte, status int, code, field string) string {
 	t.Helper()
-	var eb api.ErrorBody
+	var eb wire.ErrorBody
 	if err := json.Unmarshal(b, &eb); err != nil {
 		t.Fatalf("%s: error body does not parse: %v: %s", what, err, b)
 	}

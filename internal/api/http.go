@@ -12,9 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pifleet/sessionlog/internal/wire"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-
-	"github.com/pifleet/sessionlog/internal/session"
 )
 
 const transportHTTP = "http"
@@ -22,22 +21,42 @@ const transportHTTP = "http"
 // routes builds the mux with Go 1.22 method and wildcard patterns.
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
-	for i := range ops {
-		o := &ops[i]
-		mux.HandleFunc(o.method+" "+o.path, s.httpOp(o))
+	for _, r := range s.httpRoutes() {
+		mux.Handle(r.pattern, r.h)
 	}
-	mux.HandleFunc("GET /v1/sessions/{id}/watch", s.handleWatch)
-	mux.HandleFunc("GET /healthz", s.handleHealthz)
-	mux.HandleFunc("GET /readyz", s.handleReadyz)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{Registry: s.metrics.reg}))
 	mux.HandleFunc("/", s.handleNoRoute)
 	return mux
+}
+
+// httpRoute is one pattern of the mux and its handler.
+type httpRoute struct {
+	pattern string
+	h       http.Handler
+}
+
+// httpRoutes are the routes of wire: every operation, watch and the
+// probes, in that order.
+func (s *Server) httpRoutes() []httpRoute {
+	var out []httpRoute
+	for i := range ops {
+		out = append(out, httpRoute{ops[i].Route(), s.httpOp(&ops[i])})
+	}
+	out = append(out, httpRoute{wire.OpWatch.Route(), http.HandlerFunc(s.handleWatch)})
+	probes := []http.Handler{
+		http.HandlerFunc(s.handleHealthz),
+		http.HandlerFunc(s.handleReadyz),
+		promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{Registry: s.metrics.reg}),
+	}
+	for i, p := range wire.Probes {
+		out = append(out, httpRoute{p, probes[i]})
+	}
+	return out
 }
 
 // handleNoRoute answers unknown paths with the JSON error shape; under /v1
 // the token is checked first, so routes are not probed without it.
 func (s *Server) handleNoRoute(w http.ResponseWriter, r *http.Request) {
-	err := fmt.Errorf("no route %s %s: %w", r.Method, r.URL.Path, session.ErrNotFound)
+	err := fmt.Errorf("no route %s %s: %w", r.Method, r.URL.Path, wire.ErrNotFound)
 	if strings.HasPrefix(r.URL.Path, "/v1/") && !s.authorized(r) {
 		err = errUnauthorized
 	}
@@ -66,35 +85,35 @@ func (s *Server) httpOp(o *op) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		status := s.serveOp(w, r, o)
-		s.metrics.observeRequest(transportHTTP, o.name, status, time.Since(start))
+		s.metrics.observeRequest(transportHTTP, o.Name, status, time.Since(start))
 	}
 }
 
 func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, o *op) int {
 	if !s.authorized(r) {
-		return s.writeError(w, o.name, errUnauthorized)
+		return s.writeError(w, o.Name, errUnauthorized)
 	}
 	req, err := s.httpRequest(w, r, o)
 	if err != nil {
-		return s.writeError(w, o.name, err)
+		return s.writeError(w, o.Name, err)
 	}
 	rep, err := s.call(r.Context(), o, req)
 	if err != nil {
-		return s.writeError(w, o.name, err)
+		return s.writeError(w, o.Name, err)
 	}
-	if o.status == http.StatusNoContent {
-		w.WriteHeader(o.status)
-		return o.status
+	if o.Status == http.StatusNoContent {
+		w.WriteHeader(o.Status)
+		return o.Status
 	}
 	body, ctype := rep.raw, rep.ctype
 	if rep.value != nil {
 		if body, err = marshal(rep.value); err != nil {
-			return s.writeError(w, o.name, err)
+			return s.writeError(w, o.Name, err)
 		}
-		ctype = ctypeJSON
+		ctype = wire.ContentTypeJSON
 	}
 	w.Header().Set("Content-Type", ctype)
-	if o.method == http.MethodGet {
+	if o.Method == http.MethodGet {
 		for k, v := range s.readHeaders() {
 			w.Header()[k] = v
 		}
@@ -102,9 +121,9 @@ func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, o *op) int {
 	if rep.filename != "" {
 		w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", rep.filename))
 	}
-	w.WriteHeader(o.status)
+	w.WriteHeader(o.Status)
 	_, _ = w.Write(body)
-	return o.status
+	return o.Status
 }
 
 // httpRequest reads the body (bounded), then lets query and then path
@@ -112,17 +131,17 @@ func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, o *op) int {
 // resource, so it wins.
 func (s *Server) httpRequest(w http.ResponseWriter, r *http.Request, o *op) (*request, error) {
 	req := &request{}
-	switch o.body {
-	case jsonBody, jsonlBody:
+	switch o.Body {
+	case wire.JSONBody, wire.JSONLBody:
 		limit := s.cfg.MaxBody
-		if o.body == jsonlBody {
+		if o.Body == wire.JSONLBody {
 			limit = s.cfg.MaxImportBody
 		}
 		data, err := readBody(w, r, limit)
 		if err != nil {
 			return nil, err
 		}
-		if o.body == jsonlBody {
+		if o.Body == wire.JSONLBody {
 			req.data = data
 		} else if err := decodeJSON(data, req); err != nil {
 			return nil, err
@@ -143,7 +162,7 @@ func (s *Server) httpRequest(w http.ResponseWriter, r *http.Request, o *op) (*re
 // readBody reads at most limit bytes; a longer body is ErrTooLarge. A
 // declared Content-Length over the limit is refused before reading.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
-	tooLarge := fmt.Errorf("body: larger than the limit of %d bytes: %w", limit, session.ErrTooLarge)
+	tooLarge := fmt.Errorf("body: larger than the limit of %d bytes: %w", limit, wire.ErrTooLarge)
 	if r.ContentLength > limit {
 		return nil, tooLarge
 	}
@@ -153,7 +172,7 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	case errors.As(err, &mbe):
 		return nil, tooLarge
 	case err != nil:
-		return nil, fmt.Errorf("reading the body: %w", session.Invalid("body", err.Error()))
+		return nil, fmt.Errorf("reading the body: %w", wire.Invalid("body", err.Error()))
 	}
 	return data, nil
 }
@@ -173,7 +192,7 @@ func (s *Server) writeError(w http.ResponseWriter, op string, err error) int {
 // cannot fail.
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	body, _ := marshal(v)
-	w.Header().Set("Content-Type", ctypeJSON)
+	w.Header().Set("Content-Type", wire.ContentTypeJSON)
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
 }

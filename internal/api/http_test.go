@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/api"
-	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 func TestCreateAndRead(t *testing.T) {
@@ -96,18 +96,18 @@ func TestReadErrors(t *testing.T) {
 	res := e.create(userMsg("u1", "q"))
 	sid := res.SessionID
 	missing := "01a22ba6-0000-7000-8000-000000000000"
-	e.fails(400, api.CodeInvalid, "sessionId", "GET", "/v1/sessions/not-a-uuid", nil)
-	e.fails(404, api.CodeNotFound, "", "GET", "/v1/sessions/"+missing, nil)
-	e.fails(404, api.CodeNotFound, "", "GET", "/v1/sessions/"+missing+"/export", nil)
+	e.fails(400, wire.CodeInvalid, "sessionId", "GET", "/v1/sessions/not-a-uuid", nil)
+	e.fails(404, wire.CodeNotFound, "", "GET", "/v1/sessions/"+missing, nil)
+	e.fails(404, wire.CodeNotFound, "", "GET", "/v1/sessions/"+missing+"/export", nil)
 	q := fmt.Sprintf("?minSeq=%d", res.LastSeq)
-	e.fails(400, api.CodeInvalid, "format", "GET", "/v1/sessions/"+sid+"/context"+q+"&format=html", nil)
-	e.fails(404, api.CodeNotFound, "", "GET", "/v1/sessions/"+sid+"/context?leaf=nope", nil)
-	e.fails(400, api.CodeInvalid, "client", "GET", "/v1/sessions/"+sid+"/tree?client=a.b", nil)
-	e.fails(400, api.CodeInvalid, "minSeq", "GET", "/v1/sessions/"+sid+"?minSeq=-1", nil)
-	e.fails(400, api.CodeInvalid, "afterSeq", "GET", "/v1/sessions/"+sid+"/entries?afterSeq=x", nil)
-	e.fails(400, api.CodeInvalid, "limit", "GET", "/v1/sessions?limit=0", nil)
-	e.fails(400, api.CodeInvalid, "since", "GET", "/v1/sessions?since=yesterday", nil)
-	e.fails(404, api.CodeNotFound, "", "GET", "/v1/nothing-here", nil)
+	e.fails(400, wire.CodeInvalid, "format", "GET", "/v1/sessions/"+sid+"/context"+q+"&format=html", nil)
+	e.fails(404, wire.CodeNotFound, "", "GET", "/v1/sessions/"+sid+"/context?leaf=nope", nil)
+	e.fails(400, wire.CodeInvalid, "client", "GET", "/v1/sessions/"+sid+"/tree?client=a.b", nil)
+	e.fails(400, wire.CodeInvalid, "minSeq", "GET", "/v1/sessions/"+sid+"?minSeq=-1", nil)
+	e.fails(400, wire.CodeInvalid, "afterSeq", "GET", "/v1/sessions/"+sid+"/entries?afterSeq=x", nil)
+	e.fails(400, wire.CodeInvalid, "limit", "GET", "/v1/sessions?limit=0", nil)
+	e.fails(400, wire.CodeInvalid, "since", "GET", "/v1/sessions?since=yesterday", nil)
+	e.fails(404, wire.CodeNotFound, "", "GET", "/v1/nothing-here", nil)
 }
 
 func TestMinSeq(t *testing.T) {
@@ -127,7 +127,7 @@ func TestMinSeq(t *testing.T) {
 		}
 	}
 	start := time.Now()
-	msg := e.fails(504, api.CodeTimeout, "", "GET", "/v1/sessions/"+sid+"?minSeq=999999", nil)
+	msg := e.fails(504, wire.CodeTimeout, "", "GET", "/v1/sessions/"+sid+"?minSeq=999999", nil)
 	if d := time.Since(start); d > 2*time.Second {
 		t.Fatalf("504 after %v, want about 150ms", d)
 	}
@@ -153,7 +153,7 @@ func TestCursors(t *testing.T) {
 		t.Fatalf("put: %+v", cur)
 	}
 	rev := cur.Revision
-	e.fails(409, api.CodeConflict, "", "PUT", base+"/w1", fmt.Sprintf(`{"leafId":"u2","expectRevision":%d}`, rev+100))
+	e.fails(409, wire.CodeConflict, "", "PUT", base+"/w1", fmt.Sprintf(`{"leafId":"u2","expectRevision":%d}`, rev+100))
 	e.ok(200, "PUT", base+"/w1", fmt.Sprintf(`{"leafId":null,"expectRevision":%d}`, rev), &cur)
 	if cur.LeafID != nil || cur.Revision <= rev {
 		t.Fatalf("put null: %+v", cur)
@@ -201,14 +201,14 @@ func TestCursors(t *testing.T) {
 	if code, b := e.do("DELETE", base+"/w2", nil); code != 204 || len(b) != 0 {
 		t.Fatalf("delete: %d %s", code, b)
 	}
-	e.fails(404, api.CodeNotFound, "", "GET", base+"/w2", nil)
+	e.fails(404, wire.CodeNotFound, "", "GET", base+"/w2", nil)
 
-	e.fails(400, api.CodeInvalid, "leafId", "PUT", base+"/w1", `{}`)
-	e.fails(400, api.CodeInvalid, "leafId", "PUT", base+"/w1", `{"leafId":""}`)
-	e.fails(400, api.CodeInvalid, "leafId", "PUT", base+"/w1", `{"leafId":42}`)
-	e.fails(400, api.CodeInvalid, "leafId", "PUT", base+"/w1", `{"leafId":"nope"}`)
-	e.fails(400, api.CodeInvalid, "expectRevision", "PUT", base+"/w1", `{"leafId":"u1","expectRevision":"1"}`)
-	e.fails(400, api.CodeInvalid, "client", "PUT", base+"/"+url.PathEscape("a b"), `{"leafId":"u1"}`)
+	e.fails(400, wire.CodeInvalid, "leafId", "PUT", base+"/w1", `{}`)
+	e.fails(400, wire.CodeInvalid, "leafId", "PUT", base+"/w1", `{"leafId":""}`)
+	e.fails(400, wire.CodeInvalid, "leafId", "PUT", base+"/w1", `{"leafId":42}`)
+	e.fails(400, wire.CodeInvalid, "leafId", "PUT", base+"/w1", `{"leafId":"nope"}`)
+	e.fails(400, wire.CodeInvalid, "expectRevision", "PUT", base+"/w1", `{"leafId":"u1","expectRevision":"1"}`)
+	e.fails(400, wire.CodeInvalid, "client", "PUT", base+"/"+url.PathEscape("a b"), `{"leafId":"u1"}`)
 }
 
 func TestFork(t *testing.T) {
@@ -228,8 +228,8 @@ func TestFork(t *testing.T) {
 	if info.ParentSession == nil || *info.ParentSession != sid || info.EntryCount != 1 {
 		t.Fatalf("forked session: %+v", info)
 	}
-	e.fails(400, api.CodeInvalid, "entryId", "POST", "/v1/sessions/"+sid+"/fork", `{}`)
-	e.fails(404, api.CodeNotFound, "", "POST", "/v1/sessions/"+sid+"/fork", `{"entryId":"nope"}`)
+	e.fails(400, wire.CodeInvalid, "entryId", "POST", "/v1/sessions/"+sid+"/fork", `{}`)
+	e.fails(404, wire.CodeNotFound, "", "POST", "/v1/sessions/"+sid+"/fork", `{"entryId":"nope"}`)
 }
 
 func TestInternalAndUnavailableErrors(t *testing.T) {
@@ -237,15 +237,15 @@ func TestInternalAndUnavailableErrors(t *testing.T) {
 	sid := e.create(userMsg("u1", "q")).SessionID
 	path := "/v1/sessions/" + sid + "/cursors/w1"
 	e.cursors.fail(fmt.Errorf("kv get: secret backend detail"))
-	msg := e.fails(500, api.CodeInternal, "", "GET", path, nil)
+	msg := e.fails(500, wire.CodeInternal, "", "GET", path, nil)
 	if strings.Contains(msg, "secret") {
 		t.Fatalf("internal error leaked: %s", msg)
 	}
 	if !strings.Contains(e.logs.String(), "secret backend detail") {
 		t.Fatalf("internal error not logged: %s", e.logs.String())
 	}
-	e.cursors.fail(fmt.Errorf("kv get: %w", session.ErrUnavailable))
-	e.fails(503, api.CodeUnavailable, "", "GET", path, nil)
+	e.cursors.fail(fmt.Errorf("kv get: %w", wire.ErrUnavailable))
+	e.fails(503, wire.CodeUnavailable, "", "GET", path, nil)
 }
 
 func TestHTTPServerTimeouts(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/store"
+	"github.com/pifleet/sessionlog/internal/wire"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -61,8 +62,8 @@ func (m *metrics) observeRequest(transport, endpoint string, status int, d time.
 func (m *metrics) observeAppend(d time.Duration, err error) {
 	result := "ok"
 	if err != nil {
-		ae, _ := toAPIError(err)
-		result = ae.body.Error.Code
+		_, d, _ := wire.StatusOf(err)
+		result = d.Code
 	}
 	m.appends.WithLabelValues(result).Inc()
 	m.appendTime.Observe(d.Seconds())

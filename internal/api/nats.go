@@ -10,8 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
-
-	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 const (
@@ -71,12 +70,12 @@ func (s *Server) StartNATS(nc *nats.Conn) (micro.Service, error) {
 		})
 		// micro endpoint names allow no dots: cursor.get is named
 		// cursor_get and served on subject pi.v1.cursor.get.
-		name := strings.ReplaceAll(o.name, ".", "_")
-		err := g.AddEndpoint(name, h, micro.WithEndpointSubject(o.name),
-			micro.WithEndpointMetadata(map[string]string{"http": o.method + " " + o.path}))
+		name := strings.ReplaceAll(o.Name, ".", "_")
+		err := g.AddEndpoint(name, h, micro.WithEndpointSubject(strings.TrimPrefix(o.Subject, natsGroup+".")),
+			micro.WithEndpointMetadata(map[string]string{"http": o.Route()}))
 		if err != nil {
 			_ = ms.Stop()
-			return nil, fmt.Errorf("add endpoint %s.%s: %w", natsGroup, o.name, err)
+			return nil, fmt.Errorf("add endpoint %s: %w", o.Subject, err)
 		}
 	}
 	s.mu.Lock()
@@ -98,7 +97,7 @@ func (n *natsService) dispatch(fn func(), req micro.Request) {
 	if n.stopped {
 		n.mu.Unlock()
 		const msg = "this node is stopping its service; retry (another node will answer)"
-		body, _ := marshal(ErrorBody{ErrorDetail{Code: CodeUnavailable, Message: msg}})
+		body, _ := marshal(wire.ErrorBody{Error: wire.ErrorDetail{Code: wire.CodeUnavailable, Message: msg}})
 		_ = req.Error(statusText(http.StatusServiceUnavailable), msg, body)
 		return
 	}
@@ -156,7 +155,7 @@ func (n *natsService) Stop() error {
 func (s *Server) serveNATS(nc *nats.Conn, o *op, req micro.Request) {
 	start := time.Now()
 	status := s.natsReply(nc, o, req)
-	s.metrics.observeRequest(transportNATS, o.name, status, time.Since(start))
+	s.metrics.observeRequest(transportNATS, o.Name, status, time.Since(start))
 }
 
 func (s *Server) natsReply(nc *nats.Conn, o *op, req micro.Request) int {
@@ -165,10 +164,10 @@ func (s *Server) natsReply(nc *nats.Conn, o *op, req micro.Request) int {
 	r := &request{}
 	var err error
 	switch {
-	case o.body == jsonlBody && int64(len(req.Data())) > s.cfg.MaxImportBody,
-		o.body != jsonlBody && int64(len(req.Data())) > s.cfg.MaxBody:
-		err = fmt.Errorf("body: larger than the limit: %w", session.ErrTooLarge)
-	case o.body == jsonlBody:
+	case o.Body == wire.JSONLBody && int64(len(req.Data())) > s.cfg.MaxImportBody,
+		o.Body != wire.JSONLBody && int64(len(req.Data())) > s.cfg.MaxBody:
+		err = fmt.Errorf("body: larger than the limit: %w", wire.ErrTooLarge)
+	case o.Body == wire.JSONLBody:
 		r.data = req.Data()
 	default:
 		err = decodeJSON(req.Data(), r)
@@ -178,26 +177,26 @@ func (s *Server) natsReply(nc *nats.Conn, o *op, req micro.Request) int {
 		rep, err = s.call(ctx, o, r)
 	}
 	if err != nil {
-		return s.natsError(o.name, req, err)
+		return s.natsError(o.Name, req, err)
 	}
 	body := rep.raw
 	if rep.value != nil {
 		if body, err = marshal(rep.value); err != nil {
-			return s.natsError(o.name, req, err)
+			return s.natsError(o.Name, req, err)
 		}
 	}
 	// micro's Respond loses nats.ErrMaxPayload in its wrapping; check first.
 	if limit := nc.MaxPayload(); limit > 0 && int64(len(body)) > limit {
-		return s.natsError(o.name, req, fmt.Errorf("reply of %d bytes exceeds the NATS max_payload of %d; use HTTP: %w", len(body), limit, session.ErrTooLarge))
+		return s.natsError(o.Name, req, fmt.Errorf("reply of %d bytes exceeds the NATS max_payload of %d; use HTTP: %w", len(body), limit, wire.ErrTooLarge))
 	}
 	var hdrs []micro.RespondOpt
-	if o.method == http.MethodGet {
+	if o.Method == http.MethodGet {
 		hdrs = append(hdrs, micro.WithHeaders(micro.Headers(s.readHeaders())))
 	}
 	if err := req.Respond(body, hdrs...); err != nil {
-		s.log.Warn("reply failed", keyTransport, transportNATS, keyOp, o.name, keyErr, err)
+		s.log.Warn("reply failed", keyTransport, transportNATS, keyOp, o.Name, keyErr, err)
 	}
-	return o.status // as HTTP would answer, so metrics compare across transports
+	return o.Status // as HTTP would answer, so metrics compare across transports
 }
 
 // natsError replies with the mapped error: code = HTTP status, description

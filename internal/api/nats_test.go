@@ -14,6 +14,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/api"
 	"github.com/pifleet/sessionlog/internal/testutil"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // natsEnv starts an in-process nats-server (no JetStream: micro needs only
@@ -189,23 +190,23 @@ func TestNATSErrors(t *testing.T) {
 	c := writeResult{}
 	reqOK(t, nc, "create", `{"entries":[`+userMsg("u1", "q")+`]}`, &c)
 	sid := c.SessionID
-	reqFails(t, nc, "get", `{"sessionId":"nope"}`, 400, api.CodeInvalid, "sessionId")
-	reqFails(t, nc, "get", `{"sessionId":"01a22ba6-0000-7000-8000-000000000000"}`, 404, api.CodeNotFound, "")
-	reqFails(t, nc, "get", `{"sessionId":`, 400, api.CodeInvalid, "body")
-	reqFails(t, nc, "get", `{"sessionId":42}`, 400, api.CodeInvalid, "sessionId")
-	reqFails(t, nc, "context", fmt.Sprintf(`{"sessionId":%q,"leaf":7}`, sid), 400, api.CodeInvalid, "leaf")
-	reqFails(t, nc, "append", fmt.Sprintf(`{"sessionId":%q,"entries":[%s],"expectLastSeq":1}`, sid, userMsg("", "x")), 409, api.CodeConflict, "")
-	reqFails(t, nc, "create", fmt.Sprintf(`{"header":{"id":%q}}`, sid), 409, api.CodeConflict, "")
-	reqFails(t, nc, "cursor.get", fmt.Sprintf(`{"sessionId":%q}`, sid), 400, api.CodeInvalid, "client")
-	reqFails(t, nc, "import", "", 400, api.CodeInvalid, "body")
-	reqFails(t, nc, "get", fmt.Sprintf(`{"sessionId":%q,"minSeq":99999999}`, sid), 504, api.CodeTimeout, "")
+	reqFails(t, nc, "get", `{"sessionId":"nope"}`, 400, wire.CodeInvalid, "sessionId")
+	reqFails(t, nc, "get", `{"sessionId":"01a22ba6-0000-7000-8000-000000000000"}`, 404, wire.CodeNotFound, "")
+	reqFails(t, nc, "get", `{"sessionId":`, 400, wire.CodeInvalid, "body")
+	reqFails(t, nc, "get", `{"sessionId":42}`, 400, wire.CodeInvalid, "sessionId")
+	reqFails(t, nc, "context", fmt.Sprintf(`{"sessionId":%q,"leaf":7}`, sid), 400, wire.CodeInvalid, "leaf")
+	reqFails(t, nc, "append", fmt.Sprintf(`{"sessionId":%q,"entries":[%s],"expectLastSeq":1}`, sid, userMsg("", "x")), 409, wire.CodeConflict, "")
+	reqFails(t, nc, "create", fmt.Sprintf(`{"header":{"id":%q}}`, sid), 409, wire.CodeConflict, "")
+	reqFails(t, nc, "cursor.get", fmt.Sprintf(`{"sessionId":%q}`, sid), 400, wire.CodeInvalid, "client")
+	reqFails(t, nc, "import", "", 400, wire.CodeInvalid, "body")
+	reqFails(t, nc, "get", fmt.Sprintf(`{"sessionId":%q,"minSeq":99999999}`, sid), 504, wire.CodeTimeout, "")
 
 	// A reply over the server's max_payload (1 MiB) is 413, not silence.
 	blob := `{"type":"custom","customType":"blob","data":"` + strings.Repeat("b", 200<<10) + `"}`
 	for range 6 {
 		reqOK(t, nc, "append", fmt.Sprintf(`{"sessionId":%q,"entries":[%s]}`, sid, blob), &c)
 	}
-	reqFails(t, nc, "export", fmt.Sprintf(`{"sessionId":%q,"minSeq":%d}`, sid, c.LastSeq), 413, api.CodeTooLarge, "")
+	reqFails(t, nc, "export", fmt.Sprintf(`{"sessionId":%q,"minSeq":%d}`, sid, c.LastSeq), 413, wire.CodeTooLarge, "")
 }
 
 // TestNATSConcurrency checks that a request waiting for minSeq does not hold

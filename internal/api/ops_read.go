@@ -3,20 +3,12 @@ package api
 import (
 	"context"
 
-	"github.com/pifleet/sessionlog/internal/service"
-	"github.com/pifleet/sessionlog/internal/session"
-	"github.com/pifleet/sessionlog/internal/store"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // The read operations: they answer from this node's Store, after the
 // minSeq wait of call. Cursor operations are here too: cursors are read
 // and written in the KV bucket, and a set checks the leaf against the Store.
-
-// listReply is the list response; Next is absent on the last page.
-type listReply struct {
-	Sessions []store.Info `json:"sessions"`
-	Next     string       `json:"next,omitempty"`
-}
 
 func (s *Server) list(_ context.Context, r *request) (reply, error) {
 	f, err := r.filter()
@@ -25,9 +17,9 @@ func (s *Server) list(_ context.Context, r *request) (reply, error) {
 	}
 	infos, next := s.svc.List(f)
 	if infos == nil {
-		infos = []store.Info{}
+		infos = []wire.Info{}
 	}
-	return jsonReply(listReply{Sessions: infos, Next: next})
+	return jsonReply(wire.ListReply{Sessions: infos, Next: next})
 }
 
 func (s *Server) get(ctx context.Context, r *request) (reply, error) {
@@ -44,19 +36,12 @@ func (s *Server) get(ctx context.Context, r *request) (reply, error) {
 // maxEntriesLimit is the most entries one entries request returns.
 const maxEntriesLimit = 10000
 
-// entriesReply is the entries response. More entries exist when the last
-// one's seq is below LastSeq.
-type entriesReply struct {
-	Entries []service.SeqEntry `json:"entries"`
-	LastSeq uint64             `json:"lastSeq"`
-}
-
 func (s *Server) entries(ctx context.Context, r *request) (reply, error) {
 	if err := r.checkSession(); err != nil {
 		return reply{}, err
 	}
 	if r.Limit < 0 {
-		return reply{}, session.Invalid("limit", "must be a positive integer")
+		return reply{}, wire.Invalid("limit", "must be a positive integer")
 	}
 	// Service.Entries turns a limit over its maximum into its default;
 	// a client asking for more wants the most it can get.
@@ -65,9 +50,9 @@ func (s *Server) entries(ctx context.Context, r *request) (reply, error) {
 		return reply{}, err
 	}
 	if es == nil {
-		es = []service.SeqEntry{}
+		es = []wire.SeqEntry{}
 	}
-	return jsonReply(entriesReply{Entries: es, LastSeq: last})
+	return jsonReply(wire.EntriesReply{Entries: es, LastSeq: last})
 }
 
 func (s *Server) tree(ctx context.Context, r *request) (reply, error) {
@@ -78,7 +63,7 @@ func (s *Server) tree(ctx context.Context, r *request) (reply, error) {
 		return reply{}, err
 	}
 	b, err := s.svc.TreeJSON(ctx, r.SessionID, r.leaf())
-	return reply{raw: b, ctype: ctypeJSON}, err
+	return reply{raw: b, ctype: wire.ContentTypeJSON}, err
 }
 
 func (s *Server) contextJSON(ctx context.Context, r *request) (reply, error) {
@@ -93,7 +78,7 @@ func (s *Server) contextJSON(ctx context.Context, r *request) (reply, error) {
 		return reply{}, err
 	}
 	b, err := s.svc.ContextJSON(ctx, r.SessionID, r.leaf(), llm)
-	return reply{raw: b, ctype: ctypeJSON}, err
+	return reply{raw: b, ctype: wire.ContentTypeJSON}, err
 }
 
 func (s *Server) export(ctx context.Context, r *request) (reply, error) {
@@ -101,7 +86,7 @@ func (s *Server) export(ctx context.Context, r *request) (reply, error) {
 		return reply{}, err
 	}
 	b, err := s.svc.Export(ctx, r.SessionID)
-	return reply{raw: b, ctype: ctypeJSONL, filename: r.SessionID + ".jsonl"}, err
+	return reply{raw: b, ctype: wire.ContentTypeJSONL, filename: r.SessionID + ".jsonl"}, err
 }
 
 // checkCursorKey validates the session and client of a cursor operation.
@@ -129,13 +114,13 @@ func (s *Server) cursorSet(ctx context.Context, r *request) (reply, error) {
 	if err := r.checkCursorKey(); err != nil {
 		return reply{}, err
 	}
-	if !r.LeafID.set {
-		return reply{}, session.Invalid("leafId", "required: an entry id, or null for the state before the first entry")
+	if !r.LeafID.Set {
+		return reply{}, wire.Invalid("leafId", "required: an entry id, or null for the state before the first entry")
 	}
-	if r.LeafID.id == "" && !r.LeafID.null {
-		return reply{}, session.Invalid("leafId", `must be an entry id or null, not ""`)
+	if r.LeafID.ID == "" && !r.LeafID.Null {
+		return reply{}, wire.Invalid("leafId", `must be an entry id or null, not ""`)
 	}
-	c, err := s.svc.SetCursor(ctx, r.SessionID, r.Client, r.LeafID.id, r.ExpectRevision)
+	c, err := s.svc.SetCursor(ctx, r.SessionID, r.Client, r.LeafID.ID, r.ExpectRevision)
 	if err != nil {
 		return reply{}, err
 	}
@@ -154,11 +139,6 @@ func (s *Server) cursorDelete(ctx context.Context, r *request) (reply, error) {
 	return jsonReply(struct{}{})
 }
 
-// cursorsReply lists a session's cursors by client id.
-type cursorsReply struct {
-	Cursors []service.CursorView `json:"cursors"`
-}
-
 func (s *Server) cursorList(ctx context.Context, r *request) (reply, error) {
 	if err := r.checkSession(); err != nil {
 		return reply{}, err
@@ -168,7 +148,7 @@ func (s *Server) cursorList(ctx context.Context, r *request) (reply, error) {
 		return reply{}, err
 	}
 	if cs == nil {
-		cs = []service.CursorView{}
+		cs = []wire.CursorView{}
 	}
-	return jsonReply(cursorsReply{Cursors: cs})
+	return jsonReply(wire.CursorsReply{Cursors: cs})
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/store"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // request is every input an operation may take. HTTP fills it from the
@@ -25,24 +26,24 @@ type request struct {
 	Client    string `json:"client"` // also the append body's cursor client
 
 	// Query parameters (NATS: body fields).
-	MinSeq   uint64     `json:"minSeq"`
-	AfterSeq uint64     `json:"afterSeq"`
-	Limit    int        `json:"limit"`
-	Leaf     nullableID `json:"leaf"`
-	Format   string     `json:"format"`
-	Cursor   string     `json:"cursor"`
-	Name     string     `json:"name"`
-	Cwd      string     `json:"cwd"`
-	Label    string     `json:"label"`
-	Since    string     `json:"since"`
-	Month    string     `json:"month"`     // archive.list
-	Older    string     `json:"olderThan"` // archive.run
+	MinSeq   uint64          `json:"minSeq"`
+	AfterSeq uint64          `json:"afterSeq"`
+	Limit    int             `json:"limit"`
+	Leaf     wire.NullableID `json:"leaf"`
+	Format   string          `json:"format"`
+	Cursor   string          `json:"cursor"`
+	Name     string          `json:"name"`
+	Cwd      string          `json:"cwd"`
+	Label    string          `json:"label"`
+	Since    string          `json:"since"`
+	Month    string          `json:"month"`     // archive.list
+	Older    string          `json:"olderThan"` // archive.run
 
 	// Bodies of create, append, cursor.set and fork.
 	Header         json.RawMessage   `json:"header"`
 	Entries        []json.RawMessage `json:"entries"`
 	ExpectLastSeq  *uint64           `json:"expectLastSeq"`
-	LeafID         nullableID        `json:"leafId"`
+	LeafID         wire.NullableID   `json:"leafId"`
 	ExpectRevision *uint64           `json:"expectRevision"`
 	EntryID        string            `json:"entryId"`
 
@@ -50,41 +51,10 @@ type request struct {
 	data []byte
 }
 
-// nullableID is an entry id that may be given as null (the null leaf, before
-// the first entry) and whose absence is distinguishable from null. The
-// string "null" also means null, so the HTTP query ?leaf=null and a NATS
-// body agree.
-type nullableID struct {
-	set  bool
-	null bool
-	id   string
-}
-
-// UnmarshalJSON accepts a string or null (encoding/json calls it for null too).
-func (n *nullableID) UnmarshalJSON(b []byte) error {
-	if string(b) == "null" {
-		*n = nullableID{set: true, null: true}
-		return nil
-	}
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return &json.UnmarshalTypeError{Value: jsonKind(b), Type: reflect.TypeFor[nullableID]()}
-	}
-	n.parse(s)
-	return nil
-}
-
-func (n *nullableID) parse(s string) {
-	*n = nullableID{set: true, null: s == "null", id: s}
-	if n.null {
-		n.id = ""
-	}
-}
-
 // leaf turns the leaf and client parameters into the engine's selector:
 // an explicit leaf wins over the client's cursor.
 func (r *request) leaf() service.Leaf {
-	return service.Leaf{ID: r.Leaf.id, Null: r.Leaf.null, Client: r.Client}
+	return service.Leaf{ID: r.Leaf.ID, Null: r.Leaf.Null, Client: r.Client}
 }
 
 // decodeJSON decodes a request body into r. An empty body is an empty
@@ -100,29 +70,14 @@ func decodeJSON(data []byte, r *request) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &se):
-		return session.Invalid("body", fmt.Sprintf("malformed JSON at byte %d: %v", se.Offset, se))
+		return wire.Invalid("body", fmt.Sprintf("malformed JSON at byte %d: %v", se.Offset, se))
 	case errors.As(err, &te) && te.Field == "":
-		return session.Invalid("body", "must be a JSON object")
+		return wire.Invalid("body", "must be a JSON object")
 	case errors.As(err, &te):
-		return session.Invalid(te.Field, fmt.Sprintf("must be %s, not %s", kindName(te.Type), te.Value))
+		return wire.Invalid(te.Field, fmt.Sprintf("must be %s, not %s", kindName(te.Type), te.Value))
 	default:
-		return session.Invalid("body", err.Error())
+		return wire.Invalid("body", err.Error())
 	}
-}
-
-// jsonKind names the kind of a JSON value by its first byte.
-func jsonKind(b []byte) string {
-	switch b = bytes.TrimSpace(b); {
-	case len(b) == 0:
-		return "nothing"
-	case b[0] == '{':
-		return "object"
-	case b[0] == '[':
-		return "array"
-	case b[0] == 't' || b[0] == 'f':
-		return "bool"
-	}
-	return "number"
 }
 
 // kindName describes an expected JSON type for a message.
@@ -130,7 +85,7 @@ func kindName(t reflect.Type) string {
 	if t == nil {
 		return "a valid value"
 	}
-	if t == reflect.TypeFor[nullableID]() {
+	if t == reflect.TypeFor[wire.NullableID]() {
 		return "an entry id or null"
 	}
 	switch t.Kind() {
@@ -159,7 +114,7 @@ func applyQuery(q url.Values, r *request) error {
 		if v := q.Get(u.name); v != "" {
 			n, err := strconv.ParseUint(v, 10, 64)
 			if err != nil {
-				return session.Invalid(u.name, fmt.Sprintf("%q is not a non-negative integer", v))
+				return wire.Invalid(u.name, fmt.Sprintf("%q is not a non-negative integer", v))
 			}
 			*u.dst = n
 		}
@@ -167,12 +122,12 @@ func applyQuery(q url.Values, r *request) error {
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
-			return session.Invalid("limit", fmt.Sprintf("%q is not a positive integer", v))
+			return wire.Invalid("limit", fmt.Sprintf("%q is not a positive integer", v))
 		}
 		r.Limit = n
 	}
 	if q.Has("leaf") {
-		r.Leaf.parse(q.Get("leaf"))
+		r.Leaf.Parse(q.Get("leaf"))
 	}
 	strs := []struct {
 		name string
@@ -205,19 +160,19 @@ func (r *request) llm() (bool, error) {
 	case "llm":
 		return true, nil
 	}
-	return false, session.Invalid("format", fmt.Sprintf(`%q: must be "agent" or "llm"`, r.Format))
+	return false, wire.Invalid("format", fmt.Sprintf(`%q: must be "agent" or "llm"`, r.Format))
 }
 
 // filter builds a list filter, validating limit and since.
 func (r *request) filter() (store.ListFilter, error) {
 	f := store.ListFilter{Name: r.Name, Cwd: r.Cwd, Label: r.Label, After: r.Cursor, Limit: r.Limit}
 	if r.Limit < 0 {
-		return f, session.Invalid("limit", "must be a positive integer")
+		return f, wire.Invalid("limit", "must be a positive integer")
 	}
 	if r.Since != "" {
 		t, err := time.Parse(time.RFC3339Nano, r.Since)
 		if err != nil {
-			return f, session.Invalid("since", fmt.Sprintf("%q is not an RFC 3339 time (like 2026-11-30T08:51:24Z)", r.Since))
+			return f, wire.Invalid("since", fmt.Sprintf("%q is not an RFC 3339 time (like 2026-11-30T08:51:24Z)", r.Since))
 		}
 		f.Since = t
 	}

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/pifleet/sessionlog/internal/region"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // readyLag is how long the Store may have been behind the log and still
@@ -17,35 +17,6 @@ const readyLag = time.Second
 
 // readyTimeout bounds the backend check of /readyz; probes want an answer.
 const readyTimeout = 2 * time.Second
-
-// StatusReply is the /v1/status response.
-type StatusReply struct {
-	Node    string      `json:"node"`
-	Service string      `json:"service"`
-	Version string      `json:"version"`
-	Store   StoreStatus `json:"store"`
-	// JetStream is Config.Status's answer (mode, stream replicas, leader,
-	// messages, bytes), or {"error": "..."} when it failed: status must
-	// still answer when the backend is what is broken.
-	JetStream any `json:"jetstream,omitempty"`
-}
-
-// StoreStatus is the Store's part of the status: how far this node has
-// applied the log and what it holds in memory.
-type StoreStatus struct {
-	Applied         uint64     `json:"applied"`
-	LogLastSeq      uint64     `json:"logLastSeq"`
-	Lag             uint64     `json:"lag"`
-	CaughtUpAt      *time.Time `json:"caughtUpAt"`
-	Sessions        int        `json:"sessions"`
-	SessionsLoaded  int        `json:"sessionsLoaded"`
-	BytesHeld       int64      `json:"bytesHeld"`
-	Records         uint64     `json:"records"`
-	SkippedRecords  uint64     `json:"skippedRecords"`
-	Evictions       uint64     `json:"evictions"`
-	Reloads         uint64     `json:"reloads"`
-	LastFollowError string     `json:"lastFollowError,omitempty"`
-}
 
 // Headers of every read: how far this node has applied the log, how far
 // behind the log's end it is (in a mirror region, the home's end), and a
@@ -70,7 +41,7 @@ func (s *Server) readHeaders() map[string][]string {
 
 func (s *Server) status(ctx context.Context, _ *request) (reply, error) {
 	st := s.svc.Store.Stats()
-	out := StatusReply{Node: s.cfg.NodeName, Service: ServiceName, Version: ServiceVersion, Store: StoreStatus{
+	out := wire.StatusReply{Node: s.cfg.NodeName, Service: ServiceName, Version: ServiceVersion, Store: wire.StoreStatus{
 		Applied: st.Applied, LogLastSeq: st.LogLastSeq, Lag: st.Lag,
 		Sessions: st.Sessions, SessionsLoaded: st.Loaded, BytesHeld: st.BytesHeld,
 		Records: st.Records, SkippedRecords: st.SkippedRecs, Evictions: st.Evictions, Reloads: st.Reloads,
@@ -113,52 +84,14 @@ func (s *Server) ready(ctx context.Context) error {
 }
 
 func (s *Server) handleHealthz(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", ctypeJSON)
+	w.Header().Set("Content-Type", wire.ContentTypeJSON)
 	_, _ = w.Write([]byte(`{"status":"ok"}`))
 }
 
 func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 	if err := s.ready(r.Context()); err != nil {
-		writeJSON(w, http.StatusServiceUnavailable, ErrorBody{ErrorDetail{Code: CodeUnavailable, Message: err.Error()}})
+		writeJSON(w, http.StatusServiceUnavailable, wire.ErrorBody{Error: wire.ErrorDetail{Code: wire.CodeUnavailable, Message: err.Error()}})
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
-}
-
-// JetStreamStatus is what pi-node reports under "jetstream" in /v1/status
-// (Config.Status), and what pi-ctl status reads back. Error alone is set
-// when the node could not ask JetStream.
-type JetStreamStatus struct {
-	Error     string       `json:"error,omitempty"`
-	Mode      string       `json:"mode"` // embedded, embedded-cluster, external
-	Server    string       `json:"server"`
-	Connected string       `json:"connected"`
-	Cluster   string       `json:"cluster,omitempty"`
-	Stream    StreamStatus `json:"stream"`
-	Bucket    string       `json:"bucket"`
-	// Region is the cross-region state: this node's region and role, the
-	// home, the streams it reads and writes, and its mirror's lag.
-	Region *region.Status `json:"region,omitempty"`
-}
-
-// StreamStatus describes the session stream as its leader reports it.
-type StreamStatus struct {
-	Name      string       `json:"name"`
-	Replicas  int          `json:"replicas"`
-	Leader    string       `json:"leader,omitempty"`
-	Messages  uint64       `json:"messages"`
-	Bytes     uint64       `json:"bytes"`
-	FirstSeq  uint64       `json:"firstSeq"`
-	LastSeq   uint64       `json:"lastSeq"`
-	Subjects  uint64       `json:"subjects"`
-	Followers []PeerStatus `json:"followers,omitempty"`
-}
-
-// PeerStatus is one replica of the stream besides the leader.
-type PeerStatus struct {
-	Name    string `json:"name"`
-	Current bool   `json:"current"`
-	Offline bool   `json:"offline,omitempty"`
-	Lag     uint64 `json:"lag"`
-	Active  string `json:"lastSeen"`
 }

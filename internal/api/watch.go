@@ -8,8 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/pifleet/sessionlog/internal/service"
-	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // watchPage is how many entries one read of a watch sends; a long backlog
@@ -28,7 +27,7 @@ func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) watch(w http.ResponseWriter, r *http.Request) int {
-	const op = "watch"
+	op := wire.OpWatch.Name
 	if !s.authorized(r) {
 		return s.writeError(w, op, errUnauthorized)
 	}
@@ -40,7 +39,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request) int {
 	if v := r.Header.Get("Last-Event-ID"); v != "" {
 		n, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
-			return s.writeError(w, op, session.Invalid("Last-Event-ID", "must be the id of an event: a stream sequence"))
+			return s.writeError(w, op, wire.Invalid("Last-Event-ID", "must be the id of an event: a stream sequence"))
 		}
 		req.AfterSeq = n
 	}
@@ -130,7 +129,7 @@ func (s *Server) send(rc *http.ResponseController, w http.ResponseWriter, b []by
 // may carry CR as whitespace between tokens; SSE would read it as a line
 // break, so every line of the data gets its own "data:" field (the client
 // joins them with LF, which JSON treats the same).
-func appendEvent(b []byte, e service.SeqEntry) []byte {
+func appendEvent(b []byte, e wire.SeqEntry) []byte {
 	b = append(b, "id: "...)
 	b = strconv.AppendUint(b, e.Seq, 10)
 	b = append(b, "\nevent: entry\n"...)

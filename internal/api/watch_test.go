@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/api"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // sseEvent is one parsed event; comment lines are counted separately.
@@ -157,9 +158,9 @@ func TestWatchHeartbeatAndErrors(t *testing.T) {
 		}
 	}
 
-	e.fails(404, api.CodeNotFound, "", "GET", "/v1/sessions/01a22ba6-0000-7000-8000-000000000000/watch", nil)
-	e.fails(400, api.CodeInvalid, "sessionId", "GET", "/v1/sessions/nope/watch", nil)
-	e.fails(400, api.CodeInvalid, "Last-Event-ID", "GET", path, nil, "Last-Event-ID", "abc")
+	e.fails(404, wire.CodeNotFound, "", "GET", "/v1/sessions/01a22ba6-0000-7000-8000-000000000000/watch", nil)
+	e.fails(400, wire.CodeInvalid, "sessionId", "GET", "/v1/sessions/nope/watch", nil)
+	e.fails(400, wire.CodeInvalid, "Last-Event-ID", "GET", path, nil, "Last-Event-ID", "abc")
 
 	// Close ends open streams, so an HTTP server shutdown can complete.
 	_ = e.api.Close()

@@ -1,7 +1,8 @@
 // Package apiclient speaks pi-node's API (docs/API.md) from the client side,
 // over either of its transports: HTTP/JSON (NewHTTP) and the NATS micro
 // service pi.v1.<op> (DialNATS, NewNATS). Both implement Client, so a caller
-// is written once against op names and request fields and runs over either.
+// is written once against wire's typed requests and runs over either; where
+// each operation lives on each transport is internal/wire's table.
 //
 // On top of Client it provides what the callers of the API share: paging
 // through a session's entries (EntryReader, PollEntries), following one with
@@ -12,32 +13,29 @@
 // reachable by URL.
 //
 // Errors are translated once, here: an error reply is an *Error, no reply
-// at all an *UnreachableError, and both unwrap to the session package's
-// sentinels (ErrNotFound, ErrConflict, ErrExists, ErrInvalid with a
-// *session.FieldError, ErrTooLarge, ErrUnavailable, ErrTimeout), so callers
-// test them with errors.Is and never match messages.
+// at all an *UnreachableError, and both unwrap to wire's sentinels
+// (ErrNotFound, ErrConflict, ErrExists, ErrInvalid with a *wire.FieldError,
+// ErrTooLarge, ErrUnavailable, ErrTimeout, ErrUnauthorized: wire.ErrorOf),
+// so callers test them with errors.Is and never match messages.
 //
 // pi-ctl and the public client package (client/) are the users.
 package apiclient
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 
-	"github.com/pifleet/sessionlog/internal/service"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // Client runs one pi-node operation.
 //
-// Do runs op (the operation's name in docs/API.md: "get", "cursor.set",
-// "import", ...) with the request fields p: what HTTP puts in the path and
-// the query is a plain field here, as over NATS. A nil value is JSON null
-// (the null leaf). body, when not nil, is sent as it is instead of p
-// (import's JSONL). Do returns the reply body as the node sent it: JSON for
-// every operation but export (pi JSONL), nil for an empty reply. Every
-// request carries minSeq when the client was configured with one.
+// Do runs the operation of req (one of wire's typed requests: a
+// wire.GetRequest runs get) and returns the reply body as the node sent
+// it: JSON for every operation but export (pi JSONL), nil for an empty
+// reply. Every request carries minSeq when the client was configured with
+// one.
 //
 // Errors: an error reply of the node is an *Error; no reply at all
 // (connection refused, timeout, nobody serving the subject) is an
@@ -47,12 +45,9 @@ import (
 // Close releases the connection (one the Client opened itself); the Client
 // is unusable afterwards. A Client is safe for concurrent use.
 type Client interface {
-	Do(ctx context.Context, op string, p Params, body []byte) ([]byte, error)
+	Do(ctx context.Context, req wire.Request) ([]byte, error)
 	Close()
 }
-
-// Params are the fields of one request.
-type Params map[string]any
 
 // Follower is implemented by a Client that can push a session's new entries
 // (HTTP's Server-Sent Events watch); PollEntries does the same by polling
@@ -68,45 +63,18 @@ type Follower interface {
 }
 
 // SeqEntry is one stored entry with its log sequence (the entries operation
-// and the watch stream): the engine's own type, as the node encodes it.
-type SeqEntry = service.SeqEntry
+// and the watch stream).
+type SeqEntry = wire.SeqEntry
 
-// Call runs op and decodes its JSON reply into resp (nil: ignore it).
-func Call(ctx context.Context, c Client, op string, p Params, resp any) error {
-	body, err := c.Do(ctx, op, p, nil)
+// Call runs req's operation and decodes its JSON reply into resp (nil:
+// ignore it).
+func Call(ctx context.Context, c Client, req wire.Request, resp any) error {
+	body, err := c.Do(ctx, req)
 	if err != nil || resp == nil {
 		return err
 	}
 	if err := json.Unmarshal(body, resp); err != nil {
-		return fmt.Errorf("%s: unexpected reply from pi-node: %v", op, err)
+		return fmt.Errorf("%s: unexpected reply from pi-node: %v", req.Op().Name, err)
 	}
 	return nil
-}
-
-// EncodeJSON encodes v without HTML escaping, so entries, labels and names
-// reach the log with the bytes they were given ("<" stays "<", as pi writes
-// it). json.RawMessage values are compacted, nothing else.
-func EncodeJSON(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
-
-// withMinSeq returns p with minSeq raised to at least minSeq: a caller may
-// ask for a later sequence itself (a cursor's), never for an earlier one
-// than the client was configured with.
-func withMinSeq(p Params, minSeq uint64) Params {
-	if v, ok := p["minSeq"].(uint64); minSeq == 0 || ok && v >= minSeq {
-		return p
-	}
-	out := make(Params, len(p)+1)
-	for k, v := range p {
-		out[k] = v
-	}
-	out["minSeq"] = minSeq
-	return out
 }

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // Cursors is session.Cursors over pi-node's cursor operations (cursor.get,
@@ -38,7 +38,7 @@ var _ session.Cursors = (*Cursors)(nil)
 func NewCursors(c Client) *Cursors { return &Cursors{c: c, PollInterval: time.Second} }
 
 // cursorEntry turns a cursor as the API shows it back into the engine's.
-func cursorEntry(sid string, v service.CursorView) session.CursorEntry {
+func cursorEntry(sid string, v wire.CursorView) session.CursorEntry {
 	e := session.CursorEntry{Session: sid, Client: v.Client, Revision: v.Revision, Cursor: session.Cursor{Seq: v.Seq}}
 	if v.LeafID != nil {
 		e.LeafID = *v.LeafID
@@ -59,8 +59,8 @@ func (c *Cursors) Get(ctx context.Context, sid, client string) (session.CursorEn
 	if err := check(sid, client); err != nil {
 		return session.CursorEntry{}, err
 	}
-	var v service.CursorView
-	if err := Call(ctx, c.c, "cursor.get", Params{"sessionId": sid, "client": client}, &v); err != nil {
+	var v wire.CursorView
+	if err := Call(ctx, c.c, wire.CursorGetRequest{SessionID: sid, Client: client}, &v); err != nil {
 		return session.CursorEntry{}, err
 	}
 	return cursorEntry(sid, v), nil
@@ -81,18 +81,12 @@ func (c *Cursors) set(ctx context.Context, sid, client string, cur session.Curso
 	if err := check(sid, client); err != nil {
 		return 0, err
 	}
-	p := Params{"sessionId": sid, "client": client, "leafId": nil}
+	req := wire.CursorSetRequest{SessionID: sid, Client: client, LeafID: wire.NullID(), MinSeq: cur.Seq, ExpectRevision: expectRev}
 	if cur.LeafID != "" {
-		p["leafId"] = cur.LeafID
+		req.LeafID = wire.EntryID(cur.LeafID)
 	}
-	if cur.Seq > 0 {
-		p["minSeq"] = cur.Seq
-	}
-	if expectRev != nil {
-		p["expectRevision"] = *expectRev
-	}
-	var v service.CursorView
-	if err := Call(ctx, c.c, "cursor.set", p, &v); err != nil {
+	var v wire.CursorView
+	if err := Call(ctx, c.c, req, &v); err != nil {
 		return 0, err
 	}
 	return v.Revision, nil
@@ -103,7 +97,7 @@ func (c *Cursors) Delete(ctx context.Context, sid, client string) error {
 	if err := check(sid, client); err != nil {
 		return err
 	}
-	_, err := c.c.Do(ctx, "cursor.delete", Params{"sessionId": sid, "client": client}, nil)
+	_, err := c.c.Do(ctx, wire.CursorDeleteRequest{SessionID: sid, Client: client})
 	return err
 }
 
@@ -112,10 +106,8 @@ func (c *Cursors) List(ctx context.Context, sid string) ([]session.CursorEntry, 
 	if err := session.ValidSessionID(sid); err != nil {
 		return nil, err
 	}
-	var resp struct {
-		Cursors []service.CursorView `json:"cursors"`
-	}
-	if err := Call(ctx, c.c, "cursor.list", Params{"sessionId": sid}, &resp); err != nil {
+	var resp wire.CursorsReply
+	if err := Call(ctx, c.c, wire.CursorListRequest{SessionID: sid}, &resp); err != nil {
 		return nil, err
 	}
 	out := make([]session.CursorEntry, len(resp.Cursors))

@@ -13,6 +13,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/apiclient/apitest"
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/testutil"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // TestCursorsOverAPI: get, CAS update, put, list, delete and the polling
@@ -31,17 +32,17 @@ func TestCursorsOverAPI(t *testing.T) {
 			last := seqs[len(seqs)-1]
 			cur := apiclient.NewCursors(c)
 			cur.PollInterval = 10 * time.Millisecond
-			if _, err := cur.Get(ctx, sid, "w1"); !errors.Is(err, session.ErrNotFound) {
+			if _, err := cur.Get(ctx, sid, "w1"); !errors.Is(err, wire.ErrNotFound) {
 				t.Fatalf("missing cursor: %v", err)
 			}
-			if _, err := cur.Get(ctx, sid, "bad.id"); !errors.Is(err, session.ErrInvalid) {
+			if _, err := cur.Get(ctx, sid, "bad.id"); !errors.Is(err, wire.ErrInvalid) {
 				t.Fatalf("bad client id: %v", err)
 			}
 			rev, err := cur.Update(ctx, sid, "w1", session.Cursor{LeafID: recs[1].ID, Seq: last}, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := cur.Update(ctx, sid, "w1", session.Cursor{LeafID: recs[2].ID, Seq: last}, 0); !errors.Is(err, session.ErrConflict) {
+			if _, err := cur.Update(ctx, sid, "w1", session.Cursor{LeafID: recs[2].ID, Seq: last}, 0); !errors.Is(err, wire.ErrConflict) {
 				t.Fatalf("create of an existing cursor: %v", err)
 			}
 			e, err := cur.Get(ctx, sid, "w1")
@@ -107,7 +108,7 @@ func TestCursorsOverAPI(t *testing.T) {
 			if seen[len(seen)-1] != "-w2" {
 				t.Fatalf("watch saw %q", seen)
 			}
-			if _, err := cur.List(ctx, newSID(t)); !errors.Is(err, session.ErrNotFound) {
+			if _, err := cur.List(ctx, newSID(t)); !errors.Is(err, wire.ErrNotFound) {
 				t.Fatalf("cursors of a missing session: %v", err)
 			}
 		})

@@ -7,41 +7,24 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
-
-// ErrUnauthorized is what a 401 reply unwraps to: the HTTP API wants a
-// bearer token (pi-node's --http-token) and got none or another one. The
-// session engine never returns it; it belongs to the transport.
-var ErrUnauthorized = errors.New("unauthorized")
 
 // Error is an error reply of pi-node: the HTTP status (over NATS the micro
 // error code, which pi-node sets to the same number) and the JSON error
 // object {"error":{"code","message","field","lastSeq"}}.
 //
-// It unwraps to the session sentinel of its status, as pi-node's error
-// table maps them (docs/API.md, Errors):
-//
-//	400 invalid      session.ErrInvalid (a *session.FieldError when Field is set)
-//	401 unauthorized ErrUnauthorized
-//	404 not_found    session.ErrNotFound
-//	409 conflict     session.ErrExists for create and import (the session id is
-//	                 taken); otherwise a *session.ConflictError when the reply
-//	                 carries lastSeq (a stale expectLastSeq), else session.ErrConflict
-//	413 too_large    session.ErrTooLarge
-//	502, 503         session.ErrUnavailable (retry; appends with the same ids are safe)
-//	504 timeout      session.ErrTimeout (minSeq not applied in time)
-//
-// Anything else (500) unwraps to nothing.
+// It unwraps to the sentinel of its status, as wire.ErrorOf maps them
+// (docs/API.md, Errors): a *wire.FieldError for 400 with a field,
+// wire.ErrExists for a 409 of create or import, a *wire.ConflictError for
+// another 409 with lastSeq, and so on. A 500 unwraps to nothing.
 type Error struct {
-	Op      string `json:"-"` // the operation that failed
-	Status  int    `json:"-"`
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	Field   string `json:"field"`
-	// LastSeq is the session's last sequence on a conflict with
-	// expectLastSeq: read what you missed with minSeq=LastSeq.
-	LastSeq uint64 `json:"lastSeq"`
+	Op     string `json:"-"` // the operation that failed
+	Status int    `json:"-"`
+	// ErrorDetail is the error object: Code, Message, Field, LastSeq (the
+	// session's last sequence on a conflict with expectLastSeq: read what
+	// you missed with minSeq=LastSeq).
+	wire.ErrorDetail
 	// Foreign is set when the reply was not pi-node's error object (a
 	// proxy's page, a truncated reply); Message is then made from what
 	// there was.
@@ -61,35 +44,8 @@ func (e *Error) Error() string {
 	return e.Message
 }
 
-// Unwrap returns the session sentinel of the status (see Error).
-func (e *Error) Unwrap() error {
-	switch e.Status {
-	case http.StatusBadRequest:
-		if e.Field != "" {
-			return &session.FieldError{Field: e.Field, Reason: strings.TrimPrefix(e.Message, e.Field+": ")}
-		}
-		return session.ErrInvalid
-	case http.StatusUnauthorized:
-		return ErrUnauthorized
-	case http.StatusNotFound:
-		return session.ErrNotFound
-	case http.StatusConflict:
-		switch {
-		case e.Op == "create" || e.Op == "import":
-			return session.ErrExists
-		case e.LastSeq > 0:
-			return &session.ConflictError{LastSeq: e.LastSeq, Reason: e.Message}
-		}
-		return session.ErrConflict
-	case http.StatusRequestEntityTooLarge:
-		return session.ErrTooLarge
-	case http.StatusBadGateway, http.StatusServiceUnavailable:
-		return session.ErrUnavailable
-	case http.StatusGatewayTimeout:
-		return session.ErrTimeout
-	}
-	return nil
-}
+// Unwrap returns the sentinel of the status (see Error).
+func (e *Error) Unwrap() error { return wire.ErrorOf(e.Op, e.Status, e.ErrorDetail) }
 
 // IsStatus reports whether err is an error reply with this HTTP status.
 func IsStatus(err error, status int) bool {
@@ -118,13 +74,13 @@ func decodeError(op string, status int, body []byte, fallback string) *Error {
 	if msg == "" {
 		msg = http.StatusText(status)
 	}
-	return &Error{Op: op, Status: status, Message: fmt.Sprintf("%s (status %d)", msg, status), Foreign: true}
+	return &Error{Op: op, Status: status, ErrorDetail: wire.ErrorDetail{Message: fmt.Sprintf("%s (status %d)", msg, status)}, Foreign: true}
 }
 
 // UnreachableError means no reply came: the node or the NATS server is not
 // there, did not answer in time, or nobody serves the operation. The outcome
 // of a write is then unknown. It unwraps to its cause and to
-// session.ErrUnavailable.
+// wire.ErrUnavailable.
 type UnreachableError struct {
 	Where   string // the URL tried
 	Err     error
@@ -140,12 +96,12 @@ func (e *UnreachableError) Error() string {
 	return msg
 }
 
-// Unwrap returns the cause and session.ErrUnavailable.
-func (e *UnreachableError) Unwrap() []error { return []error{e.Err, session.ErrUnavailable} }
+// Unwrap returns the cause and wire.ErrUnavailable.
+func (e *UnreachableError) Unwrap() []error { return []error{e.Err, wire.ErrUnavailable} }
 
 // Temporary reports whether a retry may succeed: no reply, or a node that
 // is unavailable or behind (502, 503, 504). Followers keep going through
 // these.
 func Temporary(err error) bool {
-	return errors.Is(err, session.ErrUnavailable) || errors.Is(err, session.ErrTimeout)
+	return errors.Is(err, wire.ErrUnavailable) || errors.Is(err, wire.ErrTimeout)
 }

@@ -12,38 +12,11 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pifleet/sessionlog/internal/wire"
 )
-
-// route is where an operation lives over HTTP (docs/API.md, Operations).
-// {id} and {client} are filled from the sessionId and client fields; the
-// other fields go in the query of a GET or DELETE and in the JSON body of
-// a POST or PUT (pi-node reads minSeq and client from either).
-type route struct{ method, path string }
-
-var routes = map[string]route{
-	"create":        {"POST", "/v1/sessions"},
-	"append":        {"POST", "/v1/sessions/{id}/entries"},
-	"list":          {"GET", "/v1/sessions"},
-	"get":           {"GET", "/v1/sessions/{id}"},
-	"entries":       {"GET", "/v1/sessions/{id}/entries"},
-	"tree":          {"GET", "/v1/sessions/{id}/tree"},
-	"context":       {"GET", "/v1/sessions/{id}/context"},
-	"cursor.get":    {"GET", "/v1/sessions/{id}/cursors/{client}"},
-	"cursor.set":    {"PUT", "/v1/sessions/{id}/cursors/{client}"},
-	"cursor.delete": {"DELETE", "/v1/sessions/{id}/cursors/{client}"},
-	"cursor.list":   {"GET", "/v1/sessions/{id}/cursors"},
-	"fork":          {"POST", "/v1/sessions/{id}/fork"},
-	"export":        {"GET", "/v1/sessions/{id}/export"},
-	"import":        {"POST", "/v1/import"},
-	"status":        {"GET", "/v1/status"},
-
-	"archive.list":    {"GET", "/v1/archive"},
-	"archive.restore": {"POST", "/v1/archive/{id}/restore"},
-	"archive.run":     {"POST", "/v1/archive/run"},
-}
 
 // HTTPOptions say how to reach pi-node's HTTP API.
 type HTTPOptions struct {
@@ -141,13 +114,13 @@ func tlsConfig(cert, key, ca string) (*tls.Config, error) {
 // Close closes idle connections.
 func (b *HTTP) Close() { b.client.CloseIdleConnections() }
 
-// Do runs op; see Client.
-func (b *HTTP) Do(ctx context.Context, op string, p Params, body []byte) ([]byte, error) {
-	r, ok := routes[op]
-	if !ok {
-		return nil, fmt.Errorf("no HTTP route for operation %q", op)
+// Do runs req's operation at its route in wire's table; see Client.
+func (b *HTTP) Do(ctx context.Context, r wire.Request) ([]byte, error) {
+	op := r.Op().Name
+	if r.Op() == wire.OpWatch {
+		return nil, errors.New("watch streams its reply: use Follow")
 	}
-	req, err := b.request(ctx, r, withMinSeq(p, b.minSeq), body)
+	req, err := b.request(ctx, r)
 	if err != nil {
 		return nil, err
 	}
@@ -169,69 +142,33 @@ func (b *HTTP) Do(ctx context.Context, op string, p Params, body []byte) ([]byte
 	return data, nil
 }
 
-// request builds the HTTP request of route r: path parameters from p, the
-// rest as the query (GET, DELETE) or as a JSON body (POST, PUT); body, when
-// given, is sent as it is.
-func (b *HTTP) request(ctx context.Context, r route, p Params, body []byte) (*http.Request, error) {
-	raw := body != nil
-	path, rest := r.path, Params{}
-	for k, v := range p {
-		switch {
-		case k == "sessionId" && strings.Contains(path, "{id}"):
-			path = strings.Replace(path, "{id}", url.PathEscape(fmt.Sprint(v)), 1)
-		case k == "client" && strings.Contains(path, "{client}"):
-			path = strings.Replace(path, "{client}", url.PathEscape(fmt.Sprint(v)), 1)
-		default:
-			rest[k] = v
-		}
-	}
-	q := url.Values{}
-	if r.method == "GET" || r.method == "DELETE" || raw {
-		for k, v := range rest {
-			q.Set(k, queryValue(v))
-		}
-	} else {
-		var err error
-		if body, err = EncodeJSON(rest); err != nil {
-			return nil, err
-		}
-	}
-	target := b.base + path
-	if len(q) > 0 {
-		target += "?" + q.Encode()
-	}
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, r.method, target, rd)
+// request builds the HTTP request of r as wire lays it out: path
+// parameters in the path, the other fields in the query (GET, DELETE,
+// import) or as the JSON body (POST, PUT).
+func (b *HTTP) request(ctx context.Context, r wire.Request) (*http.Request, error) {
+	hr, err := wire.EncodeHTTP(r, b.minSeq)
 	if err != nil {
 		return nil, err
 	}
-	switch {
-	case raw:
-		req.Header.Set("Content-Type", "application/x-ndjson")
-	case body != nil:
-		req.Header.Set("Content-Type", "application/json")
+	target := b.base + hr.Path
+	if len(hr.Query) > 0 {
+		target += "?" + hr.Query.Encode()
+	}
+	var rd io.Reader
+	if hr.Body != nil {
+		rd = bytes.NewReader(hr.Body)
+	}
+	req, err := http.NewRequestWithContext(ctx, hr.Method, target, rd)
+	if err != nil {
+		return nil, err
+	}
+	if hr.ContentType != "" {
+		req.Header.Set("Content-Type", hr.ContentType)
 	}
 	if b.token != "" {
 		req.Header.Set("Authorization", "Bearer "+b.token)
 	}
 	return req, nil
-}
-
-// queryValue writes a field as a query parameter: null is "null", as
-// pi-node reads ?leaf=null.
-func queryValue(v any) string {
-	switch v := v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return v
-	case uint64:
-		return strconv.FormatUint(v, 10)
-	}
-	return fmt.Sprint(v)
 }
 
 // statusError decodes an error reply and adds what the user can do.

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // TestReadEvents parses an event stream as pi-node writes it: comments,
@@ -49,14 +51,14 @@ func TestHTTPRequest(t *testing.T) {
 	}
 	for _, c := range []struct {
 		op        string
-		p         Params
+		p         wire.Request
 		url, body string
 	}{
-		{"context", Params{"sessionId": "s", "leaf": nil, "format": "llm"}, "http://127.0.0.1:8080/v1/sessions/s/context?format=llm&leaf=null&minSeq=7", ""},
-		{"cursor.set", Params{"sessionId": "s", "client": "a/b", "leafId": "x"}, "http://127.0.0.1:8080/v1/sessions/s/cursors/a%2Fb", `{"leafId":"x","minSeq":7}`},
-		{"list", Params{"minSeq": uint64(9), "name": "a&b"}, "http://127.0.0.1:8080/v1/sessions?minSeq=9&name=a%26b", ""},
+		{"context", wire.ContextRequest{SessionID: "s", Leaf: wire.NullID(), Format: "llm"}, "http://127.0.0.1:8080/v1/sessions/s/context?format=llm&leaf=null&minSeq=7", ""},
+		{"cursor.set", wire.CursorSetRequest{SessionID: "s", Client: "a/b", LeafID: wire.EntryID("x")}, "http://127.0.0.1:8080/v1/sessions/s/cursors/a%2Fb", `{"leafId":"x","minSeq":7}`},
+		{"list", wire.ListRequest{MinSeq: uint64(9), Name: "a&b"}, "http://127.0.0.1:8080/v1/sessions?minSeq=9&name=a%26b", ""},
 	} {
-		req, err := b.request(context.Background(), routes[c.op], withMinSeq(c.p, b.minSeq), nil)
+		req, err := b.request(context.Background(), c.p)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/tree"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // Limits of a stock pi-node with the default JetStream configuration
@@ -88,7 +88,7 @@ func (l *Log) MaxBatch() int { return l.MaxBatchSize }
 
 // Purge is not offered by the API; it fails with ErrInvalid.
 func (l *Log) Purge(ctx context.Context, sid string) error {
-	return fmt.Errorf("purge %s: %w: pi-node's API has no purge; purge on JetStream directly", sid, session.ErrInvalid)
+	return fmt.Errorf("purge %s: %w: pi-node's API has no purge; purge on JetStream directly", sid, wire.ErrInvalid)
 }
 
 // Append stores recs with the node's import (expectLast 0: a new session,
@@ -108,10 +108,10 @@ func (l *Log) Append(ctx context.Context, sid string, expectLast uint64, recs []
 		return l.create(ctx, sid, recs, len(entries))
 	}
 	if len(entries) != len(recs) {
-		return nil, fmt.Errorf("%w: a header can only start a new session", session.ErrInvalid)
+		return nil, fmt.Errorf("%w: a header can only start a new session", wire.ErrInvalid)
 	}
-	var rep service.WriteResult
-	err := Call(ctx, l.c, "append", Params{"sessionId": sid, "entries": entries, "expectLastSeq": expectLast}, &rep)
+	var rep wire.WriteResult
+	err := Call(ctx, l.c, wire.AppendRequest{SessionID: sid, Entries: entries, ExpectLastSeq: &expectLast}, &rep)
 	var ae *Error
 	if errors.As(err, &ae) && ae.LastSeq > 0 {
 		l.Observe(sid, ae.LastSeq)
@@ -138,33 +138,28 @@ func (l *Log) Append(ctx context.Context, sid string, expectLast uint64, recs []
 // follow from the last one.
 func (l *Log) create(ctx context.Context, sid string, recs []session.Record, entries int) ([]uint64, error) {
 	if !recs[0].IsHeader() {
-		return nil, fmt.Errorf("%w: a new session's first record must be its header", session.ErrInvalid)
+		return nil, fmt.Errorf("%w: a new session's first record must be its header", wire.ErrInvalid)
 	}
 	if entries != len(recs)-1 {
-		return nil, fmt.Errorf("%w: a session has one header", session.ErrInvalid)
+		return nil, fmt.Errorf("%w: a session has one header", wire.ErrInvalid)
 	}
 	if h, err := tree.ParseHeader(recs[0].Data); err != nil || h.ID != sid || h.Version != tree.CurrentVersion {
-		return nil, fmt.Errorf("%w: the header is not a version 3 header of session %s", session.ErrInvalid, sid)
+		return nil, fmt.Errorf("%w: the header is not a version 3 header of session %s", wire.ErrInvalid, sid)
 	}
 	var file []byte
 	for _, r := range recs {
 		file = append(append(file, r.Data...), '\n')
 	}
-	body, err := l.c.Do(ctx, "import", nil, file)
+	body, err := l.c.Do(ctx, wire.ImportRequest{File: file})
 	if err != nil {
 		return nil, err
 	}
-	var rep struct {
-		SessionID  string            `json:"sessionId"`
-		EntryCount int               `json:"entryCount"`
-		LastSeq    uint64            `json:"lastSeq"`
-		Skipped    []json.RawMessage `json:"skipped"`
-	}
+	var rep wire.ImportResult
 	if err := json.Unmarshal(body, &rep); err != nil {
 		return nil, fmt.Errorf("create %s: unexpected reply from pi-node: %v", sid, err)
 	}
-	if rep.SessionID != sid || rep.EntryCount != entries || len(rep.Skipped) > 0 || rep.LastSeq < uint64(entries) {
-		return nil, fmt.Errorf("create %s: the node stored %d entries of %d as session %s", sid, rep.EntryCount, entries, rep.SessionID)
+	if rep.SessionID != sid || rep.Entries != entries || len(rep.Skipped) > 0 || rep.LastSeq < uint64(entries) {
+		return nil, fmt.Errorf("create %s: the node stored %d entries of %d as session %s", sid, rep.Entries, entries, rep.SessionID)
 	}
 	seqs := make([]uint64, len(recs))
 	for i := range seqs {
@@ -172,13 +167,6 @@ func (l *Log) create(ctx context.Context, sid string, recs []session.Record, ent
 	}
 	l.Observe(sid, rep.LastSeq)
 	return seqs, nil
-}
-
-// detail is the part of the get reply a read needs.
-type detail struct {
-	HeaderSeq uint64          `json:"headerSeq"`
-	Header    json.RawMessage `json:"header"`
-	LastSeq   uint64          `json:"lastSeq"`
 }
 
 // Read returns the session's records with Seq > afterSeq: the header from
@@ -192,12 +180,8 @@ func (l *Log) Read(ctx context.Context, sid string, afterSeq uint64) ([]session.
 	k := l.known(sid)
 	var out []session.Stored
 	if k.headerSeq == 0 || afterSeq < k.headerSeq {
-		var d detail
-		p := Params{"sessionId": sid}
-		if k.lastSeq > 0 {
-			p["minSeq"] = k.lastSeq
-		}
-		if err := Call(ctx, l.c, "get", p, &d); err != nil {
+		var d wire.Detail
+		if err := Call(ctx, l.c, wire.GetRequest{SessionID: sid, MinSeq: k.lastSeq}, &d); err != nil {
 			return nil, err
 		}
 		l.mu.Lock()

@@ -8,6 +8,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/apiclient"
 	"github.com/pifleet/sessionlog/internal/apiclient/apitest"
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // TestLogOverAPI: the API's Log stores the very records it is given (the
@@ -59,7 +60,7 @@ func TestLogOverAPI(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, err = l.Append(ctx, sid, seqs[3], []session.Record{entry(t, "mine", recs[3].ID)})
-			var ce *session.ConflictError
+			var ce *wire.ConflictError
 			if !errors.As(err, &ce) || ce.LastSeq != other[0] {
 				t.Fatalf("stale append: %v", err)
 			}
@@ -68,18 +69,18 @@ func TestLogOverAPI(t *testing.T) {
 				t.Fatalf("read after the conflict: %v, %v", missed, err)
 			}
 
-			if _, err := l.Append(ctx, sid, 0, recs); !errors.Is(err, session.ErrExists) {
+			if _, err := l.Append(ctx, sid, 0, recs); !errors.Is(err, wire.ErrExists) {
 				t.Fatalf("second creation: %v", err)
 			}
-			if _, err := l.Read(ctx, newSID(t), 0); !errors.Is(err, session.ErrNotFound) {
+			if _, err := l.Read(ctx, newSID(t), 0); !errors.Is(err, wire.ErrNotFound) {
 				t.Fatalf("read of a missing session: %v", err)
 			}
 			huge := []session.Record{entry(t, "huge", "other")}
 			huge[0].Data = append(huge[0].Data, strings.Repeat(" ", l.MaxRecord)...)
-			if _, err := l.Append(ctx, sid, other[0], huge); !errors.Is(err, session.ErrTooLarge) {
+			if _, err := l.Append(ctx, sid, other[0], huge); !errors.Is(err, wire.ErrTooLarge) {
 				t.Fatalf("oversize record: %v", err)
 			}
-			if err := l.Purge(ctx, sid); !errors.Is(err, session.ErrInvalid) {
+			if err := l.Purge(ctx, sid); !errors.Is(err, wire.ErrInvalid) {
 				t.Fatalf("purge: %v", err)
 			}
 		})

@@ -9,14 +9,11 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/size"
+	"github.com/pifleet/sessionlog/internal/wire"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 )
-
-// SubjectPrefix is the micro service's group: operation op is served on
-// pi.v1.<op> (cursor.get on pi.v1.cursor.get).
-const SubjectPrefix = "pi.v1."
 
 // NATSOptions say how to reach pi-node's NATS micro service.
 type NATSOptions struct {
@@ -99,25 +96,22 @@ func (b *NATS) Close() {
 	}
 }
 
-// Do runs op; see Client.
-func (b *NATS) Do(ctx context.Context, op string, p Params, body []byte) ([]byte, error) {
-	data := body
-	if data == nil {
-		var err error
-		if data, err = EncodeJSON(withMinSeq(p, b.minSeq)); err != nil {
-			return nil, err
-		}
+// Do sends req to its operation's subject in wire's table; see Client.
+func (b *NATS) Do(ctx context.Context, req wire.Request) ([]byte, error) {
+	op := req.Op().Name
+	subject, data, err := wire.EncodeNATS(req, b.minSeq)
+	if err != nil {
+		return nil, err
 	}
 	// The server would drop an oversized message without a word; say why
 	// and what to do instead.
 	if limit := b.nc.MaxPayload(); limit > 0 && int64(len(data)) > limit {
-		return nil, &Error{Op: op, Status: http.StatusRequestEntityTooLarge, Code: "too_large", Local: true,
-			Message: fmt.Sprintf("%s request of %s exceeds the NATS server's max_payload of %s", op, size.Human(int64(len(data))), size.Human(limit)),
-			Hint:    "send it over HTTP: pi-node takes bodies of up to 16 MiB there"}
+		return nil, &Error{Op: op, Status: http.StatusRequestEntityTooLarge, Local: true, ErrorDetail: wire.ErrorDetail{Code: wire.CodeTooLarge,
+			Message: fmt.Sprintf("%s request of %s exceeds the NATS server's max_payload of %s", op, size.Human(int64(len(data))), size.Human(limit))},
+			Hint: "send it over HTTP: pi-node takes bodies of up to 16 MiB there"}
 	}
 	ctx, cancel := context.WithTimeout(ctx, b.timeout)
 	defer cancel()
-	subject := SubjectPrefix + op
 	msg, err := b.nc.RequestWithContext(ctx, subject, data)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):

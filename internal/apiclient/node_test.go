@@ -2,6 +2,7 @@ package apiclient_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -13,9 +14,9 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/apiclient"
 	"github.com/pifleet/sessionlog/internal/apiclient/apitest"
-	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/tree"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // transports returns a client of each kind for node n.
@@ -80,40 +81,41 @@ func TestErrorsFromNode(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := ctxT(t)
 			sid := newSID(t)
-			_, err := c.Do(ctx, "get", apiclient.Params{"sessionId": sid}, nil)
-			if !errors.Is(err, session.ErrNotFound) || !apiclient.IsStatus(err, http.StatusNotFound) {
+			_, err := c.Do(ctx, wire.GetRequest{SessionID: sid})
+			if !errors.Is(err, wire.ErrNotFound) || !apiclient.IsStatus(err, http.StatusNotFound) {
 				t.Fatalf("get of a missing session: %v", err)
 			}
-			create := apiclient.Params{"header": map[string]any{"id": sid}, "entries": []any{map[string]any{"type": "message", "message": map[string]any{"role": "user", "content": "q"}}}}
-			var res service.WriteResult
-			if err := apiclient.Call(ctx, c, "create", create, &res); err != nil {
+			create := wire.CreateRequest{Header: json.RawMessage(fmt.Sprintf(`{"id":%q}`, sid)), Entries: []json.RawMessage{json.RawMessage(`{"type":"message","message":{"role":"user","content":"q"}}`)}}
+			var res wire.WriteResult
+			if err := apiclient.Call(ctx, c, create, &res); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := c.Do(ctx, "create", create, nil); !errors.Is(err, session.ErrExists) || errors.Is(err, session.ErrConflict) {
+			if _, err := c.Do(ctx, create); !errors.Is(err, wire.ErrExists) || errors.Is(err, wire.ErrConflict) {
 				t.Fatalf("second create: %v", err)
 			}
-			stale := apiclient.Params{"sessionId": sid, "expectLastSeq": res.LastSeq - 1,
-				"entries": []any{map[string]any{"type": "message", "message": map[string]any{"role": "user", "content": "r"}}}}
-			_, err = c.Do(ctx, "append", stale, nil)
-			var ce *session.ConflictError
-			if !errors.As(err, &ce) || ce.LastSeq != res.LastSeq || !errors.Is(err, session.ErrConflict) {
+			staleSeq := res.LastSeq - 1
+			stale := wire.AppendRequest{SessionID: sid, ExpectLastSeq: &staleSeq,
+				Entries: []json.RawMessage{json.RawMessage(`{"type":"message","message":{"role":"user","content":"r"}}`)}}
+			_, err = c.Do(ctx, stale)
+			var ce *wire.ConflictError
+			if !errors.As(err, &ce) || ce.LastSeq != res.LastSeq || !errors.Is(err, wire.ErrConflict) {
 				t.Fatalf("stale append: %v", err)
 			}
-			bad := apiclient.Params{"sessionId": sid, "entries": []any{map[string]any{"type": "message", "parentId": "zzzz", "message": map[string]any{}}}}
-			_, err = c.Do(ctx, "append", bad, nil)
-			var fe *session.FieldError
-			if !errors.As(err, &fe) || fe.Field != "entries[0].parentId" || strings.HasPrefix(fe.Reason, fe.Field) || !errors.Is(err, session.ErrInvalid) {
+			bad := wire.AppendRequest{SessionID: sid, Entries: []json.RawMessage{json.RawMessage(`{"type":"message","parentId":"zzzz","message":{}}`)}}
+			_, err = c.Do(ctx, bad)
+			var fe *wire.FieldError
+			if !errors.As(err, &fe) || fe.Field != "entries[0].parentId" || strings.HasPrefix(fe.Reason, fe.Field) || !errors.Is(err, wire.ErrInvalid) {
 				t.Fatalf("unknown parent: %v (%#v)", err, fe)
 			}
 		})
 	}
 	tok := apitest.Start(t, apitest.Options{Token: "s3cret"})
 	h, _ := apiclient.NewHTTP(apiclient.HTTPOptions{URL: tok.HTTPURL})
-	if _, err := h.Do(ctxT(t), "status", nil, nil); !errors.Is(err, apiclient.ErrUnauthorized) {
+	if _, err := h.Do(ctxT(t), wire.StatusRequest{}); !errors.Is(err, wire.ErrUnauthorized) {
 		t.Fatalf("no token: %v", err)
 	}
 	gone, _ := apiclient.NewHTTP(apiclient.HTTPOptions{URL: "http://127.0.0.1:1", Timeout: time.Second})
-	if _, err := gone.Do(ctxT(t), "status", nil, nil); !errors.Is(err, session.ErrUnavailable) || !apiclient.Temporary(err) {
+	if _, err := gone.Do(ctxT(t), wire.StatusRequest{}); !errors.Is(err, wire.ErrUnavailable) || !apiclient.Temporary(err) {
 		t.Fatalf("no node: %v", err)
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // Pauses between reconnects (watch) and between empty polls (entries).
@@ -46,15 +48,8 @@ func NewEntryReader(c Client, sid string) *EntryReader {
 // sequence.
 func (r *EntryReader) Next(ctx context.Context, after uint64) (page []SeqEntry, full bool, lastSeq uint64, err error) {
 	for {
-		var resp struct {
-			Entries []SeqEntry `json:"entries"`
-			LastSeq uint64     `json:"lastSeq"`
-		}
-		p := Params{"sessionId": r.sid, "afterSeq": after, "limit": r.limit}
-		if r.MinSeq > 0 {
-			p["minSeq"] = r.MinSeq
-		}
-		err := Call(ctx, r.c, "entries", p, &resp)
+		var resp wire.EntriesReply
+		err := Call(ctx, r.c, wire.EntriesRequest{SessionID: r.sid, AfterSeq: after, Limit: r.limit, MinSeq: r.MinSeq}, &resp)
 		if IsStatus(err, http.StatusRequestEntityTooLarge) && r.limit > 1 {
 			r.limit /= 2
 			continue
@@ -142,8 +137,8 @@ func (b *HTTP) Follow(ctx context.Context, sid string, after uint64, fn func(Seq
 // watch runs one connection of the stream, advancing *after with each
 // entry. nil means the server ended the stream.
 func (b *HTTP) watch(ctx context.Context, sid string, after *uint64, fn func(SeqEntry) error) error {
-	// Not in routes: Do cannot serve a stream.
-	req, err := b.request(ctx, route{"GET", "/v1/sessions/{id}/watch"}, withMinSeq(Params{"sessionId": sid}, b.minSeq), nil)
+	// Not through Do: the reply is a stream.
+	req, err := b.request(ctx, wire.WatchRequest{SessionID: sid})
 	if err != nil {
 		return err
 	}
@@ -158,7 +153,7 @@ func (b *HTTP) watch(ctx context.Context, sid string, after *uint64, fn func(Seq
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
-		return b.statusError("watch", resp.StatusCode, body)
+		return b.statusError(wire.OpWatch.Name, resp.StatusCode, body)
 	}
 	// pi-node pings every 15 s. A peer that vanished without closing the
 	// connection (a crashed host, a dropped NAT entry) sends nothing at

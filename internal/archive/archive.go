@@ -20,23 +20,8 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/session"
-	"github.com/pifleet/sessionlog/internal/store"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
-
-// Copy describes one archived copy of a session: its catalog record as of
-// the archived last sequence, and where the copy sits in the archive.
-type Copy struct {
-	store.Info
-	// Month (YYYYMM) partitions the archive: the creation month of a UUIDv7
-	// session id, else of the session header's timestamp (see MonthOf).
-	Month string `json:"month"`
-	// Seq is the archive's sequence of the copy's first message; a copy of
-	// more than one part is a run of consecutive messages.
-	Seq        uint64    `json:"archiveSeq"`
-	Parts      int       `json:"parts"`
-	Bytes      int64     `json:"bytes"` // size of the pi JSONL file
-	ArchivedAt time.Time `json:"archivedAt"`
-}
 
 // Backend stores copies and purges archived sessions from the log.
 // internal/jetstream.Archive implements it; every method is safe for
@@ -48,25 +33,25 @@ type Backend interface {
 	// Put stores data (the session's pi JSONL, every record up to
 	// c.LastSeq) as a copy and returns once the archive acknowledged all of
 	// it. Putting the same session and LastSeq again stores nothing new.
-	Put(ctx context.Context, c Copy, data []byte) error
+	Put(ctx context.Context, c wire.ArchiveCopy, data []byte) error
 	// Find returns every complete copy of the session, oldest first
 	// (ErrNotFound-free: none is an empty slice).
-	Find(ctx context.Context, sid string) ([]Copy, error)
+	Find(ctx context.Context, sid string) ([]wire.ArchiveCopy, error)
 	// Fetch returns the JSONL of a copy Find or List returned.
-	Fetch(ctx context.Context, c Copy) ([]byte, error)
+	Fetch(ctx context.Context, c wire.ArchiveCopy) ([]byte, error)
 	// Delete removes copies (after a restore made them redundant).
-	Delete(ctx context.Context, cs []Copy) error
+	Delete(ctx context.Context, cs []wire.ArchiveCopy) error
 	// List returns up to limit copies of month ("" for all) from archive
 	// sequence from on, and the sequence to continue from (0 at the end).
-	List(ctx context.Context, month string, from uint64, limit int) ([]Copy, uint64, error)
+	List(ctx context.Context, month string, from uint64, limit int) ([]wire.ArchiveCopy, uint64, error)
 
 	// LastSeq returns the session's last sequence in the log, from the
-	// stream leader; session.ErrNotFound when its subject is empty.
+	// stream leader; wire.ErrNotFound when its subject is empty.
 	LastSeq(ctx context.Context, sid string) (uint64, error)
 	// PurgeUpTo removes the session's records up to upTo from the log, if
 	// it has none after upTo, and then its cursors, and publishes the purge
 	// notice (session.PurgeRecord(sid, upTo)) so that every Store drops it.
-	//   - records after upTo before the purge: a *session.ConflictError
+	//   - records after upTo before the purge: a *wire.ConflictError
 	//     (unwraps to ErrConflict) with their last sequence; nothing done.
 	//   - records after upTo that a writer appended between that check and
 	//     the purge: remaining is their last sequence; the records up to
@@ -124,14 +109,14 @@ func V7Time(sid string) (time.Time, bool) {
 // ValidMonth checks a YYYYMM filter.
 func ValidMonth(m string) error {
 	if _, err := time.Parse("200601", m); err != nil || len(m) != 6 {
-		return session.Invalid("month", fmt.Sprintf("%q is not a month like 202611 (YYYYMM)", m))
+		return wire.Invalid("month", fmt.Sprintf("%q is not a month like 202611 (YYYYMM)", m))
 	}
 	return nil
 }
 
 // TooRecentError refuses a restore inside the log's dedupe window: the
 // restored records would carry message ids the log still remembers, and it
-// would drop them as duplicates. Unwraps to session.ErrConflict.
+// would drop them as duplicates. Unwraps to wire.ErrConflict.
 type TooRecentError struct {
 	Session  string
 	Modified time.Time // when the session's last record was written
@@ -143,5 +128,5 @@ func (e *TooRecentError) Error() string {
 		e.Session, e.Modified.UTC().Format(time.RFC3339), e.Until.UTC().Format(time.RFC3339))
 }
 
-// Unwrap makes errors.Is(err, session.ErrConflict) true.
-func (e *TooRecentError) Unwrap() error { return session.ErrConflict }
+// Unwrap makes errors.Is(err, wire.ErrConflict) true.
+func (e *TooRecentError) Unwrap() error { return wire.ErrConflict }

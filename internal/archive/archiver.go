@@ -11,6 +11,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/store"
+	"github.com/pifleet/sessionlog/internal/wire"
 	"github.com/pifleet/sessionlog/internal/writer"
 )
 
@@ -108,19 +109,6 @@ func (a *Archiver) Run(ctx context.Context) {
 	}
 }
 
-// PassResult is what one pass did.
-type PassResult struct {
-	Cutoff     time.Time `json:"cutoff"`     // sessions last written before it were candidates
-	Candidates int       `json:"candidates"` // idle in this node's Store at the start
-	Archived   int       `json:"archived"`   // in the archive and purged from the log (Repaired included)
-	Repaired   int       `json:"repaired"`   // a write raced with the purge; archived with it
-	Active     int       `json:"active"`     // written to meanwhile: left in the log
-	Gone       int       `json:"gone"`       // archived or purged by someone else meanwhile
-	Failed     int       `json:"failed"`     // errors: left as they were, retried next pass
-	Bytes      int64     `json:"bytes"`      // JSONL bytes archived
-	Seconds    float64   `json:"seconds"`
-}
-
 // LeaseHeldError: another node is running passes. Unwraps to ErrConflict.
 type LeaseHeldError struct{ Lease Lease }
 
@@ -128,21 +116,21 @@ func (e *LeaseHeldError) Error() string {
 	return fmt.Sprintf("node %s holds the archiver lease until %s: it is archiving now", e.Lease.Holder, e.Lease.Until.UTC().Format(time.RFC3339))
 }
 
-// Unwrap makes errors.Is(err, session.ErrConflict) true.
-func (e *LeaseHeldError) Unwrap() error { return session.ErrConflict }
+// Unwrap makes errors.Is(err, wire.ErrConflict) true.
+func (e *LeaseHeldError) Unwrap() error { return wire.ErrConflict }
 
 // Pass archives every session whose last record is older than olderThan,
 // under the cluster-wide lease; a *LeaseHeldError if another node has it.
 // Sessions that fail are counted and left for the next pass; the first
 // error is returned with the result.
-func (a *Archiver) Pass(ctx context.Context, olderThan time.Duration) (PassResult, error) {
+func (a *Archiver) Pass(ctx context.Context, olderThan time.Duration) (wire.ArchivePass, error) {
 	start := a.opts.Now()
-	res := PassResult{Cutoff: start.Add(-olderThan)}
+	res := wire.ArchivePass{Cutoff: start.Add(-olderThan)}
 	if olderThan < 0 {
-		return res, session.Invalid("olderThan", "must not be negative")
+		return res, wire.Invalid("olderThan", "must not be negative")
 	}
 	if !a.passMu.TryLock() {
-		return res, fmt.Errorf("%w: a pass is running on this node already", session.ErrConflict)
+		return res, fmt.Errorf("%w: a pass is running on this node already", wire.ErrConflict)
 	}
 	defer a.passMu.Unlock()
 	if err := a.Provision(ctx); err != nil {
@@ -165,7 +153,7 @@ func (a *Archiver) Pass(ctx context.Context, olderThan time.Duration) (PassResul
 			for sid := range work {
 				out, n, err := a.Archive(ctx, sid, res.Cutoff)
 				mu.Lock()
-				res.add(out, n, err)
+				count(&res, out, n, err)
 				if err != nil && first == nil {
 					first = err
 				}
@@ -206,7 +194,8 @@ func (a *Archiver) Provision(ctx context.Context) error {
 	return nil
 }
 
-func (r *PassResult) add(out Outcome, n int64, err error) {
+// count adds one session's outcome to the pass result r.
+func count(r *wire.ArchivePass, out Outcome, n int64, err error) {
 	switch {
 	case err != nil:
 		r.Failed++

@@ -12,8 +12,8 @@ import (
 	"github.com/pifleet/sessionlog/internal/archive"
 	"github.com/pifleet/sessionlog/internal/jetstream"
 	"github.com/pifleet/sessionlog/internal/jetstream/jstest"
-	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/store"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // modified is the session's last write time as the Store has it.
@@ -54,7 +54,7 @@ func TestPassArchivesIdleSessions(t *testing.T) {
 			t.Errorf("%s's Store: has idle %v, active %v; want false, true", name, st.Has(idle.SessionID), st.Has(active.SessionID))
 		}
 	}
-	if _, err := f.log.Read(ctx, idle.SessionID, 0); !errors.Is(err, session.ErrNotFound) {
+	if _, err := f.log.Read(ctx, idle.SessionID, 0); !errors.Is(err, wire.ErrNotFound) {
 		t.Errorf("archived session in the log: %v", err)
 	}
 	if got := f.export(other, active.SessionID); got == "" {
@@ -83,7 +83,7 @@ func TestPassArchivesIdleSessions(t *testing.T) {
 	if list, _, _ := f.a.List(ctx, "", 0, 10); len(list) != 0 {
 		t.Errorf("the archive still lists %d copies after the restore", len(list))
 	}
-	if _, err := f.a.Restore(ctx, idle.SessionID); !errors.Is(err, session.ErrNotFound) {
+	if _, err := f.a.Restore(ctx, idle.SessionID); !errors.Is(err, wire.ErrNotFound) {
 		t.Errorf("second restore: %v, want not found", err)
 	}
 }
@@ -145,10 +145,10 @@ func TestRestoreRefusals(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	missing := "01a22ba6-d94f-735d-ac17-131011d6d05b"
-	if _, err := f.a.Restore(ctx, missing); !errors.Is(err, session.ErrNotFound) {
+	if _, err := f.a.Restore(ctx, missing); !errors.Is(err, wire.ErrNotFound) {
 		t.Errorf("restore of a session never archived: %v", err)
 	}
-	if _, err := f.a.Restore(ctx, "nope"); !errors.Is(err, session.ErrInvalid) {
+	if _, err := f.a.Restore(ctx, "nope"); !errors.Is(err, wire.ErrInvalid) {
 		t.Errorf("restore of a bad id: %v", err)
 	}
 	s := f.create(1)
@@ -158,7 +158,7 @@ func TestRestoreRefusals(t *testing.T) {
 	// Just written: the log's dedupe window (plus a margin) is not over.
 	_, err := f.a.Restore(ctx, s.SessionID)
 	var tr *archive.TooRecentError
-	if !errors.As(err, &tr) || !errors.Is(err, session.ErrConflict) || !strings.Contains(err.Error(), "restore it after") {
+	if !errors.As(err, &tr) || !errors.Is(err, wire.ErrConflict) || !strings.Contains(err.Error(), "restore it after") {
 		t.Fatalf("immediate restore: %v, want too recent", err)
 	}
 	f.clock.advance(time.Hour)
@@ -167,11 +167,11 @@ func TestRestoreRefusals(t *testing.T) {
 	// A stale copy of a live session (it was written to after the copy).
 	f.wait(f.store, f.logEnd())
 	month := archive.MonthOf(s.SessionID, time.Time{})
-	stale := archive.Copy{Info: store.Info{SessionID: s.SessionID, LastSeq: 1}, Month: month}
+	stale := wire.ArchiveCopy{Info: wire.Info{SessionID: s.SessionID, LastSeq: 1}, Month: month}
 	if err := f.arch.Put(ctx, stale, []byte(f.export(f.store, s.SessionID))); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.a.Restore(ctx, s.SessionID); !errors.Is(err, session.ErrExists) {
+	if _, err := f.a.Restore(ctx, s.SessionID); !errors.Is(err, wire.ErrExists) {
 		t.Errorf("restore over a live session: %v, want exists", err)
 	}
 	list, _, err := f.a.List(ctx, month, 0, 10)
@@ -239,7 +239,7 @@ func TestListPages(t *testing.T) {
 	if list, _, err := f.a.List(ctx, "199901", 0, 10); err != nil || len(list) != 0 {
 		t.Errorf("another month: %v %d", err, len(list))
 	}
-	if _, _, err := f.a.List(ctx, "2026-11", 0, 10); !errors.Is(err, session.ErrInvalid) {
+	if _, _, err := f.a.List(ctx, "2026-11", 0, 10); !errors.Is(err, wire.ErrInvalid) {
 		t.Errorf("bad month: %v", err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/jetstream/jstest"
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/testutil"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // On a three-node cluster (R3): sessions written through one node and
@@ -99,7 +100,7 @@ func TestLease(t *testing.T) {
 	}
 	_, err := f.a.Pass(ctx, 0)
 	var held *archive.LeaseHeldError
-	if !errors.As(err, &held) || held.Lease.Holder != "n2" || !errors.Is(err, session.ErrConflict) {
+	if !errors.As(err, &held) || held.Lease.Holder != "n2" || !errors.Is(err, wire.ErrConflict) {
 		t.Fatalf("pass while n2 holds the lease: %v", err)
 	}
 	if err := f.arch.Unlease(ctx, "n1"); err != nil {
@@ -136,7 +137,7 @@ func TestLease(t *testing.T) {
 		wg.Go(func() {
 			name := fmt.Sprintf("racer%d", i)
 			l, err := f.arch.Lease(ctx, name, time.Minute)
-			if err != nil && !errors.Is(err, session.ErrConflict) {
+			if err != nil && !errors.Is(err, wire.ErrConflict) {
 				t.Errorf("%s: %v", name, err)
 				return
 			}
@@ -171,7 +172,7 @@ func (b *leaseCounter) Lease(ctx context.Context, holder string, ttl time.Durati
 	return b.Backend.Lease(ctx, holder, ttl)
 }
 
-func (b *leaseCounter) Put(ctx context.Context, c archive.Copy, data []byte) error {
+func (b *leaseCounter) Put(ctx context.Context, c wire.ArchiveCopy, data []byte) error {
 	select {
 	case <-b.renewed:
 	case <-ctx.Done():

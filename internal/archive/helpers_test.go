@@ -15,7 +15,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/testutil"
-	"github.com/pifleet/sessionlog/internal/writer"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // fixture is one node on a real JetStream server: the log (with a short
@@ -107,13 +107,13 @@ func (f *fixture) newStore() *store.Store {
 
 // create stores a session of n chained message entries and waits until
 // the fixture's Store has it.
-func (f *fixture) create(n int) service.WriteResult {
+func (f *fixture) create(n int) wire.WriteResult {
 	f.t.Helper()
 	entries := make([]json.RawMessage, n)
 	for i := range entries {
 		entries[i] = entryJSON(fmt.Sprintf("question %d", i))
 	}
-	res, err := f.svc.Create(context.Background(), service.CreateRequest{Entries: entries})
+	res, err := f.svc.Create(context.Background(), wire.CreateRequest{Entries: entries})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -122,9 +122,9 @@ func (f *fixture) create(n int) service.WriteResult {
 }
 
 // appendOne appends one entry and waits for the Store.
-func (f *fixture) appendOne(sid, text string) service.WriteResult {
+func (f *fixture) appendOne(sid, text string) wire.WriteResult {
 	f.t.Helper()
-	res, err := f.svc.Append(context.Background(), sid, service.AppendRequest{Entries: []json.RawMessage{entryJSON(text)}})
+	res, err := f.svc.Append(context.Background(), sid, wire.AppendRequest{Entries: []json.RawMessage{entryJSON(text)}})
 	if err != nil {
 		f.t.Fatalf("append to %s: %v", sid, err)
 	}
@@ -171,9 +171,9 @@ func (f *fixture) logEnd() uint64 {
 // restore restores sid, retrying while the log's dedupe window (100 ms
 // here; the Archiver's clock is ahead, so only the server's counts) still
 // remembers its ids.
-func (f *fixture) restore(sid string) writer.ImportResult {
+func (f *fixture) restore(sid string) wire.ImportResult {
 	f.t.Helper()
-	var res writer.ImportResult
+	var res wire.ImportResult
 	var err error
 	testutil.WaitFor(f.t, 10*time.Second, func() error {
 		res, err = f.a.Restore(context.Background(), sid)

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/store"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // Outcome is what Archive did with one session.
@@ -79,10 +79,10 @@ func (a *Archiver) Archive(ctx context.Context, sid string, cutoff time.Time) (O
 const repairFor = time.Minute
 
 // purge is step 4, and the repair of a session a write tore (see Archive).
-func (a *Archiver) purge(ctx context.Context, c *Copy, data []byte) (Outcome, int64, error) {
+func (a *Archiver) purge(ctx context.Context, c *wire.ArchiveCopy, data []byte) (Outcome, int64, error) {
 	sid, upTo := c.SessionID, c.LastSeq
 	remaining, err := a.b.PurgeUpTo(ctx, sid, upTo)
-	var conflict *session.ConflictError
+	var conflict *wire.ConflictError
 	switch {
 	case errors.As(err, &conflict):
 		// Written to after step 2, and nothing purged: the session stays.
@@ -137,12 +137,12 @@ func (a *Archiver) purge(ctx context.Context, c *Copy, data []byte) (Outcome, in
 // Store has applied but not added to the session is one it skipped (a
 // line that is not pi's, a repeated header): the purge goes up to it, and
 // it is left out of the copy, as it is out of the Store's export.
-func (a *Archiver) export(ctx context.Context, sid string, cutoff time.Time) (Copy, []byte, Outcome, error) {
+func (a *Archiver) export(ctx context.Context, sid string, cutoff time.Time) (wire.ArchiveCopy, []byte, Outcome, error) {
 	for range 3 {
 		// Read before the export: the export holds at least what the Store
 		// had applied by then.
 		applied := a.store.Applied()
-		var c Copy
+		var c wire.ArchiveCopy
 		var data []byte
 		err := a.store.View(ctx, sid, func(d *store.Doc) error {
 			c.Info = d.Info()
@@ -152,7 +152,7 @@ func (a *Archiver) export(ctx context.Context, sid string, cutoff time.Time) (Co
 			return nil
 		})
 		switch {
-		case errors.Is(err, session.ErrNotFound):
+		case errors.Is(err, wire.ErrNotFound):
 			return c, nil, Gone, nil
 		case err != nil:
 			return c, nil, Active, fmt.Errorf("archive %s: export: %w", sid, err)
@@ -162,7 +162,7 @@ func (a *Archiver) export(ctx context.Context, sid string, cutoff time.Time) (Co
 		c.Month = MonthOf(sid, c.Created)
 		last, err := a.b.LastSeq(ctx, sid)
 		switch {
-		case errors.Is(err, session.ErrNotFound):
+		case errors.Is(err, wire.ErrNotFound):
 			// Purged already (a pass that died before its notice): archive
 			// the Store's copy anyway; the notice goes out after it.
 			return c, data, Archived, nil
@@ -172,7 +172,7 @@ func (a *Archiver) export(ctx context.Context, sid string, cutoff time.Time) (Co
 			return c, data, Archived, nil
 		}
 		later, err := a.log.Read(ctx, sid, c.LastSeq)
-		if err != nil && !errors.Is(err, session.ErrNotFound) {
+		if err != nil && !errors.Is(err, wire.ErrNotFound) {
 			return c, nil, Active, fmt.Errorf("archive %s: read after %d: %w", sid, c.LastSeq, err)
 		}
 		if len(later) == 0 {
@@ -195,16 +195,16 @@ func (a *Archiver) export(ctx context.Context, sid string, cutoff time.Time) (Co
 			return c, nil, Active, fmt.Errorf("archive %s: this node's Store lags the log: %w", sid, err)
 		}
 	}
-	return Copy{}, nil, Active, nil // written to as fast as we look
+	return wire.ArchiveCopy{}, nil, Active, nil // written to as fast as we look
 }
 
 // complete adds the records after upTo to the copy and puts it again; it
 // returns the copy's data and new last sequence, or done when nothing is
 // left to purge. Records another archiver purged meanwhile are not there
 // to add: the next PurgeUpTo finds the subject empty and sends the notice.
-func (a *Archiver) complete(ctx context.Context, c *Copy, data []byte, upTo uint64) ([]byte, uint64, bool, error) {
+func (a *Archiver) complete(ctx context.Context, c *wire.ArchiveCopy, data []byte, upTo uint64) ([]byte, uint64, bool, error) {
 	later, err := a.log.Read(ctx, c.SessionID, upTo)
-	if errors.Is(err, session.ErrNotFound) {
+	if errors.Is(err, wire.ErrNotFound) {
 		return data, upTo, false, nil
 	}
 	if err != nil {

@@ -13,8 +13,7 @@ import (
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pifleet/sessionlog/internal/archive"
-	"github.com/pifleet/sessionlog/internal/service"
-	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/wire"
 	"github.com/pifleet/sessionlog/internal/writer"
 )
 
@@ -68,7 +67,7 @@ func TestAppendDuringPurgeIsArchivedWithTheSession(t *testing.T) {
 	if other.Has(s.SessionID) {
 		t.Error("the other Store kept the session")
 	}
-	if _, err := f.log.Read(ctx, s.SessionID, 0); !errors.Is(err, session.ErrNotFound) {
+	if _, err := f.log.Read(ctx, s.SessionID, 0); !errors.Is(err, wire.ErrNotFound) {
 		t.Errorf("records left in the log: %v", err)
 	}
 	rebuilt := f.newStore()
@@ -176,14 +175,14 @@ func TestWritersRacingPasses(t *testing.T) {
 		wg.Go(func() {
 			for k := 0; ; k++ {
 				text := fmt.Sprintf("s%d-e%d", i, k)
-				if _, err := f.svc.Append(ctx, sid, service.AppendRequest{Entries: []json.RawMessage{entryJSON(text)}}); err != nil {
+				if _, err := f.svc.Append(ctx, sid, wire.AppendRequest{Entries: []json.RawMessage{entryJSON(text)}}); err != nil {
 					return // archived: the session is gone
 				}
 				acked[i] = append(acked[i], text)
 			}
 		})
 	}
-	var total archive.PassResult
+	var total wire.ArchivePass
 	for pass := 0; pass < 50 && len(f.store.Idle(f.clock.Now())) > 0; pass++ {
 		res, err := f.a.Pass(ctx, 0)
 		if err != nil {

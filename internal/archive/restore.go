@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/wire"
 	"github.com/pifleet/sessionlog/internal/writer"
 )
 
@@ -22,34 +23,34 @@ import (
 //
 // A restore that fails midway leaves nothing in the log (an import is
 // atomic) and the copies in the archive, so it can be run again.
-func (a *Archiver) Restore(ctx context.Context, sid string) (writer.ImportResult, error) {
+func (a *Archiver) Restore(ctx context.Context, sid string) (wire.ImportResult, error) {
 	if err := session.ValidSessionID(sid); err != nil {
-		return writer.ImportResult{}, err
+		return wire.ImportResult{}, err
 	}
 	copies, err := a.b.Find(ctx, sid)
 	if err != nil {
-		return writer.ImportResult{}, fmt.Errorf("restore %s: %w", sid, err)
+		return wire.ImportResult{}, fmt.Errorf("restore %s: %w", sid, err)
 	}
 	if len(copies) == 0 {
-		return writer.ImportResult{}, fmt.Errorf("restore %s: %w: the archive has no copy of this session", sid, session.ErrNotFound)
+		return wire.ImportResult{}, fmt.Errorf("restore %s: %w: the archive has no copy of this session", sid, wire.ErrNotFound)
 	}
 	best := newest(copies)
 	if until := best.Modified.Add(a.b.DuplicateWindow() + dedupeMargin); a.opts.Now().Before(until) {
-		return writer.ImportResult{}, &TooRecentError{Session: sid, Modified: best.Modified, Until: until}
+		return wire.ImportResult{}, &TooRecentError{Session: sid, Modified: best.Modified, Until: until}
 	}
 	data, err := a.b.Fetch(ctx, best)
 	if err != nil {
-		return writer.ImportResult{}, fmt.Errorf("restore %s: %w", sid, err)
+		return wire.ImportResult{}, fmt.Errorf("restore %s: %w", sid, err)
 	}
 	res, err := writer.Import(ctx, a.log, data, nil, a.opts.Retry)
-	if errors.Is(err, session.ErrExists) {
-		if _, lerr := a.b.LastSeq(ctx, sid); errors.Is(lerr, session.ErrNotFound) {
+	if errors.Is(err, wire.ErrExists) {
+		if _, lerr := a.b.LastSeq(ctx, sid); errors.Is(lerr, wire.ErrNotFound) {
 			// Not in the log, yet refused: the dedupe window of a node
 			// whose clock runs behind.
 			until := a.opts.Now().Add(a.b.DuplicateWindow())
 			return res, &TooRecentError{Session: sid, Modified: best.Modified, Until: until}
 		}
-		return res, fmt.Errorf("restore %s: %w: the session is in the log (restored already, or written to again after this copy was made)", sid, session.ErrExists)
+		return res, fmt.Errorf("restore %s: %w: the session is in the log (restored already, or written to again after this copy was made)", sid, wire.ErrExists)
 	}
 	if err != nil {
 		return res, fmt.Errorf("restore %s: %w", sid, err)
@@ -70,7 +71,7 @@ const dedupeMargin = 2 * time.Second
 
 // newest is the copy with the highest last sequence (the latest archive
 // pass wins over a stale copy), the later one of equals.
-func newest(cs []Copy) Copy {
+func newest(cs []wire.ArchiveCopy) wire.ArchiveCopy {
 	best := cs[0]
 	for _, c := range cs[1:] {
 		if c.LastSeq > best.LastSeq || c.LastSeq == best.LastSeq && c.Seq > best.Seq {
@@ -80,17 +81,10 @@ func newest(cs []Copy) Copy {
 	return best
 }
 
-// Listed is a copy in a listing. Live flags a session this node's Store
-// holds: a stale copy of a session written to again after it was made.
-type Listed struct {
-	Copy
-	Live bool `json:"live"`
-}
-
 // List returns a page of the archive: up to limit copies (default 100, at
 // most 1000) of month ("" for all), from archive sequence from on, and the
 // sequence of the next page (0 on the last).
-func (a *Archiver) List(ctx context.Context, month string, from uint64, limit int) ([]Listed, uint64, error) {
+func (a *Archiver) List(ctx context.Context, month string, from uint64, limit int) ([]wire.ArchivedSession, uint64, error) {
 	if month != "" {
 		if err := ValidMonth(month); err != nil {
 			return nil, 0, err
@@ -103,9 +97,9 @@ func (a *Archiver) List(ctx context.Context, month string, from uint64, limit in
 	if err != nil {
 		return nil, 0, err
 	}
-	out := make([]Listed, len(cs))
+	out := make([]wire.ArchivedSession, len(cs))
 	for i, c := range cs {
-		out[i] = Listed{Copy: c, Live: a.store.Has(c.SessionID)}
+		out[i] = wire.ArchivedSession{ArchiveCopy: c, Live: a.store.Has(c.SessionID)}
 	}
 	return out, next, nil
 }

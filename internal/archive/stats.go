@@ -3,6 +3,8 @@ package archive
 import (
 	"sync"
 	"sync/atomic"
+
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // stats are the Archiver's counters since the process started.
@@ -13,7 +15,7 @@ type stats struct {
 	passes    atomic.Uint64
 
 	mu   sync.Mutex
-	last PassResult // the last pass this node ran
+	last wire.ArchivePass // the last pass this node ran
 }
 
 func (s *stats) archived(out Outcome) {
@@ -23,7 +25,7 @@ func (s *stats) archived(out Outcome) {
 	}
 }
 
-func (s *stats) pass(r PassResult) {
+func (s *stats) pass(r wire.ArchivePass) {
 	s.passes.Add(1)
 	s.mu.Lock()
 	s.last = r
@@ -35,7 +37,7 @@ func (s *stats) pass(r PassResult) {
 // client links through the JetStream adapter, needs no Prometheus).
 type Stats struct {
 	Archived, Repaired, Restored, Passes uint64
-	LastPass                             PassResult
+	LastPass                             wire.ArchivePass
 }
 
 // Stats returns the counters.

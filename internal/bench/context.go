@@ -8,8 +8,8 @@ import (
 	"github.com/pifleet/sessionlog/internal/apiclient"
 	"github.com/pifleet/sessionlog/internal/jetstream"
 	"github.com/pifleet/sessionlog/internal/service"
-	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/tree"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // ContextOptions configure the context scenario.
@@ -144,7 +144,7 @@ func RunContext(ctx context.Context, e *Env, o ContextOptions) (*Result, error) 
 
 func apiContext(clients []apiclient.Client) reader {
 	return func(ctx context.Context, w int, sid, leaf string) ([]byte, error) {
-		return clients[w%len(clients)].Do(ctx, "context", apiclient.Params{"sessionId": sid, "leaf": leaf}, nil)
+		return clients[w%len(clients)].Do(ctx, wire.ContextRequest{SessionID: sid, Leaf: wire.EntryID(leaf)})
 	}
 }
 
@@ -169,7 +169,7 @@ func rawContext(log *jetstream.Log) reader {
 		}
 		i, ok := s.Index(leaf)
 		if !ok {
-			return nil, fmt.Errorf("leaf %s: %w", leaf, session.ErrNotFound)
+			return nil, fmt.Errorf("leaf %s: %w", leaf, wire.ErrNotFound)
 		}
 		c := s.ContextAt(i)
 		return c.AppendJSON(nil, tree.ContextOptions{}), nil

@@ -9,8 +9,8 @@ import (
 	"runtime/pprof"
 	"time"
 
-	"github.com/pifleet/sessionlog/internal/api"
 	"github.com/pifleet/sessionlog/internal/apiclient"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // Row names of the rebuild scenario; the node's rows name the raw ones
@@ -218,9 +218,9 @@ func startFigures(res *Result, when string, st startup, process bool) {
 	res.figure(when+": Store open to serving", ms(st.service), "ms")
 }
 
-func nodeStatus(ctx context.Context, c apiclient.Client) (api.StatusReply, error) {
-	var s api.StatusReply
-	err := apiclient.Call(ctx, c, "status", nil, &s)
+func nodeStatus(ctx context.Context, c apiclient.Client) (wire.StatusReply, error) {
+	var s wire.StatusReply
+	err := apiclient.Call(ctx, c, wire.StatusRequest{}, &s)
 	return s, err
 }
 
@@ -243,7 +243,7 @@ func timeReads(ctx context.Context, c apiclient.Client, prog Progress, name stri
 	lat, wall, err := runJobs(ctx, prog, name, 1, n, n, func(ctx context.Context, j int, m *meter) error {
 		id := sid(j)
 		return m.time(func() error {
-			_, err := c.Do(ctx, "context", apiclient.Params{"sessionId": id}, nil)
+			_, err := c.Do(ctx, wire.ContextRequest{SessionID: id})
 			if err != nil {
 				return fmt.Errorf("context of %s: %w", id, err)
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/apiclient"
 	"github.com/pifleet/sessionlog/internal/jetstream"
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // sink is one way of storing sessions, the thing the append and create
@@ -45,17 +46,17 @@ func (s *nodeSink) create(ctx context.Context, w int, sid string, recs []session
 		entries[i] = r.Data
 	}
 	var rep struct{ LastSeq uint64 }
-	err := apiclient.Call(ctx, s.client(w), "create", apiclient.Params{"header": json.RawMessage(recs[0].Data), "entries": entries}, &rep)
+	err := apiclient.Call(ctx, s.client(w), wire.CreateRequest{Header: json.RawMessage(recs[0].Data), Entries: entries}, &rep)
 	return rep.LastSeq, err
 }
 
 func (s *nodeSink) append(ctx context.Context, w int, sid string, last uint64, rec session.Record) (uint64, error) {
-	p := apiclient.Params{"sessionId": sid, "entries": []json.RawMessage{rec.Data}}
+	req := wire.AppendRequest{SessionID: sid, Entries: []json.RawMessage{rec.Data}}
 	if s.cas {
-		p["expectLastSeq"] = last
+		req.ExpectLastSeq = &last
 	}
 	var rep struct{ LastSeq uint64 }
-	err := apiclient.Call(ctx, s.client(w), "append", p, &rep)
+	err := apiclient.Call(ctx, s.client(w), req, &rep)
 	return rep.LastSeq, err
 }
 

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/apiclient"
-	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // subject is the node the rebuild scenario starts, stops and starts
@@ -152,8 +152,8 @@ func procMemory(pid int) (rss, hwm int64, err error) {
 // own minSeq wait (bounded by the node's --min-seq-timeout, so it loops).
 func waitAPI(ctx context.Context, c apiclient.Client, seq uint64) error {
 	for {
-		_, err := c.Do(ctx, "status", apiclient.Params{"minSeq": seq}, nil)
-		if !errors.Is(err, session.ErrTimeout) {
+		_, err := c.Do(ctx, wire.StatusRequest{MinSeq: seq})
+		if !errors.Is(err, wire.ErrTimeout) {
 			return err
 		}
 	}

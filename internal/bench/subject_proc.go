@@ -16,6 +16,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/apiclient"
 	"github.com/pifleet/sessionlog/internal/loopback"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // proc is the pi-node binary run as a process over the data dir: what an
@@ -70,7 +71,7 @@ func (p *proc) start(ctx context.Context) (startup, error) {
 		}
 		if p.client != nil {
 			sctx, cancel := context.WithTimeout(ctx, time.Second)
-			_, err := p.client.Do(sctx, "status", nil, nil)
+			_, err := p.client.Do(sctx, wire.StatusRequest{})
 			cancel()
 			if err == nil {
 				return startup{service: time.Since(t)}, nil

@@ -17,7 +17,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/archive"
 	"github.com/pifleet/sessionlog/internal/session"
-	"github.com/pifleet/sessionlog/internal/store"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 var _ archive.Backend = (*Archive)(nil)
@@ -28,7 +28,7 @@ const (
 	hdrArchSession = "Pi-Session"
 	hdrArchLastSeq = "Pi-Last-Seq"
 	hdrArchPart    = "Pi-Part" // "k/n", 1-based
-	hdrArchInfo    = "Pi-Info" // the store.Info JSON, ASCII only; on part 1
+	hdrArchInfo    = "Pi-Info" // the wire.Info JSON, ASCII only; on part 1
 )
 
 // ArchiveConfig names the archive's JetStream assets: a stream with few
@@ -128,7 +128,7 @@ func shard(sid string) string { return strings.ToLower(sid[len(sid)-2:]) }
 // in the archive whole or not at all. Message ids make a repeated Put of
 // the same copy within the dedupe window a no-op; after it, a second
 // identical copy (Find returns both; restores take the newest).
-func (a *Archive) Put(ctx context.Context, c archive.Copy, data []byte) error {
+func (a *Archive) Put(ctx context.Context, c wire.ArchiveCopy, data []byte) error {
 	sid := c.SessionID
 	if err := session.ValidSessionID(sid); err != nil {
 		return fmt.Errorf("archive %s: %w", sid, err)
@@ -137,11 +137,11 @@ func (a *Archive) Put(ctx context.Context, c archive.Copy, data []byte) error {
 	// Every part is cut to fit with the largest headers any part carries.
 	chunk := a.partLimit() - len(info) - 512 - headerReserve
 	if chunk < 4096 {
-		return fmt.Errorf("archive %s: %w: its catalog record is %d bytes, too large for a message header", sid, session.ErrTooLarge, len(info))
+		return fmt.Errorf("archive %s: %w: its catalog record is %d bytes, too large for a message header", sid, wire.ErrTooLarge, len(info))
 	}
 	n := max(1, (len(data)+chunk-1)/chunk)
 	if n > 1000 {
-		return fmt.Errorf("archive %s: %w: %d bytes would take %d parts, more than one atomic batch carries", sid, session.ErrTooLarge, len(data), n)
+		return fmt.Errorf("archive %s: %w: %d bytes would take %d parts, more than one atomic batch carries", sid, wire.ErrTooLarge, len(data), n)
 	}
 	subj := a.copySubject(sid, c.Month)
 	last := strconv.FormatUint(c.LastSeq, 10)
@@ -161,7 +161,7 @@ func (a *Archive) Put(ctx context.Context, c archive.Copy, data []byte) error {
 	if n == 1 {
 		// A duplicate ack means this very copy is stored already: done.
 		if _, err := a.js.PublishMsg(ctx, msgs[0]); err != nil {
-			return fmt.Errorf("archive %s: %w", sid, translate(err, session.ErrConflict))
+			return fmt.Errorf("archive %s: %w", sid, translate(err, wire.ErrConflict))
 		}
 		return nil
 	}
@@ -174,7 +174,7 @@ func (a *Archive) Put(ctx context.Context, c archive.Copy, data []byte) error {
 		return nil // the same copy was committed before, atomically: whole
 	}
 	if err != nil {
-		return fmt.Errorf("archive %s (%d parts): %w", sid, n, translate(err, session.ErrConflict))
+		return fmt.Errorf("archive %s (%d parts): %w", sid, n, translate(err, wire.ErrConflict))
 	}
 	return nil
 }
@@ -187,7 +187,7 @@ func (a *Archive) partLimit() int { return msgLimit(a.js, a.cfg.MaxMsgSize) }
 // every non-ASCII character escaped, as header values are safest in ASCII.
 // A record too large for a header (a name of many kilobytes) loses its name
 // and cwd: the copy's body has them anyway.
-func infoHeader(in store.Info) string {
+func infoHeader(in wire.Info) string {
 	b, _ := json.Marshal(in)
 	if len(b) > 16<<10 {
 		in.Name, in.Cwd = nil, ""

@@ -10,7 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pifleet/sessionlog/internal/archive"
-	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // leaseKey is the one key of the lease bucket.
@@ -36,7 +36,7 @@ func (a *Archive) Lease(ctx context.Context, holder string, ttl time.Duration) (
 		case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrKeyDeleted):
 			_, err = kv.Create(ctx, leaseKey, val)
 		case err != nil:
-			return archive.Lease{}, fmt.Errorf("archiver lease: %w", translate(err, session.ErrConflict))
+			return archive.Lease{}, fmt.Errorf("archiver lease: %w", translate(err, wire.ErrConflict))
 		default:
 			var cur archive.Lease
 			if json.Unmarshal(e.Value(), &cur) == nil && cur.Holder != holder && now.Before(cur.Until) {
@@ -50,10 +50,10 @@ func (a *Archive) Lease(ctx context.Context, holder string, ttl time.Duration) (
 		// Someone changed it between our read and our write: read again
 		// and see who has it now.
 		if !errors.Is(err, jetstream.ErrKeyExists) && apiCode(err) != codeWrongLastSeq {
-			return archive.Lease{}, fmt.Errorf("archiver lease: %w", translate(err, session.ErrConflict))
+			return archive.Lease{}, fmt.Errorf("archiver lease: %w", translate(err, wire.ErrConflict))
 		}
 	}
-	return archive.Lease{}, fmt.Errorf("archiver lease: %w: contended", session.ErrConflict)
+	return archive.Lease{}, fmt.Errorf("archiver lease: %w: contended", wire.ErrConflict)
 }
 
 // Unlease gives the lease up if holder has it, by a delete conditional on
@@ -68,7 +68,7 @@ func (a *Archive) Unlease(ctx context.Context, holder string) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("archiver lease: %w", translate(err, session.ErrConflict))
+		return fmt.Errorf("archiver lease: %w", translate(err, wire.ErrConflict))
 	}
 	var cur archive.Lease
 	if json.Unmarshal(e.Value(), &cur) != nil || cur.Holder != holder {
@@ -76,7 +76,7 @@ func (a *Archive) Unlease(ctx context.Context, holder string) error {
 	}
 	err = kv.Delete(ctx, leaseKey, jetstream.LastRevision(e.Revision()))
 	if err != nil && apiCode(err) != codeWrongLastSeq {
-		return fmt.Errorf("archiver lease: %w", translate(err, session.ErrConflict))
+		return fmt.Errorf("archiver lease: %w", translate(err, wire.ErrConflict))
 	}
 	return nil
 }
@@ -90,7 +90,7 @@ func (a *Archive) leaseBucket(ctx context.Context) (jetstream.KeyValue, error) {
 	}
 	kv, err := a.js.KeyValue(ctx, a.cfg.LeaseBucket)
 	if err != nil {
-		return nil, fmt.Errorf("archiver lease bucket %s: %w", a.cfg.LeaseBucket, translate(err, session.ErrConflict))
+		return nil, fmt.Errorf("archiver lease bucket %s: %w", a.cfg.LeaseBucket, translate(err, wire.ErrConflict))
 	}
 	a.kv = kv
 	return kv, nil

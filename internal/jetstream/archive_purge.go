@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // LastSeq returns the session's last sequence in the log, from the stream
@@ -16,7 +17,7 @@ import (
 func (a *Archive) LastSeq(ctx context.Context, sid string) (uint64, error) {
 	m, err := leaderGet(ctx, a.js, a.log.api, a.log.cfg.Stream, msgGetRequest{LastFor: a.log.subject(sid)})
 	if err != nil {
-		return 0, fmt.Errorf("last sequence of %s: %w", sid, translate(err, session.ErrConflict))
+		return 0, fmt.Errorf("last sequence of %s: %w", sid, translate(err, wire.ErrConflict))
 	}
 	return m.Seq, nil
 }
@@ -37,13 +38,13 @@ func (a *Archive) PurgeUpTo(ctx context.Context, sid string, upTo uint64) (uint6
 	}
 	last, err := a.LastSeq(ctx, sid)
 	switch {
-	case errors.Is(err, session.ErrNotFound):
+	case errors.Is(err, wire.ErrNotFound):
 		// Purged already, by an earlier attempt that died before its
 		// notice, or by another archiver: finish the job.
 	case err != nil:
 		return 0, err
 	case last > upTo:
-		return 0, &session.ConflictError{LastSeq: last, Reason: fmt.Sprintf("session %s has records up to %d, after %d", sid, last, upTo)}
+		return 0, &wire.ConflictError{LastSeq: last, Reason: fmt.Sprintf("session %s has records up to %d, after %d", sid, last, upTo)}
 	default:
 		if err := a.purge(ctx, a.log.cfg.Stream, a.log.subject(sid), upTo+1); err != nil {
 			return 0, fmt.Errorf("purge %s up to %d: %w", sid, upTo, err)
@@ -52,7 +53,7 @@ func (a *Archive) PurgeUpTo(ctx context.Context, sid string, upTo uint64) (uint6
 		if err == nil {
 			return last, nil
 		}
-		if !errors.Is(err, session.ErrNotFound) {
+		if !errors.Is(err, wire.ErrNotFound) {
 			return 0, err
 		}
 	}
@@ -111,7 +112,7 @@ func (a *Archive) purge(ctx context.Context, stream, filter string, below uint64
 	}
 	msg, err := a.js.Conn().RequestWithContext(ctx, a.log.api+"STREAM.PURGE."+stream, body)
 	if err != nil {
-		return translate(err, session.ErrConflict)
+		return translate(err, wire.ErrConflict)
 	}
 	var resp struct {
 		Error   *jetstream.APIError `json:"error,omitempty"`
@@ -121,7 +122,7 @@ func (a *Archive) purge(ctx context.Context, stream, filter string, below uint64
 		return fmt.Errorf("stream purge: bad response: %w", err)
 	}
 	if resp.Error != nil {
-		return translate(resp.Error, session.ErrConflict)
+		return translate(resp.Error, wire.ErrConflict)
 	}
 	if !resp.Success {
 		return fmt.Errorf("stream purge of %s on %s: not successful", filter, stream)

@@ -14,12 +14,13 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/archive"
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // List returns up to limit copies of month ("" for every month) from
 // archive sequence from on, in archive order, and where the next page
 // starts (0 when this is the last).
-func (a *Archive) List(ctx context.Context, month string, from uint64, limit int) ([]archive.Copy, uint64, error) {
+func (a *Archive) List(ctx context.Context, month string, from uint64, limit int) ([]wire.ArchiveCopy, uint64, error) {
 	filter := a.cfg.SubjectPrefix + ".*.*"
 	if month != "" {
 		if err := archive.ValidMonth(month); err != nil {
@@ -27,9 +28,9 @@ func (a *Archive) List(ctx context.Context, month string, from uint64, limit int
 		}
 		filter = a.cfg.SubjectPrefix + "." + month + ".*"
 	}
-	out := []archive.Copy{}
+	out := []wire.ArchiveCopy{}
 	var next uint64
-	err := a.scan(ctx, filter, max(from, 1), func(c archive.Copy) bool {
+	err := a.scan(ctx, filter, max(from, 1), func(c wire.ArchiveCopy) bool {
 		if len(out) == limit {
 			next = c.Seq
 			return false
@@ -43,7 +44,7 @@ func (a *Archive) List(ctx context.Context, month string, from uint64, limit int
 // Find returns every complete copy of the session, oldest first. It scans
 // the headers of one shard: of the id's month for a UUIDv7, else of every
 // month.
-func (a *Archive) Find(ctx context.Context, sid string) ([]archive.Copy, error) {
+func (a *Archive) Find(ctx context.Context, sid string) ([]wire.ArchiveCopy, error) {
 	if err := session.ValidSessionID(sid); err != nil {
 		return nil, err
 	}
@@ -51,8 +52,8 @@ func (a *Archive) Find(ctx context.Context, sid string) ([]archive.Copy, error) 
 	if _, ok := archive.V7Time(sid); ok {
 		month = archive.MonthOf(sid, time.Time{})
 	}
-	out := []archive.Copy{}
-	err := a.scan(ctx, a.cfg.SubjectPrefix+"."+month+"."+shard(sid), 1, func(c archive.Copy) bool {
+	out := []wire.ArchiveCopy{}
+	err := a.scan(ctx, a.cfg.SubjectPrefix+"."+month+"."+shard(sid), 1, func(c wire.ArchiveCopy) bool {
 		if c.SessionID == sid {
 			out = append(out, c)
 		}
@@ -66,7 +67,7 @@ func (a *Archive) Find(ctx context.Context, sid string) ([]archive.Copy, error) 
 // until fn returns false. It reads headers only, with an ordered consumer:
 // bodies are fetched by Fetch for the one copy a restore needs. The scan of
 // a large month may take seconds: only ctx bounds it.
-func (a *Archive) scan(ctx context.Context, filter string, from uint64, fn func(c archive.Copy) bool) error {
+func (a *Archive) scan(ctx context.Context, filter string, from uint64, fn func(c wire.ArchiveCopy) bool) error {
 	end, err := leaderGet(ctx, a.js, a.log.api, a.cfg.Stream, msgGetRequest{LastFor: filter})
 	if isNotFound(err) {
 		return nil // nothing archived there
@@ -87,11 +88,11 @@ func (a *Archive) scan(ctx context.Context, filter string, from uint64, fn func(
 		return a.noArchive(err)
 	}
 	defer c.stop()
-	var cur *archive.Copy
+	var cur *wire.ArchiveCopy
 	for {
 		msg, err := c.next(ctx)
 		if err != nil {
-			return translate(err, session.ErrConflict)
+			return translate(err, wire.ErrConflict)
 		}
 		meta, err := msg.Metadata()
 		if err != nil {
@@ -127,9 +128,9 @@ func (a *Archive) scan(ctx context.Context, filter string, from uint64, fn func(
 // noArchive turns "no such stream" into a clear ErrNotFound.
 func (a *Archive) noArchive(err error) error {
 	if apiCode(err) == codeStreamNotFound || errors.Is(err, jetstream.ErrStreamNotFound) {
-		return fmt.Errorf("%w: there is no archive (stream %s): no session has been archived yet", session.ErrNotFound, a.cfg.Stream)
+		return fmt.Errorf("%w: there is no archive (stream %s): no session has been archived yet", wire.ErrNotFound, a.cfg.Stream)
 	}
-	return translate(err, session.ErrConflict)
+	return translate(err, wire.ErrConflict)
 }
 
 // decodePart reads the Pi-Part header "k/n".
@@ -145,8 +146,8 @@ func decodePart(h nats.Header) (k, n int, err error) {
 }
 
 // decodeCopy reads the first part's headers; the month is the subject's.
-func decodeCopy(subject string, h nats.Header, seq uint64, parts int, t time.Time) (*archive.Copy, error) {
-	c := &archive.Copy{Seq: seq, Parts: parts, ArchivedAt: t}
+func decodeCopy(subject string, h nats.Header, seq uint64, parts int, t time.Time) (*wire.ArchiveCopy, error) {
+	c := &wire.ArchiveCopy{Seq: seq, Parts: parts, ArchivedAt: t}
 	if toks := strings.Split(subject, "."); len(toks) >= 2 {
 		c.Month = toks[len(toks)-2]
 	}
@@ -163,7 +164,7 @@ func decodeCopy(subject string, h nats.Header, seq uint64, parts int, t time.Tim
 
 // Fetch returns the JSONL of a copy: its parts' bodies, from the stream
 // leader, checked against the copy's identity.
-func (a *Archive) Fetch(ctx context.Context, c archive.Copy) ([]byte, error) {
+func (a *Archive) Fetch(ctx context.Context, c wire.ArchiveCopy) ([]byte, error) {
 	data := make([]byte, 0, c.Bytes)
 	for k := range c.Parts {
 		m, err := leaderGet(ctx, a.js, a.log.api, a.cfg.Stream, msgGetRequest{Seq: c.Seq + uint64(k)})
@@ -181,7 +182,7 @@ func (a *Archive) Fetch(ctx context.Context, c archive.Copy) ([]byte, error) {
 }
 
 // Delete removes the copies' messages. A message already gone is fine.
-func (a *Archive) Delete(ctx context.Context, cs []archive.Copy) error {
+func (a *Archive) Delete(ctx context.Context, cs []wire.ArchiveCopy) error {
 	s, err := a.js.Stream(ctx, a.cfg.Stream)
 	if err != nil {
 		return a.noArchive(err)
@@ -196,7 +197,7 @@ func (a *Archive) Delete(ctx context.Context, cs []archive.Copy) error {
 				if _, gerr := leaderGet(ctx, a.js, a.log.api, a.cfg.Stream, msgGetRequest{Seq: seq}); isNotFound(gerr) {
 					continue
 				}
-				return fmt.Errorf("delete archived copy of %s: %w", c.SessionID, translate(err, session.ErrConflict))
+				return fmt.Errorf("delete archived copy of %s: %w", c.SessionID, translate(err, wire.ErrConflict))
 			}
 		}
 	}

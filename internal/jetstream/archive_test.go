@@ -14,7 +14,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/archive"
 	"github.com/pifleet/sessionlog/internal/session"
-	"github.com/pifleet/sessionlog/internal/store"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // archiveFixture is a log and its archive on a fresh stream pair.
@@ -87,7 +87,7 @@ func TestArchivePurgeUpTo(t *testing.T) {
 
 	// Records after upTo: refused, nothing purged.
 	_, err = a.PurgeUpTo(ctx, sid, last-1)
-	var ce *session.ConflictError
+	var ce *wire.ConflictError
 	if !errors.As(err, &ce) || ce.LastSeq != last {
 		t.Fatalf("purge up to %d of a session ending at %d: %v", last-1, last, err)
 	}
@@ -99,7 +99,7 @@ func TestArchivePurgeUpTo(t *testing.T) {
 	if err != nil || remaining != 0 {
 		t.Fatalf("purge: %d, %v", remaining, err)
 	}
-	if _, err := l.Read(ctx, sid, 0); !errors.Is(err, session.ErrNotFound) {
+	if _, err := l.Read(ctx, sid, 0); !errors.Is(err, wire.ErrNotFound) {
 		t.Errorf("records left: %v", err)
 	}
 	if cs, err := cursors.List(ctx, sid); err != nil || len(cs) != 0 {
@@ -120,7 +120,7 @@ func TestArchivePurgeUpTo(t *testing.T) {
 	if again, _ := l.LastSeq(ctx); again != end {
 		t.Errorf("the repeated purge wrote %d messages", again-end)
 	}
-	if _, err := a.LastSeq(ctx, sid); !errors.Is(err, session.ErrNotFound) {
+	if _, err := a.LastSeq(ctx, sid); !errors.Is(err, wire.ErrNotFound) {
 		t.Errorf("last seq of a purged session: %v", err)
 	}
 }
@@ -131,7 +131,7 @@ func TestArchiveCopies(t *testing.T) {
 	name := "naïve 🚀 session"
 	v4 := uuid.New().String() // pi's own ids: the month comes from the header
 	created := time.Date(2025, 3, 9, 10, 0, 0, 0, time.UTC)
-	c := archive.Copy{Info: store.Info{SessionID: v4, Name: &name, Cwd: "/home/dév", Created: created, LastSeq: 7, EntryCount: 2},
+	c := wire.ArchiveCopy{Info: wire.Info{SessionID: v4, Name: &name, Cwd: "/home/dév", Created: created, LastSeq: 7, EntryCount: 2},
 		Month: archive.MonthOf(v4, created)}
 	data := []byte("{\"type\":\"session\"}\n{\"type\":\"message\"}\n")
 	if err := a.Put(ctx, c, data); err != nil {
@@ -157,7 +157,7 @@ func TestArchiveCopies(t *testing.T) {
 	if found, err := a.Find(ctx, v4); err != nil || len(found) != 0 {
 		t.Errorf("after delete: %v, %d copies", err, len(found))
 	}
-	if err := a.Delete(ctx, []archive.Copy{got}); err != nil {
+	if err := a.Delete(ctx, []wire.ArchiveCopy{got}); err != nil {
 		t.Errorf("deleting a deleted copy: %v", err)
 	}
 }
@@ -181,7 +181,7 @@ func TestArchiveProvision(t *testing.T) {
 	acfg := NewArchiveConfig(other)
 	acfg.SetStream(other.Stream + "_ARCHIVE")
 	_, _, err = NewArchive(l, acfg).List(ctx, "", 0, 10)
-	if !errors.Is(err, session.ErrNotFound) || !strings.Contains(err.Error(), "no archive") {
+	if !errors.Is(err, wire.ErrNotFound) || !strings.Contains(err.Error(), "no archive") {
 		t.Errorf("list without an archive: %v", err)
 	}
 	// An existing stream of that name with other subjects is refused.

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 func newSID(t testing.TB) string {
@@ -169,7 +170,7 @@ func testCreateRace(t *testing.T, a, b *Conn, replicas int) {
 			switch {
 			case err == nil:
 				wins++
-			case !errors.Is(err, session.ErrExists):
+			case !errors.Is(err, wire.ErrExists):
 				t.Fatalf("round %d: loser got %v, want ErrExists", round, err)
 			}
 		}

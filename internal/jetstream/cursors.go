@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // Compile-time check.
@@ -50,7 +51,7 @@ type cursorJSON struct {
 func NewCursors(ctx context.Context, js jetstream.JetStream, cfg Config) (*Cursors, error) {
 	kv, err := js.KeyValue(ctx, cfg.Bucket)
 	if err != nil {
-		return nil, fmt.Errorf("cursors: bucket %s: %w", cfg.Bucket, translate(err, session.ErrConflict))
+		return nil, fmt.Errorf("cursors: bucket %s: %w", cfg.Bucket, translate(err, wire.ErrConflict))
 	}
 	return &Cursors{js: js, kv: kv, api: apiPrefix(js), stream: "KV_" + cfg.Bucket, prefix: "$KV." + cfg.Bucket + "."}, nil
 }
@@ -98,16 +99,16 @@ func (c *Cursors) Get(ctx context.Context, sid, client string) (session.CursorEn
 	}
 	m, err := leaderGet(ctx, c.js, c.api, c.stream, msgGetRequest{LastFor: c.prefix + key})
 	if err != nil {
-		err = translate(err, session.ErrConflict)
-		if errors.Is(err, session.ErrNotFound) {
+		err = translate(err, wire.ErrConflict)
+		if errors.Is(err, wire.ErrNotFound) {
 			// The message users see: no JetStream internals in it.
-			return session.CursorEntry{}, fmt.Errorf("client %s has no cursor in session %s: %w", client, sid, session.ErrNotFound)
+			return session.CursorEntry{}, fmt.Errorf("client %s has no cursor in session %s: %w", client, sid, wire.ErrNotFound)
 		}
 		return session.CursorEntry{}, fmt.Errorf("get cursor %s: %w", key, err)
 	}
 	e, ok, err := decodeCursor(sid, client, m.Seq, m.Header, m.Data)
 	if err == nil && !ok {
-		err = fmt.Errorf("client %s has no cursor in session %s (deleted): %w", client, sid, session.ErrNotFound)
+		err = fmt.Errorf("client %s has no cursor in session %s (deleted): %w", client, sid, wire.ErrNotFound)
 	}
 	if err != nil {
 		return session.CursorEntry{}, fmt.Errorf("get cursor %s: %w", key, err)
@@ -127,7 +128,7 @@ func (c *Cursors) Put(ctx context.Context, sid, client string, cur session.Curso
 	}
 	rev, err := c.kv.Put(ctx, key, val)
 	if err != nil {
-		return 0, fmt.Errorf("put cursor %s: %w", key, translate(err, session.ErrConflict))
+		return 0, fmt.Errorf("put cursor %s: %w", key, translate(err, wire.ErrConflict))
 	}
 	return rev, nil
 }
@@ -155,7 +156,7 @@ func (c *Cursors) Update(ctx context.Context, sid, client string, cur session.Cu
 		}
 	}
 	if err != nil {
-		return 0, fmt.Errorf("update cursor %s at revision %d: %w", key, expectRev, translate(err, session.ErrConflict))
+		return 0, fmt.Errorf("update cursor %s at revision %d: %w", key, expectRev, translate(err, wire.ErrConflict))
 	}
 	return rev, nil
 }
@@ -172,7 +173,7 @@ func (c *Cursors) Delete(ctx context.Context, sid, client string) error {
 		return fmt.Errorf("delete cursor: %w", err)
 	}
 	if err := c.kv.Delete(ctx, key); err != nil {
-		return fmt.Errorf("delete cursor %s: %w", key, translate(err, session.ErrConflict))
+		return fmt.Errorf("delete cursor %s: %w", key, translate(err, wire.ErrConflict))
 	}
 	return nil
 }
@@ -193,7 +194,7 @@ func (c *Cursors) List(ctx context.Context, sid string) ([]session.CursorEntry, 
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("list cursors of %s: %w", sid, translate(err, session.ErrConflict))
+			return nil, fmt.Errorf("list cursors of %s: %w", sid, translate(err, wire.ErrConflict))
 		}
 		seq = m.Seq + 1
 		client := strings.TrimPrefix(m.Subject, c.prefix+sid+".")
@@ -233,7 +234,7 @@ func (c *Cursors) Watch(ctx context.Context, sid string, fn func(e session.Curso
 	}
 	s, err := c.js.Stream(ctx, c.stream)
 	if err != nil {
-		return fmt.Errorf("watch cursors of %s: %w", sid, translate(err, session.ErrConflict))
+		return fmt.Errorf("watch cursors of %s: %w", sid, translate(err, wire.ErrConflict))
 	}
 	cons, err := startConsumer(ctx, c.js, c.stream, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{c.prefix + sid + ".*"},
@@ -241,7 +242,7 @@ func (c *Cursors) Watch(ctx context.Context, sid string, fn func(e session.Curso
 		OptStartSeq:    s.CachedInfo().State.LastSeq + 1,
 	})
 	if err != nil {
-		return fmt.Errorf("watch cursors of %s: %w", sid, translate(err, session.ErrConflict))
+		return fmt.Errorf("watch cursors of %s: %w", sid, translate(err, wire.ErrConflict))
 	}
 	defer cons.stop()
 	for {
@@ -250,7 +251,7 @@ func (c *Cursors) Watch(ctx context.Context, sid string, fn func(e session.Curso
 			return ctx.Err()
 		}
 		if err != nil {
-			return fmt.Errorf("watch cursors of %s: %w", sid, translate(err, session.ErrConflict))
+			return fmt.Errorf("watch cursors of %s: %w", sid, translate(err, wire.ErrConflict))
 		}
 		meta, err := msg.Metadata()
 		if err != nil {

@@ -7,8 +7,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // JetStream API error codes this adapter translates, from nats-server
@@ -58,25 +57,25 @@ func translate(err error, conflict error) error {
 	case codeWrongLastSeq, codeWrongLastSeqConstant, codeBatchDuplicateMsgID, codeDuplicateInProcess:
 		return fmt.Errorf("%w: %w", conflict, err)
 	case codeMsgTooLarge, codeHeaderTooLarge, codeBatchTooLarge:
-		return fmt.Errorf("%w: %w", session.ErrTooLarge, err)
+		return fmt.Errorf("%w: %w", wire.ErrTooLarge, err)
 	case codeMsgNotFound, codeStreamNotFound:
-		return fmt.Errorf("%w: %w", session.ErrNotFound, err)
+		return fmt.Errorf("%w: %w", wire.ErrNotFound, err)
 	case codeClusterNoPeers, codeClusterNotAvail, codeClusterNotLeader, codeNotEnabledForAccount,
 		codeStorageExceeded, codeNotEnabled, codeStoreFailed, codeExpectedLastSeqNotReady,
 		codeBatchIncomplete, codeBatchTooManyInflight,
 		// A fenced (sealed) or lost home region's stream: a region
 		// failover is under way, and a retry goes to the new home.
 		codeStreamSealed, codeStreamOffline, codeStreamOfflineReason:
-		return fmt.Errorf("%w: %w", session.ErrUnavailable, err)
+		return fmt.Errorf("%w: %w", wire.ErrUnavailable, err)
 	}
 	switch {
 	case errors.Is(err, nats.ErrMaxPayload):
-		return fmt.Errorf("%w: %w", session.ErrTooLarge, err)
+		return fmt.Errorf("%w: %w", wire.ErrTooLarge, err)
 	case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrKeyDeleted),
 		errors.Is(err, jetstream.ErrBucketNotFound), errors.Is(err, jetstream.ErrStreamNotFound):
-		return fmt.Errorf("%w: %w", session.ErrNotFound, err)
+		return fmt.Errorf("%w: %w", wire.ErrNotFound, err)
 	case isTransport(err):
-		return fmt.Errorf("%w: %w", session.ErrUnavailable, err)
+		return fmt.Errorf("%w: %w", wire.ErrUnavailable, err)
 	}
 	return err
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 func TestTranslate(t *testing.T) {
@@ -20,27 +21,27 @@ func TestTranslate(t *testing.T) {
 	for _, tc := range []struct {
 		err, conflict, want error
 	}{
-		{api(10071), session.ErrConflict, session.ErrConflict},
-		{api(10164), session.ErrConflict, session.ErrConflict},
-		{api(10071), session.ErrExists, session.ErrExists},
-		{api(10164), session.ErrExists, session.ErrExists},
-		{api(10201), session.ErrConflict, session.ErrConflict},
-		{api(10158), session.ErrConflict, session.ErrConflict},
-		{api(10054), session.ErrConflict, session.ErrTooLarge},
-		{api(10199), session.ErrConflict, session.ErrTooLarge},
-		{api(10037), session.ErrConflict, session.ErrNotFound},
-		{api(10059), session.ErrConflict, session.ErrNotFound},
-		{jetstream.ErrMsgNotFound, session.ErrConflict, session.ErrNotFound},
-		{jetstream.ErrKeyNotFound, session.ErrConflict, session.ErrNotFound},
-		{api(10008), session.ErrConflict, session.ErrUnavailable},
-		{api(10005), session.ErrConflict, session.ErrUnavailable},
-		{api(10176), session.ErrConflict, session.ErrUnavailable},
-		{nats.ErrMaxPayload, session.ErrConflict, session.ErrTooLarge},
-		{nats.ErrNoResponders, session.ErrConflict, session.ErrUnavailable},
-		{jetstream.ErrNoStreamResponse, session.ErrConflict, session.ErrUnavailable},
-		{nats.ErrTimeout, session.ErrConflict, session.ErrUnavailable},
-		{context.DeadlineExceeded, session.ErrConflict, session.ErrUnavailable},
-		{nats.ErrConnectionClosed, session.ErrConflict, session.ErrUnavailable},
+		{api(10071), wire.ErrConflict, wire.ErrConflict},
+		{api(10164), wire.ErrConflict, wire.ErrConflict},
+		{api(10071), wire.ErrExists, wire.ErrExists},
+		{api(10164), wire.ErrExists, wire.ErrExists},
+		{api(10201), wire.ErrConflict, wire.ErrConflict},
+		{api(10158), wire.ErrConflict, wire.ErrConflict},
+		{api(10054), wire.ErrConflict, wire.ErrTooLarge},
+		{api(10199), wire.ErrConflict, wire.ErrTooLarge},
+		{api(10037), wire.ErrConflict, wire.ErrNotFound},
+		{api(10059), wire.ErrConflict, wire.ErrNotFound},
+		{jetstream.ErrMsgNotFound, wire.ErrConflict, wire.ErrNotFound},
+		{jetstream.ErrKeyNotFound, wire.ErrConflict, wire.ErrNotFound},
+		{api(10008), wire.ErrConflict, wire.ErrUnavailable},
+		{api(10005), wire.ErrConflict, wire.ErrUnavailable},
+		{api(10176), wire.ErrConflict, wire.ErrUnavailable},
+		{nats.ErrMaxPayload, wire.ErrConflict, wire.ErrTooLarge},
+		{nats.ErrNoResponders, wire.ErrConflict, wire.ErrUnavailable},
+		{jetstream.ErrNoStreamResponse, wire.ErrConflict, wire.ErrUnavailable},
+		{nats.ErrTimeout, wire.ErrConflict, wire.ErrUnavailable},
+		{context.DeadlineExceeded, wire.ErrConflict, wire.ErrUnavailable},
+		{nats.ErrConnectionClosed, wire.ErrConflict, wire.ErrUnavailable},
 	} {
 		got := translate(tc.err, tc.conflict)
 		if !errors.Is(got, tc.want) || !errors.Is(got, tc.err) {
@@ -48,10 +49,10 @@ func TestTranslate(t *testing.T) {
 		}
 	}
 	plain := errors.New("something else")
-	if got := translate(plain, session.ErrConflict); got != plain {
+	if got := translate(plain, wire.ErrConflict); got != plain {
 		t.Errorf("translate of an unknown error: %v, want it unchanged", got)
 	}
-	if got := translate(api(10174), session.ErrConflict); errors.Is(got, session.ErrUnavailable) || errors.Is(got, session.ErrConflict) {
+	if got := translate(api(10174), wire.ErrConflict); errors.Is(got, wire.ErrUnavailable) || errors.Is(got, wire.ErrConflict) {
 		t.Errorf("atomic publish disabled translated to %v: a misconfiguration is not retryable", got)
 	}
 }
@@ -87,7 +88,7 @@ func testServerTooLarge(t *testing.T, conn *Conn, replicas int) {
 		sid := newSID(t)
 		if tc.batch {
 			_, err := l.Append(ctx, sid, 0, []session.Record{headerRec(sid), tc.rec, entryRecs("aa", 1)[0]})
-			if !errors.Is(err, session.ErrTooLarge) {
+			if !errors.Is(err, wire.ErrTooLarge) {
 				t.Fatalf("batch with a record %s: %v, want ErrTooLarge", tc.name, err)
 			}
 		}
@@ -96,7 +97,7 @@ func testServerTooLarge(t *testing.T, conn *Conn, replicas int) {
 			t.Fatalf("%s: create: %v", tc.name, err)
 		}
 		_, err = l.Append(ctx, sid, seqs[0], []session.Record{tc.rec})
-		if !errors.Is(err, session.ErrTooLarge) {
+		if !errors.Is(err, wire.ErrTooLarge) {
 			t.Fatalf("single record %s: %v, want ErrTooLarge", tc.name, err)
 		}
 		got, err := l.Read(ctx, sid, 0)
@@ -117,7 +118,7 @@ func testServerTooLarge(t *testing.T, conn *Conn, replicas int) {
 			}
 			break
 		}
-		if !errors.Is(err, session.ErrTooLarge) {
+		if !errors.Is(err, wire.ErrTooLarge) {
 			t.Fatalf("record of %d bytes: %v", n, err)
 		}
 	}
@@ -170,7 +171,7 @@ func TestStoppedServer(t *testing.T) {
 		ctx, cancel := context.WithTimeout(ctx, time.Second)
 		err := op(ctx)
 		cancel()
-		if !errors.Is(err, session.ErrUnavailable) {
+		if !errors.Is(err, wire.ErrUnavailable) {
 			t.Errorf("%s on a stopped server: %v, want ErrUnavailable", name, err)
 		}
 		if d := time.Since(start); d > 3*time.Second {

@@ -12,6 +12,7 @@ import (
 	"github.com/synadia-io/orbit.go/jetstreamext"
 
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // Compile-time checks: Log is both sides of the session log.
@@ -81,16 +82,16 @@ func (l *Log) Append(ctx context.Context, sid string, expectLast uint64, recs []
 	// A creation that loses, or a record whose id is stored already, is
 	// ErrExists when it concerns the session itself: the header, or any
 	// write that expected the session not to exist.
-	conflict := session.ErrConflict
+	conflict := wire.ErrConflict
 	if expectLast == 0 || hasHeader(recs) {
-		conflict = session.ErrExists
+		conflict = wire.ErrExists
 	}
 	msgs := make([]*nats.Msg, len(recs))
 	for i, r := range recs {
 		msgs[i] = l.Msg(sid, r)
 		if size, limit := msgSize(msgs[i]), l.sizeLimit(); size > limit {
 			return nil, fmt.Errorf("append to %s: %w: record %d is %d bytes with its headers, the limit is %d",
-				sid, session.ErrTooLarge, i, size, limit)
+				sid, wire.ErrTooLarge, i, size, limit)
 		}
 	}
 	if len(recs) == 1 {
@@ -106,7 +107,7 @@ func (l *Log) Append(ctx context.Context, sid string, expectLast uint64, recs []
 		ackTimeout = min(ackTimeout, time.Until(deadline))
 	}
 	if ackTimeout <= 0 {
-		return nil, fmt.Errorf("append %d records to %s: %w: %w", len(recs), sid, session.ErrUnavailable, context.DeadlineExceeded)
+		return nil, fmt.Errorf("append %d records to %s: %w: %w", len(recs), sid, wire.ErrUnavailable, context.DeadlineExceeded)
 	}
 	ack, err := jetstreamext.PublishMsgBatch(ctx, l.js, msgs, jetstreamext.BatchFlowControl{AckFirst: true, AckTimeout: ackTimeout})
 	if err != nil {
@@ -117,7 +118,7 @@ func (l *Log) Append(ctx context.Context, sid string, expectLast uint64, recs []
 	}
 	if ack.BatchSize != uint64(len(recs)) || ack.Sequence < uint64(len(recs)) {
 		return nil, fmt.Errorf("append %d records to %s: %w: ack for %d records at %d", len(recs), sid,
-			session.ErrUnavailable, ack.BatchSize, ack.Sequence)
+			wire.ErrUnavailable, ack.BatchSize, ack.Sequence)
 	}
 	// A committed batch is stored contiguously, ending at the acked sequence.
 	seqs := make([]uint64, len(recs))
@@ -181,9 +182,9 @@ func msgLimit(js jetstream.JetStream, maxMsgSize int32) int {
 // casConflict is the sentinel for a failed expected-last-sequence check.
 func casConflict(expectLast uint64) error {
 	if expectLast == 0 {
-		return session.ErrExists
+		return wire.ErrExists
 	}
-	return session.ErrConflict
+	return wire.ErrConflict
 }
 
 func hasHeader(recs []session.Record) bool {
@@ -224,7 +225,7 @@ func (l *Log) Purge(ctx context.Context, sid string) error {
 	}
 	s, err := l.js.Stream(ctx, l.cfg.Stream)
 	if err != nil {
-		return fmt.Errorf("purge %s: %w", sid, translate(err, session.ErrConflict))
+		return fmt.Errorf("purge %s: %w", sid, translate(err, wire.ErrConflict))
 	}
 	upTo := s.CachedInfo().State.LastSeq
 	_, err = leaderGet(ctx, l.js, l.api, l.cfg.Stream, msgGetRequest{LastFor: l.subject(sid)})
@@ -235,7 +236,7 @@ func (l *Log) Purge(ctx context.Context, sid string) error {
 		err = s.Purge(ctx, jetstream.WithPurgeSubject(l.subject(sid)))
 	}
 	if err != nil {
-		return fmt.Errorf("purge %s: %w", sid, translate(err, session.ErrConflict))
+		return fmt.Errorf("purge %s: %w", sid, translate(err, wire.ErrConflict))
 	}
 	if err := l.notifyPurge(ctx, sid, upTo); err != nil {
 		return fmt.Errorf("purge %s: notice: %w", sid, err)
@@ -254,7 +255,7 @@ func (l *Log) notifyPurge(ctx context.Context, sid string, upTo uint64) error {
 	m.Header.Set(hdrType, notice.Type)
 	m.Header.Set(hdrID, notice.ID)
 	_, err := l.js.PublishMsg(ctx, m)
-	return translate(err, session.ErrConflict)
+	return translate(err, wire.ErrConflict)
 }
 
 // LastSeq returns the stream's last sequence, from the stream leader.
@@ -271,7 +272,7 @@ func (l *Log) LastSeq(ctx context.Context) (uint64, error) {
 func (l *Log) lastSeqInfo(ctx context.Context) (*jetstream.StreamInfo, error) {
 	s, err := l.js.Stream(ctx, l.cfg.Stream)
 	if err != nil {
-		return nil, fmt.Errorf("last seq: %w", translate(err, session.ErrConflict))
+		return nil, fmt.Errorf("last seq: %w", translate(err, wire.ErrConflict))
 	}
 	info := s.CachedInfo()
 	if err := Leaderless(info); err != nil {
@@ -286,7 +287,7 @@ func (l *Log) lastSeqInfo(ctx context.Context) (*jetstream.StreamInfo, error) {
 func (l *Log) Identity(ctx context.Context) (string, error) {
 	s, err := l.js.Stream(ctx, l.cfg.Stream)
 	if err != nil {
-		return "", fmt.Errorf("identity: %w", translate(err, session.ErrConflict))
+		return "", fmt.Errorf("identity: %w", translate(err, wire.ErrConflict))
 	}
 	info := s.CachedInfo()
 	return fmt.Sprintf("jetstream/%s/%d", info.Config.Name, info.Created.UnixNano()), nil
@@ -300,7 +301,7 @@ var _ session.Identifier = (*Log)(nil)
 // believe itself caught up and ready.
 func Leaderless(info *jetstream.StreamInfo) error {
 	if info != nil && info.Cluster != nil && info.Cluster.Leader == "" && info.Config.Replicas > 1 {
-		return fmt.Errorf("%w: stream %s has no leader (this node may be cut off from the majority)", session.ErrUnavailable, info.Config.Name)
+		return fmt.Errorf("%w: stream %s has no leader (this node may be cut off from the majority)", wire.ErrUnavailable, info.Config.Name)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // The cross-region operations on one server: mirrors, promotion, fencing,
@@ -75,7 +76,7 @@ func TestMirrorPromoteFenceRecreate(t *testing.T) {
 	if err := Fence(ctx, c.JS, home); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := hl.Append(ctx, sid, 3, []session.Record{rec("late", "e2")}); !errors.Is(err, session.ErrUnavailable) {
+	if _, err := hl.Append(ctx, sid, 3, []session.Record{rec("late", "e2")}); !errors.Is(err, wire.ErrUnavailable) {
 		t.Fatalf("append to a fenced home: %v", err)
 	}
 	if err := Promote(ctx, c.JS, mirror, ""); err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // msgGetRequest is the body of $JS.API.STREAM.MSG.GET.<stream>. Unlike a
@@ -157,7 +158,7 @@ func (l *Log) readByGet(ctx context.Context, sid string, afterSeq uint64, limit 
 			break
 		}
 		if err != nil {
-			return nil, false, translate(err, session.ErrConflict)
+			return nil, false, translate(err, wire.ErrConflict)
 		}
 		s, err := l.decodeStored(m.Subject, m.Seq, m.Header, m.Data, m.Time)
 		if err != nil {
@@ -173,12 +174,12 @@ func (l *Log) readByGet(ctx context.Context, sid string, afterSeq uint64, limit 
 		return out, false, nil
 	}
 	if afterSeq == 0 {
-		return nil, false, session.ErrNotFound
+		return nil, false, wire.ErrNotFound
 	}
 	// Nothing after afterSeq: an existing session reads as empty, a missing
 	// one as ErrNotFound.
 	if _, err := leaderGet(ctx, l.js, l.api, l.cfg.Stream, msgGetRequest{LastFor: subj}); err != nil {
-		return nil, false, translate(err, session.ErrConflict)
+		return nil, false, translate(err, wire.ErrConflict)
 	}
 	return out, false, nil
 }
@@ -198,7 +199,7 @@ func (l *Log) readByConsumer(ctx context.Context, sid string, afterSeq uint64) (
 		return out, nil // purged since the gets
 	}
 	if err != nil {
-		return nil, translate(err, session.ErrConflict)
+		return nil, translate(err, wire.ErrConflict)
 	}
 	if last.Seq <= afterSeq {
 		return out, nil
@@ -209,13 +210,13 @@ func (l *Log) readByConsumer(ctx context.Context, sid string, afterSeq uint64) (
 		OptStartSeq:    afterSeq + 1,
 	})
 	if err != nil {
-		return nil, translate(err, session.ErrConflict)
+		return nil, translate(err, wire.ErrConflict)
 	}
 	defer c.stop()
 	for len(out) == 0 || out[len(out)-1].Seq < last.Seq {
 		msg, err := c.next(ctx)
 		if err != nil {
-			return nil, translate(err, session.ErrConflict)
+			return nil, translate(err, wire.ErrConflict)
 		}
 		s, err := l.decodeMsg(msg)
 		if err != nil {

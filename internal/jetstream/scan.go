@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // Scan calls fn with every record of the stream after sequence after, in
@@ -31,7 +32,7 @@ func (l *Log) Scan(ctx context.Context, after uint64, fn func([]session.Stored) 
 		return fn(recs)
 	})
 	if err != nil {
-		return last, fmt.Errorf("scan %s: %w", l.cfg.Stream, translate(err, session.ErrConflict))
+		return last, fmt.Errorf("scan %s: %w", l.cfg.Stream, translate(err, wire.ErrConflict))
 	}
 	return last, nil
 }
@@ -63,7 +64,7 @@ func (c *Cursors) All(ctx context.Context) ([]session.CursorEntry, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("list all cursors of %s: %w", c.stream, translate(err, session.ErrConflict))
+		return nil, fmt.Errorf("list all cursors of %s: %w", c.stream, translate(err, wire.ErrConflict))
 	}
 	return out, nil
 }

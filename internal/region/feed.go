@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // Source is what a Feed reads: a stream as a session.Feed, with Read for a
@@ -79,7 +80,7 @@ func (f *Feed) current(applied uint64) (Source, <-chan struct{}, uint64, error) 
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.src == nil {
-		return nil, nil, 0, fmt.Errorf("%w: no stream to follow yet", session.ErrUnavailable)
+		return nil, nil, 0, fmt.Errorf("%w: no stream to follow yet", wire.ErrUnavailable)
 	}
 	next := applied + 1
 	if f.keep != nil {
@@ -146,7 +147,7 @@ func (f *Feed) source() (Source, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.src == nil {
-		return nil, fmt.Errorf("%w: no stream to follow yet", session.ErrUnavailable)
+		return nil, fmt.Errorf("%w: no stream to follow yet", wire.ErrUnavailable)
 	}
 	return f.src, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/testutil"
+	"github.com/pifleet/sessionlog/internal/wire"
 	"github.com/pifleet/sessionlog/internal/writer"
 )
 
@@ -186,7 +187,7 @@ func (s *stack) create(t *testing.T, sid, root string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if _, err := s.svc.Create(ctx, service.CreateRequest{Header: rawHeader(sid), Entries: []json.RawMessage{rawEntry(root, "")}}); err != nil {
+	if _, err := s.svc.Create(ctx, wire.CreateRequest{Header: rawHeader(sid), Entries: []json.RawMessage{rawEntry(root, "")}}); err != nil {
 		t.Fatalf("create %s: %v", sid, err)
 	}
 }
@@ -199,7 +200,7 @@ func (s *stack) add(t *testing.T, sid, id, parent string) uint64 {
 	testutil.WaitFor(t, 30*time.Second, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		res, err := s.svc.Append(ctx, sid, service.AppendRequest{Entries: []json.RawMessage{rawEntry(id, parent)}})
+		res, err := s.svc.Append(ctx, sid, wire.AppendRequest{Entries: []json.RawMessage{rawEntry(id, parent)}})
 		if err != nil {
 			return fmt.Errorf("append %s to %s: %w", id, sid, err)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/jetstream"
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // MergeStats count what a failback merged.
@@ -107,7 +108,7 @@ func mergeSession(ctx context.Context, src, dst *jetstream.Log, sid string, recs
 		}
 		switch {
 		case err == nil:
-		case errors.Is(err, session.ErrConflict), errors.Is(err, session.ErrExists), errors.Is(err, session.ErrUnavailable):
+		case errors.Is(err, wire.ErrConflict), errors.Is(err, wire.ErrExists), errors.Is(err, wire.ErrUnavailable):
 			if conflicts++; conflicts > 3 {
 				// Several in a row: let the writers through for a moment.
 				wait := time.Duration(rand.IntN(conflicts*5)+1) * time.Millisecond
@@ -126,7 +127,7 @@ func mergeSession(ctx context.Context, src, dst *jetstream.Log, sid string, recs
 			return err
 		}
 	}
-	return fmt.Errorf("%w: the session kept changing while it was merged", session.ErrUnavailable)
+	return fmt.Errorf("%w: the session kept changing while it was merged", wire.ErrUnavailable)
 }
 
 // homeView is what the home holds of one session, read incrementally.
@@ -139,7 +140,7 @@ type homeView struct {
 // readMore reads the session's records after the last one seen.
 func (h *homeView) readMore(ctx context.Context, dst *jetstream.Log, sid string) error {
 	recs, err := dst.Read(ctx, sid, h.last)
-	if errors.Is(err, session.ErrNotFound) {
+	if errors.Is(err, wire.ErrNotFound) {
 		return nil
 	}
 	if err != nil {
@@ -186,7 +187,7 @@ func srcHeader(ctx context.Context, src *jetstream.Log, sid string) (session.Rec
 		return session.Record{}, fmt.Errorf("read the header: %w", err)
 	}
 	if len(all) == 0 || !all[0].IsHeader() {
-		return session.Record{}, fmt.Errorf("%w: the old stream has entries of the session but no header", session.ErrInvalid)
+		return session.Record{}, fmt.Errorf("%w: the old stream has entries of the session but no header", wire.ErrInvalid)
 	}
 	return all[0].Record, nil
 }
@@ -229,7 +230,7 @@ func mergeCursors(ctx context.Context, src, dst *jetstream.Cursors, st *MergeSta
 			cur, err := dst.Get(ctx, e.Session, e.Client)
 			var expect uint64
 			switch {
-			case errors.Is(err, session.ErrNotFound):
+			case errors.Is(err, wire.ErrNotFound):
 			case err != nil:
 				return err
 			case !e.UpdatedAt.After(cur.UpdatedAt):
@@ -241,7 +242,7 @@ func mergeCursors(ctx context.Context, src, dst *jetstream.Cursors, st *MergeSta
 				break // kept
 			}
 			_, err = dst.Update(ctx, e.Session, e.Client, e.Cursor, expect)
-			if errors.Is(err, session.ErrConflict) && attempt < 20 {
+			if errors.Is(err, wire.ErrConflict) && attempt < 20 {
 				continue // moved meanwhile: compare again
 			}
 			if err != nil {

@@ -11,6 +11,7 @@ import (
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pifleet/sessionlog/internal/jetstream"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // Role is what a region's own stream is, as a node sees it.
@@ -300,53 +301,22 @@ func (n *Node) FeedConfig() jetstream.Config {
 	return n.feed
 }
 
-// Status is the region part of a node's /v1/status.
-type Status struct {
-	Region  string            `json:"region"`
-	Role    Role              `json:"role"`
-	Home    string            `json:"home"`
-	Epoch   uint64            `json:"epoch"`
-	ForkSeq uint64            `json:"forkSeq,omitempty"`
-	Regions []string          `json:"regions"`
-	Stale   map[string]uint64 `json:"stale,omitempty"`
-	// Reads is the stream the node's Store follows, Writes the one its
-	// writes go to.
-	Reads  string `json:"reads"`
-	Writes string `json:"writes"`
-	// Mirror is the state of this region's mirror (RoleMirror only).
-	Mirror        *MirrorStatus `json:"mirror,omitempty"`
-	RecordUpdated time.Time     `json:"recordUpdatedAt"`
-	RecordChange  string        `json:"recordChange"`
-}
-
-// MirrorStatus is a mirror stream as its leader reports it.
-type MirrorStatus struct {
-	Origin  string `json:"origin"`
-	LastSeq uint64 `json:"lastSeq"`
-	// Lag is how many of the origin's messages the mirror has not received
-	// yet, as of its last contact with the origin, LastContact ago.
-	Lag         uint64 `json:"lag"`
-	LastContact string `json:"lastContact"`
-	Error       string `json:"error,omitempty"`
-	Reachable   bool   `json:"reachable"`
-}
-
 // Status reports the node's region, role, the streams it reads and writes,
 // and, in a mirror region, the mirror's lag.
-func (n *Node) Status(ctx context.Context) Status {
+func (n *Node) Status(ctx context.Context) wire.RegionStatus {
 	n.mu.Lock()
 	rec, reads := n.rec.clone(), n.feed.Stream // one wiring, not two
 	n.mu.Unlock()
-	st := Status{
-		Region: n.Region, Role: roleOf(&rec, n.Region), Home: rec.Home, Epoch: rec.Epoch, ForkSeq: rec.ForkSeq,
+	st := wire.RegionStatus{
+		Region: n.Region, Role: string(roleOf(&rec, n.Region)), Home: rec.Home, Epoch: rec.Epoch, ForkSeq: rec.ForkSeq,
 		Regions: rec.RegionNames(), Stale: rec.Stale, Reads: reads, Writes: rec.Assets(n.Base, rec.Home).Stream,
 		RecordUpdated: rec.UpdatedAt, RecordChange: rec.Change,
 	}
-	if st.Role != RoleMirror {
+	if st.Role != string(RoleMirror) {
 		return st
 	}
 	ps, err := jetstream.Probe(ctx, n.JS, reads)
-	m := &MirrorStatus{Origin: ps.MirrorOf, LastSeq: ps.LastSeq, Lag: ps.Lag, Error: ps.MirrorErr, Reachable: ps.Reachable}
+	m := &wire.MirrorStatus{Origin: ps.MirrorOf, LastSeq: ps.LastSeq, Lag: ps.Lag, Error: ps.MirrorErr, Reachable: ps.Reachable}
 	if ps.Active > 0 {
 		m.LastContact = ps.Active.Round(time.Millisecond).String()
 	}

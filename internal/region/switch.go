@@ -11,6 +11,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/jetstream"
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // The Service and the Store are built once, at start; the region they write
@@ -39,7 +40,7 @@ func (l *Log) get() (*jetstream.Log, error) {
 	if t := l.cur.Load(); t != nil {
 		return t, nil
 	}
-	return nil, fmt.Errorf("%w: the home region is not known yet", session.ErrUnavailable)
+	return nil, fmt.Errorf("%w: the home region is not known yet", wire.ErrUnavailable)
 }
 
 // Append appends to the home region's stream; see session.Log.
@@ -114,12 +115,12 @@ func (c *Cursors) target(ctx context.Context) (*jetstream.Cursors, <-chan struct
 		return bound, changed, nil
 	}
 	if cfg.Bucket == "" {
-		return nil, nil, fmt.Errorf("%w: the home region is not known yet", session.ErrUnavailable)
+		return nil, nil, fmt.Errorf("%w: the home region is not known yet", wire.ErrUnavailable)
 	}
 	b, err := jetstream.NewCursors(ctx, c.js, cfg)
 	if err != nil {
-		if !errors.Is(err, session.ErrUnavailable) {
-			err = fmt.Errorf("%w: %w", session.ErrUnavailable, err)
+		if !errors.Is(err, wire.ErrUnavailable) {
+			err = fmt.Errorf("%w: %w", wire.ErrUnavailable, err)
 		}
 		return nil, nil, err
 	}

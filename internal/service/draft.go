@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"regexp"
 
-	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/tree"
 	"github.com/pifleet/sessionlog/internal/tree/jsjson"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // draft is one client-built entry of an API append or create, before the
@@ -33,22 +33,22 @@ func parseDraft(field string, raw []byte) (draft, error) {
 	d := draft{raw: bytes.TrimSpace(raw)}
 	v, err := jsjson.ParseValue(d.raw)
 	if err != nil {
-		return d, session.Invalid(field, fmt.Sprintf("not valid JSON: %v", err))
+		return d, wire.Invalid(field, fmt.Sprintf("not valid JSON: %v", err))
 	}
 	if v.Kind != tree.KindObject {
-		return d, session.Invalid(field, "must be a JSON object")
+		return d, wire.Invalid(field, "must be a JSON object")
 	}
 	d.v = v
 	t, ok := v.Get("type")
 	if !ok || t.Kind != tree.KindString || t.Str == "" {
-		return d, session.Invalid(field+".type", "required: the entry type (message, model_change, label, ...)")
+		return d, wire.Invalid(field+".type", "required: the entry type (message, model_change, label, ...)")
 	}
 	if t.Str == "session" {
-		return d, session.Invalid(field+".type", `"session" is the header, not an entry`)
+		return d, wire.Invalid(field+".type", `"session" is the header, not an entry`)
 	}
 	if id, ok := v.Get("id"); ok {
 		if id.Kind != tree.KindString || !clientIDPattern.MatchString(id.Str) {
-			return d, session.Invalid(field+".id", "must match [A-Za-z0-9_-]{1,64} (or be left out to have one assigned)")
+			return d, wire.Invalid(field+".id", "must match [A-Za-z0-9_-]{1,64} (or be left out to have one assigned)")
 		}
 		d.id = id.Str
 	}
@@ -57,24 +57,24 @@ func parseDraft(field string, raw []byte) (draft, error) {
 		case tree.KindNull:
 		case tree.KindString:
 			if p.Str == "" {
-				return d, session.Invalid(field+".parentId", "must be an entry id or null")
+				return d, wire.Invalid(field+".parentId", "must be an entry id or null")
 			}
 			d.parent = p.Str
 		default:
-			return d, session.Invalid(field+".parentId", "must be an entry id or null")
+			return d, wire.Invalid(field+".parentId", "must be an entry id or null")
 		}
 		d.parentSet = true
 	}
 	if t.Str == "label" {
 		tg, ok := v.Get("targetId")
 		if !ok || tg.Kind != tree.KindString || tg.Str == "" {
-			return d, session.Invalid(field+".targetId", "a label needs the id of the entry it labels")
+			return d, wire.Invalid(field+".targetId", "a label needs the id of the entry it labels")
 		}
 		d.labelTarget = tg.Str
 	}
 	if ts, ok := v.Get("timestamp"); ok {
 		if ts.Kind != tree.KindString {
-			return d, session.Invalid(field+".timestamp", "must be an ISO 8601 string")
+			return d, wire.Invalid(field+".timestamp", "must be an ISO 8601 string")
 		}
 		d.hasTime = true
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/tree"
+	"github.com/pifleet/sessionlog/internal/wire"
 	"github.com/pifleet/sessionlog/internal/writer"
 )
 
@@ -57,7 +58,7 @@ func (p *placement) Place(v writer.View, _ bool) ([]tree.Entry, []uint64, error)
 	case len(stored) == len(p.drafts):
 		return stored, seqs, nil
 	case len(stored) > 0:
-		return nil, nil, fmt.Errorf("%w: %d of the %d entries are already stored (%s first); an append is atomic, so send the rest alone", session.ErrConflict, len(stored), len(p.drafts), stored[0].ID)
+		return nil, nil, fmt.Errorf("%w: %d of the %d entries are already stored (%s first); an append is atomic, so send the rest alone", wire.ErrConflict, len(stored), len(p.drafts), stored[0].ID)
 	}
 	return out, nil, nil
 }
@@ -73,7 +74,7 @@ func storedAs(v writer.View, d *draft, field string) (*tree.Entry, uint64, bool,
 		return nil, 0, false, nil
 	}
 	if !d.sameAs(e) {
-		return nil, 0, false, fmt.Errorf("%s.id: %q is already stored with other content: %w", field, d.id, session.ErrConflict)
+		return nil, 0, false, fmt.Errorf("%s.id: %q is already stored with other content: %w", field, d.id, wire.ErrConflict)
 	}
 	return e, seq, true, nil
 }
@@ -83,29 +84,29 @@ func storedAs(v writer.View, d *draft, field string) (*tree.Entry, uint64, bool,
 func (p *placement) build(v writer.View, d *draft, field, parent string, inBatch map[string]bool) (*tree.Entry, error) {
 	known := func(id string) bool { _, _, ok := v.Lookup(id); return ok || inBatch[id] }
 	if parent != "" && !known(parent) {
-		return nil, &writer.UnknownEntryError{Err: session.Invalid(field+".parentId", fmt.Sprintf("unknown parent %q", parent))}
+		return nil, &writer.UnknownEntryError{Err: wire.Invalid(field+".parentId", fmt.Sprintf("unknown parent %q", parent))}
 	}
 	if t := d.labelTarget; t != "" && !known(t) {
-		return nil, &writer.UnknownEntryError{Err: session.Invalid(field+".targetId", fmt.Sprintf("unknown entry %q", t))}
+		return nil, &writer.UnknownEntryError{Err: wire.Invalid(field+".targetId", fmt.Sprintf("unknown entry %q", t))}
 	}
 	id := d.id
 	if id == "" {
 		id = p.ids.New(known)
 	} else if inBatch[id] {
-		return nil, session.Invalid(field+".id", fmt.Sprintf("duplicate id %q in the request", id))
+		return nil, wire.Invalid(field+".id", fmt.Sprintf("duplicate id %q in the request", id))
 	}
 	e, err := d.build(id, parent, p.ts)
 	if err != nil {
-		return nil, session.Invalid(field, err.Error())
+		return nil, wire.Invalid(field, err.Error())
 	}
 	return &e, nil
 }
 
 // results pairs entries with their sequences.
-func results(entries []tree.Entry, seqs []uint64) []EntryResult {
-	res := make([]EntryResult, len(entries))
+func results(entries []tree.Entry, seqs []uint64) []wire.EntryResult {
+	res := make([]wire.EntryResult, len(entries))
 	for k := range entries {
-		res[k] = EntryResult{ID: entries[k].ID, Seq: seqs[k]}
+		res[k] = wire.EntryResult{ID: entries[k].ID, Seq: seqs[k]}
 	}
 	return res
 }

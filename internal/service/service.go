@@ -12,6 +12,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/tree"
 	"github.com/pifleet/sessionlog/internal/tree/jsjson"
+	"github.com/pifleet/sessionlog/internal/wire"
 	"github.com/pifleet/sessionlog/internal/writer"
 )
 
@@ -37,36 +38,16 @@ func (s *Service) now() time.Time {
 	return time.Now()
 }
 
-// EntryResult is where one written entry landed.
-type EntryResult struct {
-	ID  string `json:"id"`
-	Seq uint64 `json:"seq"`
-}
-
-// WriteResult is the outcome of a create or append.
-type WriteResult struct {
-	SessionID string        `json:"sessionId,omitempty"`
-	LastSeq   uint64        `json:"lastSeq"`
-	Entries   []EntryResult `json:"entries"`
-}
-
-// CreateRequest creates a session from a client: an optional pi header
-// (id, cwd, timestamp, parentSession; the rest is filled) and entries.
-type CreateRequest struct {
-	Header  json.RawMessage   `json:"header,omitempty"`
-	Entries []json.RawMessage `json:"entries"`
-}
-
 // Create stores a new session atomically (header and entries in one batch).
 // Entries without parentId chain: each is the child of the previous one,
 // the first a root. ErrExists if the id is taken.
-func (s *Service) Create(ctx context.Context, req CreateRequest) (WriteResult, error) {
+func (s *Service) Create(ctx context.Context, req wire.CreateRequest) (wire.WriteResult, error) {
 	h, err := s.header(req.Header)
 	if err != nil {
-		return WriteResult{}, err
+		return wire.WriteResult{}, err
 	}
 	if n := 1 + len(req.Entries); n > s.Log.MaxBatch() {
-		return WriteResult{}, fmt.Errorf("%w: %d records (header and %d entries) exceed the atomic batch limit of %d; import larger sessions with /v1/import", session.ErrTooLarge, n, n-1, s.Log.MaxBatch())
+		return wire.WriteResult{}, fmt.Errorf("%w: %d records (header and %d entries) exceed the atomic batch limit of %d; import larger sessions with /v1/import", wire.ErrTooLarge, n, n-1, s.Log.MaxBatch())
 	}
 	sess := tree.NewSession(h)
 	ids := tree.IDGen{R: s.Rand}
@@ -76,26 +57,26 @@ func (s *Service) Create(ctx context.Context, req CreateRequest) (WriteResult, e
 		field := fmt.Sprintf("entries[%d]", k)
 		d, err := parseDraft(field, raw)
 		if err != nil {
-			return WriteResult{}, err
+			return wire.WriteResult{}, err
 		}
 		id := d.id
 		if id == "" {
 			id = ids.New(sess.Has)
 		} else if sess.Has(id) {
-			return WriteResult{}, session.Invalid(field+".id", fmt.Sprintf("duplicate id %q", id))
+			return wire.WriteResult{}, wire.Invalid(field+".id", fmt.Sprintf("duplicate id %q", id))
 		}
 		if d.parentSet {
 			parent = d.parent
 			if parent != "" && !sess.Has(parent) {
-				return WriteResult{}, session.Invalid(field+".parentId", fmt.Sprintf("unknown parent %q (it must be an earlier entry of this request)", parent))
+				return wire.WriteResult{}, wire.Invalid(field+".parentId", fmt.Sprintf("unknown parent %q (it must be an earlier entry of this request)", parent))
 			}
 		}
 		if d.labelTarget != "" && !sess.Has(d.labelTarget) {
-			return WriteResult{}, session.Invalid(field+".targetId", fmt.Sprintf("unknown entry %q (it must be an earlier entry of this request)", d.labelTarget))
+			return wire.WriteResult{}, wire.Invalid(field+".targetId", fmt.Sprintf("unknown entry %q (it must be an earlier entry of this request)", d.labelTarget))
 		}
 		e, err := d.build(id, parent, ts)
 		if err != nil {
-			return WriteResult{}, session.Invalid(field, err.Error())
+			return wire.WriteResult{}, wire.Invalid(field, err.Error())
 		}
 		sess.Append(e)
 		parent = id
@@ -107,11 +88,11 @@ func (s *Service) Create(ctx context.Context, req CreateRequest) (WriteResult, e
 	}
 	seqs, err := writer.CreateRecords(ctx, s.Log, h.ID, recs, s.Retry)
 	if err != nil {
-		return WriteResult{}, err
+		return wire.WriteResult{}, err
 	}
-	res := WriteResult{SessionID: h.ID, LastSeq: seqs[len(seqs)-1], Entries: make([]EntryResult, sess.Len())}
+	res := wire.WriteResult{SessionID: h.ID, LastSeq: seqs[len(seqs)-1], Entries: make([]wire.EntryResult, sess.Len())}
 	for i := range sess.Len() {
-		res.Entries[i] = EntryResult{ID: sess.Entry(i).ID, Seq: seqs[1+i]}
+		res.Entries[i] = wire.EntryResult{ID: sess.Entry(i).ID, Seq: seqs[1+i]}
 	}
 	return res, nil
 }
@@ -122,7 +103,7 @@ func (s *Service) header(raw json.RawMessage) (tree.Header, error) {
 	if len(raw) > 0 && string(raw) != "null" {
 		var err error
 		if v, err = jsjson.ParseValue(raw); err != nil || v.Kind != tree.KindObject {
-			return tree.Header{}, session.Invalid("header", "must be a JSON object")
+			return tree.Header{}, wire.Invalid("header", "must be a JSON object")
 		}
 	} else {
 		v = tree.Value{Kind: tree.KindObject}
@@ -133,15 +114,15 @@ func (s *Service) header(raw json.RawMessage) (tree.Header, error) {
 			return "", nil
 		}
 		if f.Kind != tree.KindString {
-			return "", session.Invalid("header."+key, "must be a string")
+			return "", wire.Invalid("header."+key, "must be a string")
 		}
 		return f.Str, nil
 	}
 	if t, _ := str("type"); t != "" && t != "session" {
-		return tree.Header{}, session.Invalid("header.type", `must be "session"`)
+		return tree.Header{}, wire.Invalid("header.type", `must be "session"`)
 	}
 	if ver, ok := v.Get("version"); ok && !(ver.Kind == tree.KindNumber && ver.Num == tree.CurrentVersion) {
-		return tree.Header{}, session.Invalid("header.version", "must be 3 (import older files with /v1/import)")
+		return tree.Header{}, wire.Invalid("header.version", "must be 3 (import older files with /v1/import)")
 	}
 	id, err := str("id")
 	if err != nil {
@@ -154,7 +135,7 @@ func (s *Service) header(raw json.RawMessage) (tree.Header, error) {
 		}
 		id = u.String()
 	} else if err := session.ValidSessionID(id); err != nil {
-		return tree.Header{}, session.Invalid("header.id", err.(*session.FieldError).Reason)
+		return tree.Header{}, wire.Invalid("header.id", err.(*wire.FieldError).Reason)
 	}
 	ts, err := str("timestamp")
 	if err != nil {

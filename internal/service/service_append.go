@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -10,20 +9,9 @@ import (
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/tree"
+	"github.com/pifleet/sessionlog/internal/wire"
 	"github.com/pifleet/sessionlog/internal/writer"
 )
-
-// AppendRequest appends client-built entries to a session.
-type AppendRequest struct {
-	Entries []json.RawMessage `json:"entries"`
-	// ExpectLastSeq makes the append conditional: it fails with ErrConflict
-	// unless the session's last sequence is exactly this. Without it the
-	// service retries on conflicts by itself.
-	ExpectLastSeq *uint64 `json:"expectLastSeq,omitempty"`
-	// Client names the cursor to default parents from and to move to the
-	// last entry.
-	Client string `json:"client,omitempty"`
-}
 
 // Append stores req's entries atomically as children of their parents. An
 // entry may leave out id (assigned), parentId (the client's cursor, else the
@@ -32,14 +20,14 @@ type AppendRequest struct {
 // are already stored with the same ids and content returns the original
 // result, so a client may retry after a timeout; the same id with other
 // content is ErrConflict.
-func (s *Service) Append(ctx context.Context, sid string, req AppendRequest) (WriteResult, error) {
+func (s *Service) Append(ctx context.Context, sid string, req wire.AppendRequest) (wire.WriteResult, error) {
 	drafts, err := s.checkAppend(sid, req)
 	if err != nil {
-		return WriteResult{}, err
+		return wire.WriteResult{}, err
 	}
 	pl := &placement{drafts: drafts, ids: tree.IDGen{R: s.Rand}, ts: tree.FormatTimestamp(s.now())}
 	if pl.cursorLeaf, pl.hasCursor, err = s.cursorLeaf(ctx, sid, req.Client); err != nil {
-		return WriteResult{}, err
+		return wire.WriteResult{}, err
 	}
 	if req.ExpectLastSeq != nil && s.Store != nil {
 		// The client says where the session stands: usually its own
@@ -52,7 +40,7 @@ func (s *Service) Append(ctx context.Context, sid string, req AppendRequest) (Wr
 	}
 	plan := &writer.AppendPlan{Log: s.Log, ID: sid, Target: &storeTarget{s: s, sid: sid}, Placer: pl, Expect: req.ExpectLastSeq}
 	if err := plan.Place(ctx); err != nil {
-		return WriteResult{}, err
+		return wire.WriteResult{}, err
 	}
 	seen := plan.Seen()
 	if stored, done := plan.Done(); done {
@@ -64,7 +52,7 @@ func (s *Service) Append(ctx context.Context, sid string, req AppendRequest) (Wr
 	}
 	seqs, err := writer.Publish(ctx, s.Log, sid, expect, plan, s.Retry)
 	if err != nil {
-		return WriteResult{}, err
+		return wire.WriteResult{}, err
 	}
 	last := seqs[len(seqs)-1]
 	if _, done := plan.Done(); done {
@@ -74,15 +62,15 @@ func (s *Service) Append(ctx context.Context, sid string, req AppendRequest) (Wr
 }
 
 // checkAppend validates an append request and parses its entries.
-func (s *Service) checkAppend(sid string, req AppendRequest) ([]draft, error) {
+func (s *Service) checkAppend(sid string, req wire.AppendRequest) ([]draft, error) {
 	if err := session.ValidSessionID(sid); err != nil {
 		return nil, err
 	}
 	if len(req.Entries) == 0 {
-		return nil, session.Invalid("entries", "at least one entry is required")
+		return nil, wire.Invalid("entries", "at least one entry is required")
 	}
 	if len(req.Entries) > s.Log.MaxBatch() {
-		return nil, fmt.Errorf("%w: %d entries exceed the atomic batch limit of %d", session.ErrTooLarge, len(req.Entries), s.Log.MaxBatch())
+		return nil, fmt.Errorf("%w: %d entries exceed the atomic batch limit of %d", wire.ErrTooLarge, len(req.Entries), s.Log.MaxBatch())
 	}
 	if req.Client != "" {
 		if err := session.ValidClientID(req.Client); err != nil {
@@ -109,7 +97,7 @@ func (s *Service) cursorLeaf(ctx context.Context, sid, client string) (string, b
 	switch {
 	case err == nil:
 		return c.LeafID, true, nil
-	case errors.Is(err, session.ErrNotFound):
+	case errors.Is(err, wire.ErrNotFound):
 		return "", false, nil
 	}
 	return "", false, err
@@ -120,8 +108,8 @@ func (s *Service) cursorLeaf(ctx context.Context, sid, client string) (string, b
 const expectWait = 20 * time.Millisecond
 
 // finish moves the client's cursor to the last entry written.
-func (s *Service) finish(ctx context.Context, sid, client string, res []EntryResult, lastSeq uint64) (WriteResult, error) {
-	out := WriteResult{LastSeq: lastSeq, Entries: res}
+func (s *Service) finish(ctx context.Context, sid, client string, res []wire.EntryResult, lastSeq uint64) (wire.WriteResult, error) {
+	out := wire.WriteResult{LastSeq: lastSeq, Entries: res}
 	if client == "" {
 		return out, nil
 	}

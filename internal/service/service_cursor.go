@@ -6,19 +6,11 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/store"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
-// CursorView is a cursor as the API shows it.
-type CursorView struct {
-	Client    string  `json:"client"`
-	LeafID    *string `json:"leafId"`
-	Seq       uint64  `json:"seq"`
-	Revision  uint64  `json:"revision"`
-	UpdatedAt string  `json:"updatedAt"`
-}
-
-func cursorView(e session.CursorEntry) CursorView {
-	v := CursorView{Client: e.Client, Seq: e.Seq, Revision: e.Revision, UpdatedAt: e.UpdatedAt.UTC().Format("2006-01-02T15:04:05.000Z")}
+func cursorView(e session.CursorEntry) wire.CursorView {
+	v := wire.CursorView{Client: e.Client, Seq: e.Seq, Revision: e.Revision, UpdatedAt: e.UpdatedAt.UTC().Format("2006-01-02T15:04:05.000Z")}
 	if e.LeafID != "" {
 		l := e.LeafID
 		v.LeafID = &l
@@ -27,19 +19,19 @@ func cursorView(e session.CursorEntry) CursorView {
 }
 
 // GetCursor returns one client's cursor (ErrNotFound without one).
-func (s *Service) GetCursor(ctx context.Context, sid, client string) (CursorView, error) {
+func (s *Service) GetCursor(ctx context.Context, sid, client string) (wire.CursorView, error) {
 	if err := session.ValidSessionID(sid); err != nil {
-		return CursorView{}, err
+		return wire.CursorView{}, err
 	}
 	e, err := s.Cursors.Get(ctx, sid, client)
 	if err != nil {
-		return CursorView{}, err
+		return wire.CursorView{}, err
 	}
 	return cursorView(e), nil
 }
 
 // ListCursors returns the session's cursors by client id.
-func (s *Service) ListCursors(ctx context.Context, sid string) ([]CursorView, error) {
+func (s *Service) ListCursors(ctx context.Context, sid string) ([]wire.CursorView, error) {
 	// A session that does not exist has no cursors: 404, like every other
 	// per-session operation, not an empty list.
 	if err := s.doc(ctx, sid, func(*store.Doc) error { return nil }); err != nil {
@@ -49,7 +41,7 @@ func (s *Service) ListCursors(ctx context.Context, sid string) ([]CursorView, er
 	if err != nil {
 		return nil, err
 	}
-	out := make([]CursorView, len(es))
+	out := make([]wire.CursorView, len(es))
 	for k, e := range es {
 		out[k] = cursorView(e)
 	}
@@ -58,20 +50,20 @@ func (s *Service) ListCursors(ctx context.Context, sid string) ([]CursorView, er
 
 // SetCursor moves a client's cursor to leafID ("" = null). With expectRev it
 // is a CAS on the cursor's revision (0: only if the client has none).
-func (s *Service) SetCursor(ctx context.Context, sid, client, leafID string, expectRev *uint64) (CursorView, error) {
+func (s *Service) SetCursor(ctx context.Context, sid, client, leafID string, expectRev *uint64) (wire.CursorView, error) {
 	if err := session.ValidClientID(client); err != nil {
-		return CursorView{}, err
+		return wire.CursorView{}, err
 	}
 	var seq uint64
 	err := s.doc(ctx, sid, func(d *store.Doc) error {
 		if leafID != "" && !d.Tree.Has(leafID) {
-			return session.Invalid("leafId", fmt.Sprintf("entry %q is not in session %s", leafID, sid))
+			return wire.Invalid("leafId", fmt.Sprintf("entry %q is not in session %s", leafID, sid))
 		}
 		seq = d.LastSeq
 		return nil
 	})
 	if err != nil {
-		return CursorView{}, err
+		return wire.CursorView{}, err
 	}
 	c := session.Cursor{LeafID: leafID, Seq: seq, UpdatedAt: s.now()}
 	var rev uint64
@@ -81,7 +73,7 @@ func (s *Service) SetCursor(ctx context.Context, sid, client, leafID string, exp
 		rev, err = s.Cursors.Put(ctx, sid, client, c)
 	}
 	if err != nil {
-		return CursorView{}, err
+		return wire.CursorView{}, err
 	}
 	return cursorView(session.CursorEntry{Session: sid, Client: client, Revision: rev, Cursor: c}), nil
 }

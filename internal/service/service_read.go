@@ -11,21 +11,13 @@ import (
 	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/tree"
 	"github.com/pifleet/sessionlog/internal/tree/jsjson"
+	"github.com/pifleet/sessionlog/internal/wire"
 	"github.com/pifleet/sessionlog/internal/writer"
 )
 
-// Detail is a session's catalog record plus its header, labels and leaf.
-type Detail struct {
-	store.Info
-	HeaderSeq uint64            `json:"headerSeq"`
-	Header    json.RawMessage   `json:"header"`
-	Labels    map[string]string `json:"labels"`
-	LeafID    *string           `json:"leafId"` // pi's default leaf (the last entry); null without entries
-}
-
 // Get returns the session's detail.
-func (s *Service) Get(ctx context.Context, sid string) (Detail, error) {
-	var out Detail
+func (s *Service) Get(ctx context.Context, sid string) (wire.Detail, error) {
+	var out wire.Detail
 	err := s.doc(ctx, sid, func(d *store.Doc) error {
 		out.Info = d.Info()
 		out.HeaderSeq = d.HeaderSeq
@@ -40,22 +32,16 @@ func (s *Service) Get(ctx context.Context, sid string) (Detail, error) {
 }
 
 // List returns a page of the catalog.
-func (s *Service) List(f store.ListFilter) ([]store.Info, string) { return s.Store.List(f) }
-
-// Stored entry with its sequence, for GET entries and watch.
-type SeqEntry struct {
-	Seq   uint64          `json:"seq"`
-	Entry json.RawMessage `json:"entry"`
-}
+func (s *Service) List(f store.ListFilter) ([]wire.Info, string) { return s.Store.List(f) }
 
 // Entries returns up to limit entries with Seq > afterSeq, and the
 // session's last sequence.
-func (s *Service) Entries(ctx context.Context, sid string, afterSeq uint64, limit int) ([]SeqEntry, uint64, error) {
+func (s *Service) Entries(ctx context.Context, sid string, afterSeq uint64, limit int) ([]wire.SeqEntry, uint64, error) {
 	if limit <= 0 {
 		limit = 1000
 	}
 	limit = min(limit, 10000)
-	var out []SeqEntry
+	var out []wire.SeqEntry
 	var last uint64
 	err := s.doc(ctx, sid, func(d *store.Doc) error {
 		last = d.LastSeq
@@ -70,7 +56,7 @@ func (s *Service) Entries(ctx context.Context, sid string, afterSeq uint64, limi
 			}
 		}
 		for i := lo; i < len(d.Seqs) && len(out) < limit; i++ {
-			out = append(out, SeqEntry{Seq: d.Seqs[i], Entry: append(json.RawMessage(nil), d.Tree.Entry(i).Raw...)})
+			out = append(out, wire.SeqEntry{Seq: d.Seqs[i], Entry: append(json.RawMessage(nil), d.Tree.Entry(i).Raw...)})
 		}
 		return nil
 	})
@@ -93,7 +79,7 @@ func (s *Service) resolve(ctx context.Context, sid string, l Leaf) (Leaf, error)
 		return l, err
 	}
 	c, err := s.Cursors.Get(ctx, sid, l.Client)
-	if errors.Is(err, session.ErrNotFound) {
+	if errors.Is(err, wire.ErrNotFound) {
 		return Leaf{}, nil // no cursor: pi's default leaf
 	}
 	if err != nil {
@@ -120,7 +106,7 @@ func leafIndex(t *tree.Session, l Leaf) (int, error) {
 	case l.ID != "":
 		i, ok := t.Index(l.ID)
 		if !ok {
-			return 0, fmt.Errorf("leaf %q: %w", l.ID, session.ErrNotFound)
+			return 0, fmt.Errorf("leaf %q: %w", l.ID, wire.ErrNotFound)
 		}
 		return i, nil
 	}
@@ -186,7 +172,7 @@ func (s *Service) Export(ctx context.Context, sid string) ([]byte, error) {
 }
 
 // Import stores a pi JSONL file (any version) as a new session.
-func (s *Service) Import(ctx context.Context, data []byte) (writer.ImportResult, error) {
+func (s *Service) Import(ctx context.Context, data []byte) (wire.ImportResult, error) {
 	return writer.Import(ctx, s.Log, data, s.Rand, s.Retry)
 }
 
@@ -195,7 +181,7 @@ func (s *Service) Fork(ctx context.Context, sid, entryID string) (string, uint64
 	var src *tree.Session
 	err := s.doc(ctx, sid, func(d *store.Doc) error {
 		if !d.Tree.Has(entryID) {
-			return fmt.Errorf("entry %q: %w", entryID, session.ErrNotFound)
+			return fmt.Errorf("entry %q: %w", entryID, wire.ErrNotFound)
 		}
 		src = forkSource(d.Tree, entryID)
 		return nil

@@ -15,9 +15,9 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/conformance"
 	"github.com/pifleet/sessionlog/internal/service"
-	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/tree"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 func newService(t *testing.T, b backend) *service.Service {
@@ -98,7 +98,7 @@ func testImportExportConformance(t *testing.T, b backend) {
 func testServiceErrors(t *testing.T, b backend) {
 	ctx := ctxT(t)
 	svc := newService(t, b)
-	created, err := svc.Create(ctx, service.CreateRequest{Entries: raws(`{"type":"message","id":"aaaa0001","message":{"role":"user","content":"q"}}`)})
+	created, err := svc.Create(ctx, wire.CreateRequest{Entries: raws(`{"type":"message","id":"aaaa0001","message":{"role":"user","content":"q"}}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,92 +113,92 @@ func testServiceErrors(t *testing.T, b backend) {
 		field string
 	}{
 		{"malformed entry", func() error {
-			_, err := svc.Append(ctx, sid, service.AppendRequest{Entries: raws(`{"type":"message",`)})
+			_, err := svc.Append(ctx, sid, wire.AppendRequest{Entries: raws(`{"type":"message",`)})
 			return err
-		}, session.ErrInvalid, "entries[0]"},
+		}, wire.ErrInvalid, "entries[0]"},
 		{"missing type", func() error {
-			_, err := svc.Append(ctx, sid, service.AppendRequest{Entries: raws(`{"message":{}}`)})
+			_, err := svc.Append(ctx, sid, wire.AppendRequest{Entries: raws(`{"message":{}}`)})
 			return err
-		}, session.ErrInvalid, "entries[0].type"},
+		}, wire.ErrInvalid, "entries[0].type"},
 		{"unknown parent", func() error {
-			_, err := svc.Append(ctx, sid, service.AppendRequest{Entries: raws(`{"type":"message","parentId":"nope","message":{"role":"user"}}`)})
+			_, err := svc.Append(ctx, sid, wire.AppendRequest{Entries: raws(`{"type":"message","parentId":"nope","message":{"role":"user"}}`)})
 			return err
-		}, session.ErrInvalid, "entries[0].parentId"},
+		}, wire.ErrInvalid, "entries[0].parentId"},
 		{"duplicate id, other content", func() error {
-			_, err := svc.Append(ctx, sid, service.AppendRequest{Entries: raws(`{"type":"message","id":"aaaa0001","message":{"role":"user","content":"other"}}`)})
+			_, err := svc.Append(ctx, sid, wire.AppendRequest{Entries: raws(`{"type":"message","id":"aaaa0001","message":{"role":"user","content":"other"}}`)})
 			return err
-		}, session.ErrConflict, ""},
+		}, wire.ErrConflict, ""},
 		{"duplicate id in request", func() error {
-			_, err := svc.Append(ctx, sid, service.AppendRequest{Entries: raws(`{"type":"custom","id":"x1"}`, `{"type":"custom","id":"x1"}`)})
+			_, err := svc.Append(ctx, sid, wire.AppendRequest{Entries: raws(`{"type":"custom","id":"x1"}`, `{"type":"custom","id":"x1"}`)})
 			return err
-		}, session.ErrInvalid, "entries[1].id"},
+		}, wire.ErrInvalid, "entries[1].id"},
 		{"bad entry id", func() error {
-			_, err := svc.Append(ctx, sid, service.AppendRequest{Entries: raws(`{"type":"custom","id":"a b"}`)})
+			_, err := svc.Append(ctx, sid, wire.AppendRequest{Entries: raws(`{"type":"custom","id":"a b"}`)})
 			return err
-		}, session.ErrInvalid, "entries[0].id"},
+		}, wire.ErrInvalid, "entries[0].id"},
 		{"oversize entry", func() error {
 			big := `{"type":"custom","customType":"x","data":"` + strings.Repeat("x", 9<<20) + `"}`
-			_, err := svc.Append(ctx, sid, service.AppendRequest{Entries: raws(big)})
+			_, err := svc.Append(ctx, sid, wire.AppendRequest{Entries: raws(big)})
 			return err
-		}, session.ErrTooLarge, ""},
+		}, wire.ErrTooLarge, ""},
 		{"stale expectLastSeq", func() error {
 			stale := created.LastSeq - 1
-			_, err := svc.Append(ctx, sid, service.AppendRequest{ExpectLastSeq: &stale, Entries: raws(`{"type":"custom"}`)})
+			_, err := svc.Append(ctx, sid, wire.AppendRequest{ExpectLastSeq: &stale, Entries: raws(`{"type":"custom"}`)})
 			return err
-		}, session.ErrConflict, ""},
+		}, wire.ErrConflict, ""},
 		{"unknown session", func() error {
-			_, err := svc.Append(ctx, newID(t), service.AppendRequest{Entries: raws(`{"type":"custom"}`)})
+			_, err := svc.Append(ctx, newID(t), wire.AppendRequest{Entries: raws(`{"type":"custom"}`)})
 			return err
-		}, session.ErrNotFound, ""},
+		}, wire.ErrNotFound, ""},
 		{"bad session id", func() error {
-			_, err := svc.Append(ctx, "pi.sess.>", service.AppendRequest{Entries: raws(`{"type":"custom"}`)})
+			_, err := svc.Append(ctx, "pi.sess.>", wire.AppendRequest{Entries: raws(`{"type":"custom"}`)})
 			return err
-		}, session.ErrInvalid, "sessionId"},
+		}, wire.ErrInvalid, "sessionId"},
 		{"bad client id", func() error {
-			_, err := svc.Append(ctx, sid, service.AppendRequest{Client: "a.b", Entries: raws(`{"type":"custom"}`)})
+			_, err := svc.Append(ctx, sid, wire.AppendRequest{Client: "a.b", Entries: raws(`{"type":"custom"}`)})
 			return err
-		}, session.ErrInvalid, "client"},
+		}, wire.ErrInvalid, "client"},
 		{"label of an unknown entry", func() error {
-			_, err := svc.Append(ctx, sid, service.AppendRequest{Entries: raws(`{"type":"label","targetId":"nope0000","label":"x"}`)})
+			_, err := svc.Append(ctx, sid, wire.AppendRequest{Entries: raws(`{"type":"label","targetId":"nope0000","label":"x"}`)})
 			return err
-		}, session.ErrInvalid, "entries[0].targetId"},
+		}, wire.ErrInvalid, "entries[0].targetId"},
 		{"label without target", func() error {
-			_, err := svc.Append(ctx, sid, service.AppendRequest{Entries: raws(`{"type":"label","label":"x"}`)})
+			_, err := svc.Append(ctx, sid, wire.AppendRequest{Entries: raws(`{"type":"label","label":"x"}`)})
 			return err
-		}, session.ErrInvalid, "entries[0].targetId"},
+		}, wire.ErrInvalid, "entries[0].targetId"},
 		{"cursors of an unknown session", func() error {
 			_, err := svc.ListCursors(ctx, newID(t))
 			return err
-		}, session.ErrNotFound, ""},
+		}, wire.ErrNotFound, ""},
 		{"import without header", func() error {
 			_, err := svc.Import(ctx, []byte(`{"type":"message","id":"a"}`))
 			return err
-		}, session.ErrInvalid, "line 1"},
+		}, wire.ErrInvalid, "line 1"},
 		{"import wrong version", func() error {
 			_, err := svc.Import(ctx, v1)
 			return err
-		}, session.ErrInvalid, "line 1"},
+		}, wire.ErrInvalid, "line 1"},
 		{"import malformed only", func() error {
 			_, err := svc.Import(ctx, []byte("{oops\n"))
 			return err
-		}, session.ErrInvalid, "line 1"},
+		}, wire.ErrInvalid, "line 1"},
 		{"import existing", func() error {
 			data, _ := svc.Export(ctx, sid)
 			_, err := svc.Import(ctx, data)
 			return err
-		}, session.ErrExists, ""},
+		}, wire.ErrExists, ""},
 		{"create existing", func() error {
-			_, err := svc.Create(ctx, service.CreateRequest{Header: json.RawMessage(`{"id":"` + sid + `"}`)})
+			_, err := svc.Create(ctx, wire.CreateRequest{Header: json.RawMessage(`{"id":"` + sid + `"}`)})
 			return err
-		}, session.ErrExists, ""},
+		}, wire.ErrExists, ""},
 		{"create bad header version", func() error {
-			_, err := svc.Create(ctx, service.CreateRequest{Header: json.RawMessage(`{"version":2}`)})
+			_, err := svc.Create(ctx, wire.CreateRequest{Header: json.RawMessage(`{"version":2}`)})
 			return err
-		}, session.ErrInvalid, "header.version"},
+		}, wire.ErrInvalid, "header.version"},
 		{"create dangling parent", func() error {
-			_, err := svc.Create(ctx, service.CreateRequest{Entries: raws(`{"type":"custom","parentId":"zz"}`)})
+			_, err := svc.Create(ctx, wire.CreateRequest{Entries: raws(`{"type":"custom","parentId":"zz"}`)})
 			return err
-		}, session.ErrInvalid, "entries[0].parentId"},
+		}, wire.ErrInvalid, "entries[0].parentId"},
 	}
 	for _, c := range cases {
 		err := c.do()
@@ -206,7 +206,7 @@ func testServiceErrors(t *testing.T, b backend) {
 			t.Errorf("%s: want %v, got %v", c.name, c.want, err)
 			continue
 		}
-		var fe *session.FieldError
+		var fe *wire.FieldError
 		if c.field != "" && (!errors.As(err, &fe) || fe.Field != c.field) {
 			t.Errorf("%s: want field %q, got %v", c.name, c.field, err)
 		}
@@ -219,7 +219,7 @@ func testServiceErrors(t *testing.T, b backend) {
 func testServiceAppend(t *testing.T, b backend) {
 	ctx := ctxT(t)
 	svc := newService(t, b)
-	created, err := svc.Create(ctx, service.CreateRequest{
+	created, err := svc.Create(ctx, wire.CreateRequest{
 		Header: json.RawMessage(`{"cwd":"/work","extra":"kept"}`),
 		Entries: raws(`{"type":"message","message":{"role":"user","content":"q"}}`,
 			`{"type":"message","message":{"role":"assistant","content":[],"provider":"p","model":"m"}}`),
@@ -230,16 +230,16 @@ func testServiceAppend(t *testing.T, b backend) {
 	sid := created.SessionID
 	q, a := created.Entries[0].ID, created.Entries[1].ID
 	// Default parent: the default leaf; explicit null: a new root; client cursor.
-	r1, err := svc.Append(ctx, sid, service.AppendRequest{Entries: raws(`{"type":"thinking_level_change","thinkingLevel":"high"}`)})
+	r1, err := svc.Append(ctx, sid, wire.AppendRequest{Entries: raws(`{"type":"thinking_level_change","thinkingLevel":"high"}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r2, err := svc.Append(ctx, sid, service.AppendRequest{Client: "worker-7", Entries: raws(`{"type":"message","parentId":null,"message":{"role":"user","content":"new root"}}`,
+	r2, err := svc.Append(ctx, sid, wire.AppendRequest{Client: "worker-7", Entries: raws(`{"type":"message","parentId":null,"message":{"role":"user","content":"new root"}}`,
 		`{"type":"message","message":{"role":"assistant","content":[],"provider":"p","model":"m2"}}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r3, err := svc.Append(ctx, sid, service.AppendRequest{Client: "worker-7", Entries: raws(`{"type":"label","targetId":"` + q + `","label":"start"}`)})
+	r3, err := svc.Append(ctx, sid, wire.AppendRequest{Client: "worker-7", Entries: raws(`{"type":"label","targetId":"` + q + `","label":"start"}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,13 +270,13 @@ func testServiceAppend(t *testing.T, b backend) {
 
 	// Idempotent retry: the same request again returns the original result,
 	// with or without a timestamp, and stores nothing.
-	req := service.AppendRequest{Entries: raws(`{"type":"custom","customType":"x","id":"retry001","parentId":"` + a + `","timestamp":"2026-01-01T00:00:00.000Z"}`)}
+	req := wire.AppendRequest{Entries: raws(`{"type":"custom","customType":"x","id":"retry001","parentId":"` + a + `","timestamp":"2026-01-01T00:00:00.000Z"}`)}
 	first, err := svc.Append(ctx, sid, req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := lastSeq(t, b)
-	for _, again := range []service.AppendRequest{req, {Entries: raws(`{"type":"custom","customType":"x","id":"retry001","parentId":"` + a + `"}`)}} {
+	for _, again := range []wire.AppendRequest{req, {Entries: raws(`{"type":"custom","customType":"x","id":"retry001","parentId":"` + a + `"}`)}} {
 		res, err := svc.Append(ctx, sid, again)
 		if err != nil || res.Entries[0].Seq != first.Entries[0].Seq {
 			t.Fatalf("retry: %+v, %v (first %+v)", res, err, first)
@@ -292,7 +292,7 @@ func testServiceAppend(t *testing.T, b backend) {
 	for w := range workers {
 		wg.Go(func() {
 			for i := range each {
-				_, err := svc.Append(ctx, sid, service.AppendRequest{Entries: raws(fmt.Sprintf(`{"type":"custom","customType":"w%d-%d"}`, w, i))})
+				_, err := svc.Append(ctx, sid, wire.AppendRequest{Entries: raws(fmt.Sprintf(`{"type":"custom","customType":"w%d-%d"}`, w, i))})
 				if err != nil {
 					t.Errorf("worker %d: %v", w, err)
 					return
@@ -310,7 +310,7 @@ func testServiceAppend(t *testing.T, b backend) {
 	}
 	// expectLastSeq that is current succeeds.
 	last := recs[len(recs)-1].Seq
-	if _, err := svc.Append(ctx, sid, service.AppendRequest{ExpectLastSeq: &last, Entries: raws(`{"type":"custom","customType":"cas"}`)}); err != nil {
+	if _, err := svc.Append(ctx, sid, wire.AppendRequest{ExpectLastSeq: &last, Entries: raws(`{"type":"custom","customType":"cas"}`)}); err != nil {
 		t.Fatal(err)
 	}
 }

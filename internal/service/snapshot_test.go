@@ -13,6 +13,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/store"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // countingLog counts authoritative reads: a Store restored from a snapshot
@@ -55,7 +56,7 @@ func testSnapshotRestore(t *testing.T, b backend) {
 	// After the snapshot: more entries, a purge.
 	svc := &service.Service{Log: b.log, Store: openStore(t, b), Cursors: b.cursors}
 	grown := sessionIDOf(files[0])
-	res, err := svc.Append(ctx, grown, service.AppendRequest{Entries: raws(`{"type":"custom","customType":"after-snapshot"}`)})
+	res, err := svc.Append(ctx, grown, wire.AppendRequest{Entries: raws(`{"type":"custom","customType":"after-snapshot"}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +81,7 @@ func testSnapshotRestore(t *testing.T, b backend) {
 	if got := exportOf(t, st2, grown); !bytes.Contains(got, []byte("after-snapshot")) || res.LastSeq == 0 {
 		t.Fatal("an entry appended after the snapshot is missing")
 	}
-	if err := st2.View(ctx, purged, func(*store.Doc) error { return nil }); !errors.Is(err, session.ErrNotFound) {
+	if err := st2.View(ctx, purged, func(*store.Doc) error { return nil }); !errors.Is(err, wire.ErrNotFound) {
 		t.Fatalf("a session purged after the snapshot is still there: %v", err)
 	}
 }
@@ -158,7 +159,7 @@ func testSnapshotEvictions(t *testing.T, b backend) {
 	svc := &service.Service{Log: b.log, Store: st, Cursors: b.cursors}
 	var lastRes uint64
 	for _, f := range files {
-		res, err := svc.Append(ctx, sessionIDOf(f), service.AppendRequest{Entries: raws(`{"type":"custom","customType":"tail"}`)})
+		res, err := svc.Append(ctx, sessionIDOf(f), wire.AppendRequest{Entries: raws(`{"type":"custom","customType":"tail"}`)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -212,7 +213,7 @@ func TestSnapshotKeepsLaterSpill(t *testing.T) {
 	svc := &service.Service{Log: feed.MemLog, Store: st, Cursors: session.NewMemCursors()}
 	late := `{"type":"custom","customType":"late","data":"` + string(bytes.Repeat([]byte("x"), len(file))) + `"}`
 	hook := func() {
-		res, err := svc.Append(ctx, sid, service.AppendRequest{Entries: raws(late)})
+		res, err := svc.Append(ctx, sid, wire.AppendRequest{Entries: raws(late)})
 		if err != nil {
 			t.Error(err)
 			return

@@ -14,6 +14,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/store"
+	"github.com/pifleet/sessionlog/internal/wire"
 	"github.com/pifleet/sessionlog/internal/writer"
 )
 
@@ -126,7 +127,7 @@ func testEvictAndReload(t *testing.T, b backend) {
 	}
 	// Name an evicted session: the catalog learns it without a reload.
 	id := infos[0].SessionID
-	res, err := svc.Append(ctx, id, service.AppendRequest{Entries: raws(`{"type":"session_info","name":"  renamed  "}`)})
+	res, err := svc.Append(ctx, id, wire.AppendRequest{Entries: raws(`{"type":"session_info","name":"  renamed  "}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +148,7 @@ type failingLog struct {
 
 func (f *failingLog) Append(ctx context.Context, sid string, expect uint64, recs []session.Record) ([]uint64, error) {
 	if int(f.calls.Add(1)) == f.n {
-		return nil, fmt.Errorf("injected: %w", session.ErrInvalid)
+		return nil, fmt.Errorf("injected: %w", wire.ErrInvalid)
 	}
 	return f.Log.Append(ctx, sid, expect, recs)
 }
@@ -173,11 +174,11 @@ func testChunkedImportAndPurge(t *testing.T, b backend) {
 		t.Fatal("import with a failing batch succeeded")
 	}
 	id := string(other[bytes.Index(other, []byte(`"id":"`))+6:][:36])
-	if _, err := b.log.Read(ctx, id, 0); !errors.Is(err, session.ErrNotFound) {
+	if _, err := b.log.Read(ctx, id, 0); !errors.Is(err, wire.ErrNotFound) {
 		t.Fatalf("a failed import left records: %v", err)
 	}
 	waitApplied(t, st, lastSeq(t, b))
-	if err := st.View(ctx, id, func(*store.Doc) error { return nil }); !errors.Is(err, session.ErrNotFound) {
+	if err := st.View(ctx, id, func(*store.Doc) error { return nil }); !errors.Is(err, wire.ErrNotFound) {
 		t.Fatalf("the store still holds the purged import: %v", err)
 	}
 }
@@ -187,7 +188,7 @@ func testChunkedImportAndPurge(t *testing.T, b backend) {
 type silentLog struct{ session.Log }
 
 func (silentLog) Append(ctx context.Context, sid string, expect uint64, recs []session.Record) ([]uint64, error) {
-	return nil, fmt.Errorf("append to %s: %w: %w", sid, session.ErrUnavailable, context.DeadlineExceeded)
+	return nil, fmt.Errorf("append to %s: %w: %w", sid, wire.ErrUnavailable, context.DeadlineExceeded)
 }
 
 // TestGiveUpIsUnavailable: a write that stays unacknowledged past
@@ -203,7 +204,7 @@ func TestGiveUpIsUnavailable(t *testing.T) {
 		{Attempts: 3, Backoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond},
 	} {
 		_, err := writer.Import(ctx, silentLog{session.NewMemLog(1000, 1<<20)}, data, nil, pol)
-		if !errors.Is(err, session.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
+		if !errors.Is(err, wire.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("policy %+v: %v; want ErrUnavailable and not DeadlineExceeded", pol, err)
 		}
 	}

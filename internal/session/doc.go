@@ -16,8 +16,8 @@
 // # Vocabulary
 //
 // Adapters translate their backend's failures once, at their edge, into the
-// sentinels of errors.go (ErrNotFound, ErrConflict, ErrExists, ErrInvalid,
-// ErrTooLarge, ErrUnavailable, ErrTimeout), with *FieldError and
+// sentinels of internal/wire (ErrNotFound, ErrConflict, ErrExists,
+// ErrInvalid, ErrTooLarge, ErrUnavailable, ErrTimeout), with *FieldError and
 // *ConflictError where callers need the field or the sequence. Records and
 // tree entries convert with RecordOf, HeaderRecord and Build; ids are checked
 // by ValidSessionID and ValidClientID before they reach a subject.

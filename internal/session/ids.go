@@ -1,24 +1,28 @@
 package session
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/pifleet/sessionlog/internal/wire"
+)
 
 // ValidSessionID checks that id is a UUID in its canonical textual form
 // (8-4-4-4-12 hex digits, any version: pi files from before UUIDv7 keep
 // their v4 ids). Session ids become subject tokens, so nothing else is allowed.
 func ValidSessionID(id string) error {
 	if len(id) != 36 {
-		return Invalid("sessionId", fmt.Sprintf("%q is not a UUID (want 36 characters like 01a22ba6-d94f-735d-ac17-131011d6d05b)", id))
+		return wire.Invalid("sessionId", fmt.Sprintf("%q is not a UUID (want 36 characters like 01a22ba6-d94f-735d-ac17-131011d6d05b)", id))
 	}
 	for i := 0; i < len(id); i++ {
 		c := id[i]
 		switch i {
 		case 8, 13, 18, 23:
 			if c != '-' {
-				return Invalid("sessionId", fmt.Sprintf("%q is not a UUID (dash expected at offset %d)", id, i))
+				return wire.Invalid("sessionId", fmt.Sprintf("%q is not a UUID (dash expected at offset %d)", id, i))
 			}
 		default:
 			if !isHex(c) {
-				return Invalid("sessionId", fmt.Sprintf("%q is not a UUID (non-hex character at offset %d)", id, i))
+				return wire.Invalid("sessionId", fmt.Sprintf("%q is not a UUID (non-hex character at offset %d)", id, i))
 			}
 		}
 	}
@@ -29,12 +33,12 @@ func ValidSessionID(id string) error {
 // become KV key tokens, so dots, wildcards and spaces are refused.
 func ValidClientID(id string) error {
 	if len(id) == 0 || len(id) > 64 {
-		return Invalid("client", fmt.Sprintf("client id must be 1-64 characters, got %d", len(id)))
+		return wire.Invalid("client", fmt.Sprintf("client id must be 1-64 characters, got %d", len(id)))
 	}
 	for i := 0; i < len(id); i++ {
 		c := id[i]
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return Invalid("client", fmt.Sprintf("client id %q: character %q at offset %d is not one of [A-Za-z0-9_-]", id, c, i))
+			return wire.Invalid("client", fmt.Sprintf("client id %q: character %q at offset %d is not one of [A-Za-z0-9_-]", id, c, i))
 		}
 	}
 	return nil

@@ -38,21 +38,21 @@ type Stored struct {
 //   - expectLast is the last sequence of this session the caller has seen; 0
 //     means the session must not exist yet (exclusive creation). If the
 //     session's real last sequence differs, nothing is stored and the error is
-//     ErrExists when expectLast was 0, else ErrConflict.
+//     wire.ErrExists when expectLast was 0, else wire.ErrConflict.
 //   - A record whose (session, ID) — or whose header, for a session — was
 //     already stored within the dedupe window makes the whole call fail with
-//     ErrConflict (or ErrExists for a header): the caller reads what it missed
+//     wire.ErrConflict (or wire.ErrExists for a header): the caller reads what it missed
 //     and reconciles; it never gets a silent duplicate.
 //   - A record larger than the log's limit, or more records than one atomic
-//     batch can carry, fail with ErrTooLarge and store nothing.
-//   - Transport failures are ErrUnavailable; the outcome is then unknown and the
+//     batch can carry, fail with wire.ErrTooLarge and store nothing.
+//   - Transport failures are wire.ErrUnavailable; the outcome is then unknown and the
 //     caller retries with the same records (ids make the retry detectable).
 type Log interface {
 	Append(ctx context.Context, session string, expectLast uint64, recs []Record) ([]uint64, error)
 
 	// Read returns the session's records with Seq > afterSeq, in order. It is
 	// authoritative: every Append acknowledged before the call is included.
-	// ErrNotFound when the session has no records at all.
+	// wire.ErrNotFound when the session has no records at all.
 	Read(ctx context.Context, session string, afterSeq uint64) ([]Stored, error)
 
 	// Purge removes every record of the session, then appends a purge notice
@@ -97,9 +97,9 @@ type CursorEntry struct {
 }
 
 // Cursors stores per-(session, client) leaves. Contract (sessiontest.TestCursors):
-//   - Get returns ErrNotFound for a missing or deleted cursor.
+//   - Get returns wire.ErrNotFound for a missing or deleted cursor.
 //   - Put stores unconditionally; Update stores only if the current revision is
-//     expectRev (0: only if absent), else ErrConflict. Both return the new revision.
+//     expectRev (0: only if absent), else wire.ErrConflict. Both return the new revision.
 //   - Delete of a missing cursor is not an error.
 //   - List returns the session's cursors ordered by client id.
 //   - Watch calls fn with the latest state of each of the session's cursors as
@@ -107,7 +107,7 @@ type CursorEntry struct {
 //     is 1, so a revision overwritten before the watcher reads it may be
 //     skipped: watchers see where cursors are, not every step they took.
 //
-// Client ids must satisfy ValidClientID; implementations reject others with ErrInvalid.
+// Client ids must satisfy ValidClientID; implementations reject others with wire.ErrInvalid.
 type Cursors interface {
 	Get(ctx context.Context, session, client string) (CursorEntry, error)
 	Put(ctx context.Context, session, client string, c Cursor) (uint64, error)

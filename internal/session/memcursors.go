@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // Compile-time check.
@@ -48,7 +50,7 @@ func checkCursorKey(session, client string) error {
 	return ValidClientID(client)
 }
 
-// Get returns the client's cursor in session, or ErrNotFound.
+// Get returns the client's cursor in session, or wire.ErrNotFound.
 func (m *MemCursors) Get(ctx context.Context, session, client string) (CursorEntry, error) {
 	if err := checkCursorKey(session, client); err != nil {
 		return CursorEntry{}, err
@@ -60,7 +62,7 @@ func (m *MemCursors) Get(ctx context.Context, session, client string) (CursorEnt
 	defer m.mu.Unlock()
 	c, ok := m.cursors[session][client]
 	if !ok || c.deleted {
-		return CursorEntry{}, fmt.Errorf("cursor %s/%s: %w", session, client, ErrNotFound)
+		return CursorEntry{}, fmt.Errorf("cursor %s/%s: %w", session, client, wire.ErrNotFound)
 	}
 	return c.CursorEntry, nil
 }
@@ -79,7 +81,7 @@ func (m *MemCursors) Put(ctx context.Context, session, client string, c Cursor) 
 }
 
 // Update stores c only if the current revision is expectRev (0: only if
-// there is no cursor), else ErrConflict.
+// there is no cursor), else wire.ErrConflict.
 func (m *MemCursors) Update(ctx context.Context, session, client string, c Cursor, expectRev uint64) (uint64, error) {
 	if err := checkCursorKey(session, client); err != nil {
 		return 0, err
@@ -92,7 +94,7 @@ func (m *MemCursors) Update(ctx context.Context, session, client string, c Curso
 	cur, ok := m.cursors[session][client]
 	absent := !ok || cur.deleted
 	if !(expectRev == 0 && absent || ok && cur.Revision == expectRev) {
-		return 0, fmt.Errorf("%w: cursor %s/%s: expected revision %d, is %d", ErrConflict, session, client, expectRev, cur.Revision)
+		return 0, fmt.Errorf("%w: cursor %s/%s: expected revision %d, is %d", wire.ErrConflict, session, client, expectRev, cur.Revision)
 	}
 	return m.storeLocked(session, client, c, false), nil
 }

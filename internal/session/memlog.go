@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // Compile-time checks: MemLog is both sides of the log.
@@ -75,36 +77,36 @@ func msgID(r Record) string {
 }
 
 // CheckAppend validates an Append before anything is stored, the same way
-// for every Log: the session id, the number of records (ErrTooLarge past
-// maxBatch), each record's size (ErrTooLarge past maxRecordBytes of Data),
+// for every Log: the session id, the number of records (wire.ErrTooLarge past
+// maxBatch), each record's size (wire.ErrTooLarge past maxRecordBytes of Data),
 // entry ids, header-safe Type/ID/Parent (they travel as message headers), and
-// ids repeated within the call (ErrConflict: the batch could never be stored).
+// ids repeated within the call (wire.ErrConflict: the batch could never be stored).
 func CheckAppend(session string, recs []Record, maxBatch, maxRecordBytes int) error {
 	if err := ValidSessionID(session); err != nil {
 		return err
 	}
 	if len(recs) == 0 {
-		return Invalid("records", "an append needs at least one record")
+		return wire.Invalid("records", "an append needs at least one record")
 	}
 	if len(recs) > maxBatch {
-		return fmt.Errorf("%w: %d records in one append, the limit is %d", ErrTooLarge, len(recs), maxBatch)
+		return fmt.Errorf("%w: %d records in one append, the limit is %d", wire.ErrTooLarge, len(recs), maxBatch)
 	}
 	seen := make(map[string]int, len(recs))
 	for i, r := range recs {
 		if len(r.Data) > maxRecordBytes {
-			return fmt.Errorf("%w: record %d is %d bytes, the limit is %d", ErrTooLarge, i, len(r.Data), maxRecordBytes)
+			return fmt.Errorf("%w: record %d is %d bytes, the limit is %d", wire.ErrTooLarge, i, len(r.Data), maxRecordBytes)
 		}
 		if !r.IsHeader() && r.ID == "" {
-			return Invalid(fmt.Sprintf("records[%d].id", i), "an entry needs an id")
+			return wire.Invalid(fmt.Sprintf("records[%d].id", i), "an entry needs an id")
 		}
 		for field, v := range map[string]string{"type": r.Type, "id": r.ID, "parentId": r.Parent} {
 			if strings.ContainsAny(v, "\r\n") {
-				return Invalid(fmt.Sprintf("records[%d].%s", i, field), "line breaks are not allowed")
+				return wire.Invalid(fmt.Sprintf("records[%d].%s", i, field), "line breaks are not allowed")
 			}
 		}
 		id := msgID(r)
 		if j, dup := seen[id]; dup {
-			return fmt.Errorf("%w: records %d and %d have the same id %q", ErrConflict, j, i, id)
+			return fmt.Errorf("%w: records %d and %d have the same id %q", wire.ErrConflict, j, i, id)
 		}
 		seen[id] = i
 	}
@@ -124,9 +126,9 @@ func (l *MemLog) Append(ctx context.Context, session string, expectLast uint64, 
 
 	if last := l.last[session]; last != expectLast {
 		if expectLast == 0 {
-			return nil, fmt.Errorf("%w: session %s (last sequence %d)", ErrExists, session, last)
+			return nil, fmt.Errorf("%w: session %s (last sequence %d)", wire.ErrExists, session, last)
 		}
-		return nil, fmt.Errorf("%w: session %s: expected last sequence %d, is %d", ErrConflict, session, expectLast, last)
+		return nil, fmt.Errorf("%w: session %s: expected last sequence %d, is %d", wire.ErrConflict, session, expectLast, last)
 	}
 	stored := l.ids[session]
 	for _, r := range recs {
@@ -135,9 +137,9 @@ func (l *MemLog) Append(ctx context.Context, session string, expectLast uint64, 
 			continue
 		}
 		if expectLast == 0 || r.IsHeader() {
-			return nil, fmt.Errorf("%w: session %s: %s already stored", ErrExists, session, id)
+			return nil, fmt.Errorf("%w: session %s: %s already stored", wire.ErrExists, session, id)
 		}
-		return nil, fmt.Errorf("%w: session %s: entry %s already stored", ErrConflict, session, id)
+		return nil, fmt.Errorf("%w: session %s: entry %s already stored", wire.ErrConflict, session, id)
 	}
 
 	if stored == nil {
@@ -170,7 +172,7 @@ func (l *MemLog) Read(ctx context.Context, session string, afterSeq uint64) ([]S
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if _, ok := l.last[session]; !ok {
-		return nil, fmt.Errorf("session %s: %w", session, ErrNotFound)
+		return nil, fmt.Errorf("session %s: %w", session, wire.ErrNotFound)
 	}
 	out := []Stored{}
 	for _, r := range l.recs[l.indexLocked(afterSeq+1):] {

@@ -4,16 +4,17 @@ import (
 	"fmt"
 
 	"github.com/pifleet/sessionlog/internal/tree"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // Build rebuilds a session from its records (header first).
 func Build(recs []Stored) (*tree.Session, []uint64, error) {
 	if len(recs) == 0 || !recs[0].IsHeader() {
-		return nil, nil, fmt.Errorf("%w: the log holds no header for this session", ErrInvalid)
+		return nil, nil, fmt.Errorf("%w: the log holds no header for this session", wire.ErrInvalid)
 	}
 	h, err := tree.ParseHeader(recs[0].Data)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: header at seq %d: %v", ErrInvalid, recs[0].Seq, err)
+		return nil, nil, fmt.Errorf("%w: header at seq %d: %v", wire.ErrInvalid, recs[0].Seq, err)
 	}
 	s := tree.NewSession(h)
 	s.Grow(len(recs) - 1)

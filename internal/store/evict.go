@@ -7,6 +7,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/tree"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // evictLocked drops the least recently used trees until the loaded JSON
@@ -99,7 +100,7 @@ func (st *Store) reload(ctx context.Context, id string) error {
 // reloadFromLog reads an evicted session back from the log.
 func (st *Store) reloadFromLog(ctx context.Context, id string) error {
 	if st.opts.Log == nil {
-		return fmt.Errorf("session %s is evicted and the Store has no log to reload it from: %w", id, session.ErrUnavailable)
+		return fmt.Errorf("session %s is evicted and the Store has no log to reload it from: %w", id, wire.ErrUnavailable)
 	}
 	recs, err := st.opts.Log.Read(ctx, id, 0)
 	if err != nil {

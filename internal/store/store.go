@@ -12,6 +12,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/tree"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // Doc is one session as a Store holds it: the tree (raw JSON lines plus
@@ -42,21 +43,9 @@ type Doc struct {
 	lastUse atomic.Int64 // Store.clock at the last read or write, for eviction
 }
 
-// Info is a session's catalog record.
-type Info struct {
-	SessionID     string    `json:"sessionId"`
-	Name          *string   `json:"name"`
-	Cwd           string    `json:"cwd"`
-	Created       time.Time `json:"created"`
-	Modified      time.Time `json:"modified"`
-	EntryCount    int       `json:"entryCount"`
-	LastSeq       uint64    `json:"lastSeq"`
-	ParentSession *string   `json:"parentSession"`
-}
-
 // Info returns the catalog record.
-func (d *Doc) Info() Info {
-	in := Info{SessionID: d.ID, Created: d.Created, Modified: d.Modified, EntryCount: d.Entries, LastSeq: d.LastSeq}
+func (d *Doc) Info() wire.Info {
+	in := wire.Info{SessionID: d.ID, Created: d.Created, Modified: d.Modified, EntryCount: d.Entries, LastSeq: d.LastSeq}
 	cwd, parent, name, hasName := d.cwd, d.parentSession, d.name, d.hasName
 	if d.Tree != nil {
 		cwd, parent = d.Tree.Header.Cwd, d.Tree.Header.ParentSession
@@ -267,7 +256,7 @@ func (st *Store) WaitFor(ctx context.Context, seq uint64) error {
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return fmt.Errorf("%w: waiting for sequence %d, applied %d", session.ErrTimeout, seq, applied)
+			return fmt.Errorf("%w: waiting for sequence %d, applied %d", wire.ErrTimeout, seq, applied)
 		}
 	}
 }

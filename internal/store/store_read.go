@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // View calls fn with the session's Doc under the Store's read lock,
@@ -24,7 +25,7 @@ func (st *Store) View(ctx context.Context, id string, fn func(d *Doc) error) err
 		d := st.docs[id]
 		if d == nil {
 			st.mu.RUnlock()
-			return fmt.Errorf("session %s: %w", id, session.ErrNotFound)
+			return fmt.Errorf("session %s: %w", id, wire.ErrNotFound)
 		}
 		if d.Tree != nil {
 			st.touch(d)
@@ -37,7 +38,7 @@ func (st *Store) View(ctx context.Context, id string, fn func(d *Doc) error) err
 			return err
 		}
 	}
-	return fmt.Errorf("session %s: evicted again while loading; raise the memory budget: %w", id, session.ErrUnavailable)
+	return fmt.Errorf("session %s: evicted again while loading; raise the memory budget: %w", id, wire.ErrUnavailable)
 }
 
 // ViewOrRead runs fn with the Store's copy of the session, or — when this node's
@@ -46,21 +47,21 @@ func (st *Store) View(ctx context.Context, id string, fn func(d *Doc) error) err
 // session, never a missing one that exists.
 func (st *Store) ViewOrRead(ctx context.Context, log session.Log, sid string, fn func(d *Doc) error) error {
 	err := st.View(ctx, sid, fn)
-	if !errors.Is(err, session.ErrNotFound) {
+	if !errors.Is(err, wire.ErrNotFound) {
 		return err
 	}
 	if !st.lacks(sid) {
 		// Either fn's own not-found (an unknown entry), or the Store
 		// applied the session between the two looks (it was created a
 		// moment ago): look once more, which settles both.
-		if err = st.View(ctx, sid, fn); !errors.Is(err, session.ErrNotFound) || !st.lacks(sid) {
+		if err = st.View(ctx, sid, fn); !errors.Is(err, wire.ErrNotFound) || !st.lacks(sid) {
 			return err
 		}
 	}
 	recs, rerr := log.Read(ctx, sid, 0)
 	if rerr != nil {
-		if errors.Is(rerr, session.ErrNotFound) {
-			return fmt.Errorf("session %s: %w", sid, session.ErrNotFound)
+		if errors.Is(rerr, wire.ErrNotFound) {
+			return fmt.Errorf("session %s: %w", sid, wire.ErrNotFound)
 		}
 		return rerr
 	}
@@ -97,7 +98,7 @@ type ListFilter struct {
 
 // List returns sessions in id order (UUIDv7 ids sort by creation time) and
 // the cursor for the next page ("" on the last page).
-func (st *Store) List(f ListFilter) ([]Info, string) {
+func (st *Store) List(f ListFilter) ([]wire.Info, string) {
 	if f.Limit <= 0 {
 		f.Limit = 100
 	}
@@ -111,7 +112,7 @@ func (st *Store) List(f ListFilter) ([]Info, string) {
 		}
 	}
 	slices.Sort(ids)
-	var out []Info
+	var out []wire.Info
 	for k, id := range ids {
 		d := st.docs[id]
 		in := d.Info()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/tree"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // snapRef locates an evicted session's lines in a snapshot file.
@@ -200,7 +201,7 @@ func (st *Store) materialize(ctx context.Context, it *snapItem, applied uint64) 
 		}
 	case it.fromLog:
 		recs, err := st.opts.Log.Read(ctx, it.meta.id, 0)
-		if errors.Is(err, session.ErrNotFound) {
+		if errors.Is(err, wire.ErrNotFound) {
 			return nil, nil
 		}
 		if err != nil {

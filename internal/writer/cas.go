@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // A Plan is one compare-and-swap append in flight: the records it publishes
@@ -40,8 +41,8 @@ func Publish(ctx context.Context, log session.Log, sid string, expectLast uint64
 			return seqs, err
 		}
 	}
-	if errors.Is(l.lastErr, session.ErrUnavailable) {
-		return nil, fmt.Errorf("append to %s: gave up after %d attempts: %w (last error: %v)", sid, pol.Attempts, session.ErrUnavailable, l.lastErr)
+	if errors.Is(l.lastErr, wire.ErrUnavailable) {
+		return nil, fmt.Errorf("append to %s: gave up after %d attempts: %w (last error: %v)", sid, pol.Attempts, wire.ErrUnavailable, l.lastErr)
 	}
 	return nil, fmt.Errorf("append to %s: gave up after %d attempts: %w", sid, pol.Attempts, l.lastErr)
 }
@@ -73,20 +74,20 @@ func (l *casLoop) attempt(ctx context.Context) (seqs []uint64, done bool, err er
 	seqs, err = l.log.Append(actx, l.sid, l.expect, recs)
 	cancel()
 	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-		err = fmt.Errorf("%w: no ack within %v: %w", session.ErrUnavailable, timeout, err)
+		err = fmt.Errorf("%w: no ack within %v: %w", wire.ErrUnavailable, timeout, err)
 	}
 	switch {
 	case err == nil:
 		return seqs, true, nil
-	case errors.Is(err, session.ErrConflict), errors.Is(err, session.ErrExists):
+	case errors.Is(err, wire.ErrConflict), errors.Is(err, wire.ErrExists):
 		return l.conflict(ctx, err, timeout)
-	case errors.Is(err, session.ErrUnavailable):
+	case errors.Is(err, wire.ErrUnavailable):
 		l.lastErr, l.uncertain = err, true
 		if l.unavailableTooLong() {
 			// ErrUnavailable alone, not err: err may also wrap the
 			// attempt's DeadlineExceeded, which would read as the
 			// caller's own timeout (504) instead of 503.
-			return nil, true, fmt.Errorf("append to %s: still unavailable after %v: %w (last error: %v)", l.sid, l.pol.UnavailableFor, session.ErrUnavailable, err)
+			return nil, true, fmt.Errorf("append to %s: still unavailable after %v: %w (last error: %v)", l.sid, l.pol.UnavailableFor, wire.ErrUnavailable, err)
 		}
 		if !session.Sleep(ctx, &l.backoff, l.pol.MaxBackoff) {
 			return nil, true, fmt.Errorf("%w (%w)", ctx.Err(), err)
@@ -105,13 +106,13 @@ func (l *casLoop) conflict(ctx context.Context, cause error, timeout time.Durati
 	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 		// As for the publish: a give-up after attempts must read as
 		// ErrUnavailable, not as the caller's own timeout.
-		err = fmt.Errorf("%w: %w", session.ErrUnavailable, err)
+		err = fmt.Errorf("%w: %w", wire.ErrUnavailable, err)
 	}
 	switch {
-	case errors.Is(err, session.ErrUnavailable):
+	case errors.Is(err, wire.ErrUnavailable):
 		l.lastErr = err
 		if l.unavailableTooLong() {
-			return nil, true, fmt.Errorf("append to %s: reading what was missed: still unavailable after %v: %w", l.sid, l.pol.UnavailableFor, session.ErrUnavailable)
+			return nil, true, fmt.Errorf("append to %s: reading what was missed: still unavailable after %v: %w", l.sid, l.pol.UnavailableFor, wire.ErrUnavailable)
 		}
 		if !session.Sleep(ctx, &l.backoff, l.pol.MaxBackoff) {
 			return nil, true, ctx.Err()
@@ -158,7 +159,7 @@ func (l *casLoop) unavailableTooLong() bool {
 // (or no longer exists).
 func ReadMissed(ctx context.Context, log session.Log, sid string, after uint64) ([]session.Stored, error) {
 	missed, err := log.Read(ctx, sid, after)
-	if errors.Is(err, session.ErrNotFound) {
+	if errors.Is(err, wire.ErrNotFound) {
 		return nil, nil
 	}
 	return missed, err

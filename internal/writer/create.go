@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/tree"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // CreateRecords publishes a new session's records (header first) on an
@@ -37,9 +38,9 @@ func (p *fixedPlan) Reconcile(_ context.Context, missed []session.Stored, uncert
 	case ok && uncertain && (!p.exclusive || seqs[0] == missed[0].Seq):
 		return seqs, nil
 	case p.exclusive:
-		return nil, fmt.Errorf("create %s: %w", p.sid, session.ErrExists)
+		return nil, fmt.Errorf("create %s: %w", p.sid, wire.ErrExists)
 	}
-	return nil, fmt.Errorf("%w: session %s changed while it was being written", session.ErrConflict, p.sid)
+	return nil, fmt.Errorf("%w: session %s changed while it was being written", wire.ErrConflict, p.sid)
 }
 
 // publishSession creates a whole session that is already complete (an
@@ -70,7 +71,7 @@ func publishSession(ctx context.Context, log session.Log, s *tree.Session, pol R
 			seqs, err = Publish(ctx, log, sid, last, &fixedPlan{sid: sid, recs: chunk}, pol)
 		}
 		if err != nil {
-			if start > 0 || !errors.Is(err, session.ErrExists) {
+			if start > 0 || !errors.Is(err, wire.ErrExists) {
 				// Best effort under a fresh context: the caller's may be what failed.
 				pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 				if perr := log.Purge(pctx, sid); perr != nil {
@@ -86,32 +87,23 @@ func publishSession(ctx context.Context, log session.Log, s *tree.Session, pol R
 	return all, nil
 }
 
-// ImportResult describes an imported session.
-type ImportResult struct {
-	SessionID     string           `json:"sessionId"`
-	Entries       int              `json:"entryCount"`
-	LastSeq       uint64           `json:"lastSeq"`
-	SourceVersion int              `json:"sourceVersion"`
-	Skipped       []tree.LineError `json:"skipped,omitempty"` // lines pi would skip too
-}
-
 // Import stores a pi session file (JSONL, version 1, 2 or 3; older versions
 // are migrated as pi migrates them). The session keeps its header id;
 // ErrExists if it is already stored. An import either completes or leaves
 // nothing.
-func Import(ctx context.Context, log session.Log, data []byte, rand io.Reader, pol RetryPolicy) (ImportResult, error) {
+func Import(ctx context.Context, log session.Log, data []byte, rand io.Reader, pol RetryPolicy) (wire.ImportResult, error) {
 	f, err := tree.Read(data, tree.ReadOptions{Rand: rand})
 	if err != nil {
 		var le *tree.LineError
 		if errors.As(err, &le) {
-			return ImportResult{}, session.Invalid(fmt.Sprintf("line %d", le.Line), le.Reason)
+			return wire.ImportResult{}, wire.Invalid(fmt.Sprintf("line %d", le.Line), le.Reason)
 		}
-		return ImportResult{}, fmt.Errorf("%w: %v", session.ErrInvalid, err)
+		return wire.ImportResult{}, fmt.Errorf("%w: %v", wire.ErrInvalid, err)
 	}
 	if err := session.ValidSessionID(f.Header.ID); err != nil {
-		return ImportResult{}, err
+		return wire.ImportResult{}, err
 	}
-	res := ImportResult{SessionID: f.Header.ID, Entries: f.Len(), SourceVersion: f.SourceVersion, Skipped: f.Skipped}
+	res := wire.ImportResult{SessionID: f.Header.ID, Entries: f.Len(), SourceVersion: f.SourceVersion, Skipped: f.Skipped}
 	seqs, err := publishSession(ctx, log, f.Session, pol)
 	if err != nil {
 		return res, err
@@ -127,7 +119,7 @@ func Import(ctx context.Context, log session.Log, data []byte, rand io.Reader, p
 func Fork(ctx context.Context, log session.Log, src *tree.Session, leafID string, now time.Time, rand io.Reader, pol RetryPolicy) (string, uint64, error) {
 	leaf, ok := src.Index(leafID)
 	if !ok {
-		return "", 0, fmt.Errorf("fork: entry %q: %w", leafID, session.ErrNotFound)
+		return "", 0, fmt.Errorf("fork: entry %q: %w", leafID, wire.ErrNotFound)
 	}
 	u, err := uuid.NewV7()
 	if err != nil {

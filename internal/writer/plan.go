@@ -7,6 +7,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/tree"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // View is what placing an append needs to know of a session.
@@ -59,7 +60,7 @@ type AppendPlan struct {
 	Target Target
 	Placer Placer
 	// Expect is the caller's expectLastSeq, if it gave one. A conflict then
-	// fails with a *session.ConflictError instead of placing the entries
+	// fails with a *wire.ConflictError instead of placing the entries
 	// again.
 	Expect *uint64
 
@@ -117,7 +118,7 @@ func (p *AppendPlan) Reconcile(ctx context.Context, missed []session.Stored, unc
 	}
 	if p.Expect != nil {
 		last := missed[len(missed)-1].Seq
-		return nil, &session.ConflictError{LastSeq: last,
+		return nil, &wire.ConflictError{LastSeq: last,
 			Reason: fmt.Sprintf("the session's last sequence is %d, not %d", last, *p.Expect)}
 	}
 	return nil, nil

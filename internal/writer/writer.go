@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/tree"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // Options configure a Writer. The zero value is usable.
@@ -171,7 +172,7 @@ func (w *Writer) Branch(id string) error {
 	defer w.mu.Unlock()
 	i, ok := w.s.Index(id)
 	if !ok {
-		return fmt.Errorf("branch: entry %q: %w", id, session.ErrNotFound)
+		return fmt.Errorf("branch: entry %q: %w", id, wire.ErrNotFound)
 	}
 	w.leaf = i
 	return nil
@@ -225,7 +226,7 @@ func (w *Writer) AppendLabel(ctx context.Context, targetID string, label *string
 	ok := w.s.Has(targetID)
 	w.mu.Unlock()
 	if !ok {
-		return "", fmt.Errorf("label: entry %q: %w", targetID, session.ErrNotFound)
+		return "", fmt.Errorf("label: entry %q: %w", targetID, wire.ErrNotFound)
 	}
 	return w.one(ctx, Label(targetID, label))
 }
@@ -239,7 +240,7 @@ func (w *Writer) BranchWithSummary(ctx context.Context, fromID, summary string, 
 	if fromID != "" {
 		i, ok := w.s.Index(fromID)
 		if !ok {
-			return "", fmt.Errorf("branch: entry %q: %w", fromID, session.ErrNotFound)
+			return "", fmt.Errorf("branch: entry %q: %w", fromID, wire.ErrNotFound)
 		}
 		leaf, from = i, fromID
 	}
@@ -380,7 +381,7 @@ func (w *Writer) build(specs []Spec, prev []tree.Entry) ([]tree.Entry, error) {
 		}
 		e, err := spec(m)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", session.ErrInvalid, err)
+			return nil, fmt.Errorf("%w: %v", wire.ErrInvalid, err)
 		}
 		entries[k] = e
 		parent = e.ID
@@ -402,7 +403,7 @@ func (w *Writer) create(ctx context.Context, entries []tree.Entry) ([]string, er
 	n := 1 + w.s.Len() + len(entries)
 	if max := w.log.MaxBatch(); n > max {
 		return nil, fmt.Errorf("%w: creating the session takes %d records (header and %d entries before the first assistant message) but one atomic batch holds at most %d; nothing was published",
-			session.ErrTooLarge, n, n-1, max)
+			wire.ErrTooLarge, n, n-1, max)
 	}
 	recs := make([]session.Record, 0, n)
 	recs = append(recs, session.HeaderRecord(&w.s.Header))
@@ -462,7 +463,7 @@ func (w *Writer) Sync(ctx context.Context) error {
 		return nil
 	}
 	missed, err := w.log.Read(ctx, w.ID(), w.lastSeq)
-	if err != nil && !errors.Is(err, session.ErrNotFound) {
+	if err != nil && !errors.Is(err, wire.ErrNotFound) {
 		return err
 	}
 	w.absorb(missed)

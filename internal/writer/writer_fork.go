@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/tree"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // Fork starts a new session holding the path from the root to entry leafID
@@ -40,7 +41,7 @@ func (w *Writer) Fork(ctx context.Context, leafID string, c CreateOptions) (*Wri
 	leaf, ok := w.s.Index(leafID)
 	if !ok {
 		w.mu.Unlock()
-		return nil, fmt.Errorf("fork: entry %q: %w", leafID, session.ErrNotFound)
+		return nil, fmt.Errorf("fork: entry %q: %w", leafID, wire.ErrNotFound)
 	}
 	if c.Cwd == "" {
 		c.Cwd = w.s.Header.Cwd
@@ -52,7 +53,7 @@ func (w *Writer) Fork(ctx context.Context, leafID string, c CreateOptions) (*Wri
 	s, err := tree.Fork(w.s, leaf, h, w.ids)
 	w.mu.Unlock()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", session.ErrInvalid, err)
+		return nil, fmt.Errorf("%w: %v", wire.ErrInvalid, err)
 	}
 	nw := newWriter(w.log, s, w.opts)
 	nw.seqs = make([]uint64, s.Len())

@@ -9,6 +9,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/testutil"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // TestCursors checks every clause of the session.Cursors contract. newCursors
@@ -59,10 +60,10 @@ func mustGet(t *testing.T, c session.Cursors, sid, client string) session.Cursor
 func testCursorMissing(t *testing.T, c session.Cursors) {
 	sid := newSessionID(t)
 	_, err := c.Get(context.Background(), sid, "alice")
-	wantErr(t, "get of a missing cursor", err, session.ErrNotFound)
+	wantErr(t, "get of a missing cursor", err, wire.ErrNotFound)
 	mustPut(t, c, sid, "bob", cursorAt("0000000a", 1))
 	_, err = c.Get(context.Background(), sid, "alice")
-	wantErr(t, "get of a missing cursor beside another", err, session.ErrNotFound)
+	wantErr(t, "get of a missing cursor beside another", err, wire.ErrNotFound)
 }
 
 func testCursorPutGet(t *testing.T, c session.Cursors) {
@@ -88,7 +89,7 @@ func testCursorUpdate(t *testing.T, c session.Cursors) {
 		t.Fatalf("update of a missing cursor with revision 0: %v", err)
 	}
 	_, err = c.Update(ctx, sid, "alice", cursorAt("0000000b", 2), 0)
-	wantErr(t, "update with revision 0 of an existing cursor", err, session.ErrConflict)
+	wantErr(t, "update with revision 0 of an existing cursor", err, wire.ErrConflict)
 
 	second := cursorAt("0000000b", 2)
 	rev2, err := c.Update(ctx, sid, "alice", second, rev)
@@ -96,11 +97,11 @@ func testCursorUpdate(t *testing.T, c session.Cursors) {
 		t.Fatalf("update with the current revision %d: rev %d, %v", rev, rev2, err)
 	}
 	_, err = c.Update(ctx, sid, "alice", cursorAt("0000000c", 3), rev)
-	wantErr(t, "update with a stale revision", err, session.ErrConflict)
+	wantErr(t, "update with a stale revision", err, wire.ErrConflict)
 	_, err = c.Update(ctx, sid, "alice", cursorAt("0000000c", 3), rev2+100)
-	wantErr(t, "update with a future revision", err, session.ErrConflict)
+	wantErr(t, "update with a future revision", err, wire.ErrConflict)
 	_, err = c.Update(ctx, sid, "carol", cursorAt("0000000c", 3), rev2)
-	wantErr(t, "update of a missing cursor with a revision", err, session.ErrConflict)
+	wantErr(t, "update of a missing cursor with a revision", err, wire.ErrConflict)
 	sameCursor(t, "get after refused updates", mustGet(t, c, sid, "alice"), sid, "alice", rev2, second)
 }
 
@@ -112,7 +113,7 @@ func testCursorDelete(t *testing.T, c session.Cursors) {
 		t.Fatalf("delete: %v", err)
 	}
 	_, err := c.Get(ctx, sid, "alice")
-	wantErr(t, "get of a deleted cursor", err, session.ErrNotFound)
+	wantErr(t, "get of a deleted cursor", err, wire.ErrNotFound)
 	if err := c.Delete(ctx, sid, "alice"); err != nil {
 		t.Fatalf("delete of a deleted cursor: %v", err)
 	}
@@ -163,18 +164,18 @@ func testCursorInvalid(t *testing.T, c session.Cursors) {
 	sid := newSessionID(t)
 	for _, bad := range []string{"", "a.b", "a*", "a>", "a b", "ä", string(make([]byte, 65))} {
 		_, err := c.Get(ctx, sid, bad)
-		wantErr(t, fmt.Sprintf("get with client %q", bad), err, session.ErrInvalid)
+		wantErr(t, fmt.Sprintf("get with client %q", bad), err, wire.ErrInvalid)
 		_, err = c.Put(ctx, sid, bad, cursorAt("0000000a", 1))
-		wantErr(t, fmt.Sprintf("put with client %q", bad), err, session.ErrInvalid)
+		wantErr(t, fmt.Sprintf("put with client %q", bad), err, wire.ErrInvalid)
 		_, err = c.Update(ctx, sid, bad, cursorAt("0000000a", 1), 0)
-		wantErr(t, fmt.Sprintf("update with client %q", bad), err, session.ErrInvalid)
-		wantErr(t, fmt.Sprintf("delete with client %q", bad), c.Delete(ctx, sid, bad), session.ErrInvalid)
+		wantErr(t, fmt.Sprintf("update with client %q", bad), err, wire.ErrInvalid)
+		wantErr(t, fmt.Sprintf("delete with client %q", bad), c.Delete(ctx, sid, bad), wire.ErrInvalid)
 	}
 	_, err := c.Put(ctx, "not-a-session", "alice", cursorAt("0000000a", 1))
-	wantErr(t, "put with a bad session", err, session.ErrInvalid)
+	wantErr(t, "put with a bad session", err, wire.ErrInvalid)
 	_, err = c.List(ctx, "*")
-	wantErr(t, "list with a bad session", err, session.ErrInvalid)
-	wantErr(t, "watch with a bad session", c.Watch(ctx, "x.>", func(session.CursorEntry, bool) {}), session.ErrInvalid)
+	wantErr(t, "list with a bad session", err, wire.ErrInvalid)
+	wantErr(t, "watch with a bad session", c.Watch(ctx, "x.>", func(session.CursorEntry, bool) {}), wire.ErrInvalid)
 }
 
 // cursorEvent is one Watch callback.

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // TestLog checks every clause of the session.Log and session.Feed contracts.
@@ -60,7 +61,7 @@ func testCreateExclusive(t *testing.T, newLog func(t *testing.T) (session.Log, s
 			winner = i
 			continue
 		}
-		wantErr(t, fmt.Sprintf("creator %d", i), err, session.ErrExists)
+		wantErr(t, fmt.Sprintf("creator %d", i), err, wire.ErrExists)
 	}
 	if winner < 0 {
 		t.Fatalf("no creator won: %v / %v", errs[0], errs[1])
@@ -68,7 +69,7 @@ func testCreateExclusive(t *testing.T, newLog func(t *testing.T) (session.Log, s
 	sameStored(t, mustRead(t, l, sid, 0), sid, recs[winner], seqs[winner])
 
 	_, err := l.Append(context.Background(), sid, 0, []session.Record{entry(newEntryID(), "")})
-	wantErr(t, "create of an existing session", err, session.ErrExists)
+	wantErr(t, "create of an existing session", err, wire.ErrExists)
 }
 
 func testAppendSeqs(t *testing.T, newLog func(t *testing.T) (session.Log, session.Feed)) {
@@ -91,9 +92,9 @@ func testAppendCAS(t *testing.T, newLog func(t *testing.T) (session.Log, session
 	sid := newSessionID(t)
 
 	_, err := l.Append(ctx, sid, 7, chain("", 1))
-	wantErr(t, "append to a missing session with expectLast 7", err, session.ErrConflict)
+	wantErr(t, "append to a missing session with expectLast 7", err, wire.ErrConflict)
 	_, err = l.Read(ctx, sid, 0)
-	wantErr(t, "read after the refused append", err, session.ErrNotFound)
+	wantErr(t, "read after the refused append", err, wire.ErrNotFound)
 
 	recs, seqs := create(t, l, sid, 1)
 	last := seqs[len(seqs)-1]
@@ -106,9 +107,9 @@ func testAppendCAS(t *testing.T, newLog func(t *testing.T) (session.Log, session
 		expectLast uint64
 		want       error
 	}{
-		{"stale", last, session.ErrConflict},
-		{"ahead", seq[0] + 100, session.ErrConflict},
-		{"zero", 0, session.ErrExists},
+		{"stale", last, wire.ErrConflict},
+		{"ahead", seq[0] + 100, wire.ErrConflict},
+		{"zero", 0, wire.ErrExists},
 	} {
 		_, err := l.Append(ctx, sid, tc.expectLast, chain(next[0].ID, 1))
 		wantErr(t, "append with "+tc.name+" expectLast", err, tc.want)
@@ -169,7 +170,7 @@ func casAppend(ctx context.Context, l session.Log, sid string, n int) error {
 		last := recs[len(recs)-1]
 		parent := last.ID
 		_, err = l.Append(ctx, sid, last.Seq, chain(parent, n))
-		if err == nil || !errors.Is(err, session.ErrConflict) {
+		if err == nil || !errors.Is(err, wire.ErrConflict) {
 			return err
 		}
 	}
@@ -188,17 +189,17 @@ func testOversize(t *testing.T, newLog func(t *testing.T) (session.Log, session.
 	recs := append([]session.Record{header(sid)}, chain("", 4)...)
 	recs[3].Data = big
 	_, err := l.Append(ctx, sid, 0, recs)
-	wantErr(t, "creation with an oversize record 3", err, session.ErrTooLarge)
+	wantErr(t, "creation with an oversize record 3", err, wire.ErrTooLarge)
 	_, err = l.Read(ctx, sid, 0)
-	wantErr(t, "read after the refused creation", err, session.ErrNotFound)
+	wantErr(t, "read after the refused creation", err, wire.ErrNotFound)
 
 	recs, seqs := create(t, l, sid, 1)
 	batch := chain(recs[1].ID, 4)
 	batch[2].Data = big
 	_, err = l.Append(ctx, sid, seqs[1], batch)
-	wantErr(t, "batch with an oversize record 3", err, session.ErrTooLarge)
+	wantErr(t, "batch with an oversize record 3", err, wire.ErrTooLarge)
 	_, err = l.Append(ctx, sid, seqs[1], batch[2:3])
-	wantErr(t, "single oversize record", err, session.ErrTooLarge)
+	wantErr(t, "single oversize record", err, wire.ErrTooLarge)
 	sameStored(t, mustRead(t, l, sid, 0), sid, recs, seqs)
 }
 
@@ -211,9 +212,9 @@ func testMaxBatch(t *testing.T, newLog func(t *testing.T) (session.Log, session.
 	sid := newSessionID(t)
 	recs := append([]session.Record{header(sid)}, chain("", max)...)
 	_, err := l.Append(context.Background(), sid, 0, recs)
-	wantErr(t, fmt.Sprintf("append of MaxBatch+1 = %d records", len(recs)), err, session.ErrTooLarge)
+	wantErr(t, fmt.Sprintf("append of MaxBatch+1 = %d records", len(recs)), err, wire.ErrTooLarge)
 	_, err = l.Read(context.Background(), sid, 0)
-	wantErr(t, "read after the refused batch", err, session.ErrNotFound)
+	wantErr(t, "read after the refused batch", err, wire.ErrNotFound)
 
 	seqs := mustAppend(t, l, sid, 0, recs[:max])
 	sameStored(t, mustRead(t, l, sid, 0), sid, recs[:max], seqs)

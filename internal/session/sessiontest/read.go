@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // testDuplicateID checks that a record whose id is already stored (or
@@ -24,11 +25,11 @@ func testDuplicateID(t *testing.T, newLog func(t *testing.T) (session.Log, sessi
 		recs []session.Record
 		want error
 	}{
-		{"stored entry in a batch", []session.Record{c, a}, session.ErrConflict},
-		{"stored entry alone", []session.Record{a}, session.ErrConflict},
-		{"entry twice in a batch", []session.Record{c, c}, session.ErrConflict},
-		{"stored header alone", []session.Record{header(sid)}, session.ErrExists},
-		{"stored header in a batch", []session.Record{c, header(sid)}, session.ErrExists},
+		{"stored entry in a batch", []session.Record{c, a}, wire.ErrConflict},
+		{"stored entry alone", []session.Record{a}, wire.ErrConflict},
+		{"entry twice in a batch", []session.Record{c, c}, wire.ErrConflict},
+		{"stored header alone", []session.Record{header(sid)}, wire.ErrExists},
+		{"stored header in a batch", []session.Record{c, header(sid)}, wire.ErrExists},
 	} {
 		_, err := l.Append(ctx, sid, last, tc.recs)
 		wantErr(t, tc.name, err, tc.want)
@@ -37,9 +38,9 @@ func testDuplicateID(t *testing.T, newLog func(t *testing.T) (session.Log, sessi
 
 	seq := mustAppend(t, l, sid, last, []session.Record{c})
 	_, err := l.Append(ctx, sid, last, []session.Record{c})
-	wantErr(t, "retry of an append that was stored", err, session.ErrConflict)
+	wantErr(t, "retry of an append that was stored", err, wire.ErrConflict)
 	_, err = l.Append(ctx, sid, seq[0], []session.Record{c})
-	wantErr(t, "retry of an append that was stored, with its own sequence", err, session.ErrConflict)
+	wantErr(t, "retry of an append that was stored, with its own sequence", err, wire.ErrConflict)
 	sameStored(t, mustRead(t, l, sid, 0), sid, append(recs, c), append(seqs, seq...))
 }
 
@@ -48,18 +49,18 @@ func testInvalidInput(t *testing.T, newLog func(t *testing.T) (session.Log, sess
 	ctx := context.Background()
 	for _, bad := range []string{"", "not-a-uuid", "01a22ba6-d94f-735d-ac17-131011d6d05b.x", "01a22ba6-d94f-735d-ac17-13101*d6d05b"} {
 		_, err := l.Append(ctx, bad, 0, []session.Record{header(bad)})
-		wantErr(t, "append to session "+bad, err, session.ErrInvalid)
+		wantErr(t, "append to session "+bad, err, wire.ErrInvalid)
 		_, err = l.Read(ctx, bad, 0)
-		wantErr(t, "read of session "+bad, err, session.ErrInvalid)
-		wantErr(t, "purge of session "+bad, l.Purge(ctx, bad), session.ErrInvalid)
+		wantErr(t, "read of session "+bad, err, wire.ErrInvalid)
+		wantErr(t, "purge of session "+bad, l.Purge(ctx, bad), wire.ErrInvalid)
 	}
 	sid := newSessionID(t)
 	_, err := l.Append(ctx, sid, 0, nil)
-	wantErr(t, "append of no records", err, session.ErrInvalid)
+	wantErr(t, "append of no records", err, wire.ErrInvalid)
 	_, err = l.Append(ctx, sid, 0, []session.Record{header(sid), entry("", "")})
-	wantErr(t, "append of an entry without id", err, session.ErrInvalid)
+	wantErr(t, "append of an entry without id", err, wire.ErrInvalid)
 	_, err = l.Read(ctx, sid, 0)
-	wantErr(t, "read after refused appends", err, session.ErrNotFound)
+	wantErr(t, "read after refused appends", err, wire.ErrNotFound)
 }
 
 func testReadAfter(t *testing.T, newLog func(t *testing.T) (session.Log, session.Feed)) {
@@ -84,10 +85,10 @@ func testReadMissing(t *testing.T, newLog func(t *testing.T) (session.Log, sessi
 	l, _ := newLog(t)
 	ctx := context.Background()
 	_, err := l.Read(ctx, newSessionID(t), 0)
-	wantErr(t, "read of a missing session in an empty log", err, session.ErrNotFound)
+	wantErr(t, "read of a missing session in an empty log", err, wire.ErrNotFound)
 	create(t, l, newSessionID(t), 1)
 	_, err = l.Read(ctx, newSessionID(t), 0)
-	wantErr(t, "read of a missing session", err, session.ErrNotFound)
+	wantErr(t, "read of a missing session", err, wire.ErrNotFound)
 }
 
 // testPurge checks that a purged session is gone for Read and Follow, that
@@ -109,7 +110,7 @@ func testPurge(t *testing.T, newLog func(t *testing.T) (session.Log, session.Fee
 		t.Fatalf("purge: %v", err)
 	}
 	_, err := l.Read(ctx, a, 0)
-	wantErr(t, "read of a purged session", err, session.ErrNotFound)
+	wantErr(t, "read of a purged session", err, wire.ErrNotFound)
 	sameStored(t, mustRead(t, l, b, 0), b, recsB, seqsB)
 	if err := l.Purge(ctx, a); err != nil {
 		t.Fatalf("second purge: %v", err)
@@ -146,7 +147,7 @@ func testLastSeq(t *testing.T, newLog func(t *testing.T) (session.Log, session.F
 	}
 	_, seqsB := create(t, l, b, 0)
 	_, err := l.Append(context.Background(), a, seqs[0], chain("", 1))
-	wantErr(t, "stale append", err, session.ErrConflict)
+	wantErr(t, "stale append", err, wire.ErrConflict)
 	if got := lastSeq(t, f); got != seqsB[0] {
 		t.Fatalf("last seq after another session and a refused append: %d, want %d", got, seqsB[0])
 	}

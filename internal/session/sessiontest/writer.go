@@ -14,6 +14,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/tree"
 	"github.com/pifleet/sessionlog/internal/tree/jsjson"
+	"github.com/pifleet/sessionlog/internal/wire"
 	"github.com/pifleet/sessionlog/internal/writer"
 )
 
@@ -87,7 +88,7 @@ func newWriter(t *testing.T, l session.Log, c writer.CreateOptions) *writer.Writ
 
 func wantMissing(t *testing.T, l session.Log, sid, what string) {
 	t.Helper()
-	if recs, err := l.Read(context.Background(), sid, 0); !errors.Is(err, session.ErrNotFound) {
+	if recs, err := l.Read(context.Background(), sid, 0); !errors.Is(err, wire.ErrNotFound) {
 		t.Fatalf("%s: want nothing on the log, got %d records, err %v", what, len(recs), err)
 	}
 }
@@ -161,7 +162,7 @@ func testFailedCreation(t *testing.T, e WriterEnv) {
 	w := newWriter(t, e.Log, writer.CreateOptions{})
 	q := must(w.AppendMessage(ctx, UserMessage("q")))
 	huge := AssistantMessage(strings.Repeat("x", 9<<20)) // beyond the 8 MiB record limit
-	if _, err := w.AppendMessage(ctx, huge); !errors.Is(err, session.ErrTooLarge) {
+	if _, err := w.AppendMessage(ctx, huge); !errors.Is(err, wire.ErrTooLarge) {
 		t.Fatalf("want ErrTooLarge, got %v", err)
 	}
 	wantMissing(t, e.Log, w.ID(), "a failed creation")
@@ -175,7 +176,7 @@ func testFailedCreation(t *testing.T, e WriterEnv) {
 		must(w2.AppendMessage(ctx, UserMessage("q")))
 	}
 	_, err := w2.AppendMessage(ctx, AssistantMessage("a"))
-	if !errors.Is(err, session.ErrTooLarge) || !strings.Contains(err.Error(), "atomic batch") {
+	if !errors.Is(err, wire.ErrTooLarge) || !strings.Contains(err.Error(), "atomic batch") {
 		t.Fatalf("want a clear ErrTooLarge, got %v", err)
 	}
 	wantMissing(t, e.Log, w2.ID(), "an oversize creation")

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/tree"
+	"github.com/pifleet/sessionlog/internal/wire"
 	"github.com/pifleet/sessionlog/internal/writer"
 )
 
@@ -33,7 +33,7 @@ func testCreateRace(t *testing.T, e WriterEnv) {
 			switch {
 			case err == nil:
 				wins++
-			case errors.Is(err, session.ErrExists):
+			case errors.Is(err, wire.ErrExists):
 				exists++
 			default:
 				t.Errorf("writer %d: %v", k, err)
@@ -124,7 +124,7 @@ func testReadYourWrites(t *testing.T, e WriterEnv) {
 	if st != nil {
 		short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 		defer cancel()
-		if err := st.WaitFor(short, 1<<40); !errors.Is(err, session.ErrTimeout) {
+		if err := st.WaitFor(short, 1<<40); !errors.Is(err, wire.ErrTimeout) {
 			t.Fatalf("want ErrTimeout, got %v", err)
 		}
 	}
@@ -172,7 +172,7 @@ func testForkPending(t *testing.T, e WriterEnv) {
 	if w.LastSeq() != before || w.LeafID() != a {
 		t.Fatal("forking changed the source writer")
 	}
-	if _, err := w.Fork(ctx, "nope", writer.CreateOptions{}); !errors.Is(err, session.ErrNotFound) {
+	if _, err := w.Fork(ctx, "nope", writer.CreateOptions{}); !errors.Is(err, wire.ErrNotFound) {
 		t.Fatalf("fork of an unknown entry: %v", err)
 	}
 }

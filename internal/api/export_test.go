@@ -1,0 +1,15 @@
+package api
+
+import "reflect"
+
+// Routes returns the patterns the HTTP mux serves besides its catch-all.
+func (s *Server) Routes() []string {
+	var out []string
+	for _, r := range s.httpRoutes() {
+		out = append(out, r.pattern)
+	}
+	return out
+}
+
+// RequestType is the type every request decodes into, on both transports.
+var RequestType = reflect.TypeFor[request]()

@@ -1,0 +1,138 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"reflect"
+	"strconv"
+	"strings"
+)
+
+// ContentType values of request and reply bodies.
+const (
+	ContentTypeJSON  = "application/json"
+	ContentTypeJSONL = "application/x-ndjson"
+)
+
+// HTTPRequest is a request laid out for HTTP: EncodeHTTP's result.
+type HTTPRequest struct {
+	Method string
+	// Path is escaped, with the wildcards filled; Query holds the fields of
+	// a GET, DELETE or import.
+	Path        string
+	Query       url.Values
+	Body        []byte // nil without a body
+	ContentType string
+}
+
+// EncodeHTTP lays req out for HTTP. minSeq is a floor for the request's
+// MinSeq (a client's configured read-your-writes sequence): a request may
+// ask for a later one, never for an earlier one.
+func EncodeHTTP(req Request, minSeq uint64) (HTTPRequest, error) {
+	o := req.Op()
+	fields, err := Fields(req, minSeq)
+	if err != nil {
+		return HTTPRequest{}, err
+	}
+	out := HTTPRequest{Method: o.Method, Path: o.Path}
+	for json, wildcard := range pathFields(reflect.TypeOf(req)) {
+		if !strings.Contains(o.Path, "{"+wildcard+"}") {
+			continue // an ordinary field of this operation (append's client)
+		}
+		v := fields[json]
+		delete(fields, json)
+		out.Path = strings.Replace(out.Path, "{"+wildcard+"}", url.PathEscape(queryValue(v)), 1)
+	}
+	if o.bodyInQuery() {
+		out.Query = url.Values{}
+		for k, v := range fields {
+			out.Query.Set(k, queryValue(v))
+		}
+	} else if out.Body, err = EncodeJSON(fields); err != nil {
+		return HTTPRequest{}, err
+	}
+	out.ContentType = ContentTypeJSON
+	if ir, ok := req.(ImportRequest); ok {
+		out.Body, out.ContentType = ir.File, ContentTypeJSONL
+	} else if out.Body == nil {
+		out.ContentType = ""
+	}
+	return out, nil
+}
+
+// EncodeNATS lays req out for NATS: its subject and body (every field as
+// JSON, or an import's file as it is); minSeq as for EncodeHTTP.
+func EncodeNATS(req Request, minSeq uint64) (subject string, data []byte, err error) {
+	o := req.Op()
+	if o.HTTPOnly() {
+		return "", nil, fmt.Errorf("operation %s is served over HTTP only", o.Name)
+	}
+	if ir, ok := req.(ImportRequest); ok {
+		return o.Subject, ir.File, nil
+	}
+	fields, err := Fields(req, minSeq)
+	if err != nil {
+		return "", nil, err
+	}
+	data, err = EncodeJSON(fields)
+	return o.Subject, data, err
+}
+
+// Fields returns req's fields by JSON name, as they are encoded (fields
+// left empty are absent), with MinSeq raised to at least minSeq.
+func Fields(req Request, minSeq uint64) (map[string]json.RawMessage, error) {
+	b, err := EncodeJSON(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s request: %w", req.Op().Name, err)
+	}
+	fields := map[string]json.RawMessage{}
+	if err := json.Unmarshal(b, &fields); err != nil {
+		return nil, fmt.Errorf("%s request: %w", req.Op().Name, err)
+	}
+	var have uint64
+	if v, ok := fields["minSeq"]; ok {
+		have, _ = strconv.ParseUint(string(v), 10, 64)
+	}
+	if minSeq > have {
+		fields["minSeq"] = json.RawMessage(strconv.FormatUint(minSeq, 10))
+	}
+	return fields, nil
+}
+
+// pathFields maps the JSON names of t's fields tagged path:"w" to w.
+func pathFields(t reflect.Type) map[string]string {
+	out := map[string]string{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if w := f.Tag.Get("path"); w != "" {
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			out[name] = w
+		}
+	}
+	return out
+}
+
+// queryValue writes a field's JSON value as a query parameter: a string
+// unquoted, null as "null" (pi-node reads ?leaf=null), numbers as they are.
+func queryValue(v json.RawMessage) string {
+	var s string
+	if len(v) > 0 && v[0] == '"' && json.Unmarshal(v, &s) == nil {
+		return s
+	}
+	return string(v)
+}
+
+// EncodeJSON encodes v without HTML escaping, so entries, labels and names
+// reach the log with the bytes they were given ("<" stays "<", as pi writes
+// it). json.RawMessage values are compacted, nothing else.
+func EncodeJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}

@@ -1,0 +1,184 @@
+package wire
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+)
+
+// The error vocabulary of the engine and of the API. Adapters
+// (internal/jetstream, the HTTP transport) translate their backend's
+// failures into these once, at their edge; the API maps them to HTTP
+// statuses and error codes with StatusOf, and the clients map an error
+// reply back with ErrorOf, so a caller tests errors.Is on either side of
+// the wire. Wrap with fmt.Errorf("...: %w", err) to add context.
+var (
+	// ErrNotFound: the session, entry, cursor or message does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrExists: an exclusive create found the session (or key) already there.
+	ErrExists = errors.New("already exists")
+	// ErrConflict: an optimistic write lost a race: the expected last sequence
+	// or revision was stale, or an entry id is already stored with other content.
+	ErrConflict = errors.New("conflict")
+	// ErrInvalid: the input is malformed: bad JSON, unknown parent, bad id, ...
+	ErrInvalid = errors.New("invalid")
+	// ErrTooLarge: an entry or a batch exceeds what the log accepts.
+	ErrTooLarge = errors.New("too large")
+	// ErrUnavailable: the backend cannot be reached or has no quorum right now;
+	// the operation may be retried (with the same entry ids: appends are idempotent).
+	ErrUnavailable = errors.New("unavailable")
+	// ErrTimeout: a bounded wait (read-your-writes minSeq) ran out.
+	ErrTimeout = errors.New("timeout")
+	// ErrUnauthorized: the HTTP API wants a bearer token (pi-node's
+	// --http-token) and got none or another one. It belongs to the
+	// transport; the engine never returns it.
+	ErrUnauthorized = errors.New("unauthorized")
+)
+
+// FieldError is an ErrInvalid that names the offending input field or line,
+// so callers can point the user at it. Unwraps to ErrInvalid.
+type FieldError struct {
+	Field  string // JSON path-ish name ("entries[2].parentId") or "line 7"
+	Reason string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Reason }
+
+// Unwrap makes errors.Is(err, ErrInvalid) true.
+func (e *FieldError) Unwrap() error { return ErrInvalid }
+
+// Invalid returns a FieldError for field.
+func Invalid(field, reason string) error { return &FieldError{Field: field, Reason: reason} }
+
+// ConflictError is an ErrConflict that knows the session's last sequence at
+// the time of the conflict, so the caller can read what it missed with
+// minSeq = LastSeq from any node. Unwraps to ErrConflict.
+type ConflictError struct {
+	LastSeq uint64
+	Reason  string
+}
+
+func (e *ConflictError) Error() string { return "conflict: " + e.Reason }
+
+// Unwrap makes errors.Is(err, ErrConflict) true.
+func (e *ConflictError) Unwrap() error { return ErrConflict }
+
+// Error codes of the JSON error object.
+const (
+	CodeNotFound     = "not_found"
+	CodeConflict     = "conflict"
+	CodeInvalid      = "invalid"
+	CodeTooLarge     = "too_large"
+	CodeUnavailable  = "unavailable"
+	CodeUnauthorized = "unauthorized"
+	CodeTimeout      = "timeout"
+	CodeInternal     = "internal"
+)
+
+// ErrorBody is the JSON body of every error reply, on both transports:
+// {"error":{"code","message","field"?,"lastSeq"?}}.
+type ErrorBody struct {
+	Error ErrorDetail `json:"error"`
+}
+
+// ErrorDetail is the error object. Field names the offending input (a body
+// field such as "entries[2].parentId", a query parameter, or "body") when
+// the error is about one.
+type ErrorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Field   string `json:"field,omitempty"`
+	// LastSeq is the session's last sequence on a conflict with
+	// expectLastSeq: read what you missed with minSeq=lastSeq.
+	LastSeq uint64 `json:"lastSeq,omitempty"`
+}
+
+// errorTable maps sentinels to an HTTP status and an error code: the one
+// place both transports take them from (NATS sends the status as its micro
+// error code). The first match wins, so more specific entries come first.
+var errorTable = []struct {
+	err    error
+	status int
+	code   string
+}{
+	{ErrUnauthorized, http.StatusUnauthorized, CodeUnauthorized},
+	{ErrInvalid, http.StatusBadRequest, CodeInvalid},
+	{ErrNotFound, http.StatusNotFound, CodeNotFound},
+	{ErrExists, http.StatusConflict, CodeConflict},
+	{ErrConflict, http.StatusConflict, CodeConflict},
+	{ErrTooLarge, http.StatusRequestEntityTooLarge, CodeTooLarge},
+	{ErrTimeout, http.StatusGatewayTimeout, CodeTimeout},
+	{context.DeadlineExceeded, http.StatusGatewayTimeout, CodeTimeout},
+	{ErrUnavailable, http.StatusServiceUnavailable, CodeUnavailable},
+	// The caller went away or the server is stopping: not a server fault.
+	{context.Canceled, http.StatusServiceUnavailable, CodeUnavailable},
+}
+
+// internalMessage replaces the message of an unknown error: its details are
+// for the server log, not for clients.
+const internalMessage = "internal error; the server log has the details"
+
+// StatusOf maps err to the HTTP status and error object of its reply, and
+// reports whether err is one of ours. Messages of known errors are passed
+// on (the engine writes them for clients: ids, fields, sequences); an
+// unknown error is 500 internal with a generic message, and the caller
+// logs it.
+func StatusOf(err error) (status int, d ErrorDetail, known bool) {
+	for _, e := range errorTable {
+		if errors.Is(err, e.err) {
+			d := ErrorDetail{Code: e.code, Message: err.Error()}
+			var ce *ConflictError
+			if errors.As(err, &ce) {
+				d.LastSeq = ce.LastSeq
+			}
+			var fe *FieldError
+			if errors.As(err, &fe) {
+				d.Field = fe.Field
+			}
+			return e.status, d, true
+		}
+	}
+	return http.StatusInternalServerError, ErrorDetail{Code: CodeInternal, Message: internalMessage}, false
+}
+
+// ErrorOf maps an error reply of operation op back to the sentinel of its
+// status (nil for a status that has none, such as 500):
+//
+//	400 invalid      ErrInvalid (a *FieldError when d.Field is set)
+//	401 unauthorized ErrUnauthorized
+//	404 not_found    ErrNotFound
+//	409 conflict     ErrExists for create and import (the session id is
+//	                 taken); otherwise a *ConflictError when d carries lastSeq
+//	                 (a stale expectLastSeq), else ErrConflict
+//	413 too_large    ErrTooLarge
+//	502, 503         ErrUnavailable (retry; appends with the same ids are safe)
+//	504 timeout      ErrTimeout (minSeq not applied in time)
+func ErrorOf(op string, status int, d ErrorDetail) error {
+	switch status {
+	case http.StatusBadRequest:
+		if d.Field != "" {
+			return &FieldError{Field: d.Field, Reason: strings.TrimPrefix(d.Message, d.Field+": ")}
+		}
+		return ErrInvalid
+	case http.StatusUnauthorized:
+		return ErrUnauthorized
+	case http.StatusNotFound:
+		return ErrNotFound
+	case http.StatusConflict:
+		switch {
+		case op == OpCreate.Name || op == OpImport.Name:
+			return ErrExists
+		case d.LastSeq > 0:
+			return &ConflictError{LastSeq: d.LastSeq, Reason: d.Message}
+		}
+		return ErrConflict
+	case http.StatusRequestEntityTooLarge:
+		return ErrTooLarge
+	case http.StatusBadGateway, http.StatusServiceUnavailable:
+		return ErrUnavailable
+	case http.StatusGatewayTimeout:
+		return ErrTimeout
+	}
+	return nil
+}

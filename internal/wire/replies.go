@@ -1,0 +1,111 @@
+package wire
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/pifleet/sessionlog/internal/tree"
+)
+
+// The replies of the operations. tree and context reply with JSON that
+// internal/tree builds (pi's own shapes), export with pi JSONL, and
+// cursor.delete with nothing (HTTP 204; NATS {}).
+
+// Info is a session's catalog record: one element of list, and the start
+// of get's Detail.
+type Info struct {
+	SessionID     string    `json:"sessionId"`
+	Name          *string   `json:"name"`
+	Cwd           string    `json:"cwd"`
+	Created       time.Time `json:"created"`
+	Modified      time.Time `json:"modified"`
+	EntryCount    int       `json:"entryCount"`
+	LastSeq       uint64    `json:"lastSeq"`
+	ParentSession *string   `json:"parentSession"`
+}
+
+// EntryResult is where one written entry landed.
+type EntryResult struct {
+	ID  string `json:"id"`
+	Seq uint64 `json:"seq"`
+}
+
+// WriteResult is the reply of create and append. LastSeq is the session's
+// version after the write (minSeq of a later read, expectLastSeq of a later
+// append).
+type WriteResult struct {
+	SessionID string        `json:"sessionId,omitempty"`
+	LastSeq   uint64        `json:"lastSeq"`
+	Entries   []EntryResult `json:"entries"`
+}
+
+// ListReply is a page of the catalog; Next is absent on the last page.
+type ListReply struct {
+	Sessions []Info `json:"sessions"`
+	Next     string `json:"next,omitempty"`
+}
+
+// Detail is the get reply: a session's catalog record plus its header,
+// labels and leaf.
+type Detail struct {
+	Info
+	HeaderSeq uint64            `json:"headerSeq"`
+	Header    json.RawMessage   `json:"header"`
+	Labels    map[string]string `json:"labels"`
+	LeafID    *string           `json:"leafId"` // pi's default leaf (the last entry); null without entries
+}
+
+// SeqEntry is one stored entry with its log sequence: an element of the
+// entries reply, and the data of a watch event (whose id is Seq).
+type SeqEntry struct {
+	Seq   uint64          `json:"seq"`
+	Entry json.RawMessage `json:"entry"`
+}
+
+// EntriesReply is the entries reply. More entries exist when the last
+// one's seq is below LastSeq.
+type EntriesReply struct {
+	Entries []SeqEntry `json:"entries"`
+	LastSeq uint64     `json:"lastSeq"`
+}
+
+// CursorView is a cursor as the API shows it: the reply of cursor.get and
+// cursor.set. Seq is the session's lastSeq when it was set.
+type CursorView struct {
+	Client    string  `json:"client"`
+	LeafID    *string `json:"leafId"`
+	Seq       uint64  `json:"seq"`
+	Revision  uint64  `json:"revision"`
+	UpdatedAt string  `json:"updatedAt"`
+}
+
+// CursorsReply is the cursor.list reply, by client id.
+type CursorsReply struct {
+	Cursors []CursorView `json:"cursors"`
+}
+
+// ForkReply is the fork reply; LastSeq is the new session's version, for
+// minSeq on the next read.
+type ForkReply struct {
+	SessionID string `json:"sessionId"`
+	LastSeq   uint64 `json:"lastSeq"`
+}
+
+// ImportResult describes an imported session: the import reply. LastSeq
+// is the new session's version (for minSeq); Skipped lists the lines pi
+// would skip too ([] when none, in a reply).
+type ImportResult struct {
+	SessionID     string           `json:"sessionId"`
+	Entries       int              `json:"entryCount"`
+	LastSeq       uint64           `json:"lastSeq"`
+	SourceVersion int              `json:"sourceVersion"`
+	Skipped       []tree.LineError `json:"skipped"`
+}
+
+// RestoreReply is the archive.restore reply: the session back in the log,
+// its new lastSeq for minSeq.
+type RestoreReply struct {
+	SessionID  string `json:"sessionId"`
+	EntryCount int    `json:"entryCount"`
+	LastSeq    uint64 `json:"lastSeq"`
+}

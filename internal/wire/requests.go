@@ -1,0 +1,266 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+)
+
+// Request is the typed request of one operation. Its fields are the JSON
+// fields of a NATS request body; over HTTP the fields tagged path:"id" or
+// path:"client" fill the path's wildcards, and the others go in the query
+// (GET, DELETE, import) or in the JSON body (POST, PUT). Every request may
+// carry MinSeq: the node answers once it has applied that sequence (read
+// your writes).
+type Request interface {
+	Op() Op
+}
+
+// NullableID is an entry id that may be null (the null leaf: before the
+// first entry) and whose absence is told from null. The zero value is
+// absent. A server also reads the string "null" as null, so the HTTP query
+// ?leaf=null and a NATS body agree.
+type NullableID struct {
+	Set  bool // given at all
+	Null bool // given as null
+	ID   string
+}
+
+// EntryID is the entry id id, as given.
+func EntryID(id string) NullableID { return NullableID{Set: true, ID: id} }
+
+// NullID is the null leaf.
+func NullID() NullableID { return NullableID{Set: true, Null: true} }
+
+// MarshalJSON writes null or the id; tag fields omitzero to leave an
+// absent one out.
+func (n NullableID) MarshalJSON() ([]byte, error) {
+	if n.Null || !n.Set {
+		return []byte("null"), nil
+	}
+	return json.Marshal(n.ID)
+}
+
+// UnmarshalJSON accepts a string or null (encoding/json calls it for null
+// too). A value of another type is a *json.UnmarshalTypeError.
+func (n *NullableID) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*n = NullID()
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return &json.UnmarshalTypeError{Value: jsonKind(b), Type: nullableIDType}
+	}
+	n.Parse(s)
+	return nil
+}
+
+var nullableIDType = reflect.TypeFor[NullableID]()
+
+// jsonKind names the kind of a JSON value by its first byte.
+func jsonKind(b []byte) string {
+	switch b = bytes.TrimSpace(b); {
+	case len(b) == 0:
+		return "nothing"
+	case b[0] == '{':
+		return "object"
+	case b[0] == '[':
+		return "array"
+	case b[0] == 't' || b[0] == 'f':
+		return "bool"
+	}
+	return "number"
+}
+
+// Parse sets n from a query parameter: "null" is null, anything else an id.
+func (n *NullableID) Parse(s string) {
+	*n = NullableID{Set: true, Null: s == "null", ID: s}
+	if n.Null {
+		n.ID = ""
+	}
+}
+
+// CreateRequest creates a session: an optional pi header (id, cwd,
+// timestamp, parentSession; the rest is filled) and entries.
+type CreateRequest struct {
+	Header  json.RawMessage   `json:"header,omitempty"`
+	Entries []json.RawMessage `json:"entries"`
+	MinSeq  uint64            `json:"minSeq,omitempty"`
+}
+
+// AppendRequest appends client-built entries to a session.
+type AppendRequest struct {
+	SessionID string            `json:"sessionId,omitempty" path:"id"`
+	Entries   []json.RawMessage `json:"entries"`
+	// ExpectLastSeq makes the append conditional: it fails with ErrConflict
+	// unless the session's last sequence is exactly this. Without it the
+	// server retries on conflicts by itself.
+	ExpectLastSeq *uint64 `json:"expectLastSeq,omitempty"`
+	// Client names the cursor to default parents from and to move to the
+	// last entry.
+	Client string `json:"client,omitempty"`
+	MinSeq uint64 `json:"minSeq,omitempty"`
+}
+
+// ListRequest asks for a page of the catalog; see docs/API.md, list.
+type ListRequest struct {
+	Limit  int    `json:"limit,omitempty"`
+	Cursor string `json:"cursor,omitempty"` // the previous page's next
+	Name   string `json:"name,omitempty"`
+	Cwd    string `json:"cwd,omitempty"`
+	Label  string `json:"label,omitempty"`
+	Since  string `json:"since,omitempty"` // RFC 3339
+	MinSeq uint64 `json:"minSeq,omitempty"`
+}
+
+// GetRequest asks for a session's detail.
+type GetRequest struct {
+	SessionID string `json:"sessionId,omitempty" path:"id"`
+	MinSeq    uint64 `json:"minSeq,omitempty"`
+}
+
+// EntriesRequest asks for the entries with seq > AfterSeq, at most Limit.
+type EntriesRequest struct {
+	SessionID string `json:"sessionId,omitempty" path:"id"`
+	AfterSeq  uint64 `json:"afterSeq,omitempty"`
+	Limit     int    `json:"limit,omitempty"`
+	MinSeq    uint64 `json:"minSeq,omitempty"`
+}
+
+// TreeRequest asks for pi's tree of a session; Leaf, else Client's cursor,
+// else the default leaf, is the reply's leafId.
+type TreeRequest struct {
+	SessionID string     `json:"sessionId,omitempty" path:"id"`
+	Client    string     `json:"client,omitempty"`
+	Leaf      NullableID `json:"leaf,omitzero"`
+	MinSeq    uint64     `json:"minSeq,omitempty"`
+}
+
+// ContextRequest asks for what pi would send the model at a leaf (Leaf,
+// else Client's cursor, else the default leaf); Format is "agent"
+// (default) or "llm".
+type ContextRequest struct {
+	SessionID string     `json:"sessionId,omitempty" path:"id"`
+	Client    string     `json:"client,omitempty"`
+	Leaf      NullableID `json:"leaf,omitzero"`
+	Format    string     `json:"format,omitempty"`
+	MinSeq    uint64     `json:"minSeq,omitempty"`
+}
+
+// CursorGetRequest asks for one client's cursor.
+type CursorGetRequest struct {
+	SessionID string `json:"sessionId,omitempty" path:"id"`
+	Client    string `json:"client,omitempty" path:"client"`
+	MinSeq    uint64 `json:"minSeq,omitempty"`
+}
+
+// CursorSetRequest moves a cursor to LeafID (required; null: before the
+// first entry), only if its revision is ExpectRevision when that is given.
+type CursorSetRequest struct {
+	SessionID      string     `json:"sessionId,omitempty" path:"id"`
+	Client         string     `json:"client,omitempty" path:"client"`
+	LeafID         NullableID `json:"leafId,omitzero"`
+	ExpectRevision *uint64    `json:"expectRevision,omitempty"`
+	MinSeq         uint64     `json:"minSeq,omitempty"`
+}
+
+// CursorDeleteRequest removes a cursor.
+type CursorDeleteRequest struct {
+	SessionID string `json:"sessionId,omitempty" path:"id"`
+	Client    string `json:"client,omitempty" path:"client"`
+	MinSeq    uint64 `json:"minSeq,omitempty"`
+}
+
+// CursorListRequest asks for a session's cursors.
+type CursorListRequest struct {
+	SessionID string `json:"sessionId,omitempty" path:"id"`
+	MinSeq    uint64 `json:"minSeq,omitempty"`
+}
+
+// ForkRequest makes a new session of the path from the root to EntryID.
+type ForkRequest struct {
+	SessionID string `json:"sessionId,omitempty" path:"id"`
+	EntryID   string `json:"entryId,omitempty"`
+	MinSeq    uint64 `json:"minSeq,omitempty"`
+}
+
+// ExportRequest asks for a session as a pi JSONL file.
+type ExportRequest struct {
+	SessionID string `json:"sessionId,omitempty" path:"id"`
+	MinSeq    uint64 `json:"minSeq,omitempty"`
+}
+
+// ImportRequest stores a pi session file (any version). File is the body
+// as it is, on both transports; MinSeq goes in the HTTP query only.
+type ImportRequest struct {
+	File   []byte `json:"-"`
+	MinSeq uint64 `json:"minSeq,omitempty"`
+}
+
+// StatusRequest asks for the node's status.
+type StatusRequest struct {
+	MinSeq uint64 `json:"minSeq,omitempty"`
+}
+
+// ArchiveListRequest asks for a page of the archive, of Month (YYYYMM) or
+// of all months.
+type ArchiveListRequest struct {
+	Month  string `json:"month,omitempty"`
+	Limit  int    `json:"limit,omitempty"`
+	Cursor string `json:"cursor,omitempty"` // the previous page's next
+	MinSeq uint64 `json:"minSeq,omitempty"`
+}
+
+// ArchiveRestoreRequest brings an archived session back into the log.
+type ArchiveRestoreRequest struct {
+	SessionID string `json:"sessionId,omitempty" path:"id"`
+	MinSeq    uint64 `json:"minSeq,omitempty"`
+}
+
+// ArchiveRunRequest runs one retention pass now; OlderThan (a Go duration
+// like 720h) defaults to the node's retention.
+type ArchiveRunRequest struct {
+	OlderThan string `json:"olderThan,omitempty"`
+	MinSeq    uint64 `json:"minSeq,omitempty"`
+}
+
+// WatchRequest follows a session's entries after AfterSeq (HTTP only; a
+// reconnect's Last-Event-ID header wins over AfterSeq).
+type WatchRequest struct {
+	SessionID string `json:"sessionId,omitempty" path:"id"`
+	AfterSeq  uint64 `json:"afterSeq,omitempty"`
+	MinSeq    uint64 `json:"minSeq,omitempty"`
+}
+
+func (CreateRequest) Op() Op         { return OpCreate }
+func (AppendRequest) Op() Op         { return OpAppend }
+func (ListRequest) Op() Op           { return OpList }
+func (GetRequest) Op() Op            { return OpGet }
+func (EntriesRequest) Op() Op        { return OpEntries }
+func (TreeRequest) Op() Op           { return OpTree }
+func (ContextRequest) Op() Op        { return OpContext }
+func (CursorGetRequest) Op() Op      { return OpCursorGet }
+func (CursorSetRequest) Op() Op      { return OpCursorSet }
+func (CursorDeleteRequest) Op() Op   { return OpCursorDelete }
+func (CursorListRequest) Op() Op     { return OpCursorList }
+func (ForkRequest) Op() Op           { return OpFork }
+func (ExportRequest) Op() Op         { return OpExport }
+func (ImportRequest) Op() Op         { return OpImport }
+func (StatusRequest) Op() Op         { return OpStatus }
+func (ArchiveListRequest) Op() Op    { return OpArchiveList }
+func (ArchiveRestoreRequest) Op() Op { return OpArchiveRestore }
+func (ArchiveRunRequest) Op() Op     { return OpArchiveRun }
+func (WatchRequest) Op() Op          { return OpWatch }
+
+// Requests returns the zero request of every operation, in the order of
+// Ops: for tables over the whole contract (tests on both sides of it).
+func Requests() []Request {
+	return []Request{
+		CreateRequest{}, AppendRequest{}, ListRequest{}, GetRequest{}, EntriesRequest{}, TreeRequest{}, ContextRequest{},
+		CursorGetRequest{}, CursorSetRequest{}, CursorDeleteRequest{}, CursorListRequest{},
+		ForkRequest{}, ExportRequest{}, ImportRequest{}, StatusRequest{},
+		ArchiveListRequest{}, ArchiveRestoreRequest{}, ArchiveRunRequest{},
+		WatchRequest{},
+	}
+}

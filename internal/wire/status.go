@@ -1,0 +1,101 @@
+package wire
+
+import "time"
+
+// StatusReply is the /v1/status reply.
+type StatusReply struct {
+	Node    string      `json:"node"`
+	Service string      `json:"service"`
+	Version string      `json:"version"`
+	Store   StoreStatus `json:"store"`
+	// JetStream is what pi-node reports about its backend (a
+	// JetStreamStatus), or {"error": "..."} when asking failed: status must
+	// still answer when the backend is what is broken.
+	JetStream any `json:"jetstream,omitempty"`
+}
+
+// StoreStatus is the Store's part of the status: how far this node has
+// applied the log and what it holds in memory.
+type StoreStatus struct {
+	Applied         uint64     `json:"applied"`
+	LogLastSeq      uint64     `json:"logLastSeq"`
+	Lag             uint64     `json:"lag"`
+	CaughtUpAt      *time.Time `json:"caughtUpAt"`
+	Sessions        int        `json:"sessions"`
+	SessionsLoaded  int        `json:"sessionsLoaded"`
+	BytesHeld       int64      `json:"bytesHeld"`
+	Records         uint64     `json:"records"`
+	SkippedRecords  uint64     `json:"skippedRecords"`
+	Evictions       uint64     `json:"evictions"`
+	Reloads         uint64     `json:"reloads"`
+	LastFollowError string     `json:"lastFollowError,omitempty"`
+}
+
+// JetStreamStatus is what pi-node reports under "jetstream" in /v1/status,
+// and what pi-ctl status reads back. Error alone is set when the node could
+// not ask JetStream.
+type JetStreamStatus struct {
+	Error     string       `json:"error,omitempty"`
+	Mode      string       `json:"mode"` // embedded, embedded-cluster, external
+	Server    string       `json:"server"`
+	Connected string       `json:"connected"`
+	Cluster   string       `json:"cluster,omitempty"`
+	Stream    StreamStatus `json:"stream"`
+	Bucket    string       `json:"bucket"`
+	// Region is the cross-region state: this node's region and role, the
+	// home, the streams it reads and writes, and its mirror's lag.
+	Region *RegionStatus `json:"region,omitempty"`
+}
+
+// StreamStatus describes the session stream as its leader reports it.
+type StreamStatus struct {
+	Name      string       `json:"name"`
+	Replicas  int          `json:"replicas"`
+	Leader    string       `json:"leader,omitempty"`
+	Messages  uint64       `json:"messages"`
+	Bytes     uint64       `json:"bytes"`
+	FirstSeq  uint64       `json:"firstSeq"`
+	LastSeq   uint64       `json:"lastSeq"`
+	Subjects  uint64       `json:"subjects"`
+	Followers []PeerStatus `json:"followers,omitempty"`
+}
+
+// PeerStatus is one replica of the stream besides the leader.
+type PeerStatus struct {
+	Name    string `json:"name"`
+	Current bool   `json:"current"`
+	Offline bool   `json:"offline,omitempty"`
+	Lag     uint64 `json:"lag"`
+	Active  string `json:"lastSeen"`
+}
+
+// RegionStatus is the region part of a node's status (cross-region mode).
+type RegionStatus struct {
+	Region  string            `json:"region"`
+	Role    string            `json:"role"` // home, mirror or stale (internal/region's Role)
+	Home    string            `json:"home"`
+	Epoch   uint64            `json:"epoch"`
+	ForkSeq uint64            `json:"forkSeq,omitempty"`
+	Regions []string          `json:"regions"`
+	Stale   map[string]uint64 `json:"stale,omitempty"`
+	// Reads is the stream the node's Store follows, Writes the one its
+	// writes go to.
+	Reads  string `json:"reads"`
+	Writes string `json:"writes"`
+	// Mirror is the state of this region's mirror (role mirror only).
+	Mirror        *MirrorStatus `json:"mirror,omitempty"`
+	RecordUpdated time.Time     `json:"recordUpdatedAt"`
+	RecordChange  string        `json:"recordChange"`
+}
+
+// MirrorStatus is a mirror stream as its leader reports it.
+type MirrorStatus struct {
+	Origin  string `json:"origin"`
+	LastSeq uint64 `json:"lastSeq"`
+	// Lag is how many of the origin's messages the mirror has not received
+	// yet, as of its last contact with the origin, LastContact ago.
+	Lag         uint64 `json:"lag"`
+	LastContact string `json:"lastContact"`
+	Error       string `json:"error,omitempty"`
+	Reachable   bool   `json:"reachable"`
+}
