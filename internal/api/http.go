@@ -1,10 +1,8 @@
 package api
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -107,7 +105,7 @@ func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, o *op) int {
 	}
 	body, ctype := rep.raw, rep.ctype
 	if rep.value != nil {
-		if body, err = marshal(rep.value); err != nil {
+		if body, err = wire.EncodeJSON(rep.value); err != nil {
 			return s.writeError(w, o.Name, err)
 		}
 		ctype = wire.ContentTypeJSON
@@ -191,20 +189,8 @@ func (s *Server) writeError(w http.ResponseWriter, op string, err error) int {
 // writeJSON writes v with status; v is one of our own types, so encoding
 // cannot fail.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	body, _ := marshal(v)
+	body, _ := wire.EncodeJSON(v)
 	w.Header().Set("Content-Type", wire.ContentTypeJSON)
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
-}
-
-// marshal encodes v without HTML escaping, so entries keep the bytes pi
-// wrote for <, > and & (both forms are the same JSON value).
-func marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }

@@ -97,7 +97,7 @@ func (n *natsService) dispatch(fn func(), req micro.Request) {
 	if n.stopped {
 		n.mu.Unlock()
 		const msg = "this node is stopping its service; retry (another node will answer)"
-		body, _ := marshal(wire.ErrorBody{Error: wire.ErrorDetail{Code: wire.CodeUnavailable, Message: msg}})
+		body, _ := wire.EncodeJSON(wire.ErrorBody{Error: wire.ErrorDetail{Code: wire.CodeUnavailable, Message: msg}})
 		_ = req.Error(statusText(http.StatusServiceUnavailable), msg, body)
 		return
 	}
@@ -181,7 +181,7 @@ func (s *Server) natsReply(nc *nats.Conn, o *op, req micro.Request) int {
 	}
 	body := rep.raw
 	if rep.value != nil {
-		if body, err = marshal(rep.value); err != nil {
+		if body, err = wire.EncodeJSON(rep.value); err != nil {
 			return s.natsError(o.Name, req, err)
 		}
 	}
@@ -203,7 +203,7 @@ func (s *Server) natsReply(nc *nats.Conn, o *op, req micro.Request) int {
 // = message, body = the JSON error object.
 func (s *Server) natsError(op string, req micro.Request, err error) int {
 	ae := s.mapError(transportNATS, op, err)
-	body, _ := marshal(ae.body)
+	body, _ := wire.EncodeJSON(ae.body)
 	// The description travels in a header: no line breaks.
 	desc := strings.NewReplacer("\r", " ", "\n", " ").Replace(ae.body.Error.Message)
 	if rerr := req.Error(statusText(ae.status), desc, body); rerr != nil {

@@ -97,64 +97,35 @@ func (s *Service) Create(ctx context.Context, req wire.CreateRequest) (wire.Writ
 	return res, nil
 }
 
-// header builds the header line from the client's optional object.
+// headerKeys are the string fields of pi's header a client may set, in the
+// order they are checked.
+var headerKeys = [...]string{"id", "timestamp", "cwd", "parentSession"}
+
+// header builds the header line from the client's optional object: pi's
+// fields (the id a new UUIDv7 and the timestamp now when left out), then
+// any others the client sent.
 func (s *Service) header(raw json.RawMessage) (tree.Header, error) {
-	var v tree.Value
-	if len(raw) > 0 && string(raw) != "null" {
-		var err error
-		if v, err = jsjson.ParseValue(raw); err != nil || v.Kind != tree.KindObject {
-			return tree.Header{}, wire.Invalid("header", "must be a JSON object")
-		}
-	} else {
-		v = tree.Value{Kind: tree.KindObject}
-	}
-	str := func(key string) (string, error) {
-		f, ok := v.Get(key)
-		if !ok || f.Kind == tree.KindNull {
-			return "", nil
-		}
-		if f.Kind != tree.KindString {
-			return "", wire.Invalid("header."+key, "must be a string")
-		}
-		return f.Str, nil
-	}
-	if t, _ := str("type"); t != "" && t != "session" {
-		return tree.Header{}, wire.Invalid("header.type", `must be "session"`)
-	}
-	if ver, ok := v.Get("version"); ok && !(ver.Kind == tree.KindNumber && ver.Num == tree.CurrentVersion) {
-		return tree.Header{}, wire.Invalid("header.version", "must be 3 (import older files with /v1/import)")
-	}
-	id, err := str("id")
+	v, err := headerObject(raw)
 	if err != nil {
 		return tree.Header{}, err
 	}
-	if id == "" {
-		u, err := uuid.NewV7()
-		if err != nil {
+	var f [len(headerKeys)]string
+	for k, key := range headerKeys {
+		if f[k], err = headerString(v, key); err != nil {
 			return tree.Header{}, err
 		}
-		id = u.String()
-	} else if err := session.ValidSessionID(id); err != nil {
-		return tree.Header{}, wire.Invalid("header.id", err.(*wire.FieldError).Reason)
+		if key == "id" {
+			if f[k], err = newSessionID(f[k]); err != nil {
+				return tree.Header{}, err
+			}
+		}
 	}
-	ts, err := str("timestamp")
-	if err != nil {
-		return tree.Header{}, err
+	if f[1] == "" {
+		f[1] = tree.FormatTimestamp(s.now())
 	}
-	if ts == "" {
-		ts = tree.FormatTimestamp(s.now())
-	}
-	cwd, err := str("cwd")
-	if err != nil {
-		return tree.Header{}, err
-	}
-	parent, err := str("parentSession")
-	if err != nil {
-		return tree.Header{}, err
-	}
-	h := tree.NewHeader(id, ts, cwd, parent)
+	h := tree.NewHeader(f[0], f[1], f[2], f[3])
 	// Keep any other fields the client sent, after pi's own.
-	if extra := extraMembers(v, "type", "version", "id", "timestamp", "cwd", "parentSession"); len(extra) > 0 {
+	if extra := extraMembers(v, append([]string{"type", "version"}, headerKeys[:]...)...); len(extra) > 0 {
 		out, _ := jsjson.ParseValue(h.Raw)
 		for _, m := range extra {
 			out.Set(m.Key, m.Val)
@@ -162,6 +133,52 @@ func (s *Service) header(raw json.RawMessage) (tree.Header, error) {
 		return tree.ParseHeader(out.AppendJSON(nil))
 	}
 	return h, nil
+}
+
+// headerObject parses the client's header object (none: an empty one) and
+// checks its type and version.
+func headerObject(raw json.RawMessage) (tree.Value, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return tree.Value{Kind: tree.KindObject}, nil
+	}
+	v, err := jsjson.ParseValue(raw)
+	if err != nil || v.Kind != tree.KindObject {
+		return v, wire.Invalid("header", "must be a JSON object")
+	}
+	if t, _ := headerString(v, "type"); t != "" && t != "session" {
+		return v, wire.Invalid("header.type", `must be "session"`)
+	}
+	if ver, ok := v.Get("version"); ok && !(ver.Kind == tree.KindNumber && ver.Num == tree.CurrentVersion) {
+		return v, wire.Invalid("header.version", "must be 3 (import older files with /v1/import)")
+	}
+	return v, nil
+}
+
+// headerString reads a string field of the header ("" when absent or null).
+func headerString(v tree.Value, key string) (string, error) {
+	f, ok := v.Get(key)
+	if !ok || f.Kind == tree.KindNull {
+		return "", nil
+	}
+	if f.Kind != tree.KindString {
+		return "", wire.Invalid("header."+key, "must be a string")
+	}
+	return f.Str, nil
+}
+
+// newSessionID checks a client's session id, or makes a UUIDv7 for none.
+func newSessionID(id string) (string, error) {
+	if id == "" {
+		u, err := uuid.NewV7()
+		if err != nil {
+			return "", err
+		}
+		return u.String(), nil
+	}
+	if err := session.ValidSessionID(id); err != nil {
+		return "", wire.Invalid("header.id", err.(*wire.FieldError).Reason)
+	}
+	return id, nil
 }
 
 func extraMembers(v tree.Value, known ...string) []tree.Member {
