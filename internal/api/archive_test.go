@@ -9,6 +9,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/api"
 	"github.com/pifleet/sessionlog/internal/archive"
+	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
 
@@ -96,7 +97,7 @@ func TestArchiveOps(t *testing.T) {
 	if msg := e.fails(http.StatusConflict, wire.CodeConflict, "", "POST", "/v1/archive/"+sid1+"/restore", nil); msg != fa.err.Error() {
 		t.Errorf("too recent: %q", msg)
 	}
-	fa.err = &archive.LeaseHeldError{Lease: archive.Lease{Holder: "n2"}}
+	fa.err = &archive.LeaseHeldError{Lease: session.Lease{Holder: "n2"}}
 	e.fails(http.StatusConflict, wire.CodeConflict, "", "POST", "/v1/archive/run", "")
 	fa.err = wire.Invalid("month", "bad")
 	e.fails(http.StatusBadRequest, wire.CodeInvalid, "month", "GET", "/v1/archive?month=13", nil)

@@ -43,7 +43,7 @@ type Options struct {
 type Archiver struct {
 	store *store.Store
 	log   session.Log
-	b     Backend
+	b     session.Archive
 	opts  Options
 	lg    *slog.Logger
 
@@ -54,7 +54,7 @@ type Archiver struct {
 
 // New returns an Archiver of the sessions store holds, which live in log,
 // into b.
-func New(store *store.Store, log session.Log, b Backend, opts Options) *Archiver {
+func New(store *store.Store, log session.Log, b session.Archive, opts Options) *Archiver {
 	if opts.Every <= 0 {
 		opts.Every = 10 * time.Minute
 	}
@@ -110,7 +110,7 @@ func (a *Archiver) Run(ctx context.Context) {
 }
 
 // LeaseHeldError: another node is running passes. Unwraps to ErrConflict.
-type LeaseHeldError struct{ Lease Lease }
+type LeaseHeldError struct{ Lease session.Lease }
 
 func (e *LeaseHeldError) Error() string {
 	return fmt.Sprintf("node %s holds the archiver lease until %s: it is archiving now", e.Lease.Holder, e.Lease.Until.UTC().Format(time.RFC3339))

@@ -12,6 +12,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/archive"
 	"github.com/pifleet/sessionlog/internal/jetstream"
 	"github.com/pifleet/sessionlog/internal/jetstream/jstest"
+	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
@@ -166,7 +167,7 @@ func TestRestoreRefusals(t *testing.T) {
 
 	// A stale copy of a live session (it was written to after the copy).
 	f.wait(f.store, f.logEnd())
-	month := archive.MonthOf(s.SessionID, time.Time{})
+	month := session.ArchiveMonth(s.SessionID, time.Time{})
 	stale := wire.ArchiveCopy{Info: wire.Info{SessionID: s.SessionID, LastSeq: 1}, Month: month}
 	if err := f.arch.Put(ctx, stale, []byte(f.export(f.store, s.SessionID))); err != nil {
 		t.Fatal(err)

@@ -157,19 +157,19 @@ func TestLease(t *testing.T) {
 // leaseCounter counts lease calls and holds the first Put until the lease
 // has been renewed twice, so that a pass outlives its lease's first term.
 type leaseCounter struct {
-	archive.Backend
+	session.Archive
 	mu      sync.Mutex
 	leases  int
 	renewed chan struct{}
 }
 
-func (b *leaseCounter) Lease(ctx context.Context, holder string, ttl time.Duration) (archive.Lease, error) {
+func (b *leaseCounter) Lease(ctx context.Context, holder string, ttl time.Duration) (session.Lease, error) {
 	b.mu.Lock()
 	if b.leases++; b.leases == 3 {
 		close(b.renewed)
 	}
 	b.mu.Unlock()
-	return b.Backend.Lease(ctx, holder, ttl)
+	return b.Archive.Lease(ctx, holder, ttl)
 }
 
 func (b *leaseCounter) Put(ctx context.Context, c wire.ArchiveCopy, data []byte) error {
@@ -178,7 +178,7 @@ func (b *leaseCounter) Put(ctx context.Context, c wire.ArchiveCopy, data []byte)
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	return b.Backend.Put(ctx, c, data)
+	return b.Archive.Put(ctx, c, data)
 }
 
 // A pass longer than the lease renews it: it keeps the lease (another node
@@ -187,7 +187,7 @@ func TestLeaseRenewedDuringPass(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	s := f.create(1)
-	lc := &leaseCounter{Backend: f.arch, renewed: make(chan struct{})}
+	lc := &leaseCounter{Archive: f.arch, renewed: make(chan struct{})}
 	a := archive.New(f.store, f.log, lc, archive.Options{Node: "n1", Now: f.clock.Now, LeaseTTL: 300 * time.Millisecond})
 	f.clock.advance(time.Hour)
 	done := make(chan error, 1)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
@@ -159,7 +160,7 @@ func (a *Archiver) export(ctx context.Context, sid string, cutoff time.Time) (wi
 		case data == nil:
 			return c, nil, Active, nil
 		}
-		c.Month = MonthOf(sid, c.Created)
+		c.Month = session.ArchiveMonth(sid, c.Created)
 		last, err := a.b.LastSeq(ctx, sid)
 		switch {
 		case errors.Is(err, wire.ErrNotFound):

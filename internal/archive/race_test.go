@@ -13,6 +13,7 @@ import (
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pifleet/sessionlog/internal/archive"
+	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/wire"
 	"github.com/pifleet/sessionlog/internal/writer"
 )
@@ -20,7 +21,7 @@ import (
 // racingBackend lets a write land at the worst moment of the first purge:
 // race runs instead of it, as a writer and the archiver would interleave.
 type racingBackend struct {
-	archive.Backend
+	session.Archive
 	once sync.Once
 	race func(ctx context.Context, sid string, upTo uint64) (uint64, error)
 }
@@ -33,7 +34,7 @@ func (b *racingBackend) PurgeUpTo(ctx context.Context, sid string, upTo uint64) 
 	if fired {
 		return last, err
 	}
-	return b.Backend.PurgeUpTo(ctx, sid, upTo)
+	return b.Archive.PurgeUpTo(ctx, sid, upTo)
 }
 
 // An append that lands between the purge's check and the purge itself
@@ -47,7 +48,7 @@ func TestAppendDuringPurgeIsArchivedWithTheSession(t *testing.T) {
 	other := f.newStore()
 	s := f.create(2)
 	var want string
-	rb := &racingBackend{Backend: f.arch, race: func(ctx context.Context, sid string, upTo uint64) (uint64, error) {
+	rb := &racingBackend{Archive: f.arch, race: func(ctx context.Context, sid string, upTo uint64) (uint64, error) {
 		late := f.appendOne(sid, "the late question")
 		want = f.export(f.store, sid)
 		stream, err := f.conn.JS.Stream(ctx, f.cfg.Stream)
@@ -92,7 +93,7 @@ func TestWriteDuringRepairIsArchivedToo(t *testing.T) {
 	s := f.create(1)
 	calls := 0
 	var want string
-	rb := &racingBackend{Backend: f.arch}
+	rb := &racingBackend{Archive: f.arch}
 	rb.race = func(ctx context.Context, sid string, upTo uint64) (uint64, error) {
 		calls++
 		late := f.appendOne(sid, "first late question")
@@ -103,7 +104,7 @@ func TestWriteDuringRepairIsArchivedToo(t *testing.T) {
 		err = stream.Purge(ctx, natsjs.WithPurgeSubject(f.cfg.SubjectPrefix+"."+sid), natsjs.WithPurgeSequence(upTo+1))
 		return late.LastSeq, err
 	}
-	a := archive.New(f.store, f.log, &secondWrite{Backend: rb, f: f, want: &want}, archive.Options{Node: "n1", Now: f.clock.Now})
+	a := archive.New(f.store, f.log, &secondWrite{Archive: rb, f: f, want: &want}, archive.Options{Node: "n1", Now: f.clock.Now})
 	out, _, err := a.Archive(ctx, s.SessionID, time.Now().Add(time.Hour))
 	if err != nil || out != archive.Repaired || calls != 1 {
 		t.Fatalf("archive: %v %v (%d races), want repaired", out, err, calls)
@@ -119,7 +120,7 @@ func TestWriteDuringRepairIsArchivedToo(t *testing.T) {
 // secondWrite appends once more just before the second purge (the first
 // of the repair), and notes the session's export then.
 type secondWrite struct {
-	archive.Backend
+	session.Archive
 	f    *fixture
 	n    int
 	want *string
@@ -130,7 +131,7 @@ func (b *secondWrite) PurgeUpTo(ctx context.Context, sid string, upTo uint64) (u
 		b.f.appendOne(sid, "second late question")
 		*b.want = b.f.export(b.f.store, sid)
 	}
-	return b.Backend.PurgeUpTo(ctx, sid, upTo)
+	return b.Archive.PurgeUpTo(ctx, sid, upTo)
 }
 
 // An append that lands after the archiver read the log's end but before
@@ -139,7 +140,7 @@ func TestAppendBeforePurgeKeepsTheSession(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	s := f.create(2)
-	rb := &racingBackend{Backend: f.arch, race: func(ctx context.Context, sid string, upTo uint64) (uint64, error) {
+	rb := &racingBackend{Archive: f.arch, race: func(ctx context.Context, sid string, upTo uint64) (uint64, error) {
 		f.appendOne(sid, "still here")
 		return f.arch.PurgeUpTo(ctx, sid, upTo)
 	}}

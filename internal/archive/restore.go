@@ -86,7 +86,7 @@ func newest(cs []wire.ArchiveCopy) wire.ArchiveCopy {
 // sequence of the next page (0 on the last).
 func (a *Archiver) List(ctx context.Context, month string, from uint64, limit int) ([]wire.ArchivedSession, uint64, error) {
 	if month != "" {
-		if err := ValidMonth(month); err != nil {
+		if err := session.ValidArchiveMonth(month); err != nil {
 			return nil, 0, err
 		}
 	}

@@ -15,12 +15,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/synadia-io/orbit.go/jetstreamext"
 
-	"github.com/pifleet/sessionlog/internal/archive"
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
 
-var _ archive.Backend = (*Archive)(nil)
+var _ session.Archive = (*Archive)(nil)
 
 // Headers of an archive message, beside Nats-Msg-Id
 // (archive/<session>/<lastSeq>/<part>).
@@ -36,7 +35,7 @@ const (
 type ArchiveConfig struct {
 	// Stream holds one message per archived session (more for sessions
 	// over MaxMsgSize), on <SubjectPrefix>.<YYYYMM>.<hh>: the month of the
-	// session (archive.MonthOf) and the last two hex digits of its id. The
+	// session (session.ArchiveMonth) and the last two hex digits of its id. The
 	// per-subject index holds 256 entries a month, however many sessions
 	// are archived; a restore scans 1/256 of a month.
 	Stream        string
@@ -87,7 +86,7 @@ func (c ArchiveConfig) streamConfig() jetstream.StreamConfig {
 }
 
 // Archive is the archive on JetStream, beside the session log it archives
-// from; it implements archive.Backend.
+// from; it implements session.Archive.
 type Archive struct {
 	js  jetstream.JetStream
 	cfg ArchiveConfig

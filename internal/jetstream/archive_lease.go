@@ -9,7 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/pifleet/sessionlog/internal/archive"
+	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
 
@@ -22,23 +22,23 @@ const leaseKey = "archiver"
 // The clocks of the nodes are compared (until is the holder's time): a skew
 // of seconds against a lease of a minute at least only lets two passes
 // overlap briefly, which is safe, as every step of a pass is idempotent.
-func (a *Archive) Lease(ctx context.Context, holder string, ttl time.Duration) (archive.Lease, error) {
+func (a *Archive) Lease(ctx context.Context, holder string, ttl time.Duration) (session.Lease, error) {
 	kv, err := a.leaseBucket(ctx)
 	if err != nil {
-		return archive.Lease{}, err
+		return session.Lease{}, err
 	}
 	for range 3 {
 		now := time.Now()
-		want := archive.Lease{Holder: holder, Until: now.Add(ttl)}
+		want := session.Lease{Holder: holder, Until: now.Add(ttl)}
 		val, _ := json.Marshal(want)
 		e, err := kv.Get(ctx, leaseKey)
 		switch {
 		case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrKeyDeleted):
 			_, err = kv.Create(ctx, leaseKey, val)
 		case err != nil:
-			return archive.Lease{}, fmt.Errorf("archiver lease: %w", translate(err, wire.ErrConflict))
+			return session.Lease{}, fmt.Errorf("archiver lease: %w", translate(err, wire.ErrConflict))
 		default:
-			var cur archive.Lease
+			var cur session.Lease
 			if json.Unmarshal(e.Value(), &cur) == nil && cur.Holder != holder && now.Before(cur.Until) {
 				return cur, nil
 			}
@@ -50,10 +50,10 @@ func (a *Archive) Lease(ctx context.Context, holder string, ttl time.Duration) (
 		// Someone changed it between our read and our write: read again
 		// and see who has it now.
 		if !errors.Is(err, jetstream.ErrKeyExists) && apiCode(err) != codeWrongLastSeq {
-			return archive.Lease{}, fmt.Errorf("archiver lease: %w", translate(err, wire.ErrConflict))
+			return session.Lease{}, fmt.Errorf("archiver lease: %w", translate(err, wire.ErrConflict))
 		}
 	}
-	return archive.Lease{}, fmt.Errorf("archiver lease: %w: contended", wire.ErrConflict)
+	return session.Lease{}, fmt.Errorf("archiver lease: %w: contended", wire.ErrConflict)
 }
 
 // Unlease gives the lease up if holder has it, by a delete conditional on
@@ -70,7 +70,7 @@ func (a *Archive) Unlease(ctx context.Context, holder string) error {
 	if err != nil {
 		return fmt.Errorf("archiver lease: %w", translate(err, wire.ErrConflict))
 	}
-	var cur archive.Lease
+	var cur session.Lease
 	if json.Unmarshal(e.Value(), &cur) != nil || cur.Holder != holder {
 		return nil
 	}

@@ -23,7 +23,7 @@ func (a *Archive) LastSeq(ctx context.Context, sid string) (uint64, error) {
 }
 
 // PurgeUpTo removes the session's records up to upTo, its cursors, and
-// announces it with a purge notice; see archive.Backend for the outcomes.
+// announces it with a purge notice; see session.Archive for the outcomes.
 //
 // JetStream has no conditional purge (Nats-Rollup would be one, but the
 // stream does not allow rollups, and the marker it leaves would keep the

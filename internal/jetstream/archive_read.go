@@ -12,7 +12,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/pifleet/sessionlog/internal/archive"
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
@@ -23,7 +22,7 @@ import (
 func (a *Archive) List(ctx context.Context, month string, from uint64, limit int) ([]wire.ArchiveCopy, uint64, error) {
 	filter := a.cfg.SubjectPrefix + ".*.*"
 	if month != "" {
-		if err := archive.ValidMonth(month); err != nil {
+		if err := session.ValidArchiveMonth(month); err != nil {
 			return nil, 0, err
 		}
 		filter = a.cfg.SubjectPrefix + "." + month + ".*"
@@ -49,8 +48,8 @@ func (a *Archive) Find(ctx context.Context, sid string) ([]wire.ArchiveCopy, err
 		return nil, err
 	}
 	month := "*"
-	if _, ok := archive.V7Time(sid); ok {
-		month = archive.MonthOf(sid, time.Time{})
+	if _, ok := session.V7Time(sid); ok {
+		month = session.ArchiveMonth(sid, time.Time{})
 	}
 	out := []wire.ArchiveCopy{}
 	err := a.scan(ctx, a.cfg.SubjectPrefix+"."+month+"."+shard(sid), 1, func(c wire.ArchiveCopy) bool {

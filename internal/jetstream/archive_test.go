@@ -12,7 +12,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/pifleet/sessionlog/internal/archive"
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
@@ -132,7 +131,7 @@ func TestArchiveCopies(t *testing.T) {
 	v4 := uuid.New().String() // pi's own ids: the month comes from the header
 	created := time.Date(2025, 3, 9, 10, 0, 0, 0, time.UTC)
 	c := wire.ArchiveCopy{Info: wire.Info{SessionID: v4, Name: &name, Cwd: "/home/dév", Created: created, LastSeq: 7, EntryCount: 2},
-		Month: archive.MonthOf(v4, created)}
+		Month: session.ArchiveMonth(v4, created)}
 	data := []byte("{\"type\":\"session\"}\n{\"type\":\"message\"}\n")
 	if err := a.Put(ctx, c, data); err != nil {
 		t.Fatal(err)

@@ -1,6 +1,6 @@
-// Package session declares the contracts of the session engine and ships an
-// in-memory implementation of each, so that every part above runs — and is
-// tested — without a server.
+// Package session declares the contracts of the session engine and ships
+// in-memory implementations of the log and the cursors, so that every part
+// above runs — and is tested — without a server.
 //
 // # Contracts
 //
@@ -8,8 +8,10 @@
 // entries, each the exact JSON line pi writes. Log is the write side (atomic
 // appends with compare-and-swap on the session's last sequence, authoritative
 // reads, purge); Feed is the read side (the whole log in sequence order, for
-// Stores); Cursors holds each client's leaf per session. Their doc comments
-// state the contract; sessiontest checks it for every implementation:
+// Stores); Cursors holds each client's leaf per session; Archive holds copies
+// of idle sessions for internal/archive (checked there, against JetStream).
+// Their doc comments state the contract; sessiontest checks the first three
+// for every implementation:
 // internal/jetstream (the real one), internal/apiclient (through pi-node's
 // API) and MemLog / MemCursors here.
 //
