@@ -72,12 +72,26 @@ func EncodeNATS(req Request, minSeq uint64) (subject string, data []byte, err er
 	if ir, ok := req.(ImportRequest); ok {
 		return o.Subject, ir.File, nil
 	}
-	fields, err := Fields(req, minSeq)
+	// One encoding of the struct itself: an append's entries are most of
+	// the bytes, and going through Fields would scan and copy them twice
+	// more on every request.
+	data, err = EncodeJSON(withMinSeq(req, minSeq))
 	if err != nil {
-		return "", nil, err
+		return "", nil, fmt.Errorf("%s request: %w", o.Name, err)
 	}
-	data, err = EncodeJSON(fields)
-	return o.Subject, data, err
+	return o.Subject, data, nil
+}
+
+// withMinSeq returns req with its MinSeq raised to at least minSeq.
+func withMinSeq(req Request, minSeq uint64) any {
+	v := reflect.ValueOf(req)
+	if f := v.FieldByName("MinSeq"); !f.IsValid() || f.Uint() >= minSeq {
+		return req
+	}
+	c := reflect.New(v.Type()).Elem()
+	c.Set(v)
+	c.FieldByName("MinSeq").SetUint(minSeq)
+	return c.Interface()
 }
 
 // Fields returns req's fields by JSON name, as they are encoded (fields
