@@ -32,32 +32,41 @@ type HTTPRequest struct {
 // ask for a later one, never for an earlier one.
 func EncodeHTTP(req Request, minSeq uint64) (HTTPRequest, error) {
 	o := req.Op()
-	fields, err := Fields(req, minSeq)
-	if err != nil {
-		return HTTPRequest{}, err
-	}
 	out := HTTPRequest{Method: o.Method, Path: o.Path}
-	for json, wildcard := range pathFields(reflect.TypeOf(req)) {
+	// The path's fields leave the copy, so that neither the body nor the
+	// query carries them again.
+	v := reflect.ValueOf(withMinSeq(req, minSeq))
+	c := reflect.New(v.Type()).Elem()
+	c.Set(v)
+	for i, wildcard := range pathFields(c.Type()) {
 		if !strings.Contains(o.Path, "{"+wildcard+"}") {
 			continue // an ordinary field of this operation (append's client)
 		}
-		v := fields[json]
-		delete(fields, json)
-		out.Path = strings.Replace(out.Path, "{"+wildcard+"}", url.PathEscape(queryValue(v)), 1)
+		f := c.Field(i)
+		out.Path = strings.Replace(out.Path, "{"+wildcard+"}", url.PathEscape(f.String()), 1)
+		f.SetString("")
 	}
-	if o.bodyInQuery() {
-		out.Query = url.Values{}
-		for k, v := range fields {
-			out.Query.Set(k, queryValue(v))
+	rest := c.Interface().(Request)
+	if !o.bodyInQuery() {
+		// One encoding of the struct: an append's entries are most of the
+		// bytes.
+		body, err := EncodeJSON(rest)
+		if err != nil {
+			return HTTPRequest{}, fmt.Errorf("%s request: %w", o.Name, err)
 		}
-	} else if out.Body, err = EncodeJSON(fields); err != nil {
+		out.Body, out.ContentType = body, ContentTypeJSON
+		return out, nil
+	}
+	fields, err := Fields(rest, 0)
+	if err != nil {
 		return HTTPRequest{}, err
 	}
-	out.ContentType = ContentTypeJSON
+	out.Query = url.Values{}
+	for k, v := range fields {
+		out.Query.Set(k, queryValue(v))
+	}
 	if ir, ok := req.(ImportRequest); ok {
 		out.Body, out.ContentType = ir.File, ContentTypeJSONL
-	} else if out.Body == nil {
-		out.ContentType = ""
 	}
 	return out, nil
 }
@@ -115,14 +124,12 @@ func Fields(req Request, minSeq uint64) (map[string]json.RawMessage, error) {
 	return fields, nil
 }
 
-// pathFields maps the JSON names of t's fields tagged path:"w" to w.
-func pathFields(t reflect.Type) map[string]string {
-	out := map[string]string{}
+// pathFields maps the index of each of t's fields tagged path:"w" to w.
+func pathFields(t reflect.Type) map[int]string {
+	out := map[int]string{}
 	for i := range t.NumField() {
-		f := t.Field(i)
-		if w := f.Tag.Get("path"); w != "" {
-			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-			out[name] = w
+		if w := t.Field(i).Tag.Get("path"); w != "" {
+			out[i] = w
 		}
 	}
 	return out

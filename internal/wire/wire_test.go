@@ -82,10 +82,10 @@ func TestEncode(t *testing.T) {
 	}{
 		{ContextRequest{SessionID: "s", Leaf: NullID(), Format: "llm"}, "GET", "/v1/sessions/s/context?format=llm&leaf=null&minSeq=7", "",
 			"pi.v1.context", `{"sessionId":"s","leaf":null,"format":"llm","minSeq":7}`},
-		{CursorSetRequest{SessionID: "s", Client: "a/b", LeafID: EntryID("x"), ExpectRevision: &rev}, "PUT", "/v1/sessions/s/cursors/a%2Fb", `{"expectRevision":0,"leafId":"x","minSeq":7}`,
+		{CursorSetRequest{SessionID: "s", Client: "a/b", LeafID: EntryID("x"), ExpectRevision: &rev}, "PUT", "/v1/sessions/s/cursors/a%2Fb", `{"leafId":"x","expectRevision":0,"minSeq":7}`,
 			"pi.v1.cursor.set", `{"sessionId":"s","client":"a/b","leafId":"x","expectRevision":0,"minSeq":7}`},
 		{ListRequest{MinSeq: 9, Name: "a&b"}, "GET", "/v1/sessions?minSeq=9&name=a%26b", "", "pi.v1.list", `{"name":"a&b","minSeq":9}`},
-		{AppendRequest{SessionID: "s", Client: "c", Entries: []json.RawMessage{json.RawMessage(`{"a": "<"}`)}}, "POST", "/v1/sessions/s/entries", `{"client":"c","entries":[{"a":"<"}],"minSeq":7}`,
+		{AppendRequest{SessionID: "s", Client: "c", Entries: []json.RawMessage{json.RawMessage(`{"a": "<"}`)}}, "POST", "/v1/sessions/s/entries", `{"entries":[{"a":"<"}],"client":"c","minSeq":7}`,
 			"pi.v1.append", `{"sessionId":"s","entries":[{"a":"<"}],"client":"c","minSeq":7}`},
 		{ImportRequest{File: []byte("{}\n")}, "POST", "/v1/import?minSeq=7", "{}\n", "pi.v1.import", "{}\n"},
 		{ArchiveRestoreRequest{SessionID: "s"}, "POST", "/v1/archive/s/restore", `{"minSeq":7}`, "pi.v1.archive.restore", `{"sessionId":"s","minSeq":7}`},
