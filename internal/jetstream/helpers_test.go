@@ -3,8 +3,6 @@ package jetstream
 import (
 	"context"
 	"fmt"
-	"net/url"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,21 +10,13 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pifleet/sessionlog/internal/jetstream/embedded"
-	"github.com/pifleet/sessionlog/internal/testutil"
+	"github.com/pifleet/sessionlog/internal/jetstream/embedded/embeddedtest"
 )
 
 // runServer starts a single JetStream server on a random port.
 func runServer(t testing.TB) *embedded.Server {
 	t.Helper()
-	s := embedded.NewServer(t.TempDir())
-	s.ServerName = "single"
-	s.Port = -1
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := s.Start(ctx); err != nil {
-		t.Fatalf("start server: %v", err)
-	}
-	t.Cleanup(s.Shutdown)
+	s := embeddedtest.RunServer(t, true)
 	anchorStream(t, s.ClientURL(), 1)
 	return s
 }
@@ -47,45 +37,13 @@ func anchorStream(t testing.TB, url string, replicas int) {
 	}
 }
 
-// runCluster starts an n-node JetStream cluster in this process. Every server
-// lists the routes of all servers; they start concurrently because a meta
-// leader needs a quorum, and Start waits for it.
+// runCluster starts an n-node JetStream cluster in this process, its routes
+// authenticated.
 func runCluster(t testing.TB, n int) []*embedded.Server {
 	t.Helper()
-	routes := make([]*url.URL, n)
-	listen := make([]string, n)
-	ports := testutil.FreePorts(t, n) // distinct: each route needs its own
-	for i := range n {
-		listen[i] = fmt.Sprintf("127.0.0.1:%d", ports[i])
-		routes[i] = &url.URL{Scheme: "nats", Host: listen[i]}
-	}
-	servers := make([]*embedded.Server, n)
-	for i := range n {
-		s := embedded.NewServer(t.TempDir())
-		s.ServerName = fmt.Sprintf("node%d", i+1)
-		s.Port = -1
-		s.ClusterName = "pi-test"
-		s.ClusterListen = listen[i]
-		s.Routes = routes
+	servers := embeddedtest.RunCluster(t, n, func(s *embedded.Server) {
 		s.ClusterUser, s.ClusterPassword = "route", "s3cret"
-		servers[i] = s
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i, s := range servers {
-		wg.Go(func() { errs[i] = s.Start(ctx) })
-	}
-	wg.Wait()
-	for _, s := range servers {
-		t.Cleanup(s.Shutdown)
-	}
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("start node%d: %v", i+1, err)
-		}
-	}
+	})
 	anchorStream(t, servers[0].ClientURL(), n)
 	return servers
 }
@@ -101,14 +59,6 @@ func connect(t testing.TB, urls ...string) *Conn {
 	}
 	t.Cleanup(c.Close)
 	return c
-}
-
-func clusterURLs(servers []*embedded.Server) []string {
-	urls := make([]string, len(servers))
-	for i, s := range servers {
-		urls[i] = s.ClientURL()
-	}
-	return urls
 }
 
 var assetSeq atomic.Int32

@@ -6,6 +6,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/pifleet/sessionlog/internal/jetstream/embedded/embeddedtest"
 	"github.com/pifleet/sessionlog/internal/session"
 )
 
@@ -21,7 +22,7 @@ func BenchmarkRead(b *testing.B) {
 			if replicas == 1 {
 				conn = connect(b, runServer(b).ClientURL())
 			} else {
-				conn = connect(b, clusterURLs(runCluster(b, 3))...)
+				conn = connect(b, embeddedtest.URLs(runCluster(b, 3))...)
 			}
 			cfg := testConfig(replicas)
 			provision(b, conn.JS, cfg)

@@ -1,15 +1,11 @@
 // Package jstest starts real JetStream servers for the tests of the packages
 // above the adapter (session, api, pi-node, client): a single node or an
-// in-process cluster, each in t.TempDir(), shut down at cleanup. The
-// adapter's own tests keep private copies of the server helpers, because a
-// package cannot import a helper that imports it.
+// in-process cluster (from embeddedtest, which the adapter's own tests share),
+// and the adapter's Log and Cursors provisioned on them.
 package jstest
 
 import (
 	"context"
-	"fmt"
-	"net/url"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,82 +13,31 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/jetstream"
 	"github.com/pifleet/sessionlog/internal/jetstream/embedded"
+	"github.com/pifleet/sessionlog/internal/jetstream/embedded/embeddedtest"
 	"github.com/pifleet/sessionlog/internal/session"
-	"github.com/pifleet/sessionlog/internal/testutil"
 )
 
 // RunServer starts a single JetStream server on a random port, with the
 // production default of fsyncing every write.
 func RunServer(t testing.TB) *embedded.Server {
 	t.Helper()
-	return RunServerSync(t, true)
+	return embeddedtest.RunServer(t, true)
 }
 
 // RunServerSync is RunServer with the choice of sync: always or not.
 func RunServerSync(t testing.TB, syncAlways bool) *embedded.Server {
 	t.Helper()
-	s := embedded.NewServer(t.TempDir())
-	s.ServerName = "single"
-	s.Port = -1
-	s.SyncAlways = syncAlways
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := s.Start(ctx); err != nil {
-		t.Fatalf("start server: %v", err)
-	}
-	t.Cleanup(s.Shutdown)
-	return s
+	return embeddedtest.RunServer(t, syncAlways)
 }
 
-// RunCluster starts an n-node JetStream cluster in this process. Every
-// server lists the routes of all servers; they start concurrently because a
-// meta leader needs a quorum, and Start waits for it.
+// RunCluster starts an n-node JetStream cluster in this process.
 func RunCluster(t testing.TB, n int) []*embedded.Server {
 	t.Helper()
-	routes := make([]*url.URL, n)
-	listen := make([]string, n)
-	ports := testutil.FreePorts(t, n) // distinct: each route needs its own
-	for i := range n {
-		listen[i] = fmt.Sprintf("127.0.0.1:%d", ports[i])
-		routes[i] = &url.URL{Scheme: "nats", Host: listen[i]}
-	}
-	servers := make([]*embedded.Server, n)
-	for i := range n {
-		s := embedded.NewServer(t.TempDir())
-		s.ServerName = fmt.Sprintf("node%d", i+1)
-		s.Port = -1
-		s.ClusterName = "pi-test"
-		s.ClusterListen = listen[i]
-		s.Routes = routes
-		servers[i] = s
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i, s := range servers {
-		wg.Go(func() { errs[i] = s.Start(ctx) })
-	}
-	wg.Wait()
-	for _, s := range servers {
-		t.Cleanup(s.Shutdown)
-	}
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("start node%d: %v", i+1, err)
-		}
-	}
-	return servers
+	return embeddedtest.RunCluster(t, n, nil)
 }
 
 // URLs returns the client URLs of servers.
-func URLs(servers []*embedded.Server) []string {
-	urls := make([]string, len(servers))
-	for i, s := range servers {
-		urls[i] = s.ClientURL()
-	}
-	return urls
-}
+func URLs(servers []*embedded.Server) []string { return embeddedtest.URLs(servers) }
 
 // Connect opens a client connection to urls, closed at cleanup.
 func Connect(t testing.TB, urls ...string) *jetstream.Conn {
