@@ -127,3 +127,22 @@ func TestNeverLinked(t *testing.T) {
 		}
 	}
 }
+
+// TestDocGo: every package with non-test files says what it is in a doc.go
+// of its own, where a reader of the folder looks first.
+func TestDocGo(t *testing.T) {
+	for _, line := range goList(t, "-f", "{{.Dir}} {{len .GoFiles}}", "./...") {
+		dir, n, _ := strings.Cut(line, " ")
+		if n == "0" {
+			continue // test files only
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "doc.go"))
+		if err != nil {
+			t.Errorf("%s has no doc.go", dir)
+			continue
+		}
+		if !bytes.HasPrefix(b, []byte("// Package ")) && !bytes.HasPrefix(b, []byte("// Command ")) {
+			t.Errorf("%s/doc.go does not open with the package comment", dir)
+		}
+	}
+}

@@ -1,0 +1,5 @@
+// Package jstest starts real JetStream servers for the tests of the packages
+// above the adapter (session, api, pi-node, client): a single node or an
+// in-process cluster (from embeddedtest, which the adapter's own tests share),
+// and the adapter's Log and Cursors provisioned on them.
+package jstest
