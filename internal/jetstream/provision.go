@@ -171,7 +171,10 @@ func errRetryLater(err error) error {
 func ensureStream(ctx context.Context, js jetstream.JetStream, want jetstream.StreamConfig) error {
 	s, err := js.Stream(ctx, want.Name)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		_, err = js.CreateStream(ctx, want)
+		created, err := js.CreateStream(ctx, want)
+		if err == nil {
+			return waitLeader(ctx, created)
+		}
 		if !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 			return err
 		}
@@ -184,6 +187,30 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, want jetstream.St
 		return err
 	}
 	return compareStream(s.CachedInfo().Config, want)
+}
+
+// waitLeader waits until a stream just created has elected its leader: a
+// replicated stream takes a moment, and until then a publish to its
+// subjects finds no responders. Only a stream this call created is waited
+// for, so that a node restarting while its cluster lacks a quorum still
+// starts (and serves reads, flagged stale).
+func waitLeader(ctx context.Context, s jetstream.Stream) error {
+	name := s.CachedInfo().Config.Name
+	for {
+		info, err := s.Info(ctx)
+		switch {
+		case err != nil && !isTransport(err):
+			return err
+		case err == nil && (info.Config.Replicas <= 1 || info.Cluster != nil && info.Cluster.Leader != ""):
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			// The next attempt finds the stream and takes it as it is.
+			return errRetryLater(fmt.Errorf("stream %s created, but no leader elected yet: %w", name, ctx.Err()))
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 func ensureBucket(ctx context.Context, js jetstream.JetStream, want jetstream.KeyValueConfig) error {
