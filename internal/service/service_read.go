@@ -116,16 +116,8 @@ func leafIndex(t *tree.Session, l Leaf) (int, error) {
 // TreeJSON returns {"tree":[{"id","type","label"?,"children"}],"leafId"}
 // with leafId the requested leaf (the client's cursor or the default leaf).
 func (s *Service) TreeJSON(ctx context.Context, sid string, l Leaf) ([]byte, error) {
-	l, err := s.resolve(ctx, sid, l)
-	if err != nil {
-		return nil, err
-	}
 	var out []byte
-	err = s.doc(ctx, sid, func(d *store.Doc) error {
-		i, err := leafIndex(d.Tree, l)
-		if err != nil {
-			return err
-		}
+	err := s.atLeaf(ctx, sid, l, func(d *store.Doc, i int) {
 		out = append(out, `{"tree":`...)
 		out = d.Tree.AppendTreeJSON(out, d.Tree.Tree(), tree.TreeJSONOptions{Type: true, Label: true})
 		out = append(out, `,"leafId":`...)
@@ -135,28 +127,34 @@ func (s *Service) TreeJSON(ctx context.Context, sid string, l Leaf) ([]byte, err
 			out = jsjson.AppendString(out, d.Tree.Entry(i).ID)
 		}
 		out = append(out, '}')
-		return nil
 	})
 	return out, err
+}
+
+// atLeaf runs fn with the session and the index of the leaf l selects (-1:
+// the null leaf), once l is resolved (a client's cursor waited for).
+func (s *Service) atLeaf(ctx context.Context, sid string, l Leaf, fn func(d *store.Doc, i int)) error {
+	l, err := s.resolve(ctx, sid, l)
+	if err != nil {
+		return err
+	}
+	return s.doc(ctx, sid, func(d *store.Doc) error {
+		i, err := leafIndex(d.Tree, l)
+		if err == nil {
+			fn(d, i)
+		}
+		return err
+	})
 }
 
 // ContextJSON returns pi's context for the leaf as
 // {"leafId","path","thinkingLevel","model","messages"}; llm converts the
 // messages as pi's convertToLlm does.
 func (s *Service) ContextJSON(ctx context.Context, sid string, l Leaf, llm bool) ([]byte, error) {
-	l, err := s.resolve(ctx, sid, l)
-	if err != nil {
-		return nil, err
-	}
 	var out []byte
-	err = s.doc(ctx, sid, func(d *store.Doc) error {
-		i, err := leafIndex(d.Tree, l)
-		if err != nil {
-			return err
-		}
+	err := s.atLeaf(ctx, sid, l, func(d *store.Doc, i int) {
 		c := d.Tree.ContextAt(i)
 		out = c.AppendJSON(make([]byte, 0, c.SizeHint()), tree.ContextOptions{LLM: llm})
-		return nil
 	})
 	return out, err
 }
