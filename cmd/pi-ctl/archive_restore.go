@@ -57,7 +57,7 @@ func runArchiveRestore(ctx context.Context, e *env, args []string) error {
 			failed = true
 		}
 		if *asJSON {
-			out, err := encodeJSON(r)
+			out, err := wire.EncodeJSON(r)
 			if err != nil {
 				return err
 			}

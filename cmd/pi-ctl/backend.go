@@ -121,7 +121,3 @@ func followEntries(ctx context.Context, b backend, sid string, after uint64, fn 
 
 // isStatus reports whether err is an error reply with this HTTP status.
 func isStatus(err error, status int) bool { return apiclient.IsStatus(err, status) }
-
-// encodeJSON encodes v without HTML escaping, so labels and names reach the
-// log with the bytes the operator typed ("<" stays "<", as pi writes it).
-func encodeJSON(v any) ([]byte, error) { return wire.EncodeJSON(v) }

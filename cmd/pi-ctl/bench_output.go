@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/pifleet/sessionlog/internal/bench"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // printResult prints a scenario's result: JSON for scripts, or the
@@ -15,7 +16,7 @@ import (
 // (met or not) and the other figures.
 func printResult(e *env, res *bench.Result, asJSON bool) error {
 	if asJSON {
-		b, err := encodeJSON(res)
+		b, err := wire.EncodeJSON(res)
 		if err != nil {
 			return err
 		}

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/pifleet/sessionlog/internal/tree"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // importOutput prints import results in the order of the files, whatever
@@ -68,7 +69,7 @@ func (o *importOutput) finish() {
 
 func (o *importOutput) line(r *importResult) {
 	if o.json {
-		b, _ := encodeJSON(r)
+		b, _ := wire.EncodeJSON(r)
 		writeJSON(o.e.stdout, b)
 		return
 	}

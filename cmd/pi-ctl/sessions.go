@@ -107,11 +107,7 @@ func runShow(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	var d struct {
-		wire.Info
-		Labels map[string]string `json:"labels"`
-		LeafID *string           `json:"leafId"`
-	}
+	var d wire.Detail
 	if printed, err := conn.query(ctx, e, fs, wire.GetRequest{SessionID: pos[0]}, *asJSON, &d); printed || err != nil {
 		return err
 	}
@@ -169,7 +165,7 @@ func writePageJSON(e *env, acc listPage) error {
 	if acc.Sessions == nil {
 		acc.Sessions = []json.RawMessage{}
 	}
-	out, err := encodeJSON(acc)
+	out, err := wire.EncodeJSON(acc)
 	if err != nil {
 		return err
 	}

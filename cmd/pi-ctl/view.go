@@ -235,12 +235,7 @@ func exportAll(ctx context.Context, e *env, b backend, dir string) error {
 	failed, done := 0, 0
 	cursor := ""
 	for {
-		var page struct {
-			Sessions []struct {
-				SessionID string `json:"sessionId"`
-			} `json:"sessions"`
-			Next string `json:"next"`
-		}
+		var page wire.ListReply
 		if err := call(ctx, b, wire.ListRequest{Limit: 1000, Cursor: cursor}, &page); err != nil {
 			return err
 		}

@@ -112,7 +112,7 @@ func runRename(ctx context.Context, e *env, args []string) error {
 
 // appendOne appends one entry through the append operation and reports it.
 func appendOne(ctx context.Context, e *env, b backend, sid, client string, entry any, asJSON bool, what string) error {
-	raw, err := encodeJSON(entry)
+	raw, err := wire.EncodeJSON(entry)
 	if err != nil {
 		return err
 	}

@@ -40,13 +40,17 @@ func (s *Server) httpRoutes() []httpRoute {
 		out = append(out, httpRoute{ops[i].Route(), s.httpOp(&ops[i])})
 	}
 	out = append(out, httpRoute{wire.OpWatch.Route(), http.HandlerFunc(s.handleWatch)})
-	probes := []http.Handler{
-		http.HandlerFunc(s.handleHealthz),
-		http.HandlerFunc(s.handleReadyz),
-		promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{Registry: s.metrics.reg}),
+	probes := map[string]http.Handler{
+		"GET /healthz": http.HandlerFunc(s.handleHealthz),
+		"GET /readyz":  http.HandlerFunc(s.handleReadyz),
+		"GET /metrics": promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{Registry: s.metrics.reg}),
 	}
-	for i, p := range wire.Probes {
-		out = append(out, httpRoute{p, probes[i]})
+	for _, p := range wire.Probes {
+		h, ok := probes[p]
+		if !ok {
+			panic("api: no handler for wire's probe " + p) // a programming error, caught by every test
+		}
+		out = append(out, httpRoute{p, h})
 	}
 	return out
 }

@@ -62,8 +62,8 @@ func (m *metrics) observeRequest(transport, endpoint string, status int, d time.
 func (m *metrics) observeAppend(d time.Duration, err error) {
 	result := "ok"
 	if err != nil {
-		_, d, _ := wire.StatusOf(err)
-		result = d.Code
+		_, det, _ := wire.StatusOf(err)
+		result = det.Code
 	}
 	m.appends.WithLabelValues(result).Inc()
 	m.appendTime.Observe(d.Seconds())

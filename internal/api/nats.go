@@ -15,8 +15,6 @@ import (
 
 const (
 	transportNATS = "nats"
-	// natsGroup prefixes every endpoint subject: pi.v1.<op>.
-	natsGroup = "pi.v1"
 	// natsConcurrency bounds the requests one service runs at once; past it
 	// the subscription stops delivering until a handler finishes, and
 	// requests queue in the client library (backpressure, not goroutines
@@ -61,7 +59,7 @@ func (s *Server) StartNATS(nc *nats.Conn) (micro.Service, error) {
 		return nil, fmt.Errorf("start micro service %s: %w", ServiceName, err)
 	}
 	n := &natsService{Service: ms, sem: make(chan struct{}, natsConcurrency)}
-	g := ms.AddGroup(natsGroup)
+	g := ms.AddGroup(strings.TrimSuffix(wire.SubjectPrefix, ".")) // pi.v1: every endpoint is pi.v1.<op>
 	for i := range ops {
 		o := &ops[i]
 		h := micro.HandlerFunc(func(req micro.Request) {
@@ -71,7 +69,7 @@ func (s *Server) StartNATS(nc *nats.Conn) (micro.Service, error) {
 		// micro endpoint names allow no dots: cursor.get is named
 		// cursor_get and served on subject pi.v1.cursor.get.
 		name := strings.ReplaceAll(o.Name, ".", "_")
-		err := g.AddEndpoint(name, h, micro.WithEndpointSubject(strings.TrimPrefix(o.Subject, natsGroup+".")),
+		err := g.AddEndpoint(name, h, micro.WithEndpointSubject(strings.TrimPrefix(o.Subject, wire.SubjectPrefix)),
 			micro.WithEndpointMetadata(map[string]string{"http": o.Route()}))
 		if err != nil {
 			_ = ms.Stop()

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/url"
 	"reflect"
-	"strconv"
 	"strings"
 )
 
@@ -35,12 +34,12 @@ func EncodeHTTP(req Request, minSeq uint64) (HTTPRequest, error) {
 	out := HTTPRequest{Method: o.Method, Path: o.Path}
 	// The path's fields leave the copy, so that neither the body nor the
 	// query carries them again.
-	v := reflect.ValueOf(withMinSeq(req, minSeq))
+	v := reflect.Indirect(reflect.ValueOf(withMinSeq(req, minSeq)))
 	c := reflect.New(v.Type()).Elem()
 	c.Set(v)
 	for i, wildcard := range pathFields(c.Type()) {
 		if !strings.Contains(o.Path, "{"+wildcard+"}") {
-			continue // an ordinary field of this operation (append's client)
+			continue // a tag on a path this operation does not have
 		}
 		f := c.Field(i)
 		out.Path = strings.Replace(out.Path, "{"+wildcard+"}", url.PathEscape(f.String()), 1)
@@ -57,7 +56,7 @@ func EncodeHTTP(req Request, minSeq uint64) (HTTPRequest, error) {
 		out.Body, out.ContentType = body, ContentTypeJSON
 		return out, nil
 	}
-	fields, err := Fields(rest, 0)
+	fields, err := fieldsOf(rest)
 	if err != nil {
 		return HTTPRequest{}, err
 	}
@@ -93,7 +92,7 @@ func EncodeNATS(req Request, minSeq uint64) (subject string, data []byte, err er
 
 // withMinSeq returns req with its MinSeq raised to at least minSeq.
 func withMinSeq(req Request, minSeq uint64) any {
-	v := reflect.ValueOf(req)
+	v := reflect.Indirect(reflect.ValueOf(req)) // &GetRequest{} too
 	if f := v.FieldByName("MinSeq"); !f.IsValid() || f.Uint() >= minSeq {
 		return req
 	}
@@ -103,9 +102,9 @@ func withMinSeq(req Request, minSeq uint64) any {
 	return c.Interface()
 }
 
-// Fields returns req's fields by JSON name, as they are encoded (fields
-// left empty are absent), with MinSeq raised to at least minSeq.
-func Fields(req Request, minSeq uint64) (map[string]json.RawMessage, error) {
+// fieldsOf returns req's fields by JSON name, as they are encoded (fields
+// left empty are absent).
+func fieldsOf(req Request) (map[string]json.RawMessage, error) {
 	b, err := EncodeJSON(req)
 	if err != nil {
 		return nil, fmt.Errorf("%s request: %w", req.Op().Name, err)
@@ -113,13 +112,6 @@ func Fields(req Request, minSeq uint64) (map[string]json.RawMessage, error) {
 	fields := map[string]json.RawMessage{}
 	if err := json.Unmarshal(b, &fields); err != nil {
 		return nil, fmt.Errorf("%s request: %w", req.Op().Name, err)
-	}
-	var have uint64
-	if v, ok := fields["minSeq"]; ok {
-		have, _ = strconv.ParseUint(string(v), 10, 64)
-	}
-	if minSeq > have {
-		fields["minSeq"] = json.RawMessage(strconv.FormatUint(minSeq, 10))
 	}
 	return fields, nil
 }

@@ -9,7 +9,9 @@ import (
 type BodyKind int
 
 const (
-	// NoBody: every field goes in the path and the query over HTTP.
+	// NoBody: the operation reads its fields from the path and the query
+	// over HTTP (a POST without a JSON object of its own still sends its
+	// fields, minSeq only, as one, which the server does not read).
 	NoBody BodyKind = iota
 	// JSONBody: a JSON object; HTTP bounds it by the server's MaxBody.
 	JSONBody

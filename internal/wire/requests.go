@@ -32,6 +32,10 @@ func EntryID(id string) NullableID { return NullableID{Set: true, ID: id} }
 // NullID is the null leaf.
 func NullID() NullableID { return NullableID{Set: true, Null: true} }
 
+// IsZero reports an absent value, which fields tagged omitzero leave out
+// (whatever else is set in it: only EntryID and NullID make a present one).
+func (n NullableID) IsZero() bool { return !n.Set }
+
 // MarshalJSON writes null or the id; tag fields omitzero to leave an
 // absent one out.
 func (n NullableID) MarshalJSON() ([]byte, error) {
