@@ -25,7 +25,7 @@ func (s *Service) Append(ctx context.Context, sid string, req wire.AppendRequest
 	if err != nil {
 		return wire.WriteResult{}, err
 	}
-	pl := &placement{drafts: drafts, ids: tree.IDGen{R: s.Rand}, ts: tree.FormatTimestamp(s.now())}
+	pl := &placement{drafts: drafts, ids: tree.IDGen{R: s.Rand}}
 	if pl.cursorLeaf, pl.hasCursor, err = s.cursorLeaf(ctx, sid, req.Client); err != nil {
 		return wire.WriteResult{}, err
 	}
@@ -38,6 +38,7 @@ func (s *Service) Append(ctx context.Context, sid string, req wire.AppendRequest
 		_ = s.Store.WaitFor(wctx, *req.ExpectLastSeq)
 		cancel()
 	}
+	pl.ts = tree.FormatTimestamp(s.now()) // after the waits: entries are stamped when they are written
 	plan := &writer.AppendPlan{Log: s.Log, ID: sid, Target: &storeTarget{s: s, sid: sid}, Placer: pl, Expect: req.ExpectLastSeq}
 	if err := plan.Place(ctx); err != nil {
 		return wire.WriteResult{}, err
@@ -72,11 +73,6 @@ func (s *Service) checkAppend(sid string, req wire.AppendRequest) ([]draft, erro
 	if len(req.Entries) > s.Log.MaxBatch() {
 		return nil, fmt.Errorf("%w: %d entries exceed the atomic batch limit of %d", wire.ErrTooLarge, len(req.Entries), s.Log.MaxBatch())
 	}
-	if req.Client != "" {
-		if err := session.ValidClientID(req.Client); err != nil {
-			return nil, err
-		}
-	}
 	drafts := make([]draft, len(req.Entries))
 	for k, raw := range req.Entries {
 		d, err := parseDraft(fmt.Sprintf("entries[%d]", k), raw)
@@ -84,6 +80,11 @@ func (s *Service) checkAppend(sid string, req wire.AppendRequest) ([]draft, erro
 			return nil, err
 		}
 		drafts[k] = d
+	}
+	if req.Client != "" {
+		if err := session.ValidClientID(req.Client); err != nil {
+			return nil, err
+		}
 	}
 	return drafts, nil
 }
