@@ -134,9 +134,9 @@ func TestComposeRegion(t *testing.T) {
 		t.Fatalf("pi-ctl failover --to B after the loss of A: exit %d\n%s", code, out)
 	}
 	t.Logf("pi-ctl failover --to B:\n%s", strings.TrimSpace(out))
-	testutil.WaitFor(t, time.Minute, func() error { // B's writers acknowledged 10 times after the kill
+	testutil.WaitFor(t, time.Minute, testutil.Awaiting("B's writers acknowledged 10 times after the kill", func() error {
 		return everyAcked(bw, 10, dead)
-	})
+	}))
 	rto := firstAck(bw, kill, dead)
 	t.Logf("measured: RTO (docker kill of region A -> first write accepted in B, sent after A was dead): %v; of which pi-ctl failover %v (run %v after the kill, in b1 with docker exec), and %v from its end to that write",
 		rto.Round(time.Millisecond), foTook.Round(time.Millisecond), foStart.Sub(kill).Round(time.Millisecond), (rto - foStart.Sub(kill) - foTook).Round(time.Millisecond))
@@ -162,9 +162,9 @@ func TestComposeRegion(t *testing.T) {
 		rw = append(rw, startAppender(sid, fmt.Sprintf("r%d-", i), []*node{a1}))
 	}
 	all = append(all, rw...)
-	testutil.WaitFor(t, time.Minute, func() error { // A's writers acknowledged 5 times after A's return
+	testutil.WaitFor(t, time.Minute, testutil.Awaiting("A's writers acknowledged 5 times after A's return", func() error {
 		return everyAcked(rw, 5, restart)
-	})
+	}))
 
 	fbStart := time.Now()
 	code, out = c.piCtl(b1, 5*time.Minute, "failback", "--from", "A")
@@ -174,9 +174,9 @@ func TestComposeRegion(t *testing.T) {
 	}
 	t.Logf("pi-ctl failback --from A:\n%s", strings.TrimSpace(out))
 	afterFB := time.Now()
-	testutil.WaitFor(t, time.Minute, func() error { // writers of both regions acknowledged 5 times after failback
+	testutil.WaitFor(t, time.Minute, testutil.Awaiting("writers of both regions acknowledged 5 times after failback", func() error {
 		return everyAcked(append(append([]*appender{}, bw...), rw...), 5, afterFB)
-	})
+	}))
 	haltAll(all)
 	t.Logf("measured: failback (fence, merge, mirror recreated, caught up): %v, writers of both regions going on", fbTook.Round(time.Millisecond))
 

@@ -367,7 +367,7 @@ func (c *cluster) partitionAndHeal(t *testing.T, sid string) {
 	}
 	t.Logf("after the reconnect the test reaches %s through %s", iso.name, map[bool]string{true: "docker exec", false: "its published port " + iso.base}[iso.viaExec])
 	target := ap.snapshotLastSeq()
-	readyIn := testutil.WaitFor(t, 3*time.Minute, func() error { // the reconnected node ready and caught up
+	readyIn := testutil.WaitFor(t, 3*time.Minute, testutil.Awaiting("the reconnected node ready and caught up", func() error {
 		r, err := iso.do(http.MethodGet, "/readyz", nil, 3*time.Second)
 		if err != nil || r.status != http.StatusOK {
 			return fmt.Errorf("/readyz: %s", fmt.Sprint(r, err))
@@ -380,7 +380,7 @@ func (c *cluster) partitionAndHeal(t *testing.T, sid string) {
 			return fmt.Errorf("caught up: at %d of %d", s.LastSeq, target)
 		}
 		return nil
-	})
+	}))
 	ap.halt()
 	convergedIn := c.converge(t, sid, ap, healed)
 	t.Logf("measured: %s reconnected: caught up with the majority's writes after %v, all nodes converged %v after the reconnect (%d appends acknowledged during the phase, %d failed attempts)",

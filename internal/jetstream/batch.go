@@ -59,9 +59,11 @@ func (a *batchAssembler) add(ready []session.Stored, s session.Stored, b batchHe
 }
 
 // release appends the held records to ready and holds nothing. The held
-// array is reused: append copied its records.
+// array is reused (append copied its records), cleared so that it keeps no
+// record's data alive.
 func (a *batchAssembler) release(ready []session.Stored) []session.Stored {
 	ready = append(ready, a.held...)
+	clear(a.held)
 	a.held, a.id = a.held[:0], ""
 	return ready
 }

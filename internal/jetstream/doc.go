@@ -1,9 +1,9 @@
 // Package jetstream is the NATS JetStream adapter of sessionlog: client
 // connections (Connect), provisioning of the stream and the cursor bucket
 // (Provision), and the implementations of the session package's interfaces:
-// Log (session.Log and session.Feed) and Cursors (session.Cursors). NATS
-// and JetStream errors are translated to the session sentinels here, once
-// (errors.go). The embedded server is in the subpackage embedded, so that
+// Log (session.Log and session.Feed), Cursors (session.Cursors) and Archive
+// (session.Archive). NATS and JetStream errors are translated to the
+// sentinels of internal/wire here, once (errors.go). The embedded server is in the subpackage embedded, so that
 // clients of a node link no server.
 //
 // The wire contract, in short (docs/PROTOCOL.md has it in full):

@@ -189,25 +189,27 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, want jetstream.St
 	return compareStream(s.CachedInfo().Config, want)
 }
 
-// waitLeader waits until a stream just created has elected its leader: a
-// replicated stream takes a moment, and until then a publish to its
-// subjects finds no responders. Only a stream this call created is waited
-// for, so that a node restarting while its cluster lacks a quorum still
-// starts (and serves reads, flagged stale).
+// waitLeader waits, within the provisioning attempt, until a stream just
+// created has elected its leader: a replicated stream takes a moment, and
+// until then a publish to its subjects finds no responders. Only a stream
+// this call created is waited for, so that a node restarting while its
+// cluster lacks a quorum still starts (and serves reads, flagged stale);
+// an attempt that runs out is retried, and the retry takes the stream as it
+// is.
 func waitLeader(ctx context.Context, s jetstream.Stream) error {
-	name := s.CachedInfo().Config.Name
 	for {
 		info, err := s.Info(ctx)
 		switch {
-		case err != nil && !isTransport(err):
-			return err
 		case err == nil && (info.Config.Replicas <= 1 || info.Cluster != nil && info.Cluster.Leader != ""):
 			return nil
+		case err != nil && !isTransport(err):
+			// A server that has not applied the new assignment yet says
+			// the stream is not found (10059): as for the bucket, retry.
+			return errRetryLater(err)
 		}
 		select {
 		case <-ctx.Done():
-			// The next attempt finds the stream and takes it as it is.
-			return errRetryLater(fmt.Errorf("stream %s created, but no leader elected yet: %w", name, ctx.Err()))
+			return ctx.Err()
 		case <-time.After(20 * time.Millisecond):
 		}
 	}

@@ -11,9 +11,8 @@
 // Stores); Cursors holds each client's leaf per session; Archive holds copies
 // of idle sessions for internal/archive (checked there, against JetStream).
 // Their doc comments state the contract; sessiontest checks the first three
-// for every implementation:
-// internal/jetstream (the real one), internal/apiclient (through pi-node's
-// API) and MemLog / MemCursors here.
+// for internal/jetstream (the real one) and MemLog / MemCursors here, and
+// runs the Writer over internal/apiclient's (through pi-node's API).
 //
 // # Vocabulary
 //
@@ -28,5 +27,5 @@
 //
 // internal/writer appends (the agent side), internal/store holds the trees a
 // node serves (the read model), internal/service answers requests with both.
-// This package imports only internal/tree.
+// This package imports only internal/tree and internal/wire.
 package session

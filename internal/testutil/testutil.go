@@ -2,6 +2,7 @@ package testutil
 
 import (
 	"bytes"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -28,6 +29,17 @@ func WaitFor(tb testing.TB, timeout time.Duration, cond func() error) time.Durat
 		tb.Fatalf("not within %v: %v", timeout, err)
 	}
 	return d
+}
+
+// Awaiting labels cond: its errors say what is awaited, so that a
+// WaitFor that runs out names the wait (cond's error says what was seen).
+func Awaiting(what string, cond func() error) func() error {
+	return func() error {
+		if err := cond(); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		return nil
+	}
 }
 
 // Poll is WaitFor without the test: it returns how long cond took to

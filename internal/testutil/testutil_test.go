@@ -68,3 +68,14 @@ func TestSyncBuffer(t *testing.T) {
 		t.Fatalf("%d bytes, want 400", n)
 	}
 }
+
+// TestAwaiting: a labelled condition's error names the wait; success stays nil.
+func TestAwaiting(t *testing.T) {
+	cond := Awaiting("the leader", func() error { return errors.New("none yet") })
+	if err := cond(); err == nil || err.Error() != "the leader: none yet" {
+		t.Fatalf("got %v", err)
+	}
+	if err := Awaiting("x", func() error { return nil })(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -4,7 +4,7 @@
 // header and backlog as one atomic batch; after that each append is one
 // compare-and-swap publish after the last sequence the Writer knows.
 //
-// The CAS loop (publish.go) is shared with internal/service: on a conflict it
+// The CAS loop (cas.go, with the shared AppendPlan in plan.go) is shared with internal/service: on a conflict it
 // reads what the caller missed and lets the caller's plan decide what to
 // publish next; on unavailability it retries the same records, so a retry
 // whose first attempt landed is recognized, never duplicated. create.go

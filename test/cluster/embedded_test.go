@@ -101,7 +101,7 @@ func TestEmbeddedCluster(t *testing.T) {
 	// that the ordered consumer feeding them lived on n3 (see
 	// TestStoresFollowThroughNodeLoss, which asserts on that delay); this
 	// test is about the cluster carrying on, so it waits for them.
-	survivorsIn := testutil.WaitFor(t, readyTimeout, func() error { // n1 and n2 applied the writes made without n3
+	survivorsIn := testutil.WaitFor(t, readyTimeout, testutil.Awaiting("n1 and n2 applied the writes made without n3", func() error {
 		for _, nd := range nodes[:2] {
 			st, err := status(nd.base)
 			if err != nil {
@@ -112,14 +112,14 @@ func TestEmbeddedCluster(t *testing.T) {
 			}
 		}
 		return nil
-	})
+	}))
 	t.Logf("MEASURED embedded: n1 and n2 applied the writes made without n3 %v after the last one", survivorsIn.Round(time.Millisecond))
 	for _, s := range sessions {
 		sameOnAll(t, nodes[:2], "/v1/sessions/"+s.id+"/export", lastSeq)
 	}
 	// The leader now reports node 3's replica as behind or offline, and so
 	// does pi-ctl status.
-	testutil.WaitFor(t, readyTimeout, func() error { // the stream leader's view of n3
+	testutil.WaitFor(t, readyTimeout, testutil.Awaiting("the stream leader's view of n3", func() error {
 		st, err := status(n1.base)
 		if err != nil {
 			return err
@@ -130,7 +130,7 @@ func TestEmbeddedCluster(t *testing.T) {
 			}
 		}
 		return nil
-	})
+	}))
 	out := piCtlStatus(t, n1.base)
 	if row := replicaRow(out, n3.name); !strings.Contains(row, "offline") && !strings.Contains(row, "catching up") {
 		t.Errorf("pi-ctl status with n3 stopped: n3's row is %q, want offline or catching up:\n%s", row, out)
@@ -141,7 +141,7 @@ func TestEmbeddedCluster(t *testing.T) {
 	restartedAt := time.Now()
 	n3.Start(t)
 	readyIn := n3.waitReady(t)
-	testutil.WaitFor(t, readyTimeout, func() error { // n3 applied the log's last sequence
+	testutil.WaitFor(t, readyTimeout, testutil.Awaiting("n3 applied the log's last sequence", func() error {
 		st, err := status(n3.base)
 		if err != nil {
 			return err
@@ -150,7 +150,7 @@ func TestEmbeddedCluster(t *testing.T) {
 			return fmt.Errorf("stream last seq %d, applied %d, want both %d", st.JetStream.Stream.LastSeq, st.Store.Applied, lastSeq)
 		}
 		return nil
-	})
+	}))
 	t.Logf("MEASURED embedded: n3 restarted: /readyz after %v, Store at the log's last seq %d after %v",
 		readyIn.Round(time.Millisecond), lastSeq, time.Since(restartedAt).Round(time.Millisecond))
 	leaderSt := checkStreamStatus(t, nodes, nodes, "embedded-cluster")
@@ -216,7 +216,7 @@ func checkStreamStatus(t *testing.T, ask, cluster []*piNode, mode string) nodeSt
 	t.Helper()
 	var leader string
 	var leaderStatus nodeStatus
-	testutil.WaitFor(t, readyTimeout, func() error { // every node agrees on the stream leader and its followers
+	testutil.WaitFor(t, readyTimeout, testutil.Awaiting("every node agrees on the stream leader and its followers", func() error {
 		leader = ""
 		for _, nd := range ask {
 			st, err := status(nd.base)
@@ -262,6 +262,6 @@ func checkStreamStatus(t *testing.T, ask, cluster []*piNode, mode string) nodeSt
 			}
 		}
 		return nil
-	})
+	}))
 	return leaderStatus
 }

@@ -161,7 +161,7 @@ func TestKillStreamLeader(t *testing.T) {
 	}
 
 	// A few seconds in, with writes flowing, kill the stream leader.
-	testutil.WaitFor(t, readyTimeout, func() error { // writes flowing
+	testutil.WaitFor(t, readyTimeout, testutil.Awaiting("writes flowing", func() error {
 		if err := running(); err != nil {
 			return err
 		}
@@ -169,7 +169,7 @@ func TestKillStreamLeader(t *testing.T) {
 			return fmt.Errorf("%d acks after %v", n, time.Since(start).Round(time.Millisecond))
 		}
 		return nil
-	})
+	}))
 	placement := fmtCounts(consumerHosts(t, survivors[0].natsURL))
 	acksAtKill := prog.acks.Load()
 	killAt := time.Now()
@@ -184,7 +184,7 @@ func TestKillStreamLeader(t *testing.T) {
 	// The writers carry on through the survivors. Keep going until plenty
 	// of writes went through after the election, then a bit more.
 	var newLeader string
-	testutil.WaitFor(t, readyTimeout, func() error { // a new stream leader and writes after the kill
+	testutil.WaitFor(t, readyTimeout, testutil.Awaiting("a new stream leader and writes after the kill", func() error {
 		if err := running(); err != nil {
 			return err
 		}
@@ -200,9 +200,9 @@ func TestKillStreamLeader(t *testing.T) {
 			return fmt.Errorf("%d acks since the kill", n)
 		}
 		return nil
-	})
+	}))
 	resumedAt := time.Now()
-	testutil.WaitFor(t, readyTimeout, func() error { // three more seconds of writes
+	testutil.WaitFor(t, readyTimeout, testutil.Awaiting("three more seconds of writes", func() error {
 		if err := running(); err != nil {
 			return err
 		}
@@ -210,12 +210,12 @@ func TestKillStreamLeader(t *testing.T) {
 			return fmt.Errorf("%v of writes", d.Round(time.Millisecond))
 		}
 		return nil
-	})
+	}))
 	// Keep watching until both survivors' Stores have applied what was
 	// acknowledged by now: one whose ordered consumer lived on the dead
 	// node lags ~10 s (TestStoresFollowThroughNodeLoss).
 	upTo := prog.maxSeq.Load()
-	testutil.WaitFor(t, readyTimeout, func() error { // the survivors' Stores follow the new leader
+	testutil.WaitFor(t, readyTimeout, testutil.Awaiting("the survivors' Stores follow the new leader", func() error {
 		for _, nd := range survivors {
 			st, hdr, _, err := proctest.Do(ctx, proctest.ProbeClient, http.MethodGet, nd.base+"/v1/sessions?limit=1", nil)
 			if err != nil || st != http.StatusOK {
@@ -226,7 +226,7 @@ func TestKillStreamLeader(t *testing.T) {
 			}
 		}
 		return nil
-	})
+	}))
 	close(stopWatch)
 
 	// Restart the killed node on its data dir, with the same flags.
@@ -240,7 +240,7 @@ func TestKillStreamLeader(t *testing.T) {
 	viaRestarted := prog.perNode[indexOf(nodes, leader)].Load()
 	leader.Start(t)
 	rs.ready = leader.waitReady(t)
-	testutil.WaitFor(t, readyTimeout, func() error { // the restarted node's Store applies what it missed
+	testutil.WaitFor(t, readyTimeout, testutil.Awaiting("the restarted node's Store applies what it missed", func() error {
 		st, err := status(leader.base)
 		if err != nil {
 			return err
@@ -249,9 +249,9 @@ func TestKillStreamLeader(t *testing.T) {
 			return fmt.Errorf("applied %d of %d", st.Store.Applied, rs.logEnd)
 		}
 		return nil
-	})
+	}))
 	rs.store = time.Since(restartAt)
-	testutil.WaitFor(t, readyTimeout, func() error { // the restarted node's replica is current
+	testutil.WaitFor(t, readyTimeout, testutil.Awaiting("the restarted node's replica is current", func() error {
 		st, err := status(survivors[0].base)
 		if err != nil {
 			return err
@@ -262,9 +262,9 @@ func TestKillStreamLeader(t *testing.T) {
 			}
 		}
 		return fmt.Errorf("followers %+v", st.JetStream.Stream.Followers)
-	})
+	}))
 	rs.replica = time.Since(restartAt)
-	testutil.WaitFor(t, readyTimeout, func() error { // writes through the restarted node
+	testutil.WaitFor(t, readyTimeout, testutil.Awaiting("writes through the restarted node", func() error {
 		if err := running(); err != nil {
 			return err
 		}
@@ -272,7 +272,7 @@ func TestKillStreamLeader(t *testing.T) {
 			return fmt.Errorf("%d acks through %s", n, leader.name)
 		}
 		return nil
-	})
+	}))
 	stopWriters()
 	runTime := time.Since(start)
 	close(errs)

@@ -25,7 +25,7 @@ import (
 func waitAllApplied(t *testing.T, nodes []*piNode) uint64 {
 	t.Helper()
 	var last uint64
-	testutil.WaitFor(t, readyTimeout, func() error { // every node applied the log's last sequence
+	testutil.WaitFor(t, readyTimeout, testutil.Awaiting("every node applied the log's last sequence", func() error {
 		var sts []nodeStatus
 		for _, nd := range nodes {
 			st, err := status(nd.base)
@@ -41,7 +41,7 @@ func waitAllApplied(t *testing.T, nodes []*piNode) uint64 {
 			}
 		}
 		return nil
-	})
+	}))
 	return last
 }
 

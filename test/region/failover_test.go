@@ -29,7 +29,7 @@ func TestRegionFailover(t *testing.T) {
 	top := startTopology(t, n)
 	t.Logf("MEASURED start: %d+%d pi-nodes and the tie-breaker ready in %v", n, n, time.Since(start).Round(time.Millisecond))
 	a, b := top.regions["A"], top.regions["B"]
-	testutil.WaitFor(t, 30*time.Second, func() error { // B mirrors A
+	testutil.WaitFor(t, 30*time.Second, testutil.Awaiting("B mirrors A", func() error {
 		s, err := status(b[0].base)
 		if err != nil {
 			return err
@@ -38,7 +38,7 @@ func TestRegionFailover(t *testing.T) {
 			return fmt.Errorf("region status %+v", r)
 		}
 		return nil
-	})
+	}))
 
 	// While A is healthy, a failover is refused and changes nothing.
 	code, out := piCtl(t, time.Minute, "failover", "--to", "B", "--server", b[0].natsURL)
@@ -80,7 +80,7 @@ func TestRegionFailover(t *testing.T) {
 			}
 		}
 	}
-	testutil.WaitFor(t, time.Minute, func() error { return everyWriter(writers, 10, time.Time{}) }) // writers under way
+	testutil.WaitFor(t, time.Minute, testutil.Awaiting("writers under way", func() error { return everyWriter(writers, 10, time.Time{}) }))
 
 	// Region A is lost.
 	kill := time.Now()
@@ -96,7 +96,7 @@ func TestRegionFailover(t *testing.T) {
 	}
 	foTook := time.Since(foStart)
 	t.Logf("pi-ctl failover --to B:\n%s", out)
-	testutil.WaitFor(t, time.Minute, func() error { return everyWriterIn(writers, "b", 20, dead) }) // B's writers acknowledged after the kill
+	testutil.WaitFor(t, time.Minute, testutil.Awaiting("B's writers acknowledged after the kill", func() error { return everyWriterIn(writers, "b", 20, dead) }))
 	rto, first := firstAckAfter(writers, "b", kill, dead)
 	rpo, total := missingIn(t, ctx, b[0].natsURL, writers, dead)
 	t.Logf("MEASURED RTO: kill of region A -> first write accepted in B: %v (pi-ctl failover took %v, started %v after the kill; first ack %s)",
@@ -108,7 +108,7 @@ func TestRegionFailover(t *testing.T) {
 	top.restart(t, "A")
 	took := top.waitReady(t, a)
 	t.Logf("MEASURED region A back: its pi-nodes ready (reading from B) %v after the restart", took.Round(time.Millisecond))
-	testutil.WaitFor(t, time.Minute, func() error { return everyWriterIn(writers, "a", 5, restart) }) // A's writers acknowledged after A's return
+	testutil.WaitFor(t, time.Minute, testutil.Awaiting("A's writers acknowledged after A's return", func() error { return everyWriterIn(writers, "a", 5, restart) }))
 	fbStart := time.Now()
 	code, out = piCtl(t, 5*time.Minute, "failback", "--from", "A", "--server", b[0].natsURL)
 	if code != 0 {
@@ -117,7 +117,7 @@ func TestRegionFailover(t *testing.T) {
 	t.Logf("pi-ctl failback --from A:\n%s", out)
 	t.Logf("MEASURED failback: %v", time.Since(fbStart).Round(time.Millisecond))
 	afterFB := time.Now()
-	testutil.WaitFor(t, time.Minute, func() error { return everyWriter(writers, 5, afterFB) }) // writers in both regions after failback
+	testutil.WaitFor(t, time.Minute, testutil.Awaiting("writers in both regions after failback", func() error { return everyWriter(writers, 5, afterFB) }))
 	stopWriters()
 
 	verify(t, ctx, top, writers, sids, rpo)

@@ -51,10 +51,10 @@ func measureMirrorLag(t *testing.T, ctx context.Context, home, mirror string) {
 		}
 		seq := wr.Entries[0].Seq
 		if i == 0 {
-			testutil.WaitFor(t, time.Minute, func() error { // the mirror region serving a write of the home
+			testutil.WaitFor(t, time.Minute, testutil.Awaiting("the mirror region serving a write of the home", func() error {
 				_, err := entries(ctx, mirror, sid, seq)
 				return err
-			})
+			}))
 		} else if i%2 == 0 {
 			if _, err := entries(ctx, mirror, sid, seq); err != nil {
 				t.Fatalf("read with minSeq %d in the mirror region: %v", seq, err)

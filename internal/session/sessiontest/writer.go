@@ -18,7 +18,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/writer"
 )
 
-// WriterEnv is one transport that session.Writers write through, for
+// WriterEnv is one transport that writer.Writers write through, for
 // TestWriter.
 type WriterEnv struct {
 	// Log is what the Writers under test write through, and what the
