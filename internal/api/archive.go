@@ -81,6 +81,16 @@ func (s *Server) archiveRun(ctx context.Context, r *request) (reply, error) {
 	if err != nil && res.Archived == 0 {
 		return reply{}, err
 	}
+	if res.Archived > 0 {
+		// Read your writes: the purge notices are in the log, and this
+		// node's next read of an archived session must find it gone.
+		wctx, cancel := context.WithTimeout(ctx, s.cfg.MinSeqTimeout)
+		cerr := s.svc.Store.CatchUp(wctx)
+		cancel()
+		if cerr != nil {
+			return reply{}, fmt.Errorf("archived %d sessions, but this node has not applied the purges within %v: %w", res.Archived, s.cfg.MinSeqTimeout, cerr)
+		}
+	}
 	// Sessions that failed are counted in the result and retried by the
 	// next pass; the pass as a whole did its work.
 	return jsonReply(res)

@@ -261,6 +261,17 @@ func (st *Store) WaitFor(ctx context.Context, seq uint64) error {
 	}
 }
 
+// CatchUp waits until the Store has applied everything the log held when it
+// was called, so that this node's reads reflect a write it made without a
+// sequence to wait for (an archive pass's purges).
+func (st *Store) CatchUp(ctx context.Context) error {
+	last, err := st.feed.LastSeq(ctx)
+	if err != nil {
+		return err
+	}
+	return st.WaitFor(ctx, last)
+}
+
 // apply folds records from the log into the sessions. It never fails: a
 // record that is not a valid line is counted and skipped, as pi skips it.
 func (st *Store) apply(recs []session.Stored) error {
