@@ -2,7 +2,6 @@ package wire
 
 import (
 	"net/http"
-	"strings"
 )
 
 // BodyKind says what an operation's request body is.
@@ -99,27 +98,3 @@ var Ops = []Op{
 // Probes are the HTTP routes outside the operations: liveness, readiness
 // and Prometheus metrics, open without a token for probes and scrapers.
 var Probes = []string{"GET /healthz", "GET /readyz", "GET /metrics"}
-
-// Lookup returns the operation named name.
-func Lookup(name string) (Op, bool) {
-	for _, o := range Ops {
-		if o.Name == name {
-			return o, true
-		}
-	}
-	return Op{}, false
-}
-
-// pathParams returns the wildcards of the operation's path, in order.
-func (o Op) pathParams() []string {
-	var out []string
-	for rest := o.Path; ; {
-		i := strings.IndexByte(rest, '{')
-		if i < 0 {
-			return out
-		}
-		j := strings.IndexByte(rest[i:], '}')
-		out = append(out, rest[i+1:i+j])
-		rest = rest[i+j:]
-	}
-}
