@@ -9,7 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/pifleet/sessionlog/internal/apiclient/apitest"
-	"github.com/pifleet/sessionlog/internal/jetstream/jstest"
+	"github.com/pifleet/sessionlog/internal/jetstream/embedded/embeddedtest"
 )
 
 // TestEntryTypes writes every entry type with pi's single-entry methods
@@ -78,7 +78,7 @@ func TestEntryTypes(t *testing.T) {
 // clearly, unless it provisions the stream and bucket itself.
 func TestJetStreamProvision(t *testing.T) {
 	ctx := ctxT(t)
-	srv := jstest.RunServerSync(t, false)
+	srv := embeddedtest.RunServer(t, false)
 	nc, err := nats.Connect(srv.ClientURL())
 	if err != nil {
 		t.Fatal(err)

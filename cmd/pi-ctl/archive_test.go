@@ -13,6 +13,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/api"
 	"github.com/pifleet/sessionlog/internal/archive"
 	"github.com/pifleet/sessionlog/internal/jetstream"
+	"github.com/pifleet/sessionlog/internal/jetstream/embedded/embeddedtest"
 	"github.com/pifleet/sessionlog/internal/jetstream/jstest"
 	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/store"
@@ -99,7 +100,7 @@ func archiveNode(t *testing.T) (httpURL, natsURL string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	srv := jstest.RunServerSync(t, false)
+	srv := embeddedtest.RunServer(t, false)
 	c := jstest.Connect(t, srv.ClientURL())
 	cfg := jetstream.NewConfig()
 	cfg.Duplicates = 100 * time.Millisecond

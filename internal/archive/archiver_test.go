@@ -11,7 +11,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/archive"
 	"github.com/pifleet/sessionlog/internal/jetstream"
-	"github.com/pifleet/sessionlog/internal/jetstream/jstest"
+	"github.com/pifleet/sessionlog/internal/jetstream/embedded/embeddedtest"
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/wire"
@@ -183,7 +183,7 @@ func TestRestoreRefusals(t *testing.T) {
 
 // Copies larger than a message go as atomic batches of parts.
 func TestLargeSessionInParts(t *testing.T) {
-	srv := jstest.RunServerSync(t, false)
+	srv := embeddedtest.RunServer(t, false)
 	f := newNode(t, "n1", 1, []string{srv.ClientURL()}, func(c *jetstream.ArchiveConfig) {
 		c.SetStream("SMALL_ARCHIVE")
 		c.MaxMsgSize = 16 << 10

@@ -10,7 +10,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/archive"
 	"github.com/pifleet/sessionlog/internal/jetstream"
-	"github.com/pifleet/sessionlog/internal/jetstream/jstest"
+	"github.com/pifleet/sessionlog/internal/jetstream/embedded/embeddedtest"
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/testutil"
 	"github.com/pifleet/sessionlog/internal/wire"
@@ -24,7 +24,7 @@ func TestClusterArchiveAndRestore(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a 3-node cluster")
 	}
-	urls := jstest.URLs(jstest.RunCluster(t, 3))
+	urls := embeddedtest.URLs(embeddedtest.RunCluster(t, 3, nil))
 	var nodes []*fixture
 	for i, u := range urls {
 		nodes = append(nodes, newNode(t, fmt.Sprintf("n%d", i+1), 3, []string{u}, func(*jetstream.ArchiveConfig) {}))

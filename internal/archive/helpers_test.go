@@ -11,6 +11,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/archive"
 	"github.com/pifleet/sessionlog/internal/jetstream"
+	"github.com/pifleet/sessionlog/internal/jetstream/embedded/embeddedtest"
 	"github.com/pifleet/sessionlog/internal/jetstream/jstest"
 	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/store"
@@ -65,7 +66,7 @@ func (c *clock) stop(at time.Time) {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	srv := jstest.RunServerSync(t, false)
+	srv := embeddedtest.RunServer(t, false)
 	return newNode(t, "n1", 1, []string{srv.ClientURL()}, func(*jetstream.ArchiveConfig) {})
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/apiclient"
 	"github.com/pifleet/sessionlog/internal/jetstream"
+	"github.com/pifleet/sessionlog/internal/jetstream/embedded/embeddedtest"
 	"github.com/pifleet/sessionlog/internal/jetstream/jstest"
 	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/store"
@@ -35,7 +36,7 @@ func loadStoreLog(b *testing.B) *storeLog {
 		if v, err := strconv.Atoi(os.Getenv("PI_BENCH_ENTRIES")); err == nil && v > 0 {
 			n = v
 		}
-		l, _ := jstest.Backend(b, 1, jstest.RunServerSync(b, false).ClientURL())
+		l, _ := jstest.Backend(b, 1, embeddedtest.RunServer(b, false).ClientURL())
 		ld, err := Load(context.Background(), l.JetStream(), l, LoadOptions{Sessions: n / 20, Entries: n, Seed: 3}, nil)
 		if err != nil {
 			b.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/synadia-io/orbit.go/jetstreamext"
 
 	"github.com/pifleet/sessionlog/internal/jetstream"
+	"github.com/pifleet/sessionlog/internal/jetstream/embedded/embeddedtest"
 	"github.com/pifleet/sessionlog/internal/jetstream/jstest"
 	"github.com/pifleet/sessionlog/internal/writer"
 )
@@ -106,7 +107,7 @@ func BenchmarkAppend(b *testing.B) {
 			name = "nofsync"
 		}
 		b.Run(name, func(b *testing.B) {
-			l, _ := jstest.Backend(b, 1, jstest.RunServerSync(b, sync).ClientURL())
+			l, _ := jstest.Backend(b, 1, embeddedtest.RunServer(b, sync).ClientURL())
 			gen := NewGen(uint64(time.Now().UnixNano()))
 			b.Run("one-session", func(b *testing.B) { appendPairs(b, l, gen, 1) })
 			b.Run("100-sessions", func(b *testing.B) { appendPairs(b, l, gen, 100) })
@@ -159,7 +160,7 @@ func appendPairs(b *testing.B, l *jetstream.Log, gen *Gen, n int) {
 // batch on an empty subject) against the raw atomic batch of the same
 // 101 records.
 func BenchmarkCreate(b *testing.B) {
-	l, _ := jstest.Backend(b, 1, jstest.RunServer(b).ClientURL())
+	l, _ := jstest.Backend(b, 1, embeddedtest.RunServer(b, true).ClientURL())
 	ctx := context.Background()
 	gen := NewGen(uint64(time.Now().UnixNano()))
 	var p pair

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pifleet/sessionlog/internal/jetstream/embedded/embeddedtest"
 	"github.com/pifleet/sessionlog/internal/jetstream/jstest"
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/tree"
@@ -37,7 +38,7 @@ func TestEngineMem(t *testing.T) {
 }
 
 func jetStreamBackend(t *testing.T, syncAlways bool) backend {
-	s := jstest.RunServerSync(t, syncAlways)
+	s := embeddedtest.RunServer(t, syncAlways)
 	l, c := jstest.Backend(t, 1, s.ClientURL())
 	return backend{log: l, feed: l, cursors: c, load: func(t *testing.T, files [][]byte) uint64 {
 		sessions := map[string][]session.Record{}
@@ -70,8 +71,8 @@ func TestEngineJetStream(t *testing.T) {
 // TestEngineJetStreamR3 runs the concurrency tests on a 3-node cluster, where
 // conflicts also come back as 10164 and reads must go to the leader.
 func TestEngineJetStreamR3(t *testing.T) {
-	servers := jstest.RunCluster(t, 3)
-	urls := jstest.URLs(servers)
+	servers := embeddedtest.RunCluster(t, 3, nil)
+	urls := embeddedtest.URLs(servers)
 	for _, tc := range engineTests {
 		switch tc.name {
 		case "ServiceAppend", "ChunkedImportAndPurge":

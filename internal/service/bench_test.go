@@ -18,6 +18,7 @@ import (
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pifleet/sessionlog/internal/jetstream"
+	"github.com/pifleet/sessionlog/internal/jetstream/embedded/embeddedtest"
 	"github.com/pifleet/sessionlog/internal/jetstream/jstest"
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/store"
@@ -49,7 +50,7 @@ func benchEntries() int {
 
 func loadBench(b *testing.B) *benchLog {
 	benchOnce.Do(func() {
-		s := jstest.RunServerSync(b, false)
+		s := embeddedtest.RunServer(b, false)
 		l, _ := jstest.Backend(b, 1, s.ClientURL())
 		r := rand.New(rand.NewPCG(9, 9))
 		n := benchEntries()

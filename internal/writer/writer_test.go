@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pifleet/sessionlog/internal/jetstream/embedded/embeddedtest"
 	"github.com/pifleet/sessionlog/internal/jetstream/jstest"
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/session/sessiontest"
@@ -21,7 +22,7 @@ func TestWriterMem(t *testing.T) {
 
 func TestWriterJetStream(t *testing.T) {
 	sessiontest.TestWriter(t, func(t *testing.T) sessiontest.WriterEnv {
-		l, _ := jstest.Backend(t, 1, jstest.RunServer(t).ClientURL())
+		l, _ := jstest.Backend(t, 1, embeddedtest.RunServer(t, true).ClientURL())
 		return sessiontest.WriterEnv{Log: l, Feed: l}
 	})
 }
@@ -29,7 +30,7 @@ func TestWriterJetStream(t *testing.T) {
 // TestWriterJetStreamR3 runs the contract on a 3-node cluster, where
 // conflicts also come back as 10164 and reads must go to the leader.
 func TestWriterJetStreamR3(t *testing.T) {
-	urls := jstest.URLs(jstest.RunCluster(t, 3))
+	urls := embeddedtest.URLs(embeddedtest.RunCluster(t, 3, nil))
 	sessiontest.TestWriter(t, func(t *testing.T) sessiontest.WriterEnv {
 		// Each test gets its own stream (names derived from the test) on the shared cluster.
 		l, _ := jstest.BackendNamed(t, 3, strings.NewReplacer("/", "_").Replace(t.Name()), urls...)

@@ -1,6 +1,5 @@
-// Package jstest starts real JetStream servers for the tests of the packages
-// above the adapter (service, writer, archive, api, bench, pi-node, pi-ctl,
-// client): a single node or an
-// in-process cluster (from embeddedtest, which the adapter's own tests share),
-// and the adapter's Log and Cursors provisioned on them.
+// Package jstest provisions the adapter for the tests of the packages above
+// it (service, writer, archive, api, bench, pi-node, pi-ctl, client): the
+// session stream and cursor bucket on servers that embeddedtest started, the
+// adapter's Log and Cursors over them, connections and bulk loads.
 package jstest

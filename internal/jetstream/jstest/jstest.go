@@ -8,32 +8,8 @@ import (
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pifleet/sessionlog/internal/jetstream"
-	"github.com/pifleet/sessionlog/internal/jetstream/embedded"
-	"github.com/pifleet/sessionlog/internal/jetstream/embedded/embeddedtest"
 	"github.com/pifleet/sessionlog/internal/session"
 )
-
-// RunServer starts a single JetStream server on a random port, with the
-// production default of fsyncing every write.
-func RunServer(t testing.TB) *embedded.Server {
-	t.Helper()
-	return embeddedtest.RunServer(t, true)
-}
-
-// RunServerSync is RunServer with the choice of sync: always or not.
-func RunServerSync(t testing.TB, syncAlways bool) *embedded.Server {
-	t.Helper()
-	return embeddedtest.RunServer(t, syncAlways)
-}
-
-// RunCluster starts an n-node JetStream cluster in this process.
-func RunCluster(t testing.TB, n int) []*embedded.Server {
-	t.Helper()
-	return embeddedtest.RunCluster(t, n, nil)
-}
-
-// URLs returns the client URLs of servers.
-func URLs(servers []*embedded.Server) []string { return embeddedtest.URLs(servers) }
 
 // Connect opens a client connection to urls, closed at cleanup.
 func Connect(t testing.TB, urls ...string) *jetstream.Conn {
