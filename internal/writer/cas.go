@@ -101,7 +101,7 @@ func (l *casLoop) attempt(ctx context.Context) (seqs []uint64, done bool, err er
 // conflict reads what the plan missed and lets it reconcile.
 func (l *casLoop) conflict(ctx context.Context, cause error, timeout time.Duration) ([]uint64, bool, error) {
 	rctx, cancel := context.WithTimeout(ctx, max(timeout, 2*time.Second))
-	missed, err := ReadMissed(rctx, l.log, l.sid, l.expect)
+	missed, err := readMissed(rctx, l.log, l.sid, l.expect)
 	cancel()
 	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 		// As for the publish: a give-up after attempts must read as
@@ -155,9 +155,9 @@ func (l *casLoop) unavailableTooLong() bool {
 	return time.Since(l.unavailableSince) > l.pol.UnavailableFor
 }
 
-// ReadMissed reads the session's records after seq; none when it has none
+// readMissed reads the session's records after seq; none when it has none
 // (or no longer exists).
-func ReadMissed(ctx context.Context, log session.Log, sid string, after uint64) ([]session.Stored, error) {
+func readMissed(ctx context.Context, log session.Log, sid string, after uint64) ([]session.Stored, error) {
 	missed, err := log.Read(ctx, sid, after)
 	if errors.Is(err, wire.ErrNotFound) {
 		return nil, nil

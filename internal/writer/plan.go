@@ -79,7 +79,7 @@ func (p *AppendPlan) Place(ctx context.Context) error {
 	if !errors.As(err, &ue) {
 		return err
 	}
-	missed, rerr := ReadMissed(ctx, p.Log, p.ID, p.seen)
+	missed, rerr := readMissed(ctx, p.Log, p.ID, p.seen)
 	if rerr != nil {
 		return rerr
 	}
