@@ -3,6 +3,7 @@ package client
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -105,5 +106,32 @@ func TestJetStreamProvision(t *testing.T) {
 	}
 	if _, err := New(ctx, JetStreamURL("nats://127.0.0.1:1")); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("no server: %v", err)
+	}
+}
+
+// TestOpenLatest: a worker opening a session WithLatest through a pi-node
+// (the node's consistency=strong path, on both API transports) sees every
+// write another worker made a moment before straight to JetStream. (That
+// the node waits for a write it has not applied is internal/api's
+// TestStrongRead, with a Store held back.)
+func TestOpenLatest(t *testing.T) {
+	n := apitest.Start(t, apitest.Options{})
+	ctx := ctxT(t)
+	w := dial(t, n, "JetStream")
+	s, err := w.Create()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := must(t)
+	m(s.AppendMessage(ctx, user("q")))
+	for _, kind := range []string{"HTTP", "NodeNATS"} {
+		r := dial(t, n, kind)
+		for i := range 30 {
+			m(s.AppendMessage(ctx, assistant(fmt.Sprintf("a%d", i))))
+			got, err := r.Open(ctx, s.ID(), WithLatest())
+			if err != nil || got.LastSeq() != s.LastSeq() {
+				t.Fatalf("%s, write %d: Open WithLatest reflects seq %d (%v), the writer is at %d", kind, i, got.LastSeq(), err, s.LastSeq())
+			}
+		}
 	}
 }

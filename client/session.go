@@ -18,6 +18,7 @@ type SessionOption func(*sessionOptions)
 type sessionOptions struct {
 	client string
 	minSeq uint64
+	latest bool
 	create writer.CreateOptions
 }
 
@@ -30,6 +31,12 @@ func WithClientID(id string) SessionOption { return func(o *sessionOptions) { o.
 // WithMinSeq makes Open read at least up to log sequence seq, a
 // Written.Seq another worker handed over (see SyncTo).
 func WithMinSeq(seq uint64) SessionOption { return func(o *sessionOptions) { o.minSeq = seq } }
+
+// WithLatest makes Open linearizable: it reflects every write acknowledged
+// before it began, by any worker through any pi-node. Over JetStream every
+// Open already is (it reads from the stream leader); over the API
+// transports it costs one consistency=strong request first.
+func WithLatest() SessionOption { return func(o *sessionOptions) { o.latest = true } }
 
 // WithCwd sets a new session's working directory (Create, Fork; a fork
 // defaults to its source's).
@@ -98,6 +105,13 @@ func (c *Client) Create(opts ...SessionOption) (*Session, error) {
 func (c *Client) Open(ctx context.Context, sessionID string, opts ...SessionOption) (*Session, error) {
 	o := newOptions(opts)
 	c.seen(sessionID, o.minSeq)
+	if o.latest {
+		last, err := c.log.SessionLastSeq(ctx, sessionID)
+		if err != nil {
+			return nil, fmt.Errorf("open %s: %w", sessionID, err)
+		}
+		c.seen(sessionID, last)
+	}
 	var cur *session.CursorEntry
 	if o.client != "" {
 		e, err := c.cursors.Get(ctx, sessionID, o.client)

@@ -116,7 +116,7 @@ func (c *Config) ParseFlags(args []string, getenv func(string) string, stderr io
 	fs.StringVar(&c.HTTPToken, "http-token", c.HTTPToken, "bearer token required on every /v1 request (empty: none)")
 	budget := fs.String("memory-budget", size.Format(c.MemoryBudget), "JSON bytes of session trees kept in memory (e.g. 512MiB, 2GiB; 0: no limit); cold sessions beyond it are evicted and reloaded on demand")
 	fs.DurationVar(&c.SnapshotInterval, "snapshot-interval", c.SnapshotInterval, "how often the node snapshots its in-memory sessions to <data-dir>/store (also at shutdown), so a restart serves at once; 0 disables snapshots")
-	fs.DurationVar(&c.MinSeqTimeout, "min-seq-timeout", c.MinSeqTimeout, "how long a read with minSeq waits for this node to apply it (then 504)")
+	fs.DurationVar(&c.MinSeqTimeout, "min-seq-timeout", c.MinSeqTimeout, "how long a read waits for this node to apply what it must reflect: minSeq, its own writes, consistency=strong (then 504)")
 	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", c.ShutdownGrace, "how long SIGTERM waits for requests in flight")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "text or json")

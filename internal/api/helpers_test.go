@@ -37,8 +37,15 @@ const maxRecord = 256 << 10
 
 func newEnv(t *testing.T, mods ...func(*api.Config)) *env {
 	t.Helper()
+	return newEnvFeed(t, func(l *session.MemLog) session.Feed { return l }, mods...)
+}
+
+// newEnvFeed is newEnv with the Store following feed(log) instead of the
+// log itself (a node that lags).
+func newEnvFeed(t *testing.T, feed func(*session.MemLog) session.Feed, mods ...func(*api.Config)) *env {
+	t.Helper()
 	l := session.NewMemLog(1000, maxRecord)
-	st := store.New(l, store.Options{Log: l})
+	st := store.New(feed(l), store.Options{Log: l})
 	if err := st.Open(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -189,7 +189,7 @@ func (s *Server) natsReply(nc *nats.Conn, o *op, req micro.Request) int {
 	}
 	var hdrs []micro.RespondOpt
 	if o.Method == http.MethodGet {
-		hdrs = append(hdrs, micro.WithHeaders(micro.Headers(s.readHeaders())))
+		hdrs = append(hdrs, micro.WithHeaders(micro.Headers(s.readHeaders(rep.fresh))))
 	}
 	if err := req.Respond(body, hdrs...); err != nil {
 		s.log.Warn("reply failed", keyTransport, transportNATS, keyOp, o.Name, keyErr, err)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/pifleet/sessionlog/internal/service"
+	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/tree"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
@@ -24,6 +26,9 @@ type reply struct {
 	raw      []byte
 	ctype    string
 	filename string // HTTP: offered as a download under this name
+	// fresh is what the body reflects (see store.Freshness): the
+	// freshness headers of a read.
+	fresh store.Freshness
 }
 
 func jsonReply(v any) (reply, error) { return reply{value: v}, nil }
@@ -51,25 +56,55 @@ var ops = []op{
 	{wire.OpArchiveRun, (*Server).archiveRun},
 }
 
-// call runs o for r on either transport: first the read-your-writes wait
-// for minSeq, bounded by MinSeqTimeout, then the operation.
-func (s *Server) call(ctx context.Context, o *op, r *request) (reply, error) {
-	if err := s.waitMinSeq(ctx, r.MinSeq); err != nil {
-		return reply{}, err
-	}
-	return o.run(s, ctx, r)
+// logReads are the operations that read the session log from the Store:
+// they take consistency and wait for this node's own writes (see
+// service.ReadBarrier). The others wait for minSeq only.
+var logReads = map[string]bool{
+	wire.OpList.Name: true, wire.OpGet.Name: true, wire.OpEntries.Name: true, wire.OpTree.Name: true,
+	wire.OpContext.Name: true, wire.OpExport.Name: true, wire.OpWatch.Name: true,
 }
 
-// waitMinSeq waits until this node's Store has applied seq (read your
-// writes: seq is the lastSeq a write returned, possibly on another node).
-func (s *Server) waitMinSeq(ctx context.Context, seq uint64) error {
-	if seq == 0 {
+// call runs o for r on either transport: first the wait for what the read
+// must reflect (minSeq; for log reads also this node's own writes and, with
+// consistency=strong, the leader's last sequence), bounded by
+// MinSeqTimeout, then the operation, whose reads record what they saw.
+func (s *Server) call(ctx context.Context, o *op, r *request) (reply, error) {
+	if err := s.await(ctx, o.Name, r); err != nil {
+		return reply{}, err
+	}
+	ctx, mark := store.WithReadMark(ctx)
+	rep, err := o.run(s, ctx, r)
+	if f, ok := mark.Freshness(); ok {
+		rep.fresh = f
+	} else {
+		rep.fresh = s.svc.Store.Freshness()
+	}
+	return rep, err
+}
+
+// await waits until this node's Store has applied what a read of op must
+// reflect: read your writes (minSeq: the lastSeq a write returned, possibly
+// on another node; and the writes this node acknowledged itself), and
+// linearizability on request.
+func (s *Server) await(ctx context.Context, op string, r *request) error {
+	b := service.Barrier{Seq: r.MinSeq, Reason: fmt.Sprintf("minSeq %d", r.MinSeq)}
+	if logReads[op] {
+		sid := r.SessionID
+		if op == wire.OpList.Name {
+			sid = ""
+		}
+		var err error
+		if b, err = s.svc.ReadBarrier(ctx, sid, r.MinSeq, r.Consistency); err != nil {
+			return err
+		}
+	}
+	if b.Seq == 0 {
 		return nil
 	}
 	wctx, cancel := context.WithTimeout(ctx, s.cfg.MinSeqTimeout)
 	defer cancel()
-	if err := s.svc.Store.WaitFor(wctx, seq); err != nil {
-		return fmt.Errorf("minSeq %d not applied on node %s within %v: %w", seq, s.cfg.NodeName, s.cfg.MinSeqTimeout, err)
+	if err := s.svc.Store.WaitFor(wctx, b.Seq); err != nil {
+		return fmt.Errorf("%s not applied on node %s within %v: %w", b.Reason, s.cfg.NodeName, s.cfg.MinSeqTimeout, err)
 	}
 	return nil
 }

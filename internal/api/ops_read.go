@@ -10,12 +10,12 @@ import (
 // minSeq wait of call. Cursor operations are here too: cursors are read
 // and written in the KV bucket, and a set checks the leaf against the Store.
 
-func (s *Server) list(_ context.Context, r *request) (reply, error) {
+func (s *Server) list(ctx context.Context, r *request) (reply, error) {
 	f, err := r.filter()
 	if err != nil {
 		return reply{}, err
 	}
-	infos, next := s.svc.List(f)
+	infos, next := s.svc.List(ctx, f)
 	if infos == nil {
 		infos = []wire.Info{}
 	}

@@ -38,6 +38,8 @@ type request struct {
 	Since    string          `json:"since"`
 	Month    string          `json:"month"`     // archive.list
 	Older    string          `json:"olderThan"` // archive.run
+	// Consistency of a log read: "" or wire.ConsistencyStrong.
+	Consistency string `json:"consistency"`
 
 	// Bodies of create, append, cursor.set and fork.
 	Header         json.RawMessage   `json:"header"`
@@ -132,7 +134,7 @@ func applyQuery(q url.Values, r *request) error {
 	strs := []struct {
 		name string
 		dst  *string
-	}{{"client", &r.Client}, {"format", &r.Format}, {"cursor", &r.Cursor}, {"name", &r.Name}, {"cwd", &r.Cwd}, {"label", &r.Label}, {"since", &r.Since}, {"month", &r.Month}, {"olderThan", &r.Older}}
+	}{{"client", &r.Client}, {"format", &r.Format}, {"cursor", &r.Cursor}, {"name", &r.Name}, {"cwd", &r.Cwd}, {"label", &r.Label}, {"since", &r.Since}, {"month", &r.Month}, {"olderThan", &r.Older}, {"consistency", &r.Consistency}}
 	for _, p := range strs {
 		if q.Has(p.name) {
 			*p.dst = q.Get(p.name)

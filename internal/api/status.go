@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
 
@@ -28,12 +29,11 @@ const (
 	hdrLag     = "Pi-Lag"
 )
 
-// readHeaders returns the headers of a read: Pi-Applied-Seq, Pi-Lag, and
-// Pi-Stale when stale.
-func (s *Server) readHeaders() map[string][]string {
-	seq, at, lag := s.svc.Store.Freshness()
-	h := map[string][]string{hdrApplied: {strconv.FormatUint(seq, 10)}, hdrLag: {strconv.FormatUint(lag, 10)}}
-	if at.IsZero() || s.cfg.Now().Sub(at) > readyLag {
+// readHeaders returns the headers of a read that reflected f:
+// Pi-Applied-Seq, Pi-Lag, and Pi-Stale when stale.
+func (s *Server) readHeaders(f store.Freshness) map[string][]string {
+	h := map[string][]string{hdrApplied: {strconv.FormatUint(f.Applied, 10)}, hdrLag: {strconv.FormatUint(f.Lag(), 10)}}
+	if at := f.CaughtUpAt; at.IsZero() || s.cfg.Now().Sub(at) > readyLag {
 		h[hdrStale] = []string{"true"}
 	}
 	return h

@@ -169,6 +169,20 @@ func (l *Log) create(ctx context.Context, sid string, recs []session.Record, ent
 	return seqs, nil
 }
 
+// SessionLastSeq returns the session's last sequence from a linearizable
+// read (consistency=strong): the node asks the log's leader.
+func (l *Log) SessionLastSeq(ctx context.Context, sid string) (uint64, error) {
+	if err := session.ValidSessionID(sid); err != nil {
+		return 0, err
+	}
+	var d wire.Detail
+	if err := Call(ctx, l.c, wire.GetRequest{SessionID: sid, Consistency: wire.ConsistencyStrong}, &d); err != nil {
+		return 0, err
+	}
+	l.Observe(sid, d.LastSeq)
+	return d.LastSeq, nil
+}
+
 // Read returns the session's records with Seq > afterSeq: the header from
 // the get operation (when afterSeq is before it), then the entries, page by
 // page; see Log for how fresh it is. ErrNotFound when the node knows no

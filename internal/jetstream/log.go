@@ -258,6 +258,22 @@ func (l *Log) notifyPurge(ctx context.Context, sid string, upTo uint64) error {
 	return translate(err, wire.ErrConflict)
 }
 
+// SessionLastSeq returns the session's last sequence from the stream
+// leader (not a direct get, which a lagging replica may answer).
+func (l *Log) SessionLastSeq(ctx context.Context, sid string) (uint64, error) {
+	if err := session.ValidSessionID(sid); err != nil {
+		return 0, fmt.Errorf("last seq of %s: %w", sid, err)
+	}
+	m, err := leaderGet(ctx, l.js, l.api, l.cfg.Stream, msgGetRequest{LastFor: l.subject(sid)})
+	if isNotFound(err) {
+		return 0, fmt.Errorf("session %s: %w", sid, wire.ErrNotFound)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("last seq of %s: %w", sid, translate(err, wire.ErrConflict))
+	}
+	return m.Seq, nil
+}
+
 // LastSeq returns the stream's last sequence, from the stream leader.
 func (l *Log) LastSeq(ctx context.Context) (uint64, error) {
 	info, err := l.lastSeqInfo(ctx)

@@ -179,6 +179,15 @@ func (f *Feed) Read(ctx context.Context, sid string, afterSeq uint64) ([]session
 	return src.Read(ctx, sid, afterSeq)
 }
 
+// SessionLastSeq asks the current stream; see session.Log.
+func (f *Feed) SessionLastSeq(ctx context.Context, sid string) (uint64, error) {
+	src, err := f.source()
+	if err != nil {
+		return 0, err
+	}
+	return src.SessionLastSeq(ctx, sid)
+}
+
 // Append is not how a Store uses its Feed; it writes to the current stream.
 func (f *Feed) Append(ctx context.Context, sid string, expectLast uint64, recs []session.Record) ([]uint64, error) {
 	src, err := f.source()

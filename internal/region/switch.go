@@ -61,6 +61,15 @@ func (l *Log) Read(ctx context.Context, sid string, afterSeq uint64) ([]session.
 	return t.Read(ctx, sid, afterSeq)
 }
 
+// SessionLastSeq asks the home region's stream leader; see session.Log.
+func (l *Log) SessionLastSeq(ctx context.Context, sid string) (uint64, error) {
+	t, err := l.get()
+	if err != nil {
+		return 0, err
+	}
+	return t.SessionLastSeq(ctx, sid)
+}
+
 // Purge purges in the home region's stream; see session.Log.
 func (l *Log) Purge(ctx context.Context, sid string) error {
 	t, err := l.get()

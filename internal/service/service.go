@@ -29,6 +29,8 @@ type Service struct {
 	// CursorWait bounds how long a read by client cursor waits for this
 	// node to apply the entry the cursor names (default 5 s).
 	CursorWait time.Duration
+
+	acks acks // this node's acknowledged writes, for read your writes
 }
 
 func (s *Service) now() time.Time {
@@ -91,6 +93,7 @@ func (s *Service) Create(ctx context.Context, req wire.CreateRequest) (wire.Writ
 		return wire.WriteResult{}, err
 	}
 	res := wire.WriteResult{SessionID: h.ID, LastSeq: seqs[len(seqs)-1], Entries: make([]wire.EntryResult, sess.Len())}
+	s.noteAck(h.ID, res.LastSeq)
 	for i := range sess.Len() {
 		res.Entries[i] = wire.EntryResult{ID: sess.Entry(i).ID, Seq: seqs[1+i]}
 	}

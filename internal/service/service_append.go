@@ -110,6 +110,7 @@ const expectWait = 20 * time.Millisecond
 
 // finish moves the client's cursor to the last entry written.
 func (s *Service) finish(ctx context.Context, sid, client string, res []wire.EntryResult, lastSeq uint64) (wire.WriteResult, error) {
+	s.noteAck(sid, lastSeq)
 	out := wire.WriteResult{LastSeq: lastSeq, Entries: res}
 	if client == "" {
 		return out, nil

@@ -32,7 +32,9 @@ func (s *Service) Get(ctx context.Context, sid string) (wire.Detail, error) {
 }
 
 // List returns a page of the catalog.
-func (s *Service) List(f store.ListFilter) ([]wire.Info, string) { return s.Store.List(f) }
+func (s *Service) List(ctx context.Context, f store.ListFilter) ([]wire.Info, string) {
+	return s.Store.List(ctx, f)
+}
 
 // Entries returns up to limit entries with Seq > afterSeq, and the
 // session's last sequence.
@@ -171,7 +173,11 @@ func (s *Service) Export(ctx context.Context, sid string) ([]byte, error) {
 
 // Import stores a pi JSONL file (any version) as a new session.
 func (s *Service) Import(ctx context.Context, data []byte) (wire.ImportResult, error) {
-	return writer.Import(ctx, s.Log, data, s.Rand, s.Retry)
+	res, err := writer.Import(ctx, s.Log, data, s.Rand, s.Retry)
+	if err == nil {
+		s.noteAck(res.SessionID, res.LastSeq)
+	}
+	return res, err
 }
 
 // Fork stores the path to entryID as a new session (pi's createBranchedSession).
@@ -187,7 +193,11 @@ func (s *Service) Fork(ctx context.Context, sid, entryID string) (string, uint64
 	if err != nil {
 		return "", 0, err
 	}
-	return writer.Fork(ctx, s.Log, src, entryID, s.now(), s.Rand, s.Retry)
+	id, last, err := writer.Fork(ctx, s.Log, src, entryID, s.now(), s.Rand, s.Retry)
+	if err == nil {
+		s.noteAck(id, last)
+	}
+	return id, last, err
 }
 
 // forkSource copies what a fork needs out of the Store (the path and the

@@ -121,7 +121,7 @@ func testEvictAndReload(t *testing.T, b backend) {
 	if s := st.Stats(); s.Reloads == 0 {
 		t.Fatal("no reload happened")
 	}
-	infos, _ := st.List(store.ListFilter{Limit: 1000})
+	infos, _ := st.List(context.Background(), store.ListFilter{Limit: 1000})
 	if len(infos) < len(files) {
 		t.Fatalf("list shows %d sessions", len(infos))
 	}
@@ -132,7 +132,7 @@ func testEvictAndReload(t *testing.T, b backend) {
 		t.Fatal(err)
 	}
 	waitApplied(t, st, res.LastSeq)
-	infos, _ = st.List(store.ListFilter{Name: "RENAMED"})
+	infos, _ = st.List(context.Background(), store.ListFilter{Name: "RENAMED"})
 	if len(infos) != 1 || *infos[0].Name != "renamed" {
 		t.Fatalf("name filter found %v", infos)
 	}

@@ -64,6 +64,12 @@ type Log interface {
 
 	// MaxBatch is the largest number of records one Append may carry.
 	MaxBatch() int
+
+	// SessionLastSeq returns the session's last sequence as the log's
+	// authority (the stream leader) has it: every Append acknowledged before
+	// the call is at or below it. Linearizable reads wait for it.
+	// wire.ErrNotFound when the session has no records.
+	SessionLastSeq(ctx context.Context, session string) (uint64, error)
 }
 
 // Feed is the read side: the whole log in sequence order, for Stores.

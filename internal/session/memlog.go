@@ -183,6 +183,23 @@ func (l *MemLog) Read(ctx context.Context, session string, afterSeq uint64) ([]S
 	return out, nil
 }
 
+// SessionLastSeq returns the session's last sequence; see Log.
+func (l *MemLog) SessionLastSeq(ctx context.Context, session string) (uint64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if err := ValidSessionID(session); err != nil {
+		return 0, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	last, ok := l.last[session]
+	if !ok {
+		return 0, fmt.Errorf("session %s: %w", session, wire.ErrNotFound)
+	}
+	return last, nil
+}
+
 // Purge removes every record of the session and appends a purge notice
 // (PurgeRecord on PurgeToken) in the same step; see Log.
 func (l *MemLog) Purge(ctx context.Context, session string) error {

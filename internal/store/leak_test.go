@@ -70,7 +70,7 @@ func TestStoreCloseJoinsGoroutines(t *testing.T) {
 	if err := st.WaitFor(ctx, last); err != nil {
 		t.Fatal(err)
 	}
-	infos, _ := st.List(store.ListFilter{})
+	infos, _ := st.List(context.Background(), store.ListFilter{})
 	for _, in := range infos {
 		if err := st.View(ctx, in.SessionID, func(*store.Doc) error { return nil }); err != nil {
 			t.Fatal(err)

@@ -130,6 +130,7 @@ type storeStats struct {
 	evictions   atomic.Uint64
 	reloads     atomic.Uint64
 	logLastSeq  atomic.Uint64 // the log's last sequence, last time we asked
+	noted       atomic.Uint64 // the highest sequence NoteLogSeq was told of
 	polled      atomic.Bool   // logLastSeq has been read at least once
 	caughtUpAt  atomic.Int64  // unix nanos when applied last reached logLastSeq
 	followError atomic.Value  // string
@@ -224,7 +225,7 @@ func (st *Store) watchLag(ctx context.Context) {
 		if err == nil {
 			st.stats.logLastSeq.Store(last)
 			st.stats.polled.Store(true)
-			if st.Applied() >= last {
+			if st.Applied() >= st.known() {
 				st.stats.caughtUpAt.Store(st.opts.Now().UnixNano())
 			}
 		}
@@ -283,7 +284,7 @@ func (st *Store) apply(recs []session.Stored) error {
 	}
 	st.stats.applied.Add(uint64(len(recs)))
 	// Caught up only means something once the log's end is known.
-	if st.stats.polled.Load() && st.applied >= st.stats.logLastSeq.Load() {
+	if st.stats.polled.Load() && st.applied >= st.known() {
 		st.stats.caughtUpAt.Store(st.opts.Now().UnixNano())
 	}
 	close(st.progress)

@@ -29,6 +29,7 @@ func (st *Store) View(ctx context.Context, id string, fn func(d *Doc) error) err
 		}
 		if d.Tree != nil {
 			st.touch(d)
+			st.markLocked(ctx)
 			err := fn(d)
 			st.mu.RUnlock()
 			return err
@@ -69,6 +70,11 @@ func (st *Store) ViewOrRead(ctx context.Context, log session.Log, sid string, fn
 	if berr != nil {
 		return berr
 	}
+	// The body is the log's copy, newer than anything applied: the Store's
+	// applied sequence is still a true lower bound of what it reflects.
+	st.mu.RLock()
+	st.markLocked(ctx)
+	st.mu.RUnlock()
 	return fn(&Doc{ID: sid, Tree: t, Seqs: seqs, HeaderSeq: recs[0].Seq, LastSeq: recs[len(recs)-1].Seq, Entries: t.Len(),
 		Created: parseCreated(t.Header.Timestamp, recs[0].Time), Modified: recs[len(recs)-1].Time})
 }
@@ -98,13 +104,14 @@ type ListFilter struct {
 
 // List returns sessions in id order (UUIDv7 ids sort by creation time) and
 // the cursor for the next page ("" on the last page).
-func (st *Store) List(f ListFilter) ([]wire.Info, string) {
+func (st *Store) List(ctx context.Context, f ListFilter) ([]wire.Info, string) {
 	if f.Limit <= 0 {
 		f.Limit = 100
 	}
 	f.Limit = min(f.Limit, 1000)
 	st.mu.RLock()
 	defer st.mu.RUnlock()
+	st.markLocked(ctx)
 	ids := make([]string, 0, len(st.docs))
 	for id := range st.docs {
 		if id > f.After {
@@ -136,7 +143,7 @@ func (st *Store) List(f ListFilter) ([]wire.Info, string) {
 // Stats are the Store's counters, for metrics and status.
 type Stats struct {
 	Applied       uint64 // last log sequence applied
-	LogLastSeq    uint64 // the log's last sequence when last polled
+	LogLastSeq    uint64 // the highest sequence known in the log: its end when last polled, or a later one this node acknowledged
 	Lag           uint64 // LogLastSeq - Applied (0 when caught up)
 	CaughtUpAt    time.Time
 	Sessions      int   // sessions known
@@ -159,7 +166,7 @@ func (st *Store) Stats() Stats {
 		}
 	}
 	st.mu.RUnlock()
-	s.LogLastSeq = st.stats.logLastSeq.Load()
+	s.LogLastSeq = st.known()
 	if s.LogLastSeq > s.Applied {
 		s.Lag = s.LogLastSeq - s.Applied
 	}
@@ -174,24 +181,6 @@ func (st *Store) Stats() Stats {
 		s.LastFollowErr = e
 	}
 	return s
-}
-
-// Freshness returns the last sequence applied, when the Store last knew
-// itself caught up with the log (zero before the first check), and how
-// many records it is behind the log's last sequence as last polled (in a
-// mirror region: the home's, so the mirror's lag counts). Cheap: for
-// every response's headers.
-func (st *Store) Freshness() (applied uint64, caughtUpAt time.Time, lag uint64) {
-	st.mu.RLock()
-	applied = st.applied
-	st.mu.RUnlock()
-	if ns := st.stats.caughtUpAt.Load(); ns != 0 {
-		caughtUpAt = time.Unix(0, ns)
-	}
-	if last := st.stats.logLastSeq.Load(); last > applied {
-		lag = last - applied
-	}
-	return applied, caughtUpAt, lag
 }
 
 // Changed returns a channel that is closed the next time the Store applies

@@ -23,6 +23,7 @@ func (st *Store) Reset() {
 	st.held = 0
 	st.stats.caughtUpAt.Store(0)
 	st.stats.logLastSeq.Store(0)
+	st.stats.noted.Store(0) // sequences of the old stream
 	st.stats.polled.Store(false)
 	close(st.progress)
 	st.progress = make(chan struct{})

@@ -12,6 +12,9 @@ import (
 // (GET, DELETE, import) or in the JSON body (POST, PUT). Every request may
 // carry MinSeq: the node answers once it has applied that sequence (read
 // your writes).
+//
+// Reads of the session log (list, get, entries, tree, context, export,
+// watch) also take Consistency.
 type Request interface {
 	Op() Op
 }
@@ -85,6 +88,14 @@ func (n *NullableID) Parse(s string) {
 	}
 }
 
+// ConsistencyStrong is the Consistency of a linearizable read: the node
+// asks the log's leader for the session's last sequence (for list: the
+// log's) and answers once it has applied it, so the read reflects every
+// write acknowledged before it began, on any node. Without it a read
+// reflects this node's own acknowledged writes (read your writes on the
+// node that acknowledged them) and MinSeq.
+const ConsistencyStrong = "strong"
+
 // CreateRequest creates a session: an optional pi header (id, cwd,
 // timestamp, parentSession; the rest is filled) and entries.
 type CreateRequest struct {
@@ -109,47 +120,52 @@ type AppendRequest struct {
 
 // ListRequest asks for a page of the catalog; see docs/API.md, list.
 type ListRequest struct {
-	Limit  int    `json:"limit,omitempty"`
-	Cursor string `json:"cursor,omitempty"` // the previous page's next
-	Name   string `json:"name,omitempty"`
-	Cwd    string `json:"cwd,omitempty"`
-	Label  string `json:"label,omitempty"`
-	Since  string `json:"since,omitempty"` // RFC 3339
-	MinSeq uint64 `json:"minSeq,omitempty"`
+	Limit       int    `json:"limit,omitempty"`
+	Cursor      string `json:"cursor,omitempty"` // the previous page's next
+	Name        string `json:"name,omitempty"`
+	Cwd         string `json:"cwd,omitempty"`
+	Label       string `json:"label,omitempty"`
+	Since       string `json:"since,omitempty"`       // RFC 3339
+	Consistency string `json:"consistency,omitempty"` // "strong": see ConsistencyStrong
+	MinSeq      uint64 `json:"minSeq,omitempty"`
 }
 
 // GetRequest asks for a session's detail.
 type GetRequest struct {
-	SessionID string `json:"sessionId,omitempty" path:"id"`
-	MinSeq    uint64 `json:"minSeq,omitempty"`
+	SessionID   string `json:"sessionId,omitempty" path:"id"`
+	Consistency string `json:"consistency,omitempty"` // "strong": see ConsistencyStrong
+	MinSeq      uint64 `json:"minSeq,omitempty"`
 }
 
 // EntriesRequest asks for the entries with seq > AfterSeq, at most Limit.
 type EntriesRequest struct {
-	SessionID string `json:"sessionId,omitempty" path:"id"`
-	AfterSeq  uint64 `json:"afterSeq,omitempty"`
-	Limit     int    `json:"limit,omitempty"`
-	MinSeq    uint64 `json:"minSeq,omitempty"`
+	SessionID   string `json:"sessionId,omitempty" path:"id"`
+	AfterSeq    uint64 `json:"afterSeq,omitempty"`
+	Limit       int    `json:"limit,omitempty"`
+	Consistency string `json:"consistency,omitempty"` // "strong": see ConsistencyStrong
+	MinSeq      uint64 `json:"minSeq,omitempty"`
 }
 
 // TreeRequest asks for pi's tree of a session; Leaf, else Client's cursor,
 // else the default leaf, is the reply's leafId.
 type TreeRequest struct {
-	SessionID string     `json:"sessionId,omitempty" path:"id"`
-	Client    string     `json:"client,omitempty"`
-	Leaf      NullableID `json:"leaf,omitzero"`
-	MinSeq    uint64     `json:"minSeq,omitempty"`
+	SessionID   string     `json:"sessionId,omitempty" path:"id"`
+	Client      string     `json:"client,omitempty"`
+	Leaf        NullableID `json:"leaf,omitzero"`
+	Consistency string     `json:"consistency,omitempty"` // "strong": see ConsistencyStrong
+	MinSeq      uint64     `json:"minSeq,omitempty"`
 }
 
 // ContextRequest asks for what pi would send the model at a leaf (Leaf,
 // else Client's cursor, else the default leaf); Format is "agent"
 // (default) or "llm".
 type ContextRequest struct {
-	SessionID string     `json:"sessionId,omitempty" path:"id"`
-	Client    string     `json:"client,omitempty"`
-	Leaf      NullableID `json:"leaf,omitzero"`
-	Format    string     `json:"format,omitempty"`
-	MinSeq    uint64     `json:"minSeq,omitempty"`
+	SessionID   string     `json:"sessionId,omitempty" path:"id"`
+	Client      string     `json:"client,omitempty"`
+	Leaf        NullableID `json:"leaf,omitzero"`
+	Format      string     `json:"format,omitempty"`
+	Consistency string     `json:"consistency,omitempty"` // "strong": see ConsistencyStrong
+	MinSeq      uint64     `json:"minSeq,omitempty"`
 }
 
 // CursorGetRequest asks for one client's cursor.
@@ -191,8 +207,9 @@ type ForkRequest struct {
 
 // ExportRequest asks for a session as a pi JSONL file.
 type ExportRequest struct {
-	SessionID string `json:"sessionId,omitempty" path:"id"`
-	MinSeq    uint64 `json:"minSeq,omitempty"`
+	SessionID   string `json:"sessionId,omitempty" path:"id"`
+	Consistency string `json:"consistency,omitempty"` // "strong": see ConsistencyStrong
+	MinSeq      uint64 `json:"minSeq,omitempty"`
 }
 
 // ImportRequest stores a pi session file (any version). File is the body
@@ -232,9 +249,10 @@ type ArchiveRunRequest struct {
 // WatchRequest follows a session's entries after AfterSeq (HTTP only; a
 // reconnect's Last-Event-ID header wins over AfterSeq).
 type WatchRequest struct {
-	SessionID string `json:"sessionId,omitempty" path:"id"`
-	AfterSeq  uint64 `json:"afterSeq,omitempty"`
-	MinSeq    uint64 `json:"minSeq,omitempty"`
+	SessionID   string `json:"sessionId,omitempty" path:"id"`
+	AfterSeq    uint64 `json:"afterSeq,omitempty"`
+	Consistency string `json:"consistency,omitempty"` // "strong": see ConsistencyStrong
+	MinSeq      uint64 `json:"minSeq,omitempty"`
 }
 
 func (CreateRequest) Op() Op         { return OpCreate }

@@ -152,3 +152,29 @@ func testLastSeq(t *testing.T, newLog func(t *testing.T) (session.Log, session.F
 		t.Fatalf("last seq after another session and a refused append: %d, want %d", got, seqsB[0])
 	}
 }
+
+// testSessionLastSeq: a session's last sequence, as of every acknowledged
+// append, and not-found for a session with no records (also after a purge).
+func testSessionLastSeq(t *testing.T, newLog func(t *testing.T) (session.Log, session.Feed)) {
+	l, _ := newLog(t)
+	ctx := context.Background()
+	a, b := newSessionID(t), newSessionID(t)
+	_, err := l.SessionLastSeq(ctx, a)
+	wantErr(t, "last seq of a missing session", err, wire.ErrNotFound)
+	_, seqs := create(t, l, a, 2)
+	_, seqsB := create(t, l, b, 1)
+	more := mustAppend(t, l, a, seqs[2], chain("", 1))
+	for sid, want := range map[string]uint64{a: more[0], b: seqsB[1]} {
+		got, err := l.SessionLastSeq(ctx, sid)
+		if err != nil || got != want {
+			t.Fatalf("last seq of %s: %d, %v; want %d", sid, got, err, want)
+		}
+	}
+	if err := l.Purge(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	_, err = l.SessionLastSeq(ctx, a)
+	wantErr(t, "last seq of a purged session", err, wire.ErrNotFound)
+	_, err = l.SessionLastSeq(ctx, "not-a-session")
+	wantErr(t, "last seq of an invalid id", err, wire.ErrInvalid)
+}

@@ -1,0 +1,106 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// Freshness is how current a read was: what the Store had applied when it
+// read the data, and how far the log went as far as the node knew then.
+type Freshness struct {
+	// Applied is the Store's last applied sequence when the data was read
+	// (taken under the same lock): the body reflects every record up to it.
+	Applied uint64
+	// Known is the highest sequence the node knew the log to hold at that
+	// moment: the log's end as last polled, and every sequence it was told
+	// of since (its own writes' acknowledgements, leaders' answers to
+	// linearizable reads). In a mirror region, the home's end.
+	Known uint64
+	// CaughtUpAt is when the Store last knew itself caught up (zero: never).
+	CaughtUpAt time.Time
+}
+
+// Lag is how many records the node knew to exist and had not applied.
+func (f Freshness) Lag() uint64 {
+	if f.Known > f.Applied {
+		return f.Known - f.Applied
+	}
+	return 0
+}
+
+// Freshness returns the Store's freshness now (for replies that read no
+// session: a read's own is in its ReadMark). Cheap: for every response.
+func (st *Store) Freshness() Freshness {
+	st.mu.RLock()
+	defer st.mu.RUnlock()
+	return st.freshnessLocked()
+}
+
+// freshnessLocked is Freshness under st.mu (read or write).
+func (st *Store) freshnessLocked() Freshness {
+	f := Freshness{Applied: st.applied, Known: st.known()}
+	if ns := st.stats.caughtUpAt.Load(); ns != 0 {
+		f.CaughtUpAt = time.Unix(0, ns)
+	}
+	return f
+}
+
+// NoteLogSeq tells the Store that the log holds seq: this node acknowledged
+// a write at it, or a leader named it. Until the Store has applied it, lag
+// counts it — so a node is never "caught up" while it has not applied a
+// write it acknowledged itself, which the log's end (polled) may not show
+// yet.
+func (st *Store) NoteLogSeq(seq uint64) {
+	for {
+		cur := st.stats.noted.Load()
+		if seq <= cur || st.stats.noted.CompareAndSwap(cur, seq) {
+			return
+		}
+	}
+}
+
+// known is the highest sequence the Store knows the log to hold.
+func (st *Store) known() uint64 {
+	return max(st.stats.logLastSeq.Load(), st.stats.noted.Load())
+}
+
+type readMarkKey struct{}
+
+// ReadMark records the freshness of the reads made with the context
+// WithReadMark returns (the last one wins: a request reads its session
+// once, after any waits). One request's goroutine uses it at a time.
+type ReadMark struct {
+	f   Freshness
+	set bool
+}
+
+// WithReadMark returns a context whose Store reads (View, ViewOrRead,
+// List) record in the mark what they reflected, so that a reply's
+// freshness headers describe its body, not the Store's state when the
+// reply is written.
+func WithReadMark(ctx context.Context) (context.Context, *ReadMark) {
+	m := &ReadMark{}
+	return context.WithValue(ctx, readMarkKey{}, m), m
+}
+
+// Freshness returns what the last read reflected; false when none was made.
+func (m *ReadMark) Freshness() (Freshness, bool) { return m.f, m.set }
+
+// markLocked records the Store's freshness in ctx's mark, if any; under
+// st.mu, so that it is the state the read saw.
+func (st *Store) markLocked(ctx context.Context) {
+	if m, ok := ctx.Value(readMarkKey{}).(*ReadMark); ok {
+		m.f, m.set = st.freshnessLocked(), true
+	}
+}
+
+// LogLastSeq asks the log for its last sequence now (from its leader) and
+// notes it, for a linearizable read of the catalog.
+func (st *Store) LogLastSeq(ctx context.Context) (uint64, error) {
+	last, err := st.feed.LastSeq(ctx)
+	if err != nil {
+		return 0, err
+	}
+	st.NoteLogSeq(last)
+	return last, nil
+}

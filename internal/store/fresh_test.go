@@ -1,0 +1,56 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/store"
+	"github.com/pifleet/sessionlog/internal/testutil"
+)
+
+// TestReadMark: a read's mark names the sequence its data reflected (not
+// the Store's state afterwards), and the lag counts sequences the node was
+// told of (its own acknowledged writes) before the log's end shows them.
+func TestReadMark(t *testing.T) {
+	ctx := context.Background()
+	l := session.NewMemLog(1000, 1<<20)
+	st := store.New(slowFeed{l}, store.Options{Log: l}) // LastSeq never answers: only notes move Known
+	if err := st.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	last := writeSessions(t, l, 2)
+	testutil.WaitFor(t, 5*time.Second, func() error { return st.WaitFor(ctx, last) })
+
+	infos, _ := st.List(ctx, store.ListFilter{})
+	sid := infos[0].SessionID
+	mctx, mark := store.WithReadMark(ctx)
+	if _, ok := mark.Freshness(); ok {
+		t.Fatal("a mark with no read says it has one")
+	}
+	var seen uint64
+	if err := st.View(mctx, sid, func(d *store.Doc) error { seen = d.LastSeq; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	more := writeSessions(t, l, 1) // applied after the read: not in its mark
+	testutil.WaitFor(t, 5*time.Second, func() error { return st.WaitFor(ctx, more) })
+	f, ok := mark.Freshness()
+	if !ok || f.Applied != last || f.Applied < seen {
+		t.Fatalf("mark %+v (set %v): want Applied %d, what the read saw", f, ok, last)
+	}
+
+	if lag := st.Freshness().Lag(); lag != 0 {
+		t.Fatalf("caught up, but lag %d", lag)
+	}
+	st.NoteLogSeq(more + 5)
+	st.NoteLogSeq(more + 2) // lower notes do not lower it
+	if f := st.Freshness(); f.Lag() != 5 || f.Known != more+5 {
+		t.Fatalf("after noting seq %d: %+v, lag %d; want lag 5", more+5, f, f.Lag())
+	}
+	st.Reset()
+	if f := st.Freshness(); f.Known != 0 {
+		t.Fatalf("a reset Store still knows %d of the old log", f.Known)
+	}
+}
