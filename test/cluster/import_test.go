@@ -1,0 +1,90 @@
+//go:build linux
+
+package cluster
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/pifleet/sessionlog/internal/proctest"
+	"github.com/pifleet/sessionlog/internal/testutil"
+)
+
+// piFile returns a pi v3 session file of n entries, as pi writes it: a
+// chain of messages (with a branch every 100), so larger than one atomic
+// batch when n is over 999.
+func piFile(t *testing.T, n int) (string, []byte) {
+	t.Helper()
+	u, err := uuid.NewV7()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid := u.String()
+	var b bytes.Buffer
+	fmt.Fprintf(&b, `{"type":"session","version":3,"id":%q,"timestamp":"2026-12-01T10:00:00.000Z","cwd":"/work/import"}`+"\n", sid)
+	for i := range n {
+		parent := "null"
+		switch {
+		case i > 0 && i%100 == 0:
+			parent = fmt.Sprintf(`"%08x"`, i-2) // a branch
+		case i > 0:
+			parent = fmt.Sprintf(`"%08x"`, i-1)
+		}
+		role := "user"
+		if i%2 == 1 {
+			role = "assistant"
+		}
+		fmt.Fprintf(&b, `{"type":"message","id":"%08x","parentId":%s,"timestamp":"2026-12-01T10:00:%02d.000Z","message":{"role":%q,"content":[{"type":"text","text":"entry %d %s"}],"timestamp":%d}}`+"\n",
+			i, parent, i%60, role, i, strings.Repeat("x", i%50), 1764583200000+i)
+	}
+	return sid, b.Bytes()
+}
+
+// startSingleNode starts one pi-node with its own JetStream (R1).
+func startSingleNode(t *testing.T) *piNode {
+	t.Helper()
+	ports := testutil.FreePorts(t, 2)
+	dataDir := t.TempDir()
+	nd := &piNode{name: "solo", base: fmt.Sprintf("http://127.0.0.1:%d", ports[0]),
+		natsURL: fmt.Sprintf("nats://127.0.0.1:%d", ports[1]), dataDir: dataDir}
+	nd.Proc = proctest.New(t, "solo", piNodeBin, "--node-name", "solo", "--data-dir", dataDir,
+		"--http-listen", fmt.Sprintf("127.0.0.1:%d", ports[0]), "--client-listen", fmt.Sprintf("127.0.0.1:%d", ports[1]),
+		"--shutdown-grace", "10s")
+	nd.Start(t)
+	nd.waitReady(t)
+	return nd
+}
+
+// TestImportThenExport: a pi file of several atomic batches, imported
+// through a node and exported from the same node at once, without minSeq,
+// comes back byte for byte — on one node and on each node of three (the
+// node waits for the import it acknowledged before it answers).
+func TestImportThenExport(t *testing.T) {
+	skipShort(t)
+	check := func(t *testing.T, nd *piNode, n int) {
+		sid, file := piFile(t, n)
+		mustDo(t, "POST", nd.base+"/v1/import", file, 201)
+		got, hdr := mustDo(t, "GET", nd.base+"/v1/sessions/"+sid+"/export", nil, 200)
+		if !bytes.Equal(got, file) {
+			t.Fatalf("%s: export right after import differs: %d bytes (%d lines), want %d (%d lines); Pi-Applied-Seq %s, Pi-Lag %s",
+				nd.name, len(got), bytes.Count(got, []byte("\n")), len(file), bytes.Count(file, []byte("\n")), hdr.Get("Pi-Applied-Seq"), hdr.Get("Pi-Lag"))
+		}
+		if hdr.Get("Pi-Lag") == "" || hdr.Get("Pi-Applied-Seq") == "" {
+			t.Fatalf("%s: export without freshness headers: %v", nd.name, hdr)
+		}
+	}
+	t.Run("OneNode", func(t *testing.T) {
+		nd := startSingleNode(t)
+		for _, n := range []int{5021, 4000} {
+			check(t, nd, n)
+		}
+	})
+	t.Run("ThreeNodes", func(t *testing.T) {
+		for _, nd := range startEmbeddedCluster(t, 3) {
+			check(t, nd, 5021)
+		}
+	})
+}
