@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-		"net/http"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
