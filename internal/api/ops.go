@@ -56,20 +56,12 @@ var ops = []op{
 	{wire.OpArchiveRun, (*Server).archiveRun},
 }
 
-// logReads are the operations that read the session log from the Store:
-// they take consistency and wait for this node's own writes (see
-// service.ReadBarrier). The others wait for minSeq only.
-var logReads = map[string]bool{
-	wire.OpList.Name: true, wire.OpGet.Name: true, wire.OpEntries.Name: true, wire.OpTree.Name: true,
-	wire.OpContext.Name: true, wire.OpExport.Name: true, wire.OpWatch.Name: true,
-}
-
 // call runs o for r on either transport: first the wait for what the read
 // must reflect (minSeq; for log reads also this node's own writes and, with
 // consistency=strong, the leader's last sequence), bounded by
 // MinSeqTimeout, then the operation, whose reads record what they saw.
 func (s *Server) call(ctx context.Context, o *op, r *request) (reply, error) {
-	if err := s.await(ctx, o.Name, r); err != nil {
+	if err := s.await(ctx, o.Op, r); err != nil {
 		return reply{}, err
 	}
 	ctx, mark := store.WithReadMark(ctx)
@@ -86,11 +78,11 @@ func (s *Server) call(ctx context.Context, o *op, r *request) (reply, error) {
 // reflect: read your writes (minSeq: the lastSeq a write returned, possibly
 // on another node; and the writes this node acknowledged itself), and
 // linearizability on request.
-func (s *Server) await(ctx context.Context, op string, r *request) error {
+func (s *Server) await(ctx context.Context, o wire.Op, r *request) error {
 	b := service.Barrier{Seq: r.MinSeq, Reason: fmt.Sprintf("minSeq %d", r.MinSeq)}
-	if logReads[op] {
+	if o.LogRead() {
 		sid := r.SessionID
-		if op == wire.OpList.Name {
+		if o == wire.OpList {
 			sid = ""
 		}
 		var err error

@@ -48,7 +48,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request) int {
 	}
 	// The first page is read before any byte is sent, so that an unknown
 	// session (or a minSeq timeout) is still a proper JSON error.
-	if err := s.await(r.Context(), op, req); err != nil {
+	if err := s.await(r.Context(), wire.OpWatch, req); err != nil {
 		return s.writeError(w, op, err)
 	}
 	changed := s.svc.Store.Changed()

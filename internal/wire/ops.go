@@ -46,6 +46,17 @@ func (o Op) Route() string { return o.Method + " " + o.Path }
 // HTTPOnly reports whether the operation has no NATS endpoint.
 func (o Op) HTTPOnly() bool { return o.Subject == "" }
 
+// LogRead reports whether the operation reads the session log from the
+// node's Store: it takes Consistency, and waits for the node's own writes
+// (docs/API.md, Consistency).
+func (o Op) LogRead() bool {
+	switch o.Name {
+	case OpList.Name, OpGet.Name, OpEntries.Name, OpTree.Name, OpContext.Name, OpExport.Name, OpWatch.Name:
+		return true
+	}
+	return false
+}
+
 // bodyInQuery reports whether the fields go in the query string: a GET or
 // DELETE has no body, and a JSONL body leaves no room for them.
 func (o Op) bodyInQuery() bool {

@@ -61,6 +61,9 @@ func TestTable(t *testing.T) {
 		if f, ok := reflect.TypeOf(reqs[i]).FieldByName("MinSeq"); !ok || f.Tag.Get("json") != "minSeq,omitempty" {
 			t.Errorf("%s: every request carries minSeq", o.Name)
 		}
+		if f, ok := reflect.TypeOf(reqs[i]).FieldByName("Consistency"); ok != o.LogRead() || ok && f.Tag.Get("json") != "consistency,omitempty" {
+			t.Errorf("%s: a request carries consistency exactly when its operation reads the log (LogRead %v)", o.Name, o.LogRead())
+		}
 	}
 }
 
