@@ -114,7 +114,7 @@ func publishChunks(ctx context.Context, log session.Log, sid string, recs []sess
 		if resumes++; resumes > 10 {
 			return nil, wrote, err
 		}
-		stored, rerr := log.Read(ctx, sid, 0)
+		stored, rerr := readAll(ctx, log, sid, pol)
 		if errors.Is(rerr, wire.ErrNotFound) {
 			// Purged (within the dedupe window, which still refuses
 			// its ids) or not readable yet.
@@ -136,6 +136,28 @@ func publishChunks(ctx context.Context, log session.Log, sid string, recs []sess
 		done, last = k, stored[k-1].Seq
 	}
 	return seqs, wrote, nil
+}
+
+// readAll reads the whole session, retrying while the log is unavailable
+// (a read of many records takes a consumer, which waits out an election of
+// the meta leader) as Publish does for writes.
+func readAll(ctx context.Context, log session.Log, sid string, pol RetryPolicy) ([]session.Stored, error) {
+	pol = pol.withDefaults()
+	backoff, since := pol.Backoff, time.Now()
+	for {
+		recs, err := log.Read(ctx, sid, 0)
+		if !errors.Is(err, wire.ErrUnavailable) || ctx.Err() != nil {
+			return recs, err
+		}
+		if time.Since(since) > pol.UnavailableFor {
+			// ErrUnavailable alone: the read's own DeadlineExceeded would
+			// read as the caller's timeout.
+			return nil, fmt.Errorf("read %s: still unavailable after %v: %w (last error: %v)", sid, pol.UnavailableFor, wire.ErrUnavailable, err)
+		}
+		if !session.Sleep(ctx, &backoff, pol.MaxBackoff) {
+			return nil, fmt.Errorf("%w (%w)", ctx.Err(), err)
+		}
+	}
 }
 
 // storedPrefix reports whether the log's records of the session are a
