@@ -51,6 +51,9 @@ type Config struct {
 	SnapshotInterval time.Duration
 	MinSeqTimeout    time.Duration
 	ShutdownGrace    time.Duration
+	// AbandonedAfter is how long a session written in several batches may
+	// stay incomplete (no new record) before a node removes it.
+	AbandonedAfter time.Duration
 
 	LogLevel  string
 	LogFormat string
@@ -77,6 +80,7 @@ func DefaultConfig() Config {
 		MinSeqTimeout:    5 * time.Second,
 		SnapshotInterval: 5 * time.Minute,
 		ShutdownGrace:    20 * time.Second,
+		AbandonedAfter:   30 * time.Second,
 		LogLevel:         "info",
 		LogFormat:        "text",
 		RegionConfig:     RegionConfig{RecordBucket: "PI_REGION", RecordReplicas: 1},
@@ -117,6 +121,7 @@ func (c *Config) ParseFlags(args []string, getenv func(string) string, stderr io
 	budget := fs.String("memory-budget", size.Format(c.MemoryBudget), "JSON bytes of session trees kept in memory (e.g. 512MiB, 2GiB; 0: no limit); cold sessions beyond it are evicted and reloaded on demand")
 	fs.DurationVar(&c.SnapshotInterval, "snapshot-interval", c.SnapshotInterval, "how often the node snapshots its in-memory sessions to <data-dir>/store (also at shutdown), so a restart serves at once; 0 disables snapshots")
 	fs.DurationVar(&c.MinSeqTimeout, "min-seq-timeout", c.MinSeqTimeout, "how long a read waits for this node to apply what it must reflect: minSeq, its own writes, consistency=strong (then 504)")
+	fs.DurationVar(&c.AbandonedAfter, "abandoned-import-after", c.AbandonedAfter, "how long an import or fork written in several atomic batches may stay incomplete (its writer died) before a node removes it; it is hidden meanwhile")
 	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", c.ShutdownGrace, "how long SIGTERM waits for requests in flight")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "text or json")
@@ -163,6 +168,8 @@ func (c *Config) check() error {
 	switch {
 	case c.Sync != "always" && c.Sync != "interval":
 		return fmt.Errorf("--sync must be always or interval, not %q", c.Sync)
+	case c.AbandonedAfter <= 0:
+		return fmt.Errorf("--abandoned-import-after must be positive, not %v", c.AbandonedAfter)
 	case c.Replicas != 1 && c.Replicas != 3 && c.Replicas != 5:
 		return fmt.Errorf("--replicas must be 1, 3 or 5, not %d", c.Replicas)
 	case c.LogFormat != "text" && c.LogFormat != "json":

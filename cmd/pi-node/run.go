@@ -93,7 +93,8 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	so := store.Options{MemoryBudget: c.MemoryBudget, Log: feed, Logger: logger, SnapshotEvery: c.SnapshotInterval}
+	so := store.Options{MemoryBudget: c.MemoryBudget, Log: feed, Logger: logger, SnapshotEvery: c.SnapshotInterval,
+		Writer: log, AbandonedAfter: c.AbandonedAfter}
 	if c.SnapshotInterval > 0 {
 		so.SnapshotDir = filepath.Join(c.DataDir, "store")
 	}

@@ -84,11 +84,15 @@ var (
 	descBytes     = prometheus.NewDesc("pi_store_bytes", "JSON bytes of the session trees in memory.", nil, nil)
 	descEvictions = prometheus.NewDesc("pi_store_evictions_total", "Sessions evicted from memory under the memory budget.", nil, nil)
 	descReloads   = prometheus.NewDesc("pi_store_reloads_total", "Evicted sessions reloaded from the log.", nil, nil)
+
+	descPending   = prometheus.NewDesc("pi_store_sessions_pending", "Sessions being written in several atomic batches (imports, forks), hidden until whole.", nil, nil)
+	descAbandoned = prometheus.NewDesc("pi_store_abandoned_sessions_purged_total",
+		"Multi-batch sessions whose writer stopped before the last batch, claimed and purged by this node.", nil, nil)
 )
 
 // Describe sends the descriptors of the Store's metrics.
 func (c storeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descApplied, descLogLast, descLag, descRecords, descSkipped, descSessions, descLoaded, descBytes, descEvictions, descReloads} {
+	for _, d := range []*prometheus.Desc{descApplied, descLogLast, descLag, descRecords, descSkipped, descSessions, descLoaded, descBytes, descEvictions, descReloads, descPending, descAbandoned} {
 		ch <- d
 	}
 }
@@ -112,4 +116,6 @@ func (c storeCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descBytes, float64(s.BytesHeld))
 	counter(descEvictions, float64(s.Evictions))
 	counter(descReloads, float64(s.Reloads))
+	gauge(descPending, float64(s.Pending))
+	counter(descAbandoned, float64(s.AbandonedPurged))
 }

@@ -14,7 +14,9 @@
 //     dedupe window.
 //   - One message per JSONL line, with headers Nats-Msg-Id
 //     (<sessionId>/<entryId>, or <sessionId>/header), Pi-Type, Pi-Id and
-//     Pi-Parent.
+//     Pi-Parent; the header of a session written in several atomic batches
+//     also carries Pi-Records, its record count, and readers hide the
+//     session until they hold that many.
 //   - An append is conditional on Nats-Expected-Last-Subject-Sequence (0 for
 //     a creation); several records go as one atomic batch carrying the
 //     expectation on its first message. Followers hold a batch's messages

@@ -26,6 +26,9 @@ const (
 	hdrType   = "Pi-Type"
 	hdrID     = "Pi-Id"
 	hdrParent = "Pi-Parent"
+	// hdrRecords is on the header of a session written in several atomic
+	// batches: its record count (session.Record.Total).
+	hdrRecords = "Pi-Records"
 )
 
 // Log is the session log on a JetStream stream provisioned by Provision:
@@ -68,6 +71,9 @@ func (l *Log) Msg(sid string, r session.Record) *nats.Msg {
 	}
 	if r.Parent != "" {
 		m.Header.Set(hdrParent, r.Parent)
+	}
+	if r.IsHeader() && r.Total > 0 {
+		m.Header.Set(hdrRecords, strconv.Itoa(r.Total))
 	}
 	return m
 }

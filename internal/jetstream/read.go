@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -101,17 +102,18 @@ func (l *Log) decodeStored(subject string, seq uint64, hdr nats.Header, data []b
 	if !ok {
 		return session.Stored{}, fmt.Errorf("message %d: subject %q is not under %s", seq, subject, l.cfg.SubjectPrefix)
 	}
-	return session.Stored{
-		Session: sid,
-		Seq:     seq,
-		Time:    t,
-		Record: session.Record{
-			Type:   hdr.Get(hdrType),
-			ID:     hdr.Get(hdrID),
-			Parent: hdr.Get(hdrParent),
-			Data:   data,
-		},
-	}, nil
+	r := session.Record{
+		Type:   hdr.Get(hdrType),
+		ID:     hdr.Get(hdrID),
+		Parent: hdr.Get(hdrParent),
+		Data:   data,
+	}
+	if v := hdr.Get(hdrRecords); v != "" && r.IsHeader() {
+		// A malformed count is taken as none: the session is then shown as
+		// it is, as before Pi-Records existed.
+		r.Total, _ = strconv.Atoi(v)
+	}
+	return session.Stored{Session: sid, Seq: seq, Time: t, Record: r}, nil
 }
 
 // getBudget is how many records Read fetches with leader gets before it

@@ -14,6 +14,12 @@ type Record struct {
 	ID     string // Pi-Id: the entry id; "" for the header
 	Parent string // Pi-Parent: the parent entry id; "" for a root (parentId null) and the header
 	Data   []byte // the JSONL line
+	// Total is, on the header of a session written in several atomic
+	// batches (an import or fork beyond MaxBatch), how many records the
+	// whole session has, header included (Pi-Records). Readers keep such a
+	// session hidden until they hold that many of its records, so that it
+	// appears whole or not at all. 0 elsewhere: one batch is atomic anyway.
+	Total int
 }
 
 // IsHeader reports whether r is the session header line.

@@ -7,10 +7,15 @@ import (
 	"github.com/pifleet/sessionlog/internal/wire"
 )
 
-// Build rebuilds a session from its records (header first).
+// Build rebuilds a session from its records (header first). A multi-batch
+// session not yet whole (Incomplete) is ErrNotFound: it does not exist for
+// readers until its last batch is stored.
 func Build(recs []Stored) (*tree.Session, []uint64, error) {
 	if len(recs) == 0 || !recs[0].IsHeader() {
 		return nil, nil, fmt.Errorf("%w: the log holds no header for this session", wire.ErrInvalid)
+	}
+	if Incomplete(recs) {
+		return nil, nil, fmt.Errorf("session %s: %w (still being written in several batches, or abandoned)", recs[0].Session, wire.ErrNotFound)
 	}
 	h, err := tree.ParseHeader(recs[0].Data)
 	if err != nil {
@@ -41,4 +46,35 @@ func RecordOf(e *tree.Entry) Record {
 // HeaderRecord turns a header into its record.
 func HeaderRecord(h *tree.Header) Record {
 	return Record{Type: "session", Data: h.Raw}
+}
+
+// AbandonType is the record type of an abandonment marker: a node that
+// finds a multi-batch session incomplete for too long (its writer died)
+// appends one with a compare-and-swap on the session's last sequence, then
+// purges the session. The CAS elects exactly one node and fences the
+// writer, whose next batch expects the old last sequence.
+const AbandonType = "_abandoned"
+
+// AbandonRecord is the marker of an abandoned multi-batch session whose
+// last record was at upTo.
+func AbandonRecord(upTo uint64) Record {
+	return Record{Type: AbandonType, ID: AbandonType, Data: fmt.Appendf(nil, `{"type":%q,"upTo":%d}`, AbandonType, upTo)}
+}
+
+// IsAbandon reports whether r is an abandonment marker.
+func (r Record) IsAbandon() bool { return r.Type == AbandonType }
+
+// Incomplete reports whether recs (a session's records, header first) are
+// a multi-batch session that is not all stored yet, or was abandoned: not
+// a session for any reader yet.
+func Incomplete(recs []Stored) bool {
+	if len(recs) == 0 || !recs[0].IsHeader() || recs[0].Total == 0 {
+		return false
+	}
+	for _, r := range recs {
+		if r.IsAbandon() {
+			return true
+		}
+	}
+	return len(recs) < recs[0].Total
 }

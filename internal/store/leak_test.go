@@ -52,14 +52,15 @@ func writeSessions(t *testing.T, log session.Log, n int) uint64 {
 	return last
 }
 
-// TestStoreCloseJoinsGoroutines: Close returns only once follow, watchLag
-// and snapshotLoop have ended, even when the log is slow to let go.
+// TestStoreCloseJoinsGoroutines: Close returns only once follow, watchLag,
+// snapshotLoop and reapLoop have ended, even when the log is slow to let go.
 func TestStoreCloseJoinsGoroutines(t *testing.T) {
 	before := goleak.IgnoreCurrent() // other tests' leftovers are not this test's
 	l := session.NewMemLog(1000, 1<<20)
 	st := store.New(slowFeed{l}, store.Options{
 		Log: l, SnapshotDir: t.TempDir(), SnapshotEvery: time.Millisecond,
 		MemoryBudget: 1, // evicts: snapshots then read blocks back
+		Writer:       l, AbandonedAfter: time.Millisecond,
 	})
 	if err := st.Open(context.Background()); err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ func (st *Store) applyPurge(r *session.Stored) {
 		st.skip(r, errors.New("malformed purge notice"))
 		return
 	}
+	st.dropPending(n.Session, n.UpTo)
 	d := st.docs[n.Session]
 	if d == nil || d.HeaderSeq > n.UpTo {
 		return

@@ -91,6 +91,13 @@ type Options struct {
 	// what the log gained since.
 	SnapshotDir   string
 	SnapshotEvery time.Duration
+	// Writer, when set, is the log the Store removes abandoned multi-batch
+	// sessions from (pending.go): one whose last record is older than
+	// AbandonedAfter (default 30 s) while it is still incomplete. Without
+	// it the Store keeps such a session hidden and leaves its removal to
+	// other nodes.
+	Writer         session.Log
+	AbandonedAfter time.Duration
 }
 
 // Store holds every session's tree in memory, fed by one ordered pass over
@@ -109,10 +116,13 @@ type Store struct {
 	held     int64         // bytes of loaded trees
 	clock    atomic.Int64  // use counter for LRU
 
+	pending map[string]*pendingDoc // under mu: multi-batch sessions not yet whole (pending.go)
+
 	stats storeStats
 
 	snapMu sync.Mutex // one snapshot writer at a time
 	snap   *snapFile  // the newest snapshot, blocks of evicted sessions
+	snapAt uint64     // st.applied when snap was taken (its own applied may be lower: snapshotApplied)
 
 	// Under mu: blocks of sessions evicted since the last snapshot (spill.go).
 	spill    *spill
@@ -134,6 +144,7 @@ type storeStats struct {
 	polled      atomic.Bool   // logLastSeq has been read at least once
 	caughtUpAt  atomic.Int64  // unix nanos when applied last reached logLastSeq
 	followError atomic.Value  // string
+	abandoned   atomic.Uint64 // abandoned multi-batch sessions this Store claimed and purged
 }
 
 // New returns a Store over feed; call Open to start following it.
@@ -144,7 +155,7 @@ func New(feed session.Feed, opts Options) *Store {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Store{feed: feed, opts: opts, log: opts.Logger, docs: make(map[string]*Doc), progress: make(chan struct{})}
+	return &Store{feed: feed, opts: opts, log: opts.Logger, docs: make(map[string]*Doc), pending: make(map[string]*pendingDoc), progress: make(chan struct{})}
 }
 
 // Open starts following the log from the beginning (or from where a
@@ -163,6 +174,9 @@ func (st *Store) Open(ctx context.Context) error {
 	st.wg.Go(func() { st.watchLag(ctx) })
 	if st.opts.SnapshotDir != "" {
 		st.wg.Go(func() { st.snapshotLoop(ctx) })
+	}
+	if st.opts.Writer != nil {
+		st.wg.Go(func() { st.reapLoop(ctx) })
 	}
 	return nil
 }
@@ -298,6 +312,10 @@ func (st *Store) applyOne(r *session.Stored) {
 		st.applyPurge(r)
 		return
 	}
+	if p := st.pending[r.Session]; p != nil {
+		st.applyPending(p, r)
+		return
+	}
 	d := st.docs[r.Session]
 	if r.IsHeader() {
 		if d != nil {
@@ -308,16 +326,30 @@ func (st *Store) applyOne(r *session.Stored) {
 			st.skip(r, err)
 			return
 		}
+		if r.Total > 1 {
+			st.startPending(r, h)
+			return
+		}
 		d = &Doc{ID: r.Session, Tree: tree.NewSession(h), HeaderSeq: r.Seq, LastSeq: r.Seq, Modified: r.Time, Created: parseCreated(h.Timestamp, r.Time)}
 		st.held += int64(d.Tree.Bytes())
 		st.docs[r.Session] = d
 		st.touch(d)
 		return
 	}
+	if r.IsAbandon() {
+		// A marker only ever follows an incomplete session; one that is
+		// not pending here is not an entry either.
+		return
+	}
 	if d == nil {
 		st.skip(r, errors.New("entry of a session without a header"))
 		return
 	}
+	st.applyEntry(d, r)
+}
+
+// applyEntry applies an entry record to d.
+func (st *Store) applyEntry(d *Doc, r *session.Stored) {
 	if r.Seq <= d.LastSeq {
 		return // already there (reloaded from the log after an eviction)
 	}

@@ -154,12 +154,18 @@ type Stats struct {
 	Evictions     uint64
 	Reloads       uint64
 	LastFollowErr string
+
+	// Multi-batch sessions still being written: hidden, not in Sessions.
+	Pending int
+	// AbandonedPurged counts the abandoned multi-batch sessions (writer
+	// died between two batches) this Store claimed and purged.
+	AbandonedPurged uint64
 }
 
 // Stats returns a snapshot of the counters.
 func (st *Store) Stats() Stats {
 	st.mu.RLock()
-	s := Stats{Applied: st.applied, Sessions: len(st.docs), BytesHeld: st.held}
+	s := Stats{Applied: st.applied, Sessions: len(st.docs), Pending: len(st.pending), BytesHeld: st.held}
 	for _, d := range st.docs {
 		if d.Tree != nil {
 			s.Loaded++
@@ -177,6 +183,7 @@ func (st *Store) Stats() Stats {
 	s.SkippedRecs = st.stats.skipped.Load()
 	s.Evictions = st.stats.evictions.Load()
 	s.Reloads = st.stats.reloads.Load()
+	s.AbandonedPurged = st.stats.abandoned.Load()
 	if e, ok := st.stats.followError.Load().(string); ok {
 		s.LastFollowErr = e
 	}

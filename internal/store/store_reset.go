@@ -19,6 +19,7 @@ func (st *Store) Reset() {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.docs = make(map[string]*Doc)
+	st.pending = make(map[string]*pendingDoc)
 	st.applied = 0
 	st.held = 0
 	st.stats.caughtUpAt.Store(0)

@@ -59,7 +59,7 @@ func (st *Store) restore(ctx context.Context) {
 			Entries: int(e.entries), cwd: e.cwd, parentSession: e.parentSession, name: e.name, hasName: e.hasName,
 			labels: e.labels, base: &snapRef{sf, e}}
 	}
-	st.applied, st.snap, keep = sf.applied, sf, true
+	st.applied, st.snap, st.snapAt, keep = sf.applied, sf, sf.applied, true
 	st.log.Info("restored the snapshot", "path", sf.path, "sessions", len(sf.index), "applied", sf.applied)
 }
 
@@ -105,8 +105,8 @@ func (st *Store) Snapshot(ctx context.Context) error {
 	// Capture under the read lock; lines are immutable, so the slices stay
 	// valid while the writer works without the lock.
 	st.mu.RLock()
-	applied := st.applied
-	if st.snap != nil && st.snap.applied == applied {
+	at, applied := st.applied, st.snapshotApplied()
+	if st.snap != nil && st.snapAt == at {
 		st.mu.RUnlock()
 		return nil
 	}
@@ -141,6 +141,7 @@ func (st *Store) Snapshot(ctx context.Context) error {
 	}
 	sf := &snapFile{path: path, f: f, applied: applied, identity: st.identity(ctx), index: index}
 	st.swapSnapshot(sf)
+	st.snapAt = at
 	st.log.Info("snapshot written", "path", path, "sessions", len(index), "applied", applied)
 	return nil
 }

@@ -44,10 +44,19 @@ func (p *fixedPlan) Reconcile(_ context.Context, missed []session.Stored, uncert
 }
 
 // publishSession creates a whole session that is already complete (an
-// import or a fork): one atomic batch when it fits, else consecutive CAS
-// batches; if any batch fails the subject is purged, so the result is the
-// complete session or nothing. It returns the sequence of every record,
-// header first.
+// import or a fork) and returns the sequence of every record, header
+// first. One atomic batch when it fits. Beyond MaxBatch it goes as
+// consecutive CAS batches, its header announcing the record count
+// (Record.Total), so that every reader keeps the session hidden until the
+// last batch is stored: readers see it whole or not at all.
+//
+// A subject that already holds a prefix of exactly these records (an
+// earlier attempt that died, or one running beside this one) is continued
+// from where it stops; the complete identical session, or anything else,
+// is ErrExists. If a batch fails for good (another writer's record, an
+// abandoned-session claim), the session is purged; if the log is only
+// unavailable (or the caller gave up), what is stored stays, hidden, for a
+// retry to continue — or for the Stores' cleanup of abandoned sessions.
 func publishSession(ctx context.Context, log session.Log, s *tree.Session, pol RetryPolicy) ([]uint64, error) {
 	sid := s.Header.ID
 	recs := make([]session.Record, 0, 1+s.Len())
@@ -59,32 +68,118 @@ func publishSession(ctx context.Context, log session.Log, s *tree.Session, pol R
 	if len(recs) <= max {
 		return CreateRecords(ctx, log, sid, recs, pol)
 	}
-	var last uint64
-	all := make([]uint64, 0, len(recs))
-	for start := 0; start < len(recs); start += max {
-		chunk := recs[start:min(start+max, len(recs))]
-		var seqs []uint64
-		var err error
-		if start == 0 {
-			seqs, err = CreateRecords(ctx, log, sid, chunk, pol)
-		} else {
-			seqs, err = Publish(ctx, log, sid, last, &fixedPlan{sid: sid, recs: chunk}, pol)
-		}
-		if err != nil {
-			if start > 0 || !errors.Is(err, wire.ErrExists) {
-				// Best effort under a fresh context: the caller's may be what failed.
-				pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-				if perr := log.Purge(pctx, sid); perr != nil {
-					err = fmt.Errorf("%w (and purging the partial session failed: %v)", err, perr)
-				}
-				cancel()
-			}
-			return nil, fmt.Errorf("write session %s (records %d-%d of %d): %w", sid, start+1, start+len(chunk), len(recs), err)
-		}
-		last = seqs[len(seqs)-1]
-		all = append(all, seqs...)
+	recs[0].Total = len(recs)
+	seqs, wrote, err := publishChunks(ctx, log, sid, recs, pol)
+	if err == nil {
+		return seqs, nil
 	}
-	return all, nil
+	if wrote && !transient(err) {
+		// Best effort under a fresh context: the caller's may be what failed.
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		if perr := log.Purge(pctx, sid); perr != nil {
+			err = fmt.Errorf("%w (and purging the partial session failed: %v)", err, perr)
+		}
+		cancel()
+	}
+	return nil, fmt.Errorf("write session %s (%d records in batches of %d): %w", sid, len(recs), max, err)
+}
+
+// publishChunks publishes recs in batches of MaxBatch from wherever the
+// log's copy of the session stops. wrote reports whether this call stored
+// any batch.
+func publishChunks(ctx context.Context, log session.Log, sid string, recs []session.Record, pol RetryPolicy) (seqs []uint64, wrote bool, err error) {
+	max := log.MaxBatch()
+	seqs = make([]uint64, len(recs))
+	done, last := 0, uint64(0)
+	// Each resume follows a conflict that showed more of our own records
+	// stored (another attempt's progress) or a record not yet readable:
+	// bounded, as every round either advances or waits in Publish.
+	for resumes := 0; done < len(recs); {
+		chunk := recs[done:min(done+max, len(recs))]
+		var got []uint64
+		if done == 0 {
+			got, err = CreateRecords(ctx, log, sid, chunk, pol)
+		} else {
+			got, err = Publish(ctx, log, sid, last, &fixedPlan{sid: sid, recs: chunk}, pol)
+		}
+		if err == nil {
+			copy(seqs[done:], got)
+			done += len(chunk)
+			last, wrote = got[len(got)-1], true
+			continue
+		}
+		if !errors.Is(err, wire.ErrExists) && !errors.Is(err, wire.ErrConflict) {
+			return nil, wrote, err
+		}
+		if resumes++; resumes > 10 {
+			return nil, wrote, err
+		}
+		stored, rerr := readAll(ctx, log, sid, pol)
+		if errors.Is(rerr, wire.ErrNotFound) {
+			// Purged (within the dedupe window, which still refuses
+			// its ids) or not readable yet.
+			return nil, wrote, err
+		}
+		if rerr != nil {
+			return nil, wrote, rerr
+		}
+		k, ok := storedPrefix(stored, recs)
+		switch {
+		case !ok:
+			return nil, wrote, fmt.Errorf("%w: session %s holds records that are not this session's (or an abandoned attempt of it being removed)", wire.ErrExists, sid)
+		case k == len(recs) && !wrote:
+			return nil, wrote, fmt.Errorf("create %s: %w", sid, wire.ErrExists)
+		}
+		for i := range k {
+			seqs[i] = stored[i].Seq
+		}
+		done, last = k, stored[k-1].Seq
+	}
+	return seqs, wrote, nil
+}
+
+// readAll reads the whole session, retrying while the log is unavailable
+// (a read of many records takes a consumer, which waits out an election of
+// the meta leader) as Publish does for writes.
+func readAll(ctx context.Context, log session.Log, sid string, pol RetryPolicy) ([]session.Stored, error) {
+	pol = pol.withDefaults()
+	backoff, since := pol.Backoff, time.Now()
+	for {
+		recs, err := log.Read(ctx, sid, 0)
+		if !errors.Is(err, wire.ErrUnavailable) || ctx.Err() != nil {
+			return recs, err
+		}
+		if time.Since(since) > pol.UnavailableFor {
+			// ErrUnavailable alone: the read's own DeadlineExceeded would
+			// read as the caller's timeout.
+			return nil, fmt.Errorf("read %s: still unavailable after %v: %w (last error: %v)", sid, pol.UnavailableFor, wire.ErrUnavailable, err)
+		}
+		if !session.Sleep(ctx, &backoff, pol.MaxBackoff) {
+			return nil, fmt.Errorf("%w (%w)", ctx.Err(), err)
+		}
+	}
+}
+
+// storedPrefix reports whether the log's records of the session are a
+// prefix of recs (the same header, count included, then the same entries
+// in order) and how many.
+func storedPrefix(stored []session.Stored, recs []session.Record) (int, bool) {
+	if len(stored) == 0 || len(stored) > len(recs) {
+		return 0, false
+	}
+	for i, r := range stored {
+		if !sameRecord(r.Record, recs[i]) || r.Total != recs[i].Total {
+			return 0, false
+		}
+	}
+	return len(stored), true
+}
+
+// transient reports whether err leaves the log as it was or unknown, as
+// opposed to refusing the write: then a retry may continue the session.
+func transient(err error) bool {
+	return errors.Is(err, wire.ErrUnavailable) || errors.Is(err, wire.ErrTimeout) ||
+		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // Import stores a pi session file (JSONL, version 1, 2 or 3; older versions

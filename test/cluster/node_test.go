@@ -41,6 +41,13 @@ type piNode struct {
 // which needs a majority), and waits until every /readyz answers 200.
 func startEmbeddedCluster(t *testing.T, n int) []*piNode {
 	t.Helper()
+	return startEmbeddedClusterWith(t, n)
+}
+
+// startEmbeddedClusterWith is startEmbeddedCluster with extra flags for
+// every node.
+func startEmbeddedClusterWith(t *testing.T, n int, extra ...string) []*piNode {
+	t.Helper()
 	ports := testutil.FreePorts(t, 3*n)
 	routes := make([]string, n)
 	for i := range n {
@@ -53,7 +60,7 @@ func startEmbeddedCluster(t *testing.T, n int) []*piNode {
 		httpPort, clusterPort, clientPort := ports[3*i], ports[3*i+1], ports[3*i+2]
 		nd := &piNode{name: name, base: fmt.Sprintf("http://127.0.0.1:%d", httpPort),
 			natsURL: fmt.Sprintf("nats://127.0.0.1:%d", clientPort), dataDir: dataDir}
-		nd.Proc = proctest.New(t, name, piNodeBin,
+		nd.Proc = proctest.New(t, name, piNodeBin, append([]string{
 			"--node-name", name,
 			"--cluster-name", "pi-test",
 			"--cluster-listen", fmt.Sprintf("127.0.0.1:%d", clusterPort),
@@ -66,7 +73,7 @@ func startEmbeddedCluster(t *testing.T, n int) []*piNode {
 			// connection that was opened but never used (a transport's
 			// spare dial), which a 5 s grace would turn into an error exit.
 			"--shutdown-grace", "10s",
-		)
+		}, extra...)...)
 		nodes[i] = nd
 	}
 	for _, nd := range nodes {

@@ -51,6 +51,13 @@ func BackendNamed(t testing.TB, replicas int, name string, urls ...string) (*jet
 	return l, c
 }
 
+// BackendConfig is Backend with cfg (its replicas included), for tests
+// that need other limits, such as a small MaxBatch.
+func BackendConfig(t testing.TB, cfg jetstream.Config, urls ...string) (*jetstream.Log, *jetstream.Cursors) {
+	t.Helper()
+	return backend(t, cfg.Replicas, cfg, urls)
+}
+
 func backend(t testing.TB, replicas int, cfg jetstream.Config, urls []string) (*jetstream.Log, *jetstream.Cursors) {
 	c := Connect(t, urls...)
 	cfg.Replicas = replicas

@@ -1,0 +1,283 @@
+//go:build linux
+
+package cluster
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pifleet/sessionlog/internal/proctest"
+	"github.com/pifleet/sessionlog/internal/session/sessiontest"
+	"github.com/pifleet/sessionlog/internal/testutil"
+)
+
+// abandonBound is the nodes' --abandoned-import-after: short, so the test
+// sees the cleanup soon, and still above the retry's own pauses (a batch of
+// 1000 on R3 may take over a second on a loaded machine, and an attempt
+// that times out is sent again): a retry slower than the bound races with
+// the cleanup (the CAS decides; the session is then complete or absent).
+const abandonBound = 20 * time.Second
+
+// TestKillDuringImport: two 5,000-entry imports (six atomic batches each)
+// go over HTTP to one pi-node of three, which is SIGKILLed once both have
+// stored their first batch. Throughout, readers on every node find each
+// session absent or complete, never partial. One import is sent again to a
+// survivor and completes (continuing the prefix); the other is left alone,
+// and once its prefix has been idle for the bound a survivor removes it and
+// counts it. The killed node, started again, agrees.
+func TestKillDuringImport(t *testing.T) {
+	skipShort(t)
+	nodes := startEmbeddedClusterWith(t, 3, "--abandoned-import-after", abandonBound.String())
+	st := checkStreamStatus(t, nodes, nodes, "embedded-cluster")
+	var victim *piNode
+	var survivors []*piNode
+	for _, nd := range nodes {
+		if victim == nil && nd.name != st.JetStream.Stream.Leader {
+			victim = nd // a follower, as in the issue's measurement
+			continue
+		}
+		survivors = append(survivors, nd)
+	}
+	const n = 5000
+	retried, left := newSessionID(t), newSessionID(t)
+	files := map[string][]byte{retried: sessiontest.SessionFile(retried, n, 1), left: sessiontest.SessionFile(left, n, 2)}
+
+	// Readers on every node, over HTTP, until the end.
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	var partial atomic.Pointer[string]
+	var looks, seenComplete atomic.Int64
+	stop := make(chan struct{})
+	var readers sync.WaitGroup
+	hc := &http.Client{Timeout: 5 * time.Second}
+	defer hc.CloseIdleConnections()
+	for _, nd := range nodes {
+		for sid := range files {
+			readers.Go(func() {
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					if !nd.Running() {
+						time.Sleep(50 * time.Millisecond) // not a wait for a condition: pacing while the node is down
+						continue
+					}
+					count, ok := entryCount(ctx, hc, nd.base, sid)
+					looks.Add(1)
+					if ok && count != n {
+						msg := fmt.Sprintf("%s shows %s with %d of %d entries", nd.name, sid, count, n)
+						partial.CompareAndSwap(nil, &msg)
+					}
+					if ok && count == n {
+						seenComplete.Add(1)
+					}
+				}
+			})
+		}
+	}
+	defer func() { close(stop); readers.Wait() }()
+
+	// The stream, watched through a survivor's embedded server.
+	nc, err := nats.Connect(survivors[0].natsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := js.Stream(ctx, "PI_SESSIONS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := func(sid string) (uint64, error) {
+		info, err := stream.Info(ctx, jetstream.WithSubjectFilter("pi.sess."+sid))
+		if err != nil {
+			return 0, err
+		}
+		return info.State.Subjects["pi.sess."+sid], nil
+	}
+
+	importHC := &http.Client{Timeout: time.Minute}
+	defer importHC.CloseIdleConnections()
+	var imports sync.WaitGroup
+	for sid, file := range files {
+		imports.Go(func() {
+			code, _, body, err := proctest.Do(ctx, importHC, http.MethodPost, victim.base+"/v1/import", file)
+			t.Logf("import of %s through %s before the kill: %d %v %.200s", sid, victim.name, code, err, body)
+		})
+	}
+	start := time.Now()
+	testutil.WaitFor(t, 30*time.Second, testutil.Awaiting("a first batch of both imports stored", func() error {
+		for sid := range files {
+			if c, err := stored(sid); err != nil || c == 0 {
+				return fmt.Errorf("%s: %d records (%v)", sid, c, err)
+			}
+		}
+		return nil
+	}))
+	victim.Kill()
+	killAt := time.Now()
+	killedAfter := killAt.Sub(start)
+	imports.Wait()
+	atKill := map[string]uint64{}
+	for sid := range files {
+		atKill[sid], _ = stored(sid)
+	}
+	t.Logf("SIGKILL %s %v after the imports began; records stored: retried %d, left %d (of %d each)",
+		victim.name, killedAfter.Round(time.Millisecond), atKill[retried], atKill[left], n+1)
+
+	// The same import again, to a survivor: it completes, or it was
+	// complete already (409).
+	// A 503 (the log unavailable to this node a while after the kill, as
+	// when the killed node led the JetStream meta group) is retried, as a
+	// client would.
+	var code int
+	var body []byte
+	retryStart := time.Now()
+	for {
+		code, _, body, err = proctest.Do(ctx, importHC, http.MethodPost, survivors[0].base+"/v1/import", files[retried])
+		if err != nil || code != http.StatusServiceUnavailable || time.Since(retryStart) > abandonBound/2 {
+			break
+		}
+		t.Logf("retried import: 503 after %v, again", time.Since(retryStart).Round(time.Millisecond))
+	}
+	t.Logf("retried import through %s: %d after %v", survivors[0].name, code, time.Since(retryStart).Round(time.Millisecond))
+	if err != nil || code != http.StatusCreated && !(code == http.StatusConflict && atKill[retried] == n+1) {
+		t.Fatalf("retried import through %s: %d %v %s", survivors[0].name, code, err, body)
+	}
+	if code == http.StatusCreated {
+		var res struct {
+			LastSeq uint64 `json:"lastSeq"`
+		}
+		if err := json.Unmarshal(body, &res); err != nil {
+			t.Fatal(err)
+		}
+		last, err := stream.GetLastMsgForSubject(ctx, "pi.sess."+retried)
+		if err != nil || last.Sequence != res.LastSeq {
+			t.Fatalf("import answered lastSeq %d; the session's last record is at %v (%v)", res.LastSeq, last, err)
+		}
+	}
+
+	// The one left alone: removed once idle for the bound (if it was
+	// partial), by exactly one survivor.
+	testutil.WaitFor(t, 60*time.Second, testutil.Awaiting("the abandoned import removed or complete", func() error {
+		c, err := stored(left)
+		if err != nil {
+			return err
+		}
+		if c != 0 && c != n+1 {
+			return fmt.Errorf("%d records still stored", c)
+		}
+		return nil
+	}))
+	removed := time.Since(killAt)
+	leftCount, _ := stored(left)
+	wantCleanups := 0
+	if atKill[left] < n+1 {
+		wantCleanups = 1
+	}
+	testutil.WaitFor(t, 30*time.Second, testutil.Awaiting("the cleanup counted", func() error {
+		sum := 0
+		for _, nd := range survivors {
+			v, err := metric(ctx, hc, nd.base, "pi_store_abandoned_sessions_purged_total")
+			if err != nil {
+				return err
+			}
+			sum += int(v)
+		}
+		if sum != wantCleanups {
+			return fmt.Errorf("%d cleanups counted on the survivors; want %d", sum, wantCleanups)
+		}
+		return nil
+	}))
+	if wantCleanups == 1 && removed < abandonBound/2 {
+		t.Fatalf("removed %v after the kill, before the bound %v", removed, abandonBound)
+	}
+	if wantCleanups == 1 && !survivors[0].LogContains("removing an abandoned multi-batch session") && !survivors[1].LogContains("removing an abandoned multi-batch session") {
+		t.Fatal("no survivor logged the cleanup")
+	}
+
+	// The killed node comes back and agrees.
+	victim.Start(t)
+	victim.waitReady(t)
+	want := map[string]int{retried: n, left: -1}
+	if leftCount == n+1 {
+		want[left] = n
+	}
+	for _, nd := range nodes {
+		for sid, w := range want {
+			testutil.WaitFor(t, 30*time.Second, testutil.Awaiting(nd.name+" serving "+sid+" as it is in the log", func() error {
+				c, ok := entryCount(ctx, hc, nd.base, sid)
+				if !ok {
+					c = -1
+				}
+				if c != w {
+					return fmt.Errorf("entries %d, want %d (-1: absent)", c, w)
+				}
+				return nil
+			}))
+		}
+	}
+	exp, _ := mustDo(t, http.MethodGet, survivors[1].base+"/v1/sessions/"+retried+"/export", nil, http.StatusOK)
+	if !bytes.Equal(exp, files[retried]) {
+		t.Fatal("the retried import's export differs from the file")
+	}
+	if p := partial.Load(); p != nil {
+		t.Fatal(*p)
+	}
+	t.Logf("abandoned prefix gone %v after the kill (bound %v); %d reader looks, %d of them complete, none partial",
+		removed.Round(time.Millisecond), abandonBound, looks.Load(), seenComplete.Load())
+}
+
+// entryCount reads a session's entry count from a node; ok false when the
+// node answers 404 (or not at all: the node may be down).
+func entryCount(ctx context.Context, hc *http.Client, base, sid string) (int, bool) {
+	code, _, body, err := proctest.Do(ctx, hc, http.MethodGet, base+"/v1/sessions/"+sid, nil)
+	if err != nil || code != http.StatusOK {
+		return 0, false
+	}
+	var in struct {
+		EntryCount int `json:"entryCount"`
+	}
+	if json.Unmarshal(body, &in) != nil {
+		return 0, false
+	}
+	return in.EntryCount, true
+}
+
+// metric reads one unlabelled metric from a node's /metrics.
+func metric(ctx context.Context, hc *http.Client, base, name string) (float64, error) {
+	code, _, body, err := proctest.Do(ctx, hc, http.MethodGet, base+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	if code != http.StatusOK {
+		return 0, fmt.Errorf("%s/metrics: %d", base, code)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+			return strconv.ParseFloat(v, 64)
+		}
+	}
+	return 0, errors.New(name + " not in " + base + "/metrics")
+}
