@@ -134,6 +134,12 @@ func TestCheckerFlagsViolations(t *testing.T) {
 			h.read(4, "n1", "s", 25, 26) // a was acked by n1 at 20
 			return h.ops, same(final)
 		}},
+		{"NATS: the connected node forgets its ack", checkRYWNATS, "over NATS", func() ([]*Op, map[string]map[string][]Entry) {
+			h, final := base()
+			r := h.read(4, "n1", "s", 25, 26) // a was acked via n1 at 20
+			r.Transport = "nats"
+			return h.ops, same(final)
+		}},
 		{"minSeq not honoured", checkRYWMinSeq, "minSeq 3", func() ([]*Op, map[string]map[string][]Entry) {
 			h, final := base()
 			r := h.read(4, "n3", "s", 200, 201, e("a", 2))
@@ -151,9 +157,15 @@ func TestCheckerFlagsViolations(t *testing.T) {
 			final["s"] = append(final["s"], e("x", 5))
 			return h.ops, same(final)
 		}},
-		{"lag 0 yet stale", checkHonestLag, "Pi-Lag 0", func() ([]*Op, map[string]map[string][]Entry) {
+		{"lag 0 yet behind its own ack", checkHonestLag, "Pi-Lag 0", func() ([]*Op, map[string]map[string][]Entry) {
 			h, final := base()
-			r := h.read(4, "n3", "s", 45, 46, e("a", 2)) // b acked by n2 at 40
+			r := h.read(4, "n2", "s", 45, 46, e("a", 2)) // b acked by n2 at 40
+			r.Lag = u64(0)
+			return h.ops, same(final)
+		}},
+		{"lag 0 yet behind another node by more than the window", checkHonestLag, "Pi-Lag 0", func() ([]*Op, map[string]map[string][]Entry) {
+			h, final := base()
+			r := h.read(4, "n3", "s", 40+int(lagWindow/time.Millisecond), 2000, e("a", 2)) // b acked by n2 at 40
 			r.Lag = u64(0)
 			return h.ops, same(final)
 		}},
@@ -201,6 +213,10 @@ func TestCheckerNegatives(t *testing.T) {
 	// A stale read reporting Pi-Lag 0 but Pi-Stale: it said so.
 	r := h.read(4, "n3", "s", 45, 46, e("a", 2))
 	r.Lag, r.Stale = u64(0), true
+	// Pi-Lag 0 on n3 within the window after n2 acknowledged b (at 40):
+	// n3 may not have polled the log's end since.
+	r = h.read(4, "n3", "s", 45, 46, e("a", 2))
+	r.Lag = u64(0)
 	// A plain (not strong) read may be stale.
 	h.read(4, "n3", "s", 200, 201, e("a", 2))
 	// A conditional append that lost to a concurrent one (b, 30..40).

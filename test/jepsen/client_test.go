@@ -179,18 +179,6 @@ func (c *client) append(ctx context.Context, sid string, expect *uint64) {
 	c.rec.add(op)
 }
 
-// consistentEntries is the entries request with the field feature (a)
-// adds; a server that does not know it ignores it.
-type consistentEntries struct {
-	wire.EntriesRequest
-	Consistency string `json:"consistency,omitempty"`
-}
-
-type consistentExport struct {
-	wire.ExportRequest
-	Consistency string `json:"consistency,omitempty"`
-}
-
 // read reads the session's entries or export once.
 func (c *client) read(ctx context.Context, sid, kind string, minSeq uint64, strong bool) {
 	op := &Op{Client: c.idx, Node: c.node.name, Transport: c.transport, Kind: KindRead, Session: sid,
@@ -198,7 +186,7 @@ func (c *client) read(ctx context.Context, sid, kind string, minSeq uint64, stro
 	q := url.Values{}
 	consistency := ""
 	if strong {
-		consistency = "strong"
+		consistency = wire.ConsistencyStrong
 		q.Set("consistency", consistency)
 	}
 	if minSeq > 0 {
@@ -207,9 +195,9 @@ func (c *client) read(ctx context.Context, sid, kind string, minSeq uint64, stro
 	var a answer
 	if kind == "entries" {
 		q.Set("limit", strconv.Itoa(readLimit))
-		a = c.send(ctx, wire.OpEntries, sid, consistentEntries{wire.EntriesRequest{SessionID: sid, Limit: readLimit, MinSeq: minSeq}, consistency}, q)
+		a = c.send(ctx, wire.OpEntries, sid, wire.EntriesRequest{SessionID: sid, Limit: readLimit, MinSeq: minSeq, Consistency: consistency}, q)
 	} else {
-		a = c.send(ctx, wire.OpExport, sid, consistentExport{wire.ExportRequest{SessionID: sid, MinSeq: minSeq}, consistency}, q)
+		a = c.send(ctx, wire.OpExport, sid, wire.ExportRequest{SessionID: sid, MinSeq: minSeq, Consistency: consistency}, q)
 	}
 	op.Complete, op.Status, op.Err = c.rec.now(), a.status, a.err
 	if a.class != classOK {
@@ -394,4 +382,34 @@ func createSessions(ctx context.Context, nodes []*piNode, rec *recorder, sids []
 		rec.add(op)
 	}
 	return nil
+}
+
+// natsRouting asks each node's embedded server n times for pi.v1.status
+// and counts which pi-node answered: docs/API.md says the one on the
+// server the client is connected to; nats-server may pick any member of
+// the queue group.
+func natsRouting(nodes []*piNode, n int) (map[string]map[string]int, error) {
+	out := map[string]map[string]int{}
+	for _, nd := range nodes {
+		nc, err := nats.Connect(nd.natsURL, nats.Token(token), nats.IgnoreDiscoveredServers(), nats.Timeout(2*time.Second))
+		if err != nil {
+			return nil, err
+		}
+		out[nd.name] = map[string]int{}
+		for range n {
+			msg, err := nc.Request(wire.OpStatus.Subject, []byte("{}"), attemptTimeout)
+			if err != nil {
+				nc.Close()
+				return nil, fmt.Errorf("status via %s: %w", nd.name, err)
+			}
+			var st wire.StatusReply
+			if err := json.Unmarshal(msg.Data, &st); err != nil {
+				nc.Close()
+				return nil, fmt.Errorf("status via %s: %w", nd.name, err)
+			}
+			out[nd.name][st.Node]++
+		}
+		nc.Close()
+	}
+	return out, nil
 }

@@ -73,6 +73,12 @@ func TestJepsen(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	if routing, err := natsRouting(nodes, 30); err != nil {
+		t.Logf("NATS routing probe: %v", err)
+	} else {
+		t.Logf("MEASURED nats routing: pi.v1.status sent to each node's server, answered by (connected server: answering pi-node=count): %v", routing)
+	}
+
 	// Client i sticks to node i%3 and alternates transports, so every
 	// node has clients of both.
 	clients := make([]*client, numClients)
@@ -156,6 +162,8 @@ func TestJepsen(t *testing.T) {
 		}
 		t.Logf("MEASURED check %s: %d examined, %d violations%s%s", c.Name, c.Count, len(c.Violations), tag, note)
 	}
+	t.Logf("MEASURED honest-lag strict: %d reads reporting Pi-Lag 0 without Pi-Stale miss an entry some node acknowledged before them (within %v, not promised)",
+		rep.lagStrict, lagWindow)
 	for _, c := range rep.Checks {
 		report := t.Errorf
 		if lenient(c.Name) {
