@@ -70,15 +70,6 @@ func (r *report) get(name string) *checkResult {
 	return c
 }
 
-// violations is the number of violations of all checks.
-func (r *report) violations() int {
-	n := 0
-	for _, c := range r.Checks {
-		n += len(c.Violations)
-	}
-	return n
-}
-
 func (c *checkResult) violate(format string, args ...any) {
 	c.Violations = append(c.Violations, fmt.Sprintf(format, args...))
 }

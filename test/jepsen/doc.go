@@ -15,7 +15,8 @@
 // from the host into that bridge. The addresses are private to the host,
 // and the HTTP API and the NATS clients need a token anyway. Where
 // namespaces cannot be made (not root, no iproute2), the nodes run on
-// loopback and only the partition is skipped, with a logged reason.
+// loopback and only the partition is skipped, with a logged reason
+// (JEPSEN_NO_NETNS forces that).
 //
 // # Clients and history
 //

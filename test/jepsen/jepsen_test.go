@@ -107,6 +107,9 @@ func TestJepsen(t *testing.T) {
 	}
 	nem := &nemesis{t: t, nodes: nodes, net: net, rng: rand.New(rand.NewPCG(uint64(sd), 1)), rec: rec,
 		injected: map[string]int{}, skipped: map[string]string{}}
+	if !net.ns {
+		nem.skipped[faultPartition] = "no network namespaces: " + net.reason
+	}
 	nem.run(workStart.Add(*durationFlag))
 	sleepUntil(workStart.Add(*durationFlag), workStart.Add(*durationFlag))
 	stop()
