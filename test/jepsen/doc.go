@@ -102,8 +102,8 @@
 // the whole test stays within about three minutes beside the others of
 // go test ./...), JEPSEN_SEED (the seed of clients and nemesis, logged at
 // the start, to replay a schedule), JEPSEN_HISTORY (a file to write the
-// history to as JSON lines; on failure it is written to the temporary
-// directory anyway). PI_NODE_BIN runs a given pi-node binary.
+// history to as JSON lines, gzipped if the name ends in .gz; on failure
+// it is written, gzipped, to the temporary directory anyway). PI_NODE_BIN runs a given pi-node binary.
 //
 // The test is skipped with -short (the checker's own tests are not). It is
 // Linux-only (process groups, namespaces).

@@ -4,8 +4,10 @@ package jepsen
 
 import (
 	"bufio"
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"sync"
@@ -155,26 +157,36 @@ func (r *recorder) history() []*Op {
 	return append([]*Op(nil), r.ops...)
 }
 
-// writeHistory writes ops and the final logs as JSON lines.
+// writeHistory writes ops and the final logs as JSON lines, gzipped when
+// path ends in .gz (a run's history is some megabytes of reads).
 func writeHistory(path string, ops []*Op, final map[string]map[string][]Entry) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	w := bufio.NewWriter(f)
+	defer f.Close()
+	bw := bufio.NewWriter(f)
+	var w io.Writer = bw
+	var zw *gzip.Writer
+	if strings.HasSuffix(path, ".gz") {
+		zw = gzip.NewWriter(bw)
+		w = zw
+	}
 	enc := json.NewEncoder(w)
 	for _, op := range ops {
 		if err := enc.Encode(op); err != nil {
-			f.Close()
 			return err
 		}
 	}
 	if err := enc.Encode(map[string]any{"final": final}); err != nil {
-		f.Close()
 		return err
 	}
-	if err := w.Flush(); err != nil {
-		f.Close()
+	if zw != nil {
+		if err := zw.Close(); err != nil {
+			return err
+		}
+	}
+	if err := bw.Flush(); err != nil {
 		return err
 	}
 	return f.Close()

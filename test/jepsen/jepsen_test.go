@@ -186,7 +186,7 @@ func TestJepsen(t *testing.T) {
 
 	path := os.Getenv("JEPSEN_HISTORY")
 	if path == "" && t.Failed() {
-		f, err := os.CreateTemp("", fmt.Sprintf("jepsen-history-%d-*.jsonl", sd))
+		f, err := os.CreateTemp("", fmt.Sprintf("jepsen-history-%d-*.jsonl.gz", sd))
 		if err == nil {
 			path = f.Name()
 			f.Close()
