@@ -98,9 +98,9 @@
 // nodes); -jepsen.lenient (or JEPSEN_LENIENT) names checks to report
 // without failing, for features not built yet.
 //
-// Flags and environment: -jepsen.duration (JEPSEN_DURATION, default 45s:
-// the whole test stays within about three minutes beside the others of
-// go test ./...), JEPSEN_SEED (the seed of clients and nemesis, logged at
+// Flags and environment: -jepsen.duration (JEPSEN_DURATION, default 50s:
+// time for each fault once, and the whole test stays within about three
+// minutes beside the others of go test ./...), JEPSEN_SEED (the seed of clients and nemesis, logged at
 // the start, to replay a schedule), JEPSEN_HISTORY (a file to write the
 // history to as JSON lines, gzipped if the name ends in .gz; on failure
 // it is written, gzipped, to the temporary directory anyway). PI_NODE_BIN runs a given pi-node binary.

@@ -15,7 +15,7 @@ import (
 )
 
 var (
-	durationFlag = flag.Duration("jepsen.duration", envDuration("JEPSEN_DURATION", 45*time.Second),
+	durationFlag = flag.Duration("jepsen.duration", envDuration("JEPSEN_DURATION", 50*time.Second),
 		"how long the clients run under the nemesis (env JEPSEN_DURATION)")
 	lenientFlag = flag.String("jepsen.lenient", os.Getenv("JEPSEN_LENIENT"),
 		"comma-separated checks whose violations are reported without failing (env JEPSEN_LENIENT)")

@@ -31,6 +31,11 @@ const (
 	warmup        = 3 * time.Second
 )
 
+// hold is how long each fault lasts, for the schedule.
+var hold = map[string]time.Duration{
+	faultKillLeader: killHold, faultKillFollower: killHold, faultPause: pauseHold, faultPartition: partitionHold,
+}
+
 // nemesis injects faults into the cluster from the test's goroutine.
 type nemesis struct {
 	t        *testing.T
@@ -48,15 +53,18 @@ func (n *nemesis) logf(format string, args ...any) {
 }
 
 // run injects faults, one at a time, each kind once before any repeats
-// (in an order drawn from the seed), until less than a fault's length of
-// the run remains.
+// (in an order drawn from the seed), while the run has time left for the
+// next one.
 func (n *nemesis) run(until time.Time) {
 	sleepUntil(time.Now().Add(warmup), until)
 	order := n.rng.Perm(len(faults))
-	for i := 0; time.Until(until) > partitionHold+quiet; i++ {
-		f := faults[order[i%len(faults)]]
+	for i := 0; ; i++ {
 		if i > 0 && i%len(faults) == 0 {
 			order = n.rng.Perm(len(faults))
+		}
+		f := faults[order[i%len(faults)]]
+		if time.Until(until) < hold[f]+quiet {
+			return
 		}
 		if err := n.inject(f); err != nil {
 			n.logf("%s skipped: %v", f, err)
@@ -102,10 +110,11 @@ func (n *nemesis) inject(f string) error {
 		return n.kill(fs[n.rng.IntN(len(fs))], "follower")
 	case faultPause:
 		nd := n.nodes[n.rng.IntN(len(n.nodes))]
+		role := n.role(nd) // before: a paused node cannot answer status
 		if err := nd.Send(syscall.SIGSTOP); err != nil {
 			return err
 		}
-		n.logf("SIGSTOP %s%s for %v", nd.name, n.role(nd), pauseHold)
+		n.logf("SIGSTOP %s%s for %v", nd.name, role, pauseHold)
 		time.Sleep(pauseHold)
 		if err := nd.Send(syscall.SIGCONT); err != nil {
 			n.t.Errorf("SIGCONT %s: %v", nd.name, err)
