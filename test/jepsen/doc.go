@@ -100,10 +100,12 @@
 //
 // Flags and environment: -jepsen.duration (JEPSEN_DURATION, default 50s:
 // time for each fault once, and the whole test stays within about three
-// minutes beside the others of go test ./...), JEPSEN_SEED (the seed of clients and nemesis, logged at
-// the start, to replay a schedule), JEPSEN_HISTORY (a file to write the
-// history to as JSON lines, gzipped if the name ends in .gz; on failure
-// it is written, gzipped, to the temporary directory anyway). PI_NODE_BIN runs a given pi-node binary.
+// minutes beside the others of go test ./...); JEPSEN_SEED (the seed of
+// clients and nemesis, logged at the start, to replay a schedule);
+// JEPSEN_HISTORY (a file to write the history to as JSON lines, gzipped
+// if the name ends in .gz; on failure it is written, gzipped, to the
+// temporary directory anyway); PI_NODE_BIN (a pi-node binary to run
+// instead of one built from the checkout).
 //
 // The test is skipped with -short (the checker's own tests are not). It is
 // Linux-only (process groups, namespaces).
