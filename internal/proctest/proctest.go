@@ -127,6 +127,19 @@ func (p *Proc) ExitErr() error {
 	return p.err
 }
 
+// Send sends sig to the process group without waiting for anything: for
+// signals that do not end it (SIGSTOP, SIGCONT).
+func (p *Proc) Send(sig syscall.Signal) error {
+	p.mu.Lock()
+	cmd := p.cmd
+	running := cmd != nil && !p.hasExited()
+	p.mu.Unlock()
+	if !running {
+		return fmt.Errorf("%s: not running", p.Name)
+	}
+	return syscall.Kill(-cmd.Process.Pid, sig)
+}
+
 // Kill sends SIGKILL and reaps the process.
 func (p *Proc) Kill() { _ = p.Signal(syscall.SIGKILL, time.Minute) }
 

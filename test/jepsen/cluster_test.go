@@ -1,0 +1,204 @@
+//go:build linux
+
+package jepsen
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pifleet/sessionlog/internal/proctest"
+	"github.com/pifleet/sessionlog/internal/testutil"
+)
+
+// Generous bounds for a machine shared with other tests: they only cap how
+// long a broken cluster takes to fail.
+const (
+	readyTimeout = 60 * time.Second
+	// token guards the HTTP API and the embedded servers' client ports,
+	// which listen beyond loopback in namespace mode.
+	token = "jepsen-token"
+)
+
+// piNode is one pi-node process of the cluster.
+type piNode struct {
+	*proctest.Proc
+	idx     int
+	name    string // --node-name, also its JetStream server name
+	base    string // http://addr:port
+	natsURL string
+}
+
+// startCluster starts three pi-nodes forming an embedded JetStream cluster
+// (R3, --sync always), each in its namespace when net has them, and waits
+// until every one is ready.
+func startCluster(t *testing.T, net *network, n int) []*piNode {
+	t.Helper()
+	httpPort, clientPort, clusterPort := make([]int, n), make([]int, n), make([]int, n)
+	if net.ns {
+		for i := range n { // an address each: the same ports everywhere
+			httpPort[i], clientPort[i], clusterPort[i] = 8080, 4222, 6222
+		}
+	} else {
+		ports := testutil.FreePorts(t, 3*n)
+		for i := range n {
+			httpPort[i], clientPort[i], clusterPort[i] = ports[3*i], ports[3*i+1], ports[3*i+2]
+		}
+	}
+	routes := make([]string, n)
+	for i := range n {
+		routes[i] = fmt.Sprintf("nats-route://%s:%d", net.addr(i), clusterPort[i])
+	}
+	nodes := make([]*piNode, n)
+	for i := range n {
+		name, addr := fmt.Sprintf("n%d", i+1), net.addr(i)
+		dataDir := t.TempDir() // before proctest.New: the dir must outlive the process
+		nd := &piNode{idx: i, name: name,
+			base:    fmt.Sprintf("http://%s:%d", addr, httpPort[i]),
+			natsURL: fmt.Sprintf("nats://%s:%d", addr, clientPort[i])}
+		bin, args := net.command(i, piNodeBin,
+			"--node-name", name,
+			"--cluster-name", "pi-jepsen",
+			"--cluster-listen", fmt.Sprintf("%s:%d", addr, clusterPort[i]),
+			"--routes", strings.Join(routes, ","),
+			"--replicas", "3",
+			"--sync", "always",
+			"--data-dir", dataDir,
+			"--client-listen", fmt.Sprintf("%s:%d", addr, clientPort[i]),
+			"--http-listen", fmt.Sprintf("%s:%d", addr, httpPort[i]),
+			"--http-token", token,
+			"--nats-token", token,
+			// Below the clients' timeout, so a read with minSeq that
+			// cannot be served answers 504 rather than leaving the
+			// client guessing.
+			"--min-seq-timeout", "2s",
+			"--shutdown-grace", "10s",
+		)
+		nd.Proc = proctest.New(t, name, bin, args...)
+		nodes[i] = nd
+	}
+	for _, nd := range nodes {
+		nd.Start(t)
+	}
+	for _, nd := range nodes {
+		if _, err := nd.waitReady(readyTimeout); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return nodes
+}
+
+// waitReady polls /readyz until it answers 200, giving up early if the
+// process exits. It does not fail the test: the nemesis calls it from the
+// test's goroutine, but a node slow to come back is a finding to report
+// beside the others, not a reason to drop the history.
+func (nd *piNode) waitReady(timeout time.Duration) (time.Duration, error) {
+	return testutil.Poll(timeout, func() error {
+		if !nd.Running() {
+			return fmt.Errorf("%s /readyz: process exited: %v", nd.name, nd.ExitErr())
+		}
+		if err := proctest.Ready(nd.base); err != nil {
+			return fmt.Errorf("%s /readyz: %w", nd.name, err)
+		}
+		return nil
+	})
+}
+
+// probe is for status polls and the final reads.
+var probe = &http.Client{Timeout: 5 * time.Second}
+
+// do sends one request with the token and reads the whole answer.
+func do(ctx context.Context, hc *http.Client, method, url string, body []byte) (int, http.Header, []byte, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, data, err
+}
+
+// nodeStatus is the part of /v1/status the test reads.
+type nodeStatus struct {
+	Node  string `json:"node"`
+	Store struct {
+		Applied    uint64 `json:"applied"`
+		LogLastSeq uint64 `json:"logLastSeq"`
+	} `json:"store"`
+	JetStream struct {
+		Error  string `json:"error"`
+		Stream struct {
+			Leader  string `json:"leader"`
+			LastSeq uint64 `json:"lastSeq"`
+		} `json:"stream"`
+	} `json:"jetstream"`
+}
+
+func (nd *piNode) status() (nodeStatus, error) {
+	var s nodeStatus
+	st, _, body, err := do(context.Background(), probe, http.MethodGet, nd.base+"/v1/status", nil)
+	switch {
+	case err != nil:
+		return s, err
+	case st != http.StatusOK:
+		return s, fmt.Errorf("%s status: %d %s", nd.name, st, body)
+	}
+	if err := json.Unmarshal(body, &s); err != nil {
+		return s, err
+	}
+	if s.JetStream.Error != "" {
+		return s, fmt.Errorf("%s status: jetstream: %s", nd.name, s.JetStream.Error)
+	}
+	return s, nil
+}
+
+// leader asks the nodes in turn which node leads the stream, waiting a
+// while for an election in progress.
+func leader(nodes []*piNode) (*piNode, error) {
+	var l *piNode
+	_, err := testutil.Poll(15*time.Second, func() error {
+		var err error
+		l, err = leaderOnce(nodes)
+		return err
+	})
+	return l, err
+}
+
+func leaderOnce(nodes []*piNode) (*piNode, error) {
+	var last error
+	for _, nd := range nodes {
+		if !nd.Running() {
+			continue
+		}
+		st, err := nd.status()
+		if err != nil {
+			last = err
+			continue
+		}
+		for _, c := range nodes {
+			if c.name == st.JetStream.Stream.Leader {
+				return c, nil
+			}
+		}
+		last = fmt.Errorf("%s names stream leader %q", nd.name, st.JetStream.Stream.Leader)
+	}
+	return nil, fmt.Errorf("no stream leader: %v", last)
+}
