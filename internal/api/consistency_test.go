@@ -94,6 +94,9 @@ func TestReadYourOwnWrites(t *testing.T) {
 	resp := e.raw("GET", "/v1/sessions/"+b.SessionID, nil)
 	resp.Body.Close()
 	applied, lag := freshness(t, resp.Header)
+	if n := resp.Header.Get("Pi-Node"); n != "n1" {
+		t.Fatalf("Pi-Node %q, want the answering node n1", n)
+	}
 	if resp.StatusCode != 200 || applied >= w.LastSeq || applied+lag < w.LastSeq {
 		t.Fatalf("read of another session while behind: status %d, Pi-Applied-Seq %d, Pi-Lag %d; the node acknowledged seq %d, so lag must cover it", resp.StatusCode, applied, lag, w.LastSeq)
 	}

@@ -65,6 +65,13 @@ func (s *Server) handleNoRoute(w http.ResponseWriter, r *http.Request) {
 	s.metrics.observeRequest(transportHTTP, "unknown", s.writeError(w, "unknown", err), 0)
 }
 
+// setNode names this node in a reply's headers (hdrNode).
+func (s *Server) setNode(h http.Header) {
+	if s.cfg.NodeName != "" {
+		h.Set(hdrNode, s.cfg.NodeName)
+	}
+}
+
 // authorized checks the bearer token in constant time. Both sides are hashed
 // first so that neither the content nor the length of the token leaks
 // through timing (ConstantTimeCompare returns early on a length mismatch).
@@ -86,6 +93,7 @@ func (s *Server) authorized(r *http.Request) bool {
 func (s *Server) httpOp(o *op) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
+		s.setNode(w.Header())
 		status := s.serveOp(w, r, o)
 		s.metrics.observeRequest(transportHTTP, o.Name, status, time.Since(start))
 	}

@@ -187,14 +187,25 @@ func (s *Server) natsReply(nc *nats.Conn, o *op, req micro.Request) int {
 	if limit := nc.MaxPayload(); limit > 0 && int64(len(body)) > limit {
 		return s.natsError(o.Name, req, fmt.Errorf("reply of %d bytes exceeds the NATS max_payload of %d; use HTTP: %w", len(body), limit, wire.ErrTooLarge))
 	}
-	var hdrs []micro.RespondOpt
+	h := s.natsHeaders()
 	if o.Method == http.MethodGet {
-		hdrs = append(hdrs, micro.WithHeaders(micro.Headers(s.readHeaders(rep.fresh))))
+		for k, v := range s.readHeaders(rep.fresh) {
+			h[k] = v
+		}
 	}
-	if err := req.Respond(body, hdrs...); err != nil {
+	if err := req.Respond(body, micro.WithHeaders(h)); err != nil {
 		s.log.Warn("reply failed", keyTransport, transportNATS, keyOp, o.Name, keyErr, err)
 	}
 	return o.Status // as HTTP would answer, so metrics compare across transports
+}
+
+// natsHeaders are the headers of every NATS reply: the node's name.
+func (s *Server) natsHeaders() micro.Headers {
+	h := micro.Headers{}
+	if s.cfg.NodeName != "" {
+		h[hdrNode] = []string{s.cfg.NodeName}
+	}
+	return h
 }
 
 // natsError replies with the mapped error: code = HTTP status, description
@@ -204,7 +215,7 @@ func (s *Server) natsError(op string, req micro.Request, err error) int {
 	body, _ := wire.EncodeJSON(ae.body)
 	// The description travels in a header: no line breaks.
 	desc := strings.NewReplacer("\r", " ", "\n", " ").Replace(ae.body.Error.Message)
-	if rerr := req.Error(statusText(ae.status), desc, body); rerr != nil {
+	if rerr := req.Error(statusText(ae.status), desc, body, micro.WithHeaders(s.natsHeaders())); rerr != nil {
 		s.log.Warn("error reply failed", keyTransport, transportNATS, keyOp, op, keyErr, rerr)
 	}
 	return ae.status

@@ -66,6 +66,9 @@ func reqOK(t *testing.T, nc *nats.Conn, op, body string, out any) []byte {
 	if code := m.Header.Get(micro.ErrorCodeHeader); code != "" {
 		t.Fatalf("pi.v1.%s: error %s: %s", op, code, m.Data)
 	}
+	if n := m.Header.Get("Pi-Node"); n != "n1" {
+		t.Fatalf("pi.v1.%s: Pi-Node %q, want the answering node n1", op, n)
+	}
 	if out != nil {
 		if err := json.Unmarshal(m.Data, out); err != nil {
 			t.Fatalf("pi.v1.%s: %v: %s", op, err, m.Data)
@@ -82,6 +85,9 @@ func reqFails(t *testing.T, nc *nats.Conn, op, body string, status int, code, fi
 	got := 0
 	fmt.Sscan(m.Header.Get(micro.ErrorCodeHeader), &got)
 	msg := checkError(t, "pi.v1."+op, got, m.Data, status, code, field)
+	if n := m.Header.Get("Pi-Node"); n != "n1" {
+		t.Fatalf("pi.v1.%s: error reply with Pi-Node %q, want n1", op, n)
+	}
 	if m.Header.Get(micro.ErrorHeader) != msg {
 		t.Fatalf("pi.v1.%s: description %q, want the message %q", op, m.Header.Get(micro.ErrorHeader), msg)
 	}

@@ -27,6 +27,11 @@ const (
 	hdrApplied = "Pi-Applied-Seq"
 	hdrStale   = "Pi-Stale"
 	hdrLag     = "Pi-Lag"
+	// hdrNode names the node that answered, on every reply of both
+	// transports: over NATS any pi-node of the queue group may answer, and
+	// read your writes without minSeq holds on the node that acknowledged
+	// the write.
+	hdrNode = "Pi-Node"
 )
 
 // readHeaders returns the headers of a read that reflected f:

@@ -28,6 +28,7 @@ func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) watch(w http.ResponseWriter, r *http.Request) int {
 	op := wire.OpWatch.Name
+	s.setNode(w.Header())
 	if !s.authorized(r) {
 		return s.writeError(w, op, errUnauthorized)
 	}
