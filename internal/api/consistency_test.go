@@ -11,8 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/pifleet/sessionlog/internal/api"
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/tree"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
 
@@ -176,4 +179,42 @@ func readAll(t *testing.T, resp *http.Response) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestReadYourWritesAcrossRestart: a node that restarted has forgotten what
+// it acknowledged before, so until it has applied the log as far as it
+// went when the node started, a read waits for that (and past the bound
+// answers 504), rather than answer without a write it may have
+// acknowledged before the restart.
+func TestReadYourWritesAcrossRestart(t *testing.T) {
+	var g *gatedFeed
+	var sid string
+	e := newEnvFeed(t, func(l *session.MemLog) session.Feed {
+		// Written before this node's Store starts: the previous process's acks.
+		sid = writeSession(t, l)
+		g = &gatedFeed{MemLog: l, closed: true, opened: make(chan struct{})}
+		return g
+	}, func(c *api.Config) { c.MinSeqTimeout = 300 * time.Millisecond })
+	code, body := e.do("GET", "/v1/sessions/"+sid+"/export", nil)
+	if code != http.StatusGatewayTimeout || !strings.Contains(string(body), "when this node started") {
+		t.Fatalf("read before the restarted node applied the log's end: %d %s, want 504 naming the start", code, body)
+	}
+	g.open()
+	e.ok(200, "GET", "/v1/sessions/"+sid+"/export", nil, nil)
+}
+
+// writeSession stores a session of two entries straight into the log.
+func writeSession(t *testing.T, l *session.MemLog) string {
+	t.Helper()
+	u, err := uuid.NewV7()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid := u.String()
+	h := tree.NewHeader(sid, "2026-12-01T10:00:00.000Z", "/w", "")
+	e := `{"type":"message","id":"a0000001","parentId":null,"timestamp":"2026-12-01T10:00:00.000Z","message":{"role":"user","content":"q","timestamp":1}}`
+	if _, err := l.Append(context.Background(), sid, 0, []session.Record{session.HeaderRecord(&h), {Type: "message", ID: "a0000001", Data: []byte(e)}}); err != nil {
+		t.Fatal(err)
+	}
+	return sid
 }

@@ -93,6 +93,18 @@ func (s *Service) ReadBarrier(ctx context.Context, sid string, minSeq uint64, co
 		}
 	}
 	raise(minSeq, fmt.Sprintf("minSeq %d", minSeq))
+	// What this process acknowledged before a restart is forgotten, but it
+	// is all at or below the log's end when the process started.
+	first, ok := s.Store.FirstEnd()
+	if !ok {
+		var err error
+		if first, err = s.Store.LogLastSeq(ctx); err != nil {
+			return b, fmt.Errorf("this node has not learned the log's end since it started, so it cannot tell whether it holds the writes it acknowledged before: %w", err)
+		}
+	}
+	if first > s.Store.Applied() {
+		raise(first, fmt.Sprintf("sequence %d, the log's end when this node started (it may have acknowledged writes up to there before a restart)", first))
+	}
 	if own := s.ownAck(sid); own > 0 {
 		raise(own, fmt.Sprintf("sequence %d, which this node acknowledged", own))
 	}

@@ -102,5 +102,27 @@ func (st *Store) LogLastSeq(ctx context.Context) (uint64, error) {
 		return 0, err
 	}
 	st.NoteLogSeq(last)
+	st.noteFirstEnd(last)
 	return last, nil
+}
+
+// FirstEnd returns the log's last sequence as the Store first learned it
+// after Open (or a Reset), and whether it has learned it yet. A node that
+// restarted has forgotten which writes it acknowledged before: they are
+// all at or below this, so reads wait for it to read their own writes.
+func (st *Store) FirstEnd() (uint64, bool) {
+	if !st.stats.firstKnown.Load() {
+		return 0, false
+	}
+	return st.stats.firstEnd.Load(), true
+}
+
+// noteFirstEnd records last as FirstEnd unless one is known. Either value
+// of two racing first polls is a valid bound: both were read after Open.
+func (st *Store) noteFirstEnd(last uint64) {
+	if st.stats.firstKnown.Load() {
+		return
+	}
+	st.stats.firstEnd.Store(last)
+	st.stats.firstKnown.Store(true)
 }

@@ -142,6 +142,8 @@ type storeStats struct {
 	logLastSeq  atomic.Uint64 // the log's last sequence, last time we asked
 	noted       atomic.Uint64 // the highest sequence NoteLogSeq was told of
 	polled      atomic.Bool   // logLastSeq has been read at least once
+	firstEnd    atomic.Uint64 // the log's last sequence as first learned since Open (or Reset)
+	firstKnown  atomic.Bool   // firstEnd is set
 	caughtUpAt  atomic.Int64  // unix nanos when applied last reached logLastSeq
 	followError atomic.Value  // string
 	abandoned   atomic.Uint64 // abandoned multi-batch sessions this Store claimed and purged
@@ -239,6 +241,7 @@ func (st *Store) watchLag(ctx context.Context) {
 		if err == nil {
 			st.stats.logLastSeq.Store(last)
 			st.stats.polled.Store(true)
+			st.noteFirstEnd(last)
 			if st.Applied() >= st.known() {
 				st.stats.caughtUpAt.Store(st.opts.Now().UnixNano())
 			}

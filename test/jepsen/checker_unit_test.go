@@ -134,10 +134,10 @@ func TestCheckerFlagsViolations(t *testing.T) {
 			h.read(4, "n1", "s", 25, 26) // a was acked by n1 at 20
 			return h.ops, same(final)
 		}},
-		{"NATS: the connected node forgets its ack", checkRYWNATS, "over NATS", func() ([]*Op, map[string]map[string][]Entry) {
+		{"NATS: the answering node forgets its ack", checkRYWNode, "answered by n1", func() ([]*Op, map[string]map[string][]Entry) {
 			h, final := base()
-			r := h.read(4, "n1", "s", 25, 26) // a was acked via n1 at 20
-			r.Transport = "nats"
+			r := h.read(4, "n2", "s", 25, 26) // a was acked by n1 at 20
+			r.Transport, r.Served = "nats", "n1"
 			return h.ops, same(final)
 		}},
 		{"minSeq not honoured", checkRYWMinSeq, "minSeq 3", func() ([]*Op, map[string]map[string][]Entry) {
@@ -210,6 +210,11 @@ func TestCheckerNegatives(t *testing.T) {
 	h, final := base()
 	// A read on another node than the ack's, without headers: may be stale.
 	h.read(4, "n3", "s", 25, 26)
+	// The same over NATS: the client is connected to n1's server (which
+	// acknowledged a), but n2 answered.
+	r0 := h.read(4, "n1", "s", 25, 26)
+	r0.Transport, r0.Served = "nats", "n2"
+
 	// A stale read reporting Pi-Lag 0 but Pi-Stale: it said so.
 	r := h.read(4, "n3", "s", 45, 46, e("a", 2))
 	r.Lag, r.Stale = u64(0), true

@@ -162,6 +162,7 @@ func (c *client) append(ctx context.Context, sid string, expect *uint64) {
 		time.Sleep(min(100*time.Millisecond<<min(attempt, 2), 400*time.Millisecond))
 	}
 	op.Complete, op.Status, op.Err = c.rec.now(), a.status, a.err
+	op.Served = a.header("Pi-Node")
 	switch {
 	case a.class == classOK:
 		var wr wire.WriteResult
@@ -200,6 +201,7 @@ func (c *client) read(ctx context.Context, sid, kind string, minSeq uint64, stro
 		a = c.send(ctx, wire.OpExport, sid, wire.ExportRequest{SessionID: sid, MinSeq: minSeq, Consistency: consistency}, q)
 	}
 	op.Complete, op.Status, op.Err = c.rec.now(), a.status, a.err
+	op.Served = a.header("Pi-Node")
 	if a.class != classOK {
 		op.Outcome = Fail // a read has no effect
 		c.rec.add(op)

@@ -36,11 +36,10 @@
 // effect (a 4xx answer to an attempt with every earlier attempt never
 // delivered, or no attempt ever delivered); unknown (indeterminate: a
 // timeout, a 503, a reset connection, or a 4xx after such an attempt).
-// The node of an HTTP operation is the one that served it. The node of a
-// NATS operation is the one whose embedded server the client is
-// connected to; docs/API.md says that pi-node answers, but a reply does
-// not say who did, so the checks that need the serving node hold NATS
-// operations to that claim separately (ryw-nats). Before the workload the
+// Every reply names the node that answered (Pi-Node): over HTTP the
+// node the client talks to; over NATS whichever pi-node of the queue
+// group nats-server picked, which need not be the one whose embedded
+// server the client is connected to. Before the workload the
 // test asks each server for pi.v1.status a few times and reports which
 // pi-nodes answered (MEASURED nats routing).
 //
@@ -58,10 +57,9 @@
 //     invoked, A's sequence is below B's.
 //   - read-prefix: every successful read is a prefix of the final log:
 //     same entries, same order, no gap, nothing the final log lacks.
-//   - ryw-node: a read without minSeq on node N, invoked after an append
-//     acknowledged by N completed, contains that append (both over HTTP).
-//   - ryw-nats: the same, where the append or the read went over NATS,
-//     its node taken to be the connected server's pi-node.
+//   - ryw-node: a read without minSeq answered by node N, invoked after
+//     an append acknowledged by N completed, contains that append —
+//     whichever transport each went by.
 //   - ryw-minseq: a successful read with minSeq m contains every entry of
 //     the final log with sequence at most m.
 //   - applied-seq: a read that reports Pi-Applied-Seq a contains every
@@ -71,7 +69,7 @@
 //     409 among them) is in the final log.
 //   - honest-lag: a read that reports Pi-Lag 0 without Pi-Stale contains
 //     every entry of that session whose append was acknowledged by the
-//     read's node (both over HTTP) before the read was invoked, and every
+//     node that answered the read before the read was invoked, and every
 //     entry whose append was acknowledged by any node at least one second
 //     (lagWindow) before the read was invoked. A node learns of other
 //     nodes' writes by polling the log's end (docs/API.md: every 250 ms),

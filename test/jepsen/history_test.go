@@ -43,8 +43,9 @@ type Entry struct {
 type Op struct {
 	ID        int           `json:"id"`
 	Client    int           `json:"client"`
-	Node      string        `json:"node"`
-	Transport string        `json:"transport"` // http or nats
+	Node      string        `json:"node"`             // the node the client sticks to
+	Served    string        `json:"served,omitempty"` // the node that answered (its reply's Pi-Node)
+	Transport string        `json:"transport"`        // http or nats
 	Kind      Kind          `json:"kind"`
 	Session   string        `json:"session"`
 	Invoke    time.Duration `json:"invoke"`   // since the run's start
@@ -190,4 +191,17 @@ func writeHistory(path string, ops []*Op, final map[string]map[string][]Entry) e
 		return err
 	}
 	return f.Close()
+}
+
+// server is the node that answered op: its reply's Pi-Node, else (no
+// reply) over HTTP the node the client talks to, over NATS unknown ("":
+// the queue group picks any member).
+func (o *Op) server() string {
+	if o.Served != "" {
+		return o.Served
+	}
+	if o.Transport == "http" {
+		return o.Node
+	}
+	return ""
 }
