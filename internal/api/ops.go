@@ -113,7 +113,7 @@ func (s *Server) importFile(ctx context.Context, r *request) (reply, error) {
 	if len(bytes.TrimSpace(r.data)) == 0 {
 		return reply{}, wire.Invalid("body", "required: a pi session file (JSONL)")
 	}
-	res, err := s.svc.Import(ctx, r.data)
+	res, err := s.svc.Import(ctx, wire.ImportRequest{File: r.data, Strict: r.Strict})
 	if err != nil {
 		return reply{}, err
 	}

@@ -169,9 +169,13 @@ func (s *Service) Export(ctx context.Context, sid string) ([]byte, error) {
 	return out, err
 }
 
-// Import stores a pi JSONL file (any version) as a new session.
-func (s *Service) Import(ctx context.Context, data []byte) (wire.ImportResult, error) {
-	return writer.Import(ctx, s.Log, data, s.Rand, s.Retry)
+// Import stores a pi JSONL file (any version) as a new session. Like pi
+// it skips malformed lines, and also entries that are not of pi's shapes
+// (tree.CheckEntry), listing each in Skipped with its line, field and
+// reason; with req.Strict the first such line is a *wire.FieldError
+// ("line 7.message.role") and nothing is stored.
+func (s *Service) Import(ctx context.Context, req wire.ImportRequest) (wire.ImportResult, error) {
+	return writer.ImportWith(ctx, s.Log, req.File, tree.ReadOptions{Rand: s.Rand, Strict: req.Strict, Validate: true}, s.Retry)
 }
 
 // Fork stores the path to entryID as a new session (pi's createBranchedSession).

@@ -90,13 +90,26 @@ func publishSession(ctx context.Context, log session.Log, s *tree.Session, pol R
 // Import stores a pi session file (JSONL, version 1, 2 or 3; older versions
 // are migrated as pi migrates them). The session keeps its header id;
 // ErrExists if it is already stored. An import either completes or leaves
-// nothing.
+// nothing. It reads the file as pi does (ImportWith with the default
+// options): what it kept, it stores.
 func Import(ctx context.Context, log session.Log, data []byte, rand io.Reader, pol RetryPolicy) (wire.ImportResult, error) {
-	f, err := tree.Read(data, tree.ReadOptions{Rand: rand})
+	return ImportWith(ctx, log, data, tree.ReadOptions{Rand: rand}, pol)
+}
+
+// ImportWith is Import with the file read under opt: opt.Validate skips
+// entries that are not of pi's shapes (reported in Skipped), opt.Strict
+// refuses the file at its first bad line instead, as a *wire.FieldError
+// naming it ("line 7", or "line 7.message.role").
+func ImportWith(ctx context.Context, log session.Log, data []byte, opt tree.ReadOptions, pol RetryPolicy) (wire.ImportResult, error) {
+	f, err := tree.Read(data, opt)
 	if err != nil {
 		var le *tree.LineError
 		if errors.As(err, &le) {
-			return wire.ImportResult{}, wire.Invalid(fmt.Sprintf("line %d", le.Line), le.Reason)
+			field := fmt.Sprintf("line %d", le.Line)
+			if le.Field != "" {
+				field += "." + le.Field
+			}
+			return wire.ImportResult{}, wire.Invalid(field, le.Reason)
 		}
 		return wire.ImportResult{}, fmt.Errorf("%w: %v", wire.ErrInvalid, err)
 	}
@@ -130,9 +143,26 @@ func Fork(ctx context.Context, log session.Log, src *tree.Session, leafID string
 	if err != nil {
 		return "", 0, err
 	}
+	if err := checkFork(s); err != nil {
+		return "", 0, err
+	}
 	seqs, err := publishSession(ctx, log, s, pol)
 	if err != nil {
 		return h.ID, 0, err
 	}
 	return h.ID, seqs[len(seqs)-1], nil
+}
+
+// checkFork checks a fork's entries against pi's shapes before anything is
+// published. They were checked when they were written, so a failure means
+// the source holds an entry stored before checks existed (or by a writer
+// that skips them): the fork refuses to copy it.
+func checkFork(s *tree.Session) error {
+	for i := range s.Len() {
+		e := s.Entry(i)
+		if err := tree.CheckLine(e.Raw); err != nil {
+			return wire.Invalid("entryId", fmt.Sprintf("the path holds entry %q, which is not a valid %s entry (%v)", e.ID, e.Type(), err))
+		}
+	}
+	return nil
 }

@@ -55,6 +55,9 @@ func (w *Writer) Fork(ctx context.Context, leafID string, c CreateOptions) (*Wri
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", wire.ErrInvalid, err)
 	}
+	if err := checkFork(s); err != nil {
+		return nil, err
+	}
 	nw := newWriter(w.log, s, w.opts)
 	nw.seqs = make([]uint64, s.Len())
 	if !hasAssistant(s.Entries()) {
