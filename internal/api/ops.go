@@ -3,7 +3,9 @@ package api
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/tree"
@@ -55,9 +57,24 @@ var ops = []op{
 // for minSeq, bounded by MinSeqTimeout, then the operation.
 func (s *Server) call(ctx context.Context, o *op, r *request) (reply, error) {
 	if err := s.waitMinSeq(ctx, r.MinSeq); err != nil {
-		return reply{}, err
+		return reply{}, wire.Field("minSeq", err)
 	}
-	return o.run(s, ctx, r)
+	rep, err := o.run(s, ctx, r)
+	return rep, notFoundField(o, err)
+}
+
+// notFoundField names the input of a 404 that names none: the client of a
+// missing cursor, else the session of a per-session operation. (An entry
+// or leaf that is missing is named where it is looked up.)
+func notFoundField(o *op, err error) error {
+	var fe *wire.FieldError
+	if !errors.Is(err, wire.ErrNotFound) || errors.As(err, &fe) || !strings.Contains(o.Path, "{id}") {
+		return err
+	}
+	if o.Name == wire.OpCursorGet.Name {
+		return wire.Field("client", err)
+	}
+	return wire.Field("sessionId", err)
 }
 
 // waitMinSeq waits until this node's Store has applied seq (read your
