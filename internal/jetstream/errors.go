@@ -55,7 +55,9 @@ func translate(err error, conflict error) error {
 	if err == nil {
 		return nil
 	}
-	be := func(sentinel error, reason string) error { return &BackendError{Sentinel: sentinel, Reason: reason, Cause: err} }
+	be := func(sentinel error, reason string) error {
+		return &BackendError{Sentinel: sentinel, Reason: reason, Cause: err}
+	}
 	switch apiCode(err) {
 	case codeWrongLastSeq, codeWrongLastSeqConstant:
 		return be(conflict, "the session's last sequence is not the one expected (another write came first)")
