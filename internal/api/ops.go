@@ -60,15 +60,15 @@ func (s *Server) call(ctx context.Context, o *op, r *request) (reply, error) {
 		return reply{}, wire.Field("minSeq", err)
 	}
 	rep, err := o.run(s, ctx, r)
-	return rep, notFoundField(o, err)
+	return rep, notFoundField(o.Op, err)
 }
 
 // notFoundField names the input of a 404 that names none: the client of a
 // missing cursor, else the session of a per-session operation. (An entry
 // or leaf that is missing is named where it is looked up.)
-func notFoundField(o *op, err error) error {
+func notFoundField(o wire.Op, err error) error {
 	var fe *wire.FieldError
-	if !errors.Is(err, wire.ErrNotFound) || errors.As(err, &fe) || !strings.Contains(o.Path, "{id}") {
+	if !errors.Is(err, wire.ErrNotFound) || errors.As(err, &fe) || errors.Is(err, errNoArchive) || !strings.Contains(o.Path, "{id}") {
 		return err
 	}
 	if o.Name == wire.OpCursorGet.Name {

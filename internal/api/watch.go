@@ -49,12 +49,12 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request) int {
 	// The first page is read before any byte is sent, so that an unknown
 	// session (or a minSeq timeout) is still a proper JSON error.
 	if err := s.waitMinSeq(r.Context(), req.MinSeq); err != nil {
-		return s.writeError(w, op, err)
+		return s.writeError(w, op, wire.Field("minSeq", err))
 	}
 	changed := s.svc.Store.Changed()
 	page, _, err := s.svc.Entries(r.Context(), req.SessionID, req.AfterSeq, watchPage)
 	if err != nil {
-		return s.writeError(w, op, err)
+		return s.writeError(w, op, notFoundField(wire.OpWatch, err))
 	}
 
 	rc := http.NewResponseController(w)

@@ -52,7 +52,11 @@ func (s *Service) Append(ctx context.Context, sid string, req wire.AppendRequest
 		expect = *req.ExpectLastSeq
 	}
 	seqs, err := writer.Publish(ctx, s.Log, sid, expect, plan, s.Retry)
-	if err != nil {
+	var ce *wire.ConflictError
+	switch {
+	case errors.As(err, &ce) && req.ExpectLastSeq != nil:
+		return wire.WriteResult{}, wire.Field("expectLastSeq", err)
+	case err != nil:
 		return wire.WriteResult{}, entryOf(err, 0)
 	}
 	last := seqs[len(seqs)-1]
