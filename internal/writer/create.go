@@ -152,17 +152,3 @@ func Fork(ctx context.Context, log session.Log, src *tree.Session, leafID string
 	}
 	return h.ID, seqs[len(seqs)-1], nil
 }
-
-// checkFork checks a fork's entries against pi's shapes before anything is
-// published. They were checked when they were written, so a failure means
-// the source holds an entry stored before checks existed (or by a writer
-// that skips them): the fork refuses to copy it.
-func checkFork(s *tree.Session) error {
-	for i := range s.Len() {
-		e := s.Entry(i)
-		if err := tree.CheckLine(e.Raw); err != nil {
-			return wire.Invalid("entryId", fmt.Sprintf("the path holds entry %q, which is not a valid %s entry (%v)", e.ID, e.Type(), err))
-		}
-	}
-	return nil
-}
