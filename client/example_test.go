@@ -88,7 +88,8 @@ func ExampleJetStreamURL() {
 	}
 	defer c.Close()
 	s, _ := c.Create()
-	if _, err := s.AppendMessage(ctx, map[string]any{"role": "assistant", "content": "Hello.", "timestamp": 1}); err != nil {
+	if _, err := s.AppendMessage(ctx, map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "text", "text": "Hello."}},
+		"provider": "anthropic", "model": "claude-sonnet-4", "timestamp": 1}); err != nil {
 		log.Fatal(err)
 	}
 
@@ -112,7 +113,7 @@ func ExampleSession_Append() {
 	s, _ := c.Create()
 	s.AppendMessage(ctx, map[string]any{"role": "user", "content": "What is in go.mod?", "timestamp": 1})
 	w, err := s.Append(ctx,
-		client.Message(map[string]any{"role": "assistant", "stopReason": "toolUse", "timestamp": 2,
+		client.Message(map[string]any{"role": "assistant", "provider": "anthropic", "model": "claude-sonnet-4", "stopReason": "toolUse", "timestamp": 2,
 			"content": []any{map[string]any{"type": "toolCall", "id": "call_1", "name": "read", "arguments": map[string]any{"path": "go.mod"}}}}),
 		client.Message(map[string]any{"role": "toolResult", "toolCallId": "call_1", "toolName": "read", "isError": false, "timestamp": 3,
 			"content": []any{map[string]any{"type": "text", "text": "module example.com/demo"}}}),
@@ -148,7 +149,8 @@ func ExampleSession_Branch() {
 	defer c.Close()
 	s, _ := c.Create()
 	q, _ := s.AppendMessage(ctx, map[string]any{"role": "user", "content": "Fix the test.", "timestamp": 1})
-	a, _ := s.AppendMessage(ctx, map[string]any{"role": "assistant", "content": "Done.", "timestamp": 2})
+	a, _ := s.AppendMessage(ctx, map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "text", "text": "Done."}},
+		"provider": "anthropic", "model": "claude-sonnet-4", "timestamp": 2})
 	s.Label(ctx, a.ID, "first try")
 
 	if err := s.Branch(ctx, q.ID); err != nil { // back to the question
@@ -172,7 +174,8 @@ func ExampleCursorMovedError() {
 	c, _ := client.New(ctx, client.HTTP(os.Getenv("PI_NODE_URL")))
 	defer c.Close()
 	a, _ := c.Create(client.WithClientID("worker-7"))
-	a.AppendMessage(ctx, map[string]any{"role": "assistant", "content": "Ready.", "timestamp": 1})
+	a.AppendMessage(ctx, map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "text", "text": "Ready."}},
+		"provider": "anthropic", "model": "claude-sonnet-4", "timestamp": 1})
 
 	b, _ := c.Open(ctx, a.ID(), client.WithClientID("worker-7")) // resumes at the cursor
 	b.AppendMessage(ctx, map[string]any{"role": "user", "content": "from b", "timestamp": 2})
@@ -198,11 +201,13 @@ func ExampleSession_Fork() {
 	defer c.Close()
 	s, _ := c.Create()
 	q, _ := s.AppendMessage(ctx, map[string]any{"role": "user", "content": "Plan the migration.", "timestamp": 1})
-	s.AppendMessage(ctx, map[string]any{"role": "assistant", "content": "Step one: ...", "timestamp": 2})
+	s.AppendMessage(ctx, map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "text", "text": "Step one: ..."}},
+		"provider": "anthropic", "model": "claude-sonnet-4", "timestamp": 2})
 
 	f, _ := s.Fork(ctx, q.ID)
 	fmt.Println("fork stored:", f.Flushed())
-	f.AppendMessage(ctx, map[string]any{"role": "assistant", "content": "Another plan: ...", "timestamp": 3})
+	f.AppendMessage(ctx, map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "text", "text": "Another plan: ..."}},
+		"provider": "anthropic", "model": "claude-sonnet-4", "timestamp": 3})
 	fmt.Println("fork stored:", f.Flushed())
 	// Output:
 	// fork stored: false

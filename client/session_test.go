@@ -241,8 +241,8 @@ func TestArguments(t *testing.T) {
 	if !strings.Contains(string(line), `"message":{"content":"<a & b>","n":1.5,"role":"user"}`) {
 		t.Fatalf("a map was stored as %s", line)
 	}
-	w = must(t)(s.AppendMessage(ctx, []byte(` { "role" : "assistant", "content" : [] } `)))
-	if line, _ := s.Entry(w.ID); !strings.Contains(string(line), `"message":{"role":"assistant","content":[]}`) {
+	w = must(t)(s.AppendMessage(ctx, []byte(` { "role" : "assistant", "content" : [], "provider" : "p", "model" : "m" } `)))
+	if line, _ := s.Entry(w.ID); !strings.Contains(string(line), `"message":{"role":"assistant","content":[],"provider":"p","model":"m"}`) {
 		t.Fatalf("raw JSON was stored as %s", line)
 	}
 	var fe *FieldError

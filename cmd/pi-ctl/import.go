@@ -19,7 +19,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/wire"
 )
 
-const importHelp = `Usage: pi-ctl import PATH... [-j N] [--json]
+const importHelp = `Usage: pi-ctl import PATH... [-j N] [--strict] [--json]
 
 Imports pi session files. Each PATH is a file, or a directory searched
 recursively for *.jsonl files (e.g. ~/.pi/agent/sessions). Files of every
@@ -36,9 +36,15 @@ then a count when there were several. Each file is imported atomically: a
 bad file is reported and skipped, never half-imported. Exit status 1 when
 some file failed. On a terminal a progress bar runs on stderr.
 
+Like pi, an import skips the lines it cannot use: malformed JSON, and
+entries that are not of pi's shape for their type (a message without a
+role, a model_change without modelId, ...). The ok line counts them and
+the lines below it say which and why. --strict refuses such a file
+instead: an error naming the first bad line and field, nothing stored.
+
 --json prints one object per file instead: {"file","result" (ok, exists
 or error),"sessionId","entryCount","lastSeq","sourceVersion","skipped"
-(lines pi skips too),"error"}.
+(the lines skipped: {"line","field"?,"reason"}),"error"}.
 
 Over NATS a file may be at most the NATS server's max_payload (8 MiB with
 pi-node's embedded server); import bigger ones with --http URL (16 MiB).
@@ -56,9 +62,11 @@ type importResult struct {
 	Error         string       `json:"error,omitempty"`
 }
 
-// lineReport is a line of the file that pi skips too (blank, malformed).
+// lineReport is a line of the file the import skipped: malformed, or an
+// entry not of pi's shape (Field names the member).
 type lineReport struct {
 	Line   int    `json:"line"`
+	Field  string `json:"field,omitempty"`
 	Reason string `json:"reason"`
 }
 
@@ -67,6 +75,7 @@ func runImport(ctx context.Context, e *env, args []string) error {
 	conn := addConnFlags(flags)
 	jobs := flags.Int("j", 4, "import `N` files at once")
 	asJSON := flags.Bool("json", false, "print one JSON object per file")
+	strict := flags.Bool("strict", false, "refuse a file with a bad line instead of skipping the line")
 	paths, err := parseArgs(e, flags, importHelp, args, "PATH...")
 	if err != nil {
 		return err
@@ -90,7 +99,7 @@ func runImport(ctx context.Context, e *env, args []string) error {
 			out.done(i, failed[i])
 		}
 	}
-	err = importAll(ctx, b, files, failed, *jobs, out)
+	err = importAll(ctx, b, files, failed, *jobs, *strict, out)
 	out.finish()
 	switch {
 	case err != nil:
@@ -105,7 +114,7 @@ func runImport(ctx context.Context, e *env, args []string) error {
 // which take the files in order. A node that cannot be reached at all
 // stops them, rather than failing every remaining file the same way: that
 // error is returned, as is an interrupt.
-func importAll(ctx context.Context, b backend, files []string, failed map[int]*importResult, jobs int, out *importOutput) error {
+func importAll(ctx context.Context, b backend, files []string, failed map[int]*importResult, jobs int, strict bool, out *importOutput) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var mu sync.Mutex
@@ -117,7 +126,7 @@ func importAll(ctx context.Context, b backend, files []string, failed map[int]*i
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				r, err := importFile(ctx, b, files[i])
+				r, err := importFile(ctx, b, files[i], strict)
 				if ctx.Err() != nil {
 					return // interrupted: the file may be in or not; report nothing false
 				}
@@ -199,14 +208,14 @@ func findSessionFiles(paths []string) ([]string, map[int]*importResult) {
 
 // importFile sends one file to the import operation and classifies the
 // outcome. Only an unreachable node is returned as an error.
-func importFile(ctx context.Context, b backend, name string) (*importResult, error) {
+func importFile(ctx context.Context, b backend, name string, strict bool) (*importResult, error) {
 	r := &importResult{File: name}
 	data, err := os.ReadFile(name)
 	if err != nil {
 		r.Result, r.Error = "error", err.Error()
 		return r, nil
 	}
-	body, err := b.do(ctx, wire.ImportRequest{File: data})
+	body, err := b.do(ctx, wire.ImportRequest{File: data, Strict: strict})
 	var ue *apiclient.UnreachableError
 	switch {
 	case errors.As(err, &ue):

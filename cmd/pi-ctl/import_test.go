@@ -97,11 +97,36 @@ func TestImportSkippedLines(t *testing.T) {
 	nl := bytes.IndexByte(data, '\n')
 	withJunk := writeFile(t, "junk.jsonl", string(data[:nl+1])+"not json\n"+string(data[nl+1:]))
 	out := mustRun(t, "import", withJunk, "--http", n.httpURL)
-	if out != "ok      "+sid+"  5 entries  "+withJunk+" (1 line skipped, as pi skips them)\n" {
-		t.Errorf("import with a junk line: %q", out)
+	if want := "ok      " + sid + "  5 entries  " + withJunk + " (1 line skipped)\n        line 2: "; !strings.HasPrefix(out, want) || strings.Count(out, "\n") != 2 {
+		t.Errorf("import with a junk line: %q, want it to start %q and name the line", out, want)
 	}
 	if got := mustRun(t, "export", sid, "--http", n.httpURL); got != string(data) {
 		t.Errorf("export after skipping:\n%s\nwant:\n%s", got, data)
+	}
+}
+
+// TestImportStrict: --strict refuses a file with an entry not of pi's
+// shape, naming its line and field, and stores nothing of it; without it
+// the entry is skipped and listed.
+func TestImportStrict(t *testing.T) {
+	n := sharedNode(t)
+	path, sid := newSessionFile(t, "/strict")
+	data := conformance.MustRead(t, path)
+	nl := bytes.IndexByte(data, '\n')
+	bad := `{"type":"model_change","id":"badbad00","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","provider":"p"}` + "\n"
+	file := writeFile(t, "strict.jsonl", string(data[:nl+1])+bad+string(data[nl+1:]))
+	for _, conn := range [][]string{{"--http", n.httpURL}, {"--server", n.natsURL}} {
+		r := runCLI(t, "", append([]string{"import", "--strict", file}, conn...)...)
+		if r.code == 0 || !strings.Contains(r.stdout, "line 2.modelId: required") {
+			t.Errorf("%s strict import: exit %d %q, want an error naming line 2.modelId", conn[0], r.code, r.stdout)
+		}
+		if r := runCLI(t, "", append([]string{"export", sid}, conn...)...); r.code == 0 {
+			t.Errorf("%s: the strict import stored the session", conn[0])
+		}
+	}
+	out := mustRun(t, "import", "--json", file, "--http", n.httpURL)
+	if !strings.Contains(out, `"skipped":[{"line":2,"field":"modelId","reason":"required: a string"}]`) {
+		t.Errorf("lenient import: %s", out)
 	}
 }
 
@@ -176,7 +201,7 @@ func TestImportStops(t *testing.T) {
 	var stdout bytes.Buffer
 	out := newOut(&stdout)
 	errc := make(chan error, 1)
-	go func() { errc <- importAll(ctx, blocked, files, nil, 2, out) }()
+	go func() { errc <- importAll(ctx, blocked, files, nil, 2, false, out) }()
 	<-started
 	cancel()
 	if err := <-errc; err == nil || err.Error() != "interrupted after 0 of 3 files" {
@@ -193,7 +218,7 @@ func TestImportStops(t *testing.T) {
 		return nil, &apiclient.UnreachableError{Where: "nats://x", Err: errors.New("no servers")}
 	}}
 	stdout.Reset()
-	err := importAll(context.Background(), gone, files, nil, 1, newOut(&stdout))
+	err := importAll(context.Background(), gone, files, nil, 1, false, newOut(&stdout))
 	var ue *apiclient.UnreachableError
 	if !errors.As(err, &ue) || calls != 1 || stdout.String() != "" {
 		t.Errorf("unreachable node: %v after %d calls, printed %q", err, calls, stdout.String())

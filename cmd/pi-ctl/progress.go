@@ -78,9 +78,13 @@ func (o *importOutput) line(r *importResult) {
 	case "ok":
 		extra := ""
 		if n := len(r.Skipped); n > 0 {
-			extra = fmt.Sprintf(" (%s skipped, as pi skips them)", plural(n, "line"))
+			extra = fmt.Sprintf(" (%s skipped)", plural(n, "line"))
 		}
 		fmt.Fprintf(o.e.stdout, "ok      %s  %s  %s%s\n", r.SessionID, plural(*r.EntryCount, "entry"), name, extra)
+		for _, l := range r.Skipped {
+			le := tree.LineError{Line: l.Line, Field: l.Field, Reason: l.Reason}
+			fmt.Fprintf(o.e.stdout, "        %s\n", tree.Printable(le.Error()))
+		}
 	case "exists":
 		fmt.Fprintf(o.e.stdout, "exists  %s  %s\n", r.SessionID, name)
 	default:

@@ -39,7 +39,7 @@ func TestUnknownSession(t *testing.T) {
 		// (cursor.list of an unknown session answers an empty list).
 		expectFailure(t, 1, "not found", nil, withFlags(conn, "cursor", "get", sid, "c")...)
 		expectFailure(t, 1, `sessionId: "nope" is not a UUID`, nil, withFlags(conn, "show", "nope")...)
-		expectFailure(t, 1, `leaf "zzzz": not found`, nil, withFlags(conn, "context", importedSID(t, n), "--leaf", "zzzz")...)
+		expectFailure(t, 1, `leaf: entry "zzzz" is not in the session: not found`, nil, withFlags(conn, "context", importedSID(t, n), "--leaf", "zzzz")...)
 	})
 }
 

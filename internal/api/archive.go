@@ -20,9 +20,13 @@ type Archive interface {
 	Retention() time.Duration
 }
 
+// errNoArchive answers the archive operations of a node without one (it
+// names no input: notFoundField leaves it alone).
+var errNoArchive = fmt.Errorf("%w: this node serves no archive", wire.ErrNotFound)
+
 func (s *Server) archive() (Archive, error) {
 	if s.cfg.Archive == nil {
-		return nil, fmt.Errorf("%w: this node serves no archive", wire.ErrNotFound)
+		return nil, errNoArchive
 	}
 	return s.cfg.Archive, nil
 }

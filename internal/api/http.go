@@ -172,7 +172,7 @@ func (s *Server) httpRequest(w http.ResponseWriter, r *http.Request, o *op) (*re
 // readBody reads at most limit bytes; a longer body is ErrTooLarge. A
 // declared Content-Length over the limit is refused before reading.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
-	tooLarge := fmt.Errorf("body: larger than the limit of %d bytes: %w", limit, wire.ErrTooLarge)
+	tooLarge := wire.Field("body", fmt.Errorf("larger than the limit of %d bytes: %w", limit, wire.ErrTooLarge))
 	if r.ContentLength > limit {
 		return nil, tooLarge
 	}

@@ -164,9 +164,13 @@ func (s *Server) natsReply(nc *nats.Conn, o *op, req micro.Request) int {
 	switch {
 	case o.Body == wire.JSONLBody && int64(len(req.Data())) > s.cfg.MaxImportBody,
 		o.Body != wire.JSONLBody && int64(len(req.Data())) > s.cfg.MaxBody:
-		err = fmt.Errorf("body: larger than the limit: %w", wire.ErrTooLarge)
+		err = wire.Field("body", fmt.Errorf("larger than the limit: %w", wire.ErrTooLarge))
 	case o.Body == wire.JSONLBody:
+		// The body is the file: its flags come as headers.
 		r.data = req.Data()
+		if v := req.Headers().Get(wire.HeaderStrict); v != "" {
+			r.Strict, err = parseBool(wire.HeaderStrict, v)
+		}
 	default:
 		err = decodeJSON(req.Data(), r)
 	}

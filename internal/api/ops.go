@@ -3,7 +3,9 @@ package api
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/service"
@@ -71,7 +73,21 @@ func (s *Server) call(ctx context.Context, o *op, r *request) (reply, error) {
 	} else {
 		rep.fresh = s.svc.Store.Freshness()
 	}
-	return rep, err
+	return rep, notFoundField(o.Op, err)
+}
+
+// notFoundField names the input of a 404 that names none: the client of a
+// missing cursor, else the session of a per-session operation. (An entry
+// or leaf that is missing is named where it is looked up.)
+func notFoundField(o wire.Op, err error) error {
+	var fe *wire.FieldError
+	if !errors.Is(err, wire.ErrNotFound) || errors.As(err, &fe) || errors.Is(err, errNoArchive) || !strings.Contains(o.Path, "{id}") {
+		return err
+	}
+	if o.Name == wire.OpCursorGet.Name {
+		return wire.Field("client", err)
+	}
+	return wire.Field("sessionId", err)
 }
 
 // await waits until this node's Store has applied what a read of op must
@@ -79,7 +95,7 @@ func (s *Server) call(ctx context.Context, o *op, r *request) (reply, error) {
 // on another node; and the writes this node acknowledged itself), and
 // linearizability on request.
 func (s *Server) await(ctx context.Context, o wire.Op, r *request) error {
-	b := service.Barrier{Seq: r.MinSeq, Reason: fmt.Sprintf("minSeq %d", r.MinSeq)}
+	b := service.Barrier{Seq: r.MinSeq, Reason: fmt.Sprintf("minSeq %d", r.MinSeq), Field: "minSeq"}
 	if o.LogRead() {
 		sid := r.SessionID
 		if o == wire.OpList {
@@ -96,7 +112,11 @@ func (s *Server) await(ctx context.Context, o wire.Op, r *request) error {
 	wctx, cancel := context.WithTimeout(ctx, s.cfg.MinSeqTimeout)
 	defer cancel()
 	if err := s.svc.Store.WaitFor(wctx, b.Seq); err != nil {
-		return fmt.Errorf("%s not applied on node %s within %v: %w", b.Reason, s.cfg.NodeName, s.cfg.MinSeqTimeout, err)
+		err = fmt.Errorf("%s not applied on node %s within %v: %w", b.Reason, s.cfg.NodeName, s.cfg.MinSeqTimeout, err)
+		if b.Field != "" {
+			err = wire.Field(b.Field, err)
+		}
+		return err
 	}
 	return nil
 }
@@ -140,7 +160,7 @@ func (s *Server) importFile(ctx context.Context, r *request) (reply, error) {
 	if len(bytes.TrimSpace(r.data)) == 0 {
 		return reply{}, wire.Invalid("body", "required: a pi session file (JSONL)")
 	}
-	res, err := s.svc.Import(ctx, r.data)
+	res, err := s.svc.Import(ctx, wire.ImportRequest{File: r.data, Strict: r.Strict})
 	if err != nil {
 		return reply{}, err
 	}

@@ -40,6 +40,7 @@ type request struct {
 	Older    string          `json:"olderThan"` // archive.run
 	// Consistency of a log read: "" or wire.ConsistencyStrong.
 	Consistency string `json:"consistency"`
+	Strict   bool            `json:"strict"`    // import (NATS: the Pi-Strict header)
 
 	// Bodies of create, append, cursor.set and fork.
 	Header         json.RawMessage   `json:"header"`
@@ -131,6 +132,13 @@ func applyQuery(q url.Values, r *request) error {
 	if q.Has("leaf") {
 		r.Leaf.Parse(q.Get("leaf"))
 	}
+	if q.Has("strict") {
+		b, err := parseBool("strict", q.Get("strict"))
+		if err != nil {
+			return err
+		}
+		r.Strict = b
+	}
 	strs := []struct {
 		name string
 		dst  *string
@@ -141,6 +149,17 @@ func applyQuery(q url.Values, r *request) error {
 		}
 	}
 	return nil
+}
+
+// parseBool reads a boolean parameter: true or false (also 1 and 0).
+func parseBool(name, v string) (bool, error) {
+	switch v {
+	case "true", "1":
+		return true, nil
+	case "false", "0":
+		return false, nil
+	}
+	return false, wire.Invalid(name, fmt.Sprintf("%q: must be true or false", v))
 }
 
 // checkSession validates the session id of a per-session operation.

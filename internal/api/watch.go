@@ -55,7 +55,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request) int {
 	changed := s.svc.Store.Changed()
 	page, _, err := s.svc.Entries(r.Context(), req.SessionID, req.AfterSeq, watchPage)
 	if err != nil {
-		return s.writeError(w, op, err)
+		return s.writeError(w, op, notFoundField(wire.OpWatch, err))
 	}
 
 	rc := http.NewResponseController(w)

@@ -12,18 +12,19 @@ import (
 
 // Error is an error reply of pi-node: the HTTP status (over NATS the micro
 // error code, which pi-node sets to the same number) and the JSON error
-// object {"error":{"code","message","field","lastSeq"}}.
+// object {"error":{"code","message","field","lastSeq","revision"}}.
 //
 // It unwraps to the sentinel of its status, as wire.ErrorOf maps them
-// (docs/API.md, Errors): a *wire.FieldError for 400 with a field,
-// wire.ErrExists for a 409 of create or import, a *wire.ConflictError for
-// another 409 with lastSeq, and so on. A 500 unwraps to nothing.
+// (docs/API.md, Errors): wire.ErrExists for a 409 of create or import, a
+// *wire.ConflictError for another 409 with lastSeq or revision, and so on,
+// inside a *wire.FieldError when the reply names a field. A 500 unwraps to
+// nothing.
 type Error struct {
 	Op     string `json:"-"` // the operation that failed
 	Status int    `json:"-"`
 	// ErrorDetail is the error object: Code, Message, Field, LastSeq (the
-	// session's last sequence on a conflict with expectLastSeq: read what
-	// you missed with minSeq=LastSeq).
+	// session's last sequence on a conflict: read what you missed with
+	// minSeq=LastSeq), Revision (a cursor's, on a cursor.set conflict).
 	wire.ErrorDetail
 	// Foreign is set when the reply was not pi-node's error object (a
 	// proxy's page, a truncated reply); Message is then made from what

@@ -150,7 +150,9 @@ func (l *Log) create(ctx context.Context, sid string, recs []session.Record, ent
 	for _, r := range recs {
 		file = append(append(file, r.Data...), '\n')
 	}
-	body, err := l.c.Do(ctx, wire.ImportRequest{File: file})
+	// Strict: a record the node would skip fails the creation instead of
+	// leaving a session that lacks it.
+	body, err := l.c.Do(ctx, wire.ImportRequest{File: file, Strict: true})
 	if err != nil {
 		return nil, err
 	}

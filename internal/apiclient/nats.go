@@ -112,7 +112,12 @@ func (b *NATS) Do(ctx context.Context, req wire.Request) ([]byte, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, b.timeout)
 	defer cancel()
-	msg, err := b.nc.RequestWithContext(ctx, subject, data)
+	m := nats.NewMsg(subject)
+	m.Data = data
+	for k, vs := range wire.NATSHeader(req) {
+		m.Header[k] = vs
+	}
+	msg, err := b.nc.RequestMsgWithContext(ctx, m)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
 		return nil, &UnreachableError{Where: b.where, Err: fmt.Errorf("no pi-node serves %s", subject),

@@ -101,7 +101,7 @@ func TestErrorsFromNode(t *testing.T) {
 			if !errors.As(err, &ce) || ce.LastSeq != res.LastSeq || !errors.Is(err, wire.ErrConflict) {
 				t.Fatalf("stale append: %v", err)
 			}
-			bad := wire.AppendRequest{SessionID: sid, Entries: []json.RawMessage{json.RawMessage(`{"type":"message","parentId":"zzzz","message":{}}`)}}
+			bad := wire.AppendRequest{SessionID: sid, Entries: []json.RawMessage{json.RawMessage(`{"type":"message","parentId":"zzzz","message":{"role":"user","content":"hi"}}`)}}
 			_, err = c.Do(ctx, bad)
 			var fe *wire.FieldError
 			if !errors.As(err, &fe) || fe.Field != "entries[0].parentId" || strings.HasPrefix(fe.Reason, fe.Field) || !errors.Is(err, wire.ErrInvalid) {

@@ -62,7 +62,7 @@ func newWriter(b *testing.B, l *jetstream.Log) *writer.Writer {
 	if _, err := w.AppendMessage(ctx, benchFill.Message(time.Now())); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := w.AppendMessage(ctx, []byte(`{"role":"assistant","content":[{"type":"text","text":"ok"}]}`)); err != nil {
+	if _, err := w.AppendMessage(ctx, []byte(`{"role":"assistant","content":[{"type":"text","text":"ok"}],"provider":"p","model":"m"}`)); err != nil {
 		b.Fatal(err)
 	}
 	return w
@@ -175,7 +175,7 @@ func BenchmarkCreate(b *testing.B) {
 					return err
 				}
 			}
-			_, err = w.AppendMessage(ctx, []byte(`{"role":"assistant","content":[{"type":"text","text":"ok"}]}`))
+			_, err = w.AppendMessage(ctx, []byte(`{"role":"assistant","content":[{"type":"text","text":"ok"}],"provider":"p","model":"m"}`))
 			return err
 		})
 		if err == nil {

@@ -3,7 +3,6 @@ package jetstream
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -48,37 +47,80 @@ func apiCode(err error) jetstream.ErrorCode {
 // conflict is the sentinel for a lost optimistic write: ErrExists for an
 // exclusive creation, ErrConflict otherwise. Errors that are neither
 // transport nor contract failures (a misconfigured stream, a bug) are
-// returned as they are: retrying them would not help.
+// returned as they are: retrying them would not help. The message of a
+// translated error is ours (a *BackendError): it reaches API clients, and
+// nats.go's text ("nats: API error: code=400 err_code=10071 ...") is for
+// the server's log, not for them.
 func translate(err error, conflict error) error {
 	if err == nil {
 		return nil
 	}
+	be := func(sentinel error, reason string) error {
+		return &BackendError{Sentinel: sentinel, Reason: reason, Cause: err}
+	}
 	switch apiCode(err) {
-	case codeWrongLastSeq, codeWrongLastSeqConstant, codeBatchDuplicateMsgID, codeDuplicateInProcess:
-		return fmt.Errorf("%w: %w", conflict, err)
-	case codeMsgTooLarge, codeHeaderTooLarge, codeBatchTooLarge:
-		return fmt.Errorf("%w: %w", wire.ErrTooLarge, err)
-	case codeMsgNotFound, codeStreamNotFound:
-		return fmt.Errorf("%w: %w", wire.ErrNotFound, err)
-	case codeClusterNoPeers, codeClusterNotAvail, codeClusterNotLeader, codeNotEnabledForAccount,
-		codeStorageExceeded, codeNotEnabled, codeStoreFailed, codeExpectedLastSeqNotReady,
-		codeBatchIncomplete, codeBatchTooManyInflight,
+	case codeWrongLastSeq, codeWrongLastSeqConstant:
+		return be(conflict, "the session's last sequence is not the one expected (another write came first)")
+	case codeBatchDuplicateMsgID, codeDuplicateInProcess:
+		return be(conflict, "a record with the same id is stored already or being stored")
+	case codeMsgTooLarge:
+		return be(wire.ErrTooLarge, "a record exceeds the stream's maximum message size")
+	case codeHeaderTooLarge:
+		return be(wire.ErrTooLarge, "a record's headers exceed the stream's limit")
+	case codeBatchTooLarge:
+		return be(wire.ErrTooLarge, "more records than one atomic batch of the server carries")
+	case codeMsgNotFound:
+		return be(wire.ErrNotFound, "no such message in the stream")
+	case codeStreamNotFound:
+		return be(wire.ErrNotFound, "the stream does not exist")
+	case codeClusterNoPeers, codeClusterNotAvail, codeClusterNotLeader:
+		return be(wire.ErrUnavailable, "JetStream has no leader or quorum for the stream right now")
+	case codeNotEnabledForAccount, codeNotEnabled:
+		return be(wire.ErrUnavailable, "JetStream is not enabled (yet)")
+	case codeStorageExceeded:
+		return be(wire.ErrUnavailable, "JetStream's storage is full")
+	case codeStoreFailed:
+		return be(wire.ErrUnavailable, "JetStream could not store the records")
+	case codeExpectedLastSeqNotReady:
+		return be(wire.ErrUnavailable, "the stream cannot check the expected last sequence yet (a new leader is catching up)")
+	case codeBatchIncomplete, codeBatchTooManyInflight:
+		return be(wire.ErrUnavailable, "the atomic batch did not complete")
+	case codeStreamSealed, codeStreamOffline, codeStreamOfflineReason:
 		// A fenced (sealed) or lost home region's stream: a region
 		// failover is under way, and a retry goes to the new home.
-		codeStreamSealed, codeStreamOffline, codeStreamOfflineReason:
-		return fmt.Errorf("%w: %w", wire.ErrUnavailable, err)
+		return be(wire.ErrUnavailable, "the stream is sealed or offline (a region failover may be under way)")
 	}
 	switch {
 	case errors.Is(err, nats.ErrMaxPayload):
-		return fmt.Errorf("%w: %w", wire.ErrTooLarge, err)
-	case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrKeyDeleted),
-		errors.Is(err, jetstream.ErrBucketNotFound), errors.Is(err, jetstream.ErrStreamNotFound):
-		return fmt.Errorf("%w: %w", wire.ErrNotFound, err)
+		return be(wire.ErrTooLarge, "a message exceeds the NATS server's max_payload")
+	case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrKeyDeleted):
+		return be(wire.ErrNotFound, "no such key")
+	case errors.Is(err, jetstream.ErrBucketNotFound):
+		return be(wire.ErrNotFound, "the bucket does not exist")
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		return be(wire.ErrNotFound, "the stream does not exist")
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout), errors.Is(err, jetstream.ErrNoStreamResponse):
+		return be(wire.ErrUnavailable, "no reply from JetStream in time")
 	case isTransport(err):
-		return fmt.Errorf("%w: %w", wire.ErrUnavailable, err)
+		return be(wire.ErrUnavailable, "JetStream cannot be reached (no responders, or the connection is down)")
 	}
 	return err
 }
+
+// BackendError is a JetStream failure translated for the engine and its
+// clients: its message is the sentinel's and a reason in our words, while
+// errors.Is and errors.As reach both the sentinel and the original error
+// (Cause, with nats.go's codes and text, for logs and diagnostics).
+type BackendError struct {
+	Sentinel error // a wire sentinel: ErrConflict, ErrTooLarge, ...
+	Reason   string
+	Cause    error
+}
+
+func (e *BackendError) Error() string { return e.Sentinel.Error() + ": " + e.Reason }
+
+// Unwrap returns the sentinel and the cause.
+func (e *BackendError) Unwrap() []error { return []error{e.Sentinel, e.Cause} }
 
 // isTransport reports whether err means the request or its answer was lost:
 // the outcome of a write is then unknown.

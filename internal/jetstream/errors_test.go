@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,6 +47,10 @@ func TestTranslate(t *testing.T) {
 		got := translate(tc.err, tc.conflict)
 		if !errors.Is(got, tc.want) || !errors.Is(got, tc.err) {
 			t.Errorf("translate(%v): %v, want %v wrapping the original", tc.err, got, tc.want)
+		}
+		// The message reaches API clients: ours, without nats.go's text.
+		if msg := got.Error(); strings.Contains(msg, "nats:") || strings.Contains(msg, "err_code") || !strings.HasPrefix(msg, tc.want.Error()+": ") {
+			t.Errorf("translate(%v) says %q", tc.err, msg)
 		}
 	}
 	plain := errors.New("something else")

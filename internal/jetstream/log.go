@@ -96,8 +96,8 @@ func (l *Log) Append(ctx context.Context, sid string, expectLast uint64, recs []
 	for i, r := range recs {
 		msgs[i] = l.Msg(sid, r)
 		if size, limit := msgSize(msgs[i]), l.sizeLimit(); size > limit {
-			return nil, fmt.Errorf("append to %s: %w: record %d is %d bytes with its headers, the limit is %d",
-				sid, wire.ErrTooLarge, i, size, limit)
+			return nil, fmt.Errorf("append to %s: %w", sid, &session.RecordError{Index: i,
+				Err: fmt.Errorf("%w: %d bytes with its headers, the limit is %d", wire.ErrTooLarge, size, limit)})
 		}
 	}
 	if len(recs) == 1 {

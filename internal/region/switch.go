@@ -129,7 +129,7 @@ func (c *Cursors) target(ctx context.Context) (*jetstream.Cursors, <-chan struct
 	b, err := jetstream.NewCursors(ctx, c.js, cfg)
 	if err != nil {
 		if !errors.Is(err, wire.ErrUnavailable) {
-			err = fmt.Errorf("%w: %w", wire.ErrUnavailable, err)
+			err = &jetstream.BackendError{Sentinel: wire.ErrUnavailable, Reason: "the cursor bucket " + cfg.Bucket + " cannot be opened", Cause: err}
 		}
 		return nil, nil, err
 	}

@@ -77,6 +77,7 @@ func (s *Service) ownAck(sid string) uint64 {
 type Barrier struct {
 	Seq    uint64
 	Reason string // for the timeout's message: "minSeq 7", ...
+	Field  string // the input that asked for it (minSeq, consistency), or ""
 }
 
 // ReadBarrier returns what a read of session sid ("": of the catalog) must
@@ -87,12 +88,15 @@ type Barrier struct {
 // write acknowledged anywhere before it began.
 func (s *Service) ReadBarrier(ctx context.Context, sid string, minSeq uint64, consistency string) (Barrier, error) {
 	var b Barrier
+	field := ""
 	raise := func(seq uint64, why string) {
 		if seq > b.Seq {
-			b = Barrier{Seq: seq, Reason: why}
+			b = Barrier{Seq: seq, Reason: why, Field: field}
 		}
 	}
+	field = "minSeq"
 	raise(minSeq, fmt.Sprintf("minSeq %d", minSeq))
+	field = ""
 	// What this process acknowledged before a restart is forgotten, but it
 	// is all at or below the log's end when the process started.
 	first, ok := s.Store.FirstEnd()
@@ -113,9 +117,10 @@ func (s *Service) ReadBarrier(ctx context.Context, sid string, minSeq uint64, co
 	case wire.ConsistencyStrong:
 		last, err := s.leaderSeq(ctx, sid)
 		if err != nil {
-			return b, fmt.Errorf("consistency=strong: asking the log's leader: %w", err)
+			return b, wire.Field("consistency", fmt.Errorf("consistency=strong: asking the log's leader: %w", err))
 		}
 		s.Store.NoteLogSeq(last)
+		field = "consistency"
 		raise(last, fmt.Sprintf("sequence %d, the log's last at the leader (consistency=strong)", last))
 	default:
 		return b, wire.Invalid("consistency", fmt.Sprintf(`must be "strong" or absent, not %q`, consistency))

@@ -32,6 +32,7 @@ func (p *placement) Place(v writer.View, _ bool) ([]tree.Entry, []uint64, error)
 	}
 	var out, stored []tree.Entry
 	var seqs []uint64
+	firstStored := -1
 	inBatch := map[string]bool{}
 	for k := range p.drafts {
 		d, field := &p.drafts[k], fmt.Sprintf("entries[%d]", k)
@@ -43,6 +44,9 @@ func (p *placement) Place(v writer.View, _ bool) ([]tree.Entry, []uint64, error)
 			return nil, nil, err
 		}
 		if ok {
+			if firstStored < 0 {
+				firstStored = k
+			}
 			stored, seqs, parent = append(stored, *e), append(seqs, seq), d.id
 			continue
 		}
@@ -58,7 +62,8 @@ func (p *placement) Place(v writer.View, _ bool) ([]tree.Entry, []uint64, error)
 	case len(stored) == len(p.drafts):
 		return stored, seqs, nil
 	case len(stored) > 0:
-		return nil, nil, fmt.Errorf("%w: %d of the %d entries are already stored (%s first); an append is atomic, so send the rest alone", wire.ErrConflict, len(stored), len(p.drafts), stored[0].ID)
+		return nil, nil, wire.Field(fmt.Sprintf("entries[%d].id", firstStored), &wire.ConflictError{LastSeq: v.LastSeq(),
+			Reason: fmt.Sprintf("%d of the %d entries are already stored (%s first); an append is atomic, so send the rest alone", len(stored), len(p.drafts), stored[0].ID)})
 	}
 	return out, nil, nil
 }
@@ -74,7 +79,8 @@ func storedAs(v writer.View, d *draft, field string) (*tree.Entry, uint64, bool,
 		return nil, 0, false, nil
 	}
 	if !d.sameAs(e) {
-		return nil, 0, false, fmt.Errorf("%s.id: %q is already stored with other content: %w", field, d.id, wire.ErrConflict)
+		return nil, 0, false, wire.Field(field+".id", &wire.ConflictError{LastSeq: v.LastSeq(),
+			Reason: fmt.Sprintf("%q is already stored with other content", d.id)})
 	}
 	return e, seq, true, nil
 }

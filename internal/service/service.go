@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -49,7 +50,7 @@ func (s *Service) Create(ctx context.Context, req wire.CreateRequest) (wire.Writ
 		return wire.WriteResult{}, err
 	}
 	if n := 1 + len(req.Entries); n > s.Log.MaxBatch() {
-		return wire.WriteResult{}, fmt.Errorf("%w: %d records (header and %d entries) exceed the atomic batch limit of %d; import larger sessions with /v1/import", wire.ErrTooLarge, n, n-1, s.Log.MaxBatch())
+		return wire.WriteResult{}, wire.Field("entries", fmt.Errorf("%w: %d records (header and %d entries) exceed the atomic batch limit of %d; import larger sessions with /v1/import", wire.ErrTooLarge, n, n-1, s.Log.MaxBatch()))
 	}
 	sess := tree.NewSession(h)
 	ids := tree.IDGen{R: s.Rand}
@@ -89,8 +90,11 @@ func (s *Service) Create(ctx context.Context, req wire.CreateRequest) (wire.Writ
 		recs = append(recs, session.RecordOf(sess.Entry(i)))
 	}
 	seqs, err := writer.CreateRecords(ctx, s.Log, h.ID, recs, s.Retry)
-	if err != nil {
-		return wire.WriteResult{}, err
+	switch {
+	case errors.Is(err, wire.ErrExists):
+		return wire.WriteResult{}, wire.Field("header.id", fmt.Errorf("session %s: %w", h.ID, wire.ErrExists))
+	case err != nil:
+		return wire.WriteResult{}, entryOf(err, 1)
 	}
 	res := wire.WriteResult{SessionID: h.ID, LastSeq: seqs[len(seqs)-1], Entries: make([]wire.EntryResult, sess.Len())}
 	s.noteAck(h.ID, res.LastSeq)

@@ -52,8 +52,12 @@ func (s *Service) Append(ctx context.Context, sid string, req wire.AppendRequest
 		expect = *req.ExpectLastSeq
 	}
 	seqs, err := writer.Publish(ctx, s.Log, sid, expect, plan, s.Retry)
-	if err != nil {
-		return wire.WriteResult{}, err
+	var ce *wire.ConflictError
+	switch {
+	case errors.As(err, &ce) && req.ExpectLastSeq != nil:
+		return wire.WriteResult{}, wire.Field("expectLastSeq", err)
+	case err != nil:
+		return wire.WriteResult{}, entryOf(err, 0)
 	}
 	last := seqs[len(seqs)-1]
 	if _, done := plan.Done(); done {
@@ -71,7 +75,7 @@ func (s *Service) checkAppend(sid string, req wire.AppendRequest) ([]draft, erro
 		return nil, wire.Invalid("entries", "at least one entry is required")
 	}
 	if len(req.Entries) > s.Log.MaxBatch() {
-		return nil, fmt.Errorf("%w: %d entries exceed the atomic batch limit of %d", wire.ErrTooLarge, len(req.Entries), s.Log.MaxBatch())
+		return nil, wire.Field("entries", fmt.Errorf("%w: %d entries exceed the atomic batch limit of %d", wire.ErrTooLarge, len(req.Entries), s.Log.MaxBatch()))
 	}
 	drafts := make([]draft, len(req.Entries))
 	for k, raw := range req.Entries {
@@ -87,6 +91,20 @@ func (s *Service) checkAppend(sid string, req wire.AppendRequest) ([]draft, erro
 		}
 	}
 	return drafts, nil
+}
+
+// entryOf names the entry a record the log refused came from: record
+// offset+k is entries[k], the ones before offset the header.
+func entryOf(err error, offset int) error {
+	var re *session.RecordError
+	if !errors.As(err, &re) {
+		return err
+	}
+	field := "header"
+	if k := re.Index - offset; k >= 0 {
+		field = fmt.Sprintf("entries[%d]", k)
+	}
+	return &wire.FieldError{Field: field, Reason: re.Err.Error(), Err: re.Err}
 }
 
 // cursorLeaf reads the leaf of client's cursor, if it has one.

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/pifleet/sessionlog/internal/session"
@@ -69,6 +70,9 @@ func (s *Service) SetCursor(ctx context.Context, sid, client, leafID string, exp
 	var rev uint64
 	if expectRev != nil {
 		rev, err = s.Cursors.Update(ctx, sid, client, c, *expectRev)
+		if errors.Is(err, wire.ErrConflict) {
+			return wire.CursorView{}, s.revisionConflict(ctx, sid, client, *expectRev, err)
+		}
 	} else {
 		rev, err = s.Cursors.Put(ctx, sid, client, c)
 	}
@@ -76,6 +80,24 @@ func (s *Service) SetCursor(ctx context.Context, sid, client, leafID string, exp
 		return wire.CursorView{}, err
 	}
 	return cursorView(session.CursorEntry{Session: sid, Client: client, Revision: rev, Cursor: c}), nil
+}
+
+// revisionConflict is the error of a cursor.set whose expectRevision is
+// stale: it carries the cursor's revision now (0: none), to retry with.
+func (s *Service) revisionConflict(ctx context.Context, sid, client string, expect uint64, err error) error {
+	var now uint64
+	cur, gerr := s.Cursors.Get(ctx, sid, client)
+	switch {
+	case gerr == nil:
+		now = cur.Revision
+	case !errors.Is(gerr, wire.ErrNotFound):
+		return err // the revision is unknown; the conflict stands
+	}
+	reason := fmt.Sprintf("the cursor of %s is at revision %d, not %d", client, now, expect)
+	if now == 0 {
+		reason = fmt.Sprintf("%s has no cursor (expectRevision 0 creates one), not revision %d", client, expect)
+	}
+	return wire.Field("expectRevision", &wire.ConflictError{Revision: &now, Reason: reason})
 }
 
 // DeleteCursor removes a client's cursor.

@@ -70,6 +70,8 @@ type Leaf struct {
 	ID     string // an entry id
 	Null   bool   // the null leaf (before the first entry)
 	Client string // the client's cursor (default leaf when it has none)
+
+	cursor bool // ID is the leaf of Client's cursor (for the error's field)
 }
 
 // resolve returns the entry index for l in d (-1 for null).
@@ -98,7 +100,7 @@ func (s *Service) resolve(ctx context.Context, sid string, l Leaf) (Leaf, error)
 	if err := s.Store.WaitFor(wctx, c.Seq); err != nil {
 		return l, err
 	}
-	return Leaf{ID: c.LeafID, Null: c.LeafID == ""}, nil
+	return Leaf{ID: c.LeafID, Null: c.LeafID == "", cursor: true}, nil
 }
 
 func leafIndex(t *tree.Session, l Leaf) (int, error) {
@@ -108,7 +110,11 @@ func leafIndex(t *tree.Session, l Leaf) (int, error) {
 	case l.ID != "":
 		i, ok := t.Index(l.ID)
 		if !ok {
-			return 0, fmt.Errorf("leaf %q: %w", l.ID, wire.ErrNotFound)
+			field := "leaf"
+			if l.cursor {
+				field = "client"
+			}
+			return 0, wire.Field(field, fmt.Errorf("entry %q is not in the session: %w", l.ID, wire.ErrNotFound))
 		}
 		return i, nil
 	}
@@ -171,9 +177,13 @@ func (s *Service) Export(ctx context.Context, sid string) ([]byte, error) {
 	return out, err
 }
 
-// Import stores a pi JSONL file (any version) as a new session.
-func (s *Service) Import(ctx context.Context, data []byte) (wire.ImportResult, error) {
-	res, err := writer.Import(ctx, s.Log, data, s.Rand, s.Retry)
+// Import stores a pi JSONL file (any version) as a new session. Like pi
+// it skips malformed lines, and also entries that are not of pi's shapes
+// (tree.CheckEntry), listing each in Skipped with its line, field and
+// reason; with req.Strict the first such line is a *wire.FieldError
+// ("line 7.message.role") and nothing is stored.
+func (s *Service) Import(ctx context.Context, req wire.ImportRequest) (wire.ImportResult, error) {
+	res, err := writer.ImportWith(ctx, s.Log, req.File, tree.ReadOptions{Rand: s.Rand, Strict: req.Strict, Validate: true}, s.Retry)
 	if err == nil {
 		s.noteAck(res.SessionID, res.LastSeq)
 	}
@@ -185,7 +195,7 @@ func (s *Service) Fork(ctx context.Context, sid, entryID string) (string, uint64
 	var src *tree.Session
 	err := s.doc(ctx, sid, func(d *store.Doc) error {
 		if !d.Tree.Has(entryID) {
-			return fmt.Errorf("entry %q: %w", entryID, wire.ErrNotFound)
+			return wire.Field("entryId", fmt.Errorf("entry %q is not in the session: %w", entryID, wire.ErrNotFound))
 		}
 		src = forkSource(d.Tree, entryID)
 		return nil

@@ -55,7 +55,7 @@ func testImportExportConformance(t *testing.T, b backend) {
 				continue // pi wrote no file
 			}
 			exp := conformance.MustValue(t, conformance.MustRead(t, filepath.Join(c, "expected.json")))
-			res, err := svc.Import(ctx, data)
+			res, err := svc.Import(ctx, wire.ImportRequest{File: data})
 			if err != nil {
 				t.Fatalf("%s: %v", c, err)
 			}
@@ -121,7 +121,7 @@ func testServiceErrors(t *testing.T, b backend) {
 			return err
 		}, wire.ErrInvalid, "entries[0].type"},
 		{"unknown parent", func() error {
-			_, err := svc.Append(ctx, sid, wire.AppendRequest{Entries: raws(`{"type":"message","parentId":"nope","message":{"role":"user"}}`)})
+			_, err := svc.Append(ctx, sid, wire.AppendRequest{Entries: raws(`{"type":"message","parentId":"nope","message":{"role":"user","content":"hi"}}`)})
 			return err
 		}, wire.ErrInvalid, "entries[0].parentId"},
 		{"duplicate id, other content", func() error {
@@ -129,33 +129,33 @@ func testServiceErrors(t *testing.T, b backend) {
 			return err
 		}, wire.ErrConflict, ""},
 		{"duplicate id in request", func() error {
-			_, err := svc.Append(ctx, sid, wire.AppendRequest{Entries: raws(`{"type":"custom","id":"x1"}`, `{"type":"custom","id":"x1"}`)})
+			_, err := svc.Append(ctx, sid, wire.AppendRequest{Entries: raws(`{"type":"custom","customType":"t","id":"x1"}`, `{"type":"custom","customType":"t","id":"x1"}`)})
 			return err
 		}, wire.ErrInvalid, "entries[1].id"},
 		{"bad entry id", func() error {
-			_, err := svc.Append(ctx, sid, wire.AppendRequest{Entries: raws(`{"type":"custom","id":"a b"}`)})
+			_, err := svc.Append(ctx, sid, wire.AppendRequest{Entries: raws(`{"type":"custom","customType":"t","id":"a b"}`)})
 			return err
 		}, wire.ErrInvalid, "entries[0].id"},
 		{"oversize entry", func() error {
-			big := `{"type":"custom","customType":"x","data":"` + strings.Repeat("x", 9<<20) + `"}`
+			big := `{"type":"custom","customType":"t","customType":"x","data":"` + strings.Repeat("x", 9<<20) + `"}`
 			_, err := svc.Append(ctx, sid, wire.AppendRequest{Entries: raws(big)})
 			return err
 		}, wire.ErrTooLarge, ""},
 		{"stale expectLastSeq", func() error {
 			stale := created.LastSeq - 1
-			_, err := svc.Append(ctx, sid, wire.AppendRequest{ExpectLastSeq: &stale, Entries: raws(`{"type":"custom"}`)})
+			_, err := svc.Append(ctx, sid, wire.AppendRequest{ExpectLastSeq: &stale, Entries: raws(`{"type":"custom","customType":"t"}`)})
 			return err
 		}, wire.ErrConflict, ""},
 		{"unknown session", func() error {
-			_, err := svc.Append(ctx, newID(t), wire.AppendRequest{Entries: raws(`{"type":"custom"}`)})
+			_, err := svc.Append(ctx, newID(t), wire.AppendRequest{Entries: raws(`{"type":"custom","customType":"t"}`)})
 			return err
 		}, wire.ErrNotFound, ""},
 		{"bad session id", func() error {
-			_, err := svc.Append(ctx, "pi.sess.>", wire.AppendRequest{Entries: raws(`{"type":"custom"}`)})
+			_, err := svc.Append(ctx, "pi.sess.>", wire.AppendRequest{Entries: raws(`{"type":"custom","customType":"t"}`)})
 			return err
 		}, wire.ErrInvalid, "sessionId"},
 		{"bad client id", func() error {
-			_, err := svc.Append(ctx, sid, wire.AppendRequest{Client: "a.b", Entries: raws(`{"type":"custom"}`)})
+			_, err := svc.Append(ctx, sid, wire.AppendRequest{Client: "a.b", Entries: raws(`{"type":"custom","customType":"t"}`)})
 			return err
 		}, wire.ErrInvalid, "client"},
 		{"label of an unknown entry", func() error {
@@ -171,20 +171,20 @@ func testServiceErrors(t *testing.T, b backend) {
 			return err
 		}, wire.ErrNotFound, ""},
 		{"import without header", func() error {
-			_, err := svc.Import(ctx, []byte(`{"type":"message","id":"a"}`))
+			_, err := svc.Import(ctx, wire.ImportRequest{File: []byte(`{"type":"message","id":"a"}`)})
 			return err
 		}, wire.ErrInvalid, "line 1"},
 		{"import wrong version", func() error {
-			_, err := svc.Import(ctx, v1)
+			_, err := svc.Import(ctx, wire.ImportRequest{File: v1})
 			return err
 		}, wire.ErrInvalid, "line 1"},
 		{"import malformed only", func() error {
-			_, err := svc.Import(ctx, []byte("{oops\n"))
+			_, err := svc.Import(ctx, wire.ImportRequest{File: []byte("{oops\n")})
 			return err
 		}, wire.ErrInvalid, "line 1"},
 		{"import existing", func() error {
 			data, _ := svc.Export(ctx, sid)
-			_, err := svc.Import(ctx, data)
+			_, err := svc.Import(ctx, wire.ImportRequest{File: data})
 			return err
 		}, wire.ErrExists, ""},
 		{"create existing", func() error {
@@ -196,7 +196,7 @@ func testServiceErrors(t *testing.T, b backend) {
 			return err
 		}, wire.ErrInvalid, "header.version"},
 		{"create dangling parent", func() error {
-			_, err := svc.Create(ctx, wire.CreateRequest{Entries: raws(`{"type":"custom","parentId":"zz"}`)})
+			_, err := svc.Create(ctx, wire.CreateRequest{Entries: raws(`{"type":"custom","customType":"t","parentId":"zz"}`)})
 			return err
 		}, wire.ErrInvalid, "entries[0].parentId"},
 	}
@@ -270,13 +270,13 @@ func testServiceAppend(t *testing.T, b backend) {
 
 	// Idempotent retry: the same request again returns the original result,
 	// with or without a timestamp, and stores nothing.
-	req := wire.AppendRequest{Entries: raws(`{"type":"custom","customType":"x","id":"retry001","parentId":"` + a + `","timestamp":"2026-01-01T00:00:00.000Z"}`)}
+	req := wire.AppendRequest{Entries: raws(`{"type":"custom","customType":"t","customType":"x","id":"retry001","parentId":"` + a + `","timestamp":"2026-01-01T00:00:00.000Z"}`)}
 	first, err := svc.Append(ctx, sid, req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := lastSeq(t, b)
-	for _, again := range []wire.AppendRequest{req, {Entries: raws(`{"type":"custom","customType":"x","id":"retry001","parentId":"` + a + `"}`)}} {
+	for _, again := range []wire.AppendRequest{req, {Entries: raws(`{"type":"custom","customType":"t","customType":"x","id":"retry001","parentId":"` + a + `"}`)}} {
 		res, err := svc.Append(ctx, sid, again)
 		if err != nil || res.Entries[0].Seq != first.Entries[0].Seq {
 			t.Fatalf("retry: %+v, %v (first %+v)", res, err, first)
@@ -292,7 +292,7 @@ func testServiceAppend(t *testing.T, b backend) {
 	for w := range workers {
 		wg.Go(func() {
 			for i := range each {
-				_, err := svc.Append(ctx, sid, wire.AppendRequest{Entries: raws(fmt.Sprintf(`{"type":"custom","customType":"w%d-%d"}`, w, i))})
+				_, err := svc.Append(ctx, sid, wire.AppendRequest{Entries: raws(fmt.Sprintf(`{"type":"custom","customType":"t","customType":"w%d-%d"}`, w, i))})
 				if err != nil {
 					t.Errorf("worker %d: %v", w, err)
 					return
@@ -310,7 +310,7 @@ func testServiceAppend(t *testing.T, b backend) {
 	}
 	// expectLastSeq that is current succeeds.
 	last := recs[len(recs)-1].Seq
-	if _, err := svc.Append(ctx, sid, wire.AppendRequest{ExpectLastSeq: &last, Entries: raws(`{"type":"custom","customType":"cas"}`)}); err != nil {
+	if _, err := svc.Append(ctx, sid, wire.AppendRequest{ExpectLastSeq: &last, Entries: raws(`{"type":"custom","customType":"t","customType":"cas"}`)}); err != nil {
 		t.Fatal(err)
 	}
 }

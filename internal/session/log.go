@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -50,7 +51,8 @@ type Stored struct {
 //     wire.ErrConflict (or wire.ErrExists for a header): the caller reads what it missed
 //     and reconciles; it never gets a silent duplicate.
 //   - A record larger than the log's limit, or more records than one atomic
-//     batch can carry, fail with wire.ErrTooLarge and store nothing.
+//     batch can carry, fail with wire.ErrTooLarge and store nothing; for a
+//     record over the limit the error is a *RecordError naming it.
 //   - Transport failures are wire.ErrUnavailable; the outcome is then unknown and the
 //     caller retries with the same records (ids make the retry detectable).
 type Log interface {
@@ -136,3 +138,16 @@ type Cursors interface {
 type Identifier interface {
 	Identity(ctx context.Context) (string, error)
 }
+
+// RecordError is the failure of one record of an Append, by its index in
+// recs, so that a caller can name the input the record came from (an
+// append's entries[k]). It unwraps to the failure (wire.ErrTooLarge).
+type RecordError struct {
+	Index int
+	Err   error
+}
+
+func (e *RecordError) Error() string { return fmt.Sprintf("record %d: %v", e.Index, e.Err) }
+
+// Unwrap returns the record's failure.
+func (e *RecordError) Unwrap() error { return e.Err }

@@ -94,7 +94,7 @@ func CheckAppend(session string, recs []Record, maxBatch, maxRecordBytes int) er
 	seen := make(map[string]int, len(recs))
 	for i, r := range recs {
 		if len(r.Data) > maxRecordBytes {
-			return fmt.Errorf("%w: record %d is %d bytes, the limit is %d", wire.ErrTooLarge, i, len(r.Data), maxRecordBytes)
+			return &RecordError{Index: i, Err: fmt.Errorf("%w: %d bytes, the limit is %d", wire.ErrTooLarge, len(r.Data), maxRecordBytes)}
 		}
 		if !r.IsHeader() && r.ID == "" {
 			return wire.Invalid(fmt.Sprintf("records[%d].id", i), "an entry needs an id")

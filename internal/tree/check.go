@@ -26,16 +26,16 @@ func Check(data []byte, opt ReadOptions) []LineError {
 		e := s.Entry(i)
 		line := f.EntryLines[i]
 		if prev, dup := first[e.ID]; dup {
-			problems = append(problems, LineError{line, fmt.Sprintf("duplicate entry id %q (first on line %d)", e.ID, f.EntryLines[prev])})
+			problems = append(problems, LineError{Line: line, Reason: fmt.Sprintf("duplicate entry id %q (first on line %d)", e.ID, f.EntryLines[prev])})
 		} else {
 			first[e.ID] = i
 		}
 		switch {
 		case e.ParentID == "":
 		case e.ParentID == e.ID:
-			problems = append(problems, LineError{line, fmt.Sprintf("entry %q is its own parent", e.ID)})
+			problems = append(problems, LineError{Line: line, Reason: fmt.Sprintf("entry %q is its own parent", e.ID)})
 		case !s.Has(e.ParentID):
-			problems = append(problems, LineError{line, fmt.Sprintf("parent %q of entry %q is not in the file (the entry becomes a root)", e.ParentID, e.ID)})
+			problems = append(problems, LineError{Line: line, Reason: fmt.Sprintf("parent %q of entry %q is not in the file (the entry becomes a root)", e.ParentID, e.ID)})
 		}
 	}
 	// Entries on a parent cycle are reachable from no root.
@@ -45,7 +45,7 @@ func Check(data []byte, opt ReadOptions) []LineError {
 	}
 	for i, ok := range inTree {
 		if !ok {
-			problems = append(problems, LineError{f.EntryLines[i], fmt.Sprintf("entry %q is on a parent cycle and unreachable from any root", s.Entry(i).ID)})
+			problems = append(problems, LineError{Line: f.EntryLines[i], Reason: fmt.Sprintf("entry %q is on a parent cycle and unreachable from any root", s.Entry(i).ID)})
 		}
 	}
 	sort.SliceStable(problems, func(a, b int) bool { return problems[a].Line < problems[b].Line })

@@ -24,6 +24,8 @@
 //   - migrate.go: version 1 and 2 lines rewritten to version 3 exactly as
 //     pi's migrateToCurrentVersion and _rewriteFile do.
 //   - check.go: Check, a strict validation reporting every problem.
+//   - validate.go: CheckEntry, an entry against pi's type for its "type"
+//     (what writes accept, and what Read with Validate keeps).
 //   - session.go: Session, the indexes by id, parents, labels and name;
 //     Append, Path, Label, Name.
 //   - tree.go: Tree (pi's getTree: children ordered by timestamp, ties in

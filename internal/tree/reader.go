@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"slices"
 	"unicode/utf8"
 
 	"github.com/pifleet/sessionlog/internal/tree/jsjson"
@@ -12,11 +13,19 @@ import (
 // LineError is a problem with one line of a session file. Line numbers are
 // 1-based physical lines of the input.
 type LineError struct {
-	Line   int    `json:"line"`
+	Line int `json:"line"`
+	// Field is the member of the line's entry that is wrong, for an entry
+	// that fails CheckEntry ("message.role"); empty for other problems.
+	Field  string `json:"field,omitempty"`
 	Reason string `json:"reason"`
 }
 
-func (e *LineError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Reason) }
+func (e *LineError) Error() string {
+	if e.Field != "" {
+		return fmt.Sprintf("line %d: %s: %s", e.Line, e.Field, e.Reason)
+	}
+	return fmt.Sprintf("line %d: %s", e.Line, e.Reason)
+}
 
 // ReadOptions control Read.
 type ReadOptions struct {
@@ -26,6 +35,10 @@ type ReadOptions struct {
 	// Rand supplies the random ids that migrating a version-1 file assigns;
 	// nil means crypto/rand. Tests inject a fixed source.
 	Rand io.Reader
+	// Validate checks every entry (after migration) against pi's shape for
+	// its type (CheckEntry); one that fails is a bad line like those above,
+	// its LineError naming the field.
+	Validate bool
 }
 
 // File is a session file read into memory.
@@ -59,9 +72,11 @@ type parsedLine struct {
 // exporting reproduces the input without the skipped lines and repeated
 // headers. data must not be modified afterwards: entries share its memory.
 func Read(data []byte, opt ReadOptions) (*File, error) {
-	lines, skipped, err := splitLines(data, opt.Strict)
-	if err != nil {
-		return nil, err
+	lines, skipped := splitLines(data)
+	// In strict mode the first bad line by line number is the error, be it
+	// malformed JSON (found while splitting) or a bad entry (found below).
+	if opt.Strict && len(skipped) > 0 && (len(lines) == 0 || skipped[0].Line < lines[0].no) {
+		return nil, &skipped[0]
 	}
 	if len(lines) == 0 {
 		if len(skipped) > 0 {
@@ -91,13 +106,17 @@ func Read(data []byte, opt ReadOptions) (*File, error) {
 	f.Session.Grow(len(lines) - 1)
 	f.EntryLines = make([]int, 0, len(lines)-1)
 
-	bad := func(no int, reason string) error {
+	badField := func(no int, field, reason string) error {
 		if opt.Strict {
-			return &LineError{Line: no, Reason: reason}
+			if len(f.Skipped) > 0 && f.Skipped[0].Line < no {
+				return &f.Skipped[0]
+			}
+			return &LineError{Line: no, Field: field, Reason: reason}
 		}
-		f.Skipped = append(f.Skipped, LineError{Line: no, Reason: reason})
+		f.Skipped = append(f.Skipped, LineError{Line: no, Field: field, Reason: reason})
 		return nil
 	}
+	bad := func(no int, reason string) error { return badField(no, "", reason) }
 	for k := 1; k < len(lines); k++ {
 		l := &lines[k]
 		if !l.obj {
@@ -123,19 +142,33 @@ func Read(data []byte, opt ReadOptions) (*File, error) {
 			}
 			continue
 		}
+		if opt.Validate {
+			if err := CheckLine(l.data); err != nil {
+				se := err.(*ShapeError)
+				if err := badField(l.no, se.Path, se.Reason); err != nil {
+					return nil, err
+				}
+				continue
+			}
+		}
 		if opt.Strict && f.Session.Has(e.ID) {
 			prev, _ := f.Session.Index(e.ID)
-			return nil, &LineError{Line: l.no, Reason: fmt.Sprintf("duplicate entry id %q (first on line %d)", e.ID, f.EntryLines[prev])}
+			return nil, bad(l.no, fmt.Sprintf("duplicate entry id %q (first on line %d)", e.ID, f.EntryLines[prev]))
 		}
 		f.Session.Append(e)
 		f.EntryLines = append(f.EntryLines, l.no)
 	}
+	if opt.Strict && len(f.Skipped) > 0 {
+		return nil, &f.Skipped[0]
+	}
+	// Skipped in line order: splitting found the malformed lines first.
+	slices.SortStableFunc(f.Skipped, func(a, b LineError) int { return a.Line - b.Line })
 	return f, nil
 }
 
 // splitLines splits data like pi: content.trim().split("\n"), skipping lines
 // that are blank after trim() and lines JSON.parse rejects.
-func splitLines(data []byte, strict bool) ([]parsedLine, []LineError, error) {
+func splitLines(data []byte) ([]parsedLine, []LineError) {
 	// content.trim(): leading and trailing JavaScript whitespace of the file.
 	lineNo := 1
 	for len(data) > 0 {
@@ -178,15 +211,12 @@ func splitLines(data []byte, strict bool) ([]parsedLine, []LineError, error) {
 				lines = append(lines, parsedLine{no: no, data: line}) // valid JSON, not an object
 				continue
 			}
-			if strict {
-				return nil, nil, &LineError{Line: no, Reason: err.Error()}
-			}
 			skipped = append(skipped, LineError{Line: no, Reason: err.Error()})
 			continue
 		}
 		lines = append(lines, parsedLine{no: no, data: line, lf: lf, obj: true})
 	}
-	return lines, skipped, nil
+	return lines, skipped
 }
 
 // isBlankJS reports whether line.trim() is empty in JavaScript.

@@ -70,8 +70,22 @@ func EncodeHTTP(req Request, minSeq uint64) (HTTPRequest, error) {
 	return out, nil
 }
 
+// HeaderStrict is the NATS header of a strict import ("true"): the request
+// body is the file, so the flag travels beside it.
+const HeaderStrict = "Pi-Strict"
+
+// NATSHeader returns the NATS headers req carries besides its body: an
+// import's Strict flag; nil for every other request.
+func NATSHeader(req Request) map[string][]string {
+	if ir, ok := req.(ImportRequest); ok && ir.Strict {
+		return map[string][]string{HeaderStrict: {"true"}}
+	}
+	return nil
+}
+
 // EncodeNATS lays req out for NATS: its subject and body (every field as
-// JSON, or an import's file as it is); minSeq as for EncodeHTTP.
+// JSON, or an import's file as it is, its flags in NATSHeader); minSeq as
+// for EncodeHTTP.
 func EncodeNATS(req Request, minSeq uint64) (subject string, data []byte, err error) {
 	o := req.Op()
 	if o.HTTPOnly() {

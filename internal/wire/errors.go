@@ -36,27 +36,47 @@ var (
 	ErrUnauthorized = errors.New("unauthorized")
 )
 
-// FieldError is an ErrInvalid that names the offending input field or line,
-// so callers can point the user at it. Unwraps to ErrInvalid.
+// FieldError is an error about one input field or line, which it names so
+// that callers can point the user at it. Err is what it unwraps to: nil
+// means ErrInvalid (Invalid's errors); Field sets another (an unknown leaf
+// is ErrNotFound, an id stored with other content a *ConflictError).
 type FieldError struct {
 	Field  string // JSON path-ish name ("entries[2].parentId") or "line 7"
 	Reason string
+	Err    error
 }
 
 func (e *FieldError) Error() string { return e.Field + ": " + e.Reason }
 
-// Unwrap makes errors.Is(err, ErrInvalid) true.
-func (e *FieldError) Unwrap() error { return ErrInvalid }
+// Unwrap makes errors.Is(err, ErrInvalid) true, or errors.Is(err, e.Err).
+func (e *FieldError) Unwrap() error {
+	if e.Err != nil {
+		return e.Err
+	}
+	return ErrInvalid
+}
 
-// Invalid returns a FieldError for field.
+// Invalid returns an ErrInvalid FieldError for field.
 func Invalid(field, reason string) error { return &FieldError{Field: field, Reason: reason} }
 
-// ConflictError is an ErrConflict that knows the session's last sequence at
-// the time of the conflict, so the caller can read what it missed with
-// minSeq = LastSeq from any node. Unwraps to ErrConflict.
+// Field names the input field err is about, keeping what err unwraps to
+// (a *FieldError already naming one keeps its own).
+func Field(field string, err error) error {
+	var fe *FieldError
+	if err == nil || errors.As(err, &fe) {
+		return err
+	}
+	return &FieldError{Field: field, Reason: err.Error(), Err: err}
+}
+
+// ConflictError is an ErrConflict that knows where the thing in conflict
+// stands: the session's last sequence (read what you missed with minSeq =
+// LastSeq from any node), or for a cursor its current revision (0: the
+// client has none), to retry expectRevision with. Unwraps to ErrConflict.
 type ConflictError struct {
-	LastSeq uint64
-	Reason  string
+	LastSeq  uint64
+	Revision *uint64
+	Reason   string
 }
 
 func (e *ConflictError) Error() string { return "conflict: " + e.Reason }
@@ -77,7 +97,7 @@ const (
 )
 
 // ErrorBody is the JSON body of every error reply, on both transports:
-// {"error":{"code","message","field"?,"lastSeq"?}}.
+// {"error":{"code","message","field"?,"lastSeq"?,"revision"?}}.
 type ErrorBody struct {
 	Error ErrorDetail `json:"error"`
 }
@@ -89,9 +109,13 @@ type ErrorDetail struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 	Field   string `json:"field,omitempty"`
-	// LastSeq is the session's last sequence on a conflict with
-	// expectLastSeq: read what you missed with minSeq=lastSeq.
+	// LastSeq is the session's last sequence on a conflict (a stale
+	// expectLastSeq, an id stored with other content): read what you
+	// missed with minSeq=lastSeq.
 	LastSeq uint64 `json:"lastSeq,omitempty"`
+	// Revision is the cursor's current revision on a cursor.set conflict
+	// (0: the client has no cursor): expectRevision to retry with.
+	Revision *uint64 `json:"revision,omitempty"`
 }
 
 // errorTable maps sentinels to an HTTP status and an error code: the one
@@ -130,7 +154,7 @@ func StatusOf(err error) (status int, d ErrorDetail, known bool) {
 			d := ErrorDetail{Code: e.code, Message: err.Error()}
 			var ce *ConflictError
 			if errors.As(err, &ce) {
-				d.LastSeq = ce.LastSeq
+				d.LastSeq, d.Revision = ce.LastSeq, ce.Revision
 			}
 			var fe *FieldError
 			if errors.As(err, &fe) {
@@ -145,21 +169,32 @@ func StatusOf(err error) (status int, d ErrorDetail, known bool) {
 // ErrorOf maps an error reply of operation op back to the sentinel of its
 // status (nil for a status that has none, such as 500):
 //
-//	400 invalid      ErrInvalid (a *FieldError when d.Field is set)
+//	400 invalid      ErrInvalid
 //	401 unauthorized ErrUnauthorized
 //	404 not_found    ErrNotFound
 //	409 conflict     ErrExists for create and import (the session id is
-//	                 taken); otherwise a *ConflictError when d carries lastSeq
-//	                 (a stale expectLastSeq), else ErrConflict
+//	                 taken); otherwise a *ConflictError when d carries
+//	                 lastSeq or revision, else ErrConflict
 //	413 too_large    ErrTooLarge
 //	502, 503         ErrUnavailable (retry; appends with the same ids are safe)
 //	504 timeout      ErrTimeout (minSeq not applied in time)
+//
+// When d names a field the error is a *FieldError unwrapping to that.
 func ErrorOf(op string, status int, d ErrorDetail) error {
+	base := sentinelOf(op, status, d)
+	if d.Field == "" || base == nil {
+		return base
+	}
+	fe := &FieldError{Field: d.Field, Reason: strings.TrimPrefix(d.Message, d.Field+": ")}
+	if base != ErrInvalid {
+		fe.Err = base
+	}
+	return fe
+}
+
+func sentinelOf(op string, status int, d ErrorDetail) error {
 	switch status {
 	case http.StatusBadRequest:
-		if d.Field != "" {
-			return &FieldError{Field: d.Field, Reason: strings.TrimPrefix(d.Message, d.Field+": ")}
-		}
 		return ErrInvalid
 	case http.StatusUnauthorized:
 		return ErrUnauthorized
@@ -169,8 +204,8 @@ func ErrorOf(op string, status int, d ErrorDetail) error {
 		switch {
 		case op == OpCreate.Name || op == OpImport.Name:
 			return ErrExists
-		case d.LastSeq > 0:
-			return &ConflictError{LastSeq: d.LastSeq, Reason: d.Message}
+		case d.LastSeq > 0 || d.Revision != nil:
+			return &ConflictError{LastSeq: d.LastSeq, Revision: d.Revision, Reason: d.Message}
 		}
 		return ErrConflict
 	case http.StatusRequestEntityTooLarge:

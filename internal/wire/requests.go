@@ -214,8 +214,13 @@ type ExportRequest struct {
 
 // ImportRequest stores a pi session file (any version). File is the body
 // as it is, on both transports; MinSeq goes in the HTTP query only.
+// Strict refuses the file at its first bad line (malformed, or an entry
+// not of pi's shape) instead of skipping it; it is the query parameter
+// strict=true over HTTP and the header Pi-Strict: true over NATS (the body
+// being the file).
 type ImportRequest struct {
 	File   []byte `json:"-"`
+	Strict bool   `json:"strict,omitempty"`
 	MinSeq uint64 `json:"minSeq,omitempty"`
 }
 

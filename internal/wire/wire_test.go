@@ -85,6 +85,7 @@ func TestEncode(t *testing.T) {
 		{AppendRequest{SessionID: "s", Client: "c", Entries: []json.RawMessage{json.RawMessage(`{"a": "<"}`)}}, "POST", "/v1/sessions/s/entries", `{"entries":[{"a":"<"}],"client":"c","minSeq":7}`,
 			"pi.v1.append", `{"sessionId":"s","entries":[{"a":"<"}],"client":"c","minSeq":7}`},
 		{ImportRequest{File: []byte("{}\n")}, "POST", "/v1/import?minSeq=7", "{}\n", "pi.v1.import", "{}\n"},
+		{ImportRequest{File: []byte("{}\n"), Strict: true}, "POST", "/v1/import?minSeq=7&strict=true", "{}\n", "pi.v1.import", "{}\n"},
 		{ArchiveRestoreRequest{SessionID: "s"}, "POST", "/v1/archive/s/restore", `{"minSeq":7}`, "pi.v1.archive.restore", `{"sessionId":"s","minSeq":7}`},
 	} {
 		h, err := EncodeHTTP(c.req, 7)
@@ -102,6 +103,12 @@ func TestEncode(t *testing.T) {
 		if err != nil || subj != c.subject || string(data) != c.natsBody {
 			t.Errorf("%s over NATS: %s %s %v", c.req.Op().Name, subj, data, err)
 		}
+	}
+	if h := NATSHeader(ImportRequest{Strict: true}); len(h[HeaderStrict]) != 1 || h[HeaderStrict][0] != "true" {
+		t.Errorf("strict import's NATS header: %v", h)
+	}
+	if h := NATSHeader(ImportRequest{}); h != nil {
+		t.Errorf("lenient import's NATS header: %v", h)
 	}
 	if _, _, err := EncodeNATS(WatchRequest{}, 0); err == nil {
 		t.Error("watch was encoded for NATS")

@@ -185,13 +185,26 @@ func transient(err error) bool {
 // Import stores a pi session file (JSONL, version 1, 2 or 3; older versions
 // are migrated as pi migrates them). The session keeps its header id;
 // ErrExists if it is already stored. An import either completes or leaves
-// nothing.
+// nothing. It reads the file as pi does (ImportWith with the default
+// options): what it kept, it stores.
 func Import(ctx context.Context, log session.Log, data []byte, rand io.Reader, pol RetryPolicy) (wire.ImportResult, error) {
-	f, err := tree.Read(data, tree.ReadOptions{Rand: rand})
+	return ImportWith(ctx, log, data, tree.ReadOptions{Rand: rand}, pol)
+}
+
+// ImportWith is Import with the file read under opt: opt.Validate skips
+// entries that are not of pi's shapes (reported in Skipped), opt.Strict
+// refuses the file at its first bad line instead, as a *wire.FieldError
+// naming it ("line 7", or "line 7.message.role").
+func ImportWith(ctx context.Context, log session.Log, data []byte, opt tree.ReadOptions, pol RetryPolicy) (wire.ImportResult, error) {
+	f, err := tree.Read(data, opt)
 	if err != nil {
 		var le *tree.LineError
 		if errors.As(err, &le) {
-			return wire.ImportResult{}, wire.Invalid(fmt.Sprintf("line %d", le.Line), le.Reason)
+			field := fmt.Sprintf("line %d", le.Line)
+			if le.Field != "" {
+				field += "." + le.Field
+			}
+			return wire.ImportResult{}, wire.Invalid(field, le.Reason)
 		}
 		return wire.ImportResult{}, fmt.Errorf("%w: %v", wire.ErrInvalid, err)
 	}
@@ -223,6 +236,9 @@ func Fork(ctx context.Context, log session.Log, src *tree.Session, leafID string
 	h := tree.NewHeader(u.String(), tree.FormatTimestamp(now), src.Header.Cwd, src.Header.ID)
 	s, err := tree.Fork(src, leaf, h, tree.IDGen{R: rand})
 	if err != nil {
+		return "", 0, err
+	}
+	if err := checkFork(s); err != nil {
 		return "", 0, err
 	}
 	seqs, err := publishSession(ctx, log, s, pol)

@@ -383,6 +383,17 @@ func (w *Writer) build(specs []Spec, prev []tree.Entry) ([]tree.Entry, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", wire.ErrInvalid, err)
 		}
+		// Messages and custom content are the caller's raw JSON: pi's
+		// shapes are checked here, before anything is published.
+		if err := tree.CheckLine(e.Raw); err != nil {
+			field := fmt.Sprintf("entries[%d]", k)
+			var se *tree.ShapeError
+			if errors.As(err, &se) && se.Path != "" {
+				field += "." + se.Path
+				err = errors.New(se.Reason)
+			}
+			return nil, wire.Invalid(field, err.Error())
+		}
 		entries[k] = e
 		parent = e.ID
 	}

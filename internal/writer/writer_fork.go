@@ -55,6 +55,9 @@ func (w *Writer) Fork(ctx context.Context, leafID string, c CreateOptions) (*Wri
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", wire.ErrInvalid, err)
 	}
+	if err := checkFork(s); err != nil {
+		return nil, err
+	}
 	nw := newWriter(w.log, s, w.opts)
 	nw.seqs = make([]uint64, s.Len())
 	if !hasAssistant(s.Entries()) {
@@ -67,4 +70,18 @@ func (w *Writer) Fork(ctx context.Context, leafID string, c CreateOptions) (*Wri
 	copy(nw.seqs, seqs[1:])
 	nw.flushed, nw.lastSeq = true, seqs[len(seqs)-1]
 	return nw, nil
+}
+
+// checkFork checks a fork's entries against pi's shapes before anything is
+// published. They were checked when they were written, so a failure means
+// the source holds an entry stored before checks existed (or by a writer
+// that skips them): the fork refuses to copy it.
+func checkFork(s *tree.Session) error {
+	for i := range s.Len() {
+		e := s.Entry(i)
+		if err := tree.CheckLine(e.Raw); err != nil {
+			return wire.Invalid("entryId", fmt.Sprintf("the path holds entry %q, which is not a valid %s entry (%v)", e.ID, e.Type(), err))
+		}
+	}
+	return nil
 }
