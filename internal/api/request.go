@@ -40,7 +40,7 @@ type request struct {
 	Older    string          `json:"olderThan"` // archive.run
 	// Consistency of a log read: "" or wire.ConsistencyStrong.
 	Consistency string `json:"consistency"`
-	Strict   bool            `json:"strict"`    // import (NATS: the Pi-Strict header)
+	Strict      bool   `json:"strict"` // import (NATS: the Pi-Strict header)
 
 	// Bodies of create, append, cursor.set and fork.
 	Header         json.RawMessage   `json:"header"`
