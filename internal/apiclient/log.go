@@ -171,6 +171,35 @@ func (l *Log) create(ctx context.Context, sid string, recs []session.Record, ent
 	return seqs, nil
 }
 
+var _ session.WholeCreator = (*Log)(nil)
+
+// CreateWhole stores a session larger than one batch with one import: the
+// node writes it in batches and hides it until whole (see session.Log).
+// The batches need not be contiguous in the log, so the sequences are read
+// back from the node.
+func (l *Log) CreateWhole(ctx context.Context, sid string, recs []session.Record) ([]uint64, error) {
+	for i, r := range recs {
+		if len(r.Data) > l.MaxRecord {
+			return nil, &session.RecordError{Index: i, Err: fmt.Errorf("%w: record of %d bytes exceeds the limit of %d", wire.ErrTooLarge, len(r.Data), l.MaxRecord)}
+		}
+	}
+	seqs, err := l.create(ctx, sid, recs, len(recs)-1)
+	if err != nil || len(recs) <= l.MaxBatchSize {
+		return seqs, err
+	}
+	stored, err := l.Read(ctx, sid, 0)
+	if err != nil {
+		return nil, fmt.Errorf("create %s: stored, but reading its sequences back failed: %w", sid, err)
+	}
+	if len(stored) != len(recs) {
+		return nil, fmt.Errorf("create %s: stored, but the node holds %d records of %d", sid, len(stored), len(recs))
+	}
+	for i := range stored {
+		seqs[i] = stored[i].Seq
+	}
+	return seqs, nil
+}
+
 // SessionLastSeq returns the session's last sequence from a linearizable
 // read (consistency=strong): the node asks the log's leader.
 func (l *Log) SessionLastSeq(ctx context.Context, sid string) (uint64, error) {

@@ -9,6 +9,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/apiclient/apitest"
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/wire"
+	"github.com/pifleet/sessionlog/internal/writer"
 )
 
 // TestLogOverAPI: the API's Log stores the very records it is given (the
@@ -82,6 +83,55 @@ func TestLogOverAPI(t *testing.T) {
 			}
 			if err := l.Purge(ctx, sid); !errors.Is(err, wire.ErrInvalid) {
 				t.Fatalf("purge: %v", err)
+			}
+		})
+	}
+}
+
+// TestCreateWholeOverAPI: a session larger than one batch goes to the node
+// as one import (which the node writes in batches, hidden until whole), and
+// the sequences the Log reports are the ones the stream holds — also when
+// the writer is the engine's import, which hands the Log the whole session.
+func TestCreateWholeOverAPI(t *testing.T) {
+	n := apitest.Start(t, apitest.Options{MaxBatch: 10})
+	for name, c := range transports(t, n) {
+		t.Run(name, func(t *testing.T) {
+			ctx := ctxT(t)
+			l := apiclient.NewLog(c)
+			l.MaxBatchSize = 10
+			sid := newSID(t)
+			recs := records(t, sid, 34)
+			seqs, err := l.CreateWhole(ctx, sid, recs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			direct, err := n.Log.Read(ctx, sid, 0)
+			if err != nil || len(direct) != len(recs) {
+				t.Fatalf("stored %d records (%v), want %d", len(direct), err, len(recs))
+			}
+			for i, d := range direct {
+				if d.Seq != seqs[i] || string(d.Data) != string(recs[i].Data) {
+					t.Fatalf("record %d stored at %d, the Log says %d", i, d.Seq, seqs[i])
+				}
+			}
+			if direct[0].Total != len(recs) {
+				t.Fatalf("the node wrote the session without its record count (%d): it was not hidden while written", direct[0].Total)
+			}
+			if _, err := l.CreateWhole(ctx, sid, recs); !errors.Is(err, wire.ErrExists) {
+				t.Fatalf("creating it again: %v, want ErrExists", err)
+			}
+
+			var file []byte
+			for _, r := range records(t, newSID(t), 25) {
+				file = append(append(file, r.Data...), '\n')
+			}
+			res, err := writer.Import(ctx, l, file, nil, writer.RetryPolicy{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := n.Log.Read(ctx, res.SessionID, 0)
+			if err != nil || len(got) != 26 || got[25].Seq != res.LastSeq {
+				t.Fatalf("import through the Log: %d records (%v), last at %d, want 26 ending at %d", len(got), err, got[len(got)-1].Seq, res.LastSeq)
 			}
 		})
 	}

@@ -80,6 +80,17 @@ type Log interface {
 	SessionLastSeq(ctx context.Context, session string) (uint64, error)
 }
 
+// WholeCreator is a Log that stores a new session of any size in one call,
+// all or nothing, hidden from readers until whole: apiclient's, whose node
+// imports it and writes the batches itself. Writers hand it a session too
+// large for one Append whole, since batches written through it one by one
+// could not be hidden (the header's Total is the node's to set).
+type WholeCreator interface {
+	// CreateWhole stores recs (header first) as session sid and returns
+	// each record's sequence; wire.ErrExists if the session exists.
+	CreateWhole(ctx context.Context, sid string, recs []Record) ([]uint64, error)
+}
+
 // Feed is the read side: the whole log in sequence order, for Stores.
 type Feed interface {
 	// Follow calls apply with every record whose Seq >= from, in sequence

@@ -65,6 +65,9 @@ func publishSession(ctx context.Context, log session.Log, s *tree.Session, pol R
 		recs = append(recs, session.RecordOf(s.Entry(i)))
 	}
 	max := log.MaxBatch()
+	if wc, ok := log.(session.WholeCreator); ok && len(recs) > max {
+		return wc.CreateWhole(ctx, sid, recs)
+	}
 	if len(recs) <= max {
 		return CreateRecords(ctx, log, sid, recs, pol)
 	}

@@ -21,6 +21,9 @@ import (
 type Options struct {
 	// Token is the HTTP bearer token the node requires ("" for none).
 	Token string
+	// MaxBatch is the node's atomic batch limit (0: the default), small to
+	// make a session of a few records span several batches.
+	MaxBatch int
 }
 
 // Node is a running in-process pi-node.
@@ -61,6 +64,9 @@ func Start(t testing.TB, o Options) *Node {
 // testing.T); Close stops it.
 func StartDir(ctx context.Context, dir string, o Options) (n *Node, err error) {
 	n = &Node{Token: o.Token, Config: jetstream.NewConfig()}
+	if o.MaxBatch > 0 {
+		n.Config.MaxBatch = o.MaxBatch
+	}
 	defer func() {
 		if err != nil {
 			n.Close()
