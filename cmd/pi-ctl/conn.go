@@ -32,6 +32,7 @@ type connFlags struct {
 	http, token                   string
 	timeout                       time.Duration
 	minSeq                        uint64
+	consistency                   string
 }
 
 // addConnFlags registers the connection options on fs. The environment
@@ -50,6 +51,7 @@ func addConnFlags(fs *flag.FlagSet) *connFlags {
 	fs.StringVar(&c.token, "token", "", "bearer `TOKEN` for --http (default $PI_CTL_TOKEN)")
 	fs.DurationVar(&c.timeout, "timeout", 10*time.Second, "give up on a request (and on connecting) after `D`")
 	fs.Uint64Var(&c.minSeq, "min-seq", 0, "read your writes: wait until the node has applied log sequence `N` (a write's lastSeq)")
+	fs.StringVar(&c.consistency, "consistency", "", "`strong`: reads reflect every write acknowledged before them, on any node (the node asks the stream leader first)")
 	return c
 }
 
@@ -68,6 +70,8 @@ func (c *connFlags) open(ctx context.Context, e *env, fs *flag.FlagSet) (backend
 		return nil, usagef(fs.Name(), "--tls-cert and --tls-key go together")
 	case c.password != "" && c.user == "":
 		return nil, usagef(fs.Name(), "--password needs --user")
+	case c.consistency != "" && c.consistency != wire.ConsistencyStrong:
+		return nil, usagef(fs.Name(), "--consistency takes %q (or nothing), not %q", wire.ConsistencyStrong, c.consistency)
 	}
 	httpURL := c.http
 	if httpURL == "" && !set["server"] {
@@ -82,7 +86,7 @@ func (c *connFlags) open(ctx context.Context, e *env, fs *flag.FlagSet) (backend
 			token = e.getenv("PI_CTL_TOKEN")
 		}
 		h, err := apiclient.NewHTTP(apiclient.HTTPOptions{URL: httpURL, Token: token, TLSCert: c.tlsCert, TLSKey: c.tlsKey, TLSCA: c.tlsCA,
-			Timeout: c.timeout, MinSeq: c.minSeq})
+			Timeout: c.timeout, MinSeq: c.minSeq, Consistency: c.consistency})
 		if err != nil {
 			return nil, usagef(fs.Name(), "--http %v", err)
 		}
@@ -98,7 +102,7 @@ func (c *connFlags) open(ctx context.Context, e *env, fs *flag.FlagSet) (backend
 	// One connection attempt, no retries in the background: an operator
 	// wants to hear at once that the server is not there.
 	n, err := apiclient.DialNATS(apiclient.NATSOptions{URL: server, Name: "pi-ctl", Creds: c.creds, User: c.user, Password: c.password,
-		TLSCert: c.tlsCert, TLSKey: c.tlsKey, TLSCA: c.tlsCA, Timeout: c.timeout, MinSeq: c.minSeq})
+		TLSCert: c.tlsCert, TLSKey: c.tlsKey, TLSCA: c.tlsCA, Timeout: c.timeout, MinSeq: c.minSeq, Consistency: c.consistency})
 	var ue *apiclient.UnreachableError
 	if errors.As(err, &ue) {
 		ue.Hint = "is pi-node running? point --server or $PI_CTL_SERVER at its NATS server, or use --http URL"

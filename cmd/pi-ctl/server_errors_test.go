@@ -61,7 +61,7 @@ func TestServerUsageErrors(t *testing.T) {
 		{"rename", sid}, {"fork", sid}, {"import"}, {"import", "x", "-j", "0"}, {"export"}, {"status", "x"},
 		{"ls", "--server", "nats://x:1", "--http", "http://x:1"}, {"ls", "--timeout", "0s"}, {"ls", "--token", "t"},
 		{"ls", "--password", "p"}, {"ls", "--tls-cert", "c.pem"}, {"ls", "--http", "ftp://x"}, {"ls", "--http", "h:1", "--creds", "c"},
-		{"ls", "--http", "h:1", "--tls-ca", "/nonexistent/ca.pem"},
+		{"ls", "--http", "h:1", "--tls-ca", "/nonexistent/ca.pem"}, {"ls", "--consistency", "eventual"},
 	} {
 		expectFailure(t, 2, "--help", nil, args...)
 	}

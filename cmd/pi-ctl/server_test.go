@@ -121,6 +121,9 @@ func TestServerRead(t *testing.T) {
 		if got := pictl("export", sid); got != orig {
 			t.Errorf("export differs from the imported file:\n%s\nwant:\n%s", got, orig)
 		}
+		if got := pictl("export", sid, "--consistency", "strong"); got != orig {
+			t.Errorf("a linearizable export differs from the imported file")
+		}
 		dir := t.TempDir()
 		out := filepath.Join(dir, "out.jsonl")
 		pictl("export", sid, "-o", out)

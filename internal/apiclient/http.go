@@ -35,6 +35,9 @@ type HTTPOptions struct {
 	Timeout time.Duration
 	// MinSeq is sent with every request: read your writes from any node.
 	MinSeq uint64
+	// Consistency is sent with every log read that names none itself
+	// (wire.ConsistencyStrong: linearizable reads).
+	Consistency string
 	// WatchSilence is how long a watch stream may say nothing, not even
 	// pi-node's ping, before it counts as dead and is reopened. Default one
 	// minute (four heartbeats).
@@ -49,6 +52,8 @@ type HTTP struct {
 	stream  *http.Client // no overall timeout: the watch stream is long-lived
 	minSeq  uint64
 	silence time.Duration
+
+	consistency string // HTTPOptions.Consistency
 }
 
 var (
@@ -83,7 +88,7 @@ func NewHTTP(o HTTPOptions) (*HTTP, error) {
 			return nil, err
 		}
 	}
-	return &HTTP{base: base, token: o.Token, minSeq: o.MinSeq, silence: o.WatchSilence,
+	return &HTTP{base: base, token: o.Token, minSeq: o.MinSeq, consistency: o.Consistency, silence: o.WatchSilence,
 		client: &http.Client{Transport: tr, Timeout: o.Timeout},
 		stream: &http.Client{Transport: tr}}, nil
 }
@@ -146,7 +151,7 @@ func (b *HTTP) Do(ctx context.Context, r wire.Request) ([]byte, error) {
 // parameters in the path, the other fields in the query (GET, DELETE,
 // import) or as the JSON body (POST, PUT).
 func (b *HTTP) request(ctx context.Context, r wire.Request) (*http.Request, error) {
-	hr, err := wire.EncodeHTTP(r, b.minSeq)
+	hr, err := wire.EncodeHTTP(wire.WithConsistency(r, b.consistency), b.minSeq)
 	if err != nil {
 		return nil, err
 	}

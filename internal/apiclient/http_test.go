@@ -70,6 +70,25 @@ func TestHTTPRequest(t *testing.T) {
 			t.Errorf("%s: %s %s %s", c.op, req.Method, req.URL, body)
 		}
 	}
+	// A configured consistency goes with log reads only, and a request's own wins.
+	sb, err := NewHTTP(HTTPOptions{URL: "127.0.0.1:8080", Timeout: time.Second, Consistency: wire.ConsistencyStrong})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		p   wire.Request
+		url string
+	}{
+		{wire.ExportRequest{SessionID: "s"}, "http://127.0.0.1:8080/v1/sessions/s/export?consistency=strong"},
+		{wire.ListRequest{}, "http://127.0.0.1:8080/v1/sessions?consistency=strong"},
+		{wire.CursorGetRequest{SessionID: "s", Client: "c"}, "http://127.0.0.1:8080/v1/sessions/s/cursors/c"},
+		{wire.GetRequest{SessionID: "s", Consistency: "x"}, "http://127.0.0.1:8080/v1/sessions/s?consistency=x"},
+	} {
+		req, err := sb.request(context.Background(), c.p)
+		if err != nil || req.URL.String() != c.url {
+			t.Errorf("%s with Consistency strong: %v %v, want %s", c.p.Op().Name, req.URL, err, c.url)
+		}
+	}
 	if _, err := NewHTTP(HTTPOptions{URL: "ftp://x", Timeout: time.Second}); err == nil {
 		t.Error("an ftp URL was accepted")
 	}

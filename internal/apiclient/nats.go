@@ -29,6 +29,9 @@ type NATSOptions struct {
 	Timeout time.Duration
 	// MinSeq is sent with every request: read your writes from any node.
 	MinSeq uint64
+	// Consistency is sent with every log read that names none itself
+	// (wire.ConsistencyStrong: linearizable reads).
+	Consistency string
 }
 
 // NATS sends each operation as a NATS request to pi.v1.<op>; any pi-node of
@@ -39,6 +42,7 @@ type NATS struct {
 	where   string // for messages
 	timeout time.Duration
 	minSeq  uint64
+	consist string // Consistency
 }
 
 var _ Client = (*NATS)(nil)
@@ -77,7 +81,7 @@ func DialNATS(o NATSOptions) (*NATS, error) {
 }
 
 // NewNATS returns a client on an existing connection, which Close leaves
-// open. Only Timeout and MinSeq of o are used.
+// open. Only Timeout, MinSeq and Consistency of o are used.
 func NewNATS(nc *nats.Conn, o NATSOptions) *NATS {
 	if o.Timeout <= 0 {
 		o.Timeout = 30 * time.Second
@@ -86,7 +90,7 @@ func NewNATS(nc *nats.Conn, o NATSOptions) *NATS {
 	if where == "" {
 		where = "NATS"
 	}
-	return &NATS{nc: nc, where: where, timeout: o.Timeout, minSeq: o.MinSeq}
+	return &NATS{nc: nc, where: where, timeout: o.Timeout, minSeq: o.MinSeq, consist: o.Consistency}
 }
 
 // Close closes the connection if DialNATS opened it.
@@ -99,7 +103,7 @@ func (b *NATS) Close() {
 // Do sends req to its operation's subject in wire's table; see Client.
 func (b *NATS) Do(ctx context.Context, req wire.Request) ([]byte, error) {
 	op := req.Op().Name
-	subject, data, err := wire.EncodeNATS(req, b.minSeq)
+	subject, data, err := wire.EncodeNATS(wire.WithConsistency(req, b.consist), b.minSeq)
 	if err != nil {
 		return nil, err
 	}

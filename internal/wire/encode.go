@@ -104,6 +104,22 @@ func EncodeNATS(req Request, minSeq uint64) (subject string, data []byte, err er
 	return o.Subject, data, nil
 }
 
+// WithConsistency returns req with Consistency c when req reads the log
+// (Op.LogRead) and asks for none itself: a client's configured default.
+func WithConsistency(req Request, c string) Request {
+	if c == "" || !req.Op().LogRead() {
+		return req
+	}
+	v := reflect.Indirect(reflect.ValueOf(req))
+	if f := v.FieldByName("Consistency"); !f.IsValid() || f.String() != "" {
+		return req
+	}
+	cp := reflect.New(v.Type()).Elem()
+	cp.Set(v)
+	cp.FieldByName("Consistency").SetString(c)
+	return cp.Interface().(Request)
+}
+
 // withMinSeq returns req with its MinSeq raised to at least minSeq.
 func withMinSeq(req Request, minSeq uint64) any {
 	v := reflect.Indirect(reflect.ValueOf(req)) // &GetRequest{} too
