@@ -103,6 +103,9 @@ func (c *Client) Create(opts ...SessionOption) (*Session, error) {
 // cursor when it has one. ErrNotFound when the session is not stored (a
 // pending session of another worker is not).
 func (c *Client) Open(ctx context.Context, sessionID string, opts ...SessionOption) (*Session, error) {
+	if err := session.ValidSessionID(sessionID); err != nil {
+		return nil, err
+	}
 	o := newOptions(opts)
 	c.seen(sessionID, o.minSeq)
 	if o.latest {

@@ -267,6 +267,23 @@ func TestArguments(t *testing.T) {
 	if _, err := dial(t, n, "HTTP").Create(WithClientID("no.dots")); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("bad client id: %v", err)
 	}
+	// Session ids are canonical lower-case UUIDs, over every transport.
+	for _, kind := range transportKinds {
+		c := dial(t, n, kind)
+		upper := strings.ToUpper(s.ID())
+		if _, err := c.Create(WithSessionID(strings.ToUpper("01a22bdc-6ce8-7741-8406-00000000abcd"))); !errors.As(err, &fe) || fe.Field != "sessionId" || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "lower-case") {
+			t.Fatalf("%s: Create WithSessionID of an upper-case id: %v", kind, err)
+		}
+		if _, err := c.Open(ctx, upper); !errors.As(err, &fe) || fe.Field != "sessionId" || !errors.Is(err, ErrInvalid) {
+			t.Fatalf("%s: Open of an upper-case id: %v", kind, err)
+		}
+		if _, err := s.Fork(ctx, w.ID, WithSessionID(upper)); !errors.Is(err, ErrInvalid) {
+			t.Fatalf("%s: Fork WithSessionID of an upper-case id: %v", kind, err)
+		}
+	}
+	if _, err := dial(t, n, "HTTP").Open(ctx, strings.ToLower("01A22BDC-6CE8-7741-8406-00000000ABCD")); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("the refused create stored a session under the lower-case id: %v", err)
+	}
 	if len(s.Entries()) != 2 {
 		t.Fatalf("failed appends left %d entries", len(s.Entries()))
 	}

@@ -31,6 +31,9 @@ Overwriting FILE itself is allowed only when OUT is spelled exactly as FILE
 refused, so an in-place rewrite is always deliberate. A symlink OUT is
 followed: its target is replaced, the link kept.
 
+A new OUT (or one replacing another file) is readable by its owner only,
+mode 0600; rewriting FILE in place keeps FILE's mode.
+
 --seed makes the new ids of a version 1 file reproducible.
 `
 
@@ -83,17 +86,21 @@ func isSet(fs *flag.FlagSet, name string) bool {
 	return set
 }
 
-// outputPath decides where "-o out" writes and with which permissions (the
-// input's, else 0644), applying the in-place rule of the help text.
+// outputPath decides where "-o out" writes and with which permissions
+// (0600; FILE's own when it is rewritten in place), applying the in-place
+// rule of the help text.
 func outputPath(in, out string) (string, fs.FileMode, error) {
-	perm := fs.FileMode(0o644)
+	perm := fs.FileMode(0o600)
 	var inInfo fs.FileInfo
 	if in != "-" {
 		st, err := os.Stat(in)
 		if err != nil {
 			return "", 0, err
 		}
-		inInfo, perm = st, st.Mode().Perm()
+		inInfo = st
+		if out == in {
+			perm = st.Mode().Perm()
+		}
 	}
 	outInfo, err := os.Stat(out)
 	switch {

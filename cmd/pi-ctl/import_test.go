@@ -224,3 +224,46 @@ func TestImportStops(t *testing.T) {
 		t.Errorf("unreachable node: %v after %d calls, printed %q", err, calls, stdout.String())
 	}
 }
+
+// TestExportModes: what export writes is its owner's only: -o FILE (new or
+// replacing a wider file) and --all's files are 0600, the DIR it creates
+// 0700.
+func TestExportModes(t *testing.T) {
+	n := sharedNode(t)
+	_, sid, _ := importedSession(t, n, "/modes")
+	dir := t.TempDir()
+	mode := func(path string) os.FileMode {
+		t.Helper()
+		st, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Mode().Perm()
+	}
+	one := filepath.Join(dir, "one.jsonl")
+	mustRun(t, "export", sid, "-o", one, "--http", n.httpURL)
+	wide := filepath.Join(dir, "wide.jsonl")
+	if err := os.WriteFile(wide, []byte("old\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, "export", sid, "-o", wide, "--http", n.httpURL)
+	for _, p := range []string{one, wide} {
+		if m := mode(p); m != 0o600 {
+			t.Errorf("export -o %s: mode %v, want 0600", p, m)
+		}
+	}
+	all := filepath.Join(dir, "backup")
+	mustRun(t, "export", "--all", "-o", all, "--http", n.httpURL)
+	if m := mode(all); m != 0o700 {
+		t.Errorf("export --all created %s with mode %v, want 0700", all, m)
+	}
+	ents, err := os.ReadDir(all)
+	if err != nil || len(ents) == 0 {
+		t.Fatalf("export --all wrote %d files (%v)", len(ents), err)
+	}
+	for _, e := range ents {
+		if m := mode(filepath.Join(all, e.Name())); m != 0o600 {
+			t.Errorf("export --all: %s has mode %v, want 0600", e.Name(), m)
+		}
+	}
+}

@@ -20,6 +20,9 @@ const v1File = `{"type":"session","id":"0f9e8d7c-6b5a-4c3d-8e2f-000000000001","t
 
 func TestMigrateV1(t *testing.T) {
 	in := writeFile(t, "v1.jsonl", v1File)
+	if err := os.Chmod(in, 0o644); err != nil { // whatever the umask
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
 	out := filepath.Join(dir, "v3.jsonl")
 	if msg := mustRun(t, "file", "migrate", in, "-o", out, "--seed", "1"); !strings.Contains(msg, "version 1 → 3, 4 entries written to "+out) {
@@ -50,8 +53,16 @@ func TestMigrateV1(t *testing.T) {
 	}
 	inSt, err1 := os.Stat(in)
 	outSt, err2 := os.Stat(out)
-	if err1 != nil || err2 != nil || inSt.Mode().Perm() != outSt.Mode().Perm() {
-		t.Errorf("OUT should take the input's permissions: %v, %v (%v %v)", outSt, inSt, err1, err2)
+	if err1 != nil || err2 != nil || inSt.Mode().Perm() != 0o644 || outSt.Mode().Perm() != 0o600 {
+		t.Errorf("a new OUT should be 0600 (the input is 0644): %v, %v (%v %v)", outSt, inSt, err1, err2)
+	}
+	// In place, FILE keeps its mode.
+	if err := os.Chmod(again, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, "file", "migrate", again, "-o", again)
+	if st, err := os.Stat(again); err != nil || st.Mode().Perm() != 0o640 {
+		t.Errorf("an in-place rewrite should keep FILE's mode 0640: %v (%v)", st, err)
 	}
 }
 

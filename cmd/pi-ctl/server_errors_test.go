@@ -39,6 +39,15 @@ func TestUnknownSession(t *testing.T) {
 		// (cursor.list of an unknown session answers an empty list).
 		expectFailure(t, 1, "not found", nil, withFlags(conn, "cursor", "get", sid, "c")...)
 		expectFailure(t, 1, `sessionId: "nope" is not a UUID`, nil, withFlags(conn, "show", "nope")...)
+		// An upper-case id is not the session of its lower-case form.
+		upper := strings.ToUpper(importedSID(t, n))
+		for _, args := range [][]string{
+			{"show", upper}, {"tree", upper}, {"context", upper}, {"log", upper}, {"export", upper},
+			{"cursor", "get", upper, "c"}, {"cursor", "set", upper, "c", "null"},
+			{"label", upper, "aaaaaaaa", "x"}, {"fork", upper, "aaaaaaaa"},
+		} {
+			expectFailure(t, 1, `use the lower-case form "`+strings.ToLower(upper)+`"`, nil, withFlags(conn, args...)...)
+		}
 		expectFailure(t, 1, `leaf: entry "zzzz" is not in the session: not found`, nil, withFlags(conn, "context", importedSID(t, n), "--leaf", "zzzz")...)
 	})
 }

@@ -191,6 +191,10 @@ either the old file or the whole new one.
 import DIR" restores it), one line per session on stdout, and exits 1 if any
 failed.
 
+Exported files are readable by their owner only (mode 0600, whatever the
+umask; a FILE replaced gets 0600 too), and DIR, when --all creates it, 0700:
+sessions hold whole conversations.
+
 Over NATS a reply is limited by the NATS server's max_payload; export big
 sessions with --http URL.
 `
@@ -224,12 +228,12 @@ func runExport(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	// Atomic, like "file migrate": pi never opens half a session file.
-	return writeAtomic(*out, data, 0o644)
+	return writeAtomic(*out, data, 0o600)
 }
 
 // exportAll pages through the catalog and writes each session to dir.
 func exportAll(ctx context.Context, e *env, b backend, dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
 	failed, done := 0, 0
@@ -242,7 +246,7 @@ func exportAll(ctx context.Context, e *env, b backend, dir string) error {
 		for _, s := range page.Sessions {
 			data, err := b.do(ctx, wire.ExportRequest{SessionID: s.SessionID})
 			if err == nil {
-				err = writeAtomic(filepath.Join(dir, s.SessionID+".jsonl"), data, 0o644)
+				err = writeAtomic(filepath.Join(dir, s.SessionID+".jsonl"), data, 0o600)
 			}
 			if err != nil {
 				failed++

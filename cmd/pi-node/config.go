@@ -54,6 +54,10 @@ type Config struct {
 	// AbandonedAfter is how long a session written in several batches may
 	// stay incomplete (no new record) before a node removes it.
 	AbandonedAfter time.Duration
+	// MetricsListen, when set, is the listener of /metrics (and of /healthz
+	// and /readyz, which stay on HTTPListen too); /metrics is then not
+	// served on HTTPListen.
+	MetricsListen string
 
 	LogLevel  string
 	LogFormat string
@@ -125,6 +129,7 @@ func (c *Config) ParseFlags(args []string, getenv func(string) string, stderr io
 	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", c.ShutdownGrace, "how long SIGTERM waits for requests in flight")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "text or json")
+	fs.StringVar(&c.MetricsListen, "metrics-listen", c.MetricsListen, "host:port of a listener of its own for /metrics (and /healthz, /readyz); /metrics is then not served on --http-listen (empty: it is)")
 	gateways := c.addRegionFlags(fs)
 	c.addArchiveFlags(fs)
 

@@ -130,3 +130,68 @@ func createSession(t *testing.T, base string) createdSession {
 	}
 	return created
 }
+
+// TestMetricsListen: with --metrics-listen, /metrics moves to that
+// listener (with /healthz and /readyz, which stay on the API's too) and is
+// a 404 on the API listener; the metrics listener serves nothing else.
+func TestMetricsListen(t *testing.T) {
+	c := DefaultConfig()
+	if err := c.ParseFlags(nil, func(k string) string {
+		if k == "PI_NODE_METRICS_LISTEN" {
+			return "127.0.0.1:9464"
+		}
+		return ""
+	}, io.Discard); err != nil || c.MetricsListen != "127.0.0.1:9464" {
+		t.Fatalf("PI_NODE_METRICS_LISTEN: %q, %v", c.MetricsListen, err)
+	}
+	m, logs := startMain(t, func(c *Config) { c.MetricsListen = "127.0.0.1:0" })
+	closed := false // a second Close would wait for the servers again
+	t.Cleanup(func() {
+		if !closed {
+			_ = m.Close()
+		}
+	})
+	if m.MetricsAddr == "" || m.MetricsAddr == m.HTTPAddr {
+		t.Fatalf("metrics on %q, API on %q", m.MetricsAddr, m.HTTPAddr)
+	}
+	api, metrics := "http://"+m.HTTPAddr, "http://"+m.MetricsAddr
+	createSession(t, api)
+	get := func(url string) (int, string) {
+		t.Helper()
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := get(metrics + "/metrics"); code != 200 || !strings.Contains(body, `pi_api_requests_total{code="201",endpoint="create",transport="http"} 1`) {
+		t.Errorf("metrics listener /metrics: %d %.300s", code, body)
+	}
+	if code, body := get(api + "/metrics"); code != 404 || !strings.Contains(body, `"not_found"`) {
+		t.Errorf("API listener /metrics: %d %.300s, want 404", code, body)
+	}
+	for _, base := range []string{api, metrics} {
+		for _, path := range []string{"/healthz", "/readyz"} {
+			if code, body := get(base + path); code != 200 {
+				t.Errorf("%s%s: %d %s", base, path, code, body)
+			}
+		}
+	}
+	for _, path := range []string{"/v1/status", "/v1/sessions", "/"} {
+		if code, body := get(metrics + path); code != 404 {
+			t.Errorf("metrics listener %s: %d %.200s, want 404", path, code, body)
+		}
+	}
+	if !strings.Contains(logs.String(), "metrics="+m.MetricsAddr) {
+		t.Errorf("the ready line does not say where /metrics is:\n%s", logs.String())
+	}
+	closed = true
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := http.Get(metrics + "/healthz"); err == nil {
+		t.Error("the metrics listener still serves after Close")
+	}
+}

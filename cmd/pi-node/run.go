@@ -34,8 +34,9 @@ type Main struct {
 	Logger *slog.Logger
 
 	// Where the node listens, once Run returned (ports resolved).
-	HTTPAddr string
-	NATSURL  string
+	HTTPAddr    string
+	MetricsAddr string // "" without --metrics-listen
+	NATSURL     string
 
 	stdout, stderr io.Writer
 	server         *embedded.Server
@@ -46,6 +47,8 @@ type Main struct {
 	archiver       *archiverJob
 	api            *api.Server
 	http           *http.Server
+	metricsHTTP    *http.Server // --metrics-listen's, or nil
+	metricsErr     chan error
 	micro          micro.Service
 	serveErr       chan error
 	stopBG         context.CancelFunc // ends the background work below
@@ -120,6 +123,7 @@ func (m *Main) Run(ctx context.Context) error {
 	m.api, err = api.New(api.Config{
 		Service: svc, NodeName: name, Token: c.HTTPToken, MinSeqTimeout: c.MinSeqTimeout,
 		Status: m.status, Ready: m.ready, Archive: archive, Logger: logger,
+		MetricsElsewhere: c.MetricsListen != "",
 	})
 	if err != nil {
 		return err
@@ -134,10 +138,20 @@ func (m *Main) Run(ctx context.Context) error {
 	m.http = m.api.HTTPServer(m.HTTPAddr)
 	m.serveErr = make(chan error, 1)
 	go func() { m.serveErr <- m.http.Serve(ln) }()
+	if c.MetricsListen != "" {
+		mln, err := net.Listen("tcp", c.MetricsListen)
+		if err != nil {
+			return fmt.Errorf("metrics listen: %w", err)
+		}
+		m.MetricsAddr = mln.Addr().String()
+		m.metricsHTTP = m.api.ProbeServer(m.MetricsAddr)
+		m.metricsErr = make(chan error, 1)
+		go func() { m.metricsErr <- m.metricsHTTP.Serve(mln) }()
+	}
 	if m.micro, err = m.api.StartNATS(m.conn.NC); err != nil {
 		return fmt.Errorf("start NATS micro service: %w", err)
 	}
-	logger.Info("pi-node ready", "node", name, "http", m.HTTPAddr, "nats", m.NATSURL, "mode", m.mode())
+	logger.Info("pi-node ready", "node", name, "http", m.HTTPAddr, "metrics", m.metricsAt(), "nats", m.NATSURL, "mode", m.mode())
 	return nil
 }
 
@@ -174,6 +188,14 @@ func (m *Main) startEmbedded(ctx context.Context, name string) error {
 	return nil
 }
 
+// metricsAt is where /metrics is served, for the ready line.
+func (m *Main) metricsAt() string {
+	if m.MetricsAddr != "" {
+		return m.MetricsAddr
+	}
+	return m.HTTPAddr
+}
+
 func (m *Main) mode() string {
 	switch {
 	case m.server == nil:
@@ -204,6 +226,14 @@ func (m *Main) Close() error {
 		errs = append(errs, m.http.Shutdown(ctx))
 		cancel()
 		if err := <-m.serveErr; !errors.Is(err, http.ErrServerClosed) {
+			errs = append(errs, err)
+		}
+	}
+	if m.metricsHTTP != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), m.Config.ShutdownGrace)
+		errs = append(errs, m.metricsHTTP.Shutdown(ctx))
+		cancel()
+		if err := <-m.metricsErr; !errors.Is(err, http.ErrServerClosed) {
 			errs = append(errs, err)
 		}
 	}

@@ -67,6 +67,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock for readiness (default time.Now).
 	Now func() time.Time
+	// MetricsElsewhere takes /metrics off Handler (a 404 there), for a
+	// listener of its own serving ProbeHandler (pi-node's --metrics-listen).
+	MetricsElsewhere bool
 }
 
 // Server is the API over one Service. Create it with New; it is safe for
@@ -121,7 +124,8 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// Handler returns the HTTP handler: /v1/..., /healthz, /readyz, /metrics.
+// Handler returns the HTTP handler: /v1/..., /healthz, /readyz, /metrics
+// (not with Config.MetricsElsewhere).
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // Registry returns the Server's private Prometheus registry, so pi-node can

@@ -135,6 +135,7 @@ func TestErrorsTable(t *testing.T) {
 	one, seven := uint64(1), uint64(7)
 	unknown := "01a22bdc-6ce8-7741-8406-000000000404"
 	fresh := "01a22bdc-6ce8-7741-8406-0000000f7e54"
+	upper := strings.ToUpper(sid)
 	header := `{"type":"session","version":3,"id":"` + fresh + `","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}` + "\n"
 	badLine := `{"type":"model_change","id":"m1","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","provider":"p"}` + "\n"
 	entries := func(es ...string) []json.RawMessage {
@@ -155,6 +156,24 @@ func TestErrorsTable(t *testing.T) {
 		{name: "malformed JSON", h: &httpReq{method: "POST", path: "/v1/sessions", body: []byte(`{"entries":[`)}, n: &natsReq{op: "create", body: []byte(`{"entries":[`)}, status: 400, code: "invalid", field: "body"},
 		{name: "field of the wrong type", h: &httpReq{method: "POST", path: "/v1/sessions", body: []byte(`{"entries":"x"}`)}, n: &natsReq{op: "create", body: []byte(`{"entries":"x"}`)}, status: 400, code: "invalid", field: "entries"},
 		{name: "bad session id", req: wire.GetRequest{SessionID: "xyz"}, status: 400, code: "invalid", field: "sessionId"},
+		// Upper-case ids are not folded onto the canonical lower-case one.
+		{name: "upper-case id (get)", req: wire.GetRequest{SessionID: upper}, status: 400, code: "invalid", field: "sessionId"},
+		{name: "upper-case id (append)", req: wire.AppendRequest{SessionID: upper, Entries: entries(user("x"))}, status: 400, code: "invalid", field: "sessionId"},
+		{name: "upper-case id (entries)", req: wire.EntriesRequest{SessionID: upper}, status: 400, code: "invalid", field: "sessionId"},
+		{name: "upper-case id (tree)", req: wire.TreeRequest{SessionID: upper}, status: 400, code: "invalid", field: "sessionId"},
+		{name: "upper-case id (context)", req: wire.ContextRequest{SessionID: upper}, status: 400, code: "invalid", field: "sessionId"},
+		{name: "upper-case id (export)", req: wire.ExportRequest{SessionID: upper}, status: 400, code: "invalid", field: "sessionId"},
+		{name: "upper-case id (fork)", req: wire.ForkRequest{SessionID: upper, EntryID: "u1"}, status: 400, code: "invalid", field: "sessionId"},
+		{name: "upper-case id (cursor get)", req: wire.CursorGetRequest{SessionID: upper, Client: "worker"}, status: 400, code: "invalid", field: "sessionId"},
+		{name: "upper-case id (cursor set)", req: wire.CursorSetRequest{SessionID: upper, Client: "worker", LeafID: wire.EntryID("u1")}, status: 400, code: "invalid", field: "sessionId"},
+		{name: "upper-case id (cursor delete)", req: wire.CursorDeleteRequest{SessionID: upper, Client: "worker"}, status: 400, code: "invalid", field: "sessionId"},
+		{name: "upper-case id (cursors)", req: wire.CursorListRequest{SessionID: upper}, status: 400, code: "invalid", field: "sessionId"},
+		{name: "upper-case id (archive restore)", req: wire.ArchiveRestoreRequest{SessionID: upper}, status: 400, code: "invalid", field: "sessionId"},
+		{name: "upper-case id (watch)", h: &httpReq{method: "GET", path: "/v1/sessions/" + upper + "/watch"}, status: 400, code: "invalid", field: "sessionId"},
+		{name: "upper-case id (NATS body)", n: &natsReq{op: "get", body: []byte(`{"sessionId":"` + upper + `"}`)}, status: 400, code: "invalid", field: "sessionId"},
+		{name: "upper-case header.id (create)", req: wire.CreateRequest{Header: json.RawMessage(`{"id":"` + strings.ToUpper(fresh) + `"}`), Entries: entries(user("x"))}, status: 400, code: "invalid", field: "header.id"},
+		{name: "upper-case header id (import)", req: wire.ImportRequest{File: []byte(strings.Replace(header, fresh, strings.ToUpper(fresh), 1))}, status: 400, code: "invalid", field: "line 1.id"},
+		{name: "upper-case header id after a blank line (import)", req: wire.ImportRequest{File: []byte("\n" + strings.Replace(header, fresh, strings.ToUpper(fresh), 1))}, status: 400, code: "invalid", field: "line 2.id"},
 		{name: "bad client id", req: wire.CursorGetRequest{SessionID: sid, Client: "a.b"}, status: 400, code: "invalid", field: "client"},
 		{name: "unknown parent", req: wire.AppendRequest{SessionID: sid, Entries: entries(`{"type":"message","parentId":"nope","message":{"role":"user","content":"x"}}`)}, status: 400, code: "invalid", field: "entries[0].parentId"},
 		{name: "label of an unknown entry", req: wire.AppendRequest{SessionID: sid, Entries: entries(`{"type":"label","targetId":"nope","label":"x"}`)}, status: 400, code: "invalid", field: "entries[0].targetId"},
@@ -293,6 +312,9 @@ func checkErrorCase(t *testing.T, what string, c errCase, status int, body []byt
 	}
 	if d.Message == "" || c.field != "" && !strings.HasPrefix(d.Message, c.field+": ") {
 		t.Errorf("%s: message %q does not start with the field", what, d.Message)
+	}
+	if strings.HasPrefix(c.name, "upper-case") && !strings.Contains(d.Message, "lower-case form") {
+		t.Errorf("%s: message %q does not point at the lower-case form", what, d.Message)
 	}
 	if desc != "" && desc != d.Message {
 		t.Errorf("%s: NATS description %q, message %q", what, desc, d.Message)

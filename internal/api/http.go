@@ -33,13 +33,20 @@ type httpRoute struct {
 }
 
 // httpRoutes are the routes of wire: every operation, watch and the
-// probes, in that order.
+// probes, in that order (/metrics not with Config.MetricsElsewhere).
 func (s *Server) httpRoutes() []httpRoute {
 	var out []httpRoute
 	for i := range ops {
 		out = append(out, httpRoute{ops[i].Route(), s.httpOp(&ops[i])})
 	}
 	out = append(out, httpRoute{wire.OpWatch.Route(), http.HandlerFunc(s.handleWatch)})
+	return append(out, s.probeRoutes(false)...)
+}
+
+// probeRoutes are wire's probes; /metrics among them with probesOnly (the
+// metrics listener's) or without Config.MetricsElsewhere.
+func (s *Server) probeRoutes(probesOnly bool) []httpRoute {
+	var out []httpRoute
 	probes := map[string]http.Handler{
 		"GET /healthz": http.HandlerFunc(s.handleHealthz),
 		"GET /readyz":  http.HandlerFunc(s.handleReadyz),
@@ -49,6 +56,9 @@ func (s *Server) httpRoutes() []httpRoute {
 		h, ok := probes[p]
 		if !ok {
 			panic("api: no handler for wire's probe " + p) // a programming error, caught by every test
+		}
+		if p == "GET /metrics" && s.cfg.MetricsElsewhere && !probesOnly {
+			continue
 		}
 		out = append(out, httpRoute{p, h})
 	}

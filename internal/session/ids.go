@@ -2,13 +2,17 @@ package session
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // ValidSessionID checks that id is a UUID in its canonical textual form
-// (8-4-4-4-12 hex digits, any version: pi files from before UUIDv7 keep
-// their v4 ids). Session ids become subject tokens, so nothing else is allowed.
+// (8-4-4-4-12 lower-case hex digits, any version: pi files from before
+// UUIDv7 keep their v4 ids). Session ids become subject tokens, so nothing
+// else is allowed. Upper-case hex is refused, not folded: ids differing only
+// in case would otherwise be two sessions (or, folded, silent aliases), and
+// pi itself (crypto.randomUUID, uuidv7) only writes lower case.
 func ValidSessionID(id string) error {
 	if len(id) != 36 {
 		return wire.Invalid("sessionId", fmt.Sprintf("%q is not a UUID (want 36 characters like 01a22ba6-d94f-735d-ac17-131011d6d05b)", id))
@@ -21,6 +25,9 @@ func ValidSessionID(id string) error {
 				return wire.Invalid("sessionId", fmt.Sprintf("%q is not a UUID (dash expected at offset %d)", id, i))
 			}
 		default:
+			if c >= 'A' && c <= 'F' {
+				return wire.Invalid("sessionId", fmt.Sprintf("%q is not a canonical UUID (upper-case hex at offset %d): use the lower-case form %q", id, i, strings.ToLower(id)))
+			}
 			if !isHex(c) {
 				return wire.Invalid("sessionId", fmt.Sprintf("%q is not a UUID (non-hex character at offset %d)", id, i))
 			}
@@ -45,5 +52,5 @@ func ValidClientID(id string) error {
 }
 
 func isHex(c byte) bool {
-	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f'
 }

@@ -70,7 +70,7 @@ type snapSession struct {
 // file, fsynced, then renamed: a crash leaves the previous snapshot) and
 // returns the index of the new file.
 func writeSnapshot(dir string, applied uint64, identity string, next func(yield func(*snapSession) error) error) (string, []snapEntry, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", nil, err
 	}
 	tmp, err := os.CreateTemp(dir, "store-*.snap.tmp")

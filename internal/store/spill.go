@@ -34,7 +34,7 @@ func (st *Store) spillLocked(d *Doc) (*snapRef, error) {
 		return nil, fmt.Errorf("no snapshot directory to spill to")
 	}
 	if st.spill == nil {
-		if err := os.MkdirAll(st.opts.SnapshotDir, 0o755); err != nil {
+		if err := os.MkdirAll(st.opts.SnapshotDir, 0o700); err != nil {
 			return nil, err
 		}
 		f, err := os.CreateTemp(st.opts.SnapshotDir, spillPattern)

@@ -88,7 +88,8 @@ type Options struct {
 	// SnapshotDir, when set, holds the Store's snapshots: written every
 	// SnapshotEvery (default 5 minutes) while records arrive and by Close,
 	// restored by Open, so a restart serves at once and then applies only
-	// what the log gained since.
+	// what the log gained since. Snapshots and spill files are mode 0600,
+	// the directory 0700 when the Store creates it: they hold whole sessions.
 	SnapshotDir   string
 	SnapshotEvery time.Duration
 	// Writer, when set, is the log the Store removes abandoned multi-batch

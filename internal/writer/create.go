@@ -212,6 +212,10 @@ func ImportWith(ctx context.Context, log session.Log, data []byte, opt tree.Read
 		return wire.ImportResult{}, fmt.Errorf("%w: %v", wire.ErrInvalid, err)
 	}
 	if err := session.ValidSessionID(f.Header.ID); err != nil {
+		var fe *wire.FieldError
+		if errors.As(err, &fe) {
+			err = wire.Invalid(fmt.Sprintf("line %d.id", f.HeaderLine), fe.Reason)
+		}
 		return wire.ImportResult{}, err
 	}
 	res := wire.ImportResult{SessionID: f.Header.ID, Entries: f.Len(), SourceVersion: f.SourceVersion, Skipped: f.Skipped}
