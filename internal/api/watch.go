@@ -29,8 +29,8 @@ func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request) {
 func (s *Server) watch(w http.ResponseWriter, r *http.Request) int {
 	op := wire.OpWatch.Name
 	s.setNode(w.Header())
-	if !s.authorized(r) {
-		return s.writeError(w, op, errUnauthorized)
+	if _, err := s.checkHTTP(r, op); err != nil {
+		return s.writeError(w, op, err)
 	}
 	req := &request{}
 	if err := applyQuery(r.URL.Query(), req); err != nil {
