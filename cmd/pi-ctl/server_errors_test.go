@@ -182,7 +182,7 @@ func TestServerHelp(t *testing.T) {
 		if !strings.Contains(top, "  "+c.name+" ") {
 			t.Errorf("top-level help does not list %q", c.name)
 		}
-		if c.name == "file" || c.name == "cursor" || c.name == "archive" || c.name == "bench" || c.name == "failover" || c.name == "failback" {
+		if c.name == "file" || c.name == "cursor" || c.name == "archive" || c.name == "bench" || c.name == "failover" || c.name == "failback" || c.name == "token" {
 			continue // no pi-node API: offline, a subcommand table, or JetStream itself (region_test.go)
 		}
 		if h := mustRun(t, c.name, "--help"); !strings.Contains(h, "Usage: pi-ctl "+c.name) || !strings.Contains(h, "-server URL") || !strings.Contains(h, "-http URL") {
@@ -197,6 +197,11 @@ func TestServerHelp(t *testing.T) {
 	for _, c := range benchCommands {
 		if h := mustRun(t, "bench", c.name, "-h"); !strings.Contains(h, "Usage: pi-ctl bench "+c.name) {
 			t.Errorf("bench %s --help:\n%s", c.name, h)
+		}
+	}
+	for _, c := range tokenCommands {
+		if h := mustRun(t, "token", c.name, "-h"); !strings.Contains(h, "Usage: pi-ctl token "+c.name) {
+			t.Errorf("token %s --help:\n%s", c.name, h)
 		}
 	}
 	for _, c := range archiveCommands {
