@@ -127,8 +127,8 @@ func TestNoResponders(t *testing.T) {
 // the token (401) and says what to do; the token from $PI_CTL_TOKEN works.
 func TestToken(t *testing.T) {
 	n := startNode(t, "tok", "", "--http-token", "s3cret")
-	expectFailure(t, 1, "(pass the node's --http-token with --token or $PI_CTL_TOKEN)", nil, "ls", "--http", n.httpURL)
-	expectFailure(t, 1, "(the token given with --token or $PI_CTL_TOKEN is not the node's)", nil, "status", "--http", n.httpURL, "--token", "wrong")
+	expectFailure(t, 1, "(pass a token of the node's --http-token or --http-tokens with --token or $PI_CTL_TOKEN)", nil, "ls", "--http", n.httpURL)
+	expectFailure(t, 1, "(the token given with --token or $PI_CTL_TOKEN is not one the node knows)", nil, "status", "--http", n.httpURL, "--token", "wrong")
 	expectFailure(t, 1, "a valid bearer token is required", nil, "log", "01a22ba6-0000-7000-8000-00000000dead", "-f", "--http", n.httpURL, "--token", "wrong")
 	if r := runCLIEnv(t, map[string]string{"PI_CTL_HTTP": n.httpURL, "PI_CTL_TOKEN": "s3cret"}, "ls"); r.code != 0 || !strings.HasPrefix(r.stdout, "ID ") {
 		t.Errorf("ls with the token from the environment: exit %d, %q %q", r.code, r.stdout, r.stderr)

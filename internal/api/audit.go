@@ -36,7 +36,7 @@ const (
 // to answer with.
 func (s *Server) checkHTTP(r *http.Request, op string) (*principal, error) {
 	ts := s.tokens.Load()
-	p, err := s.authenticate(r)
+	p, err := s.authenticate(ts, r)
 	if err == nil {
 		err = authorize(p, op)
 	}

@@ -58,7 +58,7 @@ func (s *Server) httpRoutes() []httpRoute {
 func (s *Server) handleNoRoute(w http.ResponseWriter, r *http.Request) {
 	err := fmt.Errorf("no route %s %s: %w", r.Method, r.URL.Path, wire.ErrNotFound)
 	if strings.HasPrefix(r.URL.Path, "/v1/") {
-		if _, aerr := s.authenticate(r); aerr != nil {
+		if _, aerr := s.authenticate(s.tokens.Load(), r); aerr != nil {
 			_, err = s.checkHTTP(r, "unknown") // audited
 		}
 	}

@@ -149,8 +149,9 @@ func ParseTokens(data []byte) (*Tokens, error) {
 		case len(tl.SHA256) != hex.EncodedLen(sha256.Size):
 			return nil, fail("sha256 must be 64 hex digits (the hash of the token, not the token)")
 		}
+		// The value is not quoted back: it may be a secret put in by mistake.
 		if _, err := hex.Decode(tok.sum[:], []byte(strings.ToLower(tl.SHA256))); err != nil {
-			return nil, fail("sha256 must be 64 hex digits: %v", err)
+			return nil, fail("sha256 must be 64 hex digits (the hash of the token, not the token)")
 		}
 		if prev := sums[tok.sum]; prev != 0 {
 			return nil, fail("the same token as line %d", prev)
@@ -220,8 +221,7 @@ func (s *Server) SetTokens(t *Tokens) {
 // authenticate finds the token of the request's bearer header, comparing
 // its SHA-256 with every stored hash in constant time (and without
 // stopping at a match, so the position in the file does not leak).
-func (s *Server) authenticate(r *http.Request) (*principal, error) {
-	ts := s.tokens.Load()
+func (s *Server) authenticate(ts *tokenSet, r *http.Request) (*principal, error) {
 	if !ts.on {
 		return anyone, nil
 	}
