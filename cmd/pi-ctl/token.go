@@ -28,14 +28,16 @@ func runToken(ctx context.Context, e *env, args []string) error {
 	return dispatch(ctx, e, "pi-ctl token", tokenIntro, tokenCommands, args)
 }
 
-const tokenNewHelp = `Usage: pi-ctl token new NAME --scopes read,write [--append FILE]
+const tokenNewHelp = `Usage: pi-ctl token new NAME --scopes read,write [--cwd-prefix DIR] [--append FILE]
 
 Makes a random token for NAME (who it is in pi-node's audit log) with the
 scopes read, write and/or admin. Prints the token on the first line (give it
 to the client, e.g. as PI_CTL_TOKEN; it is not stored anywhere) and the
 line for the --http-tokens file on the second. With --append FILE the line
 is appended to FILE (created with mode 0600) and only the token is printed.
-Then send pi-node SIGHUP.
+With --cwd-prefix DIR the token is a tenant's: it only sees and writes the
+sessions whose cwd is DIR or under it (not with admin). Then send pi-node
+SIGHUP.
 `
 
 // tokenScopes are the scopes pi-node knows.
@@ -43,15 +45,17 @@ var tokenScopes = []string{"read", "write", "admin"}
 
 // tokenLine is one line of the tokens file.
 type tokenLine struct {
-	Name   string   `json:"name"`
-	SHA256 string   `json:"sha256"`
-	Scopes []string `json:"scopes"`
+	Name      string   `json:"name"`
+	SHA256    string   `json:"sha256"`
+	Scopes    []string `json:"scopes"`
+	CwdPrefix string   `json:"cwdPrefix,omitempty"`
 }
 
 func runTokenNew(_ context.Context, e *env, args []string) error {
 	fs := newFlags("pi-ctl token new")
 	scopes := fs.String("scopes", "", "comma-separated `SCOPES`: read, write, admin")
 	appendTo := fs.String("append", "", "append the line to `FILE` and print only the token")
+	cwdPrefix := fs.String("cwd-prefix", "", "confine the token to the sessions whose cwd is `DIR` or under it")
 	pos, err := parseArgs(e, fs, tokenNewHelp, args, "NAME")
 	if err != nil {
 		return err
@@ -72,15 +76,20 @@ func runTokenNew(_ context.Context, e *env, args []string) error {
 			list = append(list, s)
 		}
 	}
-	if len(list) == 0 {
+	switch {
+	case len(list) == 0:
 		return usagef(fs.Name(), "--scopes is required (read, write, admin)")
+	case *cwdPrefix != "" && !strings.HasPrefix(*cwdPrefix, "/"):
+		return usagef(fs.Name(), "--cwd-prefix %q must be an absolute path", *cwdPrefix)
+	case *cwdPrefix != "" && slices.Contains(list, "admin"):
+		return usagef(fs.Name(), "--cwd-prefix and scope admin exclude each other (admin covers every session)")
 	}
 	var raw [32]byte
 	if _, err := rand.Read(raw[:]); err != nil {
 		return err
 	}
 	secret := "pi_" + base64.RawURLEncoding.EncodeToString(raw[:])
-	line, err := json.Marshal(tokenLine{Name: name, SHA256: hashToken(secret), Scopes: list})
+	line, err := json.Marshal(tokenLine{Name: name, SHA256: hashToken(secret), Scopes: list, CwdPrefix: *cwdPrefix})
 	if err != nil {
 		return err
 	}

@@ -33,7 +33,7 @@ func TestTokenNew(t *testing.T) {
 
 	file := filepath.Join(t.TempDir(), "tokens")
 	s1 := strings.TrimSpace(mustRun(t, "token", "new", "a", "--scopes", "admin", "--append", file))
-	s2 := strings.TrimSpace(mustRun(t, "token", "new", "b", "--scopes", "read", "--append", file))
+	s2 := strings.TrimSpace(mustRun(t, "token", "new", "b", "--scopes", "read", "--cwd-prefix", "/work/b", "--append", file))
 	data, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
@@ -41,8 +41,8 @@ func TestTokenNew(t *testing.T) {
 	if strings.Contains(string(data), s1) || strings.Contains(string(data), s2) || strings.Contains(s1, "\n") {
 		t.Fatalf("a secret in the file, or more than the secret printed: %s", data)
 	}
-	if tk, err := api.ParseTokens(data); err != nil || tk.Len() != 2 {
-		t.Fatalf("appended file: %v", err)
+	if tk, err := api.ParseTokens(data); err != nil || tk.Len() != 2 || !strings.Contains(string(data), `"cwdPrefix":"/work/b"`) {
+		t.Fatalf("appended file: %v\n%s", err, data)
 	}
 	if fi, _ := os.Stat(file); fi.Mode().Perm() != 0o600 {
 		t.Fatalf("mode %v", fi.Mode())
@@ -53,6 +53,8 @@ func TestTokenNew(t *testing.T) {
 		`unknown scope "root"`: {"token", "new", "x", "--scopes", "read,root"},
 		"missing NAME":         {"token", "new", "--scopes", "read"},
 		"no spaces":            {"token", "new", "a b", "--scopes", "read"},
+		"must be an absolute":  {"token", "new", "x", "--scopes", "read", "--cwd-prefix", "work"},
+		"exclude each other":   {"token", "new", "x", "--scopes", "admin", "--cwd-prefix", "/work"},
 	} {
 		if r := runCLI(t, "", args...); r.code != 2 || !strings.Contains(r.stderr, want) {
 			t.Errorf("%v: exit %d %q, want 2 with %q", args, r.code, r.stderr, want)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path"
 	"slices"
 	"strings"
 
@@ -65,12 +66,14 @@ func init() {
 }
 
 // TokenLine is one line of a tokens file: a JSON object naming the token,
-// the SHA-256 of its secret (hex; the secret itself is never stored) and
-// its scopes.
+// the SHA-256 of its secret (hex; the secret itself is never stored), its
+// scopes and optionally the working directory it is confined to (a
+// tenant: tenant.go).
 type TokenLine struct {
-	Name   string   `json:"name"`
-	SHA256 string   `json:"sha256"`
-	Scopes []string `json:"scopes"`
+	Name      string   `json:"name"`
+	SHA256    string   `json:"sha256"`
+	Scopes    []string `json:"scopes"`
+	CwdPrefix string   `json:"cwdPrefix,omitempty"`
 }
 
 // HashToken is the sha256 hex of a token's secret, as a tokens file stores
@@ -87,9 +90,10 @@ type Tokens struct {
 }
 
 type token struct {
-	name   string
-	sum    [sha256.Size]byte
-	scopes []string
+	name      string
+	sum       [sha256.Size]byte
+	scopes    []string
+	cwdPrefix string
 }
 
 // Len is the number of tokens in the set.
@@ -116,7 +120,8 @@ func LoadTokens(path string) (*Tokens, error) {
 
 // ParseTokens parses a tokens file: one JSON object (TokenLine) per line;
 // blank lines and lines starting with # are skipped. Names and hashes are
-// unique, every token has at least one scope and knows each of them. An
+// unique, every token has at least one scope and knows each of them; a
+// cwdPrefix is an absolute path, on a token without admin. An
 // error names its line ("line 3: ...") and never holds a secret (the file
 // holds none).
 func ParseTokens(data []byte) (*Tokens, error) {
@@ -167,16 +172,27 @@ func ParseTokens(data []byte) (*Tokens, error) {
 				tok.scopes = append(tok.scopes, sc)
 			}
 		}
+		if tl.CwdPrefix != "" {
+			switch {
+			case !strings.HasPrefix(tl.CwdPrefix, "/"):
+				return nil, fail("cwdPrefix %q must be an absolute path", tl.CwdPrefix)
+			case slices.Contains(tok.scopes, ScopeAdmin):
+				return nil, fail("a token with a cwdPrefix cannot have scope admin (it covers every session)")
+			}
+			tok.cwdPrefix = path.Clean(tl.CwdPrefix)
+		}
 		names[tl.Name], sums[tok.sum] = n, n
 		t.list = append(t.list, tok)
 	}
 	return t, nil
 }
 
-// principal is who a request comes from: a token's name and scopes.
+// principal is who a request comes from: a token's name and scopes, and
+// the working directory it is confined to ("": none).
 type principal struct {
-	name   string
-	scopes []string
+	name      string
+	scopes    []string
+	cwdPrefix string
 }
 
 // has reports whether p may do what scope allows (admin: everything).
@@ -239,7 +255,7 @@ func (s *Server) authenticate(ts *tokenSet, r *http.Request) (*principal, error)
 	if found == nil {
 		return nil, errUnauthorized
 	}
-	return &principal{name: found.name, scopes: found.scopes}, nil
+	return &principal{name: found.name, scopes: found.scopes, cwdPrefix: found.cwdPrefix}, nil
 }
 
 // authorize checks that p may run op.

@@ -29,7 +29,8 @@ func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request) {
 func (s *Server) watch(w http.ResponseWriter, r *http.Request) int {
 	op := wire.OpWatch.Name
 	s.setNode(w.Header())
-	if _, err := s.checkHTTP(r, op); err != nil {
+	p, err := s.checkHTTP(r, op)
+	if err != nil {
 		return s.writeError(w, op, err)
 	}
 	req := &request{}
@@ -51,6 +52,9 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request) int {
 	// session (or a minSeq timeout) is still a proper JSON error.
 	if err := s.await(r.Context(), wire.OpWatch, req); err != nil {
 		return s.writeError(w, op, err)
+	}
+	if err := s.confine(withPrincipal(r.Context(), p), wire.OpWatch, req); err != nil {
+		return s.writeError(w, op, notFoundField(wire.OpWatch, err))
 	}
 	changed := s.svc.Store.Changed()
 	page, _, err := s.svc.Entries(r.Context(), req.SessionID, req.AfterSeq, watchPage)
