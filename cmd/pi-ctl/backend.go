@@ -70,9 +70,11 @@ func (b *apiBackend) hint(err error) error {
 		case a.Foreign:
 			return err
 		case a.Status == http.StatusUnauthorized && b.hasToken:
-			a.Hint = "the token given with --token or $PI_CTL_TOKEN is not the node's"
+			a.Hint = "the token given with --token or $PI_CTL_TOKEN is not one the node knows"
 		case a.Status == http.StatusUnauthorized:
-			a.Hint = "pass the node's --http-token with --token or $PI_CTL_TOKEN"
+			a.Hint = "pass a token of the node's --http-token or --http-tokens with --token or $PI_CTL_TOKEN"
+		case a.Status == http.StatusForbidden:
+			a.Hint = "use a token with that scope: see pi-node's --http-tokens file"
 		case b.nats && a.Status == http.StatusRequestEntityTooLarge && a.Local:
 			a.Hint = "use --http URL: pi-node takes imports of up to 16 MiB over HTTP"
 		case b.nats && a.Status == http.StatusRequestEntityTooLarge:

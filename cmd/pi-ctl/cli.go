@@ -47,6 +47,7 @@ var commands = []command{
 	{"failback", "merge a returned region's entries into the home and make it a mirror again", runFailback},
 	{"archive", "list, restore and archive idle sessions (--session-retention)", runArchive},
 	{"file", "inspect, check and migrate a local pi session file (no server)", runFile},
+	{"token", "make scoped bearer tokens for pi-node's --http-tokens file (no server)", runToken},
 }
 
 const topIntro = `pi-ctl operates sessionlog, the replicated store for pi session trees.

@@ -136,8 +136,8 @@ func TestNoResponders(t *testing.T) {
 // the token (401) and says what to do; the token from $PI_CTL_TOKEN works.
 func TestToken(t *testing.T) {
 	n := startNode(t, "tok", "", "--http-token", "s3cret")
-	expectFailure(t, 1, "(pass the node's --http-token with --token or $PI_CTL_TOKEN)", nil, "ls", "--http", n.httpURL)
-	expectFailure(t, 1, "(the token given with --token or $PI_CTL_TOKEN is not the node's)", nil, "status", "--http", n.httpURL, "--token", "wrong")
+	expectFailure(t, 1, "(pass a token of the node's --http-token or --http-tokens with --token or $PI_CTL_TOKEN)", nil, "ls", "--http", n.httpURL)
+	expectFailure(t, 1, "(the token given with --token or $PI_CTL_TOKEN is not one the node knows)", nil, "status", "--http", n.httpURL, "--token", "wrong")
 	expectFailure(t, 1, "a valid bearer token is required", nil, "log", "01a22ba6-0000-7000-8000-00000000dead", "-f", "--http", n.httpURL, "--token", "wrong")
 	if r := runCLIEnv(t, map[string]string{"PI_CTL_HTTP": n.httpURL, "PI_CTL_TOKEN": "s3cret"}, "ls"); r.code != 0 || !strings.HasPrefix(r.stdout, "ID ") {
 		t.Errorf("ls with the token from the environment: exit %d, %q %q", r.code, r.stdout, r.stderr)
@@ -191,7 +191,7 @@ func TestServerHelp(t *testing.T) {
 		if !strings.Contains(top, "  "+c.name+" ") {
 			t.Errorf("top-level help does not list %q", c.name)
 		}
-		if c.name == "file" || c.name == "cursor" || c.name == "archive" || c.name == "bench" || c.name == "failover" || c.name == "failback" {
+		if c.name == "file" || c.name == "cursor" || c.name == "archive" || c.name == "bench" || c.name == "failover" || c.name == "failback" || c.name == "token" {
 			continue // no pi-node API: offline, a subcommand table, or JetStream itself (region_test.go)
 		}
 		if h := mustRun(t, c.name, "--help"); !strings.Contains(h, "Usage: pi-ctl "+c.name) || !strings.Contains(h, "-server URL") || !strings.Contains(h, "-http URL") {
@@ -206,6 +206,11 @@ func TestServerHelp(t *testing.T) {
 	for _, c := range benchCommands {
 		if h := mustRun(t, "bench", c.name, "-h"); !strings.Contains(h, "Usage: pi-ctl bench "+c.name) {
 			t.Errorf("bench %s --help:\n%s", c.name, h)
+		}
+	}
+	for _, c := range tokenCommands {
+		if h := mustRun(t, "token", c.name, "-h"); !strings.Contains(h, "Usage: pi-ctl token "+c.name) {
+			t.Errorf("token %s --help:\n%s", c.name, h)
 		}
 	}
 	for _, c := range archiveCommands {

@@ -47,6 +47,9 @@ type Config struct {
 	// Service.
 	HTTPListen       string
 	HTTPToken        string
+	HTTPTokens       string // file of scoped tokens (reload.go)
+	HTTPTLSCert      string
+	HTTPTLSKey       string
 	MemoryBudget     int64
 	SnapshotInterval time.Duration
 	MinSeqTimeout    time.Duration
@@ -121,7 +124,10 @@ func (c *Config) ParseFlags(args []string, getenv func(string) string, stderr io
 	fs.StringVar(&c.SubjectPrefix, "subject-prefix", c.SubjectPrefix, "subject prefix; session S lives on <prefix>.S")
 	fs.StringVar(&c.Bucket, "bucket", c.Bucket, "KV bucket of the per-client cursors")
 	fs.StringVar(&c.HTTPListen, "http-listen", c.HTTPListen, "host:port of the HTTP API")
-	fs.StringVar(&c.HTTPToken, "http-token", c.HTTPToken, "bearer token required on every /v1 request (empty: none)")
+	fs.StringVar(&c.HTTPToken, "http-token", c.HTTPToken, "bearer token required on every /v1 request (empty: none); an admin token next to --http-tokens")
+	fs.StringVar(&c.HTTPTokens, "http-tokens", c.HTTPTokens, "file of scoped bearer tokens (read, write, admin; hashed; see docs/API.md), read again on SIGHUP")
+	fs.StringVar(&c.HTTPTLSCert, "http-tls-cert", c.HTTPTLSCert, "certificate (PEM, chain) to serve the HTTP API over TLS, read again on SIGHUP")
+	fs.StringVar(&c.HTTPTLSKey, "http-tls-key", c.HTTPTLSKey, "private key (PEM) of --http-tls-cert")
 	budget := fs.String("memory-budget", size.Format(c.MemoryBudget), "JSON bytes of session trees kept in memory (e.g. 512MiB, 2GiB; 0: no limit); cold sessions beyond it are evicted and reloaded on demand")
 	fs.DurationVar(&c.SnapshotInterval, "snapshot-interval", c.SnapshotInterval, "how often the node snapshots its in-memory sessions to <data-dir>/store (also at shutdown), so a restart serves at once; 0 disables snapshots")
 	fs.DurationVar(&c.MinSeqTimeout, "min-seq-timeout", c.MinSeqTimeout, "how long a read waits for this node to apply what it must reflect: minSeq, its own writes, consistency=strong (then 504)")
@@ -187,6 +193,8 @@ func (c *Config) check() error {
 		return errors.New("--routes needs --cluster-name")
 	case (c.TLSCert == "") != (c.TLSKey == ""):
 		return errors.New("--tls-cert and --tls-key go together")
+	case (c.HTTPTLSCert == "") != (c.HTTPTLSKey == ""):
+		return errors.New("--http-tls-cert and --http-tls-key go together")
 	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		return err

@@ -28,6 +28,9 @@ func main() {
 		m.Close()
 		os.Exit(1)
 	}
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP) // --http-tokens, --http-tls-cert
+	go m.reloadOn(ctx, hup)
 	<-ctx.Done()
 	m.Logger.Info("shutting down")
 	if err := m.Close(); err != nil {

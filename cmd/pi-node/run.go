@@ -50,6 +50,7 @@ type Main struct {
 	metricsHTTP    *http.Server // --metrics-listen's, or nil
 	metricsErr     chan error
 	micro          micro.Service
+	certs          *certReloader // --http-tls-cert (reload.go)
 	serveErr       chan error
 	stopBG         context.CancelFunc // ends the background work below
 	bg             sync.WaitGroup     // releaseAfterRebuild
@@ -120,8 +121,12 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	tokens, err := m.loadTokens()
+	if err != nil {
+		return err
+	}
 	m.api, err = api.New(api.Config{
-		Service: svc, NodeName: name, Token: c.HTTPToken, MinSeqTimeout: c.MinSeqTimeout,
+		Service: svc, NodeName: name, Token: c.HTTPToken, Tokens: tokens, MinSeqTimeout: c.MinSeqTimeout,
 		Status: m.status, Ready: m.ready, Archive: archive, Logger: logger,
 		MetricsElsewhere: c.MetricsListen != "",
 	})
@@ -136,8 +141,22 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	m.HTTPAddr = ln.Addr().String()
 	m.http = m.api.HTTPServer(m.HTTPAddr)
+	if c.HTTPTLSCert != "" {
+		if m.certs, err = newCertReloader(c.HTTPTLSCert, c.HTTPTLSKey); err != nil {
+			ln.Close()
+			m.http = nil
+			return err
+		}
+		m.http.TLSConfig = m.certs.tlsConfig()
+	}
 	m.serveErr = make(chan error, 1)
-	go func() { m.serveErr <- m.http.Serve(ln) }()
+	go func() {
+		if m.certs != nil {
+			m.serveErr <- m.http.ServeTLS(ln, "", "")
+			return
+		}
+		m.serveErr <- m.http.Serve(ln)
+	}()
 	if c.MetricsListen != "" {
 		mln, err := net.Listen("tcp", c.MetricsListen)
 		if err != nil {
@@ -151,7 +170,7 @@ func (m *Main) Run(ctx context.Context) error {
 	if m.micro, err = m.api.StartNATS(m.conn.NC); err != nil {
 		return fmt.Errorf("start NATS micro service: %w", err)
 	}
-	logger.Info("pi-node ready", "node", name, "http", m.HTTPAddr, "metrics", m.metricsAt(), "nats", m.NATSURL, "mode", m.mode())
+	logger.Info("pi-node ready", "node", name, "http", m.HTTPAddr, "https", m.certs != nil, "metrics", m.metricsAt(), "nats", m.NATSURL, "mode", m.mode())
 	return nil
 }
 

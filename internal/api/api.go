@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/service"
@@ -43,7 +44,12 @@ type Config struct {
 	// (Authorization: Bearer <token>). /healthz, /readyz and /metrics stay
 	// open for probes and scrapers. NATS requests are not checked: who may
 	// publish to pi.v1.> is the NATS server's authorization (see docs/API.md).
+	// It is an admin token named "http-token", next to Tokens.
 	Token string
+	// Tokens, when not nil, are the scoped bearer tokens of HTTP /v1 (a
+	// tokens file: LoadTokens); even an empty set requires a token. Replace
+	// them at run time with SetTokens.
+	Tokens *Tokens
 	// MaxBody bounds JSON request bodies (default DefaultMaxBody).
 	MaxBody int64
 	// MaxImportBody bounds import bodies (default DefaultMaxImportBody).
@@ -89,6 +95,9 @@ type Server struct {
 	watches    context.Context
 	endWatches context.CancelFunc
 
+	// tokens is the set in force (SetTokens swaps it).
+	tokens atomic.Pointer[tokenSet]
+
 	mu   sync.Mutex
 	nats []*natsService
 }
@@ -120,6 +129,7 @@ func New(cfg Config) (*Server, error) {
 	s.base, s.cancel = context.WithCancel(context.Background())
 	s.watches, s.endWatches = context.WithCancel(s.base)
 	s.metrics = newMetrics(cfg.Service.Store)
+	s.tokens.Store(newTokenSet(cfg.Token, cfg.Tokens))
 	s.handler = s.routes()
 	return s, nil
 }

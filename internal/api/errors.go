@@ -43,4 +43,8 @@ const (
 	keyOp        = "op"
 	keyErr       = "err"
 	keySession   = "session"
+	keyWho       = "who"
+	keyOutcome   = "outcome"
+	keyRemote    = "remote"
+	keyStatus    = "status"
 )

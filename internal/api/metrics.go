@@ -18,6 +18,8 @@ type metrics struct {
 	duration   *prometheus.HistogramVec
 	appends    *prometheus.CounterVec
 	appendTime prometheus.Histogram
+	auth       *prometheus.CounterVec
+	adminOps   *prometheus.CounterVec
 }
 
 func newMetrics(st *store.Store) *metrics {
@@ -41,8 +43,16 @@ func newMetrics(st *store.Store) *metrics {
 			Help:    "Latency of appends through the service, CAS retries included.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 		}),
+		auth: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pi_api_auth_total",
+			Help: `HTTP /v1 token checks by outcome: "ok", "unauthorized" (no or unknown token), "forbidden" (the token lacks the operation's scope). Only with --http-token or --http-tokens.`,
+		}, []string{"outcome"}),
+		adminOps: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pi_api_admin_ops_total",
+			Help: `Admin operations (archive.*) let through, by operation and outcome ("ok" or the error code), on both transports.`,
+		}, []string{"op", "outcome"}),
 	}
-	m.reg.MustRegister(m.requests, m.duration, m.appends, m.appendTime,
+	m.reg.MustRegister(m.requests, m.duration, m.appends, m.appendTime, m.auth, m.adminOps,
 		storeCollector{st},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -176,11 +176,14 @@ func (s *Server) natsReply(nc *nats.Conn, o *op, req micro.Request) int {
 	}
 	var rep reply
 	if err == nil {
-		rep, err = s.call(ctx, o, r)
+		rep, err = s.call(withPrincipal(ctx, natsPeer), o, r)
 	}
 	if err != nil {
-		return s.natsError(o.Name, req, err)
+		status := s.natsError(o.Name, req, err)
+		s.auditAdmin(natsPeer, transportNATS, o.Name, status, err)
+		return status
 	}
+	s.auditAdmin(natsPeer, transportNATS, o.Name, o.Status, nil)
 	body := rep.raw
 	if rep.value != nil {
 		if body, err = wire.EncodeJSON(rep.value); err != nil {

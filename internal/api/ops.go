@@ -66,6 +66,9 @@ func (s *Server) call(ctx context.Context, o *op, r *request) (reply, error) {
 	if err := s.await(ctx, o.Op, r); err != nil {
 		return reply{}, err
 	}
+	if err := s.confine(ctx, o.Op, r); err != nil {
+		return reply{}, notFoundField(o.Op, err)
+	}
 	ctx, mark := store.WithReadMark(ctx)
 	rep, err := o.run(s, ctx, r)
 	if f, ok := mark.Freshness(); ok {

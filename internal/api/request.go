@@ -41,6 +41,9 @@ type request struct {
 	// Consistency of a log read: "" or wire.ConsistencyStrong.
 	Consistency string `json:"consistency"`
 	Strict      bool   `json:"strict"` // import (NATS: the Pi-Strict header)
+	// cwdPrefix confines list to a tenant token's sessions (tenant.go);
+	// set by the server, never by the client.
+	cwdPrefix string
 
 	// Bodies of create, append, cursor.set and fork.
 	Header         json.RawMessage   `json:"header"`
@@ -186,7 +189,7 @@ func (r *request) llm() (bool, error) {
 
 // filter builds a list filter, validating limit and since.
 func (r *request) filter() (store.ListFilter, error) {
-	f := store.ListFilter{Name: r.Name, Cwd: r.Cwd, Label: r.Label, After: r.Cursor, Limit: r.Limit}
+	f := store.ListFilter{Name: r.Name, Cwd: r.Cwd, CwdPrefix: r.cwdPrefix, Label: r.Label, After: r.Cursor, Limit: r.Limit}
 	if r.Limit < 0 {
 		return f, wire.Invalid("limit", "must be a positive integer")
 	}

@@ -56,7 +56,7 @@ func (s *Server) status(ctx context.Context, _ *request) (reply, error) {
 		t := st.CaughtUpAt.UTC()
 		out.Store.CaughtUpAt = &t
 	}
-	if s.cfg.Status != nil {
+	if s.cfg.Status != nil && principalOf(ctx).has(ScopeAdmin) {
 		js, err := s.cfg.Status(ctx)
 		if err != nil {
 			js = map[string]string{"error": err.Error()}

@@ -29,8 +29,9 @@ func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request) {
 func (s *Server) watch(w http.ResponseWriter, r *http.Request) int {
 	op := wire.OpWatch.Name
 	s.setNode(w.Header())
-	if !s.authorized(r) {
-		return s.writeError(w, op, errUnauthorized)
+	p, err := s.checkHTTP(r, op)
+	if err != nil {
+		return s.writeError(w, op, err)
 	}
 	req := &request{}
 	if err := applyQuery(r.URL.Query(), req); err != nil {
@@ -51,6 +52,9 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request) int {
 	// session (or a minSeq timeout) is still a proper JSON error.
 	if err := s.await(r.Context(), wire.OpWatch, req); err != nil {
 		return s.writeError(w, op, err)
+	}
+	if err := s.confine(withPrincipal(r.Context(), p), wire.OpWatch, req); err != nil {
+		return s.writeError(w, op, notFoundField(wire.OpWatch, err))
 	}
 	changed := s.svc.Store.Changed()
 	page, _, err := s.svc.Entries(r.Context(), req.SessionID, req.AfterSeq, watchPage)

@@ -15,7 +15,8 @@
 // Errors are translated once, here: an error reply is an *Error, no reply
 // at all an *UnreachableError, and both unwrap to wire's sentinels
 // (ErrNotFound, ErrConflict, ErrExists, ErrInvalid with a *wire.FieldError,
-// ErrTooLarge, ErrUnavailable, ErrTimeout, ErrUnauthorized: wire.ErrorOf),
+// ErrTooLarge, ErrUnavailable, ErrTimeout, ErrUnauthorized, ErrForbidden:
+// wire.ErrorOf),
 // so callers test them with errors.Is and never match messages.
 //
 // pi-ctl and the public client package (client/) are the users.

@@ -183,7 +183,9 @@ func (b *HTTP) statusError(op string, status int, body []byte) error {
 	case ae.Foreign:
 		ae.Hint = "the reply is not pi-node's: is " + b.base + " pi-node's HTTP listener?"
 	case status == http.StatusUnauthorized:
-		ae.Hint = "send pi-node's --http-token as the bearer token"
+		ae.Hint = "send a token of pi-node's --http-token or --http-tokens as the bearer token"
+	case status == http.StatusForbidden:
+		ae.Hint = "the token lacks the operation's scope (pi-node's --http-tokens)"
 	}
 	return ae
 }

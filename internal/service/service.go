@@ -104,6 +104,11 @@ func (s *Service) Create(ctx context.Context, req wire.CreateRequest) (wire.Writ
 	return res, nil
 }
 
+// Header is the header Create would build from raw (a new id and the
+// time now where they are left out), for checks before the write (a
+// tenant token's cwd).
+func (s *Service) Header(raw json.RawMessage) (tree.Header, error) { return s.header(raw) }
+
 // headerKeys are the string fields of pi's header a client may set, in the
 // order they are checked.
 var headerKeys = [...]string{"id", "timestamp", "cwd", "parentSession"}

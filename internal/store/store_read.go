@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -94,12 +95,24 @@ func (st *Store) touch(d *Doc) {
 
 // ListFilter selects sessions for List. Empty fields match everything.
 type ListFilter struct {
-	Name  string    // substring of the name, case-insensitive
-	Cwd   string    // exact working directory
-	Label string    // some entry carries exactly this label
-	Since time.Time // modified at or after
-	After string    // page cursor: only ids greater than this
-	Limit int       // at most this many (default 100, max 1000)
+	Name      string    // substring of the name, case-insensitive
+	Cwd       string    // exact working directory
+	CwdPrefix string    // the working directory is this path or under it (CwdUnder)
+	Label     string    // some entry carries exactly this label
+	Since     time.Time // modified at or after
+	After     string    // page cursor: only ids greater than this
+	Limit     int       // at most this many (default 100, max 1000)
+}
+
+// CwdUnder reports whether the working directory cwd is prefix or under it,
+// path by path: /work/team-a is under /work, not under /work/team; cwd is
+// cleaned first, so /work/team-a/../team-b is not under /work/team-a.
+func CwdUnder(cwd, prefix string) bool {
+	if cwd == "" || !strings.HasPrefix(cwd, "/") {
+		return false
+	}
+	cwd, prefix = path.Clean(cwd), path.Clean(prefix)
+	return prefix == "/" || cwd == prefix || strings.HasPrefix(cwd, prefix+"/")
 }
 
 // List returns sessions in id order (UUIDv7 ids sort by creation time) and
@@ -125,6 +138,7 @@ func (st *Store) List(ctx context.Context, f ListFilter) ([]wire.Info, string) {
 		in := d.Info()
 		if !f.Since.IsZero() && in.Modified.Before(f.Since) ||
 			f.Cwd != "" && in.Cwd != f.Cwd ||
+			f.CwdPrefix != "" && !CwdUnder(in.Cwd, f.CwdPrefix) ||
 			f.Name != "" && (in.Name == nil || !strings.Contains(strings.ToLower(*in.Name), strings.ToLower(f.Name))) ||
 			f.Label != "" && !d.HasLabel(f.Label) {
 			continue

@@ -34,6 +34,10 @@ var (
 	// --http-token) and got none or another one. It belongs to the
 	// transport; the engine never returns it.
 	ErrUnauthorized = errors.New("unauthorized")
+	// ErrForbidden: the HTTP API knows the bearer token, but its scopes
+	// (pi-node's --http-tokens) do not cover the operation; the message
+	// names the scope that is missing. It belongs to the transport.
+	ErrForbidden = errors.New("forbidden")
 )
 
 // FieldError is an error about one input field or line, which it names so
@@ -92,6 +96,7 @@ const (
 	CodeTooLarge     = "too_large"
 	CodeUnavailable  = "unavailable"
 	CodeUnauthorized = "unauthorized"
+	CodeForbidden    = "forbidden"
 	CodeTimeout      = "timeout"
 	CodeInternal     = "internal"
 )
@@ -127,6 +132,7 @@ var errorTable = []struct {
 	code   string
 }{
 	{ErrUnauthorized, http.StatusUnauthorized, CodeUnauthorized},
+	{ErrForbidden, http.StatusForbidden, CodeForbidden},
 	{ErrInvalid, http.StatusBadRequest, CodeInvalid},
 	{ErrNotFound, http.StatusNotFound, CodeNotFound},
 	{ErrExists, http.StatusConflict, CodeConflict},
@@ -171,6 +177,7 @@ func StatusOf(err error) (status int, d ErrorDetail, known bool) {
 //
 //	400 invalid      ErrInvalid
 //	401 unauthorized ErrUnauthorized
+//	403 forbidden    ErrForbidden (the token lacks the operation's scope)
 //	404 not_found    ErrNotFound
 //	409 conflict     ErrExists for create and import (the session id is
 //	                 taken); otherwise a *ConflictError when d carries
@@ -198,6 +205,8 @@ func sentinelOf(op string, status int, d ErrorDetail) error {
 		return ErrInvalid
 	case http.StatusUnauthorized:
 		return ErrUnauthorized
+	case http.StatusForbidden:
+		return ErrForbidden
 	case http.StatusNotFound:
 		return ErrNotFound
 	case http.StatusConflict:

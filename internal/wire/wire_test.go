@@ -130,6 +130,7 @@ func TestErrorsBothWays(t *testing.T) {
 		{"get", ErrUnavailable, CodeUnavailable},
 		{"get", ErrTimeout, CodeTimeout},
 		{"status", ErrUnauthorized, CodeUnauthorized},
+		{"append", fmt.Errorf("needs scope write: %w", ErrForbidden), CodeForbidden},
 	} {
 		status, d, known := StatusOf(c.err)
 		back := ErrorOf(c.op, status, d)
@@ -147,7 +148,7 @@ func TestErrorsBothWays(t *testing.T) {
 }
 
 func sameSentinel(a, b error) bool {
-	for _, s := range []error{ErrNotFound, ErrExists, ErrConflict, ErrInvalid, ErrTooLarge, ErrUnavailable, ErrTimeout, ErrUnauthorized} {
+	for _, s := range []error{ErrNotFound, ErrExists, ErrConflict, ErrInvalid, ErrTooLarge, ErrUnavailable, ErrTimeout, ErrUnauthorized, ErrForbidden} {
 		if errors.Is(a, s) != errors.Is(b, s) {
 			return false
 		}

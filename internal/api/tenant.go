@@ -1,0 +1,75 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/pifleet/sessionlog/internal/store"
+	"github.com/pifleet/sessionlog/internal/tree"
+	"github.com/pifleet/sessionlog/internal/wire"
+)
+
+// confine applies a tenant token's cwdPrefix (docs/API.md, Auth) to a
+// request, after its read-your-writes wait: list only shows the tenant's
+// sessions; any other session is 404 as if it did not exist (a 403 would
+// tell that it does); a create or import with a cwd outside is 403. Tokens
+// without a prefix, and the NATS transport, are not confined.
+func (s *Server) confine(ctx context.Context, o wire.Op, r *request) error {
+	prefix := principalOf(ctx).cwdPrefix
+	if prefix == "" {
+		return nil
+	}
+	switch {
+	case o.Name == wire.OpList.Name:
+		r.cwdPrefix = prefix
+		return nil
+	case o.Name == wire.OpStatus.Name:
+		return nil
+	case o.Name == wire.OpCreate.Name:
+		h, err := s.svc.Header(r.Header)
+		if err != nil {
+			return err
+		}
+		return checkCwd(h.Cwd, prefix, "header.cwd")
+	case o.Name == wire.OpImport.Name:
+		f, err := tree.Read(r.data, tree.ReadOptions{Strict: r.Strict, Validate: true})
+		if err != nil {
+			return nil // the import fails the same way
+		}
+		return checkCwd(f.Header.Cwd, prefix, "cwd")
+	case strings.Contains(o.Path, "{id}"):
+		return s.confineSession(ctx, prefix, r)
+	}
+	// Admin operations without a session: a tenant token cannot be admin
+	// (ParseTokens), so this is not reached.
+	return fmt.Errorf("operation %s is not for a token confined to %s: %w", o.Name, prefix, wire.ErrForbidden)
+}
+
+// confineSession is nil when r's session is the tenant's, and the error of
+// a missing session otherwise.
+func (s *Server) confineSession(ctx context.Context, prefix string, r *request) error {
+	if err := r.checkSession(); err != nil {
+		return err
+	}
+	var cwd string
+	err := s.svc.Store.ViewOrRead(ctx, s.svc.Log, r.SessionID, func(d *store.Doc) error {
+		cwd = d.Info().Cwd
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if !store.CwdUnder(cwd, prefix) {
+		// The very error of a session that does not exist.
+		return fmt.Errorf("session %s: %w", r.SessionID, wire.ErrNotFound)
+	}
+	return nil
+}
+
+func checkCwd(cwd, prefix, field string) error {
+	if store.CwdUnder(cwd, prefix) {
+		return nil
+	}
+	return wire.Field(field, fmt.Errorf("cwd %q is not under this token's cwdPrefix %q: %w", cwd, prefix, wire.ErrForbidden))
+}
