@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -69,6 +70,11 @@ func (s *Server) call(ctx context.Context, o *op, r *request) (reply, error) {
 	if err := s.confine(ctx, o.Op, r); err != nil {
 		return reply{}, notFoundField(o.Op, err)
 	}
+	if o.Method != http.MethodGet {
+		// Only reads carry freshness headers: no mark on a write's path.
+		rep, err := o.run(s, ctx, r)
+		return rep, notFoundField(o.Op, err)
+	}
 	ctx, mark := store.WithReadMark(ctx)
 	rep, err := o.run(s, ctx, r)
 	if f, ok := mark.Freshness(); ok {
@@ -109,8 +115,8 @@ func (s *Server) await(ctx context.Context, o wire.Op, r *request) error {
 			return err
 		}
 	}
-	if b.Seq == 0 {
-		return nil
+	if b.Seq == 0 || s.svc.Store.Applied() >= b.Seq {
+		return nil // the usual case: no timer to set up
 	}
 	wctx, cancel := context.WithTimeout(ctx, s.cfg.MinSeqTimeout)
 	defer cancel()

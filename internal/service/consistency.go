@@ -87,16 +87,16 @@ type Barrier struct {
 // the catalog: the log's), so the read is linearizable — it reflects every
 // write acknowledged anywhere before it began.
 func (s *Service) ReadBarrier(ctx context.Context, sid string, minSeq uint64, consistency string) (Barrier, error) {
+	if consistency != "" && consistency != wire.ConsistencyStrong {
+		return Barrier{}, wire.Invalid("consistency", fmt.Sprintf(`must be "strong" or absent, not %q`, consistency))
+	}
 	var b Barrier
-	field := ""
-	raise := func(seq uint64, why string) {
+	raise := func(seq uint64, field, why string, args ...any) {
 		if seq > b.Seq {
-			b = Barrier{Seq: seq, Reason: why, Field: field}
+			b = Barrier{Seq: seq, Reason: fmt.Sprintf(why, args...), Field: field}
 		}
 	}
-	field = "minSeq"
-	raise(minSeq, fmt.Sprintf("minSeq %d", minSeq))
-	field = ""
+	raise(minSeq, "minSeq", "minSeq %d", minSeq)
 	// What this process acknowledged before a restart is forgotten, but it
 	// is all at or below the log's end when the process started.
 	first, ok := s.Store.FirstEnd()
@@ -106,24 +106,15 @@ func (s *Service) ReadBarrier(ctx context.Context, sid string, minSeq uint64, co
 			return b, fmt.Errorf("this node has not learned the log's end since it started, so it cannot tell whether it holds the writes it acknowledged before: %w", err)
 		}
 	}
-	if first > s.Store.Applied() {
-		raise(first, fmt.Sprintf("sequence %d, the log's end when this node started (it may have acknowledged writes up to there before a restart)", first))
-	}
-	if own := s.ownAck(sid); own > 0 {
-		raise(own, fmt.Sprintf("sequence %d, which this node acknowledged", own))
-	}
-	switch consistency {
-	case "":
-	case wire.ConsistencyStrong:
+	raise(first, "", "sequence %d, the log's end when this node started (it may have acknowledged writes up to there before a restart)", first)
+	own := s.ownAck(sid)
+	raise(own, "", "sequence %d, which this node acknowledged", own)
+	if consistency == wire.ConsistencyStrong {
 		last, err := s.leaderSeq(ctx, sid)
 		if err != nil {
 			return b, wire.Field("consistency", fmt.Errorf("consistency=strong: asking the log's leader: %w", err))
 		}
-		s.Store.NoteLogSeq(last)
-		field = "consistency"
-		raise(last, fmt.Sprintf("sequence %d, the log's last at the leader (consistency=strong)", last))
-	default:
-		return b, wire.Invalid("consistency", fmt.Sprintf(`must be "strong" or absent, not %q`, consistency))
+		raise(last, "consistency", "sequence %d, the log's last at the leader (consistency=strong)", last)
 	}
 	return b, nil
 }
@@ -137,6 +128,9 @@ func (s *Service) leaderSeq(ctx context.Context, sid string) (uint64, error) {
 	last, err := s.Log.SessionLastSeq(ctx, sid)
 	if errors.Is(err, wire.ErrNotFound) {
 		return 0, nil
+	}
+	if err == nil {
+		s.Store.NoteLogSeq(last) // Pi-Lag counts it until applied
 	}
 	return last, err
 }

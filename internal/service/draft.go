@@ -79,22 +79,9 @@ func parseDraft(field string, raw []byte) (draft, error) {
 		d.hasTime = true
 	}
 	if err := tree.CheckEntry(&v); err != nil {
-		return d, shapeInvalid(field, err)
+		return d, wire.InvalidShape(field, err)
 	}
 	return d, nil
-}
-
-// shapeInvalid is the FieldError of an entry that fails tree.CheckEntry,
-// naming the member under field ("entries[2].message.role").
-func shapeInvalid(field string, err error) error {
-	se, ok := err.(*tree.ShapeError)
-	if !ok {
-		return wire.Invalid(field, err.Error())
-	}
-	if se.Path != "" {
-		field += "." + se.Path
-	}
-	return wire.Invalid(field, se.Reason)
 }
 
 // build returns the entry's line: the client's bytes when it gave id,

@@ -30,7 +30,12 @@ type ShapeError struct {
 	Reason string
 }
 
-func (e *ShapeError) Error() string { return e.Path + ": " + e.Reason }
+func (e *ShapeError) Error() string {
+	if e.Path == "" {
+		return e.Reason
+	}
+	return e.Path + ": " + e.Reason
+}
 
 // CheckLine parses an entry line and checks it (see CheckEntry). A line
 // that is not JSON is a *ShapeError with an empty Path.

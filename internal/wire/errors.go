@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+
+	"github.com/pifleet/sessionlog/internal/tree"
 )
 
 // The error vocabulary of the engine and of the API. Adapters
@@ -62,6 +64,21 @@ func (e *FieldError) Unwrap() error {
 
 // Invalid returns an ErrInvalid FieldError for field.
 func Invalid(field, reason string) error { return &FieldError{Field: field, Reason: reason} }
+
+// InvalidShape is the ErrInvalid of an entry under field that fails pi's
+// shapes (a *tree.ShapeError from tree.CheckEntry or tree.CheckLine),
+// naming the member: "entries[2]" and "message.role" give
+// "entries[2].message.role".
+func InvalidShape(field string, err error) error {
+	var se *tree.ShapeError
+	if !errors.As(err, &se) {
+		return Invalid(field, err.Error())
+	}
+	if se.Path != "" {
+		field += "." + se.Path
+	}
+	return Invalid(field, se.Reason)
+}
 
 // Field names the input field err is about, keeping what err unwraps to
 // (a *FieldError already naming one keeps its own).

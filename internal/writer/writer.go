@@ -386,13 +386,7 @@ func (w *Writer) build(specs []Spec, prev []tree.Entry) ([]tree.Entry, error) {
 		// Messages and custom content are the caller's raw JSON: pi's
 		// shapes are checked here, before anything is published.
 		if err := tree.CheckLine(e.Raw); err != nil {
-			field := fmt.Sprintf("entries[%d]", k)
-			var se *tree.ShapeError
-			if errors.As(err, &se) && se.Path != "" {
-				field += "." + se.Path
-				err = errors.New(se.Reason)
-			}
-			return nil, wire.Invalid(field, err.Error())
+			return nil, wire.InvalidShape(fmt.Sprintf("entries[%d]", k), err)
 		}
 		entries[k] = e
 		parent = e.ID

@@ -81,7 +81,7 @@ func newClient(idx int, node *piNode, transport string, rec *recorder, seed int6
 		c.state[s] = &sessionState{}
 	}
 	if transport == "http" {
-		c.hc = &http.Client{Timeout: attemptTimeout}
+		c.hc = &http.Client{Timeout: attemptTimeout, Transport: bearer{}}
 		return c, nil
 	}
 	// Sticky: only this node's server, never one it learns of, and
@@ -303,7 +303,7 @@ func (c *client) send(ctx context.Context, op wire.Op, sid string, req any, q ur
 	}
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), attemptTimeout)
 	defer cancel()
-	st, hdr, data, err := do(actx, c.hc, op.Method, u, payload)
+	st, hdr, data, err := proctest.Do(actx, c.hc, op.Method, u, payload)
 	a := answer{status: st, body: data, header: func(k string) string { return hdr.Get(k) }}
 	switch {
 	case err != nil && errors.Is(err, syscall.ECONNREFUSED):
@@ -362,7 +362,7 @@ func createSessions(ctx context.Context, nodes []*piNode, rec *recorder, sids []
 		for attempt := 0; ctx.Err() == nil; attempt++ {
 			nd := nodes[attempt%len(nodes)]
 			op.Node, op.Attempts = nd.name, attempt+1
-			st, _, data, err := do(ctx, probe, http.MethodPost, nd.base+"/v1/sessions", body)
+			st, _, data, err := proctest.Do(ctx, probe, http.MethodPost, nd.base+"/v1/sessions", body)
 			if err == nil && st == http.StatusCreated {
 				var wr wire.WriteResult
 				if err := json.Unmarshal(data, &wr); err != nil {

@@ -3,11 +3,9 @@
 package jepsen
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -111,29 +109,16 @@ func (nd *piNode) waitReady(timeout time.Duration) (time.Duration, error) {
 }
 
 // probe is for status polls and the final reads.
-var probe = &http.Client{Timeout: 5 * time.Second}
+var probe = &http.Client{Timeout: 5 * time.Second, Transport: bearer{}}
 
-// do sends one request with the token and reads the whole answer.
-func do(ctx context.Context, hc *http.Client, method, url string, body []byte) (int, http.Header, []byte, error) {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, url, rd)
-	if err != nil {
-		return 0, nil, nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return 0, nil, nil, err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header, data, err
+// bearer sends the cluster's token with every request, so that the
+// clients can use proctest.Do as it is.
+type bearer struct{}
+
+func (bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+token)
+	return http.DefaultTransport.RoundTrip(r)
 }
 
 // nodeStatus is the part of /v1/status the test reads.
@@ -154,7 +139,7 @@ type nodeStatus struct {
 
 func (nd *piNode) status() (nodeStatus, error) {
 	var s nodeStatus
-	st, _, body, err := do(context.Background(), probe, http.MethodGet, nd.base+"/v1/status", nil)
+	st, _, body, err := proctest.Do(context.Background(), probe, http.MethodGet, nd.base+"/v1/status", nil)
 	switch {
 	case err != nil:
 		return s, err

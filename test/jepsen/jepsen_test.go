@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pifleet/sessionlog/internal/proctest"
 	"github.com/pifleet/sessionlog/internal/testutil"
 
 	"github.com/google/uuid"
@@ -233,7 +234,7 @@ func finalLog(nd *piNode, sid string, end uint64) ([]Entry, error) {
 	var log []Entry
 	u := fmt.Sprintf("%s/v1/sessions/%s/entries?limit=%d&minSeq=%d", nd.base, sid, readLimit, end)
 	_, err := testutil.Poll(readyTimeout, func() error {
-		st, _, body, err := do(context.Background(), probe, http.MethodGet, u, nil)
+		st, _, body, err := proctest.Do(context.Background(), probe, http.MethodGet, u, nil)
 		if err != nil {
 			return err
 		}
