@@ -26,6 +26,7 @@ const (
 	checkRejectedAbsent = "rejected-absent"
 	checkHonestLag      = "honest-lag"
 	checkLinearizable   = "linearizable"
+	checkMonotonic      = "monotonic-reads"
 )
 
 // lagWindow: docs/API.md says a node polls the log's end every 250 ms, so
@@ -36,7 +37,7 @@ const lagWindow = time.Second
 
 var allChecks = []string{
 	checkLost, checkDuplicated, checkFinalAgree, checkRealtimeOrder, checkReadPrefix,
-	checkRYWNode, checkRYWMinSeq, checkAppliedSeq, checkRejectedAbsent, checkHonestLag, checkLinearizable,
+	checkRYWNode, checkRYWMinSeq, checkAppliedSeq, checkRejectedAbsent, checkHonestLag, checkMonotonic, checkLinearizable,
 }
 
 // checkResult is one check's verdict: how many things it examined, and
@@ -118,6 +119,7 @@ func check(ops []*Op, nodes []string, final map[string]map[string][]Entry, linTi
 	c.checkAppends()
 	c.checkRealtime()
 	c.checkReads()
+	c.checkMonotonic()
 	c.checkLinearizable()
 	return c.rep
 }
@@ -375,6 +377,38 @@ func (c *checker) checkReads() {
 				lag.violate("read reports Pi-Lag 0 and not stale yet misses %d entries acknowledged by its node, or by any %v before it, latest %v; the read: %v",
 					len(miss), c.lagWindow, latest(miss), r)
 			}
+		}
+	}
+}
+
+// checkMonotonic: a client's successive reads of a session answered by
+// the same node never go back — each shows at least as many entries as the
+// one before (both are prefixes of the final log: read-prefix).
+func (c *checker) checkMonotonic() {
+	mono := c.rep.get(checkMonotonic)
+	type key struct {
+		client  int
+		session string
+	}
+	var reads []*Op
+	for _, r := range c.ops {
+		if r.Kind == KindRead && r.Outcome == OK && !r.Truncated && r.server() != "" {
+			reads = append(reads, r)
+		}
+	}
+	sort.Slice(reads, func(i, j int) bool { return reads[i].Invoke < reads[j].Invoke })
+	last := map[key]*Op{}
+	for _, r := range reads {
+		k := key{r.Client, r.Session}
+		prev := last[k]
+		last[k] = r
+		if prev == nil || prev.server() != r.server() {
+			continue
+		}
+		mono.Count++
+		if len(r.Entries) < len(prev.Entries) {
+			mono.violate("read on %s shows %d entries, the same client's previous read there %d: %v, after %v",
+				r.server(), len(r.Entries), len(prev.Entries), r, prev)
 		}
 	}
 }

@@ -64,6 +64,7 @@ func base() (*hist, map[string][]Entry) {
 	h.app(3, "n3", "s", "c", 55, 90, Unknown, 0)
 	r := h.read(1, "n1", "s", 60, 61, e("a", 2), e("b", 3))
 	r.Applied, r.Lag = u64(3), u64(0)
+	h.read(1, "n1", "s", 70, 71, e("a", 2), e("b", 3)) // the same client again: not behind
 	s := h.read(2, "n2", "s", 100, 101, e("a", 2), e("b", 3), e("c", 4))
 	s.Strong, s.MinSeq = true, 3
 	return h, map[string][]Entry{"s": {e("a", 2), e("b", 3), e("c", 4)}}
@@ -169,6 +170,11 @@ func TestCheckerFlagsViolations(t *testing.T) {
 			r.Lag = u64(0)
 			return h.ops, same(final)
 		}},
+		{"a node goes back", checkMonotonic, "previous read there 2", func() ([]*Op, map[string]map[string][]Entry) {
+			h, final := base()
+			h.read(1, "n1", "s", 80, 81, e("a", 2)) // client 1 saw a and b on n1 at 70
+			return h.ops, same(final)
+		}},
 		{"conflict without a concurrent write", checkLinearizable, "not linearizable", func() ([]*Op, map[string]map[string][]Entry) {
 			h, final := base()
 			h.cas(4, "n1", "s", "y", 4, 200, 210, Fail, 0) // the log is at 4
@@ -224,6 +230,8 @@ func TestCheckerNegatives(t *testing.T) {
 	r.Lag = u64(0)
 	// A plain (not strong) read may be stale.
 	h.read(4, "n3", "s", 200, 201, e("a", 2))
+	// Client 1 moves from n1 (it saw a and b at 70) to n3, which is behind.
+	h.read(1, "n3", "s", 210, 211, e("a", 2))
 	// A conditional append that lost to a concurrent one (b, 30..40).
 	h.cas(5, "n1", "s", "z", 2, 35, 42, Fail, 0)
 	// An indeterminate append that never landed.

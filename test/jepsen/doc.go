@@ -78,6 +78,9 @@
 //     busy machine, and is Pi-Stale's own threshold. The stricter reading
 //     (any acknowledgement before the read) is reported as a figure, not
 //     checked: MEASURED honest-lag strict.
+//   - monotonic-reads: a client's successive reads of a session answered
+//     by the same node never show fewer entries than the one before, also
+//     across a kill -9 and restart of that node.
 //   - linearizable: the appends (conditional or not) and the strong reads
 //     of the session are linearizable (porcupine) against a sequential
 //     log: an append with expectLastSeq e succeeds only when the log's
