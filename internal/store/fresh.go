@@ -111,18 +111,12 @@ func (st *Store) LogLastSeq(ctx context.Context) (uint64, error) {
 // restarted has forgotten which writes it acknowledged before: they are
 // all at or below this, so reads wait for it to read their own writes.
 func (st *Store) FirstEnd() (uint64, bool) {
-	if !st.stats.firstKnown.Load() {
-		return 0, false
-	}
-	return st.stats.firstEnd.Load(), true
+	v := st.stats.firstEnd.Load()
+	return v - 1, v != 0
 }
 
 // noteFirstEnd records last as FirstEnd unless one is known. Either value
 // of two racing first polls is a valid bound: both were read after Open.
 func (st *Store) noteFirstEnd(last uint64) {
-	if st.stats.firstKnown.Load() {
-		return
-	}
-	st.stats.firstEnd.Store(last)
-	st.stats.firstKnown.Store(true)
+	st.stats.firstEnd.CompareAndSwap(0, last+1)
 }

@@ -143,8 +143,7 @@ type storeStats struct {
 	logLastSeq  atomic.Uint64 // the log's last sequence, last time we asked
 	noted       atomic.Uint64 // the highest sequence NoteLogSeq was told of
 	polled      atomic.Bool   // logLastSeq has been read at least once
-	firstEnd    atomic.Uint64 // the log's last sequence as first learned since Open (or Reset)
-	firstKnown  atomic.Bool   // firstEnd is set
+	firstEnd    atomic.Uint64 // 1 + the log's last sequence as first learned since Open (or Reset); 0: not yet
 	caughtUpAt  atomic.Int64  // unix nanos when applied last reached logLastSeq
 	followError atomic.Value  // string
 	abandoned   atomic.Uint64 // abandoned multi-batch sessions this Store claimed and purged
