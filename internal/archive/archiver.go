@@ -47,7 +47,11 @@ type Archiver struct {
 	opts  Options
 	lg    *slog.Logger
 
-	passMu      sync.Mutex // one pass at a time on this node
+	// pass holds a token while a pass runs: one pass at a time on this
+	// node. An operator's pass waits for a periodic one rather than fail,
+	// since it cannot know when the next tick is; a tick that finds a pass
+	// running skips.
+	pass        chan struct{}
 	provisioned atomic.Bool
 	stats       stats
 }
@@ -73,7 +77,7 @@ func New(store *store.Store, log session.Log, b session.Archive, opts Options) *
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Archiver{store: store, log: log, b: b, opts: opts, lg: opts.Logger}
+	return &Archiver{store: store, log: log, b: b, opts: opts, lg: opts.Logger, pass: make(chan struct{}, 1)}
 }
 
 // Retention is the retention of Run's passes (0: none).
@@ -95,7 +99,13 @@ func (a *Archiver) Run(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		res, err := a.Pass(ctx, a.opts.Retention)
+		select {
+		case a.pass <- struct{}{}:
+		default:
+			continue // an operator's pass is running
+		}
+		res, err := a.pass1(ctx, a.opts.Retention)
+		<-a.pass
 		var held *LeaseHeldError
 		switch {
 		case errors.As(err, &held):
@@ -121,18 +131,27 @@ func (e *LeaseHeldError) Unwrap() error { return wire.ErrConflict }
 
 // Pass archives every session whose last record is older than olderThan,
 // under the cluster-wide lease; a *LeaseHeldError if another node has it.
+// A pass already running on this node is waited for.
 // Sessions that fail are counted and left for the next pass; the first
 // error is returned with the result.
 func (a *Archiver) Pass(ctx context.Context, olderThan time.Duration) (wire.ArchivePass, error) {
-	start := a.opts.Now()
-	res := wire.ArchivePass{Cutoff: start.Add(-olderThan)}
+	res := wire.ArchivePass{Cutoff: a.opts.Now().Add(-olderThan)}
 	if olderThan < 0 {
 		return res, wire.Invalid("olderThan", "must not be negative")
 	}
-	if !a.passMu.TryLock() {
-		return res, fmt.Errorf("%w: a pass is running on this node already", wire.ErrConflict)
+	select {
+	case a.pass <- struct{}{}:
+	case <-ctx.Done():
+		return res, fmt.Errorf("waiting for the pass running on this node: %w", context.Cause(ctx))
 	}
-	defer a.passMu.Unlock()
+	defer func() { <-a.pass }()
+	return a.pass1(ctx, olderThan)
+}
+
+// pass1 is Pass with the pass token held.
+func (a *Archiver) pass1(ctx context.Context, olderThan time.Duration) (wire.ArchivePass, error) {
+	start := a.opts.Now()
+	res := wire.ArchivePass{Cutoff: start.Add(-olderThan)}
 	if err := a.Provision(ctx); err != nil {
 		return res, err
 	}
