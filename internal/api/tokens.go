@@ -16,51 +16,26 @@ import (
 	"github.com/pifleet/sessionlog/internal/wire"
 )
 
-// The scopes of an HTTP token (docs/API.md, Auth). read and write are
-// independent (a writer that also reads needs both); admin covers every
-// operation.
+// The scopes of an HTTP token (docs/API.md, Auth), as wire declares them.
 const (
-	ScopeRead  = "read"
-	ScopeWrite = "write"
-	ScopeAdmin = "admin"
+	ScopeRead  = wire.ScopeRead
+	ScopeWrite = wire.ScopeWrite
+	ScopeAdmin = wire.ScopeAdmin
 )
 
-// opScopes is the scope each operation needs. Every operation of wire.Ops
-// must have a row (New panics otherwise, and TestScopesPerOp checks each
-// decision), so that a new operation cannot be served without one.
-var opScopes = map[string]string{
-	wire.OpList.Name:       ScopeRead,
-	wire.OpGet.Name:        ScopeRead,
-	wire.OpEntries.Name:    ScopeRead,
-	wire.OpTree.Name:       ScopeRead,
-	wire.OpContext.Name:    ScopeRead,
-	wire.OpExport.Name:     ScopeRead,
-	wire.OpWatch.Name:      ScopeRead,
-	wire.OpCursorGet.Name:  ScopeRead,
-	wire.OpCursorList.Name: ScopeRead,
-	// status: the node and its Store; the backend's details (the
-	// "jetstream" part) only with admin.
-	wire.OpStatus.Name: ScopeRead,
-
-	wire.OpCreate.Name:       ScopeWrite,
-	wire.OpAppend.Name:       ScopeWrite,
-	wire.OpCursorSet.Name:    ScopeWrite,
-	wire.OpCursorDelete.Name: ScopeWrite,
-	wire.OpFork.Name:         ScopeWrite,
-	wire.OpImport.Name:       ScopeWrite,
-
-	wire.OpArchiveList.Name:    ScopeAdmin,
-	wire.OpArchiveRestore.Name: ScopeAdmin,
-	wire.OpArchiveRun.Name:     ScopeAdmin,
-}
+// opScopes is the scope each operation needs (wire.Op.Scope). Every
+// operation of wire.Ops must have one (init panics otherwise, and
+// TestScopesPerOp checks each decision), so that a new operation cannot be
+// served without one.
+var opScopes = map[string]string{}
 
 // ScopeOf returns the scope operation op needs ("" for an unknown one).
 func ScopeOf(op string) string { return opScopes[op] }
 
 func init() {
 	for _, o := range wire.Ops {
-		if opScopes[o.Name] == "" {
-			panic("api: operation " + o.Name + " has no scope in opScopes") // a programming error, caught by every test
+		if opScopes[o.Name] = o.Scope(); opScopes[o.Name] == "" {
+			panic("api: operation " + o.Name + " has no scope (wire.Op.Scope)") // a programming error, caught by every test
 		}
 	}
 }

@@ -46,6 +46,33 @@ func (o Op) Route() string { return o.Method + " " + o.Path }
 // HTTPOnly reports whether the operation has no NATS endpoint.
 func (o Op) HTTPOnly() bool { return o.Subject == "" }
 
+// The scopes of the API's credentials (docs/API.md, Auth): an HTTP token
+// has some of them, a NATS role (internal/natsauth) is built from them.
+// read and write are independent; admin covers every operation.
+const (
+	ScopeRead  = "read"
+	ScopeWrite = "write"
+	ScopeAdmin = "admin"
+)
+
+// Scope is the scope the operation needs; "" for an operation of no
+// table's (a programming error, which api's init and TestScopesPerOp
+// catch).
+func (o Op) Scope() string {
+	switch o.Name {
+	// status: the node and its Store; the backend's details (the
+	// "jetstream" part) only with admin.
+	case OpList.Name, OpGet.Name, OpEntries.Name, OpTree.Name, OpContext.Name, OpExport.Name, OpWatch.Name,
+		OpCursorGet.Name, OpCursorList.Name, OpStatus.Name:
+		return ScopeRead
+	case OpCreate.Name, OpAppend.Name, OpCursorSet.Name, OpCursorDelete.Name, OpFork.Name, OpImport.Name:
+		return ScopeWrite
+	case OpArchiveList.Name, OpArchiveRestore.Name, OpArchiveRun.Name:
+		return ScopeAdmin
+	}
+	return ""
+}
+
 // LogRead reports whether the operation reads the session log from the
 // node's Store: it takes Consistency, and waits for the node's own writes
 // (docs/API.md, Consistency).

@@ -1,0 +1,92 @@
+package natsauth_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/pifleet/sessionlog/internal/natsauth"
+	"github.com/pifleet/sessionlog/internal/wire"
+)
+
+// A file that Marshal wrote parses back to the same users.
+func TestRoundTrip(t *testing.T) {
+	h, err := natsauth.HashPassword("s3cret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &natsauth.File{
+		Users: []natsauth.User{
+			{User: "worker", Password: h, Role: natsauth.RoleClient},
+			{NKey: "UDXU4RCSJNZOIQHZNWXHXORDPRTGNJAHAHFRGZNEEJCPQTT2M7NLCNF4", Role: natsauth.RoleReader},
+		},
+		Routes: &natsauth.Peer{User: "route", Password: "abc123"},
+	}
+	g, err := natsauth.Parse(f.Marshal())
+	if err != nil {
+		t.Fatalf("%v\n%s", err, f.Marshal())
+	}
+	if len(g.Users) != 2 || g.Users[0] != f.Users[0] || g.Users[1] != f.Users[1] || *g.Routes != *f.Routes || g.Gateways != nil {
+		t.Errorf("parsed %+v", g)
+	}
+}
+
+// Each mistake is refused with the user's index and the field.
+func TestRefusals(t *testing.T) {
+	h, _ := natsauth.HashPassword("x")
+	for _, c := range []struct{ file, want string }{
+		{`{"users":[]}`, "users: empty"},
+		{`{"users":[{"user":"a","password":"` + h + `","role":"root"}]}`, `users[0].role: "root"`},
+		{`{"users":[{"user":"a","password":"plain","role":"client"}]}`, "users[0].password: user a: not a bcrypt hash"},
+		{`{"users":[{"role":"client"}]}`, "users[0]: needs user"},
+		{`{"users":[{"nkey":"UABC","role":"client"}]}`, "users[0].nkey"},
+		{`{"users":[{"user":"a","password":"` + h + `","role":"client"},{"user":"a","password":"` + h + `","role":"admin"}]}`, "users[1]: a is listed twice"},
+		{`{"users":[{"user":"_pi-node","password":"` + h + `","role":"admin"}]}`, "users[0].user"},
+		{`{"users":[{"user":"a","password":"` + h + `","role":"client"}],"routes":{"user":"r"}}`, "routes: needs user and password"},
+		{`{"users":[{"user":"a","password":"` + h + `","role":"client","extra":1}]}`, `unknown field "extra"`},
+	} {
+		_, err := natsauth.Parse([]byte(c.file))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.file, err, c.want)
+		}
+	}
+}
+
+// The client role calls every read and write operation and no admin one;
+// the reader only the reads; neither touches JetStream. The JetStream role
+// has its log's stream and bucket, no stream administration.
+func TestPermissions(t *testing.T) {
+	logs := []natsauth.Names{{Stream: "PI_SESSIONS", SubjectPrefix: "pi.sess", Bucket: "PI_CURSORS"}}
+	client := natsauth.Permissions(natsauth.RoleClient, logs)
+	reader := natsauth.Permissions(natsauth.RoleReader, logs)
+	for _, o := range wire.Ops {
+		if o.HTTPOnly() {
+			continue
+		}
+		if got, want := slices.Contains(client.Publish, o.Subject), o.Scope() != wire.ScopeAdmin; got != want {
+			t.Errorf("client may publish %s: %v, want %v", o.Subject, got, want)
+		}
+		if got, want := slices.Contains(reader.Publish, o.Subject), o.Scope() == wire.ScopeRead; got != want {
+			t.Errorf("reader may publish %s: %v, want %v", o.Subject, got, want)
+		}
+	}
+	for _, p := range [][]string{client.Publish, client.Subscribe, reader.Publish} {
+		for _, s := range p {
+			if strings.HasPrefix(s, "$JS") || strings.HasPrefix(s, "$KV") || strings.HasPrefix(s, "pi.sess") {
+				t.Errorf("client or reader has %s", s)
+			}
+		}
+	}
+	if !slices.Contains(reader.Subscribe, "pi.sess.>") {
+		t.Errorf("reader subscribes %v, want pi.sess.>", reader.Subscribe)
+	}
+	js := natsauth.Permissions(natsauth.RoleJetStream, logs)
+	for _, s := range js.Publish {
+		if strings.Contains(s, "DELETE.PI_SESSIONS") && !strings.Contains(s, "CONSUMER") || strings.Contains(s, "PURGE") || strings.Contains(s, "UPDATE") || s == "$JS.API.>" {
+			t.Errorf("jetstream role may publish %s", s)
+		}
+	}
+	if natsauth.Permissions(natsauth.RoleAdmin, logs) != nil {
+		t.Error("admin is limited")
+	}
+}
