@@ -29,6 +29,16 @@ type Config struct {
 	TLSKey       string
 	TLSCA        string
 
+	// Embedded server's security (security.go).
+	NATSAuth       string // users file (internal/natsauth), read again on SIGHUP
+	NATSTLSCert    string // client listener
+	NATSTLSKey     string
+	ClusterTLSCert string // routes and gateways, mutual
+	ClusterTLSKey  string
+	ClusterTLSCA   string
+	// Insecure lets listeners beyond loopback run without auth or TLS.
+	Insecure bool
+
 	// Embedded server.
 	ClientListen  string
 	NodeName      string
@@ -112,6 +122,13 @@ func (c *Config) ParseFlags(args []string, getenv func(string) string, stderr io
 	fs.StringVar(&c.TLSCert, "tls-cert", c.TLSCert, "client certificate for --nats-url")
 	fs.StringVar(&c.TLSKey, "tls-key", c.TLSKey, "client key for --tls-cert")
 	fs.StringVar(&c.TLSCA, "tls-ca", c.TLSCA, "CA that signed the NATS servers' certificates")
+	fs.StringVar(&c.NATSAuth, "nats-auth", c.NATSAuth, "users file of the embedded NATS server: users with roles client, reader, jetstream, admin, and the route and gateway credentials (docs/SECURITY.md; pi-ctl gen-secrets), read again on SIGHUP")
+	fs.StringVar(&c.NATSTLSCert, "nats-tls-cert", c.NATSTLSCert, "certificate (PEM) of the embedded NATS server's client listener: clients must use TLS; read again on SIGHUP")
+	fs.StringVar(&c.NATSTLSKey, "nats-tls-key", c.NATSTLSKey, "private key (PEM) of --nats-tls-cert")
+	fs.StringVar(&c.ClusterTLSCert, "cluster-tls-cert", c.ClusterTLSCert, "certificate (PEM) this server presents on routes and gateways, both ways (mutual TLS); read again on SIGHUP")
+	fs.StringVar(&c.ClusterTLSKey, "cluster-tls-key", c.ClusterTLSKey, "private key (PEM) of --cluster-tls-cert")
+	fs.StringVar(&c.ClusterTLSCA, "cluster-tls-ca", c.ClusterTLSCA, "CA (PEM) that signed every server's --cluster-tls-cert")
+	fs.BoolVar(&c.Insecure, "insecure", c.Insecure, "allow listeners beyond loopback without auth (HTTP, NATS) or without TLS and credentials (routes, gateways); logged, and shown on /v1/status")
 	fs.StringVar(&c.ClientListen, "client-listen", c.ClientListen, "host:port of the embedded NATS server's client listener")
 	fs.StringVar(&c.NodeName, "node-name", c.NodeName, "server name, unique and stable within a cluster (default: the host name)")
 	fs.StringVar(&c.ClusterName, "cluster-name", c.ClusterName, "NATS cluster name; enables the embedded cluster mode")
@@ -195,11 +212,19 @@ func (c *Config) check() error {
 		return errors.New("--tls-cert and --tls-key go together")
 	case (c.HTTPTLSCert == "") != (c.HTTPTLSKey == ""):
 		return errors.New("--http-tls-cert and --http-tls-key go together")
+	case (c.NATSTLSCert == "") != (c.NATSTLSKey == ""):
+		return errors.New("--nats-tls-cert and --nats-tls-key go together")
+	case (c.ClusterTLSCert == "") != (c.ClusterTLSKey == "") || (c.ClusterTLSCert == "") != (c.ClusterTLSCA == ""):
+		return errors.New("--cluster-tls-cert, --cluster-tls-key and --cluster-tls-ca go together")
+	case c.NATSURL != "" && (c.NATSAuth != "" || c.NATSTLSCert != "" || c.ClusterTLSCert != ""):
+		return errors.New("--nats-auth, --nats-tls-cert and --cluster-tls-cert secure the embedded server; with --nats-url use --nats-creds (or --nats-user) and --tls-ca")
+	case c.NATSAuth != "" && (c.NATSToken != "" || c.NATSUser != ""):
+		return errors.New("--nats-auth gives every client a user of its own: drop --nats-token and --nats-user (nats-server admits one kind)")
 	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		return err
 	}
-	return nil
+	return c.checkExposure()
 }
 
 func parseRoutes(s string) ([]*url.URL, error) {

@@ -16,7 +16,7 @@ import (
 func TestParseFlagsEnvAndPrecedence(t *testing.T) {
 	c := DefaultConfig()
 	env := map[string]string{"PI_NODE_HTTP_LISTEN": "0.0.0.0:9000", "PI_NODE_MEMORY_BUDGET": "512MiB", "PI_NODE_REPLICAS": "3", "PI_NODE_LOG_FORMAT": "json"}
-	err := c.ParseFlags([]string{"--replicas", "1", "--routes", "nats-route://a:6222,nats-route://b:6222", "--cluster-name", "c", "--cluster-listen", "0.0.0.0:6222"},
+	err := c.ParseFlags([]string{"--replicas", "1", "--routes", "nats-route://a:6222,nats-route://b:6222", "--cluster-name", "c", "--cluster-listen", "0.0.0.0:6222", "--insecure"},
 		func(k string) string { return env[k] }, io.Discard)
 	if err != nil {
 		t.Fatal(err)

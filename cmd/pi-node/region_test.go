@@ -15,7 +15,7 @@ func TestParseRegionFlags(t *testing.T) {
 	c := DefaultConfig()
 	err := c.ParseFlags([]string{"--gateway-listen", "0.0.0.0:7222", "--cluster-listen", "0.0.0.0:6222",
 		"--gateways", "eu=nats://e1:7222,nats://e2:7222", "--gateways", "us=nats://u:7222;tb=nats://t:7222",
-		"--home-region", "eu"}, func(k string) string { return env[k] }, io.Discard)
+		"--home-region", "eu", "--insecure"}, func(k string) string { return env[k] }, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,6 +51,8 @@ type Main struct {
 	metricsErr     chan error
 	micro          micro.Service
 	certs          *certReloader // --http-tls-cert (reload.go)
+	natsCerts      *certReloader // --nats-tls-cert (security.go)
+	peerCerts      *certReloader // --cluster-tls-cert
 	serveErr       chan error
 	stopBG         context.CancelFunc // ends the background work below
 	bg             sync.WaitGroup     // releaseAfterRebuild
@@ -77,21 +79,35 @@ func (m *Main) Run(ctx context.Context) error {
 		name = hostname()
 	}
 
+	insecure, err := c.exposures()
+	if err != nil {
+		return err
+	}
+	for _, what := range insecure { // only with --insecure: check refused them otherwise
+		logger.Warn("--insecure: "+what, "insecure", true)
+	}
 	urls := splitList(c.NATSURL)
+	cc := jetstream.NewConnConfig(urls...)
+	cc.Name = "pi-node " + name
 	if len(urls) == 0 {
 		if err := m.startEmbedded(ctx, name); err != nil {
 			return err
 		}
-		urls = []string{m.server.ClientURL()}
+		// In process: pi-node's own connection crosses no network and
+		// needs no credential of the users file, nor the client TLS.
+		cc.URLs = []string{m.server.ClientURL()}
+		cc.Options = m.server.InProcess()
+	} else {
+		cc.User, cc.Password, cc.Token, cc.CredsFile = c.NATSUser, c.NATSPassword, c.NATSToken, c.NATSCreds
+		cc.CertFile, cc.KeyFile, cc.CAFile = c.TLSCert, c.TLSKey, c.TLSCA
 	}
-	cc := jetstream.NewConnConfig(urls...)
-	cc.Name = "pi-node " + name
-	cc.User, cc.Password, cc.Token, cc.CredsFile = c.NATSUser, c.NATSPassword, c.NATSToken, c.NATSCreds
-	cc.CertFile, cc.KeyFile, cc.CAFile = c.TLSCert, c.TLSKey, c.TLSCA
 	if m.conn, err = jetstream.Connect(ctx, cc); err != nil {
-		return fmt.Errorf("connect to NATS %v: %w", urls, err)
+		return fmt.Errorf("connect to NATS %v: %w", cc.URLs, err)
 	}
 	m.NATSURL = m.conn.NC.ConnectedUrlRedacted()
+	if m.server != nil {
+		m.NATSURL = m.server.ClientURL()
+	}
 
 	log, feed, cursors, err := m.backend(ctx, name, logger)
 	if err != nil {
@@ -128,7 +144,7 @@ func (m *Main) Run(ctx context.Context) error {
 	m.api, err = api.New(api.Config{
 		Service: svc, NodeName: name, Token: c.HTTPToken, Tokens: tokens, MinSeqTimeout: c.MinSeqTimeout,
 		Status: m.status, Ready: m.ready, Archive: archive, Logger: logger,
-		MetricsElsewhere: c.MetricsListen != "",
+		MetricsElsewhere: c.MetricsListen != "", Insecure: insecure,
 	})
 	if err != nil {
 		return err
@@ -142,7 +158,7 @@ func (m *Main) Run(ctx context.Context) error {
 	m.HTTPAddr = ln.Addr().String()
 	m.http = m.api.HTTPServer(m.HTTPAddr)
 	if c.HTTPTLSCert != "" {
-		if m.certs, err = newCertReloader(c.HTTPTLSCert, c.HTTPTLSKey); err != nil {
+		if m.certs, err = newCertReloader("--http-tls-cert", c.HTTPTLSCert, c.HTTPTLSKey); err != nil {
 			ln.Close()
 			m.http = nil
 			return err
@@ -187,6 +203,9 @@ func (m *Main) startEmbedded(ctx context.Context, name string) error {
 	s.SyncAlways = c.Sync == "always"
 	s.SyncInterval = c.SyncInterval
 	s.User, s.Password, s.Token = c.NATSUser, c.NATSPassword, c.NATSToken
+	if err := m.secureEmbedded(s); err != nil {
+		return err
+	}
 	s.ClusterName, s.ClusterListen, s.Routes = c.ClusterName, c.ClusterListen, c.Routes
 	if c.Region != "" {
 		s.GatewayName, s.GatewayListen, s.Gateways = c.Region, c.GatewayListen, c.Gateways

@@ -76,6 +76,9 @@ type Config struct {
 	// MetricsElsewhere takes /metrics off Handler (a 404 there), for a
 	// listener of its own serving ProbeHandler (pi-node's --metrics-listen).
 	MetricsElsewhere bool
+	// Insecure lists what the node exposes without protection because it
+	// was started with --insecure; /v1/status shows it to everyone.
+	Insecure []string
 }
 
 // Server is the API over one Service. Create it with New; it is safe for

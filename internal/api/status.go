@@ -51,7 +51,7 @@ func (s *Server) status(ctx context.Context, _ *request) (reply, error) {
 		Sessions: st.Sessions, SessionsLoaded: st.Loaded, BytesHeld: st.BytesHeld,
 		Records: st.Records, SkippedRecords: st.SkippedRecs, Evictions: st.Evictions, Reloads: st.Reloads,
 		LastFollowError: st.LastFollowErr,
-	}}
+	}, Insecure: s.cfg.Insecure}
 	if !st.CaughtUpAt.IsZero() {
 		t := st.CaughtUpAt.UTC()
 		out.Store.CaughtUpAt = &t

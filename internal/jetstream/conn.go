@@ -43,6 +43,10 @@ type ConnConfig struct {
 	// buffered while reconnecting (more fail fast and surface as ErrUnavailable).
 	ReconnectWait    time.Duration
 	ReconnectBufSize int
+
+	// Options are added last: pi-node's in-process connection to its
+	// embedded server (embedded.Server.InProcess).
+	Options []nats.Option
 }
 
 // NewConnConfig returns a ConnConfig for urls with the defaults.
@@ -85,7 +89,7 @@ func (c ConnConfig) options() []nats.Option {
 	if c.CAFile != "" {
 		opts = append(opts, nats.RootCAs(c.CAFile))
 	}
-	return opts
+	return append(opts, c.Options...)
 }
 
 // Connect connects to the servers in cfg, retrying with backoff until the

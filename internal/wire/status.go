@@ -8,6 +8,9 @@ type StatusReply struct {
 	Service string      `json:"service"`
 	Version string      `json:"version"`
 	Store   StoreStatus `json:"store"`
+	// Insecure lists the listeners the node serves without auth or TLS
+	// because it was started with --insecure (docs/SECURITY.md).
+	Insecure []string `json:"insecure,omitempty"`
 	// JetStream is what pi-node reports about its backend (a
 	// JetStreamStatus), or {"error": "..."} when asking failed: status must
 	// still answer when the backend is what is broken.

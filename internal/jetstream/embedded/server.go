@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -13,6 +14,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pifleet/sessionlog/internal/natsauth"
 )
 
 // Server is an embedded nats-server with JetStream: alone (pi-node's default
@@ -42,10 +45,20 @@ type Server struct {
 	MaxMemory int64
 	MaxStore  int64
 
-	// User and Password, or Token, require clients to authenticate.
+	// User and Password, or Token, require clients to authenticate: one
+	// credential shared by every client, with every right.
 	User     string
 	Password string
 	Token    string
+	// Auth, instead, is a users file: each user has a role (auth.go), and
+	// the in-process connection of InProcess has every right. Logs names
+	// the session logs whose subjects the roles are given.
+	Auth *natsauth.File
+	Logs []natsauth.Names
+	// TLS, when set, is the client listener's TLS; PeerTLS is the mutual
+	// TLS of routes and gateways (ServerTLSConfig, PeerTLSConfig).
+	TLS     *tls.Config
+	PeerTLS *tls.Config
 
 	// ClusterName enables clustering. ClusterListen is the host:port of the
 	// route listener; Routes must list the route URLs of every server of the
@@ -68,7 +81,8 @@ type Server struct {
 	// Logger receives the server's log; nil keeps it silent.
 	Logger server.Logger
 
-	ns *server.Server
+	ns           *server.Server
+	internalPass string // of natsauth.InternalUser, with Auth
 }
 
 // NewServer returns a server configuration with the defaults: data in
@@ -115,35 +129,52 @@ func (s *Server) options() (*server.Options, error) {
 	if err := s.gatewayOptions(opts); err != nil {
 		return nil, err
 	}
+	if err := s.clusterOptions(opts); err != nil {
+		return nil, err
+	}
+	if err := s.authOptions(opts); err != nil {
+		return nil, err
+	}
+	s.tlsOptions(opts)
+	return opts, nil
+}
+
+// clusterOptions adds the route listener and the routes to opts; without
+// a ClusterName it does nothing.
+func (s *Server) clusterOptions(opts *server.Options) error {
 	if s.ClusterName == "" {
-		return opts, nil
+		return nil
 	}
 	if s.ServerName == "" {
-		return nil, errors.New("server: a cluster member needs a server name")
+		return errors.New("server: a cluster member needs a server name")
 	}
 	host, portStr, err := net.SplitHostPort(s.ClusterListen)
 	if err != nil {
-		return nil, fmt.Errorf("server: cluster listen %q: %w", s.ClusterListen, err)
+		return fmt.Errorf("server: cluster listen %q: %w", s.ClusterListen, err)
 	}
 	port, err := strconv.Atoi(portStr)
 	if err != nil {
-		return nil, fmt.Errorf("server: cluster listen %q: bad port: %w", s.ClusterListen, err)
+		return fmt.Errorf("server: cluster listen %q: bad port: %w", s.ClusterListen, err)
+	}
+	user, pass := s.ClusterUser, s.ClusterPassword
+	if user == "" && s.Auth != nil && s.Auth.Routes != nil {
+		user, pass = s.Auth.Routes.User, s.Auth.Routes.Password
 	}
 	opts.Cluster = server.ClusterOpts{
 		Name:     s.ClusterName,
 		Host:     host,
 		Port:     port,
-		Username: s.ClusterUser,
-		Password: s.ClusterPassword,
+		Username: user,
+		Password: pass,
 	}
 	for _, r := range s.Routes {
 		r := *r
-		if r.User == nil && s.ClusterUser != "" {
-			r.User = url.UserPassword(s.ClusterUser, s.ClusterPassword)
+		if r.User == nil && user != "" {
+			r.User = url.UserPassword(user, pass)
 		}
 		opts.Routes = append(opts.Routes, &r)
 	}
-	return opts, nil
+	return nil
 }
 
 // Start starts the server and returns once JetStream answers API requests:
@@ -232,6 +263,8 @@ func (s *Server) checkReady(ctx context.Context) error {
 // clientAuth returns the options a client needs to pass this server's auth.
 func (s *Server) clientAuth() []nats.Option {
 	switch {
+	case s.Auth != nil:
+		return []nats.Option{nats.UserInfo(natsauth.InternalUser, s.internalPass)}
 	case s.Token != "":
 		return []nats.Option{nats.Token(s.Token)}
 	case s.User != "":
