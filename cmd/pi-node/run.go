@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/micro"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pifleet/sessionlog/internal/api"
 	"github.com/pifleet/sessionlog/internal/jetstream"
@@ -50,9 +51,10 @@ type Main struct {
 	metricsHTTP    *http.Server // --metrics-listen's, or nil
 	metricsErr     chan error
 	micro          micro.Service
-	certs          *certReloader // --http-tls-cert (reload.go)
-	natsCerts      *certReloader // --nats-tls-cert (security.go)
-	peerCerts      *certReloader // --cluster-tls-cert
+	certs          *certReloader          // --http-tls-cert (reload.go)
+	natsCerts      *certReloader          // --nats-tls-cert (security.go)
+	peerCerts      *certReloader          // --cluster-tls-cert
+	natsAudit      *prometheus.CounterVec // pi_nats_auth_total, with an embedded server
 	serveErr       chan error
 	stopBG         context.CancelFunc // ends the background work below
 	bg             sync.WaitGroup     // releaseAfterRebuild
@@ -95,7 +97,9 @@ func (m *Main) Run(ctx context.Context) error {
 		}
 		// In process: pi-node's own connection crosses no network and
 		// needs no credential of the users file, nor the client TLS.
-		cc.URLs = []string{m.server.ClientURL()}
+		// (A tls:// URL would make the client insist on TLS, which the
+		// server offers in process but does not require.)
+		cc.URLs = []string{"nats://in-process"}
 		cc.Options = m.server.InProcess()
 	} else {
 		cc.User, cc.Password, cc.Token, cc.CredsFile = c.NATSUser, c.NATSPassword, c.NATSToken, c.NATSCreds
@@ -148,6 +152,9 @@ func (m *Main) Run(ctx context.Context) error {
 	})
 	if err != nil {
 		return err
+	}
+	if m.natsAudit != nil {
+		m.api.Registry().MustRegister(m.natsAudit)
 	}
 	m.startArchiver()
 
@@ -210,7 +217,14 @@ func (m *Main) startEmbedded(ctx context.Context, name string) error {
 	if c.Region != "" {
 		s.GatewayName, s.GatewayListen, s.Gateways = c.Region, c.GatewayListen, c.Gateways
 	}
-	s.Logger = natsLogger{m.Logger.With("component", "nats-server")}
+	m.natsAudit = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pi_nats_auth_total",
+		Help: "Connections and messages the embedded NATS server refused, by outcome: unauthorized, forbidden (outside the user's role), tls_failed.",
+	}, []string{"outcome"})
+	for _, o := range []string{natsUnauthorized, natsForbidden, natsTLSFailed} {
+		m.natsAudit.WithLabelValues(o)
+	}
+	s.Logger = natsLogger{m.Logger.With("component", "nats-server"), m.natsAudit}
 	if c.Region != "" {
 		m.Logger.Info("starting embedded region member; waiting for a JetStream meta leader (needs a majority of all regions' servers)",
 			"region", c.Region, "gateways", len(c.Gateways))

@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pifleet/sessionlog/internal/jetstream"
 	"github.com/pifleet/sessionlog/internal/wire"
@@ -99,13 +102,68 @@ func (m *Main) backendReady(ctx context.Context, cfg jetstream.Config) error {
 // leader: longer than an election (4-9 s), shorter than a partition.
 const electionGrace = 10 * time.Second
 
-// natsLogger routes the embedded server's log into slog.
-type natsLogger struct{ l *slog.Logger }
+// natsLogger routes the embedded server's log into slog. The server's
+// refusals (a failed login, a permissions violation, a failed TLS
+// handshake) become audit lines and count in pi_nats_auth_total, as the
+// HTTP API's do: they are where an attack on the NATS port shows.
+type natsLogger struct {
+	l     *slog.Logger
+	audit *prometheus.CounterVec // by outcome; nil: none
+}
 
 // Noticef is debug: the server's start-up banner would drown pi-node's own lines.
 func (n natsLogger) Noticef(format string, v ...any) { n.l.Debug(fmt.Sprintf(format, v...)) }
 func (n natsLogger) Warnf(format string, v ...any)   { n.l.Warn(fmt.Sprintf(format, v...)) }
 func (n natsLogger) Fatalf(format string, v ...any)  { n.l.Error(fmt.Sprintf(format, v...)) }
-func (n natsLogger) Errorf(format string, v ...any)  { n.l.Error(fmt.Sprintf(format, v...)) }
 func (n natsLogger) Debugf(format string, v ...any)  { n.l.Debug(fmt.Sprintf(format, v...)) }
 func (n natsLogger) Tracef(format string, v ...any)  { n.l.Debug(fmt.Sprintf(format, v...)) }
+
+func (n natsLogger) Errorf(format string, v ...any) {
+	msg := fmt.Sprintf(format, v...)
+	outcome := natsOutcome(msg)
+	if outcome == "" {
+		n.l.Error(msg)
+		return
+	}
+	if n.audit != nil {
+		n.audit.WithLabelValues(outcome).Inc()
+	}
+	remote, _, _ := strings.Cut(msg, " - ")
+	n.l.Warn("audit: nats "+outcome, "user", natsUser(msg), "remote", remote, "detail", msg)
+}
+
+// Outcomes of pi_nats_auth_total.
+const (
+	natsUnauthorized = "unauthorized" // no or wrong credentials
+	natsForbidden    = "forbidden"    // a subject outside the user's role
+	natsTLSFailed    = "tls_failed"   // a handshake failed: no or a foreign certificate
+)
+
+// natsOutcome classifies one of the server's error lines ("": not a
+// refusal).
+func natsOutcome(msg string) string {
+	switch {
+	case strings.Contains(msg, "authentication error"):
+		return natsUnauthorized
+	case strings.Contains(msg, "Publish Violation"), strings.Contains(msg, "Subscription Violation"):
+		return natsForbidden
+	case strings.Contains(msg, "handshake error"):
+		return natsTLSFailed
+	}
+	return ""
+}
+
+// userLabel finds the user in the server's connection label
+// (`"$G/user:worker"`) or in an authentication error (`User "worker"`).
+var userLabel = regexp.MustCompile(`/(?:user|nkey):([^"]+)"|(?:User|Nkey) "([^"]+)"`)
+
+func natsUser(msg string) string {
+	m := userLabel.FindStringSubmatch(msg)
+	switch {
+	case m == nil:
+		return ""
+	case m[1] != "":
+		return m[1]
+	}
+	return m[2]
+}
