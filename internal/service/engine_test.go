@@ -59,7 +59,15 @@ func openStore(t *testing.T, b backend) *store.Store {
 
 func waitApplied(t *testing.T, st *store.Store, seq uint64) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	waitAppliedWithin(t, st, seq, 30*time.Second)
+}
+
+// waitAppliedWithin is waitApplied with a bound of its own: a rebuild of
+// 200k records under the race detector on a loaded 2-core machine has
+// taken longer than 30 s.
+func waitAppliedWithin(t *testing.T, st *store.Store, seq uint64, d time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	if err := st.WaitFor(ctx, seq); err != nil {
 		t.Fatal(err)
