@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/pifleet/sessionlog/client"
 	"github.com/pifleet/sessionlog/internal/natsauth"
 	"github.com/pifleet/sessionlog/internal/testutil"
 	"github.com/pifleet/sessionlog/internal/wire"
@@ -143,9 +145,35 @@ func TestSecuredNATS(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	if _, err := w.Request(wire.OpList.Subject, []byte("{}"), 10*time.Second); err != nil {
-		t.Fatalf("the worker's list: %v", err)
+	// The Go client's NodeNATS transport needs no more than the role.
+	c, err := client.New(context.Background(), client.NodeNATS(w))
+	if err != nil {
+		t.Fatal(err)
 	}
+	sess, err := c.Create(client.WithClientID("w"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := sess.AppendMessage(ctx, map[string]any{"role": "user", "content": "q", "timestamp": 1}); err != nil {
+		t.Fatal(err)
+	}
+	a, err := sess.AppendMessage(ctx, map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "text", "text": "a"}},
+		"provider": "p", "model": "m", "stopReason": "stop", "timestamp": 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sess.Branch(ctx, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Open(ctx, sess.ID()); err != nil {
+		t.Fatal(err)
+	}
+	_ = w.Flush()
+	if err := w.LastError(); err != nil {
+		t.Fatalf("the client role was refused something the Go client needs: %v", err)
+	}
+	c.Close()
 	if err := w.Publish("$JS.API.STREAM.DELETE.PI_SESSIONS", nil); err != nil {
 		t.Fatal(err)
 	}
