@@ -193,6 +193,25 @@ func TestSecuredNATS(t *testing.T) {
 		t.Errorf("metrics:\n%s", grepLines(metrics, "pi_nats_auth_total"))
 	}
 
+	// A refused request names the refusal, not a timeout.
+	rc, err := dialNode(m, ca, "reader", "reader")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rcl, err := client.New(ctx, client.NodeNATS(rc), client.WithTimeout(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := rcl.Open(ctx, sess.ID(), client.WithClientID("r"))
+	if err != nil {
+		t.Fatalf("the reader opens a session: %v", err)
+	}
+	if _, err := rs.AppendMessage(ctx, map[string]any{"role": "user", "content": "no", "timestamp": 3}); err == nil || !strings.Contains(err.Error(), "may not publish to pi.v1.append") {
+		t.Errorf("the reader's append: %v, want the refusal named", err)
+	}
+	rcl.Close()
+	rc.Close()
+
 	closed := make(chan struct{})
 	w.SetClosedHandler(func(*nats.Conn) { close(closed) })
 	r, err := dialNode(m, ca, "reader", "reader")

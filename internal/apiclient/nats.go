@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/size"
@@ -129,6 +130,13 @@ func (b *NATS) Do(ctx context.Context, req wire.Request) ([]byte, error) {
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):
 		if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return nil, ctx.Err() // interrupted, not slow
+		}
+		// A request the server refused to carry goes unanswered: the
+		// refusal is only the connection's last error.
+		if le := b.nc.LastError(); errors.Is(le, nats.ErrPermissionViolation) && strings.Contains(le.Error(), `"`+subject+`"`) {
+			return nil, &Error{Op: op, Status: http.StatusForbidden, ErrorDetail: wire.ErrorDetail{Code: wire.CodeForbidden,
+				Message: fmt.Sprintf("this NATS user may not publish to %s: its role does not allow %s", subject, op)},
+				Hint: "use a user whose role allows it (docs/SECURITY.md, NATS roles)"}
 		}
 		return nil, &UnreachableError{Where: b.where, Err: fmt.Errorf("no reply to %s within %v", subject, b.timeout), Timeout: true}
 	case errors.Is(err, context.Canceled):
