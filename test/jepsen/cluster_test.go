@@ -7,6 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,11 +20,17 @@ import (
 
 // Generous bounds for a machine shared with other tests: they only cap how
 // long a broken cluster takes to fail.
-const (
-	readyTimeout = 60 * time.Second
-	// token guards the HTTP API and the embedded servers' client ports,
-	// which listen beyond loopback in namespace mode.
-	token = "jepsen-token"
+const readyTimeout = 60 * time.Second
+
+// The cluster runs secured as docs/SECURITY.md says (its listeners are
+// beyond loopback in namespace mode, where pi-node refuses to start
+// otherwise): startCluster runs `pi-ctl gen-secrets`, the HTTP clients use
+// its admin token and the NATS clients its worker (client role), over
+// routes with mutual TLS.
+var (
+	httpToken    string
+	natsUser     = "worker"
+	natsPassword string
 )
 
 // piNode is one pi-node process of the cluster.
@@ -53,6 +62,16 @@ func startCluster(t *testing.T, net *network, n int) []*piNode {
 	for i := range n {
 		routes[i] = fmt.Sprintf("nats-route://%s:%d", net.addr(i), clusterPort[i])
 	}
+	names := make([]string, n)
+	for i := range n {
+		names[i] = net.addr(i)
+	}
+	sec := filepath.Join(t.TempDir(), "secrets")
+	if out, err := exec.Command(piCtlBin, "gen-secrets", "--out", sec, "--names", strings.Join(names, ",")).CombinedOutput(); err != nil {
+		t.Fatalf("pi-ctl gen-secrets: %v\n%s", err, out)
+	}
+	httpToken, natsPassword = readSecret(t, sec, "http-admin.token"), readSecret(t, sec, "nats-worker.password")
+	file := func(name string) string { return filepath.Join(sec, name) }
 	nodes := make([]*piNode, n)
 	for i := range n {
 		name, addr := fmt.Sprintf("n%d", i+1), net.addr(i)
@@ -70,8 +89,9 @@ func startCluster(t *testing.T, net *network, n int) []*piNode {
 			"--data-dir", dataDir,
 			"--client-listen", fmt.Sprintf("%s:%d", addr, clientPort[i]),
 			"--http-listen", fmt.Sprintf("%s:%d", addr, httpPort[i]),
-			"--http-token", token,
-			"--nats-token", token,
+			"--http-tokens", file("http-tokens"),
+			"--nats-auth", file("nats-auth.json"),
+			"--cluster-tls-cert", file("node.pem"), "--cluster-tls-key", file("node-key.pem"), "--cluster-tls-ca", file("ca.pem"),
 			// Below the clients' timeout, so a read with minSeq that
 			// cannot be served answers 504 rather than leaving the
 			// client guessing.
@@ -90,6 +110,15 @@ func startCluster(t *testing.T, net *network, n int) []*piNode {
 		}
 	}
 	return nodes
+}
+
+func readSecret(t *testing.T, dir, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
 }
 
 // waitReady polls /readyz until it answers 200, giving up early if the
@@ -117,7 +146,7 @@ type bearer struct{}
 
 func (bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+token)
+	r.Header.Set("Authorization", "Bearer "+httpToken)
 	return http.DefaultTransport.RoundTrip(r)
 }
 

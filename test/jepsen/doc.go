@@ -13,7 +13,9 @@
 // host's firewall (Docker's FORWARD DROP with bridge netfilter) never sees
 // the traffic between nodes; the test reaches the nodes through a veth
 // from the host into that bridge. The addresses are private to the host,
-// and the HTTP API and the NATS clients need a token anyway. Where
+// and the cluster runs secured anyway, from `pi-ctl gen-secrets`: scoped
+// HTTP tokens, NATS users with roles (the clients use the client role),
+// mutual TLS and credentials on the routes. Where
 // namespaces cannot be made (not root, no iproute2), the nodes run on
 // loopback and only the partition is skipped, with a logged reason
 // (JEPSEN_NO_NETNS forces that).

@@ -47,7 +47,7 @@ func lenient(check string) bool {
 	return false
 }
 
-var piNodeBin string
+var piNodeBin, piCtlBin string
 
 // TestMain builds pi-node from this checkout once (skipped with -short,
 // where only the checker's own tests run).
@@ -60,12 +60,12 @@ func runMain(m *testing.M) int {
 	if testing.Short() {
 		return m.Run()
 	}
-	bins, _, cleanup, err := proctest.Build("sessionlog-jepsen-bin-", proctest.PiNode)
+	bins, _, cleanup, err := proctest.Build("sessionlog-jepsen-bin-", proctest.PiNode, proctest.PiCtl)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer cleanup()
-	piNodeBin = bins["pi-node"]
+	piNodeBin, piCtlBin = bins["pi-node"], bins["pi-ctl"]
 	return m.Run()
 }
