@@ -18,7 +18,9 @@ const genSecretsHelp = `Usage: pi-ctl gen-secrets --out DIR --names N1,N2,... [-
 Writes every secret a secured pi-node deployment needs into DIR (created
 0700, each file 0600), offline:
 
-  ca.pem, ca-key.pem        a certificate authority (keep ca-key.pem safe)
+  ca.pem, ca/ca-key.pem     a certificate authority; its key sits in a
+                            subdirectory, which kubectl create secret
+                            --from-file=DIR skips: no node needs it
   node.pem, node-key.pem    one certificate for every node, for server and
                             client use (HTTPS, NATS, mutual TLS on routes and
                             gateways); its names are --names plus localhost
@@ -54,6 +56,11 @@ var (
 	}
 )
 
+// caKeyFile is where the CA's key goes: apart from what the nodes mount
+// (a Secret made from DIR's files holds no subdirectory), since with it
+// anyone could issue a certificate the cluster trusts.
+var caKeyFile = filepath.Join("ca", "ca-key.pem")
+
 // hashPassword is natsauth.HashPassword; tests that make many users swap
 // in a cheap bcrypt cost (the file and the checks are the same at any cost).
 var hashPassword = natsauth.HashPassword
@@ -61,7 +68,7 @@ var hashPassword = natsauth.HashPassword
 // genSecretsFiles are the names gen-secrets writes, in the order it lists
 // them.
 func genSecretsFiles() []string {
-	names := []string{"ca.pem", "ca-key.pem", "node.pem", "node-key.pem", "nats-auth.json"}
+	names := []string{"ca.pem", caKeyFile, "node.pem", "node-key.pem", "nats-auth.json"}
 	for _, u := range genNATSUsers {
 		names = append(names, "nats-"+u.User+".password")
 	}
@@ -137,7 +144,7 @@ func makeSecrets(names []string, validFor time.Duration) ([]secrets.File, error)
 		return nil, err
 	}
 	set := []secrets.File{
-		{Name: "ca.pem", Data: ca.CertPEM()}, {Name: "ca-key.pem", Data: ca.KeyPEM()},
+		{Name: "ca.pem", Data: ca.CertPEM()}, {Name: caKeyFile, Data: ca.KeyPEM()},
 		{Name: "node.pem", Data: cert}, {Name: "node-key.pem", Data: key},
 	}
 	auth := &natsauth.File{

@@ -28,22 +28,31 @@ func cheapBcrypt(t *testing.T) {
 	t.Cleanup(func() { hashPassword = natsauth.HashPassword })
 }
 
-// readDir is every file of dir by name.
+// readDir is every file under dir by its path relative to dir; files
+// must be 0600 and directories 0700.
 func readDir(t *testing.T, dir string) map[string][]byte {
 	t.Helper()
-	ents, err := os.ReadDir(dir)
+	out := map[string][]byte{}
+	err := filepath.WalkDir(dir, func(path string, de os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, _ := de.Info()
+		rel, _ := filepath.Rel(dir, path)
+		if de.IsDir() {
+			if fi.Mode().Perm() != 0o700 {
+				t.Errorf("%s/: mode %v, want 0700", rel, fi.Mode())
+			}
+			return nil
+		}
+		if fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: mode %v, want 0600", rel, fi.Mode())
+		}
+		out[rel], err = os.ReadFile(path)
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
-	}
-	out := map[string][]byte{}
-	for _, de := range ents {
-		fi, _ := de.Info()
-		if fi.Mode().Perm() != 0o600 {
-			t.Errorf("%s: mode %v, want 0600", de.Name(), fi.Mode())
-		}
-		if out[de.Name()], err = os.ReadFile(filepath.Join(dir, de.Name())); err != nil {
-			t.Fatal(err)
-		}
 	}
 	return out
 }

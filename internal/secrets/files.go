@@ -56,7 +56,11 @@ func WriteAll(dir string, files []File, force bool) error {
 		}
 	}
 	for _, f := range files {
-		if err := WriteFileAtomic(filepath.Join(dir, f.Name), f.Data); err != nil {
+		path := filepath.Join(dir, f.Name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil { // a name may have a directory
+			return err
+		}
+		if err := WriteFileAtomic(path, f.Data); err != nil {
 			return err
 		}
 	}
