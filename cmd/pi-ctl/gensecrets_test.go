@@ -15,6 +15,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/api"
 	"github.com/pifleet/sessionlog/internal/natsauth"
+	"github.com/pifleet/sessionlog/internal/secrets"
 )
 
 // cheapBcrypt makes the users of this test with bcrypt's least cost:
@@ -127,6 +128,9 @@ func TestGenSecrets(t *testing.T) {
 	roots := x509.NewCertPool()
 	if !roots.AppendCertsFromPEM(files["ca.pem"]) {
 		t.Fatal("ca.pem does not parse")
+	}
+	if _, err := secrets.LoadCA(files["ca.pem"], files[caKeyFile]); err != nil {
+		t.Errorf("the CA and its key (%s): %v", caKeyFile, err)
 	}
 	b, _ := pem.Decode(files["node.pem"])
 	leaf, err := x509.ParseCertificate(b.Bytes)
