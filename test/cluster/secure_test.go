@@ -305,8 +305,8 @@ func TestSecuredCluster(t *testing.T) {
 	if st, body := bearerDo(t, hc, tenant, http.MethodPost, nodes[1].base+"/v1/sessions", createBody(newSessionID(t), "/tenant-a/p", time.Now())); st != http.StatusCreated {
 		t.Errorf("tenant create in its prefix: %d %s", st, body)
 	}
-	if !nodes[1].LogContains("audit: nats forbidden") || !nodes[0].LogContains("audit: nats unauthorized") {
-		t.Errorf("no audit lines for the refusals:\n%s\n%s", nodes[0].Tail(20), nodes[1].Tail(20))
+	if !nodes[1].LogContains("audit: nats forbidden") || !nodes[0].LogContains("audit: nats unauthorized") || !nodes[2].LogContains("audit: nats tls_failed") {
+		t.Errorf("no audit lines for the refusals:\n%s\n%s\n%s", nodes[0].Tail(20), nodes[1].Tail(20), nodes[2].Tail(20))
 	}
 }
 
