@@ -130,7 +130,7 @@ func TestComposeRegionFileMatchesPiNode(t *testing.T) {
 		"store_dir: /data",
 		"listen: 0.0.0.0:7222",
 		// Secured: the peers' credentials, mutual TLS, no open client port.
-		`include "/secrets/nats-peers.conf"`,
+		`include "../../secrets/nats-peers.conf"`, // relative to /etc/nats
 		"authorization: $PI_ROUTES",
 		"authorization: $PI_GATEWAYS",
 		`ca_file: "/secrets/ca.pem"`,

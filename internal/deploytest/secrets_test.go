@@ -25,7 +25,8 @@ var (
 	toolsErr  error
 )
 
-// secretTools builds pi-ctl (for gen-secrets) and deploy/natsconf once.
+// secretTools builds pi-ctl (for gen-secrets) and deploy/natsconf once;
+// PI_CTL_BIN names a pi-ctl to use instead.
 func secretTools(t testing.TB) map[string]string {
 	t.Helper()
 	toolsOnce.Do(func() {
@@ -34,6 +35,11 @@ func secretTools(t testing.TB) map[string]string {
 	})
 	if toolsErr != nil {
 		t.Fatal(toolsErr)
+	}
+	if bin := os.Getenv("PI_CTL_BIN"); bin != "" {
+		// Another pi-ctl for gen-secrets (a release build, or one from a
+		// branch not merged yet).
+		return map[string]string{"pi-ctl": bin, "natsconf": tools["natsconf"]}
 	}
 	return tools
 }
