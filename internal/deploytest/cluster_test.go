@@ -242,9 +242,14 @@ func (r *response) String() string {
 }
 
 // do sends one request to the node with a bound on the whole exchange,
-// with the worker's token.
+// with the worker's token, or the admin's for /v1/status (its JetStream
+// and region parts are shown to admin tokens only).
 func (n *node) do(method, path string, body []byte, timeout time.Duration) (*response, error) {
-	return n.doAs(n.c.token, method, path, body, timeout)
+	token := n.c.token
+	if strings.HasPrefix(path, "/v1/status") {
+		token = n.c.sec.tokens["admin"]
+	}
+	return n.doAs(token, method, path, body, timeout)
 }
 
 // doAs is do with the given bearer token on /v1 requests.
