@@ -48,6 +48,8 @@ var commands = []command{
 	{"archive", "list, restore and archive idle sessions (--session-retention)", runArchive},
 	{"file", "inspect, check and migrate a local pi session file (no server)", runFile},
 	{"token", "make scoped bearer tokens for pi-node's --http-tokens file (no server)", runToken},
+	{"nats-user", "make NATS users and passwords for pi-node's --nats-auth file (no server)", runNATSUser},
+	{"gen-secrets", "write a deployment's CA, certificate, NATS users and tokens (no server)", runGenSecrets},
 }
 
 const topIntro = `pi-ctl operates sessionlog, the replicated store for pi session trees.
@@ -103,7 +105,7 @@ func commandList(w io.Writer, path, intro string, table []command) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n\nUsage: %s COMMAND [ARGS]\n\nCommands:\n", intro, path)
 	for _, c := range table {
-		fmt.Fprintf(&b, "  %-9s %s\n", c.name, c.summary)
+		fmt.Fprintf(&b, "  %-11s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintf(&b, "\nRun '%s COMMAND --help' for the details of a command.\n", path)
 	_, err := io.WriteString(w, b.String())

@@ -191,7 +191,8 @@ func TestServerHelp(t *testing.T) {
 		if !strings.Contains(top, "  "+c.name+" ") {
 			t.Errorf("top-level help does not list %q", c.name)
 		}
-		if c.name == "file" || c.name == "cursor" || c.name == "archive" || c.name == "bench" || c.name == "failover" || c.name == "failback" || c.name == "token" {
+		if c.name == "file" || c.name == "cursor" || c.name == "archive" || c.name == "bench" || c.name == "failover" || c.name == "failback" || c.name == "token" ||
+			c.name == "nats-user" || c.name == "gen-secrets" {
 			continue // no pi-node API: offline, a subcommand table, or JetStream itself (region_test.go)
 		}
 		if h := mustRun(t, c.name, "--help"); !strings.Contains(h, "Usage: pi-ctl "+c.name) || !strings.Contains(h, "-server URL") || !strings.Contains(h, "-http URL") {
@@ -212,6 +213,14 @@ func TestServerHelp(t *testing.T) {
 		if h := mustRun(t, "token", c.name, "-h"); !strings.Contains(h, "Usage: pi-ctl token "+c.name) {
 			t.Errorf("token %s --help:\n%s", c.name, h)
 		}
+	}
+	for _, c := range natsUserCommands {
+		if h := mustRun(t, "nats-user", c.name, "-h"); !strings.Contains(h, "Usage: pi-ctl nats-user "+c.name) {
+			t.Errorf("nats-user %s --help:\n%s", c.name, h)
+		}
+	}
+	if h := mustRun(t, "gen-secrets", "-h"); !strings.Contains(h, "Usage: pi-ctl gen-secrets") || !strings.Contains(h, "-valid-for") {
+		t.Errorf("gen-secrets --help:\n%s", h)
 	}
 	for _, c := range archiveCommands {
 		if h := mustRun(t, "archive", c.name, "-h"); !strings.Contains(h, "Usage: pi-ctl archive "+c.name) || !strings.Contains(h, "-http URL") {

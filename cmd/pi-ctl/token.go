@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -12,6 +10,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/pifleet/sessionlog/internal/secrets"
 )
 
 // tokenCommands make the lines of pi-node's --http-tokens file (its format
@@ -84,15 +84,7 @@ func runTokenNew(_ context.Context, e *env, args []string) error {
 	case *cwdPrefix != "" && slices.Contains(list, "admin"):
 		return usagef(fs.Name(), "--cwd-prefix and scope admin exclude each other (admin covers every session)")
 	}
-	var raw [32]byte
-	if _, err := rand.Read(raw[:]); err != nil {
-		return err
-	}
-	secret := "pi_" + base64.RawURLEncoding.EncodeToString(raw[:])
-	line, err := json.Marshal(tokenLine{Name: name, SHA256: hashToken(secret), Scopes: list, CwdPrefix: *cwdPrefix})
-	if err != nil {
-		return err
-	}
+	secret, line := newToken(name, list, *cwdPrefix)
 	if *appendTo != "" {
 		f, err := os.OpenFile(*appendTo, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 		if err != nil {
@@ -134,6 +126,14 @@ func runTokenHash(_ context.Context, e *env, args []string) error {
 	}
 	_, err = fmt.Fprintln(e.stdout, hashToken(secret))
 	return err
+}
+
+// newToken makes a random token and its line of the tokens file: what
+// token new prints and gen-secrets writes.
+func newToken(name string, scopes []string, cwdPrefix string) (secret string, line []byte) {
+	secret = "pi_" + secrets.Token()
+	line, _ = json.Marshal(tokenLine{Name: name, SHA256: hashToken(secret), Scopes: scopes, CwdPrefix: cwdPrefix}) // strings only: it cannot fail
+	return secret, line
 }
 
 // hashToken is what the file stores of a token: its sha256 in hex.
