@@ -5,6 +5,8 @@
 #   make test           the test suite (what CI runs, without the Docker suites)
 #   make image          static binaries + root filesystem, then docker build
 #                       (pi-node, and nats-server for a cross-region tie-breaker)
+#   make secrets        certificates, NATS users and HTTP tokens for the
+#                       compose files (pi-ctl gen-secrets) into SECRETS_DIR
 #   make compose-test   the docker-compose suites: 3-node cluster, cross-region
 #                       (need a Docker engine)
 #   make clean
@@ -25,7 +27,14 @@ UID       := 65532
 # else to the Docker engine. Fixed, because .dockerignore names it.
 ROOTFS    := build/image/rootfs
 
-.PHONY: all build test image rootfs compose-test clean
+# make secrets: the secrets directory docker-compose.yml mounts (its
+# ${PI_SECRETS:-./secrets}), for the names of the services. For
+# deploy/compose/region.yml:
+#   make secrets SECRETS_DIR=deploy/compose/secrets SECRETS_NAMES=a1,b1,t1
+SECRETS_DIR   ?= secrets
+SECRETS_NAMES ?= pi-node-1,pi-node-2,pi-node-3
+
+.PHONY: all build test image rootfs secrets compose-test clean
 
 all: build
 
@@ -53,6 +62,19 @@ image: rootfs
 	docker build --pull=false -t $(IMAGE):$(TAG) .
 	docker build --pull=false --target tiebreaker -t $(TIEBREAKER_IMAGE):$(TAG) .
 	@docker image inspect -f '$(IMAGE):$(TAG) {{.Size}} bytes' $(IMAGE):$(TAG)
+
+# After gen-secrets: nats-peers.conf (route and gateway credentials for a plain nats-server,
+# the region tie-breaker), and group-readable files (0640, directory 0750;
+# ca/, the CA's key, stays the owner's)
+# so the containers' user 65532 reads them through group_add
+# PI_SECRETS_GID (the compose files' default is 0, root's group; export
+# PI_SECRETS_GID=$$(id -g) when you are not root). Nothing is world-readable.
+secrets: build
+	bin/pi-ctl gen-secrets --out $(SECRETS_DIR) --names $(SECRETS_NAMES)
+	$(GO) run ./deploy/natsconf $(SECRETS_DIR)/nats-auth.json > $(SECRETS_DIR)/nats-peers.conf
+	chmod 0750 $(SECRETS_DIR)
+	find $(SECRETS_DIR) -maxdepth 1 -type f -exec chmod 0640 {} +
+	@echo "secrets in $(SECRETS_DIR); unless you are root: export PI_SECRETS_GID=$$(id -g)"
 
 compose-test:
 	test/compose/run.sh

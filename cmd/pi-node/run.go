@@ -97,9 +97,7 @@ func (m *Main) Run(ctx context.Context) error {
 		}
 		// In process: pi-node's own connection crosses no network and
 		// needs no credential of the users file, nor the client TLS.
-		// (A tls:// URL would make the client insist on TLS, which the
-		// server offers in process but does not require.)
-		cc.URLs = []string{"nats://in-process"}
+		cc.URLs = []string{m.server.InProcessURL()}
 		cc.Options = m.server.InProcess()
 	} else {
 		cc.User, cc.Password, cc.Token, cc.CredsFile = c.NATSUser, c.NATSPassword, c.NATSToken, c.NATSCreds

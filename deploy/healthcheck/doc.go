@@ -12,7 +12,11 @@
 // the probe follows a changed listen address without being edited. A path
 // given alone is resolved against it, and PI_NODE_HTTP_TOKEN, when set, is
 // sent as the bearer token to it (never to an absolute URL: the token is
-// not leaked to another host).
+// not leaked to another host). When PI_NODE_HTTP_TLS_CERT is set the local
+// pi-node serves HTTPS: the probe verifies it against -tls-ca (the CA of the
+// secrets directory, e.g. /secrets/ca.pem) or, without it, against that
+// certificate itself; 127.0.0.1 must be one of its names (pi-ctl
+// gen-secrets adds it).
 //
 // With -print the whole response (status line, headers, body) is written to
 // stdout in HTTP/1.1 wire format, so an operator can read it and a test can

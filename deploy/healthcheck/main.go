@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -45,6 +47,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 	data := fs.String("d", "", "request body; @- reads it from stdin, @FILE from a file")
 	expect := fs.String("expect", "200", `status that counts as success, or "any"`)
 	printResp := fs.Bool("print", false, "write the response (status line, headers, body) to stdout")
+	tlsCA := fs.String("tls-ca", "", "CA (PEM) to verify the pi-node's HTTPS certificate with; default for the local pi-node: the certificate it serves (PI_NODE_HTTP_TLS_CERT)")
 	var headers headerList
 	fs.Var(&headers, "H", `request header "Name: value" (repeatable)`)
 	if err := fs.Parse(args); err != nil {
@@ -67,7 +70,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 		want = n
 	}
 
-	target, local := resolve(fs.Arg(0), getenv("PI_NODE_HTTP_LISTEN"))
+	target, local := resolve(fs.Arg(0), getenv("PI_NODE_HTTP_LISTEN"), getenv("PI_NODE_HTTP_TLS_CERT") != "")
 	body, err := readBody(*data, stdin)
 	if err != nil {
 		fmt.Fprintln(stderr, "healthcheck:", err)
@@ -92,8 +95,23 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 		req.Header.Set("Authorization", "Bearer "+tok)
 	}
 
+	tr := &http.Transport{Proxy: nil, DisableKeepAlives: true}
+	if strings.HasPrefix(target, "https://") {
+		ca := *tlsCA
+		if ca == "" && local {
+			ca = getenv("PI_NODE_HTTP_TLS_CERT")
+		}
+		if ca != "" {
+			pool, err := loadPool(ca)
+			if err != nil {
+				fmt.Fprintln(stderr, "healthcheck:", err)
+				return 2
+			}
+			tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+		}
+	}
 	// No proxy from the environment: the probe talks to its own container.
-	client := &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
+	client := &http.Client{Transport: tr}
 	resp, err := client.Do(req)
 	if err != nil {
 		fmt.Fprintln(stderr, "healthcheck:", err)
@@ -119,9 +137,24 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 	return 0
 }
 
+// loadPool reads PEM certificates into a pool: the CA, or the served
+// certificate itself (a certificate in the pool is trusted as it is).
+func loadPool(path string) (*x509.CertPool, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("-tls-ca: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(b) {
+		return nil, fmt.Errorf("-tls-ca %s: no PEM certificate in it", path)
+	}
+	return pool, nil
+}
+
 // resolve turns the argument into a URL; local reports whether it names the
 // pi-node of this container (a path, or nothing) rather than an absolute URL.
-func resolve(arg, listen string) (target string, local bool) {
+// The local pi-node serves HTTPS when it has a certificate (secure).
+func resolve(arg, listen string, secure bool) (target string, local bool) {
 	if strings.HasPrefix(arg, "http://") || strings.HasPrefix(arg, "https://") {
 		return arg, false
 	}
@@ -131,7 +164,11 @@ func resolve(arg, listen string) (target string, local bool) {
 	if !strings.HasPrefix(arg, "/") {
 		arg = "/" + arg
 	}
-	return "http://" + localAddr(listen) + arg, true
+	scheme := "http://"
+	if secure {
+		scheme = "https://"
+	}
+	return scheme + localAddr(listen) + arg, true
 }
 
 // localAddr is where pi-node's --http-listen can be reached from inside its

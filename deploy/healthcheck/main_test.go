@@ -3,11 +3,21 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
 	"io"
+	"math/big"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // node is a stand-in pi-node: /readyz answers with ready's status, /v1/echo
@@ -107,5 +117,59 @@ func TestLocalAddr(t *testing.T) {
 		if got := localAddr(in); got != want {
 			t.Errorf("localAddr(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestHTTPS: with PI_NODE_HTTP_TLS_CERT the local pi-node is probed over
+// HTTPS, verified against -tls-ca or the served certificate; another CA
+// fails.
+func TestHTTPS(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+	t.Cleanup(srv.Close)
+	// httptest's servers share one certificate: make another.
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), NotAfter: time.Now().Add(time.Hour), IsCA: true,
+		BasicConstraintsValid: true, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}}
+	otherDER, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	writePEM := func(name string, der []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	served := writePEM("served.pem", srv.Certificate().Raw)
+	wrong := writePEM("other.pem", otherDER)
+	listen := strings.TrimPrefix(srv.URL, "https://")
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want int
+	}{
+		{"served certificate", nil, map[string]string{"PI_NODE_HTTP_TLS_CERT": served}, 0},
+		{"tls-ca", []string{"-tls-ca", served}, map[string]string{"PI_NODE_HTTP_TLS_CERT": "/nonexistent"}, 0},
+		{"wrong ca", []string{"-tls-ca", wrong}, map[string]string{"PI_NODE_HTTP_TLS_CERT": served}, 1},
+		{"plain http to https", nil, nil, 1},
+		{"url with tls-ca", []string{"-tls-ca", served, srv.URL + "/readyz"}, nil, 0},
+		{"missing ca", []string{"-tls-ca", filepath.Join(dir, "none.pem"), srv.URL}, nil, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := map[string]string{"PI_NODE_HTTP_LISTEN": listen}
+			for k, v := range tc.env {
+				e[k] = v
+			}
+			var stderr bytes.Buffer
+			if got := run(tc.args, nil, io.Discard, &stderr, env(e)); got != tc.want {
+				t.Fatalf("exit %d, want %d (stderr %q)", got, tc.want, stderr.String())
+			}
+		})
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -30,7 +31,9 @@ type cluster struct {
 	root     string
 	files    []string // compose files, relative to root
 	services []string // the pi-node services, each publishing 8080
-	token    string
+	sec      *secrets // the project's secrets directory (pi-ctl gen-secrets)
+	token    string   // the worker's HTTP token, on every /v1 request
+	http     *http.Client
 	env      []string
 	nodes    []*node
 	network  string
@@ -43,7 +46,7 @@ type node struct {
 	c       *cluster
 	name    string // service name == --node-name
 	cid     string
-	base    string // http://127.0.0.1:port
+	base    string // https://127.0.0.1:port
 	viaExec bool
 }
 
@@ -65,12 +68,13 @@ func composeCommand() ([]string, error) {
 func newCluster(t *testing.T, compose []string) *cluster {
 	return newProject(t, compose, "pitest",
 		[]string{"docker-compose.yml", filepath.Join("test", "compose", "docker-compose.test.yml")},
-		[]string{"pi-node-1", "pi-node-2", "pi-node-3"})
+		[]string{"pi-node-1", "pi-node-2", "pi-node-3"}, nil)
 }
 
 // newProject is a cluster of the given compose files under a fresh project
-// name starting with prefix.
-func newProject(t *testing.T, compose []string, prefix string, files, services []string) *cluster {
+// name starting with prefix, secured with a secrets directory of its own
+// whose certificate names the services and the extra hosts.
+func newProject(t *testing.T, compose []string, prefix string, files, services, extraHosts []string) *cluster {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	c := &cluster{
@@ -78,16 +82,19 @@ func newProject(t *testing.T, compose []string, prefix string, files, services [
 		// A project of its own: nothing of a developer's cluster is touched,
 		// and two runs on one machine do not collide.
 		project: prefix + hex.EncodeToString(b),
-		token:   "compose-test-token",
 	}
+	// Secured as a user runs it: pi-ctl gen-secrets, then the files mounted
+	// from PI_SECRETS. The test is a client like any other: HTTPS verified
+	// with the CA, the worker's token (write scope) on every /v1 request.
+	c.sec = genSecrets(t, c.root, c.project, append(slices.Clone(services), extraHosts...))
+	c.token = c.sec.tokens["worker"]
+	c.http = &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 4, TLSClientConfig: c.sec.tlsConfig(false)}}
 	c.env = append(os.Environ(),
 		"PI_HTTP_PORT=", "PI_NATS_PORT=", // free host ports
 		"PI_BIND=127.0.0.1",
-		// Exercise the token: every /v1 request of the test carries it, and
-		// /healthcheck in the containers reads it from their environment.
-		"PI_NODE_HTTP_TOKEN="+c.token,
 		"PI_NODE_LOG_LEVEL=info",
 	)
+	c.env = append(c.env, c.sec.env()...)
 	return c
 }
 
@@ -170,7 +177,7 @@ func (c *cluster) discover() {
 		if !strings.HasPrefix(hostPort, "127.0.0.1:") {
 			c.t.Fatalf("%s publishes 8080 on %q, want loopback", svc, hostPort)
 		}
-		c.nodes = append(c.nodes, &node{c: c, name: svc, cid: cid, base: "http://" + hostPort})
+		c.nodes = append(c.nodes, &node{c: c, name: svc, cid: cid, base: "https://" + hostPort})
 	}
 	c.network = c.docker("inspect", "-f", "{{range $k, $v := .NetworkSettings.Networks}}{{$k}} {{end}}", c.nodes[0].cid)
 	if strings.Contains(c.network, " ") {
@@ -234,10 +241,21 @@ func (r *response) String() string {
 	return fmt.Sprintf("%d %s", r.status, bytes.TrimSpace(r.body))
 }
 
-// do sends one request to the node with a bound on the whole exchange.
+// do sends one request to the node with a bound on the whole exchange,
+// with the worker's token, or the admin's for /v1/status (its JetStream
+// and region parts are shown to admin tokens only).
 func (n *node) do(method, path string, body []byte, timeout time.Duration) (*response, error) {
+	token := n.c.token
+	if strings.HasPrefix(path, "/v1/status") {
+		token = n.c.sec.tokens["admin"]
+	}
+	return n.doAs(token, method, path, body, timeout)
+}
+
+// doAs is do with the given bearer token on /v1 requests.
+func (n *node) doAs(token, method, path string, body []byte, timeout time.Duration) (*response, error) {
 	if n.viaExec {
-		return n.exec(method, path, body, timeout)
+		return n.exec(token, method, path, body, timeout)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
@@ -246,9 +264,9 @@ func (n *node) do(method, path string, body []byte, timeout time.Duration) (*res
 		return nil, err
 	}
 	if strings.HasPrefix(path, "/v1/") {
-		req.Header.Set("Authorization", "Bearer "+n.c.token)
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := httpClient.Do(req)
+	resp, err := n.c.http.Do(req)
 	if err != nil {
 		return nil, err
 	}
@@ -260,14 +278,15 @@ func (n *node) do(method, path string, body []byte, timeout time.Duration) (*res
 	return &response{status: resp.StatusCode, header: resp.Header, body: b}, nil
 }
 
-// httpClient talks to published loopback ports only; no proxy.
-var httpClient = &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 4}}
-
 // exec sends the request from inside the container with the image's
-// /healthcheck, which prints the response in wire format and adds the
-// container's PI_NODE_HTTP_TOKEN itself.
-func (n *node) exec(method, path string, body []byte, timeout time.Duration) (*response, error) {
-	args := []string{"exec", "-i", n.cid, "/healthcheck", "-print", "-expect", "any", "-timeout", timeout.String(), "-X", method}
+// /healthcheck, which prints the response in wire format; it speaks HTTPS
+// to its pi-node, verified with the mounted CA.
+func (n *node) exec(token, method, path string, body []byte, timeout time.Duration) (*response, error) {
+	args := []string{"exec", "-i", n.cid, "/healthcheck", "-print", "-expect", "any", "-timeout", timeout.String(), "-X", method,
+		"-tls-ca", composeSecrets + "/ca.pem"}
+	if strings.HasPrefix(path, "/v1/") {
+		args = append(args, "-H", "Authorization: Bearer "+token)
+	}
 	if body != nil {
 		args = append(args, "-d", "@-")
 	}

@@ -49,7 +49,7 @@ func TestComposeRegion(t *testing.T) {
 		"PI_TIEBREAKER_IMAGE": makeVar(t, "TIEBREAKER_IMAGE") + ":" + makeVar(t, "TAG"),
 	}
 	testStart := time.Now()
-	c := newProject(t, compose, "piregion", []string{"deploy/compose/region.yml"}, []string{"a1", "b1"})
+	c := newProject(t, compose, "piregion", []string{"deploy/compose/region.yml"}, []string{"a1", "b1"}, []string{"t1"})
 	for k := range images {
 		if v := os.Getenv(k); v != "" {
 			images[k] = v
@@ -198,7 +198,10 @@ func TestComposeRegion(t *testing.T) {
 func (c *cluster) piCtl(n *node, timeout time.Duration, args ...string) (int, string) {
 	c.t.Helper()
 	full := append([]string{"exec", n.cid, "/pi-ctl"}, args...)
-	full = append(full, "--server", "nats://127.0.0.1:4222", "--timeout", timeout.String())
+	// As the admin (failover and failback are JetStream administration),
+	// over TLS verified with the mounted CA.
+	full = append(full, "--server", "tls://127.0.0.1:4222", "--tls-ca", composeSecrets+"/ca.pem",
+		"--user", "admin", "--password", c.sec.passwords["admin"], "--timeout", timeout.String())
 	// A margin over pi-ctl's own bound, for docker exec.
 	ctx, cancel := context.WithTimeout(context.Background(), timeout+30*time.Second)
 	defer cancel()

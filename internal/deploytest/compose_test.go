@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/pifleet/sessionlog/internal/testutil"
 )
 
@@ -76,6 +74,7 @@ func TestCompose(t *testing.T) {
 
 	sid := c.importSession(t)
 	c.checkNATSPort(t)
+	c.checkAttacks(t, sid)
 
 	c.killAndRestart(t, sid)
 	c.partitionAndHeal(t, sid)
@@ -135,12 +134,13 @@ func (c *cluster) importSession(t *testing.T) string {
 }
 
 // checkNATSPort asks the micro service for its status through pi-node-1's
-// published NATS port. Servers the cluster advertises (container
-// addresses) are ignored: the test talks to loopback only.
+// published NATS port, over TLS as the worker. Servers the cluster
+// advertises (container addresses) are ignored: the test talks to
+// loopback only.
 func (c *cluster) checkNATSPort(t *testing.T) {
 	t.Helper()
 	hostPort := strings.TrimSpace(c.must("port", "pi-node-1", "4222"))
-	nc, err := nats.Connect("nats://"+hostPort, nats.IgnoreDiscoveredServers(), nats.NoReconnect(), nats.Timeout(5*time.Second))
+	nc, err := c.sec.natsConnect(hostPort, "worker")
 	if err != nil {
 		t.Fatalf("NATS on %s: %v", hostPort, err)
 	}
@@ -187,7 +187,7 @@ func (n *node) refreshPort() error {
 	if !strings.HasPrefix(hostPort, "127.0.0.1:") || strings.HasSuffix(hostPort, ":0") {
 		return fmt.Errorf("%s publishes 8080 on %q", n.name, hostPort)
 	}
-	n.base = "http://" + hostPort
+	n.base = "https://" + hostPort
 	return nil
 }
 

@@ -32,6 +32,7 @@ func TestComposeRegionFileMatchesPiNode(t *testing.T) {
 		if svc.Hostname != name {
 			t.Errorf("%s: hostname %q: the gateways and routes name it by its service name", where, svc.Hostname)
 		}
+		checkComposeSecrets(t, where, svc)
 		if svc.Image == tbImage {
 			members["tiebreaker"] = append(members["tiebreaker"], name)
 			continue
@@ -62,6 +63,8 @@ func TestComposeRegionFileMatchesPiNode(t *testing.T) {
 		if st.values["home-region"] == "" || st.values["sync"] != "always" {
 			t.Errorf("%s: --home-region %q --sync %q: want a home for a new deployment and --sync always", where, st.values["home-region"], st.values["sync"])
 		}
+		checkSecuredSettings(t, where, st, composeSecrets)
+		checkFailClosed(t, where, st, composeSecrets)
 		dataDir := st.values["data-dir"]
 		mounted := false
 		for _, v := range svc.Volumes {
@@ -126,6 +129,13 @@ func TestComposeRegionFileMatchesPiNode(t *testing.T) {
 		"name: " + tiebreaker,
 		"store_dir: /data",
 		"listen: 0.0.0.0:7222",
+		// Secured: the peers' credentials, mutual TLS, no open client port.
+		`include "../../secrets/nats-peers.conf"`, // relative to /etc/nats
+		"authorization: $PI_ROUTES",
+		"authorization: $PI_GATEWAYS",
+		`ca_file: "/secrets/ca.pem"`,
+		"verify: true",
+		"listen: 127.0.0.1:4222",
 	} {
 		if !strings.Contains(string(conf), want) {
 			t.Errorf("tiebreaker.conf lacks %q", want)

@@ -32,6 +32,7 @@ type composeService struct {
 	Volumes         []string          `json:"volumes"`
 	Ports           []string          `json:"ports"`
 	StopGracePeriod string            `json:"stop_grace_period"`
+	GroupAdd        []string          `json:"group_add"`
 	Healthcheck     struct {
 		Test        []string `json:"test"`
 		Interval    string   `json:"interval"`
@@ -153,6 +154,12 @@ func TestComposeFileMatchesPiNode(t *testing.T) {
 			t.Errorf("%s: no named volume is mounted at --data-dir=%q (volumes %v)", where, dataDir, svc.Volumes)
 		}
 
+		// Secured: the secrets directory mounted, every security flag a
+		// file of it, pi-node's fail-closed check passed.
+		checkComposeSecrets(t, where, svc)
+		checkSecuredSettings(t, where, st, composeSecrets)
+		checkFailClosed(t, where, st, composeSecrets)
+
 		// Health: /readyz through the image's probe, within its timeout.
 		hc := svc.Healthcheck
 		if len(hc.Test) < 2 || hc.Test[0] != "CMD" || hc.Test[1] != "/healthcheck" || !slices.Contains(hc.Test, "/readyz") {
@@ -202,6 +209,47 @@ func TestComposeFileMatchesPiNode(t *testing.T) {
 	}
 	if img := makeVar(t, "IMAGE") + ":" + makeVar(t, "TAG"); image != img {
 		t.Errorf("compose runs %s, make image builds %s", image, img)
+	}
+}
+
+// composeSecrets is where the compose files mount the secrets directory.
+const composeSecrets = "/secrets"
+
+// checkComposeSecrets checks that svc mounts the secrets directory
+// read-only, joins the group that may read it, and (when it has one) probes
+// its HTTPS port verifying the deployment's CA.
+func checkComposeSecrets(t *testing.T, where string, svc composeService) {
+	t.Helper()
+	if !slices.Contains(svc.Volumes, "./secrets"+":"+composeSecrets+":ro") {
+		t.Errorf("%s: volumes %v: want ${PI_SECRETS:-./secrets}:%s:ro", where, svc.Volumes, composeSecrets)
+	}
+	if !slices.Equal(svc.GroupAdd, []string{"0"}) {
+		t.Errorf("%s: group_add %v: want [${PI_SECRETS_GID:-0}], the group that may read the secrets", where, svc.GroupAdd)
+	}
+	if hc := svc.Healthcheck.Test; slices.Contains(hc, "/readyz") {
+		if i := slices.Index(hc, "-tls-ca"); i < 0 || i+1 >= len(hc) || hc[i+1] != composeSecrets+"/ca.pem" {
+			t.Errorf("%s: healthcheck %v: want -tls-ca %s/ca.pem (HTTPS, verified)", where, hc, composeSecrets)
+		}
+	}
+}
+
+// TestSecretsIgnored: the secrets directories the compose files mount are
+// never committed, and make secrets writes the default one.
+func TestSecretsIgnored(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(repoRoot(t), ".gitignore"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{"/secrets/", "/deploy/compose/secrets/"} {
+		if !slices.Contains(strings.Split(string(data), "\n"), dir) {
+			t.Errorf(".gitignore lacks %s", dir)
+		}
+	}
+	if got := makeVar(t, "SECRETS_DIR"); got != "secrets" {
+		t.Errorf("make secrets writes %s, docker-compose.yml mounts ./secrets", got)
+	}
+	if got := makeVar(t, "SECRETS_NAMES"); got != "pi-node-1,pi-node-2,pi-node-3" {
+		t.Errorf("make secrets names %s, not the services of docker-compose.yml", got)
 	}
 }
 

@@ -2,14 +2,20 @@ package deploytest
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/pifleet/sessionlog/internal/natsauth"
 )
 
 // repoRoot is the module root, where the deployment files live.
@@ -30,7 +36,19 @@ var (
 	flagsOnce sync.Once
 	flagSet   map[string]bool
 	flagsErr  string
+	piNodeBin string // the pi-node piNodeFlags built, for runPiNode
+	binDir    string // where it is; TestMain removes it
 )
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	for _, d := range []string{binDir, toolsDir} {
+		if d != "" {
+			os.RemoveAll(d)
+		}
+	}
+	os.Exit(code)
+}
 
 // flagLine matches a flag in the output of flag.PrintDefaults.
 var flagLine = regexp.MustCompile(`(?m)^\s+-([a-z][a-z0-9-]*)\b`)
@@ -46,7 +64,7 @@ func piNodeFlags(t testing.TB) map[string]bool {
 			flagsErr = err.Error()
 			return
 		}
-		defer os.RemoveAll(dir)
+		binDir = dir
 		bin := filepath.Join(dir, "pi-node")
 		build := exec.Command("go", "build", "-o", bin, "./cmd/pi-node")
 		build.Dir = repoRoot(t)
@@ -62,6 +80,7 @@ func piNodeFlags(t testing.TB) map[string]bool {
 			flagsErr = "pi-node --help: " + err.Error() + "\n" + help.String()
 			return
 		}
+		piNodeBin = bin
 		flagSet = map[string]bool{}
 		for _, m := range flagLine.FindAllStringSubmatch(help.String(), -1) {
 			flagSet[m[1]] = true
@@ -157,4 +176,113 @@ func (s *settings) port(t testing.TB, flag string) string {
 		t.Errorf("--%s=%q (%s): a container must listen on every interface (0.0.0.0), not %q", flag, v, s.source[flag], host)
 	}
 	return port
+}
+
+// securityFlags are pi-node's flags that name a secret file: a deployment
+// sets each to a file of its mounted secrets, none to a literal secret.
+var securityFlags = []string{
+	"nats-auth", "http-tokens",
+	"nats-tls-cert", "nats-tls-key",
+	"cluster-tls-cert", "cluster-tls-key", "cluster-tls-ca",
+	"http-tls-cert", "http-tls-key",
+}
+
+// secretFiles are the files pi-ctl gen-secrets writes at the top of its
+// directory, all a deployment may refer to (the CA's key goes to ca/,
+// which no node needs).
+var secretFiles = []string{
+	"ca.pem", "node.pem", "node-key.pem", "nats-auth.json",
+	"nats-admin.password", "nats-worker.password", "nats-reader.password", "nats-jsworker.password",
+	"http-tokens", "http-admin.token", "http-worker.token", "http-reader.token",
+}
+
+// checkSecuredSettings checks that st names every security flag, each a
+// file of gen-secrets under dir (where the deployment mounts them).
+func checkSecuredSettings(t *testing.T, where string, st *settings, dir string, extra ...string) {
+	t.Helper()
+	for _, f := range append(slices.Clone(securityFlags), extra...) {
+		v, ok := st.values[f]
+		if !ok {
+			t.Errorf("%s: --%s is not set: pi-node ships secured", where, f)
+			continue
+		}
+		if filepath.Dir(v) != dir || !slices.Contains(secretFiles, filepath.Base(v)) {
+			t.Errorf("%s: --%s=%q (%s): want a file of pi-ctl gen-secrets in %s (%v)", where, f, v, st.source[f], dir, secretFiles)
+		}
+	}
+	for _, f := range []string{"http-token", "nats-token", "insecure"} {
+		if v, ok := st.values[f]; ok && v != "" && v != "false" {
+			t.Errorf("%s: --%s=%q (%s): the secrets are files of the mounted directory, and nothing runs insecure", where, f, v, st.source[f])
+		}
+	}
+}
+
+// checkFailClosed runs the pi-node binary with the settings st (the
+// PI_NODE_* environment and flags of a deployment) and fails the test when
+// pi-node rejects them (exit status 2: a configuration error, the
+// fail-closed check included). The secret files are replaced by files in a
+// temporary directory: a valid --nats-auth file (ParseFlags reads it), the
+// others missing, so pi-node stops right after the check, when it loads
+// the first certificate, before it listens anywhere.
+func checkFailClosed(t *testing.T, where string, st *settings, dir string) {
+	t.Helper()
+	piNodeFlags(t) // builds piNodeBin
+	run := func(drop string) (int, string) {
+		tmp := t.TempDir()
+		auth := &natsauth.File{
+			Users:    []natsauth.User{{User: "admin", Password: "$2a$11$" + strings.Repeat("a", 53), Role: natsauth.RoleAdmin}},
+			Routes:   &natsauth.Peer{User: "route", Password: "route-secret"},
+			Gateways: &natsauth.Peer{User: "gateway", Password: "gateway-secret"},
+		}
+		if err := os.WriteFile(filepath.Join(tmp, "nats-auth.json"), auth.Marshal(), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		env := []string{"PATH=" + os.Getenv("PATH")}
+		var args []string
+		for f, v := range st.values {
+			if f == drop {
+				continue
+			}
+			if filepath.Dir(v) == dir {
+				v = filepath.Join(tmp, filepath.Base(v))
+			}
+			if f == "data-dir" {
+				v = filepath.Join(tmp, "data")
+			}
+			args = append(args, "--"+f+"="+v)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, piNodeBin, args...)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		if ctx.Err() != nil {
+			return -1, string(out) // still running: past the check
+		}
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatalf("%s: running pi-node: %v", where, err)
+		}
+		return code, string(out)
+	}
+	code, out := run("")
+	t.Logf("%s: pi-node with the settings: exit %d after the check: %s", where, code, lastLine(out))
+	if code == 2 {
+		t.Errorf("%s: pi-node rejects the settings (exit 2):\n%s", where, out)
+	} else if strings.Contains(out, "refusing to start") {
+		t.Errorf("%s: pi-node refuses to start:\n%s", where, out)
+	}
+	// The control: without the users file the same settings are refused,
+	// so the run above did reach the check.
+	if code, out := run("nats-auth"); code != 2 || !strings.Contains(out, "refusing to start") {
+		t.Errorf("%s: without --nats-auth pi-node should refuse to start (exit 2), got exit %d:\n%s", where, code, out)
+	}
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
 }

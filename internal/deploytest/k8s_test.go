@@ -16,6 +16,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -31,6 +32,7 @@ type manifests struct {
 	services   map[string]*corev1.Service
 	configMaps map[string]*corev1.ConfigMap
 	pdb        *policyv1.PodDisruptionBudget
+	netpol     *networkingv1.NetworkPolicy
 	files      []string // the manifest files, kustomization.yaml excepted
 }
 
@@ -111,12 +113,18 @@ func loadManifests(t *testing.T) *manifests {
 		case "policy/v1 PodDisruptionBudget":
 			m.pdb = &policyv1.PodDisruptionBudget{}
 			strict(t, name, data, m.pdb)
+		case "networking.k8s.io/v1 NetworkPolicy":
+			if m.netpol != nil {
+				t.Fatalf("%s: a second NetworkPolicy", name)
+			}
+			m.netpol = &networkingv1.NetworkPolicy{}
+			strict(t, name, data, m.netpol)
 		default:
 			t.Fatalf("%s: unexpected %s %s (teach this test its type)", name, tm.APIVersion, tm.Kind)
 		}
 	}
-	if m.sts == nil || m.pdb == nil {
-		t.Fatal("deploy/k8s needs a StatefulSet and a PodDisruptionBudget")
+	if m.sts == nil || m.pdb == nil || m.netpol == nil {
+		t.Fatal("deploy/k8s needs a StatefulSet, a PodDisruptionBudget and a NetworkPolicy")
 	}
 	return m
 }
@@ -149,7 +157,7 @@ func TestK8sKustomizationListsEveryManifest(t *testing.T) {
 
 func TestK8sNamespaceAgnostic(t *testing.T) {
 	m := loadManifests(t)
-	objs := []metav1.Object{m.sts, m.pdb}
+	objs := []metav1.Object{m.sts, m.pdb, m.netpol}
 	for _, s := range m.services {
 		objs = append(objs, s)
 	}
@@ -225,11 +233,8 @@ func TestK8sStatefulSet(t *testing.T) {
 		switch {
 		case e.ValueFrom != nil && e.ValueFrom.FieldRef != nil:
 			fieldRefs[e.Name] = e.ValueFrom.FieldRef.FieldPath
-		case e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil:
-			if _, ok := envFlag(e.Name); !ok {
-				t.Errorf("env %s from a Secret is no PI_NODE_* variable", e.Name)
-			}
-			st.env(t, flags, "env", e.Name, "<secret>")
+		case e.ValueFrom != nil && (e.ValueFrom.SecretKeyRef != nil || e.ValueFrom.ConfigMapKeyRef != nil):
+			t.Errorf("env %s from a key reference: the secrets are files of the mounted Secret (%s), the settings the ConfigMap's", e.Name, secretsMount)
 		default:
 			st.env(t, flags, "env", e.Name, e.Value)
 		}
@@ -259,6 +264,11 @@ func TestK8sStatefulSet(t *testing.T) {
 	}
 	st.args(t, flags, "args", expanded)
 
+	// Secured: every security flag names a file of the mounted Secret, and
+	// pi-node accepts the whole configuration (its fail-closed check).
+	checkSecuredSettings(t, "StatefulSet", st, secretsMount)
+	checkFailClosed(t, "StatefulSet", st, secretsMount)
+
 	// Ports: each listener pi-node is told to open is a named container
 	// port with the same number.
 	ports := map[string]int32{}
@@ -278,6 +288,9 @@ func TestK8sStatefulSet(t *testing.T) {
 		if p == nil || p.HTTPGet == nil {
 			t.Errorf("%s: want an httpGet probe of %s", name, want)
 			return
+		}
+		if p.HTTPGet.Scheme != corev1.URISchemeHTTPS {
+			t.Errorf("%s: scheme %q, want HTTPS: pi-node serves its API over TLS (--http-tls-cert)", name, p.HTTPGet.Scheme)
 		}
 		if p.HTTPGet.Path != want {
 			t.Errorf("%s probes %q, want %q", name, p.HTTPGet.Path, want)
@@ -475,4 +488,152 @@ func resolvePort(p intstr.IntOrString, named map[string]int32) int32 {
 		return 0
 	}
 	return named[p.StrVal]
+}
+
+// secretsMount is where the StatefulSet mounts the Secret pi-node-secrets.
+const secretsMount = "/etc/pi-node/secrets"
+
+// TestK8sSecrets: the Secret pi-node-secrets is required (no "optional"
+// anywhere), mounted read-only where the ConfigMap's security settings
+// point, readable by the pod's user only; no secret is in the manifests.
+func TestK8sSecrets(t *testing.T) {
+	m := loadManifests(t)
+	dir := filepath.Join(repoRoot(t), "deploy", "k8s")
+	for _, f := range append(m.files, "kustomization.yaml") {
+		data, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if regexp.MustCompile(`(?m)^\s*optional:`).Match(data) {
+			t.Errorf("%s: an optional reference: pi-node must not start without its secrets", f)
+		}
+		if regexp.MustCompile(`(?m)^kind:\s*Secret\s*$|BEGIN [A-Z ]*PRIVATE KEY|\$2[aby]\$`).Match(data) {
+			t.Errorf("%s holds a Secret or key material: create it with pi-ctl gen-secrets and kubectl create secret", f)
+		}
+	}
+	pod := &m.sts.Spec.Template.Spec
+	c := &pod.Containers[0]
+	var vol *corev1.Volume
+	for i := range pod.Volumes {
+		if s := pod.Volumes[i].Secret; s != nil {
+			if vol != nil {
+				t.Errorf("volumes %s and %s both from Secrets: want the one pi-node-secrets", vol.Name, pod.Volumes[i].Name)
+			}
+			vol = &pod.Volumes[i]
+		}
+	}
+	if vol == nil {
+		t.Fatal("no Secret volume: pi-node-secrets must be mounted")
+	}
+	sv := vol.Secret
+	if sv.SecretName != "pi-node-secrets" {
+		t.Errorf("Secret volume %s is %q, want pi-node-secrets (the name the docs create)", vol.Name, sv.SecretName)
+	}
+	if sv.Optional != nil && *sv.Optional {
+		t.Errorf("Secret volume %s is optional", vol.Name)
+	}
+	if len(sv.Items) > 0 {
+		t.Errorf("Secret volume %s lists items: mount every file gen-secrets writes", vol.Name)
+	}
+	mode := int32(0o644) // Kubernetes' default
+	if sv.DefaultMode != nil {
+		mode = *sv.DefaultMode
+	}
+	fsGroup := pod.SecurityContext != nil && pod.SecurityContext.FSGroup != nil && *pod.SecurityContext.FSGroup == 65532
+	if mode&0o007 != 0 || mode&0o222 != 0 || mode != 0o400 && !(mode == 0o440 && fsGroup) {
+		t.Errorf("Secret volume mode %#o: want 0400, or 0440 with fsGroup 65532", mode)
+	}
+	var mount *corev1.VolumeMount
+	for i := range c.VolumeMounts {
+		if c.VolumeMounts[i].Name == vol.Name {
+			mount = &c.VolumeMounts[i]
+		}
+	}
+	if mount == nil || mount.MountPath != secretsMount || !mount.ReadOnly || mount.SubPath != "" {
+		t.Errorf("Secret volume %s mounted as %+v, want read-only at %s (no subPath: it would not see updates)", vol.Name, mount, secretsMount)
+	}
+	for _, e := range c.Env {
+		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+			t.Errorf("env %s from Secret %s: the secrets are files", e.Name, e.ValueFrom.SecretKeyRef.Name)
+		}
+	}
+}
+
+// TestK8sNetworkPolicy: the policy selects the pods; the route port takes
+// only pi-node pods; the API and client ports take the namespace.
+func TestK8sNetworkPolicy(t *testing.T) {
+	m := loadManifests(t)
+	np := m.netpol
+	podLabels := labels.Set(m.sts.Spec.Template.Labels)
+	sel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
+	if err != nil || sel.Empty() || !sel.Matches(podLabels) {
+		t.Fatalf("NetworkPolicy selects %v, not the pods %v (%v)", np.Spec.PodSelector, podLabels, err)
+	}
+	if !slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeIngress) {
+		t.Errorf("policyTypes %v lack Ingress", np.Spec.PolicyTypes)
+	}
+	ports := map[string]int32{}
+	for _, p := range m.sts.Spec.Template.Spec.Containers[0].Ports {
+		ports[p.Name] = p.ContainerPort
+	}
+	// Who may reach each port: "pods" (pi-node only), "namespace", or
+	// something wider.
+	reach := map[int32][]string{}
+	for i, r := range np.Spec.Ingress {
+		if len(r.Ports) == 0 {
+			t.Errorf("ingress rule %d admits every port", i)
+		}
+		var from []string
+		if len(r.From) == 0 {
+			from = append(from, "anywhere")
+		}
+		for _, peer := range r.From {
+			switch {
+			case peer.IPBlock != nil || peer.NamespaceSelector != nil:
+				from = append(from, "beyond the namespace")
+			case peer.PodSelector != nil:
+				s, err := metav1.LabelSelectorAsSelector(peer.PodSelector)
+				switch {
+				case err != nil:
+					t.Errorf("ingress rule %d: %v", i, err)
+				case s.Empty():
+					from = append(from, "namespace")
+				case s.Matches(podLabels) && s.String() == sel.String():
+					from = append(from, "pods")
+				default:
+					from = append(from, "other pods")
+				}
+			}
+		}
+		for _, p := range r.Ports {
+			if p.Port == nil || p.EndPort != nil {
+				t.Errorf("ingress rule %d: port %+v: name single ports", i, p)
+				continue
+			}
+			n := resolvePort(*p.Port, ports)
+			if n == 0 {
+				t.Errorf("ingress rule %d: port %s is no container port (%v)", i, p.Port.String(), ports)
+			}
+			reach[n] = append(reach[n], from...)
+		}
+	}
+	if got := reach[ports["cluster"]]; !slices.Equal(slices.Compact(got), []string{"pods"}) {
+		t.Errorf("route port %d reachable from %v: want only the pi-node pods", ports["cluster"], got)
+	}
+	for _, name := range []string{"http", "nats"} {
+		got := reach[ports[name]]
+		if len(got) == 0 {
+			t.Errorf("port %s (%d) admits no one: the clients and the Service need it", name, ports[name])
+		}
+		for _, f := range got {
+			if f != "namespace" && f != "pods" {
+				t.Errorf("port %s (%d) reachable from %s: the manifests admit the namespace, an overlay may widen it", name, ports[name], f)
+			}
+		}
+	}
+	for n := range reach {
+		if n != ports["cluster"] && n != ports["http"] && n != ports["nats"] {
+			t.Errorf("port %d admitted, which pi-node does not serve here", n)
+		}
+	}
 }

@@ -8,6 +8,10 @@
 #                      deploy/compose/region.yml: kills region A, fails over
 #                      to B, starts A again, fails back, checks every entry.
 #
+# Both run secured, as the files ship: each test makes its own secrets
+# directory with pi-ctl gen-secrets (built from this tree; PI_CTL_BIN names
+# another), under build/test-secrets, removed at the end.
+#
 # Skips, exit 0, with a visible message when no Docker engine answers.
 # PI_COMPOSE="docker compose" picks Compose v2 (default: docker-compose if
 # installed, else docker compose).

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
@@ -90,6 +91,15 @@ func (s *Server) tlsOptions(opts *server.Options) {
 
 // tlsTimeout bounds a TLS handshake (seconds, as nats-server counts).
 const tlsTimeout = 5.0
+
+// InProcessURL is the URL to go with InProcess: nats:// even when the
+// client listener has TLS. An in-process connection needs none (the server
+// does not require it of one), and tls:// would make the client start TLS
+// over the pipe and verify the listener's certificate against its own
+// roots, which fails for a deployment's private CA.
+func (s *Server) InProcessURL() string {
+	return strings.Replace(s.ClientURL(), "tls://", "nats://", 1)
+}
 
 // InProcess are the options that connect a client to this server in
 // process, with every right: pi-node's own connection, which never

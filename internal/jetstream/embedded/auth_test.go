@@ -14,7 +14,8 @@ import (
 )
 
 // authServer runs a server with one user per role, password = user name.
-func authServer(t *testing.T) (*Server, *natsauth.File) {
+// Options, when given, change the server before it starts.
+func authServer(t *testing.T, options ...func(*Server)) (*Server, *natsauth.File) {
 	t.Helper()
 	f := &natsauth.File{}
 	for _, r := range natsauth.Roles {
@@ -25,6 +26,9 @@ func authServer(t *testing.T) (*Server, *natsauth.File) {
 	s.Port = -1
 	s.Auth = f
 	s.Logs = []natsauth.Names{{Stream: "PI_SESSIONS", SubjectPrefix: "pi.sess", Bucket: "PI_CURSORS"}}
+	for _, o := range options {
+		o(s)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := s.Start(ctx); err != nil {
