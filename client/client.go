@@ -73,7 +73,10 @@ type options struct {
 // --http-token).
 func WithToken(token string) Option { return func(o *options) { o.token = token } }
 
-// WithTLSConfig sets the TLS configuration of the HTTP transport (https).
+// WithTLSConfig sets the TLS configuration of the HTTP transport (https)
+// and of the connection JetStreamURL opens (a pi-node with
+// --nats-tls-cert; e.g. a tls.Config whose RootCAs hold the deployment's
+// ca.pem). A connection handed to JetStream or NodeNATS brings its own.
 func WithTLSConfig(c *tls.Config) Option { return func(o *options) { o.tlsConfig = c } }
 
 // WithTimeout bounds one request of the HTTP and NodeNATS transports
@@ -161,7 +164,11 @@ func (c *Client) connectJetStream(ctx context.Context, t Transport, o options) e
 	}
 	if nc == nil {
 		var err error
-		if nc, err = nats.Connect(t.url, t.natsOpts...); err != nil {
+		opts := t.natsOpts
+		if o.tlsConfig != nil {
+			opts = append([]nats.Option{nats.Secure(o.tlsConfig)}, opts...)
+		}
+		if nc, err = nats.Connect(t.url, opts...); err != nil {
 			return fmt.Errorf("connect to %s: %w (%w)", t.url, err, ErrUnavailable)
 		}
 		c.closers = append(c.closers, nc.Close)

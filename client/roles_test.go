@@ -2,6 +2,8 @@ package client_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"testing"
 	"time"
 
@@ -12,12 +14,13 @@ import (
 	"github.com/pifleet/sessionlog/internal/jetstream"
 	"github.com/pifleet/sessionlog/internal/jetstream/embedded"
 	"github.com/pifleet/sessionlog/internal/natsauth"
+	"github.com/pifleet/sessionlog/internal/secrets"
 )
 
 // The jetstream role of pi-node's users file is exactly what the
 // JetStream transport uses: a worker with it creates, appends, branches,
 // forks and reads sessions and their cursors without one permissions
-// violation, while the client role (pi-node's API only) cannot even bind.
+// violation, over the TLS port, while the client role (pi-node's API only) cannot even bind.
 func TestJetStreamRole(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -28,13 +31,29 @@ func TestJetStreamRole(t *testing.T) {
 		{User: "jsworker", Password: string(h), Role: natsauth.RoleJetStream},
 		{User: "worker", Password: string(h), Role: natsauth.RoleClient},
 	}}
+	ca, err := secrets.NewCA("test", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM, keyPEM, err := ca.Issue([]string{"127.0.0.1"}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.TLS = embedded.ServerTLSConfig(func() *tls.Certificate { return &cert })
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca.CertPEM())
+	tlsCfg := &tls.Config{RootCAs: pool}
 	cfg := jetstream.NewConfig()
 	s.Logs = []natsauth.Names{{Stream: cfg.Stream, SubjectPrefix: cfg.SubjectPrefix, Bucket: cfg.Bucket}}
 	if err := s.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	defer s.Shutdown()
-	cc := jetstream.NewConnConfig("nats://in-process")
+	cc := jetstream.NewConnConfig(s.InProcessURL())
 	cc.Options = s.InProcess()
 	admin, err := jetstream.Connect(ctx, cc) // pi-node's part: provisioning
 	if err != nil {
@@ -45,7 +64,7 @@ func TestJetStreamRole(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	nc, err := nats.Connect(s.ClientURL(), nats.UserInfo("jsworker", "pw"), nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
+	nc, err := nats.Connect(s.ClientURL(), nats.Secure(tlsCfg), nats.UserInfo("jsworker", "pw"), nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +115,17 @@ func TestJetStreamRole(t *testing.T) {
 		t.Errorf("the jetstream role was refused something: %v", err)
 	}
 
-	wc, err := nats.Connect(s.ClientURL(), nats.UserInfo("worker", "pw"), nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
+	// JetStreamURL with WithTLSConfig dials the TLS port itself.
+	own, err := client.New(ctx, client.JetStreamURL(s.ClientURL(), nats.UserInfo("jsworker", "pw")), client.WithTLSConfig(tlsCfg))
+	if err != nil {
+		t.Fatalf("JetStreamURL over TLS: %v", err)
+	}
+	if _, err := own.Open(ctx, sess.ID()); err != nil {
+		t.Errorf("JetStreamURL over TLS: open: %v", err)
+	}
+	own.Close()
+
+	wc, err := nats.Connect(s.ClientURL(), nats.Secure(tlsCfg), nats.UserInfo("worker", "pw"), nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
 	if err != nil {
 		t.Fatal(err)
 	}
