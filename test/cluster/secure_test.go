@@ -338,3 +338,25 @@ func routeTLS(addr string, s secrets, withCert bool) error {
 	}
 	return err
 }
+
+// The real binary, started on every interface with nothing else, refuses
+// at once with the documented message; on loopback it needs nothing
+// (startSingleNode, used by other tests, passes no secret at all).
+func TestFailClosedBinary(t *testing.T) {
+	cmd := exec.Command(piNodeBin, "--data-dir", t.TempDir(), "--http-listen", "0.0.0.0:0", "--client-listen", "0.0.0.0:0")
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() == 0 {
+		t.Fatalf("pi-node on 0.0.0.0 without auth: %v\n%s", err, out)
+	}
+	for _, want := range []string{"refusing to start", "the HTTP API on 0.0.0.0:0 has no auth: add --http-tokens FILE",
+		"the NATS client port on 0.0.0.0:0 has no auth: add --nats-auth FILE", "--insecure"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	nd := startSingleNode(t)
+	if err := proctest.Ready(nd.base); err != nil {
+		t.Errorf("a loopback node without any secret: %v", err)
+	}
+}
