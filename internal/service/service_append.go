@@ -26,17 +26,30 @@ func (s *Service) Append(ctx context.Context, sid string, req wire.AppendRequest
 		return wire.WriteResult{}, err
 	}
 	pl := &placement{drafts: drafts, ids: tree.IDGen{R: s.Rand}}
-	if pl.cursorLeaf, pl.hasCursor, err = s.cursorLeaf(ctx, sid, req.Client); err != nil {
-		return wire.WriteResult{}, err
+	// The cursor is where an entry without parentId goes; when the first
+	// names its parent (every later one defaults to the previous entry),
+	// it is not read at all: one cursor-bucket round trip less.
+	if !drafts[0].parentSet {
+		if pl.cursorLeaf, pl.hasCursor, err = s.cursorLeaf(ctx, sid, req.Client); err != nil {
+			return wire.WriteResult{}, err
+		}
 	}
-	if req.ExpectLastSeq != nil && s.Store != nil {
-		// The client says where the session stands: usually its own
-		// previous append, acknowledged a moment ago and not applied here
-		// yet. The Store applies it within a millisecond or so; waiting
-		// that long is cheaper than a read from the stream leader.
-		wctx, cancel := context.WithTimeout(ctx, expectWait)
-		_ = s.Store.WaitFor(wctx, *req.ExpectLastSeq)
-		cancel()
+	if s.Store != nil {
+		// Where the session stands is usually the client's own previous
+		// append, acknowledged a moment ago (by this node: its own ack; or
+		// as the client says: expectLastSeq) and not applied here yet. The
+		// Store applies it within a millisecond or so; waiting that long
+		// is cheaper than a read from the stream leader for the parent it
+		// lacks, or a CAS conflict on its stale last sequence.
+		wait := s.ownAck(sid)
+		if req.ExpectLastSeq != nil {
+			wait = max(wait, *req.ExpectLastSeq)
+		}
+		if wait > 0 {
+			wctx, cancel := context.WithTimeout(ctx, expectWait)
+			_ = s.Store.WaitFor(wctx, wait)
+			cancel()
+		}
 	}
 	pl.ts = tree.FormatTimestamp(s.now()) // after the waits: entries are stamped when they are written
 	plan := &writer.AppendPlan{Log: s.Log, ID: sid, Target: &storeTarget{s: s, sid: sid}, Placer: pl, Expect: req.ExpectLastSeq}
@@ -122,8 +135,9 @@ func (s *Service) cursorLeaf(ctx context.Context, sid, client string) (string, b
 	return "", false, err
 }
 
-// expectWait bounds how long an append with expectLastSeq waits for this
-// node's Store to apply that sequence before it reads from the leader.
+// expectWait bounds how long an append waits for this node's Store to
+// apply its expectLastSeq or this node's own last write to the session
+// before it reads from the leader.
 const expectWait = 20 * time.Millisecond
 
 // finish moves the client's cursor to the last entry written.
