@@ -62,7 +62,7 @@ func addBenchFlags(fs *flag.FlagSet) *benchFlags {
 	fs.StringVar(&b.pass, "password", "", "NATS password for --user")
 	fs.StringVar(&b.stream, "stream", "PI_SESSIONS", "the node's stream, for the raw baselines")
 	fs.StringVar(&b.prefix, "subject-prefix", "pi.sess", "the node's subject prefix, for the raw baselines")
-	fs.StringVar(&b.transports, "transports", "", "comma-separated ways to measure among raw, relay (append only), nats, http (default all reachable)")
+	fs.StringVar(&b.transports, "transports", "", "comma-separated ways to measure among raw, bare and relay (append only), nats, http (default all reachable)")
 	fs.BoolVar(&b.asJSON, "json", false, "print the result as JSON")
 	fs.StringVar(&b.cpuprofile, "cpuprofile", "", "write a CPU profile of the run (of the node too, with --embedded) to `FILE`")
 	return b

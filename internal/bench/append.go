@@ -71,6 +71,12 @@ func (e *Env) ways(ctx context.Context, transports []string, cas, relay bool, wo
 		switch t {
 		case "raw":
 			out = append(out, way{rawName, KindRaw, "", &rawSink{js: e.Raw.JS, log: e.Log, cas: cas}})
+		case "bare":
+			b, err := e.bareStream(ctx)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, way{bareName, KindRaw, "", &bareSink{js: b.js, prefix: b.prefix, cas: cas}})
 		case "relay":
 			if e.relay == nil {
 				if e.relay, err = startRelay(ctx, e.conn, e.cfg); err != nil {
@@ -159,8 +165,14 @@ func RunAppend(ctx context.Context, e *Env, o AppendOptions) (*Result, error) {
 		}
 	}
 	res.compare()
-	relayRow := res.Row(relayName)
+	relayRow, bareRow := res.Row(relayName), res.Row(bareName)
 	for _, r := range res.Rows {
+		if r.Kind != KindBaseline && r.Name != bareName && bareRow != nil && bareRow.P50Ms > 0 {
+			// The floor: what the adapter's message (dedupe id, Pi-*
+			// headers) and the node cost beyond a bare CAS publish.
+			res.figure("throughput vs the bare CAS publish, "+r.Name, r.Rate/bareRow.Rate, "×")
+			res.figure("p50 latency vs the bare CAS publish, "+r.Name, r.P50Ms/bareRow.P50Ms, "×")
+		}
 		if r.Kind == KindNode && r.Vs != "" {
 			res.target("throughput vs raw, "+r.Name, r.RateRatio, "×", 0.9, true)
 			res.target("p50 latency vs raw, "+r.Name, r.P50Ratio, "×", 1.1, false)

@@ -43,10 +43,12 @@ type Env struct {
 	// Progress, when set, is told how far each phase is.
 	Progress Progress
 
-	conn  jetstream.ConnConfig // how Raw connected: the relay connects alike
-	cfg   jetstream.Config     // the node's stream
-	tmp   string               // temporary data dir to remove
-	relay *relay               // started on first use
+	conn     jetstream.ConnConfig // how Raw connected: the relay connects alike
+	cfg      jetstream.Config     // the node's stream
+	tmp      string               // temporary data dir to remove
+	relay    *relay               // started on first use
+	bare     *bareSink            // the bare publish, on a stream made on first use
+	bareName string               // that stream
 }
 
 // Open connects to a running node, or starts one in this process.
@@ -102,6 +104,11 @@ func (e *Env) Close() error {
 	if e.relay != nil {
 		e.relay.close()
 	}
+	if e.Raw != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		errs = append(errs, e.dropBareStream(ctx))
+		cancel()
+	}
 	if e.NATS != nil {
 		e.NATS.Close()
 	}
@@ -148,7 +155,7 @@ func (e *Env) transports(want []string, relay bool) ([]string, error) {
 	if len(want) == 0 {
 		want = []string{"raw"}
 		if relay {
-			want = append(want, "relay")
+			want = append(want, "bare", "relay")
 		}
 		want = append(want, "nats")
 		if e.HTTPURL != "" {
@@ -158,16 +165,16 @@ func (e *Env) transports(want []string, relay bool) ([]string, error) {
 	for _, t := range want {
 		switch t {
 		case "raw", "nats":
-		case "relay":
+		case "relay", "bare":
 			if !relay {
-				return nil, errors.New("transport relay: only the append scenario has one")
+				return nil, fmt.Errorf("transport %s: only the append scenario has one", t)
 			}
 		case "http":
 			if e.HTTPURL == "" {
 				return nil, errors.New("transport http: no HTTP URL of the node (--http)")
 			}
 		default:
-			return nil, fmt.Errorf("unknown transport %q (raw, relay, nats or http)", t)
+			return nil, fmt.Errorf("unknown transport %q (raw, bare, relay, nats or http)", t)
 		}
 	}
 	return want, nil

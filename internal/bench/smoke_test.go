@@ -54,12 +54,18 @@ func TestScenarios(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkRows(t, res, 12, rawName, relayName, "node, NATS API", "node, HTTP API", "pi jsonl file", "pi jsonl file + fsync")
-	targets := 0
+	checkRows(t, res, 12, rawName, bareName, relayName, "node, NATS API", "node, HTTP API", "pi jsonl file", "pi jsonl file + fsync")
+	targets, vsBare := 0, 0
 	for _, f := range res.Figures {
 		if f.Met != nil {
 			targets++
 		}
+		if strings.HasPrefix(f.Name, "throughput vs the bare CAS publish, ") && f.Value > 0 {
+			vsBare++
+		}
+	}
+	if vsBare != 4 { // raw, relay, NATS, HTTP
+		t.Errorf("append: %d rows compared with the bare publish, want 4: %+v", vsBare, res.Figures)
 	}
 	if targets != 4 {
 		t.Errorf("append: figures %+v, want the 4 targets of the node's rows", res.Figures)
