@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"time"
 
+	fastjson "github.com/segmentio/encoding/json"
+
 	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/store"
@@ -67,6 +69,14 @@ func (r *request) leaf() service.Leaf {
 // object; unknown fields are ignored; everything else names what is wrong.
 func decodeJSON(data []byte, r *request) error {
 	if len(bytes.TrimSpace(data)) == 0 {
+		return nil
+	}
+	// segmentio's decoder first: the same rules, several times faster on
+	// the entries' bytes every append carries (encoding/json was a fifth of
+	// the node's CPU per append request). A body it refuses is decoded
+	// again by encoding/json, whose errors say more (the byte offset of a
+	// truncated body) and are the ones documented.
+	if fastjson.Unmarshal(data, r) == nil {
 		return nil
 	}
 	err := json.Unmarshal(data, r)
