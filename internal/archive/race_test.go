@@ -171,15 +171,33 @@ func TestWritersRacingPasses(t *testing.T) {
 		ids[i] = f.create(1).SessionID
 	}
 	f.clock.advance(time.Hour)
+	// The writers stop when their session is archived, or once the passes
+	// are over: a writer fast enough to make every pass find its session
+	// active would otherwise write for ever.
+	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for i, sid := range ids {
 		wg.Go(func() {
 			for k := 0; ; k++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
 				text := fmt.Sprintf("s%d-e%d", i, k)
 				if _, err := f.svc.Append(ctx, sid, wire.AppendRequest{Entries: []json.RawMessage{entryJSON(text)}}); err != nil {
 					return // archived: the session is gone
 				}
 				acked[i] = append(acked[i], text)
+				// Paced, as an agent writes: a writer that appends back to
+				// back makes nearly every pass find its session active
+				// (a pass takes a few ms), and the test would exercise
+				// little but that.
+				select {
+				case <-stop:
+					return
+				case <-time.After(time.Duration(1+k%3) * time.Millisecond):
+				}
 			}
 		})
 	}
@@ -193,6 +211,7 @@ func TestWritersRacingPasses(t *testing.T) {
 		total.Repaired += res.Repaired
 		total.Active += res.Active
 	}
+	close(stop)
 	wg.Wait()
 	t.Logf("archived %d (repaired %d), found active %d times", total.Archived, total.Repaired, total.Active)
 	rebuilt := f.newStore()
