@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/bench"
@@ -17,6 +20,11 @@ of the adapter's messages with Nats-Expected-Last-Subject-Sequence (--cas,
 on by default; the node's requests then carry expectLastSeq). Prints
 entries/s and per-append latency, and the node's ratios to raw.
 
+The bare row publishes the entry's bytes alone (no Pi-* headers, no
+Nats-Msg-Id dedupe, only the CAS header) to a stream of its own: the floor
+any design on JetStream stands on; every row is also given as a ratio to
+it. --concurrency runs 1, 16 and 64 writers in turn by default.
+
 The relay row is raw JetStream behind one NATS request hop with no logic
 (a responder in this process that publishes and replies): the floor under
 any API, since a write through pi-node makes that hop too. The node over
@@ -25,7 +33,21 @@ the relay is the node's own cost; the relay over raw is the hop's.
 without fsync.
 
   pi-ctl bench append --embedded --sessions 100 --concurrency 100 --baseline jsonl
+  pi-ctl bench append --embedded --cas=false        # explicit parents, no expectLastSeq
 `
+
+// positiveList parses "1,16,64" into positive integers.
+func positiveList(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("%q is not a positive number", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
 
 func runBenchAppend(ctx context.Context, e *env, args []string) error {
 	fs := newFlags("pi-ctl bench append")
@@ -33,7 +55,7 @@ func runBenchAppend(ctx context.Context, e *env, args []string) error {
 	var o bench.AppendOptions
 	fs.IntVar(&o.Sessions, "sessions", 100, "sessions to write")
 	fs.IntVar(&o.Entries, "entries", 100, "entries appended to each session, one at a time")
-	fs.IntVar(&o.Concurrency, "concurrency", 10, "sessions written at once")
+	writers := fs.String("concurrency", "1,16,64", "sessions written at once (writers); a comma-separated list runs each in turn")
 	fs.IntVar(&o.Size, "size", 1024, "bytes of JSON per entry")
 	fs.BoolVar(&o.CAS, "cas", true, "expect the session's last sequence (expectLastSeq; the raw header)")
 	fs.IntVar(&o.Rounds, "rounds", 3, "turns the ways take, each round a share of the work (so drift favours none)")
@@ -45,8 +67,12 @@ func runBenchAppend(ctx context.Context, e *env, args []string) error {
 	if o.JSONL, err = baseline(fs, *base); err != nil {
 		return err
 	}
+	ws, err := positiveList(*writers)
+	if err != nil {
+		return usagef(fs.Name(), "--concurrency %q: %v", *writers, err)
+	}
 	o.Transports = bf.list()
-	return runScenario(ctx, e, fs, bf, func(env *bench.Env) (*bench.Result, error) { return bench.RunAppend(ctx, env, o) })
+	return runScenario(ctx, e, fs, bf, func(env *bench.Env) (*bench.Result, error) { return bench.RunAppendSweep(ctx, env, o, ws) })
 }
 
 const benchCreateHelp = `Usage: pi-ctl bench create [flags]

@@ -70,6 +70,7 @@ func TestBenchUsage(t *testing.T) {
 		{"bench", "append", "--embedded", "--server", "nats://127.0.0.1:1"},
 		{"bench", "append", "--data-dir", "/tmp/x"},
 		{"bench", "append", "--embedded", "--baseline", "csv"},
+		{"bench", "append", "--embedded", "--concurrency", "1,0"},
 		{"bench", "create", "--embedded", "--sync", "sometimes"},
 		{"bench", "rebuild", "--memory-budget", "lots"},
 	} {

@@ -232,3 +232,48 @@ func appendRound(ctx context.Context, e *Env, w way, n int, o AppendOptions, fil
 	t.add(lat, wall, int64(apiAfter-apiBefore)-1) // the request for apiAfter counts itself
 	return nil
 }
+
+// RunAppendSweep is RunAppend at each of writers concurrencies in turn,
+// on the same node, as one result: each row and figure named with its
+// writers ("node, NATS API, 16 writers"). With one concurrency it is
+// RunAppend.
+func RunAppendSweep(ctx context.Context, e *Env, o AppendOptions, writers []int) (*Result, error) {
+	if len(writers) == 1 {
+		o.Concurrency = writers[0]
+		return RunAppend(ctx, e, o)
+	}
+	var out *Result
+	for _, w := range writers {
+		o.Concurrency = w
+		res, err := RunAppend(ctx, e, o)
+		if err != nil {
+			return nil, fmt.Errorf("%d writers: %w", w, err)
+		}
+		suffix := fmt.Sprintf(", %d writers", w)
+		if w == 1 {
+			suffix = ", 1 writer"
+		}
+		if out == nil {
+			out = &Result{Scenario: res.Scenario}
+			for _, p := range res.Params {
+				if p.Name == "concurrency" {
+					p.Value = writers
+				}
+				out.Params = append(out.Params, p)
+			}
+		}
+		for _, r := range res.Rows {
+			r.Name += suffix
+			if r.Vs != "" {
+				r.Vs += suffix
+			}
+			out.Rows = append(out.Rows, r)
+		}
+		for _, f := range res.Figures {
+			f.Name += suffix
+			out.Figures = append(out.Figures, f)
+		}
+		out.Notes = append(out.Notes, res.Notes...)
+	}
+	return out, nil
+}

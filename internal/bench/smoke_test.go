@@ -80,6 +80,16 @@ func TestScenarios(t *testing.T) {
 		t.Errorf("jsonl baseline file: %v, %+v", err, f)
 	}
 
+	sweep, err := RunAppendSweep(ctx, e, AppendOptions{Sessions: 2, Entries: 2, Size: 300, Transports: []string{"raw", "bare", "nats"}}, []int{1, 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRows(t, sweep, 4, rawName+", 1 writer", bareName+", 1 writer", "node, NATS API, 1 writer",
+		rawName+", 2 writers", bareName+", 2 writers", "node, NATS API, 2 writers")
+	if r := sweep.Row("node, NATS API, 2 writers"); r == nil || r.Vs != rawName+", 2 writers" {
+		t.Errorf("sweep: the node's row at 2 writers is compared with %+v", r)
+	}
+
 	res, err = RunCreate(ctx, e, CreateOptions{Sessions: 3, Backlog: 5, Concurrency: 2, Size: 300, Transports: []string{"raw", "nats"}})
 	if err != nil {
 		t.Fatal(err)
