@@ -61,6 +61,7 @@ type Config struct {
 	HTTPTLSCert      string
 	HTTPTLSKey       string
 	MemoryBudget     int64
+	GoMemoryLimit    string // memlimit.go: a size, auto or 0
 	SnapshotInterval time.Duration
 	MinSeqTimeout    time.Duration
 	ShutdownGrace    time.Duration
@@ -95,6 +96,7 @@ func DefaultConfig() Config {
 		SubjectPrefix:    "pi.sess",
 		Bucket:           "PI_CURSORS",
 		MinSeqTimeout:    5 * time.Second,
+		GoMemoryLimit:    "auto",
 		SnapshotInterval: 5 * time.Minute,
 		ShutdownGrace:    20 * time.Second,
 		AbandonedAfter:   30 * time.Second,
@@ -146,6 +148,7 @@ func (c *Config) ParseFlags(args []string, getenv func(string) string, stderr io
 	fs.StringVar(&c.HTTPTLSCert, "http-tls-cert", c.HTTPTLSCert, "certificate (PEM, chain) to serve the HTTP API over TLS, read again on SIGHUP")
 	fs.StringVar(&c.HTTPTLSKey, "http-tls-key", c.HTTPTLSKey, "private key (PEM) of --http-tls-cert")
 	budget := fs.String("memory-budget", size.Format(c.MemoryBudget), "JSON bytes of session trees kept in memory (e.g. 512MiB, 2GiB; 0: no limit); cold sessions beyond it are evicted and reloaded on demand")
+	fs.StringVar(&c.GoMemoryLimit, "go-memory-limit", c.GoMemoryLimit, "the Go runtime's soft memory limit (e.g. 1800MiB); auto: GOMEMLIMIT if set, else 90% of the container's cgroup limit, else none; 0: none")
 	fs.DurationVar(&c.SnapshotInterval, "snapshot-interval", c.SnapshotInterval, "how often the node snapshots its in-memory sessions to <data-dir>/store (also at shutdown), so a restart serves at once; 0 disables snapshots")
 	fs.DurationVar(&c.MinSeqTimeout, "min-seq-timeout", c.MinSeqTimeout, "how long a read waits for this node to apply what it must reflect: minSeq, its own writes, consistency=strong (then 504)")
 	fs.DurationVar(&c.AbandonedAfter, "abandoned-import-after", c.AbandonedAfter, "how long an import or fork written in several atomic batches may stay incomplete (its writer died) before a node removes it; it is hidden meanwhile")

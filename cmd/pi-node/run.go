@@ -76,6 +76,9 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	m.Logger = logger
+	if err := m.applyMemoryLimit(); err != nil {
+		return err
+	}
 	name := c.NodeName
 	if name == "" {
 		name = hostname()
