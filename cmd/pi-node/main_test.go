@@ -156,16 +156,7 @@ func TestMetricsListen(t *testing.T) {
 	}
 	api, metrics := "http://"+m.HTTPAddr, "http://"+m.MetricsAddr
 	createSession(t, api)
-	get := func(url string) (int, string) {
-		t.Helper()
-		resp, err := http.Get(url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	get := func(url string) (int, string) { t.Helper(); return httpGet(t, url) }
 	if code, body := get(metrics + "/metrics"); code != 200 || !strings.Contains(body, `pi_api_requests_total{code="201",endpoint="create",transport="http"} 1`) {
 		t.Errorf("metrics listener /metrics: %d %.300s", code, body)
 	}
@@ -194,4 +185,16 @@ func TestMetricsListen(t *testing.T) {
 	if _, err := http.Get(metrics + "/healthz"); err == nil {
 		t.Error("the metrics listener still serves after Close")
 	}
+}
+
+// httpGet is one GET: the status and the body.
+func httpGet(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }

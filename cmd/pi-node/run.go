@@ -22,6 +22,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/api"
 	"github.com/pifleet/sessionlog/internal/jetstream"
 	"github.com/pifleet/sessionlog/internal/jetstream/embedded"
+	"github.com/pifleet/sessionlog/internal/natsauth"
 	"github.com/pifleet/sessionlog/internal/region"
 	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/session"
@@ -84,10 +85,11 @@ func (m *Main) Run(ctx context.Context) error {
 		name = hostname()
 	}
 
-	insecure, err := c.exposures()
+	auth, err := c.loadAuth()
 	if err != nil {
 		return err
 	}
+	insecure := c.exposures(auth)
 	for _, what := range insecure { // only with --insecure: check refused them otherwise
 		logger.Warn("--insecure: "+what, "insecure", true)
 	}
@@ -95,7 +97,7 @@ func (m *Main) Run(ctx context.Context) error {
 	cc := jetstream.NewConnConfig(urls...)
 	cc.Name = "pi-node " + name
 	if len(urls) == 0 {
-		if err := m.startEmbedded(ctx, name); err != nil {
+		if err := m.startEmbedded(ctx, name, auth); err != nil {
 			return err
 		}
 		// In process: pi-node's own connection crosses no network and
@@ -171,7 +173,7 @@ func (m *Main) Run(ctx context.Context) error {
 			m.http = nil
 			return err
 		}
-		m.http.TLSConfig = m.certs.tlsConfig()
+		m.http.TLSConfig = embedded.ServerTLSConfig(m.certs.current)
 	}
 	m.serveErr = make(chan error, 1)
 	go func() {
@@ -200,7 +202,7 @@ func (m *Main) Run(ctx context.Context) error {
 
 // startEmbedded starts the embedded JetStream server (alone or as a member
 // of an embedded cluster) and waits until JetStream is really ready.
-func (m *Main) startEmbedded(ctx context.Context, name string) error {
+func (m *Main) startEmbedded(ctx context.Context, name string, auth *natsauth.File) error {
 	c := &m.Config
 	host, port, err := splitHostPort(c.ClientListen)
 	if err != nil {
@@ -211,7 +213,7 @@ func (m *Main) startEmbedded(ctx context.Context, name string) error {
 	s.SyncAlways = c.Sync == "always"
 	s.SyncInterval = c.SyncInterval
 	s.User, s.Password, s.Token = c.NATSUser, c.NATSPassword, c.NATSToken
-	if err := m.secureEmbedded(s); err != nil {
+	if err := m.secureEmbedded(s, auth); err != nil {
 		return err
 	}
 	s.ClusterName, s.ClusterListen, s.Routes = c.ClusterName, c.ClusterListen, c.Routes

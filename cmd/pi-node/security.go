@@ -31,35 +31,37 @@ func beyondLoopback(hostport string) bool {
 	return ip == nil || !ip.IsLoopback()
 }
 
+// loadAuth reads --nats-auth (nil without it).
+func (c *Config) loadAuth() (*natsauth.File, error) {
+	if c.NATSAuth == "" {
+		return nil, nil
+	}
+	return natsauth.Load(c.NATSAuth)
+}
+
 // exposures are the listeners that would serve beyond loopback without
-// the protection they need, each with what to add. pi-node refuses to
-// start with any (fail closed), unless --insecure.
-func (c *Config) exposures() ([]string, error) {
+// the protection they need, each with what to add; auth is the loaded
+// --nats-auth file. pi-node refuses to start with any (fail closed),
+// unless --insecure.
+func (c *Config) exposures(auth *natsauth.File) []string {
 	var out []string
 	if c.HTTPListen != "" && beyondLoopback(c.HTTPListen) && c.HTTPToken == "" && c.HTTPTokens == "" {
 		out = append(out, fmt.Sprintf("the HTTP API on %s has no auth: add --http-tokens FILE (pi-ctl gen-secrets) or --http-token", c.HTTPListen))
 	}
 	if c.NATSURL != "" {
-		return out, nil // the external cluster's listeners are its own
-	}
-	var auth *natsauth.File
-	if c.NATSAuth != "" {
-		var err error
-		if auth, err = natsauth.Load(c.NATSAuth); err != nil {
-			return nil, err
-		}
+		return out // the external cluster's listeners are its own
 	}
 	if beyondLoopback(c.ClientListen) && auth == nil && c.NATSToken == "" && c.NATSUser == "" {
 		out = append(out, fmt.Sprintf("the NATS client port on %s has no auth: add --nats-auth FILE (pi-ctl gen-secrets)", c.ClientListen))
 	}
-	peer := func(what, flag, listen string, creds *natsauth.Peer, shared bool) {
+	peer := func(what, flag, listen string, creds *natsauth.Peer) {
 		if listen == "" || !beyondLoopback(listen) {
 			return
 		}
 		if c.ClusterTLSCert == "" {
 			out = append(out, fmt.Sprintf("the %s on %s have no TLS: add --cluster-tls-cert, --cluster-tls-key and --cluster-tls-ca", what, listen))
 		}
-		if creds == nil && !shared {
+		if creds == nil {
 			out = append(out, fmt.Sprintf("the %s on %s have no credentials: add %q to the --nats-auth file", what, listen, flag))
 		}
 	}
@@ -68,24 +70,24 @@ func (c *Config) exposures() ([]string, error) {
 		routes, gateways = auth.Routes, auth.Gateways
 	}
 	if c.ClusterName != "" {
-		peer("routes", "routes", c.ClusterListen, routes, false)
+		peer("routes", "routes", c.ClusterListen, routes)
 	}
 	if c.Region != "" {
-		peer("gateways", "gateways", c.GatewayListen, gateways, false)
+		peer("gateways", "gateways", c.GatewayListen, gateways)
 	}
-	return out, nil
+	return out
 }
 
 // checkExposure is check's fail-closed part.
 func (c *Config) checkExposure() error {
-	list, err := c.exposures()
+	auth, err := c.loadAuth()
 	if err != nil {
 		return err
 	}
-	if len(list) == 0 || c.Insecure {
-		return nil
+	if list := c.exposures(auth); len(list) > 0 && !c.Insecure {
+		return fmt.Errorf("refusing to start: %s; or listen on 127.0.0.1, or pass --insecure to run unprotected (docs/SECURITY.md)", strings.Join(list, "; "))
 	}
-	return fmt.Errorf("refusing to start: %s; or listen on 127.0.0.1, or pass --insecure to run unprotected (docs/SECURITY.md)", strings.Join(list, "; "))
+	return nil
 }
 
 // certReloader holds a certificate and key pair read from files and swaps
@@ -113,15 +115,6 @@ func (r *certReloader) reload() error {
 
 func (r *certReloader) current() *tls.Certificate { return r.cert.Load() }
 
-func (r *certReloader) getCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
-	return r.cert.Load(), nil
-}
-
-// tlsConfig is the HTTP API's TLS configuration over r.
-func (r *certReloader) tlsConfig() *tls.Config {
-	return &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: r.getCertificate}
-}
-
 // loadCA reads a PEM file of CA certificates into a pool.
 func loadCA(flag, path string) (*x509.CertPool, error) {
 	b, err := os.ReadFile(path)
@@ -136,15 +129,12 @@ func loadCA(flag, path string) (*x509.CertPool, error) {
 }
 
 // secureEmbedded sets the embedded server's users and TLS from the
-// configuration: the users file with the session logs its roles may
-// reach, TLS on the client listener, mutual TLS on routes and gateways.
-func (m *Main) secureEmbedded(s *embedded.Server) error {
+// configuration: the users file (auth, loaded) with the session logs its
+// roles may reach, TLS on the client listener, mutual TLS on routes and
+// gateways.
+func (m *Main) secureEmbedded(s *embedded.Server, auth *natsauth.File) error {
 	c := &m.Config
-	if c.NATSAuth != "" {
-		auth, err := natsauth.Load(c.NATSAuth)
-		if err != nil {
-			return err
-		}
+	if auth != nil {
 		s.Auth, s.Logs = auth, m.logNames()
 	}
 	if c.NATSTLSCert != "" {
@@ -194,7 +184,7 @@ func (m *Main) logNames() []natsauth.Names {
 func (m *Main) reloadNATS() []error {
 	var errs []error
 	if m.Config.NATSAuth != "" && m.server != nil {
-		auth, err := natsauth.Load(m.Config.NATSAuth)
+		auth, err := m.Config.loadAuth()
 		if err == nil {
 			err = m.server.Reload(auth)
 		}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -255,13 +254,8 @@ func TestSecuredNATS(t *testing.T) {
 
 func getBody(t *testing.T, url string) string {
 	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return string(b)
+	_, body := httpGet(t, url)
+	return body
 }
 
 func grepLines(s, sub string) string {

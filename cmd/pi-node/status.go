@@ -22,7 +22,11 @@ func (m *Main) status(ctx context.Context) (any, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	cfg := m.streamConfig()
-	out := wire.JetStreamStatus{Mode: m.mode(), Server: m.conn.NC.ConnectedServerName(), Connected: m.NATSURL, Bucket: cfg.Bucket}
+	connected := m.NATSURL
+	if m.server != nil {
+		connected = "in process (clients: " + m.NATSURL + ")" // pi-node's own connection crosses no network
+	}
+	out := wire.JetStreamStatus{Mode: m.mode(), Server: m.conn.NC.ConnectedServerName(), Connected: connected, Bucket: cfg.Bucket}
 	if m.region != nil {
 		rs := m.region.Status(ctx)
 		rec := m.region.Record()

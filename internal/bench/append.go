@@ -72,11 +72,11 @@ func (e *Env) ways(ctx context.Context, transports []string, cas, relay bool, wo
 		case "raw":
 			out = append(out, way{rawName, KindRaw, "", &rawSink{js: e.Raw.JS, log: e.Log, cas: cas}})
 		case "bare":
-			b, err := e.bareStream(ctx)
+			prefix, err := e.bareStream(ctx)
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, way{bareName, KindRaw, "", &bareSink{js: b.js, prefix: b.prefix, cas: cas}})
+			out = append(out, way{bareName, KindRaw, "", &bareSink{js: e.Raw.JS, prefix: prefix, cas: cas}})
 		case "relay":
 			if e.relay == nil {
 				if e.relay, err = startRelay(ctx, e.conn, e.cfg); err != nil {

@@ -26,15 +26,15 @@ type bareSink struct {
 }
 
 // bareStream creates the bare publish's stream (once per Env; removed at
-// Close): a stream of its own, so that the node's Store never sees
-// messages without the adapter's headers.
-func (e *Env) bareStream(ctx context.Context) (*bareSink, error) {
-	if e.bare != nil {
-		return e.bare, nil
+// Close) and returns its subject prefix: a stream of its own, so that the
+// node's Store never sees messages without the adapter's headers.
+func (e *Env) bareStream(ctx context.Context) (string, error) {
+	if e.bareName != "" {
+		return e.barePrefix, nil
 	}
 	info, err := e.Raw.JS.Stream(ctx, e.cfg.Stream)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	node := info.CachedInfo().Config
 	name, prefix := e.cfg.Stream+"_BENCH_BARE", e.cfg.SubjectPrefix+"_bench_bare"
@@ -43,11 +43,10 @@ func (e *Env) bareStream(ctx context.Context) (*bareSink, error) {
 		MaxMsgSize: node.MaxMsgSize, Discard: node.Discard,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("create the bare publish's stream %s: %w", name, err)
+		return "", fmt.Errorf("create the bare publish's stream %s: %w", name, err)
 	}
-	e.bareName = name
-	e.bare = &bareSink{js: e.Raw.JS, prefix: prefix}
-	return e.bare, nil
+	e.bareName, e.barePrefix = name, prefix
+	return prefix, nil
 }
 
 // dropBareStream deletes the bare publish's stream, if one was made.

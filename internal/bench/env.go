@@ -43,12 +43,12 @@ type Env struct {
 	// Progress, when set, is told how far each phase is.
 	Progress Progress
 
-	conn     jetstream.ConnConfig // how Raw connected: the relay connects alike
-	cfg      jetstream.Config     // the node's stream
-	tmp      string               // temporary data dir to remove
-	relay    *relay               // started on first use
-	bare     *bareSink            // the bare publish, on a stream made on first use
-	bareName string               // that stream
+	conn  jetstream.ConnConfig // how Raw connected: the relay connects alike
+	cfg   jetstream.Config     // the node's stream
+	tmp   string               // temporary data dir to remove
+	relay *relay               // started on first use
+	// The bare publish's stream, made on first use ("": not yet).
+	bareName, barePrefix string
 }
 
 // Open connects to a running node, or starts one in this process.
