@@ -2,6 +2,9 @@ package embedded
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"net/url"
 	"errors"
 	"strings"
 	"testing"
@@ -193,5 +196,41 @@ func TestReloadUsers(t *testing.T) {
 	bad.Users = nil
 	if err := s.Reload(&bad); err == nil {
 		t.Error("a reload to no user at all was accepted")
+	}
+}
+
+// Gateways get what routes get: the peer TLS (mutual) and the users
+// file's gateway credentials, sent in every remote region's URL. (The
+// refusals themselves are TestSecuredRoutes': the same TLS configuration
+// and nats-server's same password check; a live supercluster is the
+// compose region test's.)
+func TestGatewaySecurityOptions(t *testing.T) {
+	s := NewServer(t.TempDir())
+	s.ClusterName, s.ClusterListen, s.Routes = "A", "127.0.0.1:6001", []*url.URL{{Scheme: "nats-route", Host: "127.0.0.1:6001"}}
+	s.GatewayName, s.GatewayListen = "A", "127.0.0.1:7001"
+	s.Gateways = map[string][]*url.URL{"B": {{Scheme: "nats", Host: "10.0.0.2:7222"}, {Scheme: "nats", Host: "10.0.0.3:7222"}}}
+	s.Auth = &natsauth.File{
+		Users:    []natsauth.User{{User: "ops", Password: quickHash(t, "pw"), Role: natsauth.RoleAdmin}},
+		Routes:   &natsauth.Peer{User: "route", Password: "rpw"},
+		Gateways: &natsauth.Peer{User: "gateway", Password: "gpw"},
+	}
+	s.PeerTLS = PeerTLSConfig(func() *tls.Certificate { return nil }, x509.NewCertPool())
+	opts, err := s.options()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.Gateway.TLSConfig != s.PeerTLS || opts.Cluster.TLSConfig != s.PeerTLS || opts.Gateway.TLSConfig.ClientAuth != tls.RequireAndVerifyClientCert {
+		t.Error("routes and gateways do not both require the peer TLS")
+	}
+	if opts.Gateway.Username != "gateway" || opts.Gateway.Password != "gpw" || opts.Cluster.Username != "route" {
+		t.Errorf("credentials: gateway %q/%q, cluster %q", opts.Gateway.Username, opts.Gateway.Password, opts.Cluster.Username)
+	}
+	for _, u := range opts.Gateway.Gateways[0].URLs {
+		if u.User.String() != "gateway:gpw" {
+			t.Errorf("remote gateway URL %s carries no credentials", u.Redacted())
+		}
+	}
+	if s.Gateways["B"][0].User != nil {
+		t.Error("options changed the caller's gateway URLs")
 	}
 }
