@@ -148,7 +148,8 @@ func (f *File) Check() error {
 		}
 		seen[u.Name()] = true
 	}
-	for name, p := range map[string]*Peer{"routes": f.Routes, "gateways": f.Gateways} {
+	for _, np := range f.peers() {
+		name, p := np.name, np.p
 		if p == nil {
 			continue
 		}
@@ -160,6 +161,17 @@ func (f *File) Check() error {
 		}
 	}
 	return nil
+}
+
+// namedPeer is a Peer with its key in the file.
+type namedPeer struct {
+	name string
+	p    *Peer
+}
+
+// peers are f's peer credentials in file order (nil when absent).
+func (f *File) peers() []namedPeer {
+	return []namedPeer{{"routes", f.Routes}, {"gateways", f.Gateways}}
 }
 
 // Marshal is f as a file, indented, one user per line.
@@ -176,10 +188,7 @@ func (f *File) Marshal() []byte {
 		b.WriteByte('\n')
 	}
 	b.WriteString("]")
-	for _, p := range []struct {
-		name string
-		p    *Peer
-	}{{"routes", f.Routes}, {"gateways", f.Gateways}} {
+	for _, p := range f.peers() {
 		if p.p != nil {
 			line, _ := json.Marshal(p.p)
 			fmt.Fprintf(&b, ",\n\"%s\": %s", p.name, line)
