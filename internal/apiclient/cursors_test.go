@@ -23,7 +23,7 @@ func TestCursorsOverAPI(t *testing.T) {
 	for name, c := range transports(t, n) {
 		t.Run(name, func(t *testing.T) {
 			ctx := ctxT(t)
-			sid := newSID(t)
+			sid := testutil.SessionID(t)
 			recs := records(t, sid, 2)
 			seqs, err := apiclient.NewLog(c).Append(ctx, sid, 0, recs)
 			if err != nil {
@@ -108,7 +108,7 @@ func TestCursorsOverAPI(t *testing.T) {
 			if seen[len(seen)-1] != "-w2" {
 				t.Fatalf("watch saw %q", seen)
 			}
-			if _, err := cur.List(ctx, newSID(t)); !errors.Is(err, wire.ErrNotFound) {
+			if _, err := cur.List(ctx, testutil.SessionID(t)); !errors.Is(err, wire.ErrNotFound) {
 				t.Fatalf("cursors of a missing session: %v", err)
 			}
 		})

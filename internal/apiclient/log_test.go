@@ -8,6 +8,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/apiclient"
 	"github.com/pifleet/sessionlog/internal/apiclient/apitest"
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/testutil"
 	"github.com/pifleet/sessionlog/internal/wire"
 	"github.com/pifleet/sessionlog/internal/writer"
 )
@@ -22,7 +23,7 @@ func TestLogOverAPI(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := ctxT(t)
 			l := apiclient.NewLog(c)
-			sid := newSID(t)
+			sid := testutil.SessionID(t)
 			recs := records(t, sid, 3)
 			seqs, err := l.Append(ctx, sid, 0, recs)
 			if err != nil {
@@ -73,7 +74,7 @@ func TestLogOverAPI(t *testing.T) {
 			if _, err := l.Append(ctx, sid, 0, recs); !errors.Is(err, wire.ErrExists) {
 				t.Fatalf("second creation: %v", err)
 			}
-			if _, err := l.Read(ctx, newSID(t), 0); !errors.Is(err, wire.ErrNotFound) {
+			if _, err := l.Read(ctx, testutil.SessionID(t), 0); !errors.Is(err, wire.ErrNotFound) {
 				t.Fatalf("read of a missing session: %v", err)
 			}
 			huge := []session.Record{entry(t, "huge", "other")}
@@ -99,7 +100,7 @@ func TestCreateWholeOverAPI(t *testing.T) {
 			ctx := ctxT(t)
 			l := apiclient.NewLog(c)
 			l.MaxBatchSize = 10
-			sid := newSID(t)
+			sid := testutil.SessionID(t)
 			recs := records(t, sid, 34)
 			seqs, err := l.CreateWhole(ctx, sid, recs)
 			if err != nil {
@@ -122,7 +123,7 @@ func TestCreateWholeOverAPI(t *testing.T) {
 			}
 
 			var file []byte
-			for _, r := range records(t, newSID(t), 25) {
+			for _, r := range records(t, testutil.SessionID(t), 25) {
 				file = append(append(file, r.Data...), '\n')
 			}
 			res, err := writer.Import(ctx, l, file, nil, writer.RetryPolicy{})

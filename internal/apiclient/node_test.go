@@ -10,11 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/pifleet/sessionlog/internal/apiclient"
 	"github.com/pifleet/sessionlog/internal/apiclient/apitest"
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/testutil"
 	"github.com/pifleet/sessionlog/internal/tree"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
@@ -38,14 +37,6 @@ func ctxT(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	return ctx
-}
-
-func newSID(t *testing.T) string {
-	u, err := uuid.NewV7()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return u.String()
 }
 
 // records builds a header and a chain of n messages with pi's constructors.
@@ -80,7 +71,7 @@ func TestErrorsFromNode(t *testing.T) {
 	for name, c := range transports(t, n) {
 		t.Run(name, func(t *testing.T) {
 			ctx := ctxT(t)
-			sid := newSID(t)
+			sid := testutil.SessionID(t)
 			_, err := c.Do(ctx, wire.GetRequest{SessionID: sid})
 			if !errors.Is(err, wire.ErrNotFound) || !apiclient.IsStatus(err, http.StatusNotFound) {
 				t.Fatalf("get of a missing session: %v", err)

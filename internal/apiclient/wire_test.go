@@ -8,6 +8,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/apiclient"
 	"github.com/pifleet/sessionlog/internal/apiclient/apitest"
+	"github.com/pifleet/sessionlog/internal/testutil"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
 
@@ -17,7 +18,7 @@ import (
 // pi-node's own reply, not "no route", no responders or a foreign body.
 func TestReachesWire(t *testing.T) {
 	n := apitest.Start(t, apitest.Options{})
-	sid := newSID(t)
+	sid := testutil.SessionID(t)
 	for name, c := range transports(t, n) {
 		for _, req := range wire.Requests() {
 			o := req.Op()

@@ -8,20 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/testutil"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
-
-func newSID(t testing.TB) string {
-	t.Helper()
-	id, err := uuid.NewV7()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return id.String()
-}
 
 func headerRec(sid string) session.Record {
 	return session.Record{Type: "session", Data: fmt.Appendf(nil, `{"type":"session","version":3,"id":%q}`, sid)}
@@ -65,7 +55,7 @@ func testFollowWholeBatches(t *testing.T, conn *Conn, replicas int) {
 	var wg sync.WaitGroup
 	errs := make(chan error, sessions)
 	for s := range sessions {
-		sid := newSID(t)
+		sid := testutil.SessionID(t)
 		wg.Go(func() {
 			seqs, err := l.Append(ctx, sid, 0, []session.Record{headerRec(sid)})
 			if err != nil {
@@ -149,7 +139,7 @@ func testCreateRace(t *testing.T, a, b *Conn, replicas int) {
 	logs := [2]*Log{NewLog(a.JS, cfg), NewLog(b.JS, cfg)}
 	ctx := context.Background()
 	for round := range 20 {
-		sid := newSID(t)
+		sid := testutil.SessionID(t)
 		var errs [2]error
 		start := make(chan struct{})
 		var wg sync.WaitGroup

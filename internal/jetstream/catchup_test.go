@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/testutil"
 )
 
 // TestCatchUpByGets: reading on from the stream leader when no consumer can
@@ -21,7 +22,7 @@ func TestCatchUpByGets(t *testing.T) {
 	defer cancel()
 	var last uint64
 	for range 3 {
-		sid := newSID(t)
+		sid := testutil.SessionID(t)
 		seqs, err := l.Append(ctx, sid, 0, append([]session.Record{headerRec(sid)}, entryRecs("a", 4)...))
 		if err != nil {
 			t.Fatal(err)

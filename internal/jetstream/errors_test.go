@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/testutil"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
 
@@ -90,7 +91,7 @@ func testServerTooLarge(t *testing.T, conn *Conn, replicas int) {
 		{"over max_msg_size with its headers", NewLog(conn.JS, cfg), fits(4096 - 10), true},
 	} {
 		l := tc.log
-		sid := newSID(t)
+		sid := testutil.SessionID(t)
 		if tc.batch {
 			_, err := l.Append(ctx, sid, 0, []session.Record{headerRec(sid), tc.rec, entryRecs("aa", 1)[0]})
 			if !errors.Is(err, wire.ErrTooLarge) {
@@ -112,7 +113,7 @@ func testServerTooLarge(t *testing.T, conn *Conn, replicas int) {
 	}
 	// The largest record the Log lets through is stored.
 	l := NewLog(conn.JS, cfg)
-	sid := newSID(t)
+	sid := testutil.SessionID(t)
 	for n := 4096 - 200; ; n-- {
 		// In the middle of a batch: a record the check lets through but the
 		// server refuses would fail the batch as incomplete (ErrUnavailable).
@@ -140,7 +141,7 @@ func TestStoppedServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := NewLog(conn.JS, cfg)
-	sid := newSID(t)
+	sid := testutil.SessionID(t)
 	seqs, err := l.Append(ctx, sid, 0, []session.Record{headerRec(sid)})
 	if err != nil {
 		t.Fatal(err)

@@ -47,7 +47,7 @@ func TestFollowAcrossRestart(t *testing.T) {
 	go func() {
 		done <- l.Follow(ctx, 1, func(recs []session.Stored) error { got <- recs; return nil })
 	}()
-	sid := newSID(t)
+	sid := testutil.SessionID(t)
 	var want []uint64
 	appendSome := func(round int) {
 		t.Helper()

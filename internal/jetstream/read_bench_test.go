@@ -8,6 +8,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/jetstream/embedded/embeddedtest"
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/testutil"
 )
 
 // BenchmarkRead compares the ways to read a 1000-record session
@@ -28,7 +29,7 @@ func BenchmarkRead(b *testing.B) {
 			provision(b, conn.JS, cfg)
 			l := NewLog(conn.JS, cfg)
 			ctx := context.Background()
-			sid, other := newSID(b), newSID(b)
+			sid, other := testutil.SessionID(b), testutil.SessionID(b)
 			last := map[string]uint64{}
 			for _, s := range []string{sid, other} {
 				seqs, err := l.Append(ctx, s, 0, []session.Record{headerRec(s)})

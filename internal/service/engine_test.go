@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/store"
 )
@@ -37,14 +36,6 @@ func assistant(text string) []byte {
 	b, _ := json.Marshal(map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "text", "text": text}},
 		"provider": "anthropic", "model": "claude", "stopReason": "stop", "timestamp": 2})
 	return b
-}
-
-func newID(t *testing.T) string {
-	u, err := uuid.NewV7()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return u.String()
 }
 
 func openStore(t *testing.T, b backend) *store.Store {

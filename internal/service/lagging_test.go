@@ -8,6 +8,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/store"
+	"github.com/pifleet/sessionlog/internal/testutil"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
 
@@ -42,7 +43,7 @@ func TestRetryOnLaggingNode(t *testing.T) {
 	ctx := ctxT(t)
 	l := session.NewMemLog(1000, 8<<20)
 	cursors := session.NewMemCursors()
-	sid := newID(t)
+	sid := testutil.SessionID(t)
 	writerSvc := &service.Service{Log: l, Store: openStore(t, backend{log: l, feed: l, cursors: cursors}), Cursors: cursors}
 	created, err := writerSvc.Create(ctx, wire.CreateRequest{
 		Header:  json.RawMessage(`{"id":"` + sid + `"}`),

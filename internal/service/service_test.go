@@ -16,6 +16,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/conformance"
 	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/store"
+	"github.com/pifleet/sessionlog/internal/testutil"
 	"github.com/pifleet/sessionlog/internal/tree"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
@@ -105,7 +106,7 @@ func testServiceErrors(t *testing.T, b backend) {
 	sid := created.SessionID
 	waitApplied(t, svc.Store, created.LastSeq)
 	before := lastSeq(t, b)
-	v1 := []byte(`{"type":"session","version":4,"id":"` + newID(t) + `"}` + "\n")
+	v1 := []byte(`{"type":"session","version":4,"id":"` + testutil.SessionID(t) + `"}` + "\n")
 	cases := []struct {
 		name  string
 		do    func() error
@@ -147,7 +148,7 @@ func testServiceErrors(t *testing.T, b backend) {
 			return err
 		}, wire.ErrConflict, ""},
 		{"unknown session", func() error {
-			_, err := svc.Append(ctx, newID(t), wire.AppendRequest{Entries: raws(`{"type":"custom","customType":"t"}`)})
+			_, err := svc.Append(ctx, testutil.SessionID(t), wire.AppendRequest{Entries: raws(`{"type":"custom","customType":"t"}`)})
 			return err
 		}, wire.ErrNotFound, ""},
 		{"bad session id", func() error {
@@ -167,7 +168,7 @@ func testServiceErrors(t *testing.T, b backend) {
 			return err
 		}, wire.ErrInvalid, "entries[0].targetId"},
 		{"cursors of an unknown session", func() error {
-			_, err := svc.ListCursors(ctx, newID(t))
+			_, err := svc.ListCursors(ctx, testutil.SessionID(t))
 			return err
 		}, wire.ErrNotFound, ""},
 		{"import without header", func() error {

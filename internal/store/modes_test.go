@@ -9,6 +9,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/session/sessiontest"
 	"github.com/pifleet/sessionlog/internal/store"
+	"github.com/pifleet/sessionlog/internal/testutil"
 	"github.com/pifleet/sessionlog/internal/writer"
 )
 
@@ -19,7 +20,7 @@ func TestSnapshotModes(t *testing.T) {
 	ctx := ctxT(t)
 	l := session.NewMemLog(smallBatch, 1<<20)
 	for i := range 3 {
-		sid := newSID(t)
+		sid := testutil.SessionID(t)
 		if _, err := writer.Import(ctx, l, sessiontest.SessionFile(sid, 5, uint32(i)), nil, writer.RetryPolicy{}); err != nil {
 			t.Fatal(err)
 		}

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/pifleet/sessionlog/internal/jetstream"
 	"github.com/pifleet/sessionlog/internal/jetstream/embedded/embeddedtest"
 	"github.com/pifleet/sessionlog/internal/jetstream/jstest"
@@ -44,14 +42,6 @@ func multiBatchLogs() map[string]func(t *testing.T) logFeed {
 			return l
 		},
 	}
-}
-
-func newSID(t *testing.T) string {
-	u, err := uuid.NewV7()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return u.String()
 }
 
 func ctxT(t *testing.T) context.Context {
@@ -185,13 +175,13 @@ func TestMultiBatchNeverPartial(t *testing.T) {
 			ctx := ctxT(t)
 			l := newLog(t)
 			for k := range 3 {
-				if _, err := writer.Import(ctx, l, sessiontest.SessionFile(newSID(t), 30, uint32(100+k)), nil, writer.RetryPolicy{}); err != nil {
+				if _, err := writer.Import(ctx, l, sessiontest.SessionFile(testutil.SessionID(t), 30, uint32(100+k)), nil, writer.RetryPolicy{}); err != nil {
 					t.Fatal(err)
 				}
 			}
 			st := open(t, l, store.Options{Log: l, MemoryBudget: 4 << 10})
 			waitApplied(t, st, lastSeq(t, l))
-			sid := newSID(t)
+			sid := testutil.SessionID(t)
 			o := &observer{st: st, log: l, sid: sid, entries: 400, base: 3}
 
 			stop := make(chan struct{})
@@ -268,11 +258,11 @@ func TestAbandonedImportPurged(t *testing.T) {
 			opts := store.Options{Log: l, Writer: l, AbandonedAfter: 300 * time.Millisecond}
 			stores := []*store.Store{open(t, l, opts), open(t, l, opts)}
 
-			kept := newSID(t)
+			kept := testutil.SessionID(t)
 			if _, err := writer.Import(ctx, l, sessiontest.SessionFile(kept, 45, 2), nil, writer.RetryPolicy{}); err != nil {
 				t.Fatal(err)
 			}
-			sid := newSID(t)
+			sid := testutil.SessionID(t)
 			if _, err := writer.Import(ctx, &dyingLog{Log: l, n: 2}, sessiontest.SessionFile(sid, 45, 1), nil, quick); !errors.Is(err, wire.ErrUnavailable) {
 				t.Fatalf("dying import: %v", err)
 			}
@@ -328,7 +318,7 @@ func TestAbandonedImportPurged(t *testing.T) {
 func TestClaimedLeftoverPurged(t *testing.T) {
 	ctx := ctxT(t)
 	l := session.NewMemLog(smallBatch, 1<<20)
-	sid := newSID(t)
+	sid := testutil.SessionID(t)
 	if _, err := writer.Import(ctx, &dyingLog{Log: l, n: 2}, sessiontest.SessionFile(sid, 45, 1), nil, quick); err == nil {
 		t.Fatal("dying import succeeded")
 	}
@@ -368,12 +358,12 @@ func TestSnapshotMidImport(t *testing.T) {
 			ctx := ctxT(t)
 			l := newLog(t)
 			dir := t.TempDir()
-			before, after := newSID(t), newSID(t)
+			before, after := testutil.SessionID(t), testutil.SessionID(t)
 			files := map[string][]byte{before: sessiontest.SessionFile(before, 5, 10), after: sessiontest.SessionFile(after, 5, 11)}
 			if _, err := writer.Import(ctx, l, files[before], nil, writer.RetryPolicy{}); err != nil {
 				t.Fatal(err)
 			}
-			sid := newSID(t)
+			sid := testutil.SessionID(t)
 			files[sid] = sessiontest.SessionFile(sid, 45, 1)
 			if _, err := writer.Import(ctx, &dyingLog{Log: l, n: 2}, files[sid], nil, quick); err == nil {
 				t.Fatal("dying import succeeded")

@@ -9,13 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/pifleet/sessionlog/internal/jetstream"
 	"github.com/pifleet/sessionlog/internal/jetstream/embedded/embeddedtest"
 	"github.com/pifleet/sessionlog/internal/jetstream/jstest"
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/session/sessiontest"
+	"github.com/pifleet/sessionlog/internal/testutil"
 	"github.com/pifleet/sessionlog/internal/tree"
 	"github.com/pifleet/sessionlog/internal/wire"
 	"github.com/pifleet/sessionlog/internal/writer"
@@ -36,14 +35,6 @@ func multiBatchLogs(t *testing.T) map[string]func(t *testing.T) session.Log {
 			return l
 		},
 	}
-}
-
-func newSID(t *testing.T) string {
-	u, err := uuid.NewV7()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return u.String()
 }
 
 // dyingLog stores the first n Appends, then fails every one as a node
@@ -79,7 +70,7 @@ func TestMultiBatchImport(t *testing.T) {
 // record count through the log; the import's LastSeq is the last record's.
 func testHeaderCountsRecords(t *testing.T, l session.Log) {
 	ctx := context.Background()
-	sid := newSID(t)
+	sid := testutil.SessionID(t)
 	file := sessiontest.SessionFile(sid, 45, 1)
 	res, err := writer.Import(ctx, l, file, nil, writer.RetryPolicy{})
 	if err != nil {
@@ -99,7 +90,7 @@ func testHeaderCountsRecords(t *testing.T, l session.Log) {
 		t.Fatal("Incomplete misjudges the session")
 	}
 	// One batch is atomic by itself: no count.
-	small := newSID(t)
+	small := testutil.SessionID(t)
 	if _, err := writer.Import(ctx, l, sessiontest.SessionFile(small, 9, 2), nil, writer.RetryPolicy{}); err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +104,7 @@ func testHeaderCountsRecords(t *testing.T, l session.Log) {
 // continues it and completes, and once more it is ErrExists.
 func testRetryAfterCrash(t *testing.T, l session.Log) {
 	ctx := context.Background()
-	sid := newSID(t)
+	sid := testutil.SessionID(t)
 	file := sessiontest.SessionFile(sid, 45, 3)
 	_, err := writer.Import(ctx, &dyingLog{Log: l, n: 2}, file, nil, quick)
 	if !errors.Is(err, wire.ErrUnavailable) {
@@ -157,7 +148,7 @@ func testRetryAfterCrash(t *testing.T, l session.Log) {
 // not continued, nor purged: ErrExists.
 func testOtherRecordsExist(t *testing.T, l session.Log) {
 	ctx := context.Background()
-	sid := newSID(t)
+	sid := testutil.SessionID(t)
 	if _, err := writer.Import(ctx, &dyingLog{Log: l, n: 2}, sessiontest.SessionFile(sid, 45, 4), nil, quick); err == nil {
 		t.Fatal("dying import succeeded")
 	}
@@ -180,7 +171,7 @@ func testOtherRecordsExist(t *testing.T, l session.Log) {
 func testFencedAfterPurge(t *testing.T, l session.Log) {
 	ctx := context.Background()
 	for _, claim := range []bool{false, true} {
-		sid := newSID(t)
+		sid := testutil.SessionID(t)
 		if _, err := writer.Import(ctx, &dyingLog{Log: l, n: 2}, sessiontest.SessionFile(sid, 45, 6), nil, quick); err == nil {
 			t.Fatal("dying import succeeded")
 		}
@@ -206,7 +197,7 @@ func testFencedAfterPurge(t *testing.T, l session.Log) {
 // testForkInBatches: a fork beyond one batch goes the same way as an import.
 func testForkInBatches(t *testing.T, l session.Log) {
 	ctx := context.Background()
-	src := sessiontest.SessionFile(newSID(t), 45, 7)
+	src := sessiontest.SessionFile(testutil.SessionID(t), 45, 7)
 	f, err := tree.Read(src, tree.ReadOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/proctest"
-
-	"github.com/google/uuid"
 )
 
 // mustDo sends a request that must answer want; it returns the body and
@@ -79,16 +77,6 @@ func createBody(sid, cwd string, at time.Time) []byte {
 		"timestamp": proctest.Stamp(at),
 	}, "entries": []any{}})
 	return b
-}
-
-// newSessionID returns a UUIDv7, as pi-node would assign.
-func newSessionID(t *testing.T) string {
-	t.Helper()
-	id, err := uuid.NewV7()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return id.String()
 }
 
 // retryable reports whether an answer means "try again, maybe elsewhere":

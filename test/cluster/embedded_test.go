@@ -53,7 +53,7 @@ func TestEmbeddedCluster(t *testing.T) {
 	}
 	create := func(via []string) *sess {
 		t.Helper()
-		s := &sess{id: newSessionID(t)}
+		s := &sess{id: testutil.SessionID(t)}
 		seq, err := createSession(ctx, proctest.ProbeClient, via, 0, s.id, "/work/"+s.id[:8], time.Now())
 		if err != nil {
 			t.Fatal(err)

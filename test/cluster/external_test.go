@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/proctest"
+	"github.com/pifleet/sessionlog/internal/testutil"
 )
 
 // TestExternalCluster covers issue item 2: pi-node with --nats-url against a
@@ -43,7 +44,7 @@ func TestExternalCluster(t *testing.T) {
 	var lastSeq uint64
 	var sids []string
 	for i, writer := range nodes {
-		sid := newSessionID(t)
+		sid := testutil.SessionID(t)
 		sids = append(sids, sid)
 		seq, err := createSession(ctx, proctest.ProbeClient, []string{writer.base}, 0, sid, "/ext", time.Now())
 		if err != nil {

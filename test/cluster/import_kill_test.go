@@ -56,7 +56,7 @@ func TestKillDuringImport(t *testing.T) {
 		survivors = append(survivors, nd)
 	}
 	const n = 5000
-	retried, left := newSessionID(t), newSessionID(t)
+	retried, left := testutil.SessionID(t), testutil.SessionID(t)
 	files := map[string][]byte{retried: sessiontest.SessionFile(retried, n, 1), left: sessiontest.SessionFile(left, n, 2)}
 
 	// Readers on every node, over HTTP, until the end.

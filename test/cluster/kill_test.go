@@ -89,7 +89,7 @@ func TestKillStreamLeader(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, numWriters+1)
 	for i := range writers {
-		w := &writer{idx: i, sid: newSessionID(t), bases: bases, hc: hc, turn: i, errors: map[string]int{}, prog: prog}
+		w := &writer{idx: i, sid: testutil.SessionID(t), bases: bases, hc: hc, turn: i, errors: map[string]int{}, prog: prog}
 		writers[i] = w
 		wg.Add(1)
 		go func() {
@@ -99,7 +99,7 @@ func TestKillStreamLeader(t *testing.T) {
 			}
 		}()
 	}
-	probeSID := newSessionID(t)
+	probeSID := testutil.SessionID(t)
 	if _, err := createSession(ctx, hc, bases, 0, probeSID, "/probe", time.Now()); err != nil {
 		t.Fatal(err)
 	}

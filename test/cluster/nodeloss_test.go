@@ -58,7 +58,7 @@ func TestStoresFollowThroughNodeLoss(t *testing.T) {
 	nodes := startEmbeddedCluster(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	sid := newSessionID(t)
+	sid := testutil.SessionID(t)
 	all := []string{nodes[0].base, nodes[1].base, nodes[2].base}
 	if _, err := createSession(ctx, proctest.ProbeClient, all, 0, sid, "/node-loss", time.Now()); err != nil {
 		t.Fatal(err)
@@ -228,7 +228,7 @@ func TestStoreSeesLogEndAfterFailover(t *testing.T) {
 			survivors = append(survivors, nd.base)
 		}
 	}
-	sid := newSessionID(t)
+	sid := testutil.SessionID(t)
 	if _, err := createSession(ctx, proctest.ProbeClient, survivors, 0, sid, "/failover", time.Now()); err != nil {
 		t.Fatal(err)
 	}

@@ -38,7 +38,7 @@ func TestStopStreamLeader(t *testing.T) {
 	const n = 10
 	writers := make([]*writer, n)
 	for i := range writers {
-		writers[i] = &writer{idx: i, sid: newSessionID(t), bases: bases, hc: hc, turn: i, errors: map[string]int{}, prog: prog}
+		writers[i] = &writer{idx: i, sid: testutil.SessionID(t), bases: bases, hc: hc, turn: i, errors: map[string]int{}, prog: prog}
 		if _, err := createSession(ctx, hc, bases, i, writers[i].sid, "/rolling", time.Now()); err != nil {
 			t.Fatal(err)
 		}

@@ -239,7 +239,7 @@ func TestSecuredCluster(t *testing.T) {
 	created := struct {
 		SessionID string `json:"sessionId"`
 	}{}
-	st, body := bearerDo(t, hc, worker, http.MethodPost, nodes[0].base+"/v1/sessions", createBody(newSessionID(t), "/tenant-b/x", time.Now()))
+	st, body := bearerDo(t, hc, worker, http.MethodPost, nodes[0].base+"/v1/sessions", createBody(testutil.SessionID(t), "/tenant-b/x", time.Now()))
 	if st != http.StatusCreated {
 		t.Fatalf("worker create: %d %s", st, body)
 	}
@@ -302,7 +302,7 @@ func TestSecuredCluster(t *testing.T) {
 	if st, _ := bearerDo(t, hc, tenant, http.MethodGet, nodes[1].base+"/v1/sessions/"+created.SessionID, nil); st != http.StatusNotFound {
 		t.Errorf("tenant token reads another tenant's session: %d, want 404", st)
 	}
-	if st, body := bearerDo(t, hc, tenant, http.MethodPost, nodes[1].base+"/v1/sessions", createBody(newSessionID(t), "/tenant-a/p", time.Now())); st != http.StatusCreated {
+	if st, body := bearerDo(t, hc, tenant, http.MethodPost, nodes[1].base+"/v1/sessions", createBody(testutil.SessionID(t), "/tenant-a/p", time.Now())); st != http.StatusCreated {
 		t.Errorf("tenant create in its prefix: %d %s", st, body)
 	}
 	if !nodes[1].LogContains("audit: nats forbidden") || !nodes[0].LogContains("audit: nats unauthorized") || !nodes[2].LogContains("audit: nats tls_failed") {
