@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -46,12 +45,9 @@ func (s *Server) authOptions(opts *server.Options) error {
 		opts.Users = append(opts.Users, &server.User{Username: u.User, Password: u.Password, Permissions: perms})
 	}
 	if p := s.Auth.Gateways; p != nil && opts.Gateway.Name != "" {
+		// The server checks these on inbound gateways and sends them on
+		// outbound ones whose URL has no user of its own.
 		opts.Gateway.Username, opts.Gateway.Password = p.User, p.Password
-		for _, r := range opts.Gateway.Gateways {
-			for _, u := range r.URLs {
-				u.User = url.UserPassword(p.User, p.Password)
-			}
-		}
 	}
 	return nil
 }
