@@ -45,6 +45,9 @@ type benchFlags struct {
 	transports   string
 	asJSON       bool
 	cpuprofile   string
+	piNode       string // with natsServer: run processes
+	natsServer   string
+	nodes        int
 	progress     *benchProgress // nil unless stderr is a terminal
 }
 
@@ -65,6 +68,9 @@ func addBenchFlags(fs *flag.FlagSet) *benchFlags {
 	fs.StringVar(&b.transports, "transports", "", "comma-separated ways to measure among raw, bare and relay (append only), nats, http (default all reachable)")
 	fs.BoolVar(&b.asJSON, "json", false, "print the result as JSON")
 	fs.StringVar(&b.cpuprofile, "cpuprofile", "", "write a CPU profile of the run (of the node too, with --embedded) to `FILE`")
+	fs.StringVar(&b.piNode, "pi-node", "", "with --nats-server: run this pi-node `BINARY` as processes over it (--nodes of them) and report each process's CPU per append from /proc")
+	fs.StringVar(&b.natsServer, "nats-server", "", "with --pi-node: run this nats-server `BINARY` as a process (JetStream in --data-dir or a temporary dir, --sync)")
+	fs.IntVar(&b.nodes, "nodes", 1, "with --pi-node: pi-node processes; all apply every record, the first serves HTTP, all share the NATS API")
 	return b
 }
 
@@ -78,16 +84,30 @@ func (b *benchFlags) open(ctx context.Context, e *env, fs *flag.FlagSet) (*bench
 	}
 	o := bench.EnvOptions{Embedded: b.embedded, Dir: b.dataDir, SyncAlways: syncAlways, MemoryBudget: budget,
 		SnapshotEvery: 5 * time.Minute, Stream: b.stream, SubjectPrefix: b.prefix}
-	if b.embedded {
+	procs := b.piNode != "" || b.natsServer != ""
+	switch {
+	case procs && (b.piNode == "" || b.natsServer == ""):
+		return nil, usagef(fs.Name(), "--pi-node and --nats-server go together")
+	case procs && b.embedded:
+		return nil, usagef(fs.Name(), "--embedded starts a node in this process, --pi-node runs processes: one of them")
+	case set["nodes"] && (!procs || b.nodes < 1):
+		return nil, usagef(fs.Name(), "--nodes is a positive number of --pi-node processes")
+	case procs && set["memory-budget"]:
+		return nil, usagef(fs.Name(), "--memory-budget configures the node of --embedded")
+	}
+	if procs {
+		o.Procs = &bench.ProcOptions{PiNode: b.piNode, NATSServer: b.natsServer, Nodes: b.nodes}
+	}
+	if b.embedded || procs {
 		for _, f := range []string{"server", "http", "token", "creds", "user", "password", "stream", "subject-prefix"} {
 			if set[f] {
-				return nil, usagef(fs.Name(), "--%s is for a running node; --embedded starts its own", f)
+				return nil, usagef(fs.Name(), "--%s is for a running node; --embedded and --pi-node start their own", f)
 			}
 		}
 	} else {
 		for _, f := range []string{"data-dir", "sync", "memory-budget"} {
 			if set[f] {
-				return nil, usagef(fs.Name(), "--%s configures the node of --embedded", f)
+				return nil, usagef(fs.Name(), "--%s configures the node of --embedded or --pi-node", f)
 			}
 		}
 		o.Server, o.HTTP, o.Token = cmp.Or(b.server, e.getenv("PI_CTL_SERVER"), defaultServer), cmp.Or(b.http, e.getenv("PI_CTL_HTTP")), cmp.Or(b.token, e.getenv("PI_CTL_TOKEN"))

@@ -32,8 +32,15 @@ the relay is the node's own cost; the relay over raw is the hop's.
 --baseline jsonl adds pi's own way: one appendFileSync per entry, with and
 without fsync.
 
+With --pi-node and --nats-server the bench runs both binaries as processes
+(pi-node with --nats-url) and reports the CPU time each spent per append,
+read from /proc: a figure that holds on a noisy machine where rates drift.
+--nodes N runs N pi-nodes; each applies every record, so a node's CPU in
+the raw rows (it serves none of them) is what every extra node costs.
+
   pi-ctl bench append --embedded --sessions 100 --concurrency 100 --baseline jsonl
   pi-ctl bench append --embedded --cas=false        # explicit parents, no expectLastSeq
+  pi-ctl bench append --pi-node ./pi-node --nats-server ./nats-server --nodes 3 --cas=false
 `
 
 // positiveList parses "1,16,64" into positive integers.
@@ -159,7 +166,7 @@ func runScenario(ctx context.Context, e *env, fs *flag.FlagSet, bf *benchFlags, 
 	if err != nil {
 		return err
 	}
-	if bf.embedded {
+	if bf.embedded || bf.piNode != "" {
 		res.Params = append(res.Params, bench.Param{Name: "sync", Value: bf.sync})
 	}
 	return printResult(e, res, bf.asJSON)

@@ -63,6 +63,40 @@ func TestBenchRebuildProcess(t *testing.T) {
 	}
 }
 
+// TestBenchAppendProcesses runs the append scenario against a nats-server
+// and two pi-node processes, and checks that each one's CPU per append is
+// read from /proc: the server's for every row, and the second node's in
+// the raw rows (it applies every record without serving any).
+func TestBenchAppendProcesses(t *testing.T) {
+	res := benchJSON(t, "bench", "append", "--pi-node", builtBinary(t, "pi-node"), "--nats-server", builtBinary(t, "nats-server"),
+		"--nodes", "2", "--data-dir", t.TempDir(), "--sync", "interval", "--sessions", "4", "--entries", "100",
+		"--concurrency", "4", "--size", "200", "--transports", "raw,nats,http")
+	cpu := map[string]float64{}
+	for _, f := range res.Figures {
+		if rest, ok := strings.CutPrefix(f.Name, "CPU per append, "); ok {
+			cpu[rest] = f.Value
+		}
+	}
+	for _, proc := range []string{"nats-server", "pi-node 1", "pi-node 2", "pi-ctl bench (the clients)"} {
+		for _, way := range []string{"raw JetStream", "node, NATS API", "node, HTTP API"} {
+			if _, ok := cpu[proc+", "+way]; !ok {
+				t.Errorf("no CPU per append of %s for %s: %v", proc, way, cpu)
+			}
+		}
+	}
+	// 400 appends: the server's share is a few ticks of 10 ms at least.
+	if cpu["nats-server, node, HTTP API"] <= 0 || cpu["pi-node 1, node, HTTP API"] <= 0 {
+		t.Errorf("server or serving node spent no CPU on HTTP appends: %v", cpu)
+	}
+	var target bool
+	for _, f := range res.Figures {
+		target = target || f.Name == "pi-node 1 CPU / nats-server CPU per append, node, HTTP API" && f.Met != nil
+	}
+	if !target {
+		t.Errorf("no CPU target for the node serving HTTP: %+v", res.Figures)
+	}
+}
+
 func TestBenchUsage(t *testing.T) {
 	for _, args := range [][]string{
 		{"bench"},
@@ -73,6 +107,9 @@ func TestBenchUsage(t *testing.T) {
 		{"bench", "append", "--embedded", "--concurrency", "1,0"},
 		{"bench", "create", "--embedded", "--sync", "sometimes"},
 		{"bench", "rebuild", "--memory-budget", "lots"},
+		{"bench", "append", "--pi-node", "/bin/true"},
+		{"bench", "append", "--pi-node", "/bin/true", "--nats-server", "/bin/true", "--embedded"},
+		{"bench", "append", "--embedded", "--nodes", "2"},
 	} {
 		r := runCLI(t, "", args...)
 		if r.code != 2 || len(lines(r.stderr)) != 1 || !strings.Contains(r.stderr, "--help") {

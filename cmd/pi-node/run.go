@@ -337,7 +337,8 @@ func splitHostPort(hp string) (string, int, error) {
 }
 
 // releaseAfterRebuild returns the rebuild's garbage to the OS once the
-// Store has caught up with the log as it stood at the start. A rebuild
+// Store has caught up with the log as it stood at the start, after moving
+// each session's lines together (store.Store.Compact). A rebuild
 // allocates about as much again as it keeps (parsing, grown maps), and
 // with the default GOGC the process would hold that as resident memory
 // until the next collections. One forced collection, once, is cheap next to that.
@@ -349,6 +350,9 @@ func (m *Main) releaseAfterRebuild(ctx context.Context, feed session.Feed) {
 	if err := m.store.WaitFor(ctx, last); err != nil {
 		return
 	}
+	// The lines sit among the freed buffers of the messages they came in:
+	// packed together, those spans empty and can be returned.
+	m.store.Compact(ctx)
 	debug.FreeOSMemory()
 	// The embedded server keeps the blocks the rebuild read cached for
 	// 10 s; an idle process collects them only at Go's forced GC, two

@@ -44,6 +44,7 @@ func cmp0(v, def int) int {
 
 // Names of the raw rows, which the node's rows are compared with.
 const (
+	httpName  = "node, HTTP API"
 	rawName   = "raw JetStream"
 	relayName = "raw JetStream via a relay"
 )
@@ -93,7 +94,7 @@ func (e *Env) ways(ctx context.Context, transports []string, cas, relay bool, wo
 					return nil, err
 				}
 			}
-			out = append(out, way{"node, HTTP API", KindNode, vs, &nodeSink{clients: clients, cas: cas}})
+			out = append(out, way{httpName, KindNode, vs, &nodeSink{clients: clients, cas: cas}})
 		}
 	}
 	if jsonlDir != "" {
@@ -163,6 +164,7 @@ func RunAppend(ctx context.Context, e *Env, o AppendOptions) (*Result, error) {
 			// previous append yet sends the node to the stream leader).
 			res.figure("JetStream API requests per append, "+w.name, float64(tallies[i].api)/float64(len(tallies[i].lat)), "")
 		}
+		e.cpuFigures(res, w, &tallies[i])
 	}
 	res.compare()
 	relayRow, bareRow := res.Row(relayName), res.Row(bareName)
@@ -207,6 +209,10 @@ func appendRound(ctx context.Context, e *Env, w way, n int, o AppendOptions, fil
 	if err != nil {
 		return err
 	}
+	cpuBefore, err := e.cpuTimes()
+	if err != nil {
+		return err
+	}
 	lat, wall, err := runJobs(ctx, e.Progress, "appending "+phase, o.Concurrency, n, n*o.Entries,
 		func(ctx context.Context, j int, m *meter) error {
 			parent := ""
@@ -225,11 +231,16 @@ func appendRound(ctx context.Context, e *Env, w way, n int, o AppendOptions, fil
 	if err != nil {
 		return err
 	}
+	cpuAfter, err := e.cpuTimes()
+	if err != nil {
+		return err
+	}
 	apiAfter, err := e.apiCalls(ctx)
 	if err != nil {
 		return err
 	}
 	t.add(lat, wall, int64(apiAfter-apiBefore)-1) // the request for apiAfter counts itself
+	t.addCPU(cpuBefore, cpuAfter)
 	return nil
 }
 

@@ -29,6 +29,10 @@ type EnvOptions struct {
 	// Stream and SubjectPrefix name the node's stream for the raw side
 	// (default PI_SESSIONS and pi.sess).
 	Stream, SubjectPrefix string
+
+	// Procs, when set, starts a nats-server and pi-nodes as processes
+	// (in Dir, or a temporary dir) instead, and reads their CPU time.
+	Procs *ProcOptions
 }
 
 // Env is what a scenario measures: the node's API over NATS and HTTP, and
@@ -49,6 +53,7 @@ type Env struct {
 	relay *relay               // started on first use
 	// The bare publish's stream, made on first use ("": not yet).
 	bareName, barePrefix string
+	procs                []*cpuProc // with EnvOptions.Procs: the server first
 }
 
 // Open connects to a running node, or starts one in this process.
@@ -67,7 +72,10 @@ func Open(ctx context.Context, o EnvOptions) (e *Env, err error) {
 		cfg.SubjectPrefix = o.SubjectPrefix
 	}
 	server := o.Server
-	if o.Embedded {
+	if o.Embedded && o.Procs != nil {
+		return nil, errors.New("a node in this process or processes, not both")
+	}
+	if o.Embedded || o.Procs != nil {
 		dir := o.Dir
 		if dir == "" {
 			if e.tmp, err = os.MkdirTemp("", "pi-bench-"); err != nil {
@@ -75,10 +83,16 @@ func Open(ctx context.Context, o EnvOptions) (e *Env, err error) {
 			}
 			dir = e.tmp
 		}
-		if e.Node, err = StartNode(ctx, NodeOptions{Dir: dir, SyncAlways: o.SyncAlways, MemoryBudget: o.MemoryBudget, SnapshotEvery: o.SnapshotEvery}); err != nil {
+		if o.Procs != nil {
+			if e.procs, server, e.HTTPURL, err = startProcs(ctx, *o.Procs, dir, o.SyncAlways); err != nil {
+				return nil, err
+			}
+		} else if e.Node, err = StartNode(ctx, NodeOptions{Dir: dir, SyncAlways: o.SyncAlways, MemoryBudget: o.MemoryBudget, SnapshotEvery: o.SnapshotEvery}); err != nil {
 			return nil, err
 		}
-		server, e.HTTPURL, cfg = e.Node.NATSURL, e.Node.HTTPURL, e.Node.Config
+		if e.Node != nil {
+			server, e.HTTPURL, cfg = e.Node.NATSURL, e.Node.HTTPURL, e.Node.Config
+		}
 	}
 	cc := jetstream.NewConnConfig(server)
 	cc.Name, cc.CredsFile, cc.User, cc.Password = "pi-ctl bench raw", o.Creds, o.User, o.Password
@@ -117,6 +131,9 @@ func (e *Env) Close() error {
 	}
 	if e.Node != nil {
 		errs = append(errs, e.Node.Close())
+	}
+	for i := len(e.procs) - 1; i >= 0; i-- { // the nodes before their server
+		errs = append(errs, e.procs[i].stop())
 	}
 	if e.tmp != "" {
 		errs = append(errs, os.RemoveAll(e.tmp))

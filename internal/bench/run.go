@@ -41,7 +41,17 @@ func (m *meter) time(op func() error) error {
 type tally struct {
 	lat  latencies
 	wall time.Duration
-	api  int64 // JetStream API requests made meanwhile
+	api  int64           // JetStream API requests made meanwhile
+	cpu  []time.Duration // CPU time of each process meanwhile (Env.cpuNames)
+}
+
+func (t *tally) addCPU(before, after []time.Duration) {
+	if t.cpu == nil && len(after) > 0 {
+		t.cpu = make([]time.Duration, len(after))
+	}
+	for i := range after {
+		t.cpu[i] += after[i] - before[i]
+	}
 }
 
 func (t *tally) add(lat latencies, wall time.Duration, api int64) {

@@ -50,7 +50,9 @@ func FuzzTree(f *testing.F) {
 	f.Add([]byte{0x01, 0x10})             // a two-cycle
 	f.Add([]byte{0x00, 0x0f, 0x10, 0x01}) // self-parent, duplicate
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s := NewSession(NewHeader("s", "", "", ""))
+		// s is also built compacted halfway (c): appends after a
+		// compaction must find and re-point the entries before it.
+		s, c := NewSession(NewHeader("s", "", "", "")), NewSession(NewHeader("s", "", "", ""))
 		for k, b := range data {
 			id, parent := fmt.Sprintf("%x", b>>4), ""
 			if b&0xf != 0xf {
@@ -61,8 +63,23 @@ func FuzzTree(f *testing.F) {
 				t.Fatal(err)
 			}
 			s.Append(e)
+			c.Append(e)
+			if k == len(data)/2 {
+				c.Compact()
+			}
 		}
 		checkInvariants(t, s)
+		opts := TreeJSONOptions{Type: true, Label: true}
+		if a, b := s.AppendTreeJSON(nil, s.Tree(), opts), c.AppendTreeJSON(nil, c.Tree(), opts); !bytes.Equal(a, b) {
+			t.Fatalf("compacted tree differs:\n%s\n%s", a, b)
+		}
+		for i := range s.Len() {
+			sc, cc := s.ContextAt(i), c.ContextAt(i)
+			a, b := sc.AppendJSON(nil, ContextOptions{}), cc.AppendJSON(nil, ContextOptions{})
+			if !bytes.Equal(a, b) {
+				t.Fatalf("compacted context at %d differs:\n%s\n%s", i, a, b)
+			}
+		}
 	})
 }
 

@@ -1,0 +1,108 @@
+package tree
+
+import (
+	"cmp"
+	"slices"
+	"unsafe"
+)
+
+// Compact moves the header's and the entries' lines into one buffer of
+// exactly their size and trims the entry slice to its length; the session
+// reads the same afterwards.
+//
+// Why: a Store built from the log clones each record as it arrives, while
+// the client library allocates and drops a buffer of about the same size
+// per message. The clones end up scattered over heap spans the dropped
+// buffers shared, and a span with one live clone cannot go back to the OS:
+// after a rebuild about a fifth of the resident memory was such holes.
+// Moving every line once, when the rebuild is done, leaves those spans
+// empty. The strings decoded without escapes (ids, parent ids, label
+// targets) point into the lines, so they are moved along; anything else
+// still holding an old line keeps it alive and stays correct.
+func (s *Session) Compact() {
+	total := len(s.Header.Raw)
+	for i := range s.entries {
+		total += len(s.entries[i].Raw)
+	}
+	buf := make([]byte, 0, total)
+	var moved []move
+	place := func(raw []byte) []byte {
+		if len(raw) == 0 {
+			return raw
+		}
+		off := len(buf)
+		buf = append(buf, raw...)
+		moved = append(moved, move{uintptr(unsafe.Pointer(unsafe.SliceData(raw))), len(raw), off})
+		return buf[off:len(buf):len(buf)]
+	}
+	// Lines are placed first, and strings re-pointed after: buf does not
+	// grow (its capacity is exact), so the slices taken stay valid.
+	h := &s.Header
+	h.Raw = place(h.Raw)
+	entries := make([]Entry, len(s.entries))
+	copy(entries, s.entries)
+	for i := range entries {
+		entries[i].Raw = place(entries[i].Raw)
+	}
+	slices.SortFunc(moved, func(a, b move) int { return cmp.Compare(a.from, b.from) })
+	str := func(v string) string { return relocate(v, moved, buf) }
+	h.ID, h.Timestamp, h.Cwd, h.ParentSession = str(h.ID), str(h.Timestamp), str(h.Cwd), str(h.ParentSession)
+	for i := range entries {
+		entries[i].ID, entries[i].ParentID = str(entries[i].ID), str(entries[i].ParentID)
+	}
+	s.entries = entries
+	byID := make(map[string]int32, len(s.byID))
+	for k, v := range s.byID {
+		byID[str(k)] = v
+	}
+	s.byID = byID
+	labels := make(map[string]labelRef, len(s.labels))
+	for k, v := range s.labels {
+		labels[str(k)] = labelRef{str(v.text), v.entry}
+	}
+	s.labels = labels
+	s.labelOrder = slices.Clone(s.labelOrder)
+	for i, t := range s.labelOrder {
+		s.labelOrder[i] = str(t)
+	}
+	if len(s.waiting) > 0 {
+		waiting := make(map[string][]int32, len(s.waiting))
+		for k, v := range s.waiting {
+			waiting[str(k)] = v
+		}
+		s.waiting = waiting
+	}
+}
+
+// move records that n bytes at address from now sit at buf[to:].
+type move struct {
+	from uintptr
+	n    int
+	to   int
+}
+
+// relocate returns v re-pointed into buf when its bytes lie in a moved
+// line (moved sorted by from), else v itself (a string of its own, from
+// an escaped value, or empty).
+func relocate(v string, moved []move, buf []byte) string {
+	if len(v) == 0 {
+		return v
+	}
+	p := uintptr(unsafe.Pointer(unsafe.StringData(v)))
+	// The last line starting at or before p.
+	i, _ := slices.BinarySearchFunc(moved, p, func(m move, p uintptr) int {
+		if m.from <= p {
+			return -1
+		}
+		return 1
+	})
+	if i == 0 {
+		return v
+	}
+	m := moved[i-1]
+	off := int(p - m.from)
+	if off+len(v) > m.n {
+		return v
+	}
+	return unsafe.String(&buf[m.to+off], len(v))
+}
