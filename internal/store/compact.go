@@ -3,18 +3,38 @@ package store
 import (
 	"context"
 	"slices"
+
+	"github.com/pifleet/sessionlog/internal/tree"
 )
 
 // compactBatch is how many sessions Compact moves per hold of the write
 // lock: a few milliseconds, so reads and the feed wait no longer than that.
 const compactBatch = 256
 
-// Compact moves every loaded session's lines into one buffer per session
-// (tree.Session.Compact) and trims its per-entry slices, a batch of
-// sessions at a time. Run once the Store has caught up after a rebuild,
-// before returning memory to the OS: the rebuild leaves the lines
-// scattered among freed buffers, and spans holding both cannot be released
-// (see tree.Session.Compact). It returns the number of sessions moved.
+// slabSize is the buffer Compact packs small sessions' lines into. One
+// allocation of its own (a large object, whose pages go back to the OS as
+// a whole), against a buffer per session that would round up to a size
+// class, about 6% more for the 20 KB sessions of the rebuild benchmark.
+var slabSize = 1 << 20 // a variable for the tests
+
+// slab is a buffer shared by the lines of several sessions, and how many
+// of its bytes sessions still use.
+type slab struct{ size, live int }
+
+// slabEntries is how many entries a slab of entries holds (tree.Entry is
+// about 100 bytes). Entries are packed alike but not counted: a session
+// that grows moves its entries out, and its share stays until its lines'
+// slab is freed.
+var slabEntries = 8192
+
+// Compact moves every loaded session's lines together (tree.Session.
+// Compact) and trims its per-entry slices, a batch of sessions at a time.
+// Run once the Store has caught up after a rebuild, before returning
+// memory to the OS: the rebuild leaves the lines scattered among freed
+// buffers, and spans holding both cannot be released. Without a memory
+// budget, sessions smaller than a quarter slab share slabs; with one, each
+// gets its own buffer, so that evicting a session frees its memory. It
+// returns the number of sessions moved.
 func (st *Store) Compact(ctx context.Context) int {
 	st.mu.RLock()
 	docs := make([]*Doc, 0, len(st.docs))
@@ -23,6 +43,8 @@ func (st *Store) Compact(ctx context.Context) int {
 	}
 	st.mu.RUnlock()
 	n := 0
+	var cur *slab
+	var sl tree.Slab
 	for start := 0; start < len(docs); start += compactBatch {
 		if ctx.Err() != nil {
 			break
@@ -33,12 +55,58 @@ func (st *Store) Compact(ctx context.Context) int {
 			if d.Tree == nil || st.docs[d.ID] != d {
 				continue
 			}
-			d.Tree.Compact()
-			// A new array: a snapshot may hold the old one without the lock.
+			st.leaveSlabLocked(d)
+			size, count := d.Tree.LinesSize(), d.Tree.Len()
+			if st.opts.MemoryBudget > 0 || size > slabSize/4 || count > slabEntries/4 {
+				d.Tree.Compact()
+			} else {
+				if cur == nil || cap(sl.Lines)-len(sl.Lines) < size {
+					sl.Lines, cur = make([]byte, 0, slabSize), &slab{size: slabSize}
+				}
+				if cap(sl.Entries)-len(sl.Entries) < count {
+					sl.Entries = make([]tree.Entry, 0, slabEntries)
+				}
+				d.Tree.CompactInto(&sl)
+				d.slab, d.slabBytes = cur, size
+				cur.live += size
+			}
+			// New arrays and a new Session struct, allocated now and not
+			// amid the rebuild's garbage: the small objects a rebuild
+			// leaves behind pin the spans they share with it (measured:
+			// RSS 1.37× the JSON held without this, 1.30× with it). The
+			// old ones are garbage (readers hold them only under the
+			// lock); a snapshot may hold the old Seqs without the lock,
+			// which stay as they were.
 			d.Seqs = slices.Clone(d.Seqs)
+			t := *d.Tree
+			d.Tree = &t
 			n++
 		}
 		st.mu.Unlock()
 	}
 	return n
+}
+
+// leaveSlabLocked notes that d's lines no longer use their slab (the
+// session is purged, evicted or moved again). Once less than half of a
+// slab is in use, the sessions still in it move to buffers of their own,
+// so that the slab is freed: purged sessions must not keep their memory
+// held by the ones that stay. Under st.mu (write).
+func (st *Store) leaveSlabLocked(d *Doc) {
+	s := d.slab
+	if s == nil {
+		return
+	}
+	d.slab, s.live = nil, s.live-d.slabBytes
+	if s.live*2 >= s.size {
+		return
+	}
+	for _, o := range st.docs {
+		if o.slab == s {
+			if o.Tree != nil {
+				o.Tree.Compact()
+			}
+			o.slab = nil
+		}
+	}
 }

@@ -3,6 +3,7 @@ package store_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -17,6 +18,17 @@ import (
 // session exports the same bytes, with the same sequences, as a Store over
 // the same log that never compacted.
 func TestCompactWhileServing(t *testing.T) {
+	for _, small := range []bool{false, true} {
+		t.Run(fmt.Sprintf("small slabs %v", small), func(t *testing.T) {
+			if small { // sessions fill slabs and overflow them
+				store.SmallSlabs(t)
+			}
+			testCompactWhileServing(t)
+		})
+	}
+}
+
+func testCompactWhileServing(t *testing.T) {
 	ctx := context.Background()
 	l := session.NewMemLog(1000, 1<<20)
 	open := func() *store.Store {
@@ -93,6 +105,55 @@ func TestCompactWhileServing(t *testing.T) {
 			if as[i] != bs[i] {
 				t.Fatalf("session %s: seq %d of entry %d, want %d", in.SessionID, bs[i], i, as[i])
 			}
+		}
+	}
+}
+
+// TestCompactSlabsFreed: small sessions share slabs; once most of a slab's
+// sessions are purged, the ones left move out of it (so the purged ones'
+// memory goes), and read the same.
+func TestCompactSlabsFreed(t *testing.T) {
+	ctx := context.Background()
+	l := session.NewMemLog(1000, 1<<20)
+	st := store.New(l, store.Options{Log: l})
+	if err := st.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	last := writeSessions(t, l, 40)
+	testutil.WaitFor(t, 10*time.Second, func() error { return st.WaitFor(ctx, last) })
+	infos, _ := st.List(ctx, store.ListFilter{Limit: 1000})
+	st.Compact(ctx)
+	if slabs := store.SlabsInUse(st); slabs != 1 {
+		t.Fatalf("40 small sessions in %d slabs, want 1", slabs)
+	}
+	keep := infos[:5]
+	want := map[string][]byte{}
+	for _, in := range keep {
+		_ = st.View(ctx, in.SessionID, func(d *store.Doc) error { want[in.SessionID] = d.Tree.AppendJSONL(nil); return nil })
+	}
+	for _, in := range infos[5:] {
+		if err := l.Purge(ctx, in.SessionID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testutil.WaitFor(t, 10*time.Second, func() error {
+		if n, _ := st.List(ctx, store.ListFilter{Limit: 1000}); len(n) != len(keep) {
+			return fmt.Errorf("%d sessions left", len(n))
+		}
+		return nil
+	})
+	if slabs := store.SlabsInUse(st); slabs != 0 {
+		t.Fatalf("%d slabs still in use by 5 of 40 sessions", slabs)
+	}
+	for sid, w := range want {
+		if err := st.View(ctx, sid, func(d *store.Doc) error {
+			if got := d.Tree.AppendJSONL(nil); !bytes.Equal(got, w) {
+				t.Errorf("session %s reads differently after leaving its slab", sid)
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

@@ -54,6 +54,7 @@ func (st *Store) evictLocked() {
 			d.base = nil
 		}
 		d.Tree, d.Seqs = nil, nil
+		st.leaveSlabLocked(d)
 		st.stats.evictions.Add(1)
 	}
 }

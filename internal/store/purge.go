@@ -23,4 +23,5 @@ func (st *Store) applyPurge(r *session.Stored) {
 		st.held -= int64(d.Tree.Bytes())
 	}
 	delete(st.docs, n.Session)
+	st.leaveSlabLocked(d)
 }

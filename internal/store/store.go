@@ -41,6 +41,11 @@ type Doc struct {
 	tail []session.Stored
 
 	lastUse atomic.Int64 // Store.clock at the last read or write, for eviction
+
+	// The slab Compact packed the tree's lines into (nil: none), and how
+	// many of its bytes they take.
+	slab      *slab
+	slabBytes int
 }
 
 // Info returns the catalog record.

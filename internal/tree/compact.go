@@ -20,11 +20,38 @@ import (
 // targets) point into the lines, so they are moved along; anything else
 // still holding an old line keeps it alive and stays correct.
 func (s *Session) Compact() {
+	s.CompactInto(&Slab{Lines: make([]byte, 0, s.LinesSize()), Entries: make([]Entry, 0, len(s.entries))})
+}
+
+// LinesSize is the size of the lines Compact moves: the header's and the
+// entries'.
+func (s *Session) LinesSize() int {
 	total := len(s.Header.Raw)
 	for i := range s.entries {
 		total += len(s.entries[i].Raw)
 	}
-	buf := make([]byte, 0, total)
+	return total
+}
+
+// Slab is room shared by the sessions a Store compacts: a Store packs many
+// small sessions into one, so that no session rounds up to an allocation
+// size class of its own. CompactInto appends to both.
+type Slab struct {
+	Lines   []byte
+	Entries []Entry
+}
+
+// CompactInto is Compact into sl, which must have room for LinesSize bytes
+// and Len entries beyond its lengths; without it the session gets buffers
+// of its own. The session's entries keep their length as capacity, so an
+// append moves them out rather than into the next session's.
+func (s *Session) CompactInto(sl *Slab) {
+	if cap(sl.Lines)-len(sl.Lines) < s.LinesSize() || cap(sl.Entries)-len(sl.Entries) < len(s.entries) {
+		s.Compact()
+		return
+	}
+	buf := sl.Lines
+	defer func() { sl.Lines = buf }()
 	var moved []move
 	place := func(raw []byte) []byte {
 		if len(raw) == 0 {
@@ -36,11 +63,12 @@ func (s *Session) Compact() {
 		return buf[off:len(buf):len(buf)]
 	}
 	// Lines are placed first, and strings re-pointed after: buf does not
-	// grow (its capacity is exact), so the slices taken stay valid.
+	// grow (it has room), so the slices taken stay valid.
 	h := &s.Header
 	h.Raw = place(h.Raw)
-	entries := make([]Entry, len(s.entries))
-	copy(entries, s.entries)
+	at := len(sl.Entries)
+	sl.Entries = append(sl.Entries, s.entries...)
+	entries := sl.Entries[at:len(sl.Entries):len(sl.Entries)]
 	for i := range entries {
 		entries[i].Raw = place(entries[i].Raw)
 	}
@@ -51,11 +79,9 @@ func (s *Session) Compact() {
 		entries[i].ID, entries[i].ParentID = str(entries[i].ID), str(entries[i].ParentID)
 	}
 	s.entries = entries
-	byID := make(map[string]int32, len(s.byID))
-	for k, v := range s.byID {
-		byID[str(k)] = v
-	}
-	s.byID = byID
+	// byID holds indexes, not strings: nothing to move; a new array all
+	// the same, allocated now rather than amid the rebuild's garbage.
+	s.byID.slots = slices.Clone(s.byID.slots)
 	labels := make(map[string]labelRef, len(s.labels))
 	for k, v := range s.labels {
 		labels[str(k)] = labelRef{str(v.text), v.entry}

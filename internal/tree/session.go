@@ -23,7 +23,7 @@ import (
 type Session struct {
 	Header  Header
 	entries []Entry
-	byID    map[string]int32
+	byID    idIndex
 	labels  map[string]labelRef
 	// labelOrder keeps the targets in JavaScript Map order (first set, moved
 	// to the end when cleared and set again): forks re-create labels in it.
@@ -51,7 +51,6 @@ func appendEntry(s []Entry, e Entry) []Entry {
 func NewSession(h Header) *Session {
 	return &Session{
 		Header: h,
-		byID:   make(map[string]int32),
 		labels: make(map[string]labelRef),
 		lastSI: -1,
 		bytes:  len(h.Raw),
@@ -66,9 +65,7 @@ func (s *Session) Grow(n int) {
 		return
 	}
 	s.entries = slices.Grow(s.entries, n)
-	if len(s.byID) == 0 {
-		s.byID = make(map[string]int32, n)
-	}
+	s.byID.grow(s.entries, s.byID.n+n)
 }
 
 // Len returns the number of entries.
@@ -85,13 +82,13 @@ func (s *Session) Bytes() int { return s.bytes }
 
 // Index returns the index of the entry with id (the last one, if repeated).
 func (s *Session) Index(id string) (int, bool) {
-	i, ok := s.byID[id]
+	i, ok := s.byID.get(s.entries, id)
 	return int(i), ok
 }
 
 // Get returns the entry with id.
 func (s *Session) Get(id string) (*Entry, bool) {
-	i, ok := s.byID[id]
+	i, ok := s.byID.get(s.entries, id)
 	if !ok {
 		return nil, false
 	}
@@ -100,7 +97,7 @@ func (s *Session) Get(id string) (*Entry, bool) {
 
 // Has reports whether an entry with id exists.
 func (s *Session) Has(id string) bool {
-	_, ok := s.byID[id]
+	_, ok := s.byID.get(s.entries, id)
 	return ok
 }
 
@@ -109,7 +106,7 @@ func (s *Session) Append(e Entry) {
 	i := int32(len(s.entries))
 	e.parent = -1
 	if e.ParentID != "" && e.ParentID != e.ID {
-		if p, ok := s.byID[e.ParentID]; ok {
+		if p, ok := s.byID.get(s.entries, e.ParentID); ok {
 			e.parent = p
 		} else {
 			if s.waiting == nil {
@@ -121,7 +118,7 @@ func (s *Session) Append(e Entry) {
 	s.entries = appendEntry(s.entries, e)
 	s.bytes += len(e.Raw)
 
-	if old, dup := s.byID[e.ID]; dup {
+	if old, dup := s.byID.put(s.entries, e.ID, i); dup {
 		// pi resolves an id to its last entry: re-point the old one's children.
 		for k := range s.entries[:i] {
 			if s.entries[k].parent == old {
@@ -129,7 +126,6 @@ func (s *Session) Append(e Entry) {
 			}
 		}
 	}
-	s.byID[e.ID] = i
 	if w, ok := s.waiting[e.ID]; ok {
 		for _, k := range w {
 			s.entries[k].parent = i
@@ -268,7 +264,7 @@ func (s *Session) acyclicPath(leaf int) []int32 {
 // Path returns the ids from the root to leafID, root first (pi's getBranch).
 // An unknown id gives an empty path.
 func (s *Session) Path(leafID string) []string {
-	i, ok := s.byID[leafID]
+	i, ok := s.byID.get(s.entries, leafID)
 	if !ok {
 		return []string{}
 	}

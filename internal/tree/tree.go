@@ -87,7 +87,7 @@ func cmpMillis(a, b float64) int {
 
 // Children returns the ids of the direct children of id in tree order.
 func (s *Session) Children(id string) []string {
-	p, ok := s.byID[id]
+	p, ok := s.byID.get(s.entries, id)
 	if !ok {
 		return nil
 	}
