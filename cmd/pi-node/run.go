@@ -337,8 +337,8 @@ func splitHostPort(hp string) (string, int, error) {
 }
 
 // releaseAfterRebuild returns the rebuild's garbage to the OS once the
-// Store has caught up with the log as it stood at the start, after moving
-// each session's lines together (store.Store.Compact). A rebuild
+// Store has caught up with the log as it stood at the start and moved each
+// session's lines together (store.Store.Rebuilt). A rebuild
 // allocates about as much again as it keeps (parsing, grown maps), and
 // with the default GOGC the process would hold that as resident memory
 // until the next collections. One forced collection, once, is cheap next to that.
@@ -351,8 +351,13 @@ func (m *Main) releaseAfterRebuild(ctx context.Context, feed session.Feed) {
 		return
 	}
 	// The lines sit among the freed buffers of the messages they came in:
-	// packed together, those spans empty and can be returned.
-	m.store.Compact(ctx)
+	// packed together (the Store does it once caught up), those spans
+	// empty and can be returned.
+	select {
+	case <-ctx.Done():
+		return
+	case <-m.store.Rebuilt():
+	}
 	debug.FreeOSMemory()
 	// The embedded server keeps the blocks the rebuild read cached for
 	// 10 s; an idle process collects them only at Go's forced GC, two

@@ -68,6 +68,7 @@ func BenchmarkRebuild(b *testing.B) {
 			b.Fatal(err)
 		}
 		storeDur += time.Since(t)
+		<-st.Rebuilt() // what it holds once it has compacted what it read
 		with := heapAfterGC()
 		held := st.Stats().BytesHeld
 		st.Close()

@@ -92,6 +92,11 @@ func (p *inproc) stop(res *Result, when string, held int64) (time.Duration, erro
 	if res == nil {
 		return 0, p.n.Close()
 	}
+	select { // the Store holds what it read compacted once it has caught up
+	case <-p.n.Store.Rebuilt():
+	case <-time.After(time.Minute):
+		res.note("the Store had not compacted what it read a minute after the rebuild")
+	}
 	withStore := heapAfterGC()
 	t := time.Now()
 	err := p.n.StopService()

@@ -29,9 +29,9 @@ var slabEntries = 8192
 
 // Compact moves every loaded session's lines together (tree.Session.
 // Compact) and trims its per-entry slices, a batch of sessions at a time.
-// Run once the Store has caught up after a rebuild, before returning
-// memory to the OS: the rebuild leaves the lines scattered among freed
-// buffers, and spans holding both cannot be released. Without a memory
+// The Store runs it once it has caught up after Open (see Rebuilt), before
+// memory is returned to the OS: the rebuild leaves the lines scattered
+// among freed buffers, and spans holding both cannot be released. Without a memory
 // budget, sessions smaller than a quarter slab share slabs; with one, each
 // gets its own buffer, so that evicting a session frees its memory. It
 // returns the number of sessions moved.
@@ -86,6 +86,25 @@ func (st *Store) Compact(ctx context.Context) int {
 	}
 	return n
 }
+
+// compactAfterRebuildLocked starts the compaction once the Store has
+// applied the log as it stood at Open, in the background (Compact takes
+// the lock a batch at a time). Under st.mu (write).
+func (st *Store) compactAfterRebuildLocked() {
+	if end, ok := st.FirstEnd(); !ok || st.applied < end || st.compacting.Load() {
+		return
+	}
+	st.compacting.Store(true)
+	st.wg.Go(func() {
+		st.Compact(st.ctx)
+		close(st.rebuilt)
+	})
+}
+
+// Rebuilt is closed once the Store has caught up with the log as it stood
+// at Open and compacted what it read (Compact): the moment to return the
+// rebuild's garbage to the OS.
+func (st *Store) Rebuilt() <-chan struct{} { return st.rebuilt }
 
 // leaveSlabLocked notes that d's lines no longer use their slab (the
 // session is purged, evicted or moved again). Once less than half of a

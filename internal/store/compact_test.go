@@ -157,3 +157,45 @@ func TestCompactSlabsFreed(t *testing.T) {
 		}
 	}
 }
+
+// TestRebuiltCompacts: a Store opened over a log compacts what it read once
+// it has caught up, by itself, and says so; the sessions read the same as
+// they are stored.
+func TestRebuiltCompacts(t *testing.T) {
+	ctx := context.Background()
+	l := session.NewMemLog(1000, 1<<20)
+	last := writeSessions(t, l, 30)
+	st := store.New(l, store.Options{Log: l})
+	if err := st.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	select {
+	case <-st.Rebuilt():
+	case <-time.After(10 * time.Second):
+		t.Fatal("not rebuilt within 10 s")
+	}
+	if err := st.WaitFor(ctx, last); err != nil {
+		t.Fatal(err)
+	}
+	if n := store.SlabsInUse(st); n != 1 {
+		t.Fatalf("30 small sessions in %d slabs after the rebuild, want 1", n)
+	}
+	infos, _ := st.List(ctx, store.ListFilter{Limit: 100})
+	for _, in := range infos {
+		recs, err := l.Read(ctx, in.SessionID, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []byte
+		for _, r := range recs {
+			want = append(append(want, r.Data...), '\n')
+		}
+		_ = st.View(ctx, in.SessionID, func(d *store.Doc) error {
+			if got := d.Tree.AppendJSONL(nil); !bytes.Equal(got, want) {
+				t.Errorf("session %s:\n%s\nwant\n%s", in.SessionID, got, want)
+			}
+			return nil
+		})
+	}
+}

@@ -135,6 +135,13 @@ type Store struct {
 	spills   []*snapFile
 	spillBuf []byte
 
+	// The compaction after the rebuild (compact.go): started once the
+	// Store first caught up; rebuilt is closed when it is done. Until it
+	// starts, lines keep the feed's buffers (no copy: it moves them).
+	compacting atomic.Bool // set under mu
+	rebuilt    chan struct{}
+	ctx        context.Context // Open's, for the compaction
+
 	opened bool               // Open ran: a Store follows once, also after Close
 	cancel context.CancelFunc // stops the goroutines Open started; nil once closed
 	wg     sync.WaitGroup     // follow, watchLag and snapshotLoop
@@ -162,7 +169,8 @@ func New(feed session.Feed, opts Options) *Store {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Store{feed: feed, opts: opts, log: opts.Logger, docs: make(map[string]*Doc), pending: make(map[string]*pendingDoc), progress: make(chan struct{})}
+	return &Store{feed: feed, opts: opts, log: opts.Logger, docs: make(map[string]*Doc), pending: make(map[string]*pendingDoc), progress: make(chan struct{}),
+		rebuilt: make(chan struct{})}
 }
 
 // Open starts following the log from the beginning (or from where a
@@ -177,6 +185,7 @@ func (st *Store) Open(ctx context.Context) error {
 	}
 	st.restore(ctx)
 	ctx, st.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	st.ctx = ctx
 	st.wg.Go(func() { st.follow(ctx) })
 	st.wg.Go(func() { st.watchLag(ctx) })
 	if st.opts.SnapshotDir != "" {
@@ -247,6 +256,11 @@ func (st *Store) watchLag(ctx context.Context) {
 			st.stats.logLastSeq.Store(last)
 			st.stats.polled.Store(true)
 			st.noteFirstEnd(last)
+			if !st.compacting.Load() { // a Store that caught up before it knew
+				st.mu.Lock()
+				st.compactAfterRebuildLocked()
+				st.mu.Unlock()
+			}
 			if st.Applied() >= st.known() {
 				st.stats.caughtUpAt.Store(st.opts.Now().UnixNano())
 			}
@@ -309,6 +323,7 @@ func (st *Store) apply(recs []session.Stored) error {
 	if st.stats.polled.Load() && st.applied >= st.known() {
 		st.stats.caughtUpAt.Store(st.opts.Now().UnixNano())
 	}
+	st.compactAfterRebuildLocked()
 	close(st.progress)
 	st.progress = make(chan struct{})
 	st.evictLocked()
@@ -329,7 +344,7 @@ func (st *Store) applyOne(r *session.Stored) {
 		if d != nil {
 			return // a repeated header: ignored, as pi does
 		}
-		h, err := tree.ParseHeader(bytes.Clone(r.Data))
+		h, err := tree.ParseHeader(st.line(r))
 		if err != nil {
 			st.skip(r, err)
 			return
@@ -356,15 +371,26 @@ func (st *Store) applyOne(r *session.Stored) {
 	st.applyEntry(d, r)
 }
 
+// line returns the record's line for the Store to keep. The record's Data
+// is a slice of the NATS message, whose headers (about as long as a short
+// entry) a session would keep alive for as long as it is held: a copy of
+// exactly the line, except during the rebuild without a memory budget,
+// whose lines the compaction moves anyway (a copy per record was a tenth
+// of the rebuild's CPU, with its garbage collection). With a budget, a
+// line's memory must be what eviction counts.
+func (st *Store) line(r *session.Stored) []byte {
+	if st.compacting.Load() || st.opts.MemoryBudget > 0 {
+		return bytes.Clone(r.Data)
+	}
+	return r.Data
+}
+
 // applyEntry applies an entry record to d.
 func (st *Store) applyEntry(d *Doc, r *session.Stored) {
 	if r.Seq <= d.LastSeq {
 		return // already there (reloaded from the log after an eviction)
 	}
-	// A copy of exactly the line: the record's Data is a slice of the NATS
-	// message, whose headers (about as long as a short entry) it would keep
-	// alive for as long as the session is held.
-	e, err := tree.ParseEntry(bytes.Clone(r.Data))
+	e, err := tree.ParseEntry(st.line(r))
 	if err != nil {
 		st.skip(r, err)
 		return
