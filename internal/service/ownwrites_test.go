@@ -47,22 +47,12 @@ func TestOwnWritesNeedNoLogRead(t *testing.T) {
 				return
 			}
 			sids[w] = created.SessionID
-			parent := "root"
-			for k := range n {
-				id := fmt.Sprintf("e%03d", k)
-				raw, _ := json.Marshal(map[string]any{"type": "message", "id": id, "parentId": parent, "message": map[string]any{"role": "user", "content": "x"}})
-				res, err := svc.Append(ctx, sids[w], wire.AppendRequest{Client: "w", Entries: []json.RawMessage{raw}})
-				if err != nil {
-					errs <- fmt.Errorf("writer %d, append %d: %w", w, k, err)
-					return
-				}
-				if res.Entries[0].ID != id {
-					errs <- fmt.Errorf("writer %d, append %d stored %s", w, k, res.Entries[0].ID)
-					return
-				}
-				parent = id
+			leaf, err := appendChain(ctx, func(int) *service.Service { return svc }, sids[w], "w", n)
+			if err != nil {
+				errs <- fmt.Errorf("writer %d: %w", w, err)
+				return
 			}
-			leaves[w] = parent
+			leaves[w] = leaf
 		})
 	}
 	wg.Wait()
@@ -85,4 +75,64 @@ func TestOwnWritesNeedNoLogRead(t *testing.T) {
 		}
 	}
 	t.Logf("%d appends by %d writers: %d log reads, %d cursor reads", writers*n, writers, log.reads.Load(), cur.gets.Load())
+}
+
+// TestWritersMovingBetweenNodes: writers whose appends alternate between
+// two nodes (any worker picks any session up) name parents the other node
+// wrote a moment ago. Each node waits for its Store to apply the parent
+// rather than reading the session from the log.
+func TestWritersMovingBetweenNodes(t *testing.T) {
+	b := jetStreamBackend(t, true)
+	log := &countingLog{Log: b.log}
+	nodes := []*service.Service{
+		{Log: log, Store: openStore(t, b), Cursors: b.cursors},
+		{Log: log, Store: openStore(t, b), Cursors: b.cursors},
+	}
+	ctx := ctxT(t)
+	const writers, n = 8, 40
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := range writers {
+		wg.Go(func() {
+			created, err := nodes[0].Create(ctx, wire.CreateRequest{Entries: raws(`{"type":"message","id":"root","message":{"role":"user","content":"q"}}`)})
+			if err != nil {
+				errs <- err
+				return
+			}
+			if _, err := appendChain(ctx, func(k int) *service.Service { return nodes[(k+1)%2] }, created.SessionID, "", n); err != nil {
+				errs <- fmt.Errorf("writer %d: %w", w, err)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	// Without the wait, most appends (the other node's Store a moment
+	// behind) read the log.
+	if r := log.reads.Load(); r > writers*n/10 {
+		t.Errorf("%d log reads for %d appends alternating between two nodes", r, writers*n)
+	}
+	t.Logf("%d appends by %d writers over 2 nodes: %d log reads", writers*n, writers, log.reads.Load())
+}
+
+// appendChain appends n entries to sid one by one, each naming the one
+// before as its parent (the first: "root"), the k-th through node(k), and
+// returns the last id.
+func appendChain(ctx context.Context, node func(k int) *service.Service, sid, client string, n int) (string, error) {
+	parent := "root"
+	for k := range n {
+		id := fmt.Sprintf("e%03d", k)
+		raw, _ := json.Marshal(map[string]any{"type": "message", "id": id, "parentId": parent, "message": map[string]any{"role": "user", "content": "x"}})
+		res, err := node(k).Append(ctx, sid, wire.AppendRequest{Client: client, Entries: []json.RawMessage{raw}})
+		if err != nil {
+			return "", fmt.Errorf("append %d: %w", k, err)
+		}
+		if res.Entries[0].ID != id {
+			return "", fmt.Errorf("append %d stored %s", k, res.Entries[0].ID)
+		}
+		parent = id
+	}
+	return parent, nil
 }

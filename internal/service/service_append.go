@@ -50,6 +50,14 @@ func (s *Service) Append(ctx context.Context, sid string, req wire.AppendRequest
 			_ = s.Store.WaitFor(wctx, wait)
 			cancel()
 		}
+		// Or the parent was written through another node (writers move
+		// between nodes: any worker picks any session up); it is here
+		// within a millisecond or so, else the log is read as before.
+		if d := drafts[0]; d.parentSet && d.parent != "" {
+			wctx, cancel := context.WithTimeout(ctx, parentWait)
+			s.Store.WaitForEntry(wctx, sid, d.parent)
+			cancel()
+		}
 	}
 	pl.ts = tree.FormatTimestamp(s.now()) // after the waits: entries are stamped when they are written
 	plan := &writer.AppendPlan{Log: s.Log, ID: sid, Target: &storeTarget{s: s, sid: sid}, Placer: pl, Expect: req.ExpectLastSeq}
@@ -139,6 +147,12 @@ func (s *Service) cursorLeaf(ctx context.Context, sid, client string) (string, b
 // apply its expectLastSeq or this node's own last write to the session
 // before it reads from the leader.
 const expectWait = 20 * time.Millisecond
+
+// parentWait bounds how long an append waits for its parent to be applied
+// here when this node did not write it: short, as a parent that is not in
+// the session at all (a client's mistake) waits it out before the log read
+// that reports it.
+const parentWait = 5 * time.Millisecond
 
 // finish moves the client's cursor to the last entry written.
 func (s *Service) finish(ctx context.Context, sid, client string, res []wire.EntryResult, lastSeq uint64) (wire.WriteResult, error) {

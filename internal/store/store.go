@@ -298,6 +298,30 @@ func (st *Store) WaitFor(ctx context.Context, seq uint64) error {
 	}
 }
 
+// WaitForEntry waits until the Store holds entry id of session sid, or ctx
+// ends, and reports whether it does. A node asked to append under a parent
+// that another node acknowledged a moment ago has usually not applied it
+// yet, and will within a millisecond or so: waiting for it is cheaper than
+// reading the session from the stream leader. An evicted session counts
+// as not holding it (the caller reads the log as before).
+func (st *Store) WaitForEntry(ctx context.Context, sid, id string) bool {
+	for {
+		st.mu.RLock()
+		d, ch := st.docs[sid], st.progress
+		has := d != nil && d.Tree != nil && d.Tree.Has(id)
+		evicted := d != nil && d.Tree == nil
+		st.mu.RUnlock()
+		if has || evicted {
+			return has
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
 // CatchUp waits until the Store has applied everything the log held when it
 // was called, so that this node's reads reflect a write it made without a
 // sequence to wait for (an archive pass's purges).
