@@ -5,13 +5,17 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/pifleet/sessionlog/internal/conformance"
+	"github.com/pifleet/sessionlog/internal/pisync"
 	"github.com/pifleet/sessionlog/internal/proctest"
 	"github.com/pifleet/sessionlog/internal/testutil"
 )
@@ -204,5 +208,178 @@ func TestSyncKill9(t *testing.T) {
 		t.Errorf("sync --once after the restart: %v\n%s", err, out)
 	} else if _, imported, appended, _ := summaryOf(t, string(out)); imported+appended != 0 {
 		t.Errorf("sync --once after the restart sent again: %s", out)
+	}
+}
+
+// piSession writes a small pi session of a fresh id at pi's path under
+// dir: a question and the first answer (pi's first flush). It returns the
+// id, the path and the id of the answer.
+func piSession(t *testing.T, dir, cwd string) (sid, path, leaf string) {
+	t.Helper()
+	sid = testutil.SessionID(t)
+	ts := proctest.Stamp(time.Now())
+	path = pisync.SessionPath(dir, cwd, ts, sid)
+	data := `{"type":"session","version":3,"id":"` + sid + `","timestamp":"` + ts + `","cwd":"` + cwd + `"}` + "\n" +
+		piLine("q0000001", "", "user", "why does the salt check fail?") +
+		piLine("a0000001", "q0000001", "assistant", "let me read auth.ts")
+	appendFile(t, path, data)
+	return sid, path, "a0000001"
+}
+
+// piLine is one message entry line as pi writes it.
+func piLine(id, parent, role, text string) string {
+	p := "null"
+	if parent != "" {
+		p = `"` + parent + `"`
+	}
+	content := `"` + text + `"`
+	if role == "assistant" {
+		content = `[{"type":"text","text":"` + text + `"}],"provider":"anthropic","model":"claude-sonnet-4"`
+	}
+	return `{"type":"message","id":"` + id + `","parentId":` + p + `,"timestamp":"2026-11-30T09:00:00.000Z","message":{"role":"` + role + `","content":` + content + `,"timestamp":1796029200000}}` + "\n"
+}
+
+func appendFile(t *testing.T, path, data string) {
+	t.Helper()
+	if err := (piWrite{data: []byte(data)}).apply(path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestSyncTwoMachines: a session synced from one machine is checked out
+// on a second at pi's path; pi appends on both; both syncs bring their
+// branch to the cluster; checkout refuses to overwrite lines not synced.
+func TestSyncTwoMachines(t *testing.T) {
+	n := sharedNode(t)
+	for name, conn := range transports(n) {
+		t.Run(name, func(t *testing.T) {
+			cwd := testCwd(t, "/home/dev/")
+			a, b := t.TempDir(), t.TempDir()
+			stateA, stateB := filepath.Join(t.TempDir(), "a.json"), filepath.Join(t.TempDir(), "b.json")
+			sid, pathA, leaf := piSession(t, a, cwd)
+			if r := syncOnce(t, a, stateA, conn...); r.code != 0 {
+				t.Fatalf("sync a: %d %s", r.code, r.stderr)
+			}
+			pathB := strings.TrimSpace(mustRun(t, withFlags(conn, "checkout", sid, "--dir", b)...))
+			if want := filepath.Join(b, strings.TrimPrefix(pathA, a)); pathB != want {
+				t.Fatalf("checkout at %s, want pi's path %s", pathB, want)
+			}
+			if readFile(t, pathB) != readFile(t, pathA) {
+				t.Fatal("the checked-out file is not the original")
+			}
+			// Again: the file is the cluster's session, nothing to refuse.
+			mustRun(t, withFlags(conn, "checkout", sid, "--dir", b)...)
+
+			// pi on each machine answers from the same leaf.
+			lineA := piLine("aaaa0001", leaf, "user", "machine a asks")
+			lineB := piLine("bbbb0001", leaf, "user", "machine b asks")
+			appendFile(t, pathA, lineA)
+			appendFile(t, pathB, lineB)
+			r := runCLI(t, "", withFlags(conn, "checkout", sid, "--dir", b)...)
+			if r.code != 1 || !strings.Contains(r.stderr, pathB+":4: the file has entries that are not in the cluster: 1 (bbbb0001)") {
+				t.Fatalf("checkout over an unsynced line: exit %d, %q", r.code, r.stderr)
+			}
+			if !strings.Contains(readFile(t, pathB), "bbbb0001") {
+				t.Fatal("checkout overwrote the unsynced line")
+			}
+			for dir, state := range map[string]string{a: stateA, b: stateB} {
+				r := syncOnce(t, dir, state, conn...)
+				if _, imported, appended, refused := summaryOf(t, r.stdout); r.code != 0 || imported != 0 || appended != 1 || refused != 0 {
+					t.Fatalf("sync %s: exit %d, %s %s", dir, r.code, r.stdout, r.stderr)
+				}
+			}
+			exp := mustRun(t, withFlags(conn, "export", sid, "--consistency", "strong")...)
+			for _, l := range []string{lineA, lineB} {
+				if !strings.Contains(exp, l) {
+					t.Errorf("the cluster lacks %s", l)
+				}
+			}
+			// Both branches hang under the answer.
+			var tr struct {
+				Tree []struct {
+					Children []struct {
+						Children []struct{ ID string }
+					}
+				}
+			}
+			mustJSON(t, mustRun(t, withFlags(conn, "tree", sid, "--json", "--consistency", "strong")...), &tr)
+			if got := tr.Tree[0].Children[0].Children; len(got) != 2 {
+				t.Errorf("the answer has %d children, want both machines' questions", len(got))
+			}
+			// Now every line of b is in the cluster: checkout brings a's too,
+			// and the sync of b finds nothing to send.
+			mustRun(t, withFlags(conn, "checkout", sid, "--dir", b)...)
+			if readFile(t, pathB) != exp {
+				t.Error("the second checkout is not the cluster's session")
+			}
+			r = syncOnce(t, b, stateB, conn...)
+			if _, imported, appended, _ := summaryOf(t, r.stdout); r.code != 0 || imported+appended != 0 {
+				t.Errorf("sync b after the checkout: %s %s", r.stdout, r.stderr)
+			}
+			// --all with --cwd checks out the session on a third machine.
+			c := t.TempDir()
+			out := mustRun(t, withFlags(conn, "checkout", "--all", "--cwd", cwd, "--dir", c)...)
+			if got, want := strings.TrimSpace(out), filepath.Join(c, strings.TrimPrefix(pathA, a)); got != want {
+				t.Errorf("checkout --all: %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+// TestSyncMigrationRewrite: pi rewrites a file it migrates. For a
+// version-2 file (ids kept) the rewrite is recognized by id and only what
+// pi adds afterwards is sent; a version-1 file gets new ids, which the
+// cluster does not have: reported, not merged.
+func TestSyncMigrationRewrite(t *testing.T) {
+	n := startNode(t, "migrate", "")
+	conn := []string{"--http", n.httpURL}
+	root := filepath.Join(conformance.Dir(t))
+	for _, c := range []string{"pi-v2/v2-hook-tree", "pi-v1/v1-edge-kept-index-header"} {
+		t.Run(c, func(t *testing.T) {
+			dir, state := t.TempDir(), filepath.Join(t.TempDir(), "state.json")
+			path := filepath.Join(dir, "--home-dev-hooks-demo--", "session.jsonl")
+			appendFile(t, path, string(conformance.MustRead(t, filepath.Join(root, c, "original.jsonl"))))
+			if r := syncOnce(t, dir, state, conn...); r.code != 0 {
+				t.Fatalf("first sync: %s %s", r.stdout, r.stderr)
+			}
+			migrated := conformance.MustRead(t, filepath.Join(root, c, "migrated.jsonl"))
+			exp := conformance.MustValue(t, conformance.MustRead(t, filepath.Join(root, c, "expected.json")))
+			sid, _ := conformance.Field(exp, "sessionId")
+			before := mustRun(t, withFlags(conn, "export", sid.Str)...)
+			// pi's writeFileSync: the same file, truncated and written.
+			if err := (piWrite{rewrite: true, data: migrated}).apply(path); err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(strings.TrimSpace(string(migrated)), "\n")
+			var last struct{ ID string }
+			mustJSON(t, lines[len(lines)-1], &last)
+			added := piLine("cafe0001", last.ID, "user", "after the migration")
+			appendFile(t, path, added)
+			r := syncOnce(t, dir, state, conn...)
+			if ids, _ := conformance.Field(exp, "idsPreserved"); ids.Bool {
+				if _, imported, appended, refused := summaryOf(t, r.stdout); r.code != 0 || imported != 0 || appended != 1 || refused != 0 {
+					t.Fatalf("sync of the rewrite: exit %d %s %s", r.code, r.stdout, r.stderr)
+				}
+				if got := mustRun(t, withFlags(conn, "export", sid.Str)...); got != string(migrated)+added {
+					t.Errorf("export after the rewrite is not the file:\n%s", got)
+				}
+				return
+			}
+			if r.code != 1 || !strings.Contains(r.stderr, path+":1: none of the") || !strings.Contains(r.stderr, "not merged") {
+				t.Fatalf("sync of a version-1 rewrite: exit %d %s %s", r.code, r.stdout, r.stderr)
+			}
+			if got := mustRun(t, withFlags(conn, "export", sid.Str)...); got != before {
+				t.Error("the version-1 rewrite was merged")
+			}
+		})
 	}
 }
