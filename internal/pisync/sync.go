@@ -432,20 +432,18 @@ func (s *Syncer) fresh(ctx context.Context, path string, complete []byte) (*File
 		return nil, nil
 	}
 	st := &FileState{SessionID: h.id, Header: string(h.line), Offset: lines[hi].end, Lines: lines[hi].no}
-	err := apiclient.Call(ctx, s.o.Client, wire.GetRequest{SessionID: h.id, Consistency: wire.ConsistencyStrong}, nil)
-	switch {
-	case apiclient.IsStatus(err, http.StatusNotFound):
-		if err := s.importFile(ctx, path, complete, lines, h, st); !apiclient.IsStatus(err, http.StatusConflict) {
-			return st, err
+	// The import itself says whether the cluster has the session (409): one
+	// request per new file. A dry run asks first instead.
+	if s.o.DryRun {
+		err := apiclient.Call(ctx, s.o.Client, wire.GetRequest{SessionID: h.id, Consistency: wire.ConsistencyStrong}, nil)
+		switch {
+		case apiclient.IsStatus(err, http.StatusNotFound):
+			return st, s.importFile(ctx, path, complete, lines, h, st)
+		case err != nil:
+			return nil, err
 		}
-		// Imported by someone else meanwhile: compare.
-	case err != nil && refusal(err):
-		s.refuse(path, lines[hi], h.id, "", err)
-		st.Stopped = err.Error()
-		st.Offset, st.Lines = lines[len(lines)-1].end, lines[len(lines)-1].no
-		return st, nil
-	case err != nil:
-		return nil, err
+	} else if err := s.importFile(ctx, path, complete, lines, h, st); !apiclient.IsStatus(err, http.StatusConflict) {
+		return st, err
 	}
 	return s.reconcile(ctx, path, complete, lines[hi:], h, st)
 }
