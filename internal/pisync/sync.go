@@ -81,7 +81,8 @@ const (
 // Syncer streams session files into the cluster. Once runs one pass,
 // Watch runs until its context ends.
 type Syncer struct {
-	o Options
+	o        Options
+	deadPath string // o.DeadLetterPath made absolute, to leave it out of the files
 
 	mu       sync.Mutex
 	files    map[string]*FileState
@@ -127,7 +128,11 @@ func New(o Options) (*Syncer, error) {
 		}
 	}
 	o.Dirs = abs
-	return &Syncer{o: o, files: files, reported: map[string]string{}, seen: map[string]bool{}, compared: map[string]bool{}}, nil
+	dead, err := filepath.Abs(o.DeadLetterPath)
+	if err != nil {
+		return nil, err
+	}
+	return &Syncer{o: o, deadPath: dead, files: files, reported: map[string]string{}, seen: map[string]bool{}, compared: map[string]bool{}}, nil
 }
 
 // DeadLetterPath is the default dead-letter file of a state file.
@@ -164,7 +169,9 @@ func (s *Syncer) Once(ctx context.Context) error {
 	return err
 }
 
-// find lists the *.jsonl files under the directories, in lexical order.
+// find lists the *.jsonl files under the directories, in lexical order,
+// but the dead-letter file (a state kept inside a sessions directory
+// would put it there).
 func (s *Syncer) find() ([]string, error) {
 	var files []string
 	for _, d := range s.o.Dirs {
@@ -177,7 +184,7 @@ func (s *Syncer) find() ([]string, error) {
 				if de != nil && de.IsDir() {
 					return fs.SkipDir
 				}
-			case !de.IsDir() && strings.HasSuffix(p, ".jsonl"):
+			case !de.IsDir() && strings.HasSuffix(p, ".jsonl") && p != s.deadPath:
 				files = append(files, p)
 			}
 			return nil

@@ -75,7 +75,7 @@ func (s *Syncer) Watch(ctx context.Context) error {
 					rescan()
 				}
 			}
-			if strings.HasSuffix(ev.Name, ".jsonl") && (ev.Has(fsnotify.Write) || ev.Has(fsnotify.Create)) {
+			if strings.HasSuffix(ev.Name, ".jsonl") && ev.Name != s.deadPath && (ev.Has(fsnotify.Write) || ev.Has(fsnotify.Create)) {
 				schedule(ev.Name, time.Now().Add(s.o.Settle))
 			}
 		case err, ok := <-w.Errors:
