@@ -71,6 +71,7 @@ func runSync(ctx context.Context, e *env, args []string) error {
 	if *statePath == "" {
 		*statePath = filepath.Join(filepath.Dir(filepath.Clean(dirs[0])), "pi-ctl-sync.json")
 	}
+	conn.reconnect = !*once
 	b, err := conn.open(ctx, e, fs)
 	if err != nil {
 		return err

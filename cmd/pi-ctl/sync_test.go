@@ -420,3 +420,46 @@ func TestSyncTenThousandFiles(t *testing.T) {
 	t.Logf("first run: %d files in %v (%.0f sessions/s); second run, nothing to send: %v",
 		files, first.Round(time.Millisecond), files/first.Seconds(), second.Round(time.Millisecond))
 }
+
+// TestSyncNodeRestart: the node dies (kill -9) while pi goes on writing;
+// the running sync keeps what it could not send and sends it once the
+// node is back, over either transport.
+func TestSyncNodeRestart(t *testing.T) {
+	for _, transport := range []string{"nats", "http"} {
+		t.Run(transport, func(t *testing.T) {
+			n := startNode(t, "restart-"+transport, "")
+			conn := transports(n)[transport]
+			dir, state := filepath.Join(t.TempDir(), "sessions"), filepath.Join(t.TempDir(), "state.json")
+			p := startSync(t, "pi-ctl-sync", dir, state, conn...)
+			sid, path, leaf := piSession(t, dir, "/home/dev/app")
+			waitFile := func() {
+				t.Helper()
+				testutil.WaitFor(t, 60*time.Second, func() error {
+					r := runCLI(t, "", withFlags(conn, "export", sid)...)
+					if want := readFile(t, path); r.stdout != want {
+						return fmt.Errorf("export %d bytes, the file %d: %s", len(r.stdout), len(want), r.stderr)
+					}
+					return nil
+				})
+			}
+			waitFile()
+			n.kill9(t)
+			parent := leaf
+			for k := range 5 {
+				id := fmt.Sprintf("d000000%d", k)
+				appendFile(t, path, piLine(id, parent, "user", "while the node was down"))
+				parent = id
+			}
+			if err := n.start(builtBinary(t, "pi-node")); err != nil {
+				t.Fatal(err)
+			}
+			waitFile()
+			if err := p.Stop(15 * time.Second); err != nil {
+				t.Fatalf("pi-ctl sync: %v\n%s", err, p.Tail(20))
+			}
+			if _, imported, appended, refused := summaryOf(t, p.Tail(1)); imported != 1 || appended != 5 || refused != 0 {
+				t.Errorf("summary %q: want 1 imported, 5 appended, 0 refused", p.Tail(1))
+			}
+		})
+	}
+}
