@@ -430,19 +430,23 @@ func TestSyncNodeRestart(t *testing.T) {
 			n := startNode(t, "restart-"+transport, "")
 			conn := transports(n)[transport]
 			dir, state := filepath.Join(t.TempDir(), "sessions"), filepath.Join(t.TempDir(), "state.json")
-			p := startSync(t, "pi-ctl-sync", dir, state, conn...)
+			// No rescan in the test's time: what the node missed is sent
+			// by the retries alone.
+			p := startSync(t, "pi-ctl-sync", dir, state, append(conn, "--rescan", "1h")...)
 			sid, path, leaf := piSession(t, dir, "/home/dev/app")
-			waitFile := func() {
+			waitFiles := func(files map[string]string) {
 				t.Helper()
 				testutil.WaitFor(t, 60*time.Second, func() error {
-					r := runCLI(t, "", withFlags(conn, "export", sid)...)
-					if want := readFile(t, path); r.stdout != want {
-						return fmt.Errorf("export %d bytes, the file %d: %s", len(r.stdout), len(want), r.stderr)
+					for sid, path := range files {
+						r := runCLI(t, "", withFlags(conn, "export", sid)...)
+						if want := readFile(t, path); r.stdout != want {
+							return fmt.Errorf("%s: export %d bytes, the file %d: %s", path, len(r.stdout), len(want), r.stderr)
+						}
 					}
 					return nil
 				})
 			}
-			waitFile()
+			waitFiles(map[string]string{sid: path})
 			n.kill9(t)
 			parent := leaf
 			for k := range 5 {
@@ -450,15 +454,22 @@ func TestSyncNodeRestart(t *testing.T) {
 				appendFile(t, path, piLine(id, parent, "user", "while the node was down"))
 				parent = id
 			}
+			// More new files than the sync has workers: those a failed
+			// pass did not reach are retried too.
+			files := map[string]string{sid: path}
+			for range 10 {
+				s, p, _ := piSession(t, dir, "/home/dev/app")
+				files[s] = p
+			}
 			if err := n.start(builtBinary(t, "pi-node")); err != nil {
 				t.Fatal(err)
 			}
-			waitFile()
+			waitFiles(files)
 			if err := p.Stop(15 * time.Second); err != nil {
 				t.Fatalf("pi-ctl sync: %v\n%s", err, p.Tail(20))
 			}
-			if _, imported, appended, refused := summaryOf(t, p.Tail(1)); imported != 1 || appended != 5 || refused != 0 {
-				t.Errorf("summary %q: want 1 imported, 5 appended, 0 refused", p.Tail(1))
+			if _, imported, appended, refused := summaryOf(t, p.Tail(1)); imported != 11 || appended != 5 || refused != 0 {
+				t.Errorf("summary %q: want 11 imported, 5 appended, 0 refused", p.Tail(1))
 			}
 		})
 	}

@@ -40,7 +40,8 @@ type Options struct {
 	Progress func(Progress)
 	// Rescan (watch mode) is how often every file is looked at again,
 	// since file system events can be lost (default 30 s); Settle how long
-	// a file must be quiet before it is read (default 50 ms).
+	// after a file's first event it is read (default 50 ms), so that a
+	// burst of writes is read once.
 	Rescan, Settle time.Duration
 }
 
@@ -197,9 +198,10 @@ func (s *Syncer) find() ([]string, error) {
 	return files, nil
 }
 
-// pass syncs files with Jobs workers. It returns the files that failed
-// for a reason of the cluster's (to retry), and the first such error when
-// it is one that stops everything (unreachable, context).
+// pass syncs files with Jobs workers. It returns the files to retry (those
+// that failed for a reason of the cluster's, and those a stop left
+// untouched), and the first error that stops everything (unreachable,
+// context).
 func (s *Syncer) pass(ctx context.Context, files []string) (retry []string, err error) {
 	start := time.Now()
 	ctx, cancel := context.WithCancel(ctx)
@@ -241,16 +243,19 @@ func (s *Syncer) pass(ctx context.Context, files []string) (retry []string, err 
 			}
 		}()
 	}
+	fed := 0
 feed:
 	for _, p := range files {
 		select {
 		case next <- p:
+			fed++
 		case <-ctx.Done():
 			break feed
 		}
 	}
 	close(next)
 	wg.Wait()
+	retry = append(retry, files[fed:]...)
 	if first == nil && ctx.Err() != nil {
 		first = ctx.Err()
 	}

@@ -3,6 +3,7 @@ package pisync
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -82,6 +83,15 @@ func (f *fixture) once() Summary {
 		f.t.Fatal(err)
 	}
 	return s.Summary()
+}
+
+// synced writes a first flush of a new session and syncs it.
+func (f *fixture) synced() (sid, path string) {
+	f.t.Helper()
+	sid, path = testutil.SessionID(f.t), filepath.Join(f.dir, "s.jsonl")
+	write(f.t, path, firstFlush(sid))
+	f.once()
+	return sid, path
 }
 
 func (f *fixture) export(sid string) string {
@@ -207,10 +217,7 @@ func TestRefused(t *testing.T) {
 // session id is reported and not merged.
 func TestHeaderChanged(t *testing.T) {
 	f := newFixture(t)
-	sid := testutil.SessionID(t)
-	path := filepath.Join(f.dir, "s.jsonl")
-	write(t, path, firstFlush(sid))
-	f.once()
+	sid, path := f.synced()
 	other := strings.Replace(firstFlush(sid), "/home/dev/app", "/home/dev/other", 1) + entryLine("a0000003", "a0000002", "user", "more") + "\n"
 	if err := os.WriteFile(path, []byte(other), 0o600); err != nil {
 		t.Fatal(err)
@@ -318,4 +325,66 @@ func TestWatch(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestPassRetry: when the node cannot be reached, a pass stops, and every
+// file it did not bring to the cluster (failed or never reached) is
+// returned for the retry.
+func TestPassRetry(t *testing.T) {
+	dead, err := apiclient.NewHTTP(apiclient.HTTPOptions{URL: fmt.Sprintf("http://127.0.0.1:%d", testutil.FreePort(t)), Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dead.Close()
+	dir := t.TempDir()
+	var files []string
+	for k := range 20 {
+		p := filepath.Join(dir, fmt.Sprintf("%02d.jsonl", k))
+		write(t, p, firstFlush(testutil.SessionID(t)))
+		files = append(files, p)
+	}
+	s, err := New(Options{Client: dead, Dirs: []string{dir}, StatePath: filepath.Join(t.TempDir(), "state.json"), Jobs: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	retry, err := s.pass(context.Background(), files)
+	var ue *apiclient.UnreachableError
+	if !errors.As(err, &ue) {
+		t.Fatalf("pass: %v", err)
+	}
+	if len(retry) != len(files) {
+		t.Errorf("%d files to retry, want all %d", len(retry), len(files))
+	}
+}
+
+// TestDryRun: a dry run counts what it would send, and sends and writes
+// nothing: no session, no state, no dead letter.
+func TestDryRun(t *testing.T) {
+	f := newFixture(t)
+	sid, path := f.synced()
+	write(t, path, entryLine("a0000003", "a0000002", "user", "more")+"\n")
+	other := testutil.SessionID(t)
+	write(t, filepath.Join(f.dir, "new.jsonl"), firstFlush(other))
+	before, _ := os.ReadFile(f.state)
+	o := f.options()
+	o.DryRun = true
+	s, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Once(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if sum := s.Summary(); sum.Imported != 1 || sum.Appended != 1 || sum.Files != 2 {
+		t.Errorf("dry run: %+v", sum)
+	}
+	if after, _ := os.ReadFile(f.state); string(after) != string(before) {
+		t.Error("a dry run wrote the state")
+	}
+	if _, err := f.c.Do(context.Background(), wire.GetRequest{SessionID: other}); !apiclient.IsStatus(err, 404) {
+		t.Errorf("a dry run imported: %v", err)
+	}
+	if got := f.export(sid); got != firstFlush(sid) {
+		t.Errorf("a dry run appended:\n%s", got)
+	}
 }

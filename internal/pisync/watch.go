@@ -34,9 +34,12 @@ func (s *Syncer) Watch(ctx context.Context) error {
 			return err
 		}
 	}
-	pending := map[string]time.Time{} // file → when it may be read (quiet since Settle)
+	// pending is when each file is to be read: Settle after the first
+	// event of a burst (pi's first flush may be many writes), never later
+	// for more events, so a file written without pause is still read.
+	pending := map[string]time.Time{}
 	schedule := func(p string, at time.Time) {
-		if t, ok := pending[p]; !ok || at.After(t) {
+		if t, ok := pending[p]; !ok || at.Before(t) {
 			pending[p] = at
 		}
 	}
