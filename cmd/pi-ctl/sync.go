@@ -95,9 +95,6 @@ func runSync(ctx context.Context, e *env, args []string) error {
 	if *dryRun {
 		line = "dry run: " + line + " (nothing sent)"
 	}
-	if sum.Conflicts > 0 || sum.Errors > 0 {
-		line += fmt.Sprintf(", %d files not merged, %d files unreadable", sum.Conflicts, sum.Errors)
-	}
 	fmt.Fprintln(e.stdout, line)
 	switch {
 	case err != nil && !errors.Is(err, context.Canceled):

@@ -65,8 +65,19 @@ type Summary struct {
 	Bytes     int64 // bytes sent
 }
 
+// String is the summary line, with the counts that are not zero of what
+// was skipped or not merged after it.
 func (s Summary) String() string {
-	return fmt.Sprintf("%d files, %d sessions imported, %d entries appended, %d refused", s.Files, s.Imported, s.Appended, s.Refused)
+	line := fmt.Sprintf("%d files, %d sessions imported, %d entries appended, %d refused", s.Files, s.Imported, s.Appended, s.Refused)
+	for _, c := range []struct {
+		n    int
+		what string
+	}{{s.Known, "entries already in the cluster"}, {s.Conflicts, "files not merged"}, {s.Errors, "files not readable as pi sessions"}} {
+		if c.n > 0 {
+			line += fmt.Sprintf(", %d %s", c.n, c.what)
+		}
+	}
+	return line
 }
 
 // Failed reports whether the summary holds something the user must look at.

@@ -388,3 +388,31 @@ func TestDryRun(t *testing.T) {
 		t.Errorf("a dry run appended:\n%s", got)
 	}
 }
+
+// TestRecoveredFile: pi resumed from an empty file writes the header at
+// once, and at the first flush the header again with the backlog. The
+// header alone is a session; the second header is pi's duplicate, left
+// out; the backlog is appended.
+func TestRecoveredFile(t *testing.T) {
+	f := newFixture(t)
+	sid := testutil.SessionID(t)
+	path := filepath.Join(f.dir, "s.jsonl")
+	write(t, path, "")
+	if s := f.once(); s.Imported+s.Errors != 0 {
+		t.Fatalf("empty file: %+v", s)
+	}
+	write(t, path, headerLine(sid)+"\n")
+	if s := f.once(); s.Imported != 1 {
+		t.Fatalf("header alone: %+v", s)
+	}
+	write(t, path, firstFlush(sid))
+	if s := f.once(); s.Appended != 2 || s.Refused != 0 {
+		t.Fatalf("the flush: %+v", s)
+	}
+	if got := f.export(sid); got != firstFlush(sid) {
+		t.Errorf("export:\n%s", got)
+	}
+	if strings.Contains(f.warn.String(), "second session header") {
+		t.Errorf("pi's duplicate header reported: %s", f.warn.String())
+	}
+}
