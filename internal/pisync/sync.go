@@ -465,8 +465,13 @@ func (s *Syncer) fresh(ctx context.Context, path string, complete []byte) (*File
 		case err != nil:
 			return nil, err
 		}
-	} else if err := s.importFile(ctx, path, complete, lines, h, st); !apiclient.IsStatus(err, http.StatusConflict) {
-		return st, err
+	} else {
+		switch err := s.importFile(ctx, path, complete, lines, h, st); {
+		case err == nil:
+			return st, nil
+		case !apiclient.IsStatus(err, http.StatusConflict):
+			return nil, err // nothing is known to be in the cluster: no state
+		}
 	}
 	return s.reconcile(ctx, path, complete, lines[hi:], h, st)
 }

@@ -355,6 +355,10 @@ func TestPassRetry(t *testing.T) {
 	if len(retry) != len(files) {
 		t.Errorf("%d files to retry, want all %d", len(retry), len(files))
 	}
+	// Nothing went in: no file has a state that would make it look synced.
+	if st := s.state(files[0]); st != nil {
+		t.Errorf("state of a file the node never took: %+v", st)
+	}
 }
 
 // TestDryRun: a dry run counts what it would send, and sends and writes
