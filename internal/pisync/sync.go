@@ -461,12 +461,12 @@ func (s *Syncer) fresh(ctx context.Context, path string, complete []byte) (*File
 		err := apiclient.Call(ctx, s.o.Client, wire.GetRequest{SessionID: h.id, Consistency: wire.ConsistencyStrong}, nil)
 		switch {
 		case apiclient.IsStatus(err, http.StatusNotFound):
-			return st, s.importFile(ctx, path, complete, lines, h, st)
+			return st, s.importFile(ctx, path, complete, lines[hi:], h, st)
 		case err != nil:
 			return nil, err
 		}
 	} else {
-		switch err := s.importFile(ctx, path, complete, lines, h, st); {
+		switch err := s.importFile(ctx, path, complete, lines[hi:], h, st); {
 		case err == nil:
 			return st, nil
 		case !apiclient.IsStatus(err, http.StatusConflict):
@@ -476,7 +476,8 @@ func (s *Syncer) fresh(ctx context.Context, path string, complete []byte) (*File
 	return s.reconcile(ctx, path, complete, lines[hi:], h, st)
 }
 
-// importFile imports the file's complete lines as one session.
+// importFile imports the file's complete lines as one session; lines
+// start at the header.
 func (s *Syncer) importFile(ctx context.Context, path string, complete []byte, lines []line, h header, st *FileState) error {
 	last := lines[len(lines)-1]
 	if !s.o.DryRun {
