@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -205,8 +206,9 @@ func (s *Syncer) find() ([]string, error) {
 			return nil, err
 		}
 	}
+	// Directories given twice, or one inside another, list a file once.
 	sort.Strings(files)
-	return files, nil
+	return slices.Compact(files), nil
 }
 
 // pass syncs files with Jobs workers. It returns the files to retry (those

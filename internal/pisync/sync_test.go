@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -327,9 +328,9 @@ func TestWatch(t *testing.T) {
 	})
 }
 
-// TestPassRetry: when the node cannot be reached, a pass stops, and every
-// file it did not bring to the cluster (failed or never reached) is
-// returned for the retry.
+// TestPassRetry: a directory given twice lists each file once; when the
+// node cannot be reached, a pass stops, and every file it did not bring to
+// the cluster (failed or never reached) is returned for the retry.
 func TestPassRetry(t *testing.T) {
 	dead, err := apiclient.NewHTTP(apiclient.HTTPOptions{URL: fmt.Sprintf("http://127.0.0.1:%d", testutil.FreePort(t)), Timeout: time.Second})
 	if err != nil {
@@ -343,9 +344,13 @@ func TestPassRetry(t *testing.T) {
 		write(t, p, firstFlush(testutil.SessionID(t)))
 		files = append(files, p)
 	}
-	s, err := New(Options{Client: dead, Dirs: []string{dir}, StatePath: filepath.Join(t.TempDir(), "state.json"), Jobs: 2})
+	s, err := New(Options{Client: dead, Dirs: []string{dir, dir + "/"}, StatePath: filepath.Join(t.TempDir(), "state.json"), Jobs: 2})
 	if err != nil {
 		t.Fatal(err)
+	}
+	found, err := s.find()
+	if err != nil || !slices.Equal(found, files) {
+		t.Fatalf("find (the directory given twice): %v, %v", found, err)
 	}
 	retry, err := s.pass(context.Background(), files)
 	var ue *apiclient.UnreachableError
