@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/pifleet/sessionlog/internal/apiclient"
-	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // ErrUnsynced is the error of a checkout that would overwrite lines the
@@ -23,7 +22,7 @@ var ErrUnsynced = errors.New("the file has entries that are not in the cluster")
 // ErrUnsynced and names the first such line. The file is written
 // atomically.
 func Checkout(ctx context.Context, c apiclient.Client, sid, sessionsDir string) (string, error) {
-	data, err := c.Do(ctx, wire.ExportRequest{SessionID: sid, Consistency: wire.ConsistencyStrong})
+	data, err := exportOf(ctx, c, sid)
 	if err != nil {
 		return "", err
 	}

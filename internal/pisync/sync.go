@@ -424,7 +424,7 @@ func (s *Syncer) resume(ctx context.Context, path string, complete []byte, st *F
 	if compared || st.Offset == int64(len(complete)) {
 		return s.sendLines(ctx, path, complete, st, nil)
 	}
-	body, err := s.o.Client.Do(ctx, wire.ExportRequest{SessionID: st.SessionID, Consistency: wire.ConsistencyStrong})
+	body, err := exportOf(ctx, s.o.Client, st.SessionID)
 	if err != nil {
 		return err
 	}
@@ -478,19 +478,26 @@ func (s *Syncer) fresh(ctx context.Context, path string, complete []byte) (*File
 	return s.reconcile(ctx, path, complete, lines[hi:], h, st)
 }
 
-// importFile imports the file's complete lines as one session; lines
-// start at the header.
+// importFile imports the file's complete lines (from the header on) as
+// one session. A file too large for one request (NATS's max_payload is
+// 1 MiB by default) is imported as a head that fits, halved until it does,
+// and the rest appended: the session is then visible before it is whole,
+// which a single import avoids wherever the transport allows it.
 func (s *Syncer) importFile(ctx context.Context, path string, complete []byte, lines []line, h header, st *FileState) error {
-	last := lines[len(lines)-1]
-	if !s.o.DryRun {
-		body, err := s.o.Client.Do(ctx, wire.ImportRequest{File: complete})
+	k := len(lines) // lines[:k] are sent
+	for !s.o.DryRun {
+		body, err := s.o.Client.Do(ctx, wire.ImportRequest{File: complete[:lines[k-1].end]})
+		if apiclient.IsStatus(err, http.StatusRequestEntityTooLarge) && k > 1 {
+			budget := lines[k-1].end / 2
+			for k = 1; k < len(lines) && lines[k].end <= budget; k++ {
+			}
+			continue
+		}
 		switch {
 		case apiclient.IsStatus(err, http.StatusConflict):
 			return err
 		case err != nil && refusal(err):
-			s.refuse(path, lines[0], h.id, "", err)
-			st.Stopped = err.Error()
-			st.Offset, st.Lines = last.end, last.no
+			s.refuseFile(path, lines, h.id, st, err)
 			return nil
 		case err != nil:
 			return err
@@ -506,13 +513,26 @@ func (s *Syncer) importFile(ctx context.Context, path string, complete []byte, l
 				s.o.Warn(fmt.Sprintf("%s:%d: skipped, as pi skips it: %s", path, sk.Line, sk.Reason))
 			}
 		}
+		break
 	}
-	st.Offset, st.Lines, st.LastID = last.end, last.no, lastEntryID(lines)
-	s.count(func(c *Summary) { c.Imported++; c.Bytes += int64(len(complete)) })
+	st.Offset, st.Lines, st.LastID = lines[k-1].end, lines[k-1].no, lastEntryID(lines[:k])
+	s.count(func(c *Summary) { c.Imported++; c.Bytes += lines[k-1].end })
 	s.mu.Lock()
 	s.compared[path] = true // this process sent it all
 	s.mu.Unlock()
+	if k < len(lines) {
+		return s.sendLines(ctx, path, complete, st, nil)
+	}
 	return nil
+}
+
+// refuseFile records a file the cluster does not take at all (its header
+// is refused): its header line in the dead-letter file, and the file
+// stopped until it is rewritten.
+func (s *Syncer) refuseFile(path string, lines []line, sid string, st *FileState, err error) {
+	s.refuse(path, lines[0], sid, "", err)
+	last := lines[len(lines)-1]
+	st.Stopped, st.Offset, st.Lines = err.Error(), last.end, last.no
 }
 
 func lastEntryID(lines []line) string {
@@ -528,7 +548,7 @@ func lastEntryID(lines []line) string {
 // cluster has: the header must be the same, entries the cluster has are
 // skipped (refused when their content differs), the rest appended.
 func (s *Syncer) reconcile(ctx context.Context, path string, complete []byte, lines []line, h header, st *FileState) (*FileState, error) {
-	body, err := s.o.Client.Do(ctx, wire.ExportRequest{SessionID: h.id, Consistency: wire.ConsistencyStrong})
+	body, err := exportOf(ctx, s.o.Client, h.id)
 	if err != nil {
 		return nil, err
 	}
@@ -666,8 +686,15 @@ func (s *Syncer) appendBatch(ctx context.Context, path, sid string, batch []line
 		s.refuse(path, batch[0], sid, ids[0], err)
 		return nil
 	}
-	for k := range batch {
-		if err := s.appendBatch(ctx, path, sid, batch[k:k+1], ids[k:k+1]); err != nil {
+	// Too large for the transport: halves. Refused for its content: one
+	// by one, so that only the entries at fault are left out.
+	step := 1
+	if apiclient.IsStatus(err, http.StatusRequestEntityTooLarge) {
+		step = (len(batch) + 1) / 2
+	}
+	for k := 0; k < len(batch); k += step {
+		end := min(k+step, len(batch))
+		if err := s.appendBatch(ctx, path, sid, batch[k:end], ids[k:end]); err != nil {
 			return err
 		}
 	}
