@@ -139,6 +139,11 @@ func New(o Options) (*Syncer, error) {
 		if abs[k], err = filepath.Abs(d); err != nil {
 			return nil, err
 		}
+		// A sessions directory that is a symbolic link (to a larger disk)
+		// is walked and watched where it points.
+		if r, err := filepath.EvalSymlinks(abs[k]); err == nil {
+			abs[k] = r
+		}
 	}
 	o.Dirs = abs
 	dead, err := filepath.Abs(o.DeadLetterPath)

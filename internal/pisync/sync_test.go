@@ -472,3 +472,18 @@ func TestLargeOverNATS(t *testing.T) {
 		t.Errorf("checkout over NATS: %d bytes, want %d", len(got), len(data))
 	}
 }
+
+// TestSymlinkedDir: a sessions directory that is a symbolic link is synced
+// where it points.
+func TestSymlinkedDir(t *testing.T) {
+	f := newFixture(t)
+	write(t, filepath.Join(f.dir, "--home-dev-app--", "s.jsonl"), firstFlush(testutil.SessionID(t)))
+	link := filepath.Join(t.TempDir(), "sessions")
+	if err := os.Symlink(f.dir, link); err != nil {
+		t.Skip(err)
+	}
+	f.dir = link
+	if s := f.once(); s.Imported != 1 {
+		t.Errorf("through the link: %+v", s)
+	}
+}

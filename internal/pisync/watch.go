@@ -139,7 +139,9 @@ func (s *Syncer) Watch(ctx context.Context) error {
 	}
 }
 
-// watchTree adds a watch on dir and every directory under it.
+// watchTree adds a watch on dir and every directory under it. A directory
+// that cannot be watched (the system's limit of watches) is told and left
+// to the rescans.
 func (s *Syncer) watchTree(w *fsnotify.Watcher, dir string) error {
 	return filepath.WalkDir(dir, func(p string, de fs.DirEntry, err error) error {
 		if err != nil {
@@ -151,7 +153,7 @@ func (s *Syncer) watchTree(w *fsnotify.Watcher, dir string) error {
 		}
 		if de.IsDir() {
 			if err := w.Add(p); err != nil {
-				return fmt.Errorf("watch %s: %w", p, err)
+				s.problem(p, fmt.Sprintf("watch %s: %v (its files are found by the rescan every %v)", p, err, s.o.Rescan))
 			}
 		}
 		return nil
