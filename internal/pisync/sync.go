@@ -406,6 +406,10 @@ func (s *Syncer) syncFile(ctx context.Context, path string) error {
 			s.o.Warn(fmt.Sprintf("%s: rewritten since it was synced: comparing it with the cluster's session by entry id", path))
 		}
 		next, err = s.fresh(ctx, path, complete)
+		if old != nil && next != nil && next.SessionID != old.SessionID {
+			// pi recovered a broken file by starting a new session in it.
+			s.o.Warn(fmt.Sprintf("%s: now holds session %s (was %s, which stays in the cluster)", path, next.SessionID, old.SessionID))
+		}
 	}
 	if next == nil {
 		return err

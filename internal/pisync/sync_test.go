@@ -487,3 +487,24 @@ func TestSymlinkedDir(t *testing.T) {
 		t.Errorf("through the link: %+v", s)
 	}
 }
+
+// TestNewSessionInFile: pi recovers a broken file by truncating it and
+// starting a new session (a new id) at the same path; that session is
+// imported on its own and the change is told.
+func TestNewSessionInFile(t *testing.T) {
+	f := newFixture(t)
+	old, path := f.synced()
+	sid := testutil.SessionID(t)
+	if err := os.WriteFile(path, []byte(firstFlush(sid)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if s := f.once(); s.Imported != 1 || s.Conflicts != 0 {
+		t.Fatalf("%+v", s)
+	}
+	if !strings.Contains(f.warn.String(), path+": now holds session "+sid+" (was "+old) {
+		t.Errorf("warnings: %s", f.warn.String())
+	}
+	if f.export(old) != firstFlush(old) || f.export(sid) != firstFlush(sid) {
+		t.Error("the two sessions are not both in the cluster")
+	}
+}
