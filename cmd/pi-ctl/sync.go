@@ -127,8 +127,12 @@ func (o *syncOutput) warn(msg string) {
 }
 
 // progress draws the bar on a terminal; elsewhere a plain line every few
-// seconds, and only for a pass long enough to need one.
+// seconds, and only for a pass long enough to need one. Only the first
+// pass (over every file) is shown: a watch's later ones are a file or two.
 func (o *syncOutput) progress(p pisync.Progress) {
+	if !p.First {
+		return
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	rate := 0.0

@@ -15,7 +15,7 @@ import (
 func TestSyncProgress(t *testing.T) {
 	var buf bytes.Buffer
 	o := &syncOutput{e: &env{stderr: &buf}, bar: true}
-	o.progress(pisync.Progress{Done: 5, Total: 10, Bytes: 2048, Imported: 5, Elapsed: time.Second})
+	o.progress(pisync.Progress{Done: 5, Total: 10, Bytes: 2048, Imported: 5, Elapsed: time.Second, First: true})
 	if got := buf.String(); !strings.HasPrefix(got, "\r[###############") || !strings.Contains(got, "5/10 files, 2.0 KiB, 5 sessions/s") {
 		t.Errorf("bar: %q", got)
 	}
@@ -27,13 +27,20 @@ func TestSyncProgress(t *testing.T) {
 
 	buf.Reset()
 	o = &syncOutput{e: &env{stderr: &buf}}
-	o.progress(pisync.Progress{Done: 1, Total: 10, Elapsed: time.Second})
+	o.progress(pisync.Progress{Done: 1, Total: 10, Elapsed: time.Second, First: true})
 	if buf.Len() != 0 {
 		t.Errorf("a short pass printed %q", buf.String())
 	}
-	o.progress(pisync.Progress{Done: 9000, Total: 10000, Bytes: 5 << 20, Imported: 9000, Elapsed: 6 * time.Second})
-	o.progress(pisync.Progress{Done: 9001, Total: 10000, Bytes: 5 << 20, Imported: 9001, Elapsed: 6 * time.Second})
+	o.progress(pisync.Progress{Done: 9000, Total: 10000, Bytes: 5 << 20, Imported: 9000, Elapsed: 6 * time.Second, First: true})
+	o.progress(pisync.Progress{Done: 9001, Total: 10000, Bytes: 5 << 20, Imported: 9001, Elapsed: 6 * time.Second, First: true})
 	if got := buf.String(); got != "pi-ctl sync: 9000/10000 files, 5.0 MiB, 1500 sessions/s\n" {
 		t.Errorf("plain progress: %q", got)
+	}
+	// A watch's later passes are not shown.
+	buf.Reset()
+	o = &syncOutput{e: &env{stderr: &buf}, bar: true}
+	o.progress(pisync.Progress{Done: 1, Total: 1, Elapsed: time.Millisecond})
+	if buf.Len() != 0 {
+		t.Errorf("a later pass drew %q", buf.String())
 	}
 }

@@ -52,6 +52,9 @@ type Progress struct {
 	Bytes       int64
 	Imported    int
 	Elapsed     time.Duration
+	// First is set in the first pass, the one over every file (a watch's
+	// later passes take the files that changed).
+	First bool
 }
 
 // Summary counts what the sync did.
@@ -104,6 +107,7 @@ type Syncer struct {
 	saved    time.Time
 	reported map[string]string // path → the last problem told, so a rescan does not repeat it
 	seen     map[string]bool   // the files looked at, for Summary.Files
+	passes   int               // passes begun
 	// compared holds the files whose new lines this process has compared
 	// with the cluster: the first time, what the state does not record
 	// (sent just before a crash) is skipped rather than sent again.
@@ -222,6 +226,10 @@ func (s *Syncer) find() ([]string, error) {
 // context).
 func (s *Syncer) pass(ctx context.Context, files []string) (retry []string, err error) {
 	start := time.Now()
+	s.mu.Lock()
+	firstPass := s.passes == 0
+	s.passes++
+	s.mu.Unlock()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -253,7 +261,7 @@ func (s *Syncer) pass(ctx context.Context, files []string) (retry []string, err 
 				}
 				if s.o.Progress != nil {
 					sum := s.Summary()
-					s.o.Progress(Progress{Done: n, Total: len(files), Bytes: sum.Bytes, Imported: sum.Imported, Elapsed: time.Since(start)})
+					s.o.Progress(Progress{Done: n, Total: len(files), Bytes: sum.Bytes, Imported: sum.Imported, Elapsed: time.Since(start), First: firstPass})
 				}
 				if serr := s.save(false); serr != nil {
 					s.problem(s.o.StatePath, fmt.Sprintf("state file %s: %v", s.o.StatePath, serr))

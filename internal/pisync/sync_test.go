@@ -287,6 +287,13 @@ func TestWatch(t *testing.T) {
 	f := newFixture(t)
 	o := f.options()
 	o.Rescan = time.Hour // only the events can find the file
+	var mu sync.Mutex
+	var firsts []bool // Progress.First of each call
+	o.Progress = func(p Progress) {
+		mu.Lock()
+		firsts = append(firsts, p.First)
+		mu.Unlock()
+	}
 	s, err := New(o)
 	if err != nil {
 		t.Fatal(err)
@@ -326,6 +333,13 @@ func TestWatch(t *testing.T) {
 		}
 		return nil
 	})
+	// The first pass (over first.jsonl) is told as the first; the passes
+	// the events started are not.
+	mu.Lock()
+	defer mu.Unlock()
+	if len(firsts) < 2 || !firsts[0] || firsts[len(firsts)-1] {
+		t.Errorf("Progress.First of the passes: %v", firsts)
+	}
 }
 
 // TestPassRetry: a directory given twice lists each file once; when the
