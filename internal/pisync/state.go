@@ -30,8 +30,9 @@ type FileState struct {
 	// bytes hash differently was rewritten (or replaced) and is compared
 	// with the cluster again.
 	Hash string `json:"hash"`
-	// Header is the file's header line, to recognize pi's duplicate.
-	Header string `json:"header"`
+	// HeaderHash is the SHA-256 of the file's header line, to recognize
+	// pi's duplicate of it.
+	HeaderHash string `json:"headerHash"`
 	// Stopped says why the file is not synced any further (its header is
 	// not the cluster's); it is looked at again once it is rewritten.
 	Stopped string `json:"stopped,omitempty"`

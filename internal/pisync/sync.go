@@ -263,9 +263,7 @@ func (s *Syncer) pass(ctx context.Context, files []string) (retry []string, err 
 					sum := s.Summary()
 					s.o.Progress(Progress{Done: n, Total: len(files), Bytes: sum.Bytes, Imported: sum.Imported, Elapsed: time.Since(start), First: firstPass})
 				}
-				if serr := s.save(false); serr != nil {
-					s.problem(s.o.StatePath, fmt.Sprintf("state file %s: %v", s.o.StatePath, serr))
-				}
+				s.saveOrWarn()
 			}
 		}()
 	}
@@ -316,11 +314,27 @@ func (s *Syncer) save(now bool) error {
 	if s.o.DryRun || !s.dirty || (!now && time.Since(s.saved) < time.Second) {
 		return nil
 	}
+	s.saved = time.Now() // a failed save is tried again a second later, not at once
 	if err := saveState(s.o.StatePath, s.files); err != nil {
 		return err
 	}
-	s.dirty, s.saved = false, time.Now()
+	s.dirty = false
 	return nil
+}
+
+// saveOrWarn saves the state if a second has passed since the last save,
+// and tells a failure.
+func (s *Syncer) saveOrWarn() {
+	if err := s.save(false); err != nil {
+		s.problem(s.o.StatePath, fmt.Sprintf("state file %s: %v", s.o.StatePath, err))
+	}
+}
+
+// saveDue is when a state changed since its last save is to be saved.
+func (s *Syncer) saveDue() (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.saved.Add(time.Second), s.dirty && !s.o.DryRun
 }
 
 // problem tells msg once per file until the file's problem changes.
@@ -473,7 +487,7 @@ func (s *Syncer) fresh(ctx context.Context, path string, complete []byte) (*File
 		s.problem(path, fmt.Sprintf(`%s:%d: not a pi session header (a JSON object with "type":"session" and a string "id"): file not synced`, path, lines[hi].no))
 		return nil, nil
 	}
-	st := &FileState{SessionID: h.id, Header: string(h.line), Offset: lines[hi].end, Lines: lines[hi].no}
+	st := &FileState{SessionID: h.id, HeaderHash: hashOf(h.line), Offset: lines[hi].end, Lines: lines[hi].no}
 	// The import itself says whether the cluster has the session (409): one
 	// request per new file. A dry run asks first instead.
 	if s.o.DryRun {
@@ -657,7 +671,7 @@ func (s *Syncer) sendLines(ctx context.Context, path string, complete []byte, st
 			batch, ids, size = append(batch, l), append(ids, id), size+len(l.body)
 			continue
 		case kindHeader:
-			if string(l.body) != st.Header {
+			if hashOf(l.body) != st.HeaderHash {
 				s.o.Warn(fmt.Sprintf("%s:%d: a second session header, not the first one: ignored, as pi ignores it", path, l.no))
 			}
 		case kindMalformed:

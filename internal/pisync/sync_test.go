@@ -333,6 +333,16 @@ func TestWatch(t *testing.T) {
 		}
 		return nil
 	})
+	// The state on disk catches up within about a second, with no more
+	// events to wake the watch.
+	abs, _ := filepath.Abs(path)
+	testutil.WaitFor(t, 10*time.Second, func() error {
+		files, err := loadState(f.state)
+		if err != nil || files[abs] == nil || files[abs].Offset != int64(len(want)) {
+			return fmt.Errorf("state of %s: %+v, %v", abs, files[abs], err)
+		}
+		return nil
+	})
 	// The first pass (over first.jsonl) is told as the first; the passes
 	// the events started are not.
 	mu.Lock()

@@ -91,7 +91,12 @@ func (s *Syncer) Watch(ctx context.Context) error {
 			rescan()
 		case <-timer.C:
 		}
-		// Sync what is due, then sleep until the next file is.
+		// Save the state if it waits (at most once a second: with many
+		// files it is megabytes, and each line pi adds is a pass; what a
+		// crash loses of it costs a comparison with the cluster at the
+		// restart, not a resend), sync what is due, then sleep until the
+		// next file or the state's save is due.
+		s.saveOrWarn()
 		now := time.Now()
 		var due []string
 		next := time.Time{}
@@ -118,14 +123,14 @@ func (s *Syncer) Watch(ctx context.Context) error {
 			if len(retry) > 0 {
 				retryAfter = min(2*retryAfter, s.o.Rescan)
 			}
-			if serr := s.save(true); serr != nil {
-				s.problem(s.o.StatePath, fmt.Sprintf("state file %s: %v", s.o.StatePath, serr))
-			}
 			for _, at := range pending {
 				if next.IsZero() || at.Before(next) {
 					next = at
 				}
 			}
+		}
+		if at, ok := s.saveDue(); ok && (next.IsZero() || at.Before(next)) {
+			next = at
 		}
 		if !timer.Stop() {
 			select {
