@@ -106,6 +106,15 @@ type storedSession struct {
 	entries map[string][]byte
 }
 
+// entry is the stored line of entry id; none without a stored session.
+func (s *storedSession) entry(id string) ([]byte, bool) {
+	if s == nil {
+		return nil, false
+	}
+	b, ok := s.entries[id]
+	return b, ok
+}
+
 // parseExport reads an export (pi JSONL, as the node wrote it).
 func parseExport(data []byte) storedSession {
 	s := storedSession{entries: map[string][]byte{}}

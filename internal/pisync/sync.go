@@ -627,15 +627,14 @@ func (s *Syncer) reconcile(ctx context.Context, path string, complete []byte, li
 // dead-letter file, or skipped as pi skips it. With stored, entries the
 // cluster has are skipped instead of sent.
 func (s *Syncer) sendLines(ctx context.Context, path string, complete []byte, st *FileState, stored *storedSession) error {
-	var batch []line
-	var ids []string
-	var size int
-	resolved := func(l line, id string) {
-		st.Offset, st.Lines = l.end, l.no
-		if id != "" {
-			st.LastID = id
-		}
-	}
+	var (
+		batch      []line
+		ids        []string
+		size       int
+		prev, seen line // the line before this one; the last line
+	)
+	// flush sends the batch and moves st past upTo, the batch's last line
+	// or a line skipped after it.
 	flush := func(upTo line) error {
 		if len(batch) > 0 {
 			if err := s.appendBatch(ctx, path, st.SessionID, batch, ids); err != nil {
@@ -644,27 +643,36 @@ func (s *Syncer) sendLines(ctx context.Context, path string, complete []byte, st
 			st.LastID = ids[len(ids)-1]
 		}
 		batch, ids, size = batch[:0], ids[:0], 0
-		resolved(upTo, "")
+		st.Offset, st.Lines = upTo.end, upTo.no
 		return nil
 	}
-	var seen line
+	// refuse dead-letters a line once: the batch before it goes first, so
+	// a retry of that batch cannot bring the line back.
+	refuse := func(l line, id string, why error) error {
+		if len(batch) > 0 {
+			if err := flush(prev); err != nil {
+				return err
+			}
+		}
+		s.refuse(path, l, st.SessionID, id, why)
+		return nil
+	}
 	for _, l := range completeLines(complete, st.Offset, st.Lines+1) {
-		seen = l
+		prev, seen = seen, l
 		kind, id := classify(l.body)
+		var err error
 		switch kind {
 		case kindEntry:
-			if stored != nil {
-				if have, ok := stored.entries[id]; ok {
-					if bytes.Equal(have, l.body) {
-						s.count(func(c *Summary) { c.Known++ })
-					} else {
-						s.refuse(path, l, st.SessionID, id, errors.New("the cluster has an entry with this id and other content"))
-					}
-					break
+			if have, ok := stored.entry(id); ok {
+				if bytes.Equal(have, l.body) {
+					s.count(func(c *Summary) { c.Known++ })
+				} else {
+					err = refuse(l, id, errors.New("the cluster has an entry with this id and other content"))
 				}
+				break
 			}
 			if len(batch) > 0 && (len(batch) == maxBatchEntries || size+len(l.body) > maxBatchBytes) {
-				if err := flush(batch[len(batch)-1]); err != nil {
+				if err := flush(prev); err != nil {
 					return err
 				}
 			}
@@ -677,10 +685,13 @@ func (s *Syncer) sendLines(ctx context.Context, path string, complete []byte, st
 		case kindMalformed:
 			s.o.Warn(fmt.Sprintf("%s:%d: not a JSON object: skipped, as pi skips it", path, l.no))
 		case kindNoID:
-			s.refuse(path, l, st.SessionID, "", errors.New("an entry without an id cannot be sent so that a retry is recognized"))
+			err = refuse(l, "", errors.New("an entry without an id cannot be sent so that a retry is recognized"))
+		}
+		if err != nil {
+			return err
 		}
 		if len(batch) == 0 {
-			resolved(l, "")
+			st.Offset, st.Lines = l.end, l.no
 		}
 	}
 	if len(batch) > 0 {
