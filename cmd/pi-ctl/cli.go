@@ -41,6 +41,8 @@ var commands = []command{
 	{"fork", "copy the path to an entry into a new session", runFork},
 	{"import", "import pi session files or directories of them", runImport},
 	{"export", "write a session as a pi JSONL file", runExport},
+	{"sync", "stream local pi session files into the cluster, live, as pi writes them", runSync},
+	{"checkout", "write a session at pi's own path, for pi --resume on this machine", runCheckout},
 	{"status", "show the node, the stream and its replicas", runStatus},
 	{"bench", "measure the node against raw JetStream (append, create, context, rebuild)", runBench},
 	{"failover", "make another region the home (cross-region deployments)", runFailover},
@@ -154,8 +156,8 @@ func newFlags(path string) *flag.FlagSet {
 // may come before or after the positional arguments ("tree FILE --json" and
 // "tree --json FILE" both work); "--" ends the flags. It returns one
 // positional argument per name in names, or a usage error naming what is
-// missing. The last name may be "[NAME]" (optional) or "NAME..." (one or
-// more). On -h/--help it prints help
+// missing. The last name may be "[NAME]" (optional), "NAME..." (one or
+// more) or "[NAME...]" (any number). On -h/--help it prints help
 // and the flag defaults to stdout and returns flag.ErrHelp (exit 0).
 func parseArgs(e *env, fs *flag.FlagSet, help string, args []string, names ...string) ([]string, error) {
 	var pos []string
@@ -190,6 +192,8 @@ func parseArgs(e *env, fs *flag.FlagSet, help string, args []string, names ...st
 	least, most := len(names), len(names)
 	if n := len(names); n > 0 {
 		switch last := names[n-1]; {
+		case strings.HasPrefix(last, "[") && strings.HasSuffix(last, "...]"):
+			least, most = least-1, -1
 		case strings.HasPrefix(last, "["):
 			least--
 		case strings.HasSuffix(last, "..."):

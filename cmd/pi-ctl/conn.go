@@ -33,6 +33,9 @@ type connFlags struct {
 	timeout                       time.Duration
 	minSeq                        uint64
 	consistency                   string
+	// reconnect keeps a NATS connection for as long as the command runs
+	// (pi-ctl sync), however long the server is away.
+	reconnect bool
 }
 
 // addConnFlags registers the connection options on fs. The environment
@@ -102,7 +105,8 @@ func (c *connFlags) open(ctx context.Context, e *env, fs *flag.FlagSet) (backend
 	// One connection attempt, no retries in the background: an operator
 	// wants to hear at once that the server is not there.
 	n, err := apiclient.DialNATS(apiclient.NATSOptions{URL: server, Name: "pi-ctl", Creds: c.creds, User: c.user, Password: c.password,
-		TLSCert: c.tlsCert, TLSKey: c.tlsKey, TLSCA: c.tlsCA, Timeout: c.timeout, MinSeq: c.minSeq, Consistency: c.consistency})
+		TLSCert: c.tlsCert, TLSKey: c.tlsKey, TLSCA: c.tlsCA, Timeout: c.timeout, MinSeq: c.minSeq, Consistency: c.consistency,
+		Reconnect: c.reconnect})
 	var ue *apiclient.UnreachableError
 	if errors.As(err, &ue) {
 		ue.Hint = "is pi-node running? point --server or $PI_CTL_SERVER at its NATS server, or use --http URL"

@@ -36,8 +36,8 @@ func TestServerRead(t *testing.T) {
 		pictl := func(args ...string) string { return mustRun(t, withFlags(conn, args...)...) }
 
 		ls := strings.Split(pictl(append([]string{"ls", "--cwd", cwd}, ms...)...), "\n")
-		if f := strings.Fields(ls[1]); len(ls) != 3 || strings.Join(strings.Fields(ls[0]), " ") != "ID NAME ENTRIES MODIFIED CWD" ||
-			len(f) != 6 || f[0] != sid || f[1] != "-" || f[2] != "5" || f[5] != cwd {
+		if f := strings.Fields(ls[1]); len(ls) != 3 || strings.Join(strings.Fields(ls[0]), " ") != "ID NAME ENTRIES MODIFIED FIRST MESSAGE" ||
+			len(f) != 11 || f[0] != sid || f[1] != "-" || f[2] != "5" || strings.Join(f[5:], " ") != "Why does the salt check fail?" {
 			t.Errorf("ls --cwd:\n%s", strings.Join(ls, "\n"))
 		}
 		var page listPage

@@ -24,6 +24,11 @@ const lsHelp = `Usage: pi-ctl ls [--name S] [--cwd DIR] [--label L] [--since T] 
 Lists sessions in creation order (session ids are UUIDv7): id, name, number
 of entries, last modification (UTC) and working directory.
 
+With --cwd DIR it lists what pi's /resume shows for that directory: name,
+entries, last modification and the first user message (in place of the
+cwd), from the node's catalog and the first entries of each session, so a
+large session store is listed without reading it.
+
 Filters, as the API's: --name is a case-insensitive substring of the
 session name, --cwd the exact working directory, --label a label some entry
 carries, --since the earliest modification: an RFC 3339 time or a duration
@@ -72,14 +77,33 @@ func runLs(ctx context.Context, e *env, args []string) error {
 	if *asJSON {
 		return writePageJSON(e, acc)
 	}
-	t := &table{}
-	t.row("ID", "NAME", "ENTRIES", "MODIFIED", "CWD")
-	for _, raw := range acc.Sessions {
-		var s wire.Info
-		if err := json.Unmarshal(raw, &s); err != nil {
+	infos := make([]wire.Info, len(acc.Sessions))
+	for k, raw := range acc.Sessions {
+		if err := json.Unmarshal(raw, &infos[k]); err != nil {
 			return fmt.Errorf("list: unexpected reply from pi-node: %v", err)
 		}
-		t.row(s.SessionID, cutWidth(nullable(s.Name, "-"), 40), strconv.Itoa(s.EntryCount), shortTime(s.Modified), orDash(tree.Printable(s.Cwd)))
+	}
+	t := &table{}
+	if *cwd != "" {
+		// pi's /resume for one directory: the first message instead of
+		// the cwd they all share.
+		ids := make([]string, len(infos))
+		for k, s := range infos {
+			ids[k] = s.SessionID
+		}
+		first, err := firstMessages(ctx, b, ids)
+		if err != nil {
+			return err
+		}
+		t.row("ID", "NAME", "ENTRIES", "MODIFIED", "FIRST MESSAGE")
+		for k, s := range infos {
+			t.row(s.SessionID, cutWidth(nullable(s.Name, "-"), 40), strconv.Itoa(s.EntryCount), shortTime(s.Modified), cutWidth(first[k], 60))
+		}
+	} else {
+		t.row("ID", "NAME", "ENTRIES", "MODIFIED", "CWD")
+		for _, s := range infos {
+			t.row(s.SessionID, cutWidth(nullable(s.Name, "-"), 40), strconv.Itoa(s.EntryCount), shortTime(s.Modified), orDash(tree.Printable(s.Cwd)))
+		}
 	}
 	if err := t.write(e.stdout); err != nil {
 		return err

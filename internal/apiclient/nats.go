@@ -33,6 +33,10 @@ type NATSOptions struct {
 	// Consistency is sent with every log read that names none itself
 	// (wire.ConsistencyStrong: linearizable reads).
 	Consistency string
+	// Reconnect makes a lost connection reconnect for as long as the
+	// client lives, for commands that run until stopped (pi-ctl sync);
+	// otherwise it gives up after a few attempts (DialNATS).
+	Reconnect bool
 }
 
 // NATS sends each operation as a NATS request to pi.v1.<op>; any pi-node of
@@ -57,6 +61,9 @@ func DialNATS(o NATSOptions) (*NATS, error) {
 		o.Timeout = 30 * time.Second
 	}
 	opts := []nats.Option{nats.Timeout(o.Timeout), nats.MaxReconnects(5)}
+	if o.Reconnect {
+		opts = append(opts, nats.MaxReconnects(-1))
+	}
 	if o.Name != "" {
 		opts = append(opts, nats.Name(o.Name))
 	}

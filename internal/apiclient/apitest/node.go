@@ -24,6 +24,9 @@ type Options struct {
 	// MaxBatch is the node's atomic batch limit (0: the default), small to
 	// make a session of a few records span several batches.
 	MaxBatch int
+	// MaxPayload is the embedded NATS server's max_payload (0: pi-node's
+	// 8 MiB), small to make a request too large for NATS.
+	MaxPayload int32
 }
 
 // Node is a running in-process pi-node.
@@ -76,6 +79,9 @@ func StartDir(ctx context.Context, dir string, o Options) (n *Node, err error) {
 	// No fsync per write (pi-node's default is one): durability is not
 	// what these tests check.
 	n.server.ServerName, n.server.Port, n.server.SyncAlways = "apitest", -1, false
+	if o.MaxPayload > 0 {
+		n.server.MaxPayload = o.MaxPayload
+	}
 	if err := n.server.Start(ctx); err != nil {
 		return nil, err
 	}
