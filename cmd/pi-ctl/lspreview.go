@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"strings"
 	"sync"
 
 	"github.com/pifleet/sessionlog/internal/tree"
@@ -17,23 +16,28 @@ const previewEntries = 20
 
 // firstMessages returns pi's /resume preview of each session: the first
 // user message with text, as "pi-ctl tree" previews it, or "(no
-// messages)". The catalog has no such field, so it is read from the head
-// of each session, a few sessions at once.
-func firstMessages(ctx context.Context, b backend, ids []string) ([]string, error) {
-	out := make([]string, len(ids))
-	errs := make([]error, len(ids))
+// messages)". The catalog has it (list's preview) for every session in the
+// node's memory; the rest (evicted since a restart, or a node without the
+// field) are read from the head of each session, a few at once.
+func firstMessages(ctx context.Context, b backend, infos []wire.Info) ([]string, error) {
+	out := make([]string, len(infos))
+	errs := make([]error, len(infos))
 	next := make(chan int)
 	var wg sync.WaitGroup
-	for range min(8, len(ids)) {
+	for range min(8, len(infos)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for k := range next {
-				out[k], errs[k] = firstMessage(ctx, b, ids[k])
+				out[k], errs[k] = firstMessage(ctx, b, infos[k].SessionID)
 			}
 		}()
 	}
-	for k := range ids {
+	for k, in := range infos {
+		if in.FirstMessage != nil {
+			out[k] = *in.FirstMessage
+			continue
+		}
 		next <- k
 	}
 	close(next)
@@ -58,10 +62,10 @@ func firstMessage(ctx context.Context, b backend, sid string) (string, error) {
 		}
 		for _, se := range r.Entries {
 			e, err := tree.ParseEntry(se.Entry)
-			if err != nil || e.Kind != tree.KindMessage || e.Role != tree.RoleUser {
+			if err != nil {
 				continue
 			}
-			if p := strings.TrimPrefix(e.Preview(), "user: "); p != "(empty)" {
+			if p, ok := e.UserPreview(); ok {
 				return p, nil
 			}
 		}

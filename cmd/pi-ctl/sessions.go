@@ -53,7 +53,8 @@ func runLs(ctx context.Context, e *env, args []string) error {
 	if _, err := parseArgs(e, fs, lsHelp, args); err != nil {
 		return err
 	}
-	req := wire.ListRequest{Limit: *limit, Name: *name, Cwd: *cwd, Label: *label}
+	// With --cwd, the first message is shown: the catalog's preview.
+	req := wire.ListRequest{Limit: *limit, Name: *name, Cwd: *cwd, Label: *label, Preview: *cwd != ""}
 	if *limit < 1 || *limit > 1000 {
 		return usagef(fs.Name(), "--limit must be from 1 to 1000, not %d", *limit)
 	}
@@ -87,11 +88,7 @@ func runLs(ctx context.Context, e *env, args []string) error {
 	if *cwd != "" {
 		// pi's /resume for one directory: the first message instead of
 		// the cwd they all share.
-		ids := make([]string, len(infos))
-		for k, s := range infos {
-			ids[k] = s.SessionID
-		}
-		first, err := firstMessages(ctx, b, ids)
+		first, err := firstMessages(ctx, b, infos)
 		if err != nil {
 			return err
 		}

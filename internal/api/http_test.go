@@ -52,6 +52,20 @@ func TestCreateAndRead(t *testing.T) {
 	if len(list.Sessions) != 0 {
 		t.Fatalf("list with cwd filter: %+v", list)
 	}
+	// preview: the first user message, as pi's /resume lists sessions.
+	var previews struct {
+		Sessions []struct {
+			FirstMessage *string `json:"firstMessage"`
+		} `json:"sessions"`
+	}
+	e.ok(200, "GET", "/v1/sessions"+q+"&preview=true", nil, &previews)
+	if len(previews.Sessions) != 1 || previews.Sessions[0].FirstMessage == nil || *previews.Sessions[0].FirstMessage != "hello" {
+		t.Fatalf("list with preview: %+v", previews)
+	}
+	if raw := e.ok(200, "GET", "/v1/sessions"+q, nil, nil); strings.Contains(string(raw), "firstMessage") {
+		t.Fatalf("list without preview has one: %s", raw)
+	}
+	e.ok(400, "GET", "/v1/sessions?preview=maybe", nil, nil)
 
 	var ents struct {
 		Entries []struct {

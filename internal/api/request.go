@@ -38,6 +38,7 @@ type request struct {
 	Cwd      string          `json:"cwd"`
 	Label    string          `json:"label"`
 	Since    string          `json:"since"`
+	Preview  bool            `json:"preview"`   // list
 	Month    string          `json:"month"`     // archive.list
 	Older    string          `json:"olderThan"` // archive.run
 	// Consistency of a log read: "" or wire.ConsistencyStrong.
@@ -145,12 +146,18 @@ func applyQuery(q url.Values, r *request) error {
 	if q.Has("leaf") {
 		r.Leaf.Parse(q.Get("leaf"))
 	}
-	if q.Has("strict") {
-		b, err := parseBool("strict", q.Get("strict"))
-		if err != nil {
-			return err
+	bools := []struct {
+		name string
+		dst  *bool
+	}{{"strict", &r.Strict}, {"preview", &r.Preview}}
+	for _, p := range bools {
+		if q.Has(p.name) {
+			b, err := parseBool(p.name, q.Get(p.name))
+			if err != nil {
+				return err
+			}
+			*p.dst = b
 		}
-		r.Strict = b
 	}
 	strs := []struct {
 		name string
@@ -199,7 +206,7 @@ func (r *request) llm() (bool, error) {
 
 // filter builds a list filter, validating limit and since.
 func (r *request) filter() (store.ListFilter, error) {
-	f := store.ListFilter{Name: r.Name, Cwd: r.Cwd, CwdPrefix: r.cwdPrefix, Label: r.Label, After: r.Cursor, Limit: r.Limit}
+	f := store.ListFilter{Name: r.Name, Cwd: r.Cwd, CwdPrefix: r.cwdPrefix, Label: r.Label, After: r.Cursor, Limit: r.Limit, Preview: r.Preview}
 	if r.Limit < 0 {
 		return f, wire.Invalid("limit", "must be a positive integer")
 	}

@@ -199,3 +199,34 @@ func TestRebuiltCompacts(t *testing.T) {
 		})
 	}
 }
+
+// TestListPreview: list's preview is the first user message, for sessions
+// in memory and for evicted ones alike (noted when they were evicted).
+func TestListPreview(t *testing.T) {
+	ctx := context.Background()
+	for _, budget := range []int64{0, 1} { // 1: every session is evicted
+		l := session.NewMemLog(1000, 1<<20)
+		st := store.New(l, store.Options{Log: l, MemoryBudget: budget})
+		if err := st.Open(ctx); err != nil {
+			t.Fatal(err)
+		}
+		last := writeSessions(t, l, 3)
+		testutil.WaitFor(t, 10*time.Second, func() error { return st.WaitFor(ctx, last) })
+		infos, _ := st.List(ctx, store.ListFilter{Preview: true})
+		if len(infos) != 3 {
+			t.Fatalf("budget %d: %d sessions", budget, len(infos))
+		}
+		for _, in := range infos {
+			if in.FirstMessage == nil || *in.FirstMessage != "q" {
+				t.Errorf("budget %d: session %s first message %v, want q", budget, in.SessionID, in.FirstMessage)
+			}
+		}
+		if budget > 0 && st.Stats().Loaded != 0 {
+			t.Errorf("budget 1: %d sessions still loaded", st.Stats().Loaded)
+		}
+		if infos, _ := st.List(ctx, store.ListFilter{}); infos[0].FirstMessage != nil {
+			t.Errorf("budget %d: a preview nobody asked for", budget)
+		}
+		_ = st.Close()
+	}
+}

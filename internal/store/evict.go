@@ -35,6 +35,7 @@ func (st *Store) evictLocked() {
 		d.cwd, d.parentSession = h.Cwd, h.ParentSession
 		d.name, d.hasName = d.Tree.Name()
 		d.labels = d.Tree.Labels()
+		d.first, d.firstKnown = d.firstMessage(), true
 		d.tail = nil
 		if d.base != nil && (d.base.file == st.snap || st.spill != nil && d.base.file == st.spill.file) {
 			// Comes back from its snapshot (or spill) block plus what

@@ -33,6 +33,8 @@ type Doc struct {
 	name               string
 	hasName            bool
 	labels             map[string]string
+	first              *string // firstMessage, when firstKnown
+	firstKnown         bool    // false for a session restored evicted from a snapshot
 
 	// While evicted with a snapshot block to come back from: the block, and
 	// the records applied after it. Without a base, an evicted session is
@@ -64,6 +66,19 @@ func (d *Doc) Info() wire.Info {
 		in.ParentSession = &parent
 	}
 	return in
+}
+
+// firstMessage is the catalog's preview of the first user message (see
+// wire.Info.FirstMessage): from the tree, or as noted when it was evicted;
+// nil when there is none, or none is known (restored from a snapshot).
+func (d *Doc) firstMessage() *string {
+	if d.Tree == nil {
+		return d.first // nil unless known
+	}
+	if p, ok := d.Tree.FirstMessage(); ok {
+		return &p
+	}
+	return nil
 }
 
 // HasLabel reports whether any entry carries label text.
@@ -435,6 +450,11 @@ func (st *Store) applyEntry(d *Doc, r *session.Stored) {
 
 // noteEvicted keeps an evicted session's name and labels current.
 func (d *Doc) noteEvicted(e *tree.Entry) {
+	if d.firstKnown && d.first == nil {
+		if p, ok := e.UserPreview(); ok {
+			d.first = &p
+		}
+	}
 	switch e.Kind {
 	case tree.KindSessionInfo:
 		d.name, d.hasName = e.SessionName()

@@ -102,6 +102,7 @@ type ListFilter struct {
 	Since     time.Time // modified at or after
 	After     string    // page cursor: only ids greater than this
 	Limit     int       // at most this many (default 100, max 1000)
+	Preview   bool      // fill each Info's FirstMessage where known
 }
 
 // CwdUnder reports whether the working directory cwd is prefix or under it,
@@ -142,6 +143,9 @@ func (st *Store) List(ctx context.Context, f ListFilter) ([]wire.Info, string) {
 			f.Name != "" && (in.Name == nil || !strings.Contains(strings.ToLower(*in.Name), strings.ToLower(f.Name))) ||
 			f.Label != "" && !d.HasLabel(f.Label) {
 			continue
+		}
+		if f.Preview {
+			in.FirstMessage = d.firstMessage()
 		}
 		out = append(out, in)
 		if len(out) == f.Limit {

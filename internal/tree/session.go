@@ -2,6 +2,7 @@ package tree
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/pifleet/sessionlog/internal/tree/jsjson"
 )
@@ -289,4 +290,25 @@ func (s *Session) CountsByType() map[string]int {
 		m[s.entries[i].Type()]++
 	}
 	return m
+}
+
+// FirstMessage returns the preview of the session's first user message
+// with text, as pi's /resume lists sessions by it; false when there is none.
+func (s *Session) FirstMessage() (string, bool) {
+	for i := range s.entries {
+		if p, ok := s.entries[i].UserPreview(); ok {
+			return p, true
+		}
+	}
+	return "", false
+}
+
+// UserPreview returns the preview of a user message with text (Preview
+// without its "user: "); false for any other entry.
+func (e *Entry) UserPreview() (string, bool) {
+	if e.Kind != KindMessage || e.Role != RoleUser {
+		return "", false
+	}
+	p := strings.TrimPrefix(e.Preview(), "user: ")
+	return p, p != "(empty)"
 }

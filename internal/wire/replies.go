@@ -22,6 +22,10 @@ type Info struct {
 	EntryCount    int       `json:"entryCount"`
 	LastSeq       uint64    `json:"lastSeq"`
 	ParentSession *string   `json:"parentSession"`
+	// FirstMessage is the preview of the first user message with text,
+	// when list was asked for it (preview) and the node knows it: always
+	// for a session in memory, not always for one evicted.
+	FirstMessage *string `json:"firstMessage,omitempty"`
 }
 
 // EntryResult is where one written entry landed.

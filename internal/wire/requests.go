@@ -126,6 +126,7 @@ type ListRequest struct {
 	Cwd         string `json:"cwd,omitempty"`
 	Label       string `json:"label,omitempty"`
 	Since       string `json:"since,omitempty"`       // RFC 3339
+	Preview     bool   `json:"preview,omitempty"`     // fill Info.FirstMessage
 	Consistency string `json:"consistency,omitempty"` // "strong": see ConsistencyStrong
 	MinSeq      uint64 `json:"minSeq,omitempty"`
 }
