@@ -142,3 +142,28 @@ func appendN(t *testing.T, l *Log, sid string, last uint64, n int) uint64 {
 	}
 	return seqs[len(seqs)-1]
 }
+
+// A mirror's lag counts what its origin holds and it lacks: from the
+// origin's state when it answers (a new mirror reports 0 before its first
+// messages), from its own report when only that is known, else unknown.
+func TestMirrorPositionLag(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		p        MirrorPosition
+		lag      uint64
+		known    bool
+		from     string
+		caughtUp bool
+	}{
+		{"new mirror, origin ahead", MirrorPosition{LastSeq: 0, OriginLastSeq: 2, OriginAnswered: true, Reported: true}, 2, true, "origin", false},
+		{"caught up", MirrorPosition{LastSeq: 5, OriginLastSeq: 5, OriginAnswered: true, Reported: true}, 0, true, "origin", true},
+		{"origin asked later, ahead by then", MirrorPosition{LastSeq: 5, OriginLastSeq: 7, OriginAnswered: true, Reported: true, ReportedLag: 0}, 2, true, "origin", false},
+		{"origin away, the mirror's report", MirrorPosition{LastSeq: 5, Reported: true, ReportedLag: 3}, 3, true, "mirror", false},
+		{"origin away, mirror never heard from it", MirrorPosition{LastSeq: 5}, 0, false, "unknown", false},
+	} {
+		lag, known := c.p.Lag()
+		if lag != c.lag || known != c.known || c.p.LagSource() != c.from || c.p.CaughtUp() != c.caughtUp {
+			t.Errorf("%s: lag %d %v from %s, caught up %v; want %d %v from %s, %v", c.name, lag, known, c.p.LagSource(), c.p.CaughtUp(), c.lag, c.known, c.from, c.caughtUp)
+		}
+	}
+}
