@@ -135,10 +135,15 @@ func runFailover(ctx context.Context, e *env, args []string) error {
 	for _, name := range slices.Sorted(maps.Keys(rep.Stale)) {
 		stale = append(stale, fmt.Sprintf("%s (shares sequences up to %d)", name, rep.Stale[name]))
 	}
-	return keyValues(e.stdout,
+	kv := []string{
 		"home", fmt.Sprintf("%s (was %s), epoch %d", rep.To, rep.From, rep.Epoch),
 		"old home", rep.HomeState,
-		"inherited", "sequences 1–"+strconv.FormatUint(rep.ForkSeq, 10),
+		"inherited", "sequences 1–" + strconv.FormatUint(rep.ForkSeq, 10),
+	}
+	if rep.Lost != "" {
+		kv = append(kv, "missing", rep.Lost)
+	}
+	return keyValues(e.stdout, append(kv,
 		"stale", orDash(strings.Join(stale, ", "))+"; run 'pi-ctl failback --from REGION' for each once it is reachable",
-		"took", rep.Took.Round(time.Millisecond).String())
+		"took", rep.Took.Round(time.Millisecond).String())...)
 }

@@ -248,9 +248,15 @@ func (p MirrorPosition) LagSource() string {
 	return "unknown"
 }
 
-// CaughtUp reports whether the mirror held everything the origin held when
-// it was asked (the origin was asked second, so it may hold more by then).
-func (p MirrorPosition) CaughtUp() bool { return p.OriginAnswered && p.LastSeq >= p.OriginLastSeq }
+// CaughtUp reports whether the mirror, receiving from its origin, held
+// everything the origin held when it was asked (the origin was asked
+// second, so it may hold more by then). A mirror that has not heard from
+// its origin yet is not caught up even with an empty origin: it would not
+// copy the origin's first writes for a while (its consumer is being set
+// up, which took about a second on loopback).
+func (p MirrorPosition) CaughtUp() bool {
+	return p.Reported && p.OriginAnswered && p.LastSeq >= p.OriginLastSeq
+}
 
 // originTimeout bounds MirrorLog's question to the origin: the Store asks
 // four times a second, and an origin that is down must not hold it up.

@@ -160,6 +160,7 @@ func TestMirrorPositionLag(t *testing.T) {
 		{"origin asked later, ahead by then", MirrorPosition{LastSeq: 5, OriginLastSeq: 7, OriginAnswered: true, Reported: true, ReportedLag: 0}, 2, true, "origin", false},
 		{"origin away, the mirror's report", MirrorPosition{LastSeq: 5, Reported: true, ReportedLag: 3}, 3, true, "mirror", false},
 		{"origin away, mirror never heard from it", MirrorPosition{LastSeq: 5}, 0, false, "unknown", false},
+		{"both empty, mirror not receiving yet", MirrorPosition{OriginAnswered: true}, 0, true, "origin", false},
 	} {
 		lag, known := c.p.Lag()
 		if lag != c.lag || known != c.known || c.p.LagSource() != c.from || c.p.CaughtUp() != c.caughtUp {

@@ -79,7 +79,11 @@ type FailoverReport struct {
 	ForkSeq   uint64            `json:"forkSeq"`   // the last sequence the new home inherited
 	HomeState string            `json:"homeState"` // why the old home could be replaced
 	Stale     map[string]uint64 `json:"stale"`
-	Took      time.Duration     `json:"tookNs"`
+	// Lost says, when the home did not answer, what is known of what the
+	// new home lacks (the RPO, until failback merges it back): the mirror's
+	// lag at its last contact with the old home, or that it never had one.
+	Lost string        `json:"lost,omitempty"`
+	Took time.Duration `json:"tookNs"`
 }
 
 // Failover makes region to the home: its mirror of the home's stream and
@@ -159,6 +163,9 @@ func (a *Admin) Failover(ctx context.Context, to string, force bool) (FailoverRe
 			return rep, err
 		}
 	}
+	if !hs.Reachable && !promoted {
+		rep.Lost = lostOf(rec.Home, ts)
+	}
 	a.Progress("promoting %s and its cursor bucket in region %s", target.Stream, to)
 	if err := jetstream.Promote(ctx, a.JS, target, to); err != nil {
 		return rep, err
@@ -194,6 +201,17 @@ func (a *Admin) Failover(ctx context.Context, to string, force bool) (FailoverRe
 	}
 	rep.Changed, rep.Epoch, rep.Stale, rep.Took = true, next.Epoch, next.Stale, a.Now().Sub(start)
 	return rep, nil
+}
+
+// lostOf describes what a mirror promoted without its origin may lack: it
+// knows only its lag at its last contact, and nothing of what the origin
+// acknowledged since.
+func lostOf(home string, ts jetstream.StreamState) string {
+	if ts.Active < 0 {
+		return fmt.Sprintf("unknown: the mirror had not heard from %s since it started; every entry %s acknowledged beyond sequence %d is missing until failback", home, home, ts.LastSeq)
+	}
+	return fmt.Sprintf("at least %d entries: the mirror's lag at its last contact with %s, %v before the promotion; entries %s acknowledged after that contact are missing too, until failback",
+		ts.Lag, home, ts.Active.Round(time.Millisecond), home)
 }
 
 // load binds to the record bucket and reads the record, retrying while the

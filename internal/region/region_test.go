@@ -66,6 +66,11 @@ func TestFailoverAndFailbackKeepBothSides(t *testing.T) {
 	if rep.ForkSeq != mirrored || rep.Epoch != 2 || rep.From != "A" || !rep.Changed {
 		t.Errorf("failover report %+v, want a change, fork at %d, epoch 2", rep, mirrored)
 	}
+	// B's mirror never heard from A after its restart: it cannot say how
+	// much it lacks, and says so.
+	if !strings.HasPrefix(rep.Lost, "unknown") {
+		t.Errorf("failover report says %q of what is missing, want unknown", rep.Lost)
+	}
 	// Run again, it is done already: it succeeds and changes nothing.
 	if again, err := admin.Failover(ctx, "B", false); err != nil || again.Changed || again.Epoch != 2 || again.ForkSeq != mirrored {
 		t.Errorf("second failover to B: %+v %v, want done already at epoch 2", again, err)
