@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -160,6 +161,10 @@ func mirrorBucketConfig(cfg, origin Config, cluster string) jetstream.StreamConf
 type MirrorLog struct {
 	*Log
 	caughtUp atomic.Bool // see CaughtUp
+
+	mu        sync.Mutex
+	contact   time.Time // the mirror's last contact with its origin, as last seen
+	receiving bool      // a later contact than the first one seen has been seen
 }
 
 // NewMirrorLog returns the log on cfg's stream, reached through js.
@@ -188,6 +193,7 @@ func (m *MirrorLog) LastSeq(ctx context.Context) (uint64, error) {
 		return info.State.LastSeq, nil
 	}
 	p := MirrorPosition{LastSeq: info.State.LastSeq, Reported: info.Mirror.Active >= 0, ReportedLag: info.Mirror.Lag}
+	p.Receiving = m.renewed(info.Mirror.Active)
 	octx, cancel := context.WithTimeout(ctx, originTimeout)
 	defer cancel()
 	if o, err := m.js.Stream(octx, info.Mirror.Name); err == nil && Leaderless(o.CachedInfo()) == nil {
@@ -201,6 +207,34 @@ func (m *MirrorLog) LastSeq(ctx context.Context) (uint64, error) {
 		m.caughtUp.Store(true)
 	}
 	return p.LastSeq + lag, nil
+}
+
+// contactRenewed is how much later than the one seen before a mirror's
+// last contact must be to count as a new one: more than the jitter of the
+// estimate (a request's latency), less than the mirror's heartbeat (1 s).
+const contactRenewed = 400 * time.Millisecond
+
+// renewed notes a mirror's last contact, active ago, and reports whether
+// one later than the first seen has been seen: the mirror is receiving.
+// nats-server counts the setting up of the mirror's consumer as a contact,
+// and a consumer set up across a gateway may deliver nothing for seconds
+// (seen on loopback at start: no message nor heartbeat for 5 s, until the
+// mirror's own health check set it up again); only a renewed contact — a
+// message or a heartbeat — shows that messages flow.
+func (m *MirrorLog) renewed(active time.Duration) bool {
+	if active < 0 {
+		return false
+	}
+	c := time.Now().Add(-active)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch {
+	case m.contact.IsZero():
+		m.contact = c
+	case c.Sub(m.contact) > contactRenewed:
+		m.contact, m.receiving = c, true
+	}
+	return m.receiving
 }
 
 // CaughtUp reports whether LastSeq has found the stream holding everything
@@ -221,6 +255,9 @@ type MirrorPosition struct {
 	// whatever the origin holds.
 	Reported    bool
 	ReportedLag uint64
+	// Receiving: messages or heartbeats have been seen arriving, not only
+	// the setting up of the mirror's consumer (see MirrorLog.renewed).
+	Receiving bool
 }
 
 // Lag is how many of the origin's sequences the mirror has not copied:
@@ -250,12 +287,11 @@ func (p MirrorPosition) LagSource() string {
 
 // CaughtUp reports whether the mirror, receiving from its origin, held
 // everything the origin held when it was asked (the origin was asked
-// second, so it may hold more by then). A mirror that has not heard from
-// its origin yet is not caught up even with an empty origin: it would not
-// copy the origin's first writes for a while (its consumer is being set
-// up, which took about a second on loopback).
+// second, so it may hold more by then). A mirror not seen receiving is not
+// caught up even with an empty origin: it might not copy the origin's
+// first writes for seconds.
 func (p MirrorPosition) CaughtUp() bool {
-	return p.Reported && p.OriginAnswered && p.LastSeq >= p.OriginLastSeq
+	return p.Receiving && p.OriginAnswered && p.LastSeq >= p.OriginLastSeq
 }
 
 // originTimeout bounds MirrorLog's question to the origin: the Store asks

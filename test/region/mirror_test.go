@@ -34,10 +34,7 @@ import (
 //     created meanwhile never returns an entry B's mirror does not hold
 //     (no read from A's stream).
 func TestRegionMirrorIsHonest(t *testing.T) {
-	skipShort(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	top := startTopology(t, 1)
+	ctx, top := oneNodeRegions(t)
 	a, b := top.regions["A"][0], top.regions["B"][0]
 	if err := b.Stop(time.Minute); err != nil {
 		t.Fatalf("stop b1: %v", err)
