@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // JetStream API error codes of the cross-region operations (nats-server
@@ -201,7 +203,8 @@ func (m *MirrorLog) LastSeq(ctx context.Context) (uint64, error) {
 	}
 	lag, ok := p.Lag()
 	if !ok {
-		return 0, fmt.Errorf("%s, mirror of %s: %w", m.cfg.Stream, info.Mirror.Name, ErrLagUnknown)
+		// Unavailable, as a read that cannot learn the log's end is.
+		return 0, fmt.Errorf("%w: %s, mirror of %s: %w", wire.ErrUnavailable, m.cfg.Stream, info.Mirror.Name, ErrLagUnknown)
 	}
 	if p.CaughtUp() {
 		m.caughtUp.Store(true)

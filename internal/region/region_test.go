@@ -11,6 +11,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/jetstream"
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/testutil"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 const (
@@ -54,6 +55,10 @@ func TestFailoverAndFailbackKeepBothSides(t *testing.T) {
 		m := b.node.Status(ctx).Mirror
 		if m == nil || m.Lag != nil || m.LagFrom != "unknown" || m.HomeLastSeq != nil {
 			return fmt.Errorf("mirror status with A lost and B's mirror restarted: %+v", m)
+		}
+		// Nor does the Store learn a log's end from it.
+		if _, err := b.node.Feed.LastSeq(ctx); !errors.Is(err, jetstream.ErrLagUnknown) || !errors.Is(err, wire.ErrUnavailable) {
+			return fmt.Errorf("the Feed's last sequence with the lag unknown: %v", err)
 		}
 		return nil
 	})
