@@ -18,8 +18,8 @@ import (
 // write of a new deployment, the window in which a mirror used to claim to
 // be current before it had copied anything. The failover must inherit what
 // B's mirror copied (B is ready only once its mirror receives from A) and
-// say what may be missing; the failback brings the rest back, each entry
-// once. Every operation is run twice: the second run of a completed one
+// say what may be missing; a failback while A is down waits only --wait;
+// once A is back the failback brings the rest back, each entry once. Every operation is run twice: the second run of a completed one
 // exits 0 and says "already done", and with --json reports
 // {"changed": false}.
 func TestRegionStartupWindow(t *testing.T) {
@@ -65,6 +65,14 @@ func TestRegionStartupWindow(t *testing.T) {
 	rpo, total := missingIn(t, ctx, b[0].natsURL, writers, dead)
 	t.Logf("MEASURED startup window: A killed %v after the first write; B inherited sequences 1–%d; %d of %d entries acknowledged before the kill missing in B before failback",
 		dead.Sub(first).Round(time.Millisecond), inherited, len(rpo), total)
+
+	// While A is down, a failback waits for it only as long as told.
+	began := time.Now()
+	code, out = piCtl(t, time.Minute, "failback", "--from", "A", "--wait", "2s", "--server", b[0].natsURL)
+	if took := time.Since(began); code != 1 || !strings.Contains(out, "refused") || !strings.Contains(out, "waited 2s") || took > 15*time.Second {
+		t.Fatalf("pi-ctl failback --from A --wait 2s while A is down: exit %d after %v, want 1 and a refusal saying it waited 2s:\n%s", code, took, out)
+	}
+	t.Logf("MEASURED failback --wait 2s against the unreachable A: refused after %v", time.Since(began).Round(time.Millisecond))
 
 	restart := time.Now()
 	top.restart(t, "A")
