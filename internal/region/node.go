@@ -354,10 +354,10 @@ func (n *Node) Status(ctx context.Context) wire.RegionStatus {
 		p.OriginLastSeq, p.OriginAnswered = hs.LastSeq, true
 		m.HomeLastSeq = &hs.LastSeq
 	}
+	m.LagFrom = "unknown" // the mirror's own state is not known either
 	if lag, ok := p.Lag(); ok && ps.Reachable {
-		m.Lag = &lag
+		m.Lag, m.LagFrom = &lag, p.LagSource()
 	}
-	m.LagFrom = p.LagSource()
 	st.Mirror = m
 	return st
 }
