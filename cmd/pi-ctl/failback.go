@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/pifleet/sessionlog/internal/region"
 )
 
-const failbackHelp = `Usage: pi-ctl failback --from REGION [--server URL]
+const failbackHelp = `Usage: pi-ctl failback --from REGION [--wait D] [--json] [--server URL]
 
 Brings a stale region back into the home's history (see
 docs/CROSS-REGION.md). REGION is the old home once it is reachable again
@@ -28,8 +30,16 @@ after a failover, or any other region the failover left stale:
      restart.
 
 Refused while REGION is unreachable: a stream deleted while its servers are
-down is deleted from their disks when they return. Every step can be run
-again; a failback that stopped half-way finishes when run again.
+down is deleted from their disks when they return. A returning region's
+stream may answer a moment after its pi-nodes do, so pi-ctl waits up to
+--wait (default 30s) for it, then refuses (exit 1), saying how long it
+waited.
+
+Safe to retry: every step can be run again, and a failback that stopped
+half-way finishes when run again. When REGION is not stale (this failback
+completed, its reply lost) it changes nothing, says "already done" and
+exits 0; with --json the report's "changed" is false (true when this run
+changed something).
 
 pi-ctl talks to JetStream directly: --server (or $PI_CTL_SERVER) is a NATS
 server of any region that reaches both REGION and the home.
@@ -39,11 +49,15 @@ func runFailback(ctx context.Context, e *env, args []string) error {
 	fs := newFlags("pi-ctl failback")
 	a := addAdminFlags(fs, 10*time.Minute)
 	from := fs.String("from", "", "the stale region to bring back (required)")
+	wait := fs.Duration("wait", region.DefaultReturnWait, "how long to wait for REGION's stream to answer before refusing")
 	if _, err := parseArgs(e, fs, failbackHelp, args); err != nil {
 		return err
 	}
 	if *from == "" {
 		return usagef(fs.Name(), "--from REGION is required")
+	}
+	if *wait <= 0 {
+		return usagef(fs.Name(), "--wait must be positive, not %v", *wait)
 	}
 	adm, closeConn, err := a.admin(ctx, e, fs)
 	if err != nil {
@@ -52,12 +66,17 @@ func runFailback(ctx context.Context, e *env, args []string) error {
 	defer closeConn()
 	ctx, cancel := context.WithTimeout(ctx, a.timeout)
 	defer cancel()
+	adm.ReturnWait = *wait
 	rep, err := adm.Failback(ctx, *from)
 	if err != nil {
 		return err
 	}
 	if a.json {
 		return printJSON(e.stdout, rep)
+	}
+	if !rep.Changed {
+		_, err := fmt.Fprintf(e.stdout, "already done: region %s is not stale, it mirrors the home region %s; nothing changed\n", rep.From, rep.Home)
+		return err
 	}
 	st := rep.Stats
 	merged := "nothing to merge (already replaced)"

@@ -14,7 +14,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/region"
 )
 
-const failoverHelp = `Usage: pi-ctl failover --to REGION [--force] [--server URL]
+const failoverHelp = `Usage: pi-ctl failover --to REGION [--force] [--json] [--server URL]
 
 Makes REGION the home region of a cross-region deployment (see
 docs/CROSS-REGION.md): REGION's mirror of the session stream and of the
@@ -29,6 +29,15 @@ are sealed) and the failover waits until REGION holds everything the home
 acknowledged: a planned switchover that loses nothing. A home that does not
 answer is replaced as it is; what it acknowledged and never mirrored stays
 on its disks, and 'pi-ctl failback --from HOME' merges it once it is back.
+
+Whether the home answers is decided by two probes of --probe-timeout
+each (default 2 s), a quarter of a second apart.
+
+Safe to retry: when REGION is the home already (this failover completed,
+its reply lost, or someone else's did) it changes nothing, says "already
+done" and exits 0; with --json the report's "changed" is false (true when
+this run changed the record). A failover that stopped before recording
+REGION completes when run again. Refusals exit 1.
 
 pi-ctl talks to JetStream directly: --server (or $PI_CTL_SERVER) must be a
 NATS server of a surviving region.
@@ -118,14 +127,23 @@ func runFailover(ctx context.Context, e *env, args []string) error {
 	if a.json {
 		return printJSON(e.stdout, rep)
 	}
+	if !rep.Changed {
+		_, err := fmt.Fprintf(e.stdout, "already done: %s is the home region (epoch %d, inherited sequences 1–%d); nothing changed\n", rep.To, rep.Epoch, rep.ForkSeq)
+		return err
+	}
 	var stale []string
 	for _, name := range slices.Sorted(maps.Keys(rep.Stale)) {
 		stale = append(stale, fmt.Sprintf("%s (shares sequences up to %d)", name, rep.Stale[name]))
 	}
-	return keyValues(e.stdout,
+	kv := []string{
 		"home", fmt.Sprintf("%s (was %s), epoch %d", rep.To, rep.From, rep.Epoch),
 		"old home", rep.HomeState,
-		"inherited", "sequences 1–"+strconv.FormatUint(rep.ForkSeq, 10),
+		"inherited", "sequences 1–" + strconv.FormatUint(rep.ForkSeq, 10),
+	}
+	if rep.Lost != "" {
+		kv = append(kv, "missing", rep.Lost)
+	}
+	return keyValues(e.stdout, append(kv,
 		"stale", orDash(strings.Join(stale, ", "))+"; run 'pi-ctl failback --from REGION' for each once it is reachable",
-		"took", rep.Took.Round(time.Millisecond).String())
+		"took", rep.Took.Round(time.Millisecond).String())...)
 }

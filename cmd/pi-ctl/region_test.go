@@ -36,7 +36,7 @@ func TestStatusShowsRegion(t *testing.T) {
 	body := `{"node":"b1","service":"pi-sessions","version":"1.0.0","store":{},"jetstream":{"mode":"embedded-region",
 		"stream":{"name":"PI_SESSIONS_B","replicas":1,"leader":"b1"},"bucket":"PI_CURSORS_A",
 		"region":{"region":"B","role":"mirror","home":"A","epoch":1,"regions":["A","B"],"reads":"PI_SESSIONS_B","writes":"PI_SESSIONS_A",
-		"mirror":{"origin":"PI_SESSIONS_A","lastSeq":42,"lag":3,"lastContact":"12ms","reachable":true},
+		"mirror":{"origin":"PI_SESSIONS_A","lastSeq":42,"homeLastSeq":45,"lag":3,"lagFrom":"origin","lastContact":"12ms","caughtUp":true,"reachable":true},
 		"recordUpdatedAt":"2026-11-30T10:00:00Z","recordChange":"bootstrap: home A, by a node of A"}}}`
 	if err := json.Unmarshal([]byte(body), &s); err != nil {
 		t.Fatal(err)
@@ -49,11 +49,20 @@ func TestStatusShowsRegion(t *testing.T) {
 		"regions    A: home; B: mirror",
 		"reads      PI_SESSIONS_B",
 		"writes     PI_SESSIONS_A",
-		"mirror     PI_SESSIONS_A at 42, lag 3, last contact 12ms ago",
+		"mirror     PI_SESSIONS_A at 42, lag 3 (the home is at 45), last contact 12ms ago",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("status lacks %q:\n%s", want, out.String())
 		}
+	}
+	// A new mirror that never heard from a home that does not answer: its
+	// lag is unknown, not 0.
+	m := s.JetStream.Region.Mirror
+	m.Lag, m.HomeLastSeq, m.LagFrom, m.CaughtUp, m.LastSeq, m.LastContact = nil, nil, "unknown", false, 0, ""
+	out.Reset()
+	writeStatus(&out, &s)
+	if want := "PI_SESSIONS_A at 0, lag unknown (the mirror has not heard from the home, which does not answer), not caught up yet since the node started"; !strings.Contains(out.String(), want) {
+		t.Errorf("status lacks %q:\n%s", want, out.String())
 	}
 	s.JetStream.Region.Role, s.JetStream.Region.Home, s.JetStream.Region.Epoch = "home", "B", 2
 	s.JetStream.Region.Stale, s.JetStream.Region.ForkSeq, s.JetStream.Region.Mirror = map[string]uint64{"A": 40}, 40, nil

@@ -45,7 +45,17 @@ func writeRegion(out *strings.Builder, r *wire.RegionStatus) {
 		"writes", r.Writes,
 	}
 	if m := r.Mirror; m != nil {
-		lag := fmt.Sprintf("%s at %d, lag %d, last contact %s ago", m.Origin, m.LastSeq, m.Lag, orDash(m.LastContact))
+		lag := "unknown (the mirror has not heard from the home, which does not answer)"
+		switch {
+		case m.Lag != nil && m.HomeLastSeq != nil:
+			lag = fmt.Sprintf("%d (the home is at %d)", *m.Lag, *m.HomeLastSeq)
+		case m.Lag != nil:
+			lag = fmt.Sprintf("%d as the mirror last reported (the home does not answer)", *m.Lag)
+		}
+		if !m.CaughtUp {
+			lag += ", not caught up yet since the node started"
+		}
+		lag = fmt.Sprintf("%s at %d, lag %s, last contact %s ago", m.Origin, m.LastSeq, lag, orDash(m.LastContact))
 		if m.Error != "" {
 			lag += ", error: " + m.Error
 		}

@@ -139,7 +139,9 @@ func (m *Main) Run(ctx context.Context) error {
 	bgCtx, stopBG := context.WithCancel(ctx)
 	m.stopBG = stopBG
 	m.bg.Go(func() { m.releaseAfterRebuild(bgCtx, feed) })
-	svc := &service.Service{Log: log, Store: m.store, Cursors: cursors, CursorWait: c.MinSeqTimeout}
+	// Reads fall back to what the Store follows: in a mirror region its
+	// own copy, not the home's stream writes go to.
+	svc := &service.Service{Log: log, ReadLog: feed, Store: m.store, Cursors: cursors, CursorWait: c.MinSeqTimeout}
 	archive, err := m.newArchiver(ctx, log, name, logger)
 	if err != nil {
 		return err

@@ -54,10 +54,16 @@ func (m *Main) status(ctx context.Context) (any, error) {
 // ready checks what /readyz needs from the backend: connected, stream and
 // bucket present. (The API adds: the Store caught up within a second.) In
 // a region the stream is the one the Store follows, and the home's bucket
-// is not required: a mirror region serves reads while its home is down.
+// is not required: a mirror region serves reads while its home is down,
+// once its mirror has caught up with the home (region.Node.Ready).
 func (m *Main) ready(ctx context.Context) error {
 	if st := m.conn.NC.Status(); st != nats.CONNECTED {
 		return fmt.Errorf("NATS connection is %v", st)
+	}
+	if m.region != nil {
+		if err := m.region.Ready(); err != nil {
+			return err
+		}
 	}
 	cfg := m.streamConfig()
 	err := m.backendReady(ctx, cfg)

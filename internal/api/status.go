@@ -35,9 +35,14 @@ const (
 )
 
 // readHeaders returns the headers of a read that reflected f:
-// Pi-Applied-Seq, Pi-Lag, and Pi-Stale when stale.
+// Pi-Applied-Seq, Pi-Lag ("unknown" while the node has not learned the
+// log's end: a number would be a guess), and Pi-Stale when stale.
 func (s *Server) readHeaders(f store.Freshness) map[string][]string {
-	h := map[string][]string{hdrApplied: {strconv.FormatUint(f.Applied, 10)}, hdrLag: {strconv.FormatUint(f.Lag(), 10)}}
+	lag := "unknown"
+	if f.EndKnown {
+		lag = strconv.FormatUint(f.Lag(), 10)
+	}
+	h := map[string][]string{hdrApplied: {strconv.FormatUint(f.Applied, 10)}, hdrLag: {lag}}
 	if at := f.CaughtUpAt; at.IsZero() || s.cfg.Now().Sub(at) > readyLag {
 		h[hdrStale] = []string{"true"}
 	}

@@ -5,9 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // JetStream API error codes of the cross-region operations (nats-server
@@ -152,38 +156,145 @@ func mirrorBucketConfig(cfg, origin Config, cluster string) jetstream.StreamConf
 }
 
 // MirrorLog is a region's Log on its own stream, primary or mirror. As a
-// Feed it differs in one way: LastSeq is the origin's last sequence as the
-// mirror last heard it (its own last sequence plus its lag), so a Store
+// Feed it differs in one way: LastSeq is the origin's last sequence (what
+// the home acknowledged, not what the mirror has copied), so a Store
 // following a mirror counts the mirror's lag as its own — readiness, the
-// Pi-Stale flag and the lag in /v1/status include it.
-type MirrorLog struct{ *Log }
+// Pi-Lag and Pi-Stale headers and the lag in /v1/status include it.
+type MirrorLog struct {
+	*Log
+	caughtUp atomic.Bool // see CaughtUp
+
+	mu        sync.Mutex
+	contact   time.Time // the mirror's last contact with its origin, as last seen
+	receiving bool      // a later contact than the first one seen has been seen
+}
 
 // NewMirrorLog returns the log on cfg's stream, reached through js.
 func NewMirrorLog(js jetstream.JetStream, cfg Config) *MirrorLog {
-	return &MirrorLog{NewLog(js, cfg)}
+	return &MirrorLog{Log: NewLog(js, cfg)}
 }
+
+// ErrLagUnknown is LastSeq's error for a mirror that has never heard from
+// its origin while the origin does not answer: nothing tells how much of
+// the origin's history the mirror lacks, and 0 would be a lie.
+var ErrLagUnknown = errors.New("the mirror has not heard from its origin since it started, and the origin does not answer: its lag is unknown")
 
 // LastSeq returns, for a primary, the stream's last sequence; for a
 // mirror, its origin's: asked of the origin when it answers (a mirror that
-// has stopped receiving — its consumer is being set up again, with
-// backoff, after the origin was away — does not know how far behind it
-// is), else the mirror's own last sequence plus its lag as last reported.
+// has just started, or stopped receiving while its consumer is set up
+// again, does not know how far behind it is), else the mirror's own last
+// sequence plus its lag as last reported; ErrLagUnknown when the mirror
+// never reported either.
 func (m *MirrorLog) LastSeq(ctx context.Context) (uint64, error) {
 	info, err := m.lastSeqInfo(ctx)
 	if err != nil {
 		return 0, err
 	}
-	last := info.State.LastSeq
 	if info.Mirror == nil {
-		return last, nil
+		m.caughtUp.Store(true)
+		return info.State.LastSeq, nil
 	}
-	last += info.Mirror.Lag
+	p := MirrorPosition{LastSeq: info.State.LastSeq, Reported: info.Mirror.Active >= 0, ReportedLag: info.Mirror.Lag}
+	p.Receiving = m.renewed(info.Mirror.Active)
 	octx, cancel := context.WithTimeout(ctx, originTimeout)
 	defer cancel()
-	if o, err := m.js.Stream(octx, info.Mirror.Name); err == nil {
-		last = max(last, o.CachedInfo().State.LastSeq)
+	if o, err := m.js.Stream(octx, info.Mirror.Name); err == nil && Leaderless(o.CachedInfo()) == nil {
+		p.OriginLastSeq, p.OriginAnswered = o.CachedInfo().State.LastSeq, true
 	}
-	return last, nil
+	lag, ok := p.Lag()
+	if !ok {
+		// Unavailable, as a read that cannot learn the log's end is.
+		return 0, fmt.Errorf("%w: %s, mirror of %s: %w", wire.ErrUnavailable, m.cfg.Stream, info.Mirror.Name, ErrLagUnknown)
+	}
+	if p.CaughtUp() {
+		m.caughtUp.Store(true)
+	}
+	return p.LastSeq + lag, nil
+}
+
+// contactRenewed is how much later than the one seen before a mirror's
+// last contact must be to count as a new one: more than the jitter of the
+// estimate (a request's latency), less than the mirror's heartbeat (1 s).
+const contactRenewed = 400 * time.Millisecond
+
+// renewed notes a mirror's last contact, active ago, and reports whether
+// one later than the first seen has been seen: the mirror is receiving.
+// nats-server counts the setting up of the mirror's consumer as a contact,
+// and a consumer set up across a gateway may deliver nothing for seconds
+// (seen on loopback at start: no message nor heartbeat for 5 s, until the
+// mirror's own health check set it up again); only a renewed contact — a
+// message or a heartbeat — shows that messages flow.
+func (m *MirrorLog) renewed(active time.Duration) bool {
+	if active < 0 {
+		return false
+	}
+	c := time.Now().Add(-active)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch {
+	case m.contact.IsZero():
+		m.contact = c
+	case c.Sub(m.contact) > contactRenewed:
+		m.contact, m.receiving = c, true
+	}
+	return m.receiving
+}
+
+// CaughtUp reports whether LastSeq has found the stream holding everything
+// its origin held (always, for a primary) at least once. A mirror that has
+// not is still copying what the home acknowledged before it started.
+func (m *MirrorLog) CaughtUp() bool { return m.caughtUp.Load() }
+
+// MirrorPosition is a mirror measured against its origin.
+type MirrorPosition struct {
+	LastSeq uint64 // the mirror's own last sequence
+	// OriginLastSeq is the origin's last sequence, asked after the
+	// mirror's; only when OriginAnswered.
+	OriginLastSeq  uint64
+	OriginAnswered bool
+	// Reported: the mirror has heard from its origin since its stream
+	// started (nats-server reports Active -1 until then), and ReportedLag
+	// is the lag it computed then — 0 until its first messages arrive,
+	// whatever the origin holds.
+	Reported    bool
+	ReportedLag uint64
+	// Receiving: messages or heartbeats have been seen arriving, not only
+	// the setting up of the mirror's consumer (see MirrorLog.renewed).
+	Receiving bool
+}
+
+// Lag is how many of the origin's sequences the mirror has not copied:
+// from the origin's state when it answered, else the mirror's last report;
+// false when neither is known.
+func (p MirrorPosition) Lag() (uint64, bool) {
+	switch {
+	case p.OriginAnswered:
+		return p.OriginLastSeq - min(p.OriginLastSeq, p.LastSeq), true
+	case p.Reported:
+		return p.ReportedLag, true
+	}
+	return 0, false
+}
+
+// LagSource says where Lag comes from: "origin", "mirror" (its last
+// report; the origin did not answer) or "unknown".
+func (p MirrorPosition) LagSource() string {
+	switch {
+	case p.OriginAnswered:
+		return "origin"
+	case p.Reported:
+		return "mirror"
+	}
+	return "unknown"
+}
+
+// CaughtUp reports whether the mirror, receiving from its origin, held
+// everything the origin held when it was asked (the origin was asked
+// second, so it may hold more by then). A mirror not seen receiving is not
+// caught up even with an empty origin: it might not copy the origin's
+// first writes for seconds.
+func (p MirrorPosition) CaughtUp() bool {
+	return p.Receiving && p.OriginAnswered && p.LastSeq >= p.OriginLastSeq
 }
 
 // originTimeout bounds MirrorLog's question to the origin: the Store asks

@@ -142,3 +142,53 @@ func appendN(t *testing.T, l *Log, sid string, last uint64, n int) uint64 {
 	}
 	return seqs[len(seqs)-1]
 }
+
+// A mirror's lag counts what its origin holds and it lacks: from the
+// origin's state when it answers (a new mirror reports 0 before its first
+// messages), from its own report when only that is known, else unknown.
+func TestMirrorPositionLag(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		p        MirrorPosition
+		lag      uint64
+		known    bool
+		from     string
+		caughtUp bool
+	}{
+		{"new mirror, origin ahead", MirrorPosition{LastSeq: 0, OriginLastSeq: 2, OriginAnswered: true, Reported: true}, 2, true, "origin", false},
+		{"caught up", MirrorPosition{LastSeq: 5, OriginLastSeq: 5, OriginAnswered: true, Reported: true, Receiving: true}, 0, true, "origin", true},
+		{"level, not seen receiving", MirrorPosition{LastSeq: 5, OriginLastSeq: 5, OriginAnswered: true, Reported: true}, 0, true, "origin", false},
+		{"origin asked later, ahead by then", MirrorPosition{LastSeq: 5, OriginLastSeq: 7, OriginAnswered: true, Reported: true, Receiving: true}, 2, true, "origin", false},
+		{"origin away, the mirror's report", MirrorPosition{LastSeq: 5, Reported: true, ReportedLag: 3}, 3, true, "mirror", false},
+		{"origin away, mirror never heard from it", MirrorPosition{LastSeq: 5}, 0, false, "unknown", false},
+		{"both empty, mirror not receiving yet", MirrorPosition{OriginAnswered: true, Reported: true}, 0, true, "origin", false},
+		{"both empty, mirror receiving", MirrorPosition{OriginAnswered: true, Reported: true, Receiving: true}, 0, true, "origin", true},
+	} {
+		lag, known := c.p.Lag()
+		if lag != c.lag || known != c.known || c.p.LagSource() != c.from || c.p.CaughtUp() != c.caughtUp {
+			t.Errorf("%s: lag %d %v from %s, caught up %v; want %d %v from %s, %v", c.name, lag, known, c.p.LagSource(), c.p.CaughtUp(), c.lag, c.known, c.from, c.caughtUp)
+		}
+	}
+}
+
+// A mirror counts as receiving only once its last contact has moved on
+// from the first one seen: the setting up of its consumer is a contact
+// too, and may be followed by nothing.
+func TestMirrorReceivingNeedsARenewedContact(t *testing.T) {
+	m := &MirrorLog{}
+	for i, c := range []struct {
+		active time.Duration
+		want   bool
+	}{
+		{-1, false},              // never heard from its origin
+		{2 * time.Second, false}, // the first contact seen: its consumer set up
+		{2*time.Second + 500*time.Millisecond, false}, // the same contact, seen later
+		{1900 * time.Millisecond, false},              // within the estimate's jitter
+		{0, true},                                     // a heartbeat or a message: it receives
+		{5 * time.Second, true},                       // and it did: that stays known
+	} {
+		if got := m.renewed(c.active); got != c.want {
+			t.Errorf("step %d, active %v: receiving %v, want %v", i, c.active, got, c.want)
+		}
+	}
+}

@@ -10,12 +10,16 @@ import (
 
 // FailbackReport says what Failback did.
 type FailbackReport struct {
-	From, Home string
-	Shared     uint64 // the last sequence the region's stream shared with the home's history
-	Merged     bool   // false when the region's stream was already gone or a mirror (a rerun)
-	Stats      MergeStats
-	MirrorAt   uint64 // the home's last sequence the new mirror reached before the record changed
-	Took       time.Duration
+	// Changed is false when the region was not stale (a rerun): nothing
+	// was done.
+	Changed  bool          `json:"changed"`
+	From     string        `json:"from"`
+	Home     string        `json:"home"`
+	Shared   uint64        `json:"shared"` // the last sequence the region's stream shared with the home's history
+	Merged   bool          `json:"merged"` // false when the region's stream was already gone or a mirror (a rerun)
+	Stats    MergeStats    `json:"stats"`
+	MirrorAt uint64        `json:"mirrorAt"` // the home's last sequence the new mirror reached before the record changed
+	Took     time.Duration `json:"tookNs"`
 }
 
 // Failback brings a stale region — the old home once it is back, or any
@@ -54,8 +58,13 @@ func (a *Admin) Failback(ctx context.Context, from string) (FailbackReport, erro
 		return rep, fmt.Errorf("%w: %s is the home region; fail back from a stale region (stale: %v)", ErrRefused, from, staleNames(&rec))
 	}
 	shared, stale := rec.Stale[from]
+	if _, known := rec.Regions[from]; !known && !stale {
+		return rep, fmt.Errorf("%w: no node has registered region %s (regions: %v)", ErrRefused, from, rec.RegionNames())
+	}
 	if !stale {
-		return rep, fmt.Errorf("%w: region %s is not stale: its stream mirrors the home's already (stale: %v)", ErrRefused, from, staleNames(&rec))
+		// Done already: a retry must succeed without touching anything.
+		rep.Took = a.Now().Sub(start)
+		return rep, nil
 	}
 	rep.Shared = shared
 	src, home := rec.Assets(a.Base, from), rec.Assets(a.Base, rec.Home)
@@ -66,8 +75,8 @@ func (a *Admin) Failback(ctx context.Context, from string) (FailbackReport, erro
 	}
 	switch {
 	case ss.Exists && !ss.Reachable:
-		return rep, fmt.Errorf("%w: region %s is not reachable (%s %s); bring it back first — its stream must not be deleted while it is down",
-			ErrRefused, from, src.Stream, ss.Problem)
+		return rep, fmt.Errorf("%w: region %s is not reachable (%s %s; waited %v, --wait); bring it back first — its stream must not be deleted while it is down",
+			ErrRefused, from, src.Stream, ss.Problem, a.ReturnWait)
 	case !ss.Exists || ss.MirrorOf == home.Stream:
 		a.Progress("%s is already replaced (%s); nothing to merge", src.Stream, orNone(ss.MirrorOf, "gone"))
 	default:
@@ -107,21 +116,26 @@ func (a *Admin) Failback(ctx context.Context, from string) (FailbackReport, erro
 		r.Change = fmt.Sprintf("failback from %s: %d entries and %d cursors merged into %s", from, rep.Stats.Entries, rep.Stats.Cursors, rec.Home)
 		return nil
 	})
-	rep.Took = a.Now().Sub(start)
+	rep.Changed, rep.Took = err == nil, a.Now().Sub(start)
 	return rep, err
 }
 
-// probeReturning probes a returning region's stream, giving it up to 30 s
-// to answer: its nodes may serve (reading from the home) a moment before
-// the region's own stream has been recovered from disk and has a leader.
+// probeReturning probes a returning region's stream, giving it up to
+// ReturnWait to answer: its nodes may serve (reading from the home) a
+// moment before the region's own stream has been recovered from disk and
+// has a leader.
 func (a *Admin) probeReturning(ctx context.Context, stream string) (jetstream.StreamState, error) {
-	deadline := a.Now().Add(30 * time.Second)
-	for {
-		pctx, cancel := context.WithTimeout(ctx, a.ProbeTimeout)
+	deadline := a.Now().Add(a.ReturnWait)
+	for first := true; ; first = false {
+		// The last probe ends at the deadline, so the wait is bounded.
+		pctx, cancel := context.WithTimeout(ctx, max(min(a.ProbeTimeout, deadline.Sub(a.Now())), 100*time.Millisecond))
 		st, err := jetstream.Probe(pctx, a.JS, stream)
 		cancel()
 		if err != nil || st.Reachable || !st.Exists || !a.Now().Before(deadline) {
 			return st, err
+		}
+		if first {
+			a.Progress("waiting up to %v (--wait) for %s to answer", a.ReturnWait, stream)
 		}
 		a.Progress("waiting for %s to answer (%s)", stream, st.Problem)
 		select {

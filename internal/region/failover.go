@@ -30,6 +30,10 @@ type Admin struct {
 	// offline at once (its servers were killed, not shut down): then only
 	// the timeouts tell, and they are part of the time to recover.
 	ProbeTimeout time.Duration
+	// ReturnWait bounds how long Failback waits for a returning region's
+	// stream to answer before it refuses (default 30 s): its nodes may
+	// serve a moment before the stream is recovered from disk.
+	ReturnWait time.Duration
 	// Progress, when set, receives one line per step, for the operator.
 	Progress func(msg string, args ...any)
 	Logger   *slog.Logger
@@ -49,6 +53,9 @@ func (a *Admin) defaults() {
 	if a.ProbeTimeout <= 0 {
 		a.ProbeTimeout = 2 * time.Second
 	}
+	if a.ReturnWait <= 0 {
+		a.ReturnWait = DefaultReturnWait
+	}
 	if a.Progress == nil {
 		a.Progress = func(string, ...any) {}
 	}
@@ -58,14 +65,25 @@ func (a *Admin) defaults() {
 	a.Base.Logger = a.Logger
 }
 
+// DefaultReturnWait is Admin.ReturnWait's default.
+const DefaultReturnWait = 30 * time.Second
+
 // FailoverReport says what Failover did.
 type FailoverReport struct {
-	From, To  string
-	Epoch     uint64
-	ForkSeq   uint64 // the last sequence the new home inherited
-	HomeState string // why the old home could be replaced
-	Stale     map[string]uint64
-	Took      time.Duration
+	// Changed is false when the region was the home already (a rerun):
+	// nothing was done, and the other fields describe the record as it is.
+	Changed   bool              `json:"changed"`
+	From      string            `json:"from"`
+	To        string            `json:"to"`
+	Epoch     uint64            `json:"epoch"`
+	ForkSeq   uint64            `json:"forkSeq"`   // the last sequence the new home inherited
+	HomeState string            `json:"homeState"` // why the old home could be replaced
+	Stale     map[string]uint64 `json:"stale"`
+	// Lost says, when the home did not answer, what is known of what the
+	// new home lacks (the RPO, until failback merges it back): the mirror's
+	// lag at its last contact with the old home, or that it never had one.
+	Lost string        `json:"lost,omitempty"`
+	Took time.Duration `json:"tookNs"`
 }
 
 // Failover makes region to the home: its mirror of the home's stream and
@@ -96,7 +114,11 @@ func (a *Admin) Failover(ctx context.Context, to string, force bool) (FailoverRe
 		return rep, fmt.Errorf("%w: no node has registered region %s (regions: %v)", ErrRefused, to, rec.RegionNames())
 	}
 	if rec.Home == to {
-		return rep, fmt.Errorf("%w: %s is the home region already (epoch %d)", ErrRefused, to, rec.Epoch)
+		// Done already (by this operation, its reply lost, or another):
+		// a retry must succeed without touching anything.
+		rep.From, rep.Epoch, rep.ForkSeq, rep.Stale, rep.Took = "", rec.Epoch, rec.ForkSeq, rec.Stale, a.Now().Sub(start)
+		rep.HomeState = "already done: " + to + " is the home region (" + rec.Change + ")"
+		return rep, nil
 	}
 	if _, stale := rec.Stale[to]; stale {
 		return rep, fmt.Errorf("%w: region %s is stale (its stream does not mirror the home's history); run 'pi-ctl failback --from %s' first", ErrRefused, to, to)
@@ -141,6 +163,9 @@ func (a *Admin) Failover(ctx context.Context, to string, force bool) (FailoverRe
 			return rep, err
 		}
 	}
+	if !hs.Reachable && !promoted {
+		rep.Lost = lostOf(rec.Home, ts)
+	}
 	a.Progress("promoting %s and its cursor bucket in region %s", target.Stream, to)
 	if err := jetstream.Promote(ctx, a.JS, target, to); err != nil {
 		return rep, err
@@ -174,8 +199,19 @@ func (a *Admin) Failover(ctx context.Context, to string, force bool) (FailoverRe
 	if err != nil {
 		return rep, err
 	}
-	rep.Epoch, rep.Stale, rep.Took = next.Epoch, next.Stale, a.Now().Sub(start)
+	rep.Changed, rep.Epoch, rep.Stale, rep.Took = true, next.Epoch, next.Stale, a.Now().Sub(start)
 	return rep, nil
+}
+
+// lostOf describes what a mirror promoted without its origin may lack: it
+// knows only its lag at its last contact, and nothing of what the origin
+// acknowledged since.
+func lostOf(home string, ts jetstream.StreamState) string {
+	if ts.Active < 0 {
+		return fmt.Sprintf("unknown: the mirror had not heard from %s since it started; every entry %s acknowledged beyond sequence %d is missing until failback", home, home, ts.LastSeq)
+	}
+	return fmt.Sprintf("at least %d entries: the mirror's lag at its last contact with %s, %v before the promotion; entries %s acknowledged after that contact are missing too, until failback",
+		ts.Lag, home, ts.Active.Round(time.Millisecond), home)
 }
 
 // load binds to the record bucket and reads the record, retrying while the

@@ -152,6 +152,18 @@ func (f *Feed) source() (Source, error) {
 	return f.src, nil
 }
 
+// caughtUp reports whether the current stream has held everything its
+// origin held at least once (see jetstream.MirrorLog.CaughtUp); a source
+// that cannot tell is taken at its word.
+func (f *Feed) caughtUp() bool {
+	src, err := f.source()
+	if err != nil {
+		return false
+	}
+	c, ok := src.(interface{ CaughtUp() bool })
+	return !ok || c.CaughtUp()
+}
+
 // LastSeq is the current stream's (a mirror's: its origin's as it knows it).
 func (f *Feed) LastSeq(ctx context.Context) (uint64, error) {
 	src, err := f.source()

@@ -163,7 +163,7 @@ func openStack(t *testing.T, sc *supercluster, region, home string) *stack {
 		_ = st.Close()
 		n.Close()
 	})
-	return &stack{node: n, store: st, svc: &service.Service{Log: n.Log, Store: st, Cursors: n.Cursors,
+	return &stack{node: n, store: st, svc: &service.Service{Log: n.Log, ReadLog: n.Feed, Store: st, Cursors: n.Cursors,
 		Retry: writer.RetryPolicy{AttemptTimeout: time.Second, UnavailableFor: 3 * time.Second}}}
 }
 

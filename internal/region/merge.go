@@ -15,19 +15,19 @@ import (
 
 // MergeStats count what a failback merged.
 type MergeStats struct {
-	Scanned  int // records of the old stream read (after the shared prefix)
-	Sessions int // sessions that got records
-	Created  int // of them, sessions the home did not have at all
-	Entries  int // entries republished into the home
-	Present  int // entries the home had already (mirrored, or re-sent by a client)
+	Scanned  int `json:"scanned"`  // records of the old stream read (after the shared prefix)
+	Sessions int `json:"sessions"` // sessions that got records
+	Created  int `json:"created"`  // of them, sessions the home did not have at all
+	Entries  int `json:"entries"`  // entries republished into the home
+	Present  int `json:"present"`  // entries the home had already (mirrored, or re-sent by a client)
 	// Conflicts are entries whose id the home holds with other bytes: ids
 	// are drawn at random per session, so two regions taking writes at
 	// once may, very rarely, pick the same one. The home's is kept.
-	Conflicts     int
-	PurgeNotices  int // purges in the old stream, not replayed (a merge only adds)
-	Cursors       int // cursors copied or moved forward
-	CursorsKept   int // cursors the home had newer
-	VerifiedTotal int // entries checked present in the home afterwards
+	Conflicts     int `json:"conflicts"`
+	PurgeNotices  int `json:"purgeNotices"`  // purges in the old stream, not replayed (a merge only adds)
+	Cursors       int `json:"cursors"`       // cursors copied or moved forward
+	CursorsKept   int `json:"cursorsKept"`   // cursors the home had newer
+	VerifiedTotal int `json:"verifiedTotal"` // entries checked present in the home afterwards
 }
 
 // mergeSessions republishes into dst every entry of src after sequence

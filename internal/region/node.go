@@ -301,6 +301,25 @@ func (n *Node) FeedConfig() jetstream.Config {
 	return n.feed
 }
 
+// homeProbeTimeout bounds Status's question to the home: a lost home must
+// not hold up /v1/status.
+const homeProbeTimeout = 500 * time.Millisecond
+
+// Ready reports why the node should not take traffic yet as far as its
+// region goes, or nil: in a mirror region, until the mirror it reads has
+// held everything the home held at least once since the node started
+// following it — before that it is still copying what the home
+// acknowledged earlier, and a failover would inherit none of it.
+func (n *Node) Ready() error {
+	n.mu.Lock()
+	rec, reads := n.rec.clone(), n.feed.Stream
+	n.mu.Unlock()
+	if roleOf(&rec, n.Region) != RoleMirror || n.Feed.caughtUp() {
+		return nil
+	}
+	return fmt.Errorf("region %s: the mirror %s has not caught up with the home's stream %s yet since this node started", n.Region, reads, rec.Assets(n.Base, rec.Home).Stream)
+}
+
 // Status reports the node's region, role, the streams it reads and writes,
 // and, in a mirror region, the mirror's lag.
 func (n *Node) Status(ctx context.Context) wire.RegionStatus {
@@ -316,7 +335,7 @@ func (n *Node) Status(ctx context.Context) wire.RegionStatus {
 		return st
 	}
 	ps, err := jetstream.Probe(ctx, n.JS, reads)
-	m := &wire.MirrorStatus{Origin: ps.MirrorOf, LastSeq: ps.LastSeq, Lag: ps.Lag, Error: ps.MirrorErr, Reachable: ps.Reachable}
+	m := &wire.MirrorStatus{Origin: ps.MirrorOf, LastSeq: ps.LastSeq, Error: ps.MirrorErr, Reachable: ps.Reachable, CaughtUp: n.Feed.caughtUp()}
 	if ps.Active > 0 {
 		m.LastContact = ps.Active.Round(time.Millisecond).String()
 	}
@@ -324,6 +343,20 @@ func (n *Node) Status(ctx context.Context) wire.RegionStatus {
 		m.Error = err.Error()
 	} else if !ps.Reachable {
 		m.Error = ps.Problem
+	}
+	// The lag counts what the home acknowledged, from the home's own state:
+	// the mirror's report is 0 until its first messages arrive.
+	p := jetstream.MirrorPosition{LastSeq: ps.LastSeq, Reported: ps.Reachable && ps.Active >= 0, ReportedLag: ps.Lag}
+	hctx, cancel := context.WithTimeout(ctx, homeProbeTimeout)
+	hs, herr := jetstream.Probe(hctx, n.JS, st.Writes)
+	cancel()
+	if herr == nil && hs.Reachable {
+		p.OriginLastSeq, p.OriginAnswered = hs.LastSeq, true
+		m.HomeLastSeq = &hs.LastSeq
+	}
+	m.LagFrom = "unknown" // the mirror's own state is not known either
+	if lag, ok := p.Lag(); ok && ps.Reachable {
+		m.Lag, m.LagFrom = &lag, p.LagSource()
 	}
 	st.Mirror = m
 	return st

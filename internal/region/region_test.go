@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/jetstream"
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/testutil"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 const (
@@ -47,23 +49,53 @@ func TestFailoverAndFailbackKeepBothSides(t *testing.T) {
 	putCursor(t, a, "only-in-a", "a2", t0.Add(time.Minute))
 	sc.stop("A")
 	sc.start(t, "B")
+	// B's mirror restarted and has not heard from A, which is gone: its
+	// lag is unknown, not 0.
+	testutil.WaitFor(t, 30*time.Second, func() error {
+		m := b.node.Status(ctx).Mirror
+		if m == nil || m.Lag != nil || m.LagFrom != "unknown" || m.HomeLastSeq != nil {
+			return fmt.Errorf("mirror status with A lost and B's mirror restarted: %+v", m)
+		}
+		// Nor does the Store learn a log's end from it.
+		if _, err := b.node.Feed.LastSeq(ctx); !errors.Is(err, jetstream.ErrLagUnknown) || !errors.Is(err, wire.ErrUnavailable) {
+			return fmt.Errorf("the Feed's last sequence with the lag unknown: %v", err)
+		}
+		return nil
+	})
 
 	admin := &Admin{JS: sc.connect(t, "B").JS}
 	rep, err := admin.Failover(ctx, "B", false)
 	if err != nil {
 		t.Fatalf("failover: %v", err)
 	}
-	if rep.ForkSeq != mirrored || rep.Epoch != 2 || rep.From != "A" {
-		t.Errorf("failover report %+v, want fork at %d, epoch 2", rep, mirrored)
+	if rep.ForkSeq != mirrored || rep.Epoch != 2 || rep.From != "A" || !rep.Changed {
+		t.Errorf("failover report %+v, want a change, fork at %d, epoch 2", rep, mirrored)
 	}
-	if _, err := admin.Failover(ctx, "B", false); !errors.Is(err, ErrRefused) {
-		t.Errorf("second failover to B: %v, want refused", err)
+	// B's mirror never heard from A after its restart: it cannot say how
+	// much it lacks, and says so.
+	if !strings.HasPrefix(rep.Lost, "unknown") {
+		t.Errorf("failover report says %q of what is missing, want unknown", rep.Lost)
+	}
+	// Run again, it is done already: it succeeds and changes nothing.
+	if again, err := admin.Failover(ctx, "B", false); err != nil || again.Changed || again.Epoch != 2 || again.ForkSeq != mirrored {
+		t.Errorf("second failover to B: %+v %v, want done already at epoch 2", again, err)
 	}
 	b.waitRecord(t, "home B", func(r Record) bool { return r.Home == "B" })
 	b.add(t, sid1, "b2", "a1") // the writer goes on from what B has
 	putCursor(t, b, "moved-in-b", "b2", t0.Add(2*time.Minute))
 	before := map[string]string{"r1": "", "a1": "r1", "b1": "r1", "b2": "a1"}
 	b.waitEntries(t, sid1, before)
+
+	// While A is away, a failback waits for it as long as it is told, and
+	// then refuses, saying so.
+	impatient := &Admin{JS: admin.JS, ReturnWait: time.Second, ProbeTimeout: 500 * time.Millisecond}
+	began := time.Now()
+	if _, err := impatient.Failback(ctx, "A"); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "waited 1s") {
+		t.Errorf("failback from A while it is down: %v, want refused after waiting 1s", err)
+	}
+	if took := time.Since(began); took > 5*time.Second {
+		t.Errorf("failback from an unreachable A took %v with a 1 s wait", took)
+	}
 
 	// A returns: its node reads from B now, and forgets what B lacks.
 	sc.start(t, "A")
@@ -77,7 +109,7 @@ func TestFailoverAndFailbackKeepBothSides(t *testing.T) {
 	if err != nil {
 		t.Fatalf("failback: %v", err)
 	}
-	if st := fb.Stats; st.Entries != 3 || st.Created != 1 || st.Conflicts != 0 || st.VerifiedTotal != 3 {
+	if st := fb.Stats; !fb.Changed || st.Entries != 3 || st.Created != 1 || st.Conflicts != 0 || st.VerifiedTotal != 3 {
 		t.Errorf("failback merged %+v, want a2, a3 and the new session's x1", st)
 	}
 	after := map[string]string{"r1": "", "a1": "r1", "b1": "r1", "b2": "a1", "a2": "a1", "a3": "a2"}
@@ -99,8 +131,11 @@ func TestFailoverAndFailbackKeepBothSides(t *testing.T) {
 	a.add(t, sid1, "a4", "a3")
 	after["a4"] = "a3"
 	a.waitEntries(t, sid1, after)
-	if _, err := admin.Failback(ctx, "A"); !errors.Is(err, ErrRefused) {
-		t.Errorf("second failback: %v, want refused", err)
+	if again, err := admin.Failback(ctx, "A"); err != nil || again.Changed {
+		t.Errorf("second failback: %+v %v, want done already", again, err)
+	}
+	if _, err := admin.Failback(ctx, "C"); !errors.Is(err, ErrRefused) {
+		t.Errorf("failback from an unknown region: %v, want refused", err)
 	}
 	assertOnce(t, admin, "B", sid1, len(after))
 }
@@ -168,6 +203,14 @@ func TestFailoverRefusedWhileHomeHealthy(t *testing.T) {
 	a.create(t, sid1, "r1")
 	b.add(t, sid1, "b1", "r1")
 	admin := &Admin{JS: sc.connect(t, "B").JS}
+	// B's mirror, caught up, counts its lag from A's stream: B is ready.
+	testutil.WaitFor(t, 30*time.Second, func() error {
+		m := b.node.Status(ctx).Mirror
+		if m == nil || m.Lag == nil || *m.Lag != 0 || m.LagFrom != "origin" || m.HomeLastSeq == nil || !m.CaughtUp {
+			return fmt.Errorf("mirror status of a caught-up B: %+v", m)
+		}
+		return b.node.Ready()
+	})
 
 	if _, err := admin.Failover(ctx, "B", false); !errors.Is(err, ErrRefused) {
 		t.Fatalf("failover while A is healthy: %v, want refused", err)

@@ -3,6 +3,7 @@ package service_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 
 	"github.com/pifleet/sessionlog/internal/service"
@@ -82,5 +83,33 @@ func TestRetryOnLaggingNode(t *testing.T) {
 	c, err := cursors.Get(ctx, sid, "c1")
 	if err != nil || c.LeafID != "0000000a" || c.Seq < first.Entries[0].Seq {
 		t.Errorf("cursor %+v (%v), want leaf 0000000a at seq ≥ %d", c, err, first.Entries[0].Seq)
+	}
+}
+
+// TestReadsStayOnReadLog: a session this node's Store has not applied is
+// read from ReadLog (in a mirror region, the region's own copy), never from
+// Log (the home's stream, where writes go): a copy that lacks the session
+// answers not found, as the node's own copy would.
+func TestReadsStayOnReadLog(t *testing.T) {
+	ctx := ctxT(t)
+	home, mirror := session.NewMemLog(1000, 8<<20), session.NewMemLog(1000, 8<<20)
+	sid := testutil.SessionID(t)
+	writer := &service.Service{Log: home}
+	if _, err := writer.Create(ctx, wire.CreateRequest{Header: json.RawMessage(`{"id":"` + sid + `"}`), Entries: raws(`{"type":"message","id":"root","message":{"role":"user","content":"q"}}`)}); err != nil {
+		t.Fatal(err)
+	}
+	st := store.New(mirror, store.Options{Log: mirror})
+	if err := st.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	reader := &service.Service{Log: home, ReadLog: mirror, Store: st}
+	if _, err := reader.Get(ctx, sid); !errors.Is(err, wire.ErrNotFound) {
+		t.Fatalf("read of a session only the home holds: %v, want not found", err)
+	}
+	// Without a ReadLog, reads fall back to Log, as in one region.
+	reader.ReadLog = nil
+	if d, err := reader.Get(ctx, sid); err != nil || d.Info.SessionID != sid {
+		t.Fatalf("read through Log: %+v %v", d.Info, err)
 	}
 }

@@ -21,8 +21,14 @@ import (
 // Log (with the same CAS loop as the Writer) and reads from the Store. The
 // API layer (HTTP and NATS) is a thin transport over it.
 type Service struct {
-	Log     session.Log
-	Store   *store.Store
+	Log   session.Log
+	Store *store.Store
+	// ReadLog, when set, is where a read finds a session this node's Store
+	// has not applied yet (store.Store.ViewOrRead); default Log. In a
+	// mirror region it is the region's own copy: a read there never
+	// crosses to the home's stream, which is slow, fails differently when
+	// the home is lost, and would serve what the region does not hold.
+	ReadLog session.Log
 	Cursors session.Cursors
 	Now     func() time.Time // default time.Now
 	Rand    io.Reader        // id source; default crypto/rand

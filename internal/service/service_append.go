@@ -168,8 +168,16 @@ func (s *Service) finish(ctx context.Context, sid, client string, res []wire.Ent
 	return out, nil
 }
 
-// doc runs fn with the session: the Store's copy, or the log's (see
+// doc runs fn with the session: the Store's copy, or the read log's (see
 // store.Store.ViewOrRead).
 func (s *Service) doc(ctx context.Context, sid string, fn func(d *store.Doc) error) error {
-	return s.Store.ViewOrRead(ctx, s.Log, sid, fn)
+	return s.Store.ViewOrRead(ctx, s.Reads(), sid, fn)
+}
+
+// Reads is the log reads fall back to: ReadLog, else Log.
+func (s *Service) Reads() session.Log {
+	if s.ReadLog != nil {
+		return s.ReadLog
+	}
+	return s.Log
 }

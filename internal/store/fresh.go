@@ -18,6 +18,11 @@ type Freshness struct {
 	Known uint64
 	// CaughtUpAt is when the Store last knew itself caught up (zero: never).
 	CaughtUpAt time.Time
+	// EndKnown: the Store has learned the log's end since it opened (or
+	// was reset). Until then Known is only what it was told, and Lag is a
+	// lower bound — in a mirror region that has never heard from a home
+	// that does not answer, nothing at all.
+	EndKnown bool
 }
 
 // Lag is how many records the node knew to exist and had not applied.
@@ -38,7 +43,7 @@ func (st *Store) Freshness() Freshness {
 
 // freshnessLocked is Freshness under st.mu (read or write).
 func (st *Store) freshnessLocked() Freshness {
-	f := Freshness{Applied: st.applied, Known: st.known()}
+	f := Freshness{Applied: st.applied, Known: st.known(), EndKnown: st.stats.polled.Load()}
 	if ns := st.stats.caughtUpAt.Load(); ns != 0 {
 		f.CaughtUpAt = time.Unix(0, ns)
 	}

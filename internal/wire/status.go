@@ -91,14 +91,25 @@ type RegionStatus struct {
 	RecordChange  string        `json:"recordChange"`
 }
 
-// MirrorStatus is a mirror stream as its leader reports it.
+// MirrorStatus is a mirror stream as its leader reports it, measured
+// against the home's stream.
 type MirrorStatus struct {
 	Origin  string `json:"origin"`
 	LastSeq uint64 `json:"lastSeq"`
-	// Lag is how many of the origin's messages the mirror has not received
-	// yet, as of its last contact with the origin, LastContact ago.
-	Lag         uint64 `json:"lag"`
+	// HomeLastSeq is the home stream's last sequence, when it answered.
+	HomeLastSeq *uint64 `json:"homeLastSeq,omitempty"`
+	// Lag is how many of the home's sequences the mirror has not copied:
+	// HomeLastSeq - LastSeq when the home answered, else the mirror's own
+	// report as of its last contact, LastContact ago. Null when unknown:
+	// the mirror has never heard from a home that does not answer.
+	Lag *uint64 `json:"lag"`
+	// LagFrom says where Lag comes from: "origin" (the home's state),
+	// "mirror" (its last report) or "unknown".
+	LagFrom     string `json:"lagFrom"`
 	LastContact string `json:"lastContact"`
-	Error       string `json:"error,omitempty"`
-	Reachable   bool   `json:"reachable"`
+	// CaughtUp: the mirror has held everything the home held at least once
+	// since this node started following it; the node is not ready before.
+	CaughtUp  bool   `json:"caughtUp"`
+	Error     string `json:"error,omitempty"`
+	Reachable bool   `json:"reachable"`
 }

@@ -12,6 +12,12 @@
 // entry then stored exactly once and every session holding both regions'
 // entries, the ones only the old home had as the branches they were.
 //
+// TestRegionStartupWindow loses the home 0.5 s after the first write of a
+// new deployment and runs every operation twice; TestRegionMirrorIsHonest
+// checks what a mirror-region node says and serves while its mirror lacks
+// what the home acknowledged (restarted with a backlog, or stalled after
+// the home's outage).
+//
 // Run with -v to see the measured figures (RTO, RPO, mirror lag, the
 // durations of failover and failback): lines starting with MEASURED.
 // PI_REGION_NODES=3 runs three pi-nodes per region (R3 streams) instead

@@ -57,29 +57,7 @@ func TestRegionFailover(t *testing.T) {
 		sids[i] = uuid.Must(uuid.NewV7()).String()
 		createSession(t, a[0].base, sids[i], "root")
 	}
-	hc := &http.Client{Timeout: 3 * time.Second}
-	var writers []*writer
-	for i, sid := range sids {
-		for _, r := range []string{"A", "B"} {
-			writers = append(writers, &writer{name: fmt.Sprintf("%s%02d", strings.ToLower(r), i), sid: sid,
-				bases: top.bases(r), hc: hc, pause: 20 * time.Millisecond, errors: map[string]int{}})
-		}
-	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	errs := make([]error, len(writers))
-	for i, w := range writers {
-		wg.Go(func() { errs[i] = w.run(ctx, stop, "root") })
-	}
-	stopWriters := func() {
-		close(stop)
-		wg.Wait()
-		for _, err := range errs {
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	writers, stopWriters := startWriters(t, ctx, top, sids)
 	testutil.WaitFor(t, time.Minute, testutil.Awaiting("writers under way", func() error { return everyWriter(writers, 10, time.Time{}) }))
 
 	// Region A is lost.
@@ -121,6 +99,36 @@ func TestRegionFailover(t *testing.T) {
 	stopWriters()
 
 	verify(t, ctx, top, writers, sids, rpo)
+}
+
+// startWriters starts a writer in A and one in B on each session, one
+// entry every 20 ms; the function it returns stops them and fails the test
+// on a writer's error.
+func startWriters(t *testing.T, ctx context.Context, top *topology, sids []string) ([]*writer, func()) {
+	hc := &http.Client{Timeout: 3 * time.Second}
+	var writers []*writer
+	for i, sid := range sids {
+		for _, r := range []string{"A", "B"} {
+			writers = append(writers, &writer{name: fmt.Sprintf("%s%02d", strings.ToLower(r), i), sid: sid,
+				bases: top.bases(r), hc: hc, pause: 20 * time.Millisecond, errors: map[string]int{}})
+		}
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make([]error, len(writers))
+	for i, w := range writers {
+		wg.Go(func() { errs[i] = w.run(ctx, stop, "root") })
+	}
+	return writers, func() {
+		t.Helper()
+		close(stop)
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 }
 
 // everyWriter checks that every writer has at least k acks received after since.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/proctest"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // nodeStatus is the part of /v1/status the test reads.
@@ -24,16 +25,8 @@ type nodeStatus struct {
 		Lag        uint64 `json:"lag"`
 	} `json:"store"`
 	JetStream struct {
-		Error  string `json:"error"`
-		Region struct {
-			Region string            `json:"region"`
-			Role   string            `json:"role"`
-			Home   string            `json:"home"`
-			Epoch  uint64            `json:"epoch"`
-			Stale  map[string]uint64 `json:"stale"`
-			Reads  string            `json:"reads"`
-			Writes string            `json:"writes"`
-		} `json:"region"`
+		Error  string            `json:"error"`
+		Region wire.RegionStatus `json:"region"`
 	} `json:"jetstream"`
 }
 
@@ -96,14 +89,31 @@ func entries(ctx context.Context, base, sid string, minSeq uint64) ([]storedEntr
 // createSession creates sid with one root entry through base.
 func createSession(t *testing.T, base, sid, root string) {
 	t.Helper()
+	createChain(t, base, sid, root, 1)
+}
+
+// createChain creates sid through base with a chain of n entries (one
+// atomic batch: n < 1000), the first one root; it returns the session's
+// last sequence.
+func createChain(t *testing.T, base, sid, root string, n int) uint64 {
+	t.Helper()
+	es := []proctest.Entry{proctest.NewEntry(root, "", "root of "+sid, time.Now())}
+	for i := 1; i < n; i++ {
+		es = append(es, proctest.NewEntry(fmt.Sprintf("%s-%d", root, i), es[i-1].ID, "entry of "+sid, time.Now()))
+	}
 	body, _ := json.Marshal(map[string]any{
 		"header":  map[string]any{"type": "session", "version": 3, "id": sid, "cwd": "/work", "timestamp": "2026-11-30T10:00:00.000Z"},
-		"entries": []proctest.Entry{proctest.NewEntry(root, "", "root of "+sid, time.Now())},
+		"entries": es,
 	})
 	st, _, data, err := proctest.Do(context.Background(), proctest.ProbeClient, http.MethodPost, base+"/v1/sessions", body)
 	if err != nil || st != http.StatusCreated {
 		t.Fatalf("create %s via %s: %d %v %s", sid, base, st, err, data)
 	}
+	var wr proctest.WriteResult
+	if err := json.Unmarshal(data, &wr); err != nil {
+		t.Fatal(err)
+	}
+	return wr.LastSeq
 }
 
 // piCtl runs pi-ctl with args and returns its exit code and output.
