@@ -81,7 +81,7 @@ func (s *Session) CompactInto(sl *Slab) {
 	s.entries = entries
 	// byID holds indexes, not strings: nothing to move; a new array all
 	// the same, allocated now rather than amid the rebuild's garbage.
-	s.byID.slots = slices.Clone(s.byID.slots)
+	s.byID = s.byID.clone()
 	labels := make(map[string]labelRef, len(s.labels))
 	for k, v := range s.labels {
 		labels[str(k)] = labelRef{str(v.text), v.entry}
