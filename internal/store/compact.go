@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"runtime/debug"
 	"slices"
 
 	"github.com/pifleet/sessionlog/internal/tree"
@@ -45,9 +46,19 @@ func (st *Store) Compact(ctx context.Context) int {
 	n := 0
 	var cur *slab
 	var sl tree.Slab
+	// Each line moved leaves its old copy as garbage, which the collector
+	// lets pile up to the heap's size again before it runs, and whose
+	// pages go back to the OS only when asked. Collecting and returning
+	// them first (the rebuild's own garbage) and after each quarter bounds
+	// the peak: a million entries (1 GiB of JSON) peaked at 3.1 GiB of RSS
+	// without, 2.5 GiB with (2.3 GiB before there was a compaction).
+	quarter := max(len(docs)/4, 1024)
 	for start := 0; start < len(docs); start += compactBatch {
 		if ctx.Err() != nil {
 			break
+		}
+		if start == 0 || start/quarter != (start-compactBatch)/quarter {
+			debug.FreeOSMemory()
 		}
 		st.mu.Lock()
 		for _, d := range docs[start:min(start+compactBatch, len(docs))] {
