@@ -60,6 +60,7 @@ func (s *Syncer) Watch(ctx context.Context) error {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	retryAfter := time.Second
+	var backedOff time.Time // when retryAfter last grew
 	for {
 		select {
 		case <-ctx.Done():
@@ -115,13 +116,18 @@ func (s *Syncer) Watch(ctx context.Context) error {
 			}
 			if err == nil && len(retry) == 0 {
 				s.clearProblem("") // the cluster is back: a later failure is told again
-				retryAfter = time.Second
+				retryAfter, backedOff = time.Second, time.Time{}
 			}
 			for _, p := range retry {
 				schedule(p, time.Now().Add(retryAfter))
 			}
-			if len(retry) > 0 {
-				retryAfter = min(2*retryAfter, s.o.Rescan)
+			// Back off once per wait, not once per failed pass: while the
+			// node is down pi keeps writing, and every write is a pass of
+			// its own; doubling on each had the retries minutes apart
+			// within a second, long after the node was back. At most
+			// maxRetryWait (or the rescan, if shorter) apart.
+			if len(retry) > 0 && time.Since(backedOff) >= retryAfter {
+				retryAfter, backedOff = min(2*retryAfter, s.o.Rescan, maxRetryWait), time.Now()
 			}
 			for _, at := range pending {
 				if next.IsZero() || at.Before(next) {
@@ -192,3 +198,7 @@ func (s *Syncer) under(p string) bool {
 	}
 	return false
 }
+
+// maxRetryWait bounds the wait between retries while the cluster cannot be
+// reached: once it is back, what pi wrote meanwhile follows within it.
+const maxRetryWait = 15 * time.Second
