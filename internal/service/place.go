@@ -90,10 +90,10 @@ func storedAs(v writer.View, d *draft, field string) (*tree.Entry, uint64, bool,
 func (p *placement) build(v writer.View, d *draft, field, parent string, inBatch map[string]bool) (*tree.Entry, error) {
 	known := func(id string) bool { _, _, ok := v.Lookup(id); return ok || inBatch[id] }
 	if parent != "" && !known(parent) {
-		return nil, &writer.UnknownEntryError{Err: wire.Invalid(field+".parentId", fmt.Sprintf("unknown parent %q", parent))}
+		return nil, &writer.UnknownEntryError{ID: parent, Err: wire.Invalid(field+".parentId", fmt.Sprintf("unknown parent %q", parent))}
 	}
 	if t := d.labelTarget; t != "" && !known(t) {
-		return nil, &writer.UnknownEntryError{Err: wire.Invalid(field+".targetId", fmt.Sprintf("unknown entry %q", t))}
+		return nil, &writer.UnknownEntryError{ID: t, Err: wire.Invalid(field+".targetId", fmt.Sprintf("unknown entry %q", t))}
 	}
 	id := d.id
 	if id == "" {

@@ -50,17 +50,20 @@ func (s *Service) Append(ctx context.Context, sid string, req wire.AppendRequest
 			_ = s.Store.WaitFor(wctx, wait)
 			cancel()
 		}
-		// Or the parent was written through another node (writers move
-		// between nodes: any worker picks any session up); it is here
-		// within a millisecond or so, else the log is read as before.
-		if d := drafts[0]; d.parentSet && d.parent != "" {
-			wctx, cancel := context.WithTimeout(ctx, parentWait)
-			s.Store.WaitForEntry(wctx, sid, d.parent)
-			cancel()
-		}
 	}
 	pl.ts = tree.FormatTimestamp(s.now()) // after the waits: entries are stamped when they are written
 	plan := &writer.AppendPlan{Log: s.Log, ID: sid, Target: &storeTarget{s: s, sid: sid}, Placer: pl, Expect: req.ExpectLastSeq}
+	if s.Store != nil {
+		// A parent (or label target) written through another node a
+		// moment ago — writers move between nodes: any worker picks any
+		// session up — is here within a millisecond or so; else the log
+		// is read as before.
+		plan.Await = func(ctx context.Context, id string) bool {
+			wctx, cancel := context.WithTimeout(ctx, parentWait)
+			defer cancel()
+			return s.Store.WaitForEntry(wctx, sid, id)
+		}
+	}
 	if err := plan.Place(ctx); err != nil {
 		return wire.WriteResult{}, err
 	}

@@ -44,7 +44,10 @@ type Target interface {
 
 // UnknownEntryError marks a placement that names an entry the view lacks;
 // the log may have it (written through another node a moment ago).
-type UnknownEntryError struct{ Err error }
+type UnknownEntryError struct {
+	ID  string // the entry the view lacks
+	Err error
+}
 
 func (e *UnknownEntryError) Error() string { return e.Err.Error() }
 func (e *UnknownEntryError) Unwrap() error { return e.Err }
@@ -63,19 +66,26 @@ type AppendPlan struct {
 	// fails with a *wire.ConflictError instead of placing the entries
 	// again.
 	Expect *uint64
+	// Await, when set, is asked first when the view lacks an entry the
+	// placement needs: it may wait (briefly) for the view to catch up with
+	// it, and says whether it did. Only then is the log read.
+	Await func(ctx context.Context, id string) bool
 
 	entries []tree.Entry
 	stored  []uint64 // set when the entries were found stored already
 	seen    uint64   // the session's last sequence as of the last placement
 }
 
-// Place places the entries. If they name a parent the view lacks, it reads
-// what the view has not seen from the log (authoritative) and places them
-// once more, so a client's own earlier write is always a valid parent on
-// any node.
+// Place places the entries. If they name a parent the view lacks (and
+// Await does not see it arrive), it reads what the view has not seen from
+// the log (authoritative) and places them once more, so a client's own
+// earlier write is always a valid parent on any node.
 func (p *AppendPlan) Place(ctx context.Context) error {
 	err := p.place(ctx, false)
 	var ue *UnknownEntryError
+	if errors.As(err, &ue) && p.Await != nil && p.Await(ctx, ue.ID) {
+		err = p.place(ctx, false)
+	}
 	if !errors.As(err, &ue) {
 		return err
 	}
