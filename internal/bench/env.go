@@ -133,7 +133,8 @@ func (e *Env) Close() error {
 		errs = append(errs, e.Node.Close())
 	}
 	for i := len(e.procs) - 1; i >= 0; i-- { // the nodes before their server
-		errs = append(errs, e.procs[i].stop())
+		_, err := e.procs[i].stop(time.Minute)
+		errs = append(errs, err)
 	}
 	if e.tmp != "" {
 		errs = append(errs, os.RemoveAll(e.tmp))

@@ -92,18 +92,20 @@ func selfCPU() (time.Duration, error) {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
 }
 
-// stop sends SIGTERM and waits a minute before it kills.
-func (p *cpuProc) stop() error {
+// stop sends SIGTERM and waits up to limit before it kills. It returns
+// how long the process took to exit, and its exit status if not 0.
+func (p *cpuProc) stop(limit time.Duration) (time.Duration, error) {
+	t := time.Now()
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return err
+		return 0, err
 	}
 	select {
 	case <-p.exited:
-		return nil
-	case <-time.After(time.Minute):
+		return time.Since(t), p.err
+	case <-time.After(limit):
 		p.cmd.Process.Kill()
 		<-p.exited
-		return fmt.Errorf("%s did not stop within a minute of SIGTERM; killed (log %s)", p.name, p.log)
+		return 0, fmt.Errorf("%s did not stop within %v of SIGTERM; killed (log %s)", p.name, limit, p.log)
 	}
 }
 
@@ -114,7 +116,7 @@ func startProcs(ctx context.Context, o ProcOptions, dir string, syncAlways bool)
 	defer func() {
 		if err != nil {
 			for _, p := range procs {
-				p.stop()
+				p.stop(time.Minute)
 			}
 			procs = nil
 		}

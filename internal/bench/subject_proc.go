@@ -6,12 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/apiclient"
@@ -25,10 +22,9 @@ import (
 type proc struct {
 	bin    string
 	opts   NodeOptions
-	cmd    *exec.Cmd
-	exited chan error
-	nats   string // nats://127.0.0.1:PORT
-	http   string // http://127.0.0.1:PORT
+	p      *cpuProc // nil until started
+	nats   string   // nats://127.0.0.1:PORT
+	http   string   // http://127.0.0.1:PORT
 	client apiclient.Client
 }
 
@@ -43,22 +39,14 @@ func (p *proc) start(ctx context.Context) (startup, error) {
 	if p.opts.SyncAlways {
 		sync = "always"
 	}
-	logf, err := os.OpenFile(filepath.Join(p.opts.Dir, "pi-node.log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		return startup{}, err
-	}
-	defer logf.Close() // the child has its own descriptor
-	p.cmd = exec.Command(p.bin, "--data-dir", p.opts.Dir, "--node-name", "bench",
+	t := time.Now()
+	if p.p, err = startProc("pi-node", p.bin, filepath.Join(p.opts.Dir, "pi-node.log"),
+		"--data-dir", p.opts.Dir, "--node-name", "bench",
 		"--client-listen", fmt.Sprintf("127.0.0.1:%d", np), "--http-listen", fmt.Sprintf("127.0.0.1:%d", hp),
 		"--sync", sync, "--memory-budget", strconv.FormatInt(p.opts.MemoryBudget, 10),
-		"--snapshot-interval", p.opts.SnapshotEvery.String(), "--log-level", "warn")
-	p.cmd.Stdout, p.cmd.Stderr = logf, logf
-	t := time.Now()
-	if err := p.cmd.Start(); err != nil {
+		"--snapshot-interval", p.opts.SnapshotEvery.String(), "--log-level", "warn"); err != nil {
 		return startup{}, err
 	}
-	p.exited = make(chan error, 1)
-	go func() { p.exited <- p.cmd.Wait() }()
 	// Serving means the API answers over NATS: the server is up first,
 	// then the micro service. Poll both every 2 ms.
 	tick := time.NewTicker(2 * time.Millisecond)
@@ -78,8 +66,8 @@ func (p *proc) start(ctx context.Context) (startup, error) {
 			}
 		}
 		select {
-		case err := <-p.exited:
-			return startup{}, fmt.Errorf("pi-node exited while starting (%v): see %s", err, logf.Name())
+		case <-p.p.exited:
+			return startup{}, fmt.Errorf("pi-node exited while starting (%v): see %s", p.p.err, p.p.log)
 		case <-ctx.Done():
 			p.stop(nil, "", 0)
 			return startup{}, ctx.Err()
@@ -105,24 +93,14 @@ func (p *proc) stop(res *Result, when string, held int64) (time.Duration, error)
 		p.client.Close()
 		p.client = nil
 	}
-	if p.cmd == nil || p.cmd.Process == nil {
+	if p.p == nil {
 		return 0, nil
 	}
-	t := time.Now()
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		return 0, err
-	}
-	select {
-	case err := <-p.exited:
-		return time.Since(t), err
-	case <-time.After(2 * time.Minute):
-		p.cmd.Process.Kill()
-		return 0, fmt.Errorf("pi-node did not stop within 2 minutes of SIGTERM; killed")
-	}
+	return p.p.stop(2 * time.Minute)
 }
 
 func (p *proc) memory(res *Result, when string, held int64) {
-	rss, hwm, err := procMemory(p.cmd.Process.Pid)
+	rss, hwm, err := procMemory(p.p.cmd.Process.Pid)
 	if err != nil {
 		res.note("pi-node's memory %s: %v", when, err)
 		return
