@@ -2,6 +2,7 @@ package pisync
 
 import (
 	"bytes"
+	"strings"
 
 	"github.com/pifleet/sessionlog/internal/tree"
 	"github.com/pifleet/sessionlog/internal/tree/jsjson"
@@ -43,31 +44,16 @@ type header struct {
 	line               []byte
 }
 
-// parseHeader reads a header line: a JSON object with "type":"session" and
-// a string id, as pi's loadEntriesFromFile demands.
+// parseHeader reads a header line as the Store does (tree.ParseHeader: a
+// JSON object with "type":"session", a string id and a version this build
+// reads). The strings are copied: tree's point into the line, and the
+// sync's buffers are its own to reuse.
 func parseHeader(b []byte) (header, bool) {
-	v, err := jsjson.ParseValue(b)
-	if err != nil || v.Kind != tree.KindObject {
+	h, err := tree.ParseHeader(b)
+	if err != nil {
 		return header{}, false
 	}
-	if t, ok := v.Get("type"); !ok || t.Kind != tree.KindString || t.Str != "session" {
-		return header{}, false
-	}
-	id, ok := v.Get("id")
-	if !ok || id.Kind != tree.KindString {
-		return header{}, false
-	}
-	h := header{id: id.Str, version: 1, line: b}
-	if c, ok := v.Get("cwd"); ok && c.Kind == tree.KindString {
-		h.cwd = c.Str
-	}
-	if ts, ok := v.Get("timestamp"); ok && ts.Kind == tree.KindString {
-		h.timestamp = ts.Str
-	}
-	if ver, ok := v.Get("version"); ok && ver.Kind == tree.KindNumber {
-		h.version = int(ver.Num)
-	}
-	return h, true
+	return header{id: strings.Clone(h.ID), cwd: strings.Clone(h.Cwd), timestamp: strings.Clone(h.Timestamp), version: h.Version, line: b}, true
 }
 
 // lineKind is what a line after the header is to the sync.
