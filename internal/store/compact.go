@@ -32,10 +32,10 @@ var slabEntries = 8192
 // Compact) and trims its per-entry slices, a batch of sessions at a time.
 // The Store runs it once it has caught up after Open (see Rebuilt), before
 // memory is returned to the OS: the rebuild leaves the lines scattered
-// among freed buffers, and spans holding both cannot be released. Without a memory
-// budget, sessions smaller than a quarter slab share slabs; with one, each
-// gets its own buffer, so that evicting a session frees its memory. It
-// returns the number of sessions moved.
+// among freed buffers, and spans holding both cannot be released. Without
+// a memory budget, sessions smaller than a quarter slab share slabs; with
+// one, each gets its own buffer, so that evicting a session frees its
+// memory. It returns the number of sessions moved.
 func (st *Store) Compact(ctx context.Context) int {
 	st.mu.RLock()
 	docs := make([]*Doc, 0, len(st.docs))
