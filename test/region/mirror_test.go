@@ -112,8 +112,11 @@ func TestRegionMirrorIsHonest(t *testing.T) {
 	}))
 	top.restart(t, "A")
 	top.waitReady(t, top.regions["A"])
+	// Each read races the mirror's copy of what A just wrote. Thirty tries
+	// were once not enough in CI (the mirror resumed at once and won all
+	// of them); tries go on for up to half a minute.
 	conclusive := 0
-	for i := 0; i < 30 && conclusive < 3; i++ {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && conclusive < 3; {
 		sid := testutil.SessionID(t)
 		last := createChain(t, a.base, sid, "n", 3)
 		if m, _, ok := readInMirror(t, ctx, b.base, sid); ok && m.LastSeq < last {
