@@ -524,10 +524,9 @@ export class Session {
           expectLastSeq: this.exclusive ? this.seq : undefined,
         });
         for (const x of r.entries) this.seqs.set(x.id, x.seq);
-        if (this.exclusive || this.synced === this.seq) {
-          // Nobody else wrote in between (CAS), or we do not know: only a CAS proves it.
-          if (this.exclusive) this.synced = r.lastSeq;
-        }
+        // Only a compare-and-swap proves nobody else wrote in between, so
+        // only then is the view known whole up to the new lastSeq.
+        if (this.exclusive) this.synced = r.lastSeq;
         this.seq = Math.max(this.seq, r.lastSeq);
         this.rev = r.cursor ? r.cursor.revision : undefined;
         return batch.map((e) => e.id);

@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { ConflictError, NotFoundError, SessionLog } from "../dist/index.js";
-import { assistant, startNode, startProxy, user } from "./helpers.mjs";
+import { assistant, startNode, startProxy, user, waitFor } from "./helpers.mjs";
 
 let node, log;
 before(async () => {
@@ -141,7 +141,7 @@ test("watch resumes after a cut with Last-Event-ID: every entry once, in order",
         if (seen.length === 12) ac.abort();
       }
     })();
-    await new Promise((r) => setTimeout(r, 200));
+    await waitFor(() => seen.length >= 10, { what: "the backlog" });
     const late = [await s.appendMessage(user("late 1")), await s.appendMessage(user("late 2"))];
     await done;
     assert.ok(watches >= 2, "reconnected");
