@@ -449,7 +449,7 @@ export class SessionLog {
         if (ac.signal.aborted) return;
         // The server ended the stream (shutdown, a purge) or it dropped:
         // come back after the last entry seen.
-        await sleep(this.backoff(++failures > 1 ? failures : 0), ac.signal).catch(() => undefined);
+        await sleep(this.backoff(Math.max(1, ++failures)), ac.signal).catch(() => undefined);
         if (ac.signal.aborted) return;
       }
     } finally {

@@ -172,3 +172,25 @@ test("watch with afterSeq starts after it; an unknown session is NotFoundError",
   const it = log.watch("01a22bdc-6ce8-7741-8406-3ad384bc1b00");
   await assert.rejects(it.next(), NotFoundError);
 });
+
+test("an entry id another writer took is drawn again, and the append goes through", async () => {
+  const a = await stored("/t/ids");
+  const other = await log.open(a.getSessionId());
+  await other.appendMessage(user("placeholder")); // so that the raw append below has a parent
+  await log.append(a.getSessionId(), [{ id: "aaaaaaaa", type: "message", parentId: a.getLeafId(), message: user("taken") }]);
+  const real = globalThis.crypto.getRandomValues.bind(globalThis.crypto);
+  let forced = 0;
+  globalThis.crypto.getRandomValues = (b) => (forced++ === 0 ? b.fill(0xaa) : real(b));
+  let id;
+  try {
+    id = await a.appendMessage(user("mine"));
+  } finally {
+    globalThis.crypto.getRandomValues = real;
+  }
+  assert.ok(forced >= 2, "a second id was drawn");
+  assert.notEqual(id, "aaaaaaaa");
+  assert.equal(a.getEntry("aaaaaaaa").message.content, "taken", "the other writer's entry is merged");
+  assert.equal(a.getEntry(id).message.content, "mine");
+  const all = await log.allEntries(a.getSessionId(), { minSeq: a.lastSeq });
+  assert.equal(all.entries.filter((e) => e.entry.id === id).length, 1);
+});

@@ -47,3 +47,17 @@ test("ids: 8 hex entry ids unique in the session, UUIDv7 session ids", () => {
   assert.match(u, /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
   assert.ok(uuidv7(Date.now() + 1000) > u, "time-ordered");
 });
+
+test("the package uses web-standard APIs only: no node: imports, Buffer, process or require", async () => {
+  const { readdirSync, readFileSync } = await import("node:fs");
+  const dir = new URL("../dist/", import.meta.url);
+  const files = readdirSync(dir).filter((f) => f.endsWith(".js"));
+  assert.ok(files.length >= 5);
+  for (const f of files) {
+    const src = readFileSync(new URL(f, dir), "utf8").replace(/\/\*[\s\S]*?\*\/|\/\/.*$/gm, "");
+    assert.doesNotMatch(src, /from\s+["']node:|import\(["']node:|\bBuffer\b|\bprocess\.|\brequire\(/, f);
+  }
+  const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8"));
+  assert.deepEqual(pkg.dependencies ?? {}, {});
+  assert.equal(pkg.exports["."].types, "./dist/index.d.ts");
+});
