@@ -231,6 +231,12 @@ export class Session {
   async getTree(opts: { signal?: AbortSignal } = {}): Promise<SessionTreeNode[]> {
     if (!this.flushed) return this.localTree();
     const r = await this.log.tree(this.header.id, { leaf: this.leafId, minSeq: this.seq || undefined, signal: opts.signal });
+    // A pi-node older than tree?include=entries answers nodes of ids and
+    // types only: build the tree from this view then (after a sync).
+    if (r.tree.length > 0 && !(r.tree[0] as Partial<SessionTreeNode>).entry) {
+      await this.sync({ signal: opts.signal });
+      return this.localTree();
+    }
     return r.tree;
   }
 

@@ -68,4 +68,6 @@ test("getTree: pi's shape from the server, as held here", async () => {
   assert.equal(node.label, "root_cause_found");
   const raw = await log.tree(s.getSessionId(), { client: "w1" });
   assert.equal(raw.leafId, s.getLeafId());
+  assert.deepEqual(raw.tree, tree, "the server's own tree, in pi's shape");
+  assert.equal(raw.tree[0].entry.id, q);
 });
