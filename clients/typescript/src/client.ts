@@ -139,6 +139,8 @@ export class SessionLog {
   private readonly token: string | undefined;
   private readonly fetchFn: typeof fetch;
   private readonly retry: Required<RetryOptions>;
+  private readonly seen = new Map<string, number>(); // the highest sequence written or read, by session
+  private seenAny = 0;
 
   constructor(opts: SessionLogOptions) {
     if (!opts || !opts.baseUrl) throw makeError("invalid", 0, "baseUrl: required", { field: "baseUrl" });
@@ -181,7 +183,7 @@ export class SessionLog {
         label: opts.label,
         since,
         preview: opts.preview,
-        minSeq: opts.minSeq,
+        minSeq: this.minSeq(undefined, opts.minSeq),
         consistency: opts.consistency,
       },
       signal: opts.signal,
@@ -202,7 +204,7 @@ export class SessionLog {
   /** The session's list record with its header, labels and default leaf. */
   get(sessionId: string, opts: { minSeq?: number; consistency?: "strong"; signal?: AbortSignal } = {}): Promise<SessionDetails> {
     return this.request("GET", `/v1/sessions/${enc(sessionId)}`, {
-      query: { minSeq: opts.minSeq, consistency: opts.consistency },
+      query: { minSeq: this.minSeq(sessionId, opts.minSeq), consistency: opts.consistency },
       signal: opts.signal,
     });
   }
@@ -213,7 +215,7 @@ export class SessionLog {
     opts: { afterSeq?: number; limit?: number; minSeq?: number; signal?: AbortSignal } = {},
   ): Promise<{ entries: SeqEntry[]; lastSeq: number }> {
     return this.request("GET", `/v1/sessions/${enc(sessionId)}/entries`, {
-      query: { afterSeq: opts.afterSeq, limit: opts.limit, minSeq: opts.minSeq },
+      query: { afterSeq: opts.afterSeq, limit: opts.limit, minSeq: this.minSeq(sessionId, opts.minSeq) },
       signal: opts.signal,
     });
   }
@@ -237,7 +239,7 @@ export class SessionLog {
   /** pi's getTree(): every entry in a tree, roots in file order, children by timestamp, labels resolved. */
   tree(sessionId: string, opts: LeafOptions = {}): Promise<{ tree: SessionTreeNode[]; leafId: string | null }> {
     return this.request("GET", `/v1/sessions/${enc(sessionId)}/tree`, {
-      query: { include: "entries", ...leafQuery(opts) },
+      query: { include: "entries", ...leafQuery(opts), minSeq: this.minSeq(sessionId, opts.minSeq) },
       signal: opts.signal,
     });
   }
@@ -245,7 +247,7 @@ export class SessionLog {
   /** What pi would send the model at a leaf (buildSessionContext); `format: "llm"` as pi's convertToLlm. */
   context(sessionId: string, opts: LeafOptions & { format?: "agent" | "llm" } = {}): Promise<SessionContext> {
     return this.request("GET", `/v1/sessions/${enc(sessionId)}/context`, {
-      query: { ...leafQuery(opts), format: opts.format },
+      query: { ...leafQuery(opts), minSeq: this.minSeq(sessionId, opts.minSeq), format: opts.format },
       signal: opts.signal,
     });
   }
@@ -277,11 +279,16 @@ export class SessionLog {
     let attempt = 0;
     for (;;) {
       try {
-        return await this.request<WriteResult>("POST", "/v1/sessions", { body, signal: opts.signal, retry: false });
+        const r = await this.request<WriteResult>("POST", "/v1/sessions", { body, signal: opts.signal, retry: false });
+        this.observe(header.id, r.lastSeq);
+        return r;
       } catch (err) {
         if (attempt > 0 && err instanceof SessionLogError && err.code === "conflict" && err.field === "header.id") {
           const mine = await this.createdByUs(header.id, entries, opts.signal);
-          if (mine) return mine;
+          if (mine) {
+            this.observe(header.id, mine.lastSeq);
+            return mine;
+          }
         }
         attempt++;
         if (!isRetryable(err) || attempt >= this.retry.attempts) throw err;
@@ -304,17 +311,19 @@ export class SessionLog {
   }
 
   /** Appends entries atomically (POST /v1/sessions/{id}/entries); retried with the same ids, which the server stores once. */
-  append(sessionId: string, entries: Partial<SessionEntry>[], opts: AppendOptions = {}): Promise<WriteResult> {
+  async append(sessionId: string, entries: Partial<SessionEntry>[], opts: AppendOptions = {}): Promise<WriteResult> {
     const body: Record<string, unknown> = { entries };
     if (opts.client) body["client"] = opts.client;
     if (opts.expectLastSeq !== undefined) body["expectLastSeq"] = opts.expectLastSeq;
     const retry = entries.every((e) => typeof e.id === "string");
-    return this.request("POST", `/v1/sessions/${enc(sessionId)}/entries`, {
+    const r = await this.request<WriteResult>("POST", `/v1/sessions/${enc(sessionId)}/entries`, {
       body,
       query: { minSeq: opts.minSeq },
       signal: opts.signal,
       retry,
     });
+    this.observe(sessionId, r.lastSeq);
+    return r;
   }
 
   /** A client's cursor. */
@@ -333,7 +342,7 @@ export class SessionLog {
     if (opts.expectRevision !== undefined) body["expectRevision"] = opts.expectRevision;
     return this.request("PUT", `/v1/sessions/${enc(sessionId)}/cursors/${enc(client)}`, {
       body,
-      query: { minSeq: opts.minSeq },
+      query: { minSeq: this.minSeq(sessionId, opts.minSeq) },
       signal: opts.signal,
     });
   }
@@ -353,29 +362,33 @@ export class SessionLog {
    * pi's createBranchedSession on the server: a new session holding the path
    * from the root to `entryId`. Not retried (a retry could fork twice).
    */
-  fork(sessionId: string, entryId: string, opts: { minSeq?: number; signal?: AbortSignal } = {}): Promise<ForkResult> {
-    return this.request("POST", `/v1/sessions/${enc(sessionId)}/fork`, {
+  async fork(sessionId: string, entryId: string, opts: { minSeq?: number; signal?: AbortSignal } = {}): Promise<ForkResult> {
+    const r = await this.request<ForkResult>("POST", `/v1/sessions/${enc(sessionId)}/fork`, {
       body: { entryId },
-      query: { minSeq: opts.minSeq },
+      query: { minSeq: this.minSeq(sessionId, opts.minSeq) },
       signal: opts.signal,
       retry: false,
     });
+    this.observe(r.sessionId, r.lastSeq);
+    return r;
   }
 
   /** Imports a pi session file (any version); `strict` refuses the first bad line instead of skipping it. */
-  import(jsonl: string, opts: { strict?: boolean; signal?: AbortSignal } = {}): Promise<ImportResult> {
-    return this.request("POST", "/v1/import", {
+  async import(jsonl: string, opts: { strict?: boolean; signal?: AbortSignal } = {}): Promise<ImportResult> {
+    const r = await this.request<ImportResult>("POST", "/v1/import", {
       rawBody: jsonl,
       query: { strict: opts.strict ? true : undefined },
       headers: { "Content-Type": "application/x-ndjson" },
       signal: opts.signal,
     });
+    this.observe(r.sessionId, r.lastSeq);
+    return r;
   }
 
   /** The session as pi's JSONL file, byte for byte. */
   export(sessionId: string, opts: { minSeq?: number; signal?: AbortSignal } = {}): Promise<string> {
     return this.request("GET", `/v1/sessions/${enc(sessionId)}/export`, {
-      query: { minSeq: opts.minSeq },
+      query: { minSeq: this.minSeq(sessionId, opts.minSeq) },
       signal: opts.signal,
       text: true,
     });
@@ -394,7 +407,7 @@ export class SessionLog {
    * reply (404: no such session) or failures beyond the retry budget throw.
    */
   async *watch(sessionId: string, opts: WatchOptions = {}): AsyncGenerator<SeqEntry, void, undefined> {
-    const url = this.url(`/v1/sessions/${enc(sessionId)}/watch`, { afterSeq: opts.afterSeq, minSeq: opts.minSeq });
+    const url = this.url(`/v1/sessions/${enc(sessionId)}/watch`, { afterSeq: opts.afterSeq, minSeq: this.minSeq(sessionId, opts.minSeq) });
     let last: number | undefined = opts.afterSeq;
     let failures = 0;
     const ac = new AbortController();
@@ -456,6 +469,23 @@ export class SessionLog {
       opts.signal?.removeEventListener("abort", onAbort);
       ac.abort();
     }
+  }
+
+  /**
+   * Raises the minimum sequence of this client's reads of a session (and of
+   * list): every write it makes does, so its reads reflect its writes on any
+   * pi-node. Call it with a lastSeq another worker handed over.
+   */
+  observe(sessionId: string, seq: number | undefined): void {
+    if (!seq) return;
+    if ((this.seen.get(sessionId) ?? 0) < seq) this.seen.set(sessionId, seq);
+    if (this.seenAny < seq) this.seenAny = seq;
+  }
+
+  /** The minSeq of a read of sessionId: the larger of the one given and the one observed. */
+  private minSeq(sessionId: string | undefined, given: number | undefined): number | undefined {
+    const known = sessionId === undefined ? this.seenAny : this.seen.get(sessionId) ?? 0;
+    return Math.max(given ?? 0, known) || undefined;
   }
 
   // ------------------------------------------------------------------ plumbing
