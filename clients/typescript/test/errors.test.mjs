@@ -17,12 +17,15 @@ import {
   decodeError,
   isRetryable,
 } from "../dist/index.js";
-import { assistant, startNode, user } from "./helpers.mjs";
+import { assistant, freePort, startNode, user } from "./helpers.mjs";
 
 const readerToken = "reader-token-0123456789";
 let node, log;
 before(async () => {
-  node = await startNode({ tokens: [{ name: "dashboard", token: readerToken, scopes: ["read"] }] });
+  node = await startNode({
+    tokens: [{ name: "dashboard", token: readerToken, scopes: ["read"] }],
+    args: ["--min-seq-timeout", "300ms"],
+  });
   log = new SessionLog({ baseUrl: node.url, token: node.token, retry: { backoffMs: 5 } });
 });
 after(async () => node && (await node.stop()));
@@ -112,6 +115,22 @@ test("forbidden: a read-only scoped token cannot write", async () => {
   const w = reader.create({ cwd: "/t/errors" });
   await w.appendMessage(user("q"));
   check(await w.appendMessage(assistant("a")).catch((e) => e), ForbiddenError, "forbidden", 403);
+});
+
+test("timeout: a read waiting for a sequence the node never applies (retried, then thrown)", async () => {
+  const s = await stored();
+  const impatient = new SessionLog({ baseUrl: node.url, token: node.token, retry: { attempts: 2, backoffMs: 5 } });
+  const err = await impatient.get(s.getSessionId(), { minSeq: 1e9 }).catch((e) => e);
+  check(err, TimeoutError, "timeout", 504);
+  assert.match(err.message, /1000000000/);
+});
+
+test("unavailable: nothing listens (no reply: status 0, after the retries)", async () => {
+  const port = await freePort();
+  const gone = new SessionLog({ baseUrl: `http://127.0.0.1:${port}`, retry: { attempts: 2, backoffMs: 5 } });
+  const err = await gone.list().catch((e) => e);
+  check(err, UnavailableError, "unavailable", 0);
+  assert.ok(err.cause, "the network error is its cause");
 });
 
 test("decodeError maps every code (and bodies that are not the API's)", () => {

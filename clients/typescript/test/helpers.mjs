@@ -42,9 +42,9 @@ export const sha256 = (s) => createHash("sha256").update(s).digest("hex");
 /**
  * Starts pi-node (PI_NODE_BIN) on free ports with a temp --data-dir and an
  * admin --http-token; tokens: [{name, token, scopes}] go to an --http-tokens
- * file. Returns {url, token, tokens, stop, output}.
+ * file; args: more flags. Returns {url, token, stop, output}.
  */
-export async function startNode({ tokens = [] } = {}) {
+export async function startNode({ tokens = [], args: extra = [] } = {}) {
   const bin = process.env.PI_NODE_BIN;
   if (!bin) throw new Error("PI_NODE_BIN is not set: build pi-node with go build -o /tmp/pi-node ./cmd/pi-node");
   const dir = mkdtempSync(join(tmpdir(), "pi-node-ts-"));
@@ -57,6 +57,7 @@ export async function startNode({ tokens = [] } = {}) {
     "--http-token", token,
     "--snapshot-interval", "0",
     "--log-level", "warn",
+    ...extra,
   ];
   if (tokens.length > 0) {
     const file = join(dir, "tokens.jsonl");
