@@ -13,7 +13,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/apiclient/apitest"
 )
 
-// The examples talk to the pi-node whose HTTP API is at $PI_NODE_URL (e.g.
+// The examples talk to the pi-node whose HTTP API is at $PI_CTL_HTTP (e.g.
 // http://127.0.0.1:8080) and whose NATS server is at $NATS_URL; under go
 // test, TestMain starts one in-process and sets both.
 
@@ -37,7 +37,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer n.Close()
-	os.Setenv("PI_NODE_URL", n.HTTPURL)
+	os.Setenv("PI_CTL_HTTP", n.HTTPURL)
 	os.Setenv("NATS_URL", n.NATSURL)
 	return m.Run()
 }
@@ -46,7 +46,7 @@ func run(m *testing.M) int {
 // memory until the model answers, then store both at once.
 func Example() {
 	ctx := context.Background()
-	c, err := client.New(ctx, client.HTTP(os.Getenv("PI_NODE_URL")), client.WithToken(os.Getenv("PI_NODE_TOKEN")))
+	c, err := client.New(ctx, client.HTTP(os.Getenv("PI_CTL_HTTP")), client.WithToken(os.Getenv("PI_CTL_TOKEN")))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func ExampleJetStreamURL() {
 	}
 
 	// Any other worker, on any transport, can pick the session up.
-	h, _ := client.New(ctx, client.HTTP(os.Getenv("PI_NODE_URL")))
+	h, _ := client.New(ctx, client.HTTP(os.Getenv("PI_CTL_HTTP")))
 	defer h.Close()
 	same, err := h.Open(ctx, s.ID())
 	if err != nil {
@@ -108,7 +108,7 @@ func ExampleJetStreamURL() {
 // of them are stored, or none.
 func ExampleSession_Append() {
 	ctx := context.Background()
-	c, _ := client.New(ctx, client.HTTP(os.Getenv("PI_NODE_URL")))
+	c, _ := client.New(ctx, client.HTTP(os.Getenv("PI_CTL_HTTP")))
 	defer c.Close()
 	s, _ := c.Create()
 	s.AppendMessage(ctx, map[string]any{"role": "user", "content": "What is in go.mod?", "timestamp": 1})
@@ -145,7 +145,7 @@ func first(ns []*client.Node) *client.Node {
 // the tree keeps both branches.
 func ExampleSession_Branch() {
 	ctx := context.Background()
-	c, _ := client.New(ctx, client.HTTP(os.Getenv("PI_NODE_URL")))
+	c, _ := client.New(ctx, client.HTTP(os.Getenv("PI_CTL_HTTP")))
 	defer c.Close()
 	s, _ := c.Create()
 	q, _ := s.AppendMessage(ctx, map[string]any{"role": "user", "content": "Fix the test.", "timestamp": 1})
@@ -171,7 +171,7 @@ func ExampleSession_Branch() {
 // is told so — its entry is stored — and decides whom to follow.
 func ExampleCursorMovedError() {
 	ctx := context.Background()
-	c, _ := client.New(ctx, client.HTTP(os.Getenv("PI_NODE_URL")))
+	c, _ := client.New(ctx, client.HTTP(os.Getenv("PI_CTL_HTTP")))
 	defer c.Close()
 	a, _ := c.Create(client.WithClientID("worker-7"))
 	a.AppendMessage(ctx, map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "text", "text": "Ready."}},
@@ -197,7 +197,7 @@ func ExampleCursorMovedError() {
 // A fork of a path without an answer stays in memory, as in pi.
 func ExampleSession_Fork() {
 	ctx := context.Background()
-	c, _ := client.New(ctx, client.HTTP(os.Getenv("PI_NODE_URL")))
+	c, _ := client.New(ctx, client.HTTP(os.Getenv("PI_CTL_HTTP")))
 	defer c.Close()
 	s, _ := c.Create()
 	q, _ := s.AppendMessage(ctx, map[string]any{"role": "user", "content": "Plan the migration.", "timestamp": 1})

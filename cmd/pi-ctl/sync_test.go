@@ -203,9 +203,12 @@ func TestSyncKill9(t *testing.T) {
 		}
 	}
 	// The restarted sync sent what the cluster lacked: not the entries
-	// stored before the kill that its state did not record yet.
-	if _, imported, appended, refused := summaryOf(t, p.Tail(1)); imported != 0 || appended != total-atRestart || refused != 0 {
-		t.Errorf("after the restart: %q, want 0 imported, %d appended, 0 refused", p.Tail(1), total-atRestart)
+	// stored before the kill that its state did not record yet. (At most
+	// that many: an append the killed sync had sent may be taken after
+	// atRestart was counted, on a loaded machine; the log check above
+	// shows nothing was stored twice.)
+	if _, imported, appended, refused := summaryOf(t, p.Tail(1)); imported != 0 || appended > total-atRestart || appended == 0 || refused != 0 {
+		t.Errorf("after the restart: %q, want 0 imported, at most %d appended, 0 refused", p.Tail(1), total-atRestart)
 	}
 	if out, err := exec.Command(builtBinary(t, "pi-ctl"), append([]string{"sync", dir, "--once", "--state", state}, conn...)...).CombinedOutput(); err != nil {
 		t.Errorf("sync --once after the restart: %v\n%s", err, out)

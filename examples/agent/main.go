@@ -29,9 +29,10 @@ func main() {
 func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
 	fs.SetOutput(errOut)
-	httpURL := fs.String("http", "http://127.0.0.1:8080", "pi-node's HTTP API `URL`")
+	// The same variables as pi-ctl's: one shell's setup serves both.
+	httpURL := fs.String("http", envOr("PI_CTL_HTTP", "http://127.0.0.1:8080"), "pi-node's HTTP API `URL` (default $PI_CTL_HTTP, else http://127.0.0.1:8080)")
 	natsURL := fs.String("nats", "", "write on JetStream directly through the NATS server at `URL` (instead of --http)")
-	token := fs.String("token", os.Getenv("PI_NODE_TOKEN"), "bearer `TOKEN` of pi-node's HTTP API (default $PI_NODE_TOKEN)")
+	token := fs.String("token", os.Getenv("PI_CTL_TOKEN"), "bearer `TOKEN` of pi-node's HTTP API (default $PI_CTL_TOKEN)")
 	clientID := fs.String("client", "agent-1", "the worker's cursor client `ID`")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -92,4 +93,12 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 	a.printf("reopened %q: %d entries, leaf %s, as stored: %v\n", name, len(again.Entries()), again.LeafID(),
 		string(again.Export()) == string(s.Export()))
 	return a.err
+}
+
+// envOr returns the environment variable key, or def when it is empty.
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
 }

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"reflect"
@@ -100,4 +101,87 @@ func TestBadBodies(t *testing.T) {
 		t.Fatalf("chunked oversize body: %d", resp.StatusCode)
 	}
 	e.fails(413, wire.CodeTooLarge, "", "POST", "/v1/import", strings.Repeat("z", 9000))
+}
+
+// TestCreateWithClient: create's client gets a cursor at the last entry in
+// the same request (the null leaf without entries), and create and append
+// report it.
+func TestCreateWithClient(t *testing.T) {
+	e := newEnv(t)
+	var res wire.WriteResult
+	e.ok(201, "POST", "/v1/sessions", `{"client":"worker-1","entries":[`+userMsg("q1", "q")+`,`+assistantMsg("a")+`]}`, &res)
+	if res.Cursor == nil || res.Cursor.Client != "worker-1" || res.Cursor.LeafID == nil || *res.Cursor.LeafID != res.Entries[1].ID ||
+		res.Cursor.Seq != res.LastSeq || res.Cursor.Revision == 0 {
+		t.Fatalf("create's cursor: %+v (entries %+v)", res.Cursor, res.Entries)
+	}
+	var got wire.CursorView
+	e.ok(200, "GET", "/v1/sessions/"+res.SessionID+"/cursors/worker-1", nil, &got)
+	if !reflect.DeepEqual(got, *res.Cursor) {
+		t.Fatalf("cursor.get %+v, create said %+v", got, *res.Cursor)
+	}
+	// The cursor is where the client's next append goes.
+	var app wire.WriteResult
+	e.ok(200, "POST", "/v1/sessions/"+res.SessionID+"/entries", `{"client":"worker-1","entries":[`+userMsg("", "more")+`]}`, &app)
+	if app.Cursor == nil || *app.Cursor.LeafID != app.Entries[0].ID || app.Cursor.Revision <= res.Cursor.Revision {
+		t.Fatalf("append's cursor: %+v after %+v", app.Cursor, res.Cursor)
+	}
+	var ctxReply struct {
+		Path []string `json:"path"`
+	}
+	e.ok(200, "GET", "/v1/sessions/"+res.SessionID+"/context?client=worker-1", nil, &ctxReply)
+	if len(ctxReply.Path) != 3 || ctxReply.Path[2] != app.Entries[0].ID {
+		t.Fatalf("context at worker-1's cursor: path %v", ctxReply.Path)
+	}
+
+	// Without entries the cursor is the null leaf; without client there is none.
+	var empty wire.WriteResult
+	e.ok(201, "POST", "/v1/sessions", `{"client":"w2"}`, &empty)
+	if empty.Cursor == nil || empty.Cursor.LeafID != nil {
+		t.Fatalf("create without entries: cursor %+v", empty.Cursor)
+	}
+	var plain wire.WriteResult
+	if b := e.ok(201, "POST", "/v1/sessions", `{"entries":[`+userMsg("", "q")+`]}`, &plain); plain.Cursor != nil || strings.Contains(string(b), "cursor") {
+		t.Fatalf("create without client: %s", b)
+	}
+}
+
+// TestContextBuild: POST /v1/context and pi.v1.context with entries build
+// pi's context over the request's entries, at the last one by default, at
+// leaf, or at the null leaf; nothing is stored.
+func TestContextBuild(t *testing.T) {
+	e, nc, _ := natsEnv(t)
+	body := `{"entries":[{"type":"model_change","id":"m1","provider":"p","modelId":"big"},` + userMsg("q1", "why?") + `,` + strings.Replace(assistantMsg("because"), `{"type":"message",`, `{"type":"message","id":"a1",`, 1) + `]`
+	type context struct {
+		LeafID        *string           `json:"leafId"`
+		Path          []string          `json:"path"`
+		ThinkingLevel string            `json:"thinkingLevel"`
+		Model         map[string]string `json:"model"`
+		Messages      []json.RawMessage `json:"messages"`
+	}
+	var last, atQ, null, overNATS context
+	e.ok(200, "POST", "/v1/context", body+`}`, &last)
+	if len(last.Path) != 3 || last.Path[2] != "a1" || last.Path[0] != "m1" || last.Path[1] != "q1" || len(last.Messages) != 2 || last.Model["modelId"] != "m" {
+		t.Fatalf("context at the last entry: %+v", last)
+	}
+	e.ok(200, "POST", "/v1/context", body+`,"leaf":"q1","format":"llm"}`, &atQ)
+	if *atQ.LeafID != "q1" || len(atQ.Messages) != 1 || atQ.Model["modelId"] != "big" {
+		t.Fatalf("context at q1: %+v", atQ)
+	}
+	e.ok(200, "POST", "/v1/context", body+`,"leaf":null}`, &null)
+	if null.LeafID != nil || len(null.Messages) != 0 || null.ThinkingLevel != "off" {
+		t.Fatalf("context at the null leaf: %+v", null)
+	}
+	reqOK(t, nc, "context", body+`}`, &overNATS)
+	if !reflect.DeepEqual(overNATS, last) {
+		t.Fatalf("pi.v1.context with entries: %+v, HTTP %+v", overNATS, last)
+	}
+	reqOK(t, nc, "context.build", body+`,"leaf":"q1","format":"llm"}`, &overNATS)
+	if !reflect.DeepEqual(overNATS, atQ) {
+		t.Fatalf("pi.v1.context.build: %+v, HTTP %+v", overNATS, atQ)
+	}
+	var list wire.ListReply
+	e.ok(200, "GET", "/v1/sessions", nil, &list)
+	if len(list.Sessions) != 0 {
+		t.Fatalf("context.build stored something: %+v", list.Sessions)
+	}
 }

@@ -36,6 +36,9 @@ func (s *Server) archiveList(ctx context.Context, r *request) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
+	if err := r.pageLimit(); err != nil {
+		return reply{}, err
+	}
 	var from uint64
 	if r.Cursor != "" {
 		if from, err = strconv.ParseUint(r.Cursor, 10, 64); err != nil {

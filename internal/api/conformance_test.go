@@ -60,6 +60,17 @@ func TestConformanceV3(t *testing.T) {
 				t.Error(d)
 			}
 
+			// include=entries: pi's getTree() nodes, each entry as stored.
+			lines := entryLines(data)
+			full := conformance.MustValue(t, e.ok(200, "GET", base+"/tree?include=entries", nil, nil))
+			if d := conformance.Diff("tree?include=entries", entryIDsAndChildren(fieldOf(full, "tree")), wantTree); d != "" {
+				t.Error(d)
+			}
+			checkTreeEntries(t, fieldOf(full, "tree"), lines, fieldOf(detail, "labels"))
+
+			// POST /v1/context over the file's entries, as a client holds
+			// them before anything is stored, equals pi's contexts too.
+			body := []byte(`{"entries":[` + string(bytes.Join(lines, []byte(","))) + `]`)
 			ctxs, _ := conformance.Field(exp, "contexts")
 			for _, want := range ctxs.Arr {
 				leaf, _ := conformance.Field(want, "leafId")
@@ -68,6 +79,13 @@ func TestConformanceV3(t *testing.T) {
 					l = leaf.Str
 				}
 				checkContext(t, e, base+"/context?leaf="+url.QueryEscape(l), want)
+				lj := "null"
+				if l != "null" {
+					lj = `"` + l + `"`
+				}
+				checkContextWith(t, "POST /v1/context leaf "+l, func(format string) []byte {
+					return e.ok(200, "POST", "/v1/context", string(body)+`,"leaf":`+lj+`,"format":"`+format+`"}`, nil)
+				}, want)
 			}
 		})
 	}
@@ -80,8 +98,15 @@ func TestConformanceV3(t *testing.T) {
 // expected.json's contexts, field by field.
 func checkContext(t *testing.T, e *env, path string, want tree.Value) {
 	t.Helper()
-	agent := conformance.MustValue(t, e.ok(200, "GET", path, nil, nil))
-	llm := conformance.MustValue(t, e.ok(200, "GET", path+"&format=llm", nil, nil))
+	checkContextWith(t, path, func(format string) []byte { return e.ok(200, "GET", path+"&format="+format, nil, nil) }, want)
+}
+
+// checkContextWith compares the contexts get returns (format agent and
+// llm) with one of expected.json's.
+func checkContextWith(t *testing.T, path string, get func(format string) []byte, want tree.Value) {
+	t.Helper()
+	agent := conformance.MustValue(t, get("agent"))
+	llm := conformance.MustValue(t, get("llm"))
 	for _, m := range want.Obj {
 		got := agent
 		key := m.Key
@@ -131,6 +156,70 @@ func TestConformanceMigrations(t *testing.T) {
 			})
 		}
 	}
+}
+
+// entryLines returns a pi file's entry lines: every line but the header
+// (and pi's repeated copies of it) and blank ones.
+func entryLines(data []byte) [][]byte {
+	var out [][]byte
+	for _, l := range bytes.Split(data, []byte("\n")) {
+		if len(bytes.TrimSpace(l)) == 0 || bytes.Contains(l, []byte(`"type":"session"`)) {
+			continue
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// entryIDsAndChildren reduces getTree() nodes ({entry,children,...}) to
+// the vectors' {id,children}.
+func entryIDsAndChildren(v tree.Value) tree.Value {
+	out := tree.Value{Kind: tree.KindArray}
+	for _, n := range v.Arr {
+		node := tree.Value{Kind: tree.KindObject}
+		node.Set("id", fieldOf(fieldOf(n, "entry"), "id"))
+		node.Set("children", entryIDsAndChildren(fieldOf(n, "children")))
+		out.Arr = append(out.Arr, node)
+	}
+	return out
+}
+
+// checkTreeEntries checks every getTree() node: its entry is the file's
+// line of that id, its label the session's label of it, and a label has
+// the timestamp of the label entry that set it.
+func checkTreeEntries(t *testing.T, nodes tree.Value, lines [][]byte, labels tree.Value) {
+	t.Helper()
+	byID := map[string]tree.Value{}
+	labelTS := map[string]tree.Value{}
+	for _, l := range lines {
+		v := conformance.MustValue(t, l)
+		byID[fieldOf(v, "id").Str] = v
+		if fieldOf(v, "type").Str == "label" {
+			labelTS[fieldOf(v, "targetId").Str] = fieldOf(v, "timestamp")
+		}
+	}
+	var walk func(v tree.Value)
+	walk = func(v tree.Value) {
+		for _, n := range v.Arr {
+			entry := fieldOf(n, "entry")
+			id := fieldOf(entry, "id").Str
+			if d := conformance.Diff("entry "+id, entry, byID[id]); d != "" {
+				t.Error(d)
+			}
+			if want := fieldOf(labels, id); want.Kind == tree.KindString {
+				if d := conformance.Diff("label of "+id, fieldOf(n, "label"), want); d != "" {
+					t.Error(d)
+				}
+				if d := conformance.Diff("labelTimestamp of "+id, fieldOf(n, "labelTimestamp"), labelTS[id]); d != "" {
+					t.Error(d)
+				}
+			} else if _, ok := conformance.Field(n, "label"); ok {
+				t.Errorf("entry %s: a label, but the session has none on it", id)
+			}
+			walk(fieldOf(n, "children"))
+		}
+	}
+	walk(nodes)
 }
 
 // fieldOf returns v[key], or the undefined (zero) Value.

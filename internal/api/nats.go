@@ -173,6 +173,11 @@ func (s *Server) natsReply(nc *nats.Conn, o *op, req micro.Request) int {
 		}
 	default:
 		err = decodeJSON(req.Data(), r)
+		if err == nil && o.Name == wire.OpContext.Name && r.SessionID == "" && r.Entries != nil {
+			// pi.v1.context with entries instead of a session: the NATS
+			// form of POST /v1/context.
+			o = opByName(wire.OpContextBuild.Name)
+		}
 	}
 	var rep reply
 	if err == nil {

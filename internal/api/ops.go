@@ -46,6 +46,7 @@ var ops = []op{
 	{wire.OpEntries, (*Server).entries},
 	{wire.OpTree, (*Server).tree},
 	{wire.OpContext, (*Server).contextJSON},
+	{wire.OpContextBuild, (*Server).contextBuild},
 	{wire.OpCursorGet, (*Server).cursorGet},
 	{wire.OpCursorSet, (*Server).cursorSet},
 	{wire.OpCursorDelete, (*Server).cursorDelete},
@@ -131,7 +132,7 @@ func (s *Server) await(ctx context.Context, o wire.Op, r *request) error {
 }
 
 func (s *Server) create(ctx context.Context, r *request) (reply, error) {
-	res, err := s.svc.Create(ctx, wire.CreateRequest{Header: r.Header, Entries: r.Entries})
+	res, err := s.svc.Create(ctx, wire.CreateRequest{Header: r.Header, Entries: r.Entries, Client: r.Client})
 	if err != nil {
 		return reply{}, err
 	}
@@ -177,4 +178,14 @@ func (s *Server) importFile(ctx context.Context, r *request) (reply, error) {
 		res.Skipped = []tree.LineError{} // the reply always lists them
 	}
 	return jsonReply(res)
+}
+
+// opByName returns the entry of ops named name (nil for none).
+func opByName(name string) *op {
+	for i := range ops {
+		if ops[i].Name == name {
+			return &ops[i]
+		}
+	}
+	return nil
 }

@@ -62,7 +62,11 @@ func (s *Server) tree(ctx context.Context, r *request) (reply, error) {
 	if err := r.checkClient(false); err != nil {
 		return reply{}, err
 	}
-	b, err := s.svc.TreeJSON(ctx, r.SessionID, r.leaf())
+	entries, err := r.withEntries()
+	if err != nil {
+		return reply{}, err
+	}
+	b, err := s.svc.TreeJSON(ctx, r.SessionID, r.leaf(), entries)
 	return reply{raw: b, ctype: wire.ContentTypeJSON}, err
 }
 
@@ -78,6 +82,17 @@ func (s *Server) contextJSON(ctx context.Context, r *request) (reply, error) {
 		return reply{}, err
 	}
 	b, err := s.svc.ContextJSON(ctx, r.SessionID, r.leaf(), llm)
+	return reply{raw: b, ctype: wire.ContentTypeJSON}, err
+}
+
+// contextBuild is context over the request's entries: nothing stored is
+// read, so there is nothing to wait for or confine.
+func (s *Server) contextBuild(_ context.Context, r *request) (reply, error) {
+	llm, err := r.llm()
+	if err != nil {
+		return reply{}, err
+	}
+	b, err := s.svc.BuildContextJSON(r.Entries, r.Leaf, llm)
 	return reply{raw: b, ctype: wire.ContentTypeJSON}, err
 }
 

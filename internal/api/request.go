@@ -39,6 +39,7 @@ type request struct {
 	Label    string          `json:"label"`
 	Since    string          `json:"since"`
 	Preview  bool            `json:"preview"`   // list
+	Include  string          `json:"include"`   // tree
 	Month    string          `json:"month"`     // archive.list
 	Older    string          `json:"olderThan"` // archive.run
 	// Consistency of a log read: "" or wire.ConsistencyStrong.
@@ -162,7 +163,7 @@ func applyQuery(q url.Values, r *request) error {
 	strs := []struct {
 		name string
 		dst  *string
-	}{{"client", &r.Client}, {"format", &r.Format}, {"cursor", &r.Cursor}, {"name", &r.Name}, {"cwd", &r.Cwd}, {"label", &r.Label}, {"since", &r.Since}, {"month", &r.Month}, {"olderThan", &r.Older}, {"consistency", &r.Consistency}}
+	}{{"client", &r.Client}, {"format", &r.Format}, {"cursor", &r.Cursor}, {"name", &r.Name}, {"cwd", &r.Cwd}, {"label", &r.Label}, {"since", &r.Since}, {"month", &r.Month}, {"olderThan", &r.Older}, {"consistency", &r.Consistency}, {"include", &r.Include}}
 	for _, p := range strs {
 		if q.Has(p.name) {
 			*p.dst = q.Get(p.name)
@@ -204,11 +205,34 @@ func (r *request) llm() (bool, error) {
 	return false, wire.Invalid("format", fmt.Sprintf(`%q: must be "agent" or "llm"`, r.Format))
 }
 
+// maxPageLimit is the largest limit of list and archive.list: a page is
+// one reply, which must fit a NATS message.
+const maxPageLimit = 1000
+
+// pageLimit checks the limit of a paged listing: 1–1000, or absent.
+func (r *request) pageLimit() error {
+	if r.Limit < 0 || r.Limit > maxPageLimit {
+		return wire.Invalid("limit", fmt.Sprintf("%d: must be 1–%d (the page size; page on with cursor)", r.Limit, maxPageLimit))
+	}
+	return nil
+}
+
+// withEntries reads tree's include: "" or "entries".
+func (r *request) withEntries() (bool, error) {
+	switch r.Include {
+	case "":
+		return false, nil
+	case wire.TreeIncludeEntries:
+		return true, nil
+	}
+	return false, wire.Invalid("include", fmt.Sprintf(`%q: must be "entries" (pi's getTree() nodes) or absent`, r.Include))
+}
+
 // filter builds a list filter, validating limit and since.
 func (r *request) filter() (store.ListFilter, error) {
 	f := store.ListFilter{Name: r.Name, Cwd: r.Cwd, CwdPrefix: r.cwdPrefix, Label: r.Label, After: r.Cursor, Limit: r.Limit, Preview: r.Preview}
-	if r.Limit < 0 {
-		return f, wire.Invalid("limit", "must be a positive integer")
+	if err := r.pageLimit(); err != nil {
+		return f, err
 	}
 	if r.Since != "" {
 		t, err := time.Parse(time.RFC3339Nano, r.Since)

@@ -58,37 +58,14 @@ func (s *Service) Create(ctx context.Context, req wire.CreateRequest) (wire.Writ
 	if n := 1 + len(req.Entries); n > s.Log.MaxBatch() {
 		return wire.WriteResult{}, wire.Field("entries", fmt.Errorf("%w: %d records (header and %d entries) exceed the atomic batch limit of %d; import larger sessions with /v1/import", wire.ErrTooLarge, n, n-1, s.Log.MaxBatch()))
 	}
-	sess := tree.NewSession(h)
-	ids := tree.IDGen{R: s.Rand}
-	ts := tree.FormatTimestamp(s.now())
-	parent := ""
-	for k, raw := range req.Entries {
-		field := fmt.Sprintf("entries[%d]", k)
-		d, err := parseDraft(field, raw)
-		if err != nil {
+	if req.Client != "" {
+		if err := session.ValidClientID(req.Client); err != nil {
 			return wire.WriteResult{}, err
 		}
-		id := d.id
-		if id == "" {
-			id = ids.New(sess.Has)
-		} else if sess.Has(id) {
-			return wire.WriteResult{}, wire.Invalid(field+".id", fmt.Sprintf("duplicate id %q", id))
-		}
-		if d.parentSet {
-			parent = d.parent
-			if parent != "" && !sess.Has(parent) {
-				return wire.WriteResult{}, wire.Invalid(field+".parentId", fmt.Sprintf("unknown parent %q (it must be an earlier entry of this request)", parent))
-			}
-		}
-		if d.labelTarget != "" && !sess.Has(d.labelTarget) {
-			return wire.WriteResult{}, wire.Invalid(field+".targetId", fmt.Sprintf("unknown entry %q (it must be an earlier entry of this request)", d.labelTarget))
-		}
-		e, err := d.build(id, parent, ts)
-		if err != nil {
-			return wire.WriteResult{}, wire.Invalid(field, err.Error())
-		}
-		sess.Append(e)
-		parent = id
+	}
+	sess, err := s.draftSession(h, req.Entries, false)
+	if err != nil {
+		return wire.WriteResult{}, err
 	}
 	recs := make([]session.Record, 0, 1+sess.Len())
 	recs = append(recs, session.HeaderRecord(&sess.Header))
@@ -102,12 +79,55 @@ func (s *Service) Create(ctx context.Context, req wire.CreateRequest) (wire.Writ
 	case err != nil:
 		return wire.WriteResult{}, entryOf(err, 1)
 	}
-	res := wire.WriteResult{SessionID: h.ID, LastSeq: seqs[len(seqs)-1], Entries: make([]wire.EntryResult, sess.Len())}
-	s.noteAck(h.ID, res.LastSeq)
+	res := make([]wire.EntryResult, sess.Len())
 	for i := range sess.Len() {
-		res.Entries[i] = wire.EntryResult{ID: sess.Entry(i).ID, Seq: seqs[1+i]}
+		res[i] = wire.EntryResult{ID: sess.Entry(i).ID, Seq: seqs[1+i]}
 	}
-	return res, nil
+	out, err := s.finish(ctx, h.ID, req.Client, res, seqs[len(seqs)-1])
+	out.SessionID = h.ID
+	return out, err
+}
+
+// draftSession builds a session of h and entries as create stores them:
+// ids and timestamps filled, an entry without parentId the child of the
+// previous one (the first a root), parents and label targets earlier
+// entries of the request. Errors name the entry (entries[k]). With
+// orphans, a parent or label target that is not there is kept as it is
+// written, as pi loads a file (the entry is a root of its tree).
+func (s *Service) draftSession(h tree.Header, entries []json.RawMessage, orphans bool) (*tree.Session, error) {
+	sess := tree.NewSession(h)
+	ids := tree.IDGen{R: s.Rand}
+	ts := tree.FormatTimestamp(s.now())
+	parent := ""
+	for k, raw := range entries {
+		field := fmt.Sprintf("entries[%d]", k)
+		d, err := parseDraft(field, raw)
+		if err != nil {
+			return nil, err
+		}
+		id := d.id
+		if id == "" {
+			id = ids.New(sess.Has)
+		} else if sess.Has(id) {
+			return nil, wire.Invalid(field+".id", fmt.Sprintf("duplicate id %q", id))
+		}
+		if d.parentSet {
+			parent = d.parent
+			if parent != "" && !orphans && !sess.Has(parent) {
+				return nil, wire.Invalid(field+".parentId", fmt.Sprintf("unknown parent %q (it must be an earlier entry of this request)", parent))
+			}
+		}
+		if d.labelTarget != "" && !orphans && !sess.Has(d.labelTarget) {
+			return nil, wire.Invalid(field+".targetId", fmt.Sprintf("unknown entry %q (it must be an earlier entry of this request)", d.labelTarget))
+		}
+		e, err := d.build(id, parent, ts)
+		if err != nil {
+			return nil, wire.Invalid(field, err.Error())
+		}
+		sess.Append(e)
+		parent = id
+	}
+	return sess, nil
 }
 
 // Header is the header Create would build from raw (a new id and the

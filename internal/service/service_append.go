@@ -157,17 +157,24 @@ const expectWait = 20 * time.Millisecond
 // that reports it.
 const parentWait = 5 * time.Millisecond
 
-// finish moves the client's cursor to the last entry written.
+// finish moves the client's cursor to the last entry written (the null
+// leaf when none was: a create without entries) and reports it.
 func (s *Service) finish(ctx context.Context, sid, client string, res []wire.EntryResult, lastSeq uint64) (wire.WriteResult, error) {
 	s.noteAck(sid, lastSeq)
 	out := wire.WriteResult{LastSeq: lastSeq, Entries: res}
 	if client == "" {
 		return out, nil
 	}
-	c := session.Cursor{LeafID: res[len(res)-1].ID, Seq: lastSeq, UpdatedAt: s.now()}
-	if _, err := s.Cursors.Put(ctx, sid, client, c); err != nil {
+	c := session.Cursor{Seq: lastSeq, UpdatedAt: s.now()}
+	if len(res) > 0 {
+		c.LeafID = res[len(res)-1].ID
+	}
+	rev, err := s.Cursors.Put(ctx, sid, client, c)
+	if err != nil {
 		return out, fmt.Errorf("entries stored (last seq %d) but moving cursor %s failed: %w", lastSeq, client, err)
 	}
+	v := cursorView(session.CursorEntry{Client: client, Cursor: c, Revision: rev})
+	out.Cursor = &v
 	return out, nil
 }
 

@@ -122,12 +122,14 @@ func leafIndex(t *tree.Session, l Leaf) (int, error) {
 }
 
 // TreeJSON returns {"tree":[{"id","type","label"?,"children"}],"leafId"}
-// with leafId the requested leaf (the client's cursor or the default leaf).
-func (s *Service) TreeJSON(ctx context.Context, sid string, l Leaf) ([]byte, error) {
+// with leafId the requested leaf (the client's cursor or the default leaf);
+// with entries, the nodes are pi's getTree() ones ({"entry","label"?,
+// "labelTimestamp"?,"children"}).
+func (s *Service) TreeJSON(ctx context.Context, sid string, l Leaf, entries bool) ([]byte, error) {
 	var out []byte
 	err := s.atLeaf(ctx, sid, l, func(d *store.Doc, i int) {
 		out = append(out, `{"tree":`...)
-		out = d.Tree.AppendTreeJSON(out, d.Tree.Tree(), tree.TreeJSONOptions{Type: true, Label: true})
+		out = d.Tree.AppendTreeJSON(out, d.Tree.Tree(), tree.TreeJSONOptions{Type: true, Label: true, Entries: entries})
 		out = append(out, `,"leafId":`...)
 		if i < 0 {
 			out = append(out, "null"...)
@@ -165,6 +167,33 @@ func (s *Service) ContextJSON(ctx context.Context, sid string, l Leaf, llm bool)
 		out = c.AppendJSON(make([]byte, 0, c.SizeHint()), tree.ContextOptions{LLM: llm})
 	})
 	return out, err
+}
+
+// BuildContextJSON returns pi's context, as ContextJSON, over entries
+// given by the client instead of stored ones (see wire.ContextBuildRequest):
+// leaf is an entry of them, null, or absent (the last entry). Nothing is
+// stored or read. A parent that is not among the entries makes a root, as
+// when pi loads such a file (pi wrote one: conformance p04-forks.fork1).
+func (s *Service) BuildContextJSON(entries []json.RawMessage, leaf wire.NullableID, llm bool) ([]byte, error) {
+	if entries == nil {
+		return nil, wire.Invalid("entries", "required: the entries to build the context of (may be [])")
+	}
+	sess, err := s.draftSession(tree.Header{}, entries, true)
+	if err != nil {
+		return nil, err
+	}
+	i := sess.Len() - 1
+	switch {
+	case leaf.Null:
+		i = -1
+	case leaf.Set:
+		var ok bool
+		if i, ok = sess.Index(leaf.ID); !ok {
+			return nil, wire.Invalid("leaf", fmt.Sprintf("%q is not an entry of the request", leaf.ID))
+		}
+	}
+	c := sess.ContextAt(i)
+	return c.AppendJSON(make([]byte, 0, c.SizeHint()), tree.ContextOptions{LLM: llm}), nil
 }
 
 // Export returns the session as a pi v3 JSONL file.

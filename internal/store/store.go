@@ -52,7 +52,9 @@ type Doc struct {
 
 // Info returns the catalog record.
 func (d *Doc) Info() wire.Info {
-	in := wire.Info{SessionID: d.ID, Created: d.Created, Modified: d.Modified, EntryCount: d.Entries, LastSeq: d.LastSeq}
+	// Milliseconds, as pi's header timestamp (created) has them: both
+	// times of the record at one precision.
+	in := wire.Info{SessionID: d.ID, Created: d.Created.Truncate(time.Millisecond), Modified: d.Modified.Truncate(time.Millisecond), EntryCount: d.Entries, LastSeq: d.LastSeq}
 	cwd, parent, name, hasName := d.cwd, d.parentSession, d.name, d.hasName
 	if d.Tree != nil {
 		cwd, parent = d.Tree.Header.Cwd, d.Tree.Header.ParentSession

@@ -109,6 +109,10 @@ func (s *Session) Children(id string) []string {
 type TreeJSONOptions struct {
 	Type  bool // add "type"
 	Label bool // add "label" where the entry has one
+	// Entries writes pi's getTree() nodes instead: {"entry":{…},
+	// "label"?,"labelTimestamp"?,"children":[…]}, the entry as stored and
+	// labelTimestamp the timestamp of the label entry that set the label.
+	Entries bool
 }
 
 // AppendTreeJSON appends the tree as nested [{"id":…,"children":[…]}],
@@ -124,6 +128,11 @@ func (s *Session) AppendTreeJSON(dst []byte, nodes []Node, opt TreeJSONOptions) 
 			dst = append(dst, ',')
 		}
 		e := &s.entries[n.Index]
+		if opt.Entries {
+			dst = s.appendNodeEntry(dst, e)
+			prev = n.Depth
+			continue
+		}
 		dst = append(dst, `{"id":`...)
 		dst = jsjson.AppendString(dst, e.ID)
 		if opt.Type {
@@ -143,4 +152,20 @@ func (s *Session) AppendTreeJSON(dst []byte, nodes []Node, opt TreeJSONOptions) 
 		dst = append(dst, "]}"...)
 	}
 	return append(dst, ']')
+}
+
+// appendNodeEntry opens e's getTree() node, up to its children's "[".
+func (s *Session) appendNodeEntry(dst []byte, e *Entry) []byte {
+	dst = append(dst, `{"entry":`...)
+	dst = append(dst, e.Raw...)
+	if l, ok := s.labels[e.ID]; ok {
+		dst = append(dst, `,"label":`...)
+		dst = jsjson.AppendString(dst, l.text)
+		// pi keeps the label entry's timestamp as it was written.
+		if lf, err := scanLine(s.entries[l.entry].Raw); err == nil && lf.timestamp.ok() {
+			dst = append(dst, `,"labelTimestamp":`...)
+			dst = append(dst, lf.timestamp.of(s.entries[l.entry].Raw)...)
+		}
+	}
+	return append(dst, `,"children":[`...)
 }

@@ -62,7 +62,7 @@ func (o Op) Scope() string {
 	switch o.Name {
 	// status: the node and its Store; the backend's details (the
 	// "jetstream" part) only with admin.
-	case OpList.Name, OpGet.Name, OpEntries.Name, OpTree.Name, OpContext.Name, OpExport.Name, OpWatch.Name,
+	case OpList.Name, OpGet.Name, OpEntries.Name, OpTree.Name, OpContext.Name, OpContextBuild.Name, OpExport.Name, OpWatch.Name,
 		OpCursorGet.Name, OpCursorList.Name, OpStatus.Name:
 		return ScopeRead
 	case OpCreate.Name, OpAppend.Name, OpCursorSet.Name, OpCursorDelete.Name, OpFork.Name, OpImport.Name:
@@ -104,6 +104,8 @@ var (
 	OpEntries = op("entries", http.MethodGet, "/v1/sessions/{id}/entries", http.StatusOK, NoBody)
 	OpTree    = op("tree", http.MethodGet, "/v1/sessions/{id}/tree", http.StatusOK, NoBody)
 	OpContext = op("context", http.MethodGet, "/v1/sessions/{id}/context", http.StatusOK, NoBody)
+	// OpContextBuild is context over entries in the request (ContextBuildRequest).
+	OpContextBuild = op("context.build", http.MethodPost, "/v1/context", http.StatusOK, JSONBody)
 
 	OpCursorGet    = op("cursor.get", http.MethodGet, "/v1/sessions/{id}/cursors/{client}", http.StatusOK, NoBody)
 	OpCursorSet    = op("cursor.set", http.MethodPut, "/v1/sessions/{id}/cursors/{client}", http.StatusOK, JSONBody)
@@ -126,7 +128,7 @@ var (
 
 // Ops is every operation: the table both transports serve.
 var Ops = []Op{
-	OpCreate, OpAppend, OpList, OpGet, OpEntries, OpTree, OpContext,
+	OpCreate, OpAppend, OpList, OpGet, OpEntries, OpTree, OpContext, OpContextBuild,
 	OpCursorGet, OpCursorSet, OpCursorDelete, OpCursorList,
 	OpFork, OpExport, OpImport, OpStatus,
 	OpArchiveList, OpArchiveRestore, OpArchiveRun,

@@ -41,6 +41,9 @@ type WriteResult struct {
 	SessionID string        `json:"sessionId,omitempty"`
 	LastSeq   uint64        `json:"lastSeq"`
 	Entries   []EntryResult `json:"entries"`
+	// Cursor is the request's client's cursor after the write, when it
+	// named one.
+	Cursor *CursorView `json:"cursor,omitempty"`
 }
 
 // ListReply is a page of the catalog; Next is absent on the last page.

@@ -101,7 +101,11 @@ const ConsistencyStrong = "strong"
 type CreateRequest struct {
 	Header  json.RawMessage   `json:"header,omitempty"`
 	Entries []json.RawMessage `json:"entries"`
-	MinSeq  uint64            `json:"minSeq,omitempty"`
+	// Client, when given, gets a cursor at the last entry (the null leaf
+	// without entries) in the same request: a worker that creates a session
+	// needs no cursor.set after it.
+	Client string `json:"client,omitempty"`
+	MinSeq uint64 `json:"minSeq,omitempty"`
 }
 
 // AppendRequest appends client-built entries to a session.
@@ -148,11 +152,14 @@ type EntriesRequest struct {
 }
 
 // TreeRequest asks for pi's tree of a session; Leaf, else Client's cursor,
-// else the default leaf, is the reply's leafId.
+// else the default leaf, is the reply's leafId. Include "entries" gives
+// pi's getTree() nodes ({entry, children, label?, labelTimestamp?})
+// instead of {id, type, label?, children}.
 type TreeRequest struct {
 	SessionID   string     `json:"sessionId,omitempty" path:"id"`
 	Client      string     `json:"client,omitempty"`
 	Leaf        NullableID `json:"leaf,omitzero"`
+	Include     string     `json:"include,omitempty"`
 	Consistency string     `json:"consistency,omitempty"` // "strong": see ConsistencyStrong
 	MinSeq      uint64     `json:"minSeq,omitempty"`
 }
@@ -168,6 +175,22 @@ type ContextRequest struct {
 	Consistency string     `json:"consistency,omitempty"` // "strong": see ConsistencyStrong
 	MinSeq      uint64     `json:"minSeq,omitempty"`
 }
+
+// ContextBuildRequest asks for pi's context over entries given in the
+// request instead of stored ones: what a client holds before its first
+// assistant reply, when nothing is stored yet (pi's delayed flush). The
+// entries follow create's rules (ids and timestamps filled, parents
+// default to the previous entry); Leaf defaults to the last entry.
+// Over NATS it is also pi.v1.context with entries and no sessionId.
+type ContextBuildRequest struct {
+	Entries []json.RawMessage `json:"entries"`
+	Leaf    NullableID        `json:"leaf,omitzero"`
+	Format  string            `json:"format,omitempty"`
+	MinSeq  uint64            `json:"minSeq,omitempty"`
+}
+
+// TreeIncludeEntries is TreeRequest.Include for pi's getTree() shape.
+const TreeIncludeEntries = "entries"
 
 // CursorGetRequest asks for one client's cursor.
 type CursorGetRequest struct {
@@ -268,6 +291,7 @@ func (GetRequest) Op() Op            { return OpGet }
 func (EntriesRequest) Op() Op        { return OpEntries }
 func (TreeRequest) Op() Op           { return OpTree }
 func (ContextRequest) Op() Op        { return OpContext }
+func (ContextBuildRequest) Op() Op   { return OpContextBuild }
 func (CursorGetRequest) Op() Op      { return OpCursorGet }
 func (CursorSetRequest) Op() Op      { return OpCursorSet }
 func (CursorDeleteRequest) Op() Op   { return OpCursorDelete }
@@ -285,7 +309,7 @@ func (WatchRequest) Op() Op          { return OpWatch }
 // Ops: for tables over the whole contract (tests on both sides of it).
 func Requests() []Request {
 	return []Request{
-		CreateRequest{}, AppendRequest{}, ListRequest{}, GetRequest{}, EntriesRequest{}, TreeRequest{}, ContextRequest{},
+		CreateRequest{}, AppendRequest{}, ListRequest{}, GetRequest{}, EntriesRequest{}, TreeRequest{}, ContextRequest{}, ContextBuildRequest{},
 		CursorGetRequest{}, CursorSetRequest{}, CursorDeleteRequest{}, CursorListRequest{},
 		ForkRequest{}, ExportRequest{}, ImportRequest{}, StatusRequest{},
 		ArchiveListRequest{}, ArchiveRestoreRequest{}, ArchiveRunRequest{},
