@@ -74,6 +74,9 @@ test("the eight-step story: tree, branch, context, cursor, reopen", async () => 
   assert.equal(rc.entry.id, ids.rootCause);
   assert.equal(rc.label, "root_cause_found");
 
+  // The same tree from the server (every writer's entries, pi's getTree() shape).
+  assert.deepEqual(await s.getTree(), tree);
+
   // The context at the leaf, from the server.
   const ctx = await s.buildSessionContext();
   assert.equal(ctx.leafId, ids.name);
