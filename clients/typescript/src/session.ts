@@ -359,7 +359,11 @@ export class Session {
   /**
    * Moves the leaf to an entry (pi's branch): the next append is its child.
    * An id this Session does not know is looked up on the server first. With
-   * a clientId the cursor moves too (PUT, compare-and-set on its revision).
+   * a clientId the cursor moves too (PUT, compare-and-set on its revision):
+   * if another writer moved it since, the leaf still moves but the cursor
+   * stays, and the promise rejects with a ConflictError (field
+   * `expectRevision`, `revision` the cursor's); {@link overwriteCursor}
+   * takes it back.
    */
   branch(branchFromId: string): Promise<void> {
     return this.serial(async () => {

@@ -194,3 +194,21 @@ test("an entry id another writer took is drawn again, and the append goes throug
   const all = await log.allEntries(a.getSessionId(), { minSeq: a.lastSeq });
   assert.equal(all.entries.filter((e) => e.entry.id === id).length, 1);
 });
+
+test("a cursor another writer moved: branch is a ConflictError with its revision; overwriteCursor takes it back", async () => {
+  const s = await stored("/t/cursor");
+  const [q] = s.getEntries().map((e) => e.id);
+  const cur = await log.getCursor(s.getSessionId(), "w1");
+  assert.equal(cur.leafId, s.getLeafId(), "create set the cursor");
+  const moved = await log.setCursor(s.getSessionId(), "w1", null); // an operator, or a second process with the same id
+  const err = await s.branch(q).catch((e) => e);
+  assert.ok(err instanceof ConflictError, String(err));
+  assert.equal(err.field, "expectRevision");
+  assert.equal(err.revision, moved.revision);
+  assert.equal(s.getLeafId(), q, "the leaf moved; the cursor did not");
+  assert.equal((await log.getCursor(s.getSessionId(), "w1")).leafId, null);
+  await s.overwriteCursor();
+  assert.equal((await log.getCursor(s.getSessionId(), "w1")).leafId, q);
+  await s.resetLeaf();
+  assert.equal((await log.getCursor(s.getSessionId(), "w1")).leafId, null);
+});
