@@ -545,7 +545,13 @@ export class Session {
         if (!(err instanceof ConflictError) || this.exclusive || err.field === "expectLastSeq" || attempt >= 3) throw err;
         // An id another writer took: read what they wrote, draw new ids, again.
         await this.syncNow({ minSeq: err.lastSeq });
-        if (!batch.some((e) => this.byId.has(e.id))) throw err;
+        const same = (e: SessionEntry) => JSON.stringify(this.byId.get(e.id)) === JSON.stringify(e);
+        if (batch.every(same)) {
+          // All of it is stored already, as sent (an earlier attempt whose reply was lost).
+          this.leafId = (batch[batch.length - 1] as SessionEntry).id;
+          return batch.map((e) => e.id);
+        }
+        if (batch.some(same) || !batch.some((e) => this.byId.has(e.id))) throw err;
         batch = this.redraw(batch);
       }
     }
