@@ -1,0 +1,585 @@
+import { SessionLogError, UnavailableError, decodeError, isRetryable, makeError } from "./errors.js";
+import { SSEParser } from "./sse.js";
+import { Session, type CreateOptions, type OpenOptions } from "./session.js";
+import type {
+  Cursor,
+  ForkResult,
+  ImportResult,
+  SeqEntry,
+  SessionContext,
+  SessionDetails,
+  SessionEntry,
+  SessionHeader,
+  SessionInfo,
+  SessionPage,
+  SessionTreeNode,
+  WriteResult,
+} from "./types.js";
+
+/** How requests that failed for a passing reason (no reply, 5xx, `unavailable`, `timeout`) are sent again. */
+export interface RetryOptions {
+  /** Attempts in all, the first included (default 6). */
+  attempts?: number;
+  /** The first backoff, doubling (default 50 ms). */
+  backoffMs?: number;
+  /** The longest backoff (default 2000 ms). */
+  maxBackoffMs?: number;
+  /** One attempt's timeout (default 30 s; watch streams have none). */
+  attemptTimeoutMs?: number;
+}
+
+/** Options of {@link SessionLog}. */
+export interface SessionLogOptions {
+  /** pi-node's HTTP API, e.g. `http://127.0.0.1:8080`. */
+  baseUrl: string;
+  /** The bearer token (pi-node's `--http-token`, or a scoped one of `--http-tokens`). */
+  token?: string;
+  /** A fetch to use instead of the global one (a proxy's, a test's). */
+  fetch?: typeof fetch;
+  /** Retries of passing failures. */
+  retry?: RetryOptions;
+}
+
+/** Options of one request. */
+export interface RequestOptions {
+  query?: Record<string, string | number | boolean | null | undefined>;
+  body?: unknown;
+  /** A body sent as it is (import's JSONL). */
+  rawBody?: string;
+  headers?: Record<string, string>;
+  signal?: AbortSignal;
+  /** Send it again on a passing failure (default true). */
+  retry?: boolean;
+  /** Read the reply as text instead of JSON. */
+  text?: boolean;
+}
+
+/** Options of list. */
+export interface ListOptions {
+  limit?: number;
+  cursor?: string;
+  name?: string;
+  cwd?: string;
+  label?: string;
+  /** Modified at or after (RFC 3339, or a Date). */
+  since?: string | Date;
+  preview?: boolean;
+  minSeq?: number;
+  consistency?: "strong";
+  signal?: AbortSignal;
+}
+
+/** Options of reads that take a leaf. */
+export interface LeafOptions {
+  /** An entry id, or null: before the first entry. Wins over `client`. */
+  leaf?: string | null;
+  /** Whose cursor gives the leaf. */
+  client?: string;
+  minSeq?: number;
+  signal?: AbortSignal;
+}
+
+/** Options of watch. */
+export interface WatchOptions {
+  /** Start after this stream sequence (default: every entry). */
+  afterSeq?: number;
+  minSeq?: number;
+  /** Ends the iteration (it returns, no error). */
+  signal?: AbortSignal;
+}
+
+/** Options of a raw append. */
+export interface AppendOptions {
+  client?: string;
+  expectLastSeq?: number;
+  minSeq?: number;
+  signal?: AbortSignal;
+}
+
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const t = setTimeout(done, ms);
+    function done() {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }
+    function onAbort() {
+      clearTimeout(t);
+      reject(signal?.reason);
+    }
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+
+/** An AbortSignal that fires when `outer` does or after `ms`; `clear` stops the timer. */
+function linked(outer: AbortSignal | undefined, ms: number | undefined) {
+  const ac = new AbortController();
+  const onAbort = () => ac.abort(outer?.reason);
+  if (outer) {
+    if (outer.aborted) ac.abort(outer.reason);
+    else outer.addEventListener("abort", onAbort, { once: true });
+  }
+  const t = ms ? setTimeout(() => ac.abort(makeError("timeout", 0, `no reply within ${ms} ms`)), ms) : undefined;
+  return {
+    signal: ac.signal,
+    clear() {
+      if (t !== undefined) clearTimeout(t);
+      outer?.removeEventListener("abort", onAbort);
+    },
+  };
+}
+
+/**
+ * A client of pi-node's HTTP API (docs/API.md): sessions as pi's
+ * SessionManager holds them ({@link create}, {@link open}), and the
+ * API's operations.
+ */
+export class SessionLog {
+  readonly baseUrl: string;
+  private readonly token: string | undefined;
+  private readonly fetchFn: typeof fetch;
+  private readonly retry: Required<RetryOptions>;
+  private readonly seen = new Map<string, number>(); // the highest sequence written or read, by session
+  private seenAny = 0;
+
+  constructor(opts: SessionLogOptions) {
+    if (!opts || !opts.baseUrl) throw makeError("invalid", 0, "baseUrl: required", { field: "baseUrl" });
+    this.baseUrl = opts.baseUrl.replace(/\/+$/, "");
+    this.token = opts.token;
+    this.fetchFn = opts.fetch ?? ((input, init) => globalThis.fetch(input, init));
+    this.retry = {
+      attempts: opts.retry?.attempts ?? 6,
+      backoffMs: opts.retry?.backoffMs ?? 50,
+      maxBackoffMs: opts.retry?.maxBackoffMs ?? 2000,
+      attemptTimeoutMs: opts.retry?.attemptTimeoutMs ?? 30_000,
+    };
+  }
+
+  // ---------------------------------------------------------------- sessions
+
+  /**
+   * Starts a new session in memory, as pi's SessionManager does: nothing is
+   * stored until its first assistant message, which stores the header and
+   * every entry before it in one atomic create request.
+   */
+  create(opts: CreateOptions = {}): Session {
+    return Session.create(this, opts);
+  }
+
+  /** Resumes a stored session: at the client's cursor with `clientId`, else at pi's default leaf (the last entry). */
+  open(sessionId: string, opts: OpenOptions = {}): Promise<Session> {
+    return Session.open(this, sessionId, opts);
+  }
+
+  /** One page of sessions, in id (creation) order. */
+  list(opts: ListOptions = {}): Promise<SessionPage> {
+    const since = opts.since instanceof Date ? opts.since.toISOString() : opts.since;
+    return this.request<SessionPage>("GET", "/v1/sessions", {
+      query: {
+        limit: opts.limit,
+        cursor: opts.cursor,
+        name: opts.name,
+        cwd: opts.cwd,
+        label: opts.label,
+        since,
+        preview: opts.preview,
+        minSeq: this.minSeq(undefined, opts.minSeq),
+        consistency: opts.consistency,
+      },
+      signal: opts.signal,
+    });
+  }
+
+  /** Every session matching the filter, page after page. */
+  async *listAll(opts: Omit<ListOptions, "cursor"> = {}): AsyncGenerator<SessionInfo, void, undefined> {
+    let cursor: string | undefined;
+    for (;;) {
+      const page = await this.list({ ...opts, cursor });
+      yield* page.sessions;
+      if (!page.next) return;
+      cursor = page.next;
+    }
+  }
+
+  /** The session's list record with its header, labels and default leaf. */
+  get(sessionId: string, opts: { minSeq?: number; consistency?: "strong"; signal?: AbortSignal } = {}): Promise<SessionDetails> {
+    return this.request("GET", `/v1/sessions/${enc(sessionId)}`, {
+      query: { minSeq: this.minSeq(sessionId, opts.minSeq), consistency: opts.consistency },
+      signal: opts.signal,
+    });
+  }
+
+  /** One page of entries with seq > afterSeq, in log order. */
+  entries(
+    sessionId: string,
+    opts: { afterSeq?: number; limit?: number; minSeq?: number; signal?: AbortSignal } = {},
+  ): Promise<{ entries: SeqEntry[]; lastSeq: number }> {
+    return this.request("GET", `/v1/sessions/${enc(sessionId)}/entries`, {
+      query: { afterSeq: opts.afterSeq, limit: opts.limit, minSeq: this.minSeq(sessionId, opts.minSeq) },
+      signal: opts.signal,
+    });
+  }
+
+  /** Every entry with seq > afterSeq, reading page after page up to the session's lastSeq. */
+  async allEntries(
+    sessionId: string,
+    opts: { afterSeq?: number; minSeq?: number; signal?: AbortSignal } = {},
+  ): Promise<{ entries: SeqEntry[]; lastSeq: number }> {
+    const out: SeqEntry[] = [];
+    let after = opts.afterSeq ?? 0;
+    for (;;) {
+      const page = await this.entries(sessionId, { afterSeq: after, limit: 10_000, minSeq: opts.minSeq, signal: opts.signal });
+      out.push(...page.entries);
+      const last = page.entries[page.entries.length - 1];
+      if (!last || last.seq >= page.lastSeq) return { entries: out, lastSeq: page.lastSeq };
+      after = last.seq;
+    }
+  }
+
+  /** pi's getTree(): every entry in a tree, roots in file order, children by timestamp, labels resolved. */
+  tree(sessionId: string, opts: LeafOptions = {}): Promise<{ tree: SessionTreeNode[]; leafId: string | null }> {
+    return this.request("GET", `/v1/sessions/${enc(sessionId)}/tree`, {
+      query: { include: "entries", ...leafQuery(opts), minSeq: this.minSeq(sessionId, opts.minSeq) },
+      signal: opts.signal,
+    });
+  }
+
+  /** What pi would send the model at a leaf (buildSessionContext); `format: "llm"` as pi's convertToLlm. */
+  context(sessionId: string, opts: LeafOptions & { format?: "agent" | "llm" } = {}): Promise<SessionContext> {
+    return this.request("GET", `/v1/sessions/${enc(sessionId)}/context`, {
+      query: { ...leafQuery(opts), minSeq: this.minSeq(sessionId, opts.minSeq), format: opts.format },
+      signal: opts.signal,
+    });
+  }
+
+  /** pi's buildSessionContext over entries given here (no session needed): POST /v1/context. */
+  buildContext(
+    entries: SessionEntry[],
+    opts: { leaf?: string | null; format?: "agent" | "llm"; signal?: AbortSignal } = {},
+  ): Promise<SessionContext> {
+    const body: Record<string, unknown> = { entries };
+    if (opts.leaf !== undefined) body["leaf"] = opts.leaf;
+    if (opts.format) body["format"] = opts.format;
+    return this.request("POST", "/v1/context", { body, signal: opts.signal });
+  }
+
+  /**
+   * Stores a new session in one atomic request. Retried after a lost reply:
+   * a `409` on `header.id` then means the first attempt may have stored it,
+   * and the session is read back — if its entries are these, the write was
+   * ours and succeeds.
+   */
+  async createSession(
+    header: SessionHeader,
+    entries: SessionEntry[],
+    opts: { client?: string; signal?: AbortSignal } = {},
+  ): Promise<WriteResult> {
+    const body: Record<string, unknown> = { header, entries };
+    if (opts.client) body["client"] = opts.client;
+    let attempt = 0;
+    for (;;) {
+      try {
+        const r = await this.request<WriteResult>("POST", "/v1/sessions", { body, signal: opts.signal, retry: false });
+        this.observe(header.id, r.lastSeq);
+        return r;
+      } catch (err) {
+        if (attempt > 0 && err instanceof SessionLogError && err.code === "conflict" && err.field === "header.id") {
+          const mine = await this.createdByUs(header.id, entries, opts.signal);
+          if (mine) {
+            this.observe(header.id, mine.lastSeq);
+            return mine;
+          }
+        }
+        attempt++;
+        if (!isRetryable(err) || attempt >= this.retry.attempts) throw err;
+        await sleep(this.backoff(attempt), opts.signal);
+      }
+    }
+  }
+
+  /** The reply a create of these entries would have had, if the stored session holds them. */
+  private async createdByUs(sessionId: string, entries: SessionEntry[], signal?: AbortSignal): Promise<WriteResult | undefined> {
+    const stored = await this.allEntries(sessionId, { signal });
+    if (stored.entries.length < entries.length) return undefined;
+    const res: WriteResult = { sessionId, lastSeq: stored.lastSeq, entries: [] };
+    for (let i = 0; i < entries.length; i++) {
+      const s = stored.entries[i];
+      if (!s || s.entry.id !== entries[i]?.id) return undefined;
+      res.entries.push({ id: s.entry.id, seq: s.seq });
+    }
+    return res;
+  }
+
+  /** Appends entries atomically (POST /v1/sessions/{id}/entries); retried with the same ids, which the server stores once. */
+  async append(sessionId: string, entries: Partial<SessionEntry>[], opts: AppendOptions = {}): Promise<WriteResult> {
+    const body: Record<string, unknown> = { entries };
+    if (opts.client) body["client"] = opts.client;
+    if (opts.expectLastSeq !== undefined) body["expectLastSeq"] = opts.expectLastSeq;
+    const retry = entries.every((e) => typeof e.id === "string");
+    const r = await this.request<WriteResult>("POST", `/v1/sessions/${enc(sessionId)}/entries`, {
+      body,
+      query: { minSeq: opts.minSeq },
+      signal: opts.signal,
+      retry,
+    });
+    this.observe(sessionId, r.lastSeq);
+    return r;
+  }
+
+  /** A client's cursor. */
+  getCursor(sessionId: string, client: string, opts: { signal?: AbortSignal } = {}): Promise<Cursor> {
+    return this.request("GET", `/v1/sessions/${enc(sessionId)}/cursors/${enc(client)}`, { signal: opts.signal });
+  }
+
+  /** Moves a client's cursor (null: before the first entry); `expectRevision` makes it a compare-and-set. */
+  setCursor(
+    sessionId: string,
+    client: string,
+    leafId: string | null,
+    opts: { expectRevision?: number; minSeq?: number; signal?: AbortSignal } = {},
+  ): Promise<Cursor> {
+    const body: Record<string, unknown> = { leafId };
+    if (opts.expectRevision !== undefined) body["expectRevision"] = opts.expectRevision;
+    return this.request("PUT", `/v1/sessions/${enc(sessionId)}/cursors/${enc(client)}`, {
+      body,
+      query: { minSeq: this.minSeq(sessionId, opts.minSeq) },
+      signal: opts.signal,
+    });
+  }
+
+  /** Removes a client's cursor (a missing one is no error). */
+  async deleteCursor(sessionId: string, client: string, opts: { signal?: AbortSignal } = {}): Promise<void> {
+    await this.request("DELETE", `/v1/sessions/${enc(sessionId)}/cursors/${enc(client)}`, { signal: opts.signal, text: true });
+  }
+
+  /** Every cursor of a session. */
+  async listCursors(sessionId: string, opts: { signal?: AbortSignal } = {}): Promise<Cursor[]> {
+    const r = await this.request<{ cursors: Cursor[] }>("GET", `/v1/sessions/${enc(sessionId)}/cursors`, { signal: opts.signal });
+    return r.cursors;
+  }
+
+  /**
+   * pi's createBranchedSession on the server: a new session holding the path
+   * from the root to `entryId`. Not retried (a retry could fork twice).
+   */
+  async fork(sessionId: string, entryId: string, opts: { minSeq?: number; signal?: AbortSignal } = {}): Promise<ForkResult> {
+    const r = await this.request<ForkResult>("POST", `/v1/sessions/${enc(sessionId)}/fork`, {
+      body: { entryId },
+      query: { minSeq: this.minSeq(sessionId, opts.minSeq) },
+      signal: opts.signal,
+      retry: false,
+    });
+    this.observe(r.sessionId, r.lastSeq);
+    return r;
+  }
+
+  /** Imports a pi session file (any version); `strict` refuses the first bad line instead of skipping it. */
+  async import(jsonl: string, opts: { strict?: boolean; signal?: AbortSignal } = {}): Promise<ImportResult> {
+    const r = await this.request<ImportResult>("POST", "/v1/import", {
+      rawBody: jsonl,
+      query: { strict: opts.strict ? true : undefined },
+      headers: { "Content-Type": "application/x-ndjson" },
+      signal: opts.signal,
+    });
+    this.observe(r.sessionId, r.lastSeq);
+    return r;
+  }
+
+  /** The session as pi's JSONL file, byte for byte. */
+  export(sessionId: string, opts: { minSeq?: number; signal?: AbortSignal } = {}): Promise<string> {
+    return this.request("GET", `/v1/sessions/${enc(sessionId)}/export`, {
+      query: { minSeq: this.minSeq(sessionId, opts.minSeq) },
+      signal: opts.signal,
+      text: true,
+    });
+  }
+
+  /** This node and its view of the log. */
+  status(opts: { signal?: AbortSignal } = {}): Promise<Record<string, unknown>> {
+    return this.request("GET", "/v1/status", { signal: opts.signal });
+  }
+
+  /**
+   * Follows a session's entries (GET /v1/sessions/{id}/watch, Server-Sent
+   * Events over fetch): those after `afterSeq`, then each new one. A dropped
+   * connection is reopened with `Last-Event-ID`, so no entry is lost or
+   * repeated. Aborting `signal` (or leaving the loop) ends it; an error
+   * reply (404: no such session) or failures beyond the retry budget throw.
+   */
+  async *watch(sessionId: string, opts: WatchOptions = {}): AsyncGenerator<SeqEntry, void, undefined> {
+    const url = this.url(`/v1/sessions/${enc(sessionId)}/watch`, { afterSeq: opts.afterSeq, minSeq: this.minSeq(sessionId, opts.minSeq) });
+    let last: number | undefined = opts.afterSeq;
+    let failures = 0;
+    const ac = new AbortController();
+    const onAbort = () => ac.abort(opts.signal?.reason);
+    if (opts.signal?.aborted) return;
+    opts.signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      for (;;) {
+        const headers = this.headers({ Accept: "text/event-stream" });
+        if (last !== undefined) headers["Last-Event-ID"] = String(last);
+        let res: Response;
+        try {
+          res = await this.fetchFn(url, { method: "GET", headers, signal: ac.signal });
+        } catch (err) {
+          if (ac.signal.aborted) return;
+          if (++failures >= this.retry.attempts) throw new UnavailableError("unavailable", 0, `watch ${sessionId}: ${String(err)}`, { cause: err });
+          await sleep(this.backoff(failures), ac.signal).catch(() => undefined);
+          continue;
+        }
+        if (!res.ok) {
+          const err = decodeError(res.status, await res.text().catch(() => ""));
+          if (!isRetryable(err) || ++failures >= this.retry.attempts) throw err;
+          await sleep(this.backoff(failures), ac.signal).catch(() => undefined);
+          continue;
+        }
+        failures = 0;
+        const parser = new SSEParser();
+        const decoder = new TextDecoder();
+        const reader = res.body?.getReader();
+        if (!reader) throw makeError("internal", res.status, "watch: the reply has no body");
+        try {
+          for (;;) {
+            let chunk: ReadableStreamReadResult<Uint8Array>;
+            try {
+              chunk = await reader.read();
+            } catch {
+              break; // the connection dropped: reconnect
+            }
+            if (chunk.done) break;
+            for (const ev of parser.push(decoder.decode(chunk.value, { stream: true }))) {
+              if (ev.event !== "entry") continue;
+              const seq = Number(ev.id);
+              if (!Number.isSafeInteger(seq) || (last !== undefined && seq <= last)) continue;
+              const entry = JSON.parse(ev.data) as SessionEntry;
+              last = seq;
+              yield { seq, entry };
+            }
+          }
+        } finally {
+          reader.cancel().catch(() => undefined);
+        }
+        if (ac.signal.aborted) return;
+        // The server ended the stream (shutdown, a purge) or it dropped:
+        // come back after the last entry seen.
+        await sleep(this.backoff(Math.max(1, ++failures)), ac.signal).catch(() => undefined);
+        if (ac.signal.aborted) return;
+      }
+    } finally {
+      opts.signal?.removeEventListener("abort", onAbort);
+      ac.abort();
+    }
+  }
+
+  /**
+   * Raises the minimum sequence of this client's reads of a session (and of
+   * list): every write it makes does, so its reads reflect its writes on any
+   * pi-node. Call it with a lastSeq another worker handed over.
+   */
+  observe(sessionId: string, seq: number | undefined): void {
+    if (!seq) return;
+    if ((this.seen.get(sessionId) ?? 0) < seq) this.seen.set(sessionId, seq);
+    if (this.seenAny < seq) this.seenAny = seq;
+  }
+
+  /** The minSeq of a read of sessionId: the larger of the one given and the one observed. */
+  private minSeq(sessionId: string | undefined, given: number | undefined): number | undefined {
+    const known = sessionId === undefined ? this.seenAny : this.seen.get(sessionId) ?? 0;
+    return Math.max(given ?? 0, known) || undefined;
+  }
+
+  // ------------------------------------------------------------------ plumbing
+
+  /** The backoff before attempt n + 1 (n ≥ 1), with jitter. */
+  private backoff(n: number): number {
+    if (n <= 0) return 0;
+    const b = Math.min(this.retry.maxBackoffMs, this.retry.backoffMs * 2 ** (n - 1));
+    return b / 2 + Math.random() * (b / 2);
+  }
+
+  private headers(extra: Record<string, string> = {}): Record<string, string> {
+    const h: Record<string, string> = { ...extra };
+    if (this.token) h["Authorization"] = `Bearer ${this.token}`;
+    return h;
+  }
+
+  private url(path: string, query: RequestOptions["query"] = {}): string {
+    const q = new URLSearchParams();
+    for (const [k, v] of Object.entries(query)) {
+      if (v === undefined) continue;
+      q.set(k, v === null ? "null" : String(v));
+    }
+    const s = q.toString();
+    return this.baseUrl + path + (s ? `?${s}` : "");
+  }
+
+  /**
+   * One API request: JSON in and out, errors decoded into their classes,
+   * passing failures retried (the same request, the same body) unless
+   * `retry: false`.
+   */
+  async request<T>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
+    const url = this.url(path, opts.query);
+    const headers = this.headers(opts.headers);
+    let body: string | undefined;
+    if (opts.rawBody !== undefined) body = opts.rawBody;
+    else if (opts.body !== undefined) {
+      body = JSON.stringify(opts.body);
+      headers["Content-Type"] ??= "application/json";
+    }
+    const attempts = opts.retry === false ? 1 : this.retry.attempts;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.once<T>(method, url, headers, body, opts);
+      } catch (err) {
+        if (opts.signal?.aborted) throw opts.signal.reason ?? err;
+        if (attempt >= attempts || !isRetryable(err)) throw err;
+        await sleep(this.backoff(attempt), opts.signal);
+      }
+    }
+  }
+
+  private async once<T>(
+    method: string,
+    url: string,
+    headers: Record<string, string>,
+    body: string | undefined,
+    opts: RequestOptions,
+  ): Promise<T> {
+    const l = linked(opts.signal, this.retry.attemptTimeoutMs);
+    try {
+      let res: Response;
+      let text: string;
+      try {
+        res = await this.fetchFn(url, { method, headers, body, signal: l.signal });
+        text = await res.text();
+      } catch (err) {
+        if (opts.signal?.aborted) throw err;
+        if (err instanceof SessionLogError) throw err;
+        if (l.signal.aborted && l.signal.reason instanceof SessionLogError) throw l.signal.reason;
+        throw new UnavailableError("unavailable", 0, `${method} ${url}: no reply: ${String(err)}`, { cause: err });
+      }
+      if (!res.ok) throw decodeError(res.status, text);
+      if (opts.text) return text as unknown as T;
+      if (text === "") return undefined as unknown as T;
+      try {
+        return JSON.parse(text) as T;
+      } catch (err) {
+        throw makeError("internal", res.status, `${method} ${url}: the reply is not JSON`, { cause: err });
+      }
+    } finally {
+      l.clear();
+    }
+  }
+}
+
+function enc(s: string): string {
+  return encodeURIComponent(s);
+}
+
+function leafQuery(opts: LeafOptions): Record<string, string | number | null | undefined> {
+  const q: Record<string, string | number | null | undefined> = { minSeq: opts.minSeq };
+  if (opts.leaf !== undefined) q["leaf"] = opts.leaf;
+  else if (opts.client) q["client"] = opts.client;
+  return q;
+}

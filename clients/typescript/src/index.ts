@@ -1,0 +1,39 @@
+/**
+ * @pifleet/sessionlog — a TypeScript client of sessionlog's pi-node HTTP
+ * API: pi's SessionManager on a replicated log. Zero dependencies; only
+ * web-standard APIs (fetch, ReadableStream, TextDecoder, AbortController,
+ * crypto.getRandomValues).
+ */
+export { SessionLog } from "./client.js";
+export type {
+  AppendOptions,
+  LeafOptions,
+  ListOptions,
+  RequestOptions,
+  RetryOptions,
+  SessionLogOptions,
+  WatchOptions,
+} from "./client.js";
+export { Session } from "./session.js";
+export type { ContextOptions, CreateOptions, OpenOptions } from "./session.js";
+export {
+  ConflictError,
+  ForbiddenError,
+  InternalError,
+  InvalidError,
+  NotFoundError,
+  SessionLogError,
+  TimeoutError,
+  TooLargeError,
+  UnauthorizedError,
+  UnavailableError,
+  codeForStatus,
+  decodeError,
+  isRetryable,
+  makeError,
+} from "./errors.js";
+export type { ErrorBody, ErrorCode } from "./errors.js";
+export { SSEParser } from "./sse.js";
+export type { SSEEvent } from "./sse.js";
+export { entryId, uuidv7 } from "./ids.js";
+export * from "./types.js";

@@ -1,0 +1,177 @@
+/** pi's session shapes (pi-mono packages/coding-agent session-manager.ts) and pi-node's replies (docs/API.md). */
+
+/** pi's AgentMessage: any object with a role (user, assistant, toolResult, bashExecution, custom, ...). */
+export interface AgentMessage {
+  role: string;
+  [key: string]: unknown;
+}
+
+/** A text or image block of a user message, a tool result or a custom message. */
+export type ContentBlock =
+  | { type: "text"; text: string; [key: string]: unknown }
+  | { type: "image"; data: string; mimeType: string; [key: string]: unknown };
+
+/** The first line of a pi session file. */
+export interface SessionHeader {
+  type: "session";
+  version?: number;
+  id: string;
+  timestamp: string;
+  cwd: string;
+  parentSession?: string;
+  [key: string]: unknown;
+}
+
+/** What every entry has. */
+export interface SessionEntryBase {
+  type: string;
+  id: string;
+  parentId: string | null;
+  timestamp: string;
+  [key: string]: unknown;
+}
+
+export interface SessionMessageEntry extends SessionEntryBase {
+  type: "message";
+  message: AgentMessage;
+}
+export interface ThinkingLevelChangeEntry extends SessionEntryBase {
+  type: "thinking_level_change";
+  thinkingLevel: string;
+}
+export interface ModelChangeEntry extends SessionEntryBase {
+  type: "model_change";
+  provider: string;
+  modelId: string;
+}
+export interface CompactionEntry extends SessionEntryBase {
+  type: "compaction";
+  summary: string;
+  firstKeptEntryId: string;
+  tokensBefore: number;
+  details?: unknown;
+  fromHook?: boolean;
+}
+export interface BranchSummaryEntry extends SessionEntryBase {
+  type: "branch_summary";
+  fromId: string;
+  summary: string;
+  details?: unknown;
+  fromHook?: boolean;
+}
+export interface CustomEntry extends SessionEntryBase {
+  type: "custom";
+  customType: string;
+  data?: unknown;
+}
+export interface LabelEntry extends SessionEntryBase {
+  type: "label";
+  targetId: string;
+  label?: string;
+}
+export interface SessionInfoEntry extends SessionEntryBase {
+  type: "session_info";
+  name?: string;
+}
+export interface CustomMessageEntry extends SessionEntryBase {
+  type: "custom_message";
+  customType: string;
+  content: string | ContentBlock[];
+  details?: unknown;
+  display: boolean;
+}
+
+/** One entry of a session (pi's SessionEntry; entry types pi does not know pass too). */
+export type SessionEntry =
+  | SessionMessageEntry
+  | ThinkingLevelChangeEntry
+  | ModelChangeEntry
+  | CompactionEntry
+  | BranchSummaryEntry
+  | CustomEntry
+  | CustomMessageEntry
+  | LabelEntry
+  | SessionInfoEntry;
+
+/** pi's getTree() node. */
+export interface SessionTreeNode {
+  entry: SessionEntry;
+  children: SessionTreeNode[];
+  label?: string;
+  labelTimestamp?: string;
+}
+
+/** What pi sends the model at a leaf: GET /v1/sessions/{id}/context or POST /v1/context. */
+export interface SessionContext {
+  leafId: string | null;
+  path: string[];
+  thinkingLevel: string;
+  model: { provider: string; modelId: string } | null;
+  messages: AgentMessage[];
+}
+
+/** One client's leaf in one session. */
+export interface Cursor {
+  client: string;
+  leafId: string | null;
+  seq: number;
+  revision: number;
+  updatedAt: string;
+}
+
+/** A session as `list` shows it. */
+export interface SessionInfo {
+  sessionId: string;
+  name: string | null;
+  cwd: string;
+  created: string;
+  modified: string;
+  entryCount: number;
+  lastSeq: number;
+  parentSession: string | null;
+  firstMessage?: string;
+  [key: string]: unknown;
+}
+
+/** A session as `get` shows it. */
+export interface SessionDetails extends SessionInfo {
+  header: SessionHeader;
+  labels: Record<string, string>;
+  leafId: string | null;
+}
+
+/** One page of `list`. */
+export interface SessionPage {
+  sessions: SessionInfo[];
+  /** The cursor of the next page; absent on the last. */
+  next?: string;
+}
+
+/** An entry with its stream sequence. */
+export interface SeqEntry {
+  seq: number;
+  entry: SessionEntry;
+}
+
+/** The reply of create and append. */
+export interface WriteResult {
+  sessionId?: string;
+  lastSeq: number;
+  entries: { id: string; seq: number }[];
+  cursor?: Cursor;
+}
+
+/** The reply of import. */
+export interface ImportResult {
+  sessionId: string;
+  entryCount: number;
+  lastSeq: number;
+  sourceVersion: number;
+  skipped: { line: number; field?: string; reason: string }[];
+}
+
+/** The reply of fork. */
+export interface ForkResult {
+  sessionId: string;
+  lastSeq: number;
+}
