@@ -30,16 +30,7 @@ const maxBuffered = 32 << 20
 // status, headers and content type only.
 func Middleware(t testing.TB, h http.Handler) http.Handler {
 	s := Load(t)
-	// Handlers that outlive the test (a stream cut at cleanup) must not
-	// report: testing panics on an Errorf after the test has ended. The
-	// servers close in cleanups registered after this one, which run first.
-	var done atomic.Bool
-	t.Cleanup(func() { done.Store(true) })
-	report := func(format string, args ...any) {
-		if !done.Load() {
-			t.Errorf(format, args...)
-		}
-	}
+	report := reporter(t)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, whole := readUpTo(r)
 		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
@@ -51,6 +42,63 @@ func Middleware(t testing.TB, h http.Handler) http.Handler {
 		h.ServeHTTP(rec, r)
 		rec.finish()
 	})
+}
+
+// reporter is t.Errorf until t's cleanups run. Handlers that outlive the
+// test (a stream cut at cleanup) must not report: testing panics on an
+// Errorf after the test has ended. The servers close in cleanups
+// registered after this one, which run first.
+func reporter(t testing.TB) func(string, ...any) {
+	var done atomic.Bool
+	t.Cleanup(func() { done.Store(true) })
+	return func(format string, args ...any) {
+		if !done.Load() {
+			t.Errorf(format, args...)
+		}
+	}
+}
+
+// Transport is Middleware on the client's side, for tests whose server is
+// not theirs to wrap (an in-process pi-node): it validates each request
+// before sending it through next (http.DefaultTransport when nil) and each
+// response as it comes, reporting mismatches with t.Errorf.
+func Transport(t testing.TB, next http.RoundTripper) http.RoundTripper {
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	return &transport{s: Load(t), report: reporter(t), next: next}
+}
+
+type transport struct {
+	s      *Spec
+	report func(string, ...any)
+	next   http.RoundTripper
+}
+
+func (tr *transport) RoundTrip(r *http.Request) (*http.Response, error) {
+	body, whole := readUpTo(r)
+	r = r.Clone(r.Context())
+	r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
+	ex := &exchange{s: tr.s, report: tr.report, method: r.Method, path: r.URL.RequestURI()}
+	if whole {
+		ex.reqErrs = tr.s.validateRequest(r, body)
+	}
+	resp, err := tr.next.RoundTrip(r)
+	if err != nil {
+		return resp, err
+	}
+	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "text/event-stream" {
+		ex.checkResponse(r, resp.StatusCode, resp.Header, nil, true)
+		return resp, nil
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(b))
+	if err != nil {
+		return resp, nil // the caller reads what came and sees the cut itself
+	}
+	ex.checkResponse(r, resp.StatusCode, resp.Header, b, false)
+	return resp, nil
 }
 
 // readUpTo reads at most maxBuffered bytes of r's body; whole reports that
