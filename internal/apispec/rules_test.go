@@ -68,7 +68,6 @@ func TestEntrySchemaAgreesOnVectors(t *testing.T) {
 	}
 }
 
-
 // TestEntrySchemaAgreesOnRules: entries that each break one rule of
 // internal/tree/validate.go (invalid) or sit on its edge (valid).
 func TestEntrySchemaAgreesOnRules(t *testing.T) {
