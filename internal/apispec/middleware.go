@@ -33,7 +33,7 @@ func Middleware(t testing.TB, h http.Handler) http.Handler {
 	report := reporter(t)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, whole := readUpTo(r)
-		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
+		r.Body = rebody(r.Body, body, whole)
 		ex := &exchange{s: s, report: report, method: r.Method, path: r.URL.RequestURI()}
 		if whole {
 			ex.reqErrs = s.validateRequest(r, body)
@@ -78,7 +78,7 @@ type transport struct {
 func (tr *transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	body, whole := readUpTo(r)
 	r = r.Clone(r.Context())
-	r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
+	r.Body = rebody(r.Body, body, whole)
 	ex := &exchange{s: tr.s, report: tr.report, method: r.Method, path: r.URL.RequestURI()}
 	if whole {
 		ex.reqErrs = tr.s.validateRequest(r, body)
@@ -112,6 +112,23 @@ func readUpTo(r *http.Request) (b []byte, whole bool) {
 		return b, false
 	}
 	return b, len(b) <= maxBuffered
+}
+
+// rebody is the body to pass on after readUpTo read head of rest: the same
+// kind of body as before (none stays none, so a client does not turn an
+// empty body into a chunked one), with what was read put back in front.
+func rebody(rest io.ReadCloser, head []byte, whole bool) io.ReadCloser {
+	switch {
+	case rest == nil || rest == http.NoBody:
+		return rest
+	case whole:
+		_ = rest.Close()
+		return io.NopCloser(bytes.NewReader(head))
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(head), rest), rest}
 }
 
 // validateRequest validates a copy of r with body. The server does not read
