@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/pifleet/sessionlog/internal/api"
+	"github.com/pifleet/sessionlog/internal/apispec"
 	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/store"
@@ -61,7 +62,8 @@ func newEnvFeed(t *testing.T, feed func(*session.MemLog) session.Feed, mods ...f
 		t.Fatal(err)
 	}
 	e.api = srv
-	e.http = httptest.NewServer(srv.Handler())
+	// Every request and response of the tests is held to docs/openapi.yaml.
+	e.http = httptest.NewServer(apispec.Middleware(t, srv.Handler()))
 	t.Cleanup(func() {
 		_ = srv.Close()
 		e.http.Close()

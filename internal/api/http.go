@@ -30,14 +30,16 @@ type httpRoute struct {
 	h       http.Handler
 }
 
-// httpRoutes are the routes of wire: every operation, watch and the
-// probes, in that order (/metrics not with Config.MetricsElsewhere).
+// httpRoutes are the routes of wire: every operation, watch, the OpenAPI
+// document and the probes, in that order (/metrics not with
+// Config.MetricsElsewhere).
 func (s *Server) httpRoutes() []httpRoute {
 	var out []httpRoute
 	for i := range ops {
 		out = append(out, httpRoute{ops[i].Route(), s.httpOp(&ops[i])})
 	}
 	out = append(out, httpRoute{wire.OpWatch.Route(), http.HandlerFunc(s.handleWatch)})
+	out = append(out, httpRoute{OpenAPIRoute, http.HandlerFunc(s.handleOpenAPI)})
 	return append(out, s.probeRoutes(false)...)
 }
 

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/pifleet/sessionlog/internal/api"
+	"github.com/pifleet/sessionlog/internal/apispec"
 	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/store"
@@ -72,7 +73,7 @@ func TestServerCloseJoinsGoroutines(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	hs := httptest.NewServer(srv.Handler())
+	hs := httptest.NewServer(apispec.Middleware(t, srv.Handler()))
 	defer hs.Close()
 	srvConn, err := nats.Connect(ns.ClientURL())
 	if err != nil {

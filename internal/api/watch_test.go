@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/api"
+	"github.com/pifleet/sessionlog/internal/apispec"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
 
@@ -184,6 +185,7 @@ func TestWatchOutlivesServerTimeouts(t *testing.T) {
 	hs := e.api.HTTPServer("")
 	hs.ReadTimeout, hs.WriteTimeout = 100*time.Millisecond, 100*time.Millisecond
 	e.http.Close()
+	hs.Handler = apispec.Middleware(t, hs.Handler)
 	e.http = httptest.NewUnstartedServer(hs.Handler)
 	e.http.Config = hs
 	e.http.Start()

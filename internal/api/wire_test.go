@@ -21,6 +21,7 @@ func TestServesWire(t *testing.T) {
 		want = append(want, o.Route())
 	}
 	want = append(want, wire.Probes...)
+	want = append(want, api.OpenAPIRoute) // the contract itself, no operation
 	if got := e.api.Routes(); !slices.Equal(sorted(got), sorted(want)) {
 		t.Errorf("HTTP routes\n %q\nwant wire's\n %q", sorted(got), sorted(want))
 	}
