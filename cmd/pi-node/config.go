@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pifleet/sessionlog/internal/api"
 	"github.com/pifleet/sessionlog/internal/size"
 )
 
@@ -58,6 +59,7 @@ type Config struct {
 	HTTPListen       string
 	HTTPToken        string
 	HTTPTokens       string // file of scoped tokens (reload.go)
+	HTTPCORSOrigins  string // comma-separated
 	HTTPTLSCert      string
 	HTTPTLSKey       string
 	MemoryBudget     int64
@@ -144,6 +146,7 @@ func (c *Config) ParseFlags(args []string, getenv func(string) string, stderr io
 	fs.StringVar(&c.Bucket, "bucket", c.Bucket, "KV bucket of the per-client cursors")
 	fs.StringVar(&c.HTTPListen, "http-listen", c.HTTPListen, "host:port of the HTTP API")
 	fs.StringVar(&c.HTTPToken, "http-token", c.HTTPToken, "bearer token required on every /v1 request (empty: none); an admin token next to --http-tokens")
+	fs.StringVar(&c.HTTPCORSOrigins, "http-cors-origins", c.HTTPCORSOrigins, "origins of web pages (scheme://host[:port], comma-separated; * for any) that may call the HTTP API from a browser (CORS); empty: none")
 	fs.StringVar(&c.HTTPTokens, "http-tokens", c.HTTPTokens, "file of scoped bearer tokens (read, write, admin; hashed; see docs/API.md), read again on SIGHUP")
 	fs.StringVar(&c.HTTPTLSCert, "http-tls-cert", c.HTTPTLSCert, "certificate (PEM, chain) to serve the HTTP API over TLS, read again on SIGHUP")
 	fs.StringVar(&c.HTTPTLSKey, "http-tls-key", c.HTTPTLSKey, "private key (PEM) of --http-tls-cert")
@@ -227,7 +230,21 @@ func (c *Config) check() error {
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		return err
 	}
+	if err := api.CheckCORSOrigins(c.corsOrigins()); err != nil {
+		return fmt.Errorf("--http-cors-origins: %w", err)
+	}
 	return c.checkExposure()
+}
+
+// corsOrigins is --http-cors-origins as a list.
+func (c *Config) corsOrigins() []string {
+	var out []string
+	for _, o := range strings.Split(c.HTTPCORSOrigins, ",") {
+		if o = strings.TrimSpace(o); o != "" {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 func parseRoutes(s string) ([]*url.URL, error) {

@@ -44,6 +44,14 @@ func TestToken(t *testing.T) {
 		t.Fatalf("scheme is case-insensitive: %d %s", code, b)
 	}
 	e.fails(404, wire.CodeNotFound, "", "GET", "/v1/nothing", nil, auth...)
+	// Every reply names its node: an unknown route's and the probes' too.
+	for _, path := range []string{"/v1/nothing", "/healthz", "/readyz", "/metrics"} {
+		resp := e.raw("GET", path, nil, auth...)
+		resp.Body.Close()
+		if resp.Header.Get("Pi-Node") != "n1" {
+			t.Errorf("GET %s: Pi-Node %q, want n1", path, resp.Header.Get("Pi-Node"))
+		}
+	}
 	for _, open := range []string{"/healthz", "/metrics"} {
 		if code, b := e.do("GET", open, nil); code != 200 {
 			t.Fatalf("%s needs no token: %d %s", open, code, b)

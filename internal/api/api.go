@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -76,6 +77,9 @@ type Config struct {
 	// MetricsElsewhere takes /metrics off Handler (a 404 there), for a
 	// listener of its own serving ProbeHandler (pi-node's --metrics-listen).
 	MetricsElsewhere bool
+	// CORSOrigins are the origins of pages on other sites that may call
+	// /v1 from a browser ("*": any); empty: none (same-origin only).
+	CORSOrigins []string
 	// Insecure lists what the node exposes without protection because it
 	// was started with --insecure; /v1/status shows it to everyone.
 	Insecure []string
@@ -110,6 +114,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Service == nil || cfg.Service.Store == nil || cfg.Service.Log == nil || cfg.Service.Cursors == nil {
 		return nil, errors.New("api: Config.Service with Log, Store and Cursors is required")
 	}
+	if err := CheckCORSOrigins(cfg.CORSOrigins); err != nil {
+		return nil, fmt.Errorf("api: %w", err)
+	}
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = DefaultMaxBody
 	}
@@ -134,6 +141,9 @@ func New(cfg Config) (*Server, error) {
 	s.metrics = newMetrics(cfg.Service.Store)
 	s.tokens.Store(newTokenSet(cfg.Token, cfg.Tokens))
 	s.handler = s.routes()
+	if len(cfg.CORSOrigins) > 0 {
+		s.handler = s.cors(s.handler)
+	}
 	return s, nil
 }
 

@@ -60,14 +60,24 @@ func (s *Server) probeRoutes(probesOnly bool) []httpRoute {
 		if p == "GET /metrics" && s.cfg.MetricsElsewhere && !probesOnly {
 			continue
 		}
-		out = append(out, httpRoute{p, h})
+		out = append(out, httpRoute{p, s.named(h)})
 	}
 	return out
+}
+
+// named sets Pi-Node on every reply of h (docs/API.md: every reply names
+// its node).
+func (s *Server) named(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.setNode(w.Header())
+		h.ServeHTTP(w, r)
+	})
 }
 
 // handleNoRoute answers unknown paths with the JSON error shape; under /v1
 // the token is checked first, so routes are not probed without it.
 func (s *Server) handleNoRoute(w http.ResponseWriter, r *http.Request) {
+	s.setNode(w.Header())
 	err := fmt.Errorf("no route %s %s: %w", r.Method, r.URL.Path, wire.ErrNotFound)
 	if strings.HasPrefix(r.URL.Path, "/v1/") {
 		if _, aerr := s.authenticate(s.tokens.Load(), r); aerr != nil {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
 
@@ -57,13 +58,23 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request) int {
 		return s.writeError(w, op, notFoundField(wire.OpWatch, err))
 	}
 	changed := s.svc.Store.Changed()
-	page, _, err := s.svc.Entries(r.Context(), req.SessionID, req.AfterSeq, watchPage)
+	mctx, mark := store.WithReadMark(r.Context())
+	page, _, err := s.svc.Entries(mctx, req.SessionID, req.AfterSeq, watchPage)
 	if err != nil {
 		return s.writeError(w, op, notFoundField(wire.OpWatch, err))
 	}
 
 	rc := http.NewResponseController(w)
 	h := w.Header()
+	// The freshness of the first page, as every read's (later events
+	// carry their own seq as id).
+	f, ok := mark.Freshness()
+	if !ok {
+		f = s.svc.Store.Freshness()
+	}
+	for k, v := range s.readHeaders(f) {
+		h[k] = v
+	}
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream

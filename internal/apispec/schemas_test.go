@@ -6,11 +6,11 @@ import (
 	"github.com/pifleet/sessionlog/internal/apispec"
 )
 
-// TestSchemasOfPendingShapes checks the shapes the spec describes ahead of
-// the server (being added on main): the tree's include=entries nodes, the
-// cursor in a write's reply, and context.build's body. Once the server
-// sends them, Middleware checks them on every test's traffic.
-func TestSchemasOfPendingShapes(t *testing.T) {
+// TestSchemasOfNewShapes checks the shapes #17 added, each way: the tree's
+// include=entries nodes, the cursor in a write's reply, and context.build's
+// body (Middleware checks what the server sends on every test's traffic;
+// this checks that the schemas also refuse what they must).
+func TestSchemasOfNewShapes(t *testing.T) {
 	s := apispec.Load(t)
 	const entry = `{"type":"message","id":"a","parentId":null,"timestamp":"t","message":{"role":"user","content":"q"}}`
 	cases := []struct {
