@@ -100,6 +100,7 @@ func TestErrorsTable(t *testing.T) {
 		if err != nil {
 			t.Fatalf("pi.v1.%s: %v", r.op, err)
 		}
+		checkNATSReply(t, r.op, rep)
 		status, _ := strconv.Atoi(rep.Header.Get(micro.ErrorCodeHeader))
 		return status, rep.Data, rep.Header.Get(micro.ErrorHeader)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/pifleet/sessionlog/internal/api"
+	"github.com/pifleet/sessionlog/internal/apispec"
 	"github.com/pifleet/sessionlog/internal/testutil"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
@@ -56,7 +57,36 @@ func req(t *testing.T, nc *nats.Conn, op string, body string) *nats.Msg {
 	if err != nil {
 		t.Fatalf("pi.v1.%s: %v", op, err)
 	}
+	checkNATSReply(t, op, m)
 	return m
+}
+
+// checkNATSReply validates a NATS reply's body against the response
+// docs/openapi.yaml declares for the operation and status: NATS replies are
+// the HTTP response bodies, so the spec describes them too.
+func checkNATSReply(t *testing.T, op string, m *nats.Msg) {
+	t.Helper()
+	i := slices.IndexFunc(wire.Ops, func(o wire.Op) bool { return o.Name == op })
+	if i < 0 {
+		return // not an operation's subject
+	}
+	status := wire.Ops[i].Status
+	if code := m.Header.Get(micro.ErrorCodeHeader); code != "" {
+		fmt.Sscan(code, &status)
+	}
+	spec := apispec.Load(t)
+	if status == 413 {
+		// Over NATS any reply can be too large for max_payload, which HTTP
+		// (and so the spec, per operation) does not know: the error body
+		// is the same.
+		if err := spec.ValidateJSON("ErrorBody", m.Data); err != nil {
+			t.Errorf("pi.v1.%s: the 413 reply is not an ErrorBody: %v\n%s", op, err, m.Data)
+		}
+		return
+	}
+	if err := spec.ValidateReply(op, status, m.Data); err != nil {
+		t.Errorf("pi.v1.%s: the reply does not match docs/openapi.yaml: %v\n%s", op, err, m.Data)
+	}
 }
 
 // reqOK sends a request that must succeed and decodes the reply into out.

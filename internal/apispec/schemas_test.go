@@ -38,3 +38,32 @@ func TestSchemasOfNewShapes(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateReply: a reply body is checked against the schema of its
+// operation's response for that status (NATS replies are checked so).
+func TestValidateReply(t *testing.T) {
+	s := apispec.Load(t)
+	const errBody = `{"error":{"code":"not_found","message":"sessionId: no such session","field":"sessionId"}}`
+	cases := []struct {
+		op     string
+		status int
+		body   string
+		valid  bool
+	}{
+		{"cursor.get", 200, `{"client":"w1","leafId":"a","seq":3,"revision":7,"updatedAt":"2026-11-30T09:49:55.817Z"}`, true},
+		{"cursor.get", 200, `{"client":"w1","leafId":3}`, false},
+		{"cursor.get", 404, errBody, true},
+		{"cursor.get", 404, `{"message":"gone"}`, false},
+		{"cursor.get", 299, `{}`, false},                   // a status the spec does not declare
+		{"cursor.delete", 204, `{}`, true},                 // no body declared: NATS's {} is not checked
+		{"export", 200, `{"type":"session"}` + "\n", true}, // JSONL: not checked
+		{"nope", 200, `{}`, false},
+		{"list", 200, `{"sessions":[]}`, true},
+		{"list", 200, `{"sessions":{}}`, false},
+	}
+	for _, c := range cases {
+		if err := s.ValidateReply(c.op, c.status, []byte(c.body)); (err == nil) != c.valid {
+			t.Errorf("%s %d %s: valid=%v, want %v: %v", c.op, c.status, c.body, err == nil, c.valid, err)
+		}
+	}
+}
