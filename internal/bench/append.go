@@ -44,9 +44,13 @@ func cmp0(v, def int) int {
 
 // Names of the raw rows, which the node's rows are compared with.
 const (
-	httpName  = "node, HTTP API"
-	rawName   = "raw JetStream"
-	relayName = "raw JetStream via a relay"
+	httpName = "node, HTTP API"
+	rawName  = "raw JetStream"
+	// noDedupeName is the adapter's message without its Nats-Msg-Id: what
+	// the dedupe id costs, were idempotence left to the per-session CAS
+	// and the entry id alone.
+	noDedupeName = "raw JetStream, no dedupe id"
+	relayName    = "raw JetStream via a relay"
 )
 
 // way is one row of a comparison: how the work is done and what it is
@@ -72,6 +76,8 @@ func (e *Env) ways(ctx context.Context, transports []string, cas, relay bool, wo
 		switch t {
 		case "raw":
 			out = append(out, way{rawName, KindRaw, "", &rawSink{js: e.Raw.JS, log: e.Log, cas: cas}})
+		case "nodedupe":
+			out = append(out, way{noDedupeName, KindRaw, "", &rawSink{js: e.Raw.JS, log: e.Log, cas: cas, noDedupe: true}})
 		case "bare":
 			prefix, err := e.bareStream(ctx)
 			if err != nil {
@@ -183,6 +189,12 @@ func RunAppend(ctx context.Context, e *Env, o AppendOptions) (*Result, error) {
 			res.figure("throughput vs the relay, "+r.Name, r.Rate/relayRow.Rate, "×")
 			res.figure("p50 latency vs the relay, "+r.Name, r.P50Ms/relayRow.P50Ms, "×")
 		}
+	}
+	if raw, nd := res.Row(rawName), res.Row(noDedupeName); raw != nil && nd != nil && nd.Rate > 0 && nd.P50Ms > 0 {
+		// What the dedupe id costs: the adapter's message with it over
+		// the same message without.
+		res.figure("throughput, with the dedupe id vs without", raw.Rate/nd.Rate, "×")
+		res.figure("p50 latency, with the dedupe id vs without", raw.P50Ms/nd.P50Ms, "×")
 	}
 	return res, nil
 }

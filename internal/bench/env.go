@@ -173,7 +173,7 @@ func (e *Env) transports(want []string, relay bool) ([]string, error) {
 	if len(want) == 0 {
 		want = []string{"raw"}
 		if relay {
-			want = append(want, "bare", "relay")
+			want = append(want, "bare", "nodedupe", "relay")
 		}
 		want = append(want, "nats")
 		if e.HTTPURL != "" {
@@ -183,7 +183,7 @@ func (e *Env) transports(want []string, relay bool) ([]string, error) {
 	for _, t := range want {
 		switch t {
 		case "raw", "nats":
-		case "relay", "bare":
+		case "relay", "bare", "nodedupe":
 			if !relay {
 				return nil, fmt.Errorf("transport %s: only the append scenario has one", t)
 			}
@@ -192,7 +192,7 @@ func (e *Env) transports(want []string, relay bool) ([]string, error) {
 				return nil, errors.New("transport http: no HTTP URL of the node (--http)")
 			}
 		default:
-			return nil, fmt.Errorf("unknown transport %q (raw, bare, relay, nats or http)", t)
+			return nil, fmt.Errorf("unknown transport %q (raw, bare, nodedupe, relay, nats or http)", t)
 		}
 	}
 	return want, nil

@@ -68,6 +68,8 @@ type rawSink struct {
 	js  natsjs.JetStream
 	log *jetstream.Log
 	cas bool
+	// noDedupe leaves the Nats-Msg-Id header out of appends.
+	noDedupe bool
 }
 
 func (s *rawSink) create(ctx context.Context, _ int, sid string, recs []session.Record) (uint64, error) {
@@ -99,7 +101,11 @@ func (s *rawSink) append(ctx context.Context, _ int, sid string, last uint64, re
 	if s.cas {
 		opts = append(opts, natsjs.WithExpectLastSequencePerSubject(last))
 	}
-	ack, err := s.js.PublishMsg(ctx, s.log.Msg(sid, rec), opts...)
+	m := s.log.Msg(sid, rec)
+	if s.noDedupe {
+		m.Header.Del(natsjs.MsgIDHeader)
+	}
+	ack, err := s.js.PublishMsg(ctx, m, opts...)
 	if err != nil {
 		return 0, err
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -54,7 +55,10 @@ func TestScenarios(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkRows(t, res, 12, rawName, bareName, relayName, "node, NATS API", "node, HTTP API", "pi jsonl file", "pi jsonl file + fsync")
+	checkRows(t, res, 12, rawName, bareName, noDedupeName, relayName, "node, NATS API", "node, HTTP API", "pi jsonl file", "pi jsonl file + fsync")
+	if !slices.ContainsFunc(res.Figures, func(f Figure) bool { return f.Name == "throughput, with the dedupe id vs without" && f.Value > 0 }) {
+		t.Errorf("append: no figure of the dedupe id's cost: %+v", res.Figures)
+	}
 	targets, vsBare := 0, 0
 	for _, f := range res.Figures {
 		if f.Met != nil {
@@ -64,8 +68,8 @@ func TestScenarios(t *testing.T) {
 			vsBare++
 		}
 	}
-	if vsBare != 4 { // raw, relay, NATS, HTTP
-		t.Errorf("append: %d rows compared with the bare publish, want 4: %+v", vsBare, res.Figures)
+	if vsBare != 5 { // raw, no dedupe id, relay, NATS, HTTP
+		t.Errorf("append: %d rows compared with the bare publish, want 5: %+v", vsBare, res.Figures)
 	}
 	if targets != 4 {
 		t.Errorf("append: figures %+v, want the 4 targets of the node's rows", res.Figures)
