@@ -60,6 +60,14 @@ func TestValidateReply(t *testing.T) {
 		{"nope", 200, `{}`, false},
 		{"list", 200, `{"sessions":[]}`, true},
 		{"list", 200, `{"sessions":{}}`, false},
+		// Replies are closed: a field the spec does not name is refused,
+		// so the spec documents every field the server sends.
+		{"create", 201, `{"sessionId":"01a22ba6-0000-7000-8000-000000000001","lastSeq":2,"entries":[{"id":"a","seq":2}],"surprise":1}`, false},
+		{"list", 200, `{"sessions":[{"sessionId":"01a22ba6-0000-7000-8000-000000000001","name":null,"cwd":"/","created":"2026-11-30T09:49:55.817Z","modified":"2026-11-30T09:49:55.817Z","entryCount":0,"lastSeq":1,"parentSession":null,"surprise":1}]}`, false},
+		{"list", 200, `{"sessions":[{"sessionId":"01a22ba6-0000-7000-8000-000000000001","name":null,"cwd":"/","created":"2026-11-30T09:49:55.817Z","modified":"2026-11-30T09:49:55.817Z","entryCount":0,"lastSeq":1,"parentSession":null}]}`, true},
+		{"get", 200, `{"sessionId":"01a22ba6-0000-7000-8000-000000000001","name":null,"cwd":"/","created":"2026-11-30T09:49:55.817Z","modified":"2026-11-30T09:49:55.817Z","entryCount":0,"lastSeq":1,"parentSession":null,"headerSeq":1,"header":{"type":"session","version":3,"id":"01a22ba6-0000-7000-8000-000000000001","timestamp":"2026-11-30T09:49:55.817Z","cwd":"/"},"labels":{},"leafId":null,"surprise":1}`, false},
+		{"get", 200, `{"sessionId":"01a22ba6-0000-7000-8000-000000000001","name":null,"cwd":"/","created":"2026-11-30T09:49:55.817Z","modified":"2026-11-30T09:49:55.817Z","entryCount":0,"lastSeq":1,"parentSession":null,"headerSeq":1,"header":{"type":"session","version":3,"id":"01a22ba6-0000-7000-8000-000000000001","timestamp":"2026-11-30T09:49:55.817Z","cwd":"/"},"labels":{},"leafId":null}`, true},
+		{"get", 404, `{"error":{"code":"not_found","message":"x","surprise":1}}`, false},
 	}
 	for _, c := range cases {
 		if err := s.ValidateReply(c.op, c.status, []byte(c.body)); (err == nil) != c.valid {
