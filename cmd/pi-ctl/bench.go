@@ -145,11 +145,27 @@ func nodeSettings(fs *flag.FlagSet, sync, budget string) (syncAlways bool, bytes
 
 // baseline checks --baseline: "" or jsonl.
 func baseline(fs *flag.FlagSet, v string) (bool, error) {
-	switch v {
-	case "":
-		return false, nil
-	case "jsonl":
-		return true, nil
+	jsonl, _, err := baselines(fs, v, false)
+	return jsonl, err
+}
+
+// baselines reads --baseline: a comma-separated list of jsonl and, where
+// the scenario has it (withPostgres), postgres.
+func baselines(fs *flag.FlagSet, v string, withPostgres bool) (jsonl, postgres bool, err error) {
+	want := "jsonl"
+	if withPostgres {
+		want = "jsonl or postgres (comma-separated)"
 	}
-	return false, usagef(fs.Name(), "--baseline must be jsonl, not %q", v)
+	for _, b := range strings.Split(v, ",") {
+		switch b = strings.TrimSpace(b); {
+		case b == "":
+		case b == "jsonl":
+			jsonl = true
+		case b == "postgres" && withPostgres:
+			postgres = true
+		default:
+			return false, false, usagef(fs.Name(), "--baseline must be %s, not %q", want, b)
+		}
+	}
+	return jsonl, postgres, nil
 }

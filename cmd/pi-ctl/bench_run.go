@@ -33,7 +33,12 @@ The relay row is raw JetStream behind one NATS request hop with no logic
 any API, since a write through pi-node makes that hop too. The node over
 the relay is the node's own cost; the relay over raw is the hop's.
 --baseline jsonl adds pi's own way: one appendFileSync per entry, with and
-without fsync.
+without fsync. --baseline postgres adds what a platform team would
+otherwise do: PostgreSQL, a row per entry with primary key (session, seq)
+as the per-session compare-and-swap, every append a durable commit (fsync
+and synchronous_commit on). It starts a private server of Debian's
+postgresql package in a temporary directory, on a Unix socket only
+(--postgres-dsn uses another).
 
 With --pi-node and --nats-server the bench runs both binaries as processes
 (pi-node with --nats-url) and reports the CPU time each spent per append,
@@ -69,13 +74,29 @@ func runBenchAppend(ctx context.Context, e *env, args []string) error {
 	fs.IntVar(&o.Size, "size", 1024, "bytes of JSON per entry")
 	fs.BoolVar(&o.CAS, "cas", true, "expect the session's last sequence (expectLastSeq; the raw header)")
 	fs.IntVar(&o.Rounds, "rounds", 3, "turns the ways take, each round a share of the work (so drift favours none)")
-	base := fs.String("baseline", "", "jsonl: add pi's local file (appendFileSync per entry, with and without fsync)")
+	base := fs.String("baseline", "", "jsonl: add pi's local file (appendFileSync per entry, with and without fsync); postgres: add PostgreSQL (a row per entry, a durable commit per append); both: jsonl,postgres")
+	dsn := fs.String("postgres-dsn", "", "with --baseline postgres: the PostgreSQL server to use (a pgx DSN; default: a private server of Debian's postgresql package, started in a temporary directory on a Unix socket)")
 	if _, err := parseArgs(e, fs, benchAppendHelp, args); err != nil {
 		return err
 	}
 	var err error
-	if o.JSONL, err = baseline(fs, *base); err != nil {
+	var postgres bool
+	if o.JSONL, postgres, err = baselines(fs, *base, true); err != nil {
 		return err
+	}
+	if *dsn != "" && !postgres {
+		return usagef(fs.Name(), "--postgres-dsn goes with --baseline postgres")
+	}
+	if postgres {
+		o.PostgresDSN = *dsn
+		if o.PostgresDSN == "" {
+			pg, err := bench.StartPostgres(ctx)
+			if err != nil {
+				return err
+			}
+			defer func() { _ = pg.Close() }()
+			o.PostgresDSN = pg.DSN
+		}
 	}
 	ws, err := positiveList(*writers)
 	if err != nil {

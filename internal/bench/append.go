@@ -24,7 +24,10 @@ type AppendOptions struct {
 	// (default a temporary directory).
 	JSONL    bool
 	JSONLDir string
-	Rounds   int // turns the ways take (default 3)
+	// PostgresDSN adds PostgreSQL (pgSink) on that server: a row per
+	// entry, a durable commit per append.
+	PostgresDSN string
+	Rounds      int // turns the ways take (default 3)
 }
 
 func (o *AppendOptions) defaults() {
@@ -140,6 +143,14 @@ func RunAppend(ctx context.Context, e *Env, o AppendOptions) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.PostgresDSN != "" {
+		pool, err := openPG(ctx, o.PostgresDSN, o.Concurrency)
+		if err != nil {
+			return nil, err
+		}
+		defer pool.Close()
+		ways = append(ways, way{pgName, KindBaseline, "", &pgSink{pool: pool}})
+	}
 	fill := NewFiller(o.Size)
 	res := &Result{Scenario: "append"}
 	res.param("sessions", o.Sessions)
@@ -188,6 +199,14 @@ func RunAppend(ctx context.Context, e *Env, o AppendOptions) (*Result, error) {
 		if r.Kind == KindNode && relayRow != nil && relayRow.P50Ms > 0 {
 			res.figure("throughput vs the relay, "+r.Name, r.Rate/relayRow.Rate, "×")
 			res.figure("p50 latency vs the relay, "+r.Name, r.P50Ms/relayRow.P50Ms, "×")
+		}
+	}
+	if pg := res.Row(pgName); pg != nil && pg.Rate > 0 {
+		// The alternative a platform team would pick, in the same run.
+		for _, r := range res.Rows {
+			if r.Kind != KindBaseline {
+				res.figure("throughput vs PostgreSQL, "+r.Name, r.Rate/pg.Rate, "×")
+			}
 		}
 	}
 	if raw, nd := res.Row(rawName), res.Row(noDedupeName); raw != nil && nd != nil && nd.Rate > 0 && nd.P50Ms > 0 {
