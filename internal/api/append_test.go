@@ -133,6 +133,20 @@ func TestCreateWithClient(t *testing.T) {
 		t.Fatalf("context at worker-1's cursor: path %v", ctxReply.Path)
 	}
 
+	// The session is stored first, then the cursor (docs/API.md, create):
+	// a cursor that cannot be written fails the request, and the session
+	// is there without it.
+	e.cursors.failPut(fmt.Errorf("kv put: %w", wire.ErrUnavailable))
+	body := `{"header":{"id":"01a22ba6-0000-7000-8000-0000000c0de1"},"client":"worker-2","entries":[` + userMsg("q2", "q") + `]}`
+	e.fails(503, wire.CodeUnavailable, "", "POST", "/v1/sessions", body)
+	e.cursors.failPut(nil)
+	var stored wire.Detail
+	e.ok(200, "GET", "/v1/sessions/01a22ba6-0000-7000-8000-0000000c0de1", nil, &stored)
+	if stored.EntryCount != 1 {
+		t.Fatalf("after the cursor failed: %+v", stored)
+	}
+	e.fails(404, wire.CodeNotFound, "client", "GET", "/v1/sessions/01a22ba6-0000-7000-8000-0000000c0de1/cursors/worker-2", nil)
+
 	// Without entries the cursor is the null leaf; without client there is none.
 	var empty wire.WriteResult
 	e.ok(201, "POST", "/v1/sessions", `{"client":"w2"}`, &empty)

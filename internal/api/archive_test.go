@@ -70,6 +70,7 @@ func TestArchiveOps(t *testing.T) {
 		t.Errorf("list: asked %q %d %d, page %+v", fa.month, fa.from, fa.limit, page)
 	}
 	e.fails(http.StatusBadRequest, wire.CodeInvalid, "cursor", "GET", "/v1/archive?cursor=x", nil)
+	e.fails(http.StatusBadRequest, wire.CodeInvalid, "limit", "GET", "/v1/archive?limit=5000", nil)
 
 	var restored struct {
 		SessionID  string `json:"sessionId"`

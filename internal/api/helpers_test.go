@@ -71,12 +71,30 @@ func newEnvFeed(t *testing.T, feed func(*session.MemLog) session.Feed, mods ...f
 	return e
 }
 
-// faultyCursors is MemCursors whose Get can be made to fail, to reach the
-// error codes that only a broken backend produces.
+// faultyCursors is MemCursors whose Get (fail) or Put (failPut) can be
+// made to fail, to reach the error codes that only a broken backend
+// produces.
 type faultyCursors struct {
 	*session.MemCursors
-	mu  sync.Mutex
-	err error
+	mu     sync.Mutex
+	err    error
+	putErr error
+}
+
+func (f *faultyCursors) failPut(err error) {
+	f.mu.Lock()
+	f.putErr = err
+	f.mu.Unlock()
+}
+
+func (f *faultyCursors) Put(ctx context.Context, s, c string, cur session.Cursor) (uint64, error) {
+	f.mu.Lock()
+	err := f.putErr
+	f.mu.Unlock()
+	if err != nil {
+		return 0, err
+	}
+	return f.MemCursors.Put(ctx, s, c, cur)
 }
 
 func (f *faultyCursors) fail(err error) {
