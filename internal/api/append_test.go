@@ -198,4 +198,9 @@ func TestContextBuild(t *testing.T) {
 	if len(list.Sessions) != 0 {
 		t.Fatalf("context.build stored something: %+v", list.Sessions)
 	}
+	// The metrics name what ran: both NATS requests were context.build.
+	metrics := string(e.ok(200, "GET", "/metrics", nil, nil))
+	if want := `pi_api_requests_total{code="200",endpoint="context.build",transport="nats"} 2`; !strings.Contains(metrics, want) {
+		t.Errorf("metrics lack %s", want)
+	}
 }

@@ -152,11 +152,14 @@ func (n *natsService) Stop() error {
 // serveNATS decodes the request, runs the operation and replies.
 func (s *Server) serveNATS(nc *nats.Conn, o *op, req micro.Request) {
 	start := time.Now()
-	status := s.natsReply(nc, o, req)
-	s.metrics.observeRequest(transportNATS, o.Name, status, time.Since(start))
+	ran, status := s.natsReply(nc, o, req)
+	s.metrics.observeRequest(transportNATS, ran.Name, status, time.Since(start))
 }
 
-func (s *Server) natsReply(nc *nats.Conn, o *op, req micro.Request) int {
+// natsReply serves req as o, or as the operation its body names instead
+// (pi.v1.context with entries is context.build), and returns that
+// operation and the status, for the metrics.
+func (s *Server) natsReply(nc *nats.Conn, o *op, req micro.Request) (*op, int) {
 	ctx, cancel := context.WithTimeout(s.base, natsTimeout)
 	defer cancel()
 	r := &request{}
@@ -176,7 +179,7 @@ func (s *Server) natsReply(nc *nats.Conn, o *op, req micro.Request) int {
 		if err == nil && o.Name == wire.OpContext.Name && r.SessionID == "" && r.Entries != nil {
 			// pi.v1.context with entries instead of a session: the NATS
 			// form of POST /v1/context.
-			o = opByName(wire.OpContextBuild.Name)
+			o = opContextBuild
 		}
 	}
 	var rep reply
@@ -186,18 +189,18 @@ func (s *Server) natsReply(nc *nats.Conn, o *op, req micro.Request) int {
 	if err != nil {
 		status := s.natsError(o.Name, req, err)
 		s.auditAdmin(natsPeer, transportNATS, o.Name, status, err)
-		return status
+		return o, status
 	}
 	s.auditAdmin(natsPeer, transportNATS, o.Name, o.Status, nil)
 	body := rep.raw
 	if rep.value != nil {
 		if body, err = wire.EncodeJSON(rep.value); err != nil {
-			return s.natsError(o.Name, req, err)
+			return o, s.natsError(o.Name, req, err)
 		}
 	}
 	// micro's Respond loses nats.ErrMaxPayload in its wrapping; check first.
 	if limit := nc.MaxPayload(); limit > 0 && int64(len(body)) > limit {
-		return s.natsError(o.Name, req, fmt.Errorf("reply of %d bytes exceeds the NATS max_payload of %d; use HTTP: %w", len(body), limit, wire.ErrTooLarge))
+		return o, s.natsError(o.Name, req, fmt.Errorf("reply of %d bytes exceeds the NATS max_payload of %d; use HTTP: %w", len(body), limit, wire.ErrTooLarge))
 	}
 	h := s.natsHeaders()
 	if o.Method == http.MethodGet {
@@ -208,7 +211,7 @@ func (s *Server) natsReply(nc *nats.Conn, o *op, req micro.Request) int {
 	if err := req.Respond(body, micro.WithHeaders(h)); err != nil {
 		s.log.Warn("reply failed", keyTransport, transportNATS, keyOp, o.Name, keyErr, err)
 	}
-	return o.Status // as HTTP would answer, so metrics compare across transports
+	return o, o.Status // as HTTP would answer, so metrics compare across transports
 }
 
 // natsHeaders are the headers of every NATS reply: the node's name.

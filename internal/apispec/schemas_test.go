@@ -1,9 +1,11 @@
 package apispec_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/pifleet/sessionlog/internal/apispec"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // TestSchemasOfNewShapes checks the shapes #17 added, each way: the tree's
@@ -39,9 +41,9 @@ func TestSchemasOfNewShapes(t *testing.T) {
 	}
 }
 
-// TestValidateReply: a reply body is checked against the schema of its
-// operation's response for that status (NATS replies are checked so).
-func TestValidateReply(t *testing.T) {
+// TestValidateNATSReply: a reply body is checked against the schema of
+// its operation's response for that status, a 413 as an ErrorBody.
+func TestValidateNATSReply(t *testing.T) {
 	s := apispec.Load(t)
 	const errBody = `{"error":{"code":"not_found","message":"sessionId: no such session","field":"sessionId"}}`
 	cases := []struct {
@@ -57,7 +59,8 @@ func TestValidateReply(t *testing.T) {
 		{"cursor.get", 299, `{}`, false},                   // a status the spec does not declare
 		{"cursor.delete", 204, `{}`, true},                 // no body declared: NATS's {} is not checked
 		{"export", 200, `{"type":"session"}` + "\n", true}, // JSONL: not checked
-		{"nope", 200, `{}`, false},
+		{"export", 413, `{"error":{"code":"too_large","message":"reply of 2 MiB exceeds the NATS max_payload"}}`, true},
+		{"export", 413, `{"message":"big"}`, false},
 		{"list", 200, `{"sessions":[]}`, true},
 		{"list", 200, `{"sessions":{}}`, false},
 		// Replies are closed: a field the spec does not name is refused,
@@ -70,7 +73,11 @@ func TestValidateReply(t *testing.T) {
 		{"get", 404, `{"error":{"code":"not_found","message":"x","surprise":1}}`, false},
 	}
 	for _, c := range cases {
-		if err := s.ValidateReply(c.op, c.status, []byte(c.body)); (err == nil) != c.valid {
+		i := slices.IndexFunc(wire.Ops, func(o wire.Op) bool { return o.Name == c.op })
+		if i < 0 {
+			t.Fatalf("no operation %s", c.op)
+		}
+		if err := s.ValidateNATSReply(wire.Ops[i], c.status, []byte(c.body)); (err == nil) != c.valid {
 			t.Errorf("%s %d %s: valid=%v, want %v: %v", c.op, c.status, c.body, err == nil, c.valid, err)
 		}
 	}

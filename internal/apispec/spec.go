@@ -2,8 +2,9 @@ package apispec
 
 import (
 	"bytes"
-	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/pifleet/sessionlog/docs"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // Spec is docs/openapi.yaml, parsed once per test binary.
@@ -96,13 +98,13 @@ func schemaCompiler(data []byte) (*jsonschema.Compiler, map[string]any, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	var doc map[string]any
-	if err := json.Unmarshal(js, &doc); err != nil {
-		return nil, nil, err
-	}
 	res, err := jsonschema.UnmarshalJSON(bytes.NewReader(js))
 	if err != nil {
 		return nil, nil, err
+	}
+	doc, ok := res.(map[string]any)
+	if !ok {
+		return nil, nil, errors.New("not a JSON object")
 	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
@@ -110,17 +112,6 @@ func schemaCompiler(data []byte) (*jsonschema.Compiler, map[string]any, error) {
 		return nil, nil, err
 	}
 	return c, doc, nil
-}
-
-// Schema returns the compiled components/schemas/name, failing t if the
-// spec has no such schema.
-func (s *Spec) Schema(t testing.TB, name string) *jsonschema.Schema {
-	t.Helper()
-	sch, err := s.schema(name)
-	if err != nil {
-		t.Fatalf("docs/openapi.yaml: schema %s: %v", name, err)
-	}
-	return sch
 }
 
 func (s *Spec) schema(name string) (*jsonschema.Schema, error) {
@@ -156,56 +147,42 @@ func (s *Spec) ValidateJSON(name string, data []byte) error {
 	return sch.Validate(v)
 }
 
-// ValidateReply checks a reply body of operation op (its operationId, a
-// wire op's name) with the given status against the JSON schema the spec
-// declares for that response: what NATS replies carry, the same bodies as
-// HTTP's. A response the spec declares without a JSON body (export's
-// JSONL, cursor.delete's 204) is not checked; an undeclared status is an
-// error.
-func (s *Spec) ValidateReply(op string, status int, body []byte) error {
-	path, method, ok := s.operationPath(op)
-	if !ok {
-		return fmt.Errorf("no operation %q in docs/openapi.yaml", op)
+// ValidateNATSReply checks the body of a NATS reply to operation o with
+// the given status (the micro error code, else o's success status) against
+// the JSON schema the spec declares for that HTTP response: NATS replies
+// carry the HTTP bodies. A reply over NATS max_payload is a 413 of any
+// operation, which HTTP does not have, so a 413 is checked as an
+// ErrorBody. A response declared without a JSON body (export's JSONL,
+// cursor.delete's 204, whose NATS {} is not checked) passes; an undeclared
+// status is an error.
+func (s *Spec) ValidateNATSReply(o wire.Op, status int, body []byte) error {
+	if status == http.StatusRequestEntityTooLarge {
+		return s.ValidateJSON("ErrorBody", body)
 	}
-	base := "/paths/" + escapePointer(path) + "/" + method + "/responses/"
-	code := strconv.Itoa(status)
-	resp, _ := s.lookup(base + code).(map[string]any)
+	ptr := "/paths/" + escapePointer(o.Path) + "/" + strings.ToLower(o.Method) + "/responses/" + strconv.Itoa(status)
+	resp, _ := s.lookup(ptr).(map[string]any)
 	if resp == nil {
-		return fmt.Errorf("%s: no response %d in docs/openapi.yaml", op, status)
+		return fmt.Errorf("%s: no response %d in docs/openapi.yaml", o.Name, status)
 	}
-	ptr := base + code
 	if ref, _ := resp["$ref"].(string); ref != "" {
 		ptr = strings.TrimPrefix(ref, "#")
 	}
-	if s.lookup(ptr+"/content/application~1json/schema") == nil {
+	ptr += "/content/application~1json/schema"
+	if s.lookup(ptr) == nil {
 		return nil
 	}
-	sch, err := s.schemaAt(ptr + "/content/application~1json/schema")
+	sch, err := s.schemaAt(ptr)
 	if err != nil {
 		return err
 	}
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
 	if err != nil {
-		return fmt.Errorf("%s %d: not JSON: %w", op, status, err)
+		return fmt.Errorf("%s %d: not JSON: %w", o.Name, status, err)
 	}
 	if err := sch.Validate(v); err != nil {
-		return fmt.Errorf("%s %d: %w", op, status, err)
+		return fmt.Errorf("%s %d: %w", o.Name, status, err)
 	}
 	return nil
-}
-
-// operationPath finds the path and method of operationId op.
-func (s *Spec) operationPath(op string) (path, method string, ok bool) {
-	paths, _ := s.doc["paths"].(map[string]any)
-	for p, item := range paths {
-		ops, _ := item.(map[string]any)
-		for m, o := range ops {
-			if oo, _ := o.(map[string]any); oo != nil && oo["operationId"] == op {
-				return p, m, true
-			}
-		}
-	}
-	return "", "", false
 }
 
 // lookup follows JSON pointer ptr in the spec (nil when nothing is there).
