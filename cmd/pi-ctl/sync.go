@@ -32,7 +32,7 @@ file is not merged.
 --state FILE (default: pi-ctl-sync.json next to the sessions directory)
 remembers what is synced of each file, so a restart sends nothing twice.
 An entry the cluster refuses is written to the dead-letter file next to it
-(STATE.refused.jsonl), logged and counted; with --once the exit status is
+(the state file's name, extension .refused.jsonl), logged and counted; with --once the exit status is
 then 1.
 
 --once makes one pass and prints the summary:
@@ -48,7 +48,7 @@ func runSync(ctx context.Context, e *env, args []string) error {
 	conn := addConnFlags(fs)
 	once := fs.Bool("once", false, "one pass over the files, then exit")
 	statePath := fs.String("state", "", "the state `FILE` (default: pi-ctl-sync.json next to the sessions directory)")
-	dryRun := fs.Bool("dry-run", false, "read the files and the cluster, print what would be sent, send and write nothing")
+	dryRun := fs.Bool("dry-run", false, "read the files and the cluster, print the summary of what would be sent, send and write nothing")
 	jobs := fs.Int("j", 4, "sync `N` files at once")
 	rescan := fs.Duration("rescan", 30*time.Second, "look at every file again every `D` (watch mode)")
 	dirs, err := parseArgs(e, fs, syncHelp, args, "[DIR...]")

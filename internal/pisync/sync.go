@@ -428,7 +428,7 @@ func (s *Syncer) syncFile(ctx context.Context, path string) error {
 			s.o.Warn(fmt.Sprintf("%s: rewritten since it was synced: comparing it with the cluster's session by entry id", path))
 		}
 		next, err = s.fresh(ctx, path, complete)
-		if old != nil && next != nil && next.SessionID != old.SessionID {
+		if old != nil && next != nil && old.SessionID != "" && next.SessionID != old.SessionID {
 			// pi recovered a broken file by starting a new session in it.
 			s.o.Warn(fmt.Sprintf("%s: now holds session %s (was %s, which stays in the cluster)", path, next.SessionID, old.SessionID))
 		}
@@ -483,9 +483,12 @@ func (s *Syncer) fresh(ctx context.Context, path string, complete []byte) (*File
 	}
 	h, ok := parseHeader(lines[hi].body)
 	if !ok {
+		msg := fmt.Sprintf(`%s:%d: not a pi session header (a JSON object with "type":"session" and a string "id"): file not synced`, path, lines[hi].no)
 		s.count(func(c *Summary) { c.Errors++ })
-		s.problem(path, fmt.Sprintf(`%s:%d: not a pi session header (a JSON object with "type":"session" and a string "id"): file not synced`, path, lines[hi].no))
-		return nil, nil
+		s.problem(path, msg)
+		// Stopped, like a file whose header the cluster does not share:
+		// told once, looked at again only when it is rewritten.
+		return &FileState{Stopped: msg, Offset: lines[hi].end, Lines: lines[hi].no}, nil
 	}
 	st := &FileState{SessionID: h.id, HeaderHash: hashOf(h.line), Offset: lines[hi].end, Lines: lines[hi].no}
 	// The import itself says whether the cluster has the session (409): one

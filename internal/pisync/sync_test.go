@@ -250,6 +250,20 @@ func TestBadFiles(t *testing.T) {
 	if want := filepath.Join(f.dir, "bad.jsonl") + ":2: not a pi session header"; !strings.Contains(f.warn.String(), want) {
 		t.Errorf("warning %q, want %q", f.warn.String(), want)
 	}
+	// Told once: the next pass skips it while it is unchanged (or grows
+	// behind the same bad first line), and a rewrite into a session is
+	// synced.
+	if s := f.once(); s.Errors != 0 || s.Imported != 0 {
+		t.Fatalf("second pass over the unchanged bad file: %+v", s)
+	}
+	sid := testutil.SessionID(t)
+	if err := os.Remove(filepath.Join(f.dir, "bad.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(f.dir, "bad.jsonl"), firstFlush(sid))
+	if s := f.once(); s.Errors != 0 || s.Imported != 1 {
+		t.Fatalf("after the bad file was rewritten as a session: %+v", s)
+	}
 	if err := os.WriteFile(f.state, []byte("{not json"), 0o600); err != nil {
 		t.Fatal(err)
 	}
