@@ -46,17 +46,29 @@ func CheckCORSOrigins(origins []string) error {
 // origins; other requests pass through untouched.
 func (s *Server) cors(next http.Handler) http.Handler {
 	all := slices.Contains(s.cfg.CORSOrigins, "*")
+	allowed := map[string]bool{}
+	for _, o := range s.cfg.CORSOrigins {
+		// Browsers send scheme and host in lower case.
+		allowed[strings.ToLower(o)] = true
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		origin := r.Header.Get("Origin")
-		if origin == "" || !strings.HasPrefix(r.URL.Path, "/v1/") {
+		if !strings.HasPrefix(r.URL.Path, "/v1/") {
 			next.ServeHTTP(w, r)
 			return
 		}
 		h := w.Header()
-		h.Add("Vary", "Origin")
-		allowed := all || slices.Contains(s.cfg.CORSOrigins, origin)
+		if !all {
+			// The reply depends on Origin (with or without one): a cache
+			// must not serve one origin's reply to another.
+			h.Add("Vary", "Origin")
+		}
+		origin := r.Header.Get("Origin")
+		if origin == "" {
+			next.ServeHTTP(w, r)
+			return
+		}
 		preflight := r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != ""
-		if !allowed {
+		if !all && !allowed[origin] {
 			if preflight {
 				s.setNode(h)
 				s.writeError(w, "cors", wire.Field("Origin", fmt.Errorf("%w: origin %s is not one of pi-node's --http-cors-origins", wire.ErrForbidden, origin)))

@@ -55,8 +55,8 @@ func TestCORS(t *testing.T) {
 	if got := send("GET", "/v1/sessions", "Origin", "https://evil.example", "Authorization", "Bearer s3cret"); got.Header.Get("Access-Control-Allow-Origin") != "" {
 		t.Fatalf("GET from another origin carries CORS headers: %v", got.Header)
 	}
-	if got := send("GET", "/v1/sessions", "Authorization", "Bearer s3cret"); got.Header.Get("Access-Control-Allow-Origin") != "" {
-		t.Fatalf("GET without Origin carries CORS headers: %v", got.Header)
+	if got := send("GET", "/v1/sessions", "Authorization", "Bearer s3cret"); got.Header.Get("Access-Control-Allow-Origin") != "" || got.Header.Get("Vary") != "Origin" {
+		t.Fatalf("GET without Origin: CORS headers, or no Vary: Origin: %v", got.Header)
 	}
 
 	// Without CORSOrigins (the default) a preflight is an unknown route.
@@ -66,12 +66,25 @@ func TestCORS(t *testing.T) {
 		t.Fatalf("preflight without CORS origins: %d %v", resp.StatusCode, resp.Header)
 	}
 
-	star, err := api.New(api.Config{Service: e.svc, CORSOrigins: []string{"*"}})
+	// An origin configured in upper case matches what browsers send.
+	mixed, err := api.New(api.Config{Service: e.svc, CORSOrigins: []string{"https://App.Example"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	rec := httptest.NewRecorder()
 	req := httptest.NewRequest("GET", "/v1/status", nil)
+	req.Header.Set("Origin", "https://app.example")
+	mixed.Handler().ServeHTTP(rec, req)
+	if rec.Header().Get("Access-Control-Allow-Origin") != "https://app.example" {
+		t.Fatalf("mixed-case origin: %v", rec.Header())
+	}
+
+	star, err := api.New(api.Config{Service: e.svc, CORSOrigins: []string{"*"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec = httptest.NewRecorder()
+	req = httptest.NewRequest("GET", "/v1/status", nil)
 	req.Header.Set("Origin", "https://anywhere.example")
 	star.Handler().ServeHTTP(rec, req)
 	if rec.Header().Get("Access-Control-Allow-Origin") != "*" {

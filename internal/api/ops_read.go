@@ -43,8 +43,8 @@ func (s *Server) entries(ctx context.Context, r *request) (reply, error) {
 	if r.Limit < 0 {
 		return reply{}, wire.Invalid("limit", "must be a positive integer")
 	}
-	// Service.Entries turns a limit over its maximum into its default;
-	// a client asking for more wants the most it can get.
+	// A client asking for more than one reply holds wants the most it
+	// can get: the maximum, not an error.
 	es, last, err := s.svc.Entries(ctx, r.SessionID, r.AfterSeq, min(r.Limit, maxEntriesLimit))
 	if err != nil {
 		return reply{}, err
