@@ -54,8 +54,8 @@ type benchFlags struct {
 func addBenchFlags(fs *flag.FlagSet) *benchFlags {
 	b := &benchFlags{}
 	fs.BoolVar(&b.embedded, "embedded", false, "start a node in this process (embedded JetStream in --data-dir or a temporary dir)")
-	fs.StringVar(&b.dataDir, "data-dir", "", "with --embedded: the node's data `DIR` (default a temporary dir, removed after)")
-	fs.StringVar(&b.sync, "sync", "always", "with --embedded: always (fsync every write, pi-node's default) or interval")
+	fs.StringVar(&b.dataDir, "data-dir", "", "with --embedded or --pi-node: the node's data `DIR` (default a temporary dir, removed after)")
+	fs.StringVar(&b.sync, "sync", "always", "with --embedded or --pi-node: always (fsync every write, pi-node's default) or interval")
 	fs.StringVar(&b.memoryBudget, "memory-budget", "0", "with --embedded: the node's --memory-budget (e.g. 512MiB)")
 	fs.StringVar(&b.server, "server", "", "NATS `URL` of the node's server, for its API and the raw baselines (default $PI_CTL_SERVER, else "+defaultServer+")")
 	fs.StringVar(&b.http, "http", "", "the node's HTTP API `URL` (default $PI_CTL_HTTP; without it HTTP is not measured)")
@@ -65,7 +65,7 @@ func addBenchFlags(fs *flag.FlagSet) *benchFlags {
 	fs.StringVar(&b.pass, "password", "", "NATS password for --user")
 	fs.StringVar(&b.stream, "stream", "PI_SESSIONS", "the node's stream, for the raw baselines")
 	fs.StringVar(&b.prefix, "subject-prefix", "pi.sess", "the node's subject prefix, for the raw baselines")
-	fs.StringVar(&b.transports, "transports", "", "comma-separated ways to measure among raw, bare and relay (append only), nats, http (default all reachable)")
+	fs.StringVar(&b.transports, "transports", "", "comma-separated ways to measure among raw, bare, nodedupe and relay (append only), nats, http (default all reachable)")
 	fs.BoolVar(&b.asJSON, "json", false, "print the result as JSON")
 	fs.StringVar(&b.cpuprofile, "cpuprofile", "", "write a CPU profile of the run (of the node too, with --embedded) to `FILE`")
 	fs.StringVar(&b.piNode, "pi-node", "", "with --nats-server: run this pi-node `BINARY` as processes over it (--nodes of them) and report each process's CPU per append from /proc")

@@ -25,7 +25,6 @@ import (
 	"github.com/pifleet/sessionlog/internal/natsauth"
 	"github.com/pifleet/sessionlog/internal/region"
 	"github.com/pifleet/sessionlog/internal/service"
-	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/store"
 )
 
@@ -138,7 +137,7 @@ func (m *Main) Run(ctx context.Context) error {
 	// must not hold up a shutdown, nor outlive the Store and connection.
 	bgCtx, stopBG := context.WithCancel(ctx)
 	m.stopBG = stopBG
-	m.bg.Go(func() { m.releaseAfterRebuild(bgCtx, feed) })
+	m.bg.Go(func() { m.releaseAfterRebuild(bgCtx) })
 	// Reads fall back to what the Store follows: in a mirror region its
 	// own copy, not the home's stream writes go to.
 	svc := &service.Service{Log: log, ReadLog: feed, Store: m.store, Cursors: cursors, CursorWait: c.MinSeqTimeout}
@@ -340,18 +339,11 @@ func splitHostPort(hp string) (string, int, error) {
 
 // releaseAfterRebuild returns the rebuild's garbage to the OS once the
 // Store has caught up with the log as it stood at the start and moved each
-// session's lines together (store.Store.Rebuilt). A rebuild
-// allocates about as much again as it keeps (parsing, grown maps), and
-// with the default GOGC the process would hold that as resident memory
+// session's lines together (store.Store.Rebuilt, which waits for both). A
+// rebuild allocates about as much again as it keeps (parsing, grown maps),
+// and with the default GOGC the process would hold that as resident memory
 // until the next collections. One forced collection, once, is cheap next to that.
-func (m *Main) releaseAfterRebuild(ctx context.Context, feed session.Feed) {
-	last, err := feed.LastSeq(ctx)
-	if err != nil || last == 0 {
-		return
-	}
-	if err := m.store.WaitFor(ctx, last); err != nil {
-		return
-	}
+func (m *Main) releaseAfterRebuild(ctx context.Context) {
 	// The lines sit among the freed buffers of the messages they came in:
 	// packed together (the Store does it once caught up), those spans
 	// empty and can be returned.

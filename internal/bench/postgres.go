@@ -162,10 +162,10 @@ func (p *Postgres) start(ctx context.Context, bin string) error {
 		return err
 	}
 	// A port only names the socket file; listen_addresses empty: no TCP.
-	port := strconv.Itoa(40000 + os.Getpid()%20000)
+	const port = "5432"
 	p.cmd = exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-k", p.dir, "-p", port,
 		"-c", "listen_addresses=", "-c", "fsync=on", "-c", "synchronous_commit=on", "-c", "max_connections=200")
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL} // gone with the bench
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	if err := p.cmd.Start(); err != nil {
 		return fmt.Errorf("postgres: start: %w", err)

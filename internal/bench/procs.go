@@ -47,6 +47,9 @@ func startProc(name, bin, logPath string, args ...string) (*cpuProc, error) {
 	defer logf.Close() // the child has its own descriptor
 	p := &cpuProc{name: name, cmd: exec.Command(bin, args...), exited: make(chan struct{}), log: logPath}
 	p.cmd.Stdout, p.cmd.Stderr = logf, logf
+	// A bench that dies (panic, SIGKILL) takes its servers with it, as
+	// proctest's processes do, instead of leaving them on their ports.
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := p.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}

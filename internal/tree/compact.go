@@ -10,11 +10,12 @@ import (
 // exactly their size and trims the entry slice to its length; the session
 // reads the same afterwards.
 //
-// Why: a Store built from the log clones each record as it arrives, while
-// the client library allocates and drops a buffer of about the same size
-// per message. The clones end up scattered over heap spans the dropped
-// buffers shared, and a span with one live clone cannot go back to the OS:
-// after a rebuild about a fifth of the resident memory was such holes.
+// Why: a Store built from the log holds each line in the buffer its
+// message came in (the client library allocates one per message), or
+// held a clone of it, which ended up among the dropped buffers: either
+// way the lines are scattered over heap spans, and a span with one live
+// line cannot go back to the OS: after a rebuild about a fifth of the
+// resident memory was such holes.
 // Moving every line once, when the rebuild is done, leaves those spans
 // empty. The strings decoded without escapes (ids, parent ids, label
 // targets) point into the lines, so they are moved along; anything else
