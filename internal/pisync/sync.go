@@ -3,6 +3,8 @@ package pisync
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -417,13 +419,24 @@ func (s *Syncer) syncFile(ctx context.Context, path string) error {
 	}
 	complete := data[:bytes.LastIndexByte(data, '\n')+1]
 	var next *FileState
+	// prefix hashes the synced prefix once: checked against the state, then
+	// carried on over what this pass sends (pi grows a file a line at a
+	// time, and the prefix is most of it).
+	prefix, hashed := sha256.New(), int64(0)
+	within := old != nil && old.Offset <= int64(len(complete))
+	if within {
+		prefix.Write(complete[:old.Offset])
+		hashed = old.Offset
+	}
 	switch {
-	case old != nil && old.Offset <= int64(len(complete)) && hashOf(complete[:old.Offset]) == old.Hash:
+	case within && hex.EncodeToString(prefix.Sum(nil)) == old.Hash:
 		next = old
 		if next.Stopped == "" {
 			err = s.resume(ctx, path, complete, next)
 		}
 	default:
+		prefix.Reset()
+		hashed = 0
 		if old != nil {
 			s.o.Warn(fmt.Sprintf("%s: rewritten since it was synced: comparing it with the cluster's session by entry id", path))
 		}
@@ -436,7 +449,12 @@ func (s *Syncer) syncFile(ctx context.Context, path string) error {
 	if next == nil {
 		return err
 	}
-	next.Hash = hashOf(complete[:next.Offset])
+	if next.Offset < hashed { // not so far; the prefix hashed is not this one
+		prefix.Reset()
+		hashed = 0
+	}
+	prefix.Write(complete[hashed:next.Offset])
+	next.Hash = hex.EncodeToString(prefix.Sum(nil))
 	next.Dev, next.Ino, next.Size, next.ModTime = dev, ino, fi.Size(), fi.ModTime().UnixNano()
 	if err != nil {
 		next.Size = -1 // not done: read it again next time
