@@ -187,7 +187,16 @@ func (c *Client) connectJetStream(ctx context.Context, t Transport, o options) e
 	if err != nil {
 		return fmt.Errorf("cursor bucket %s (is the log provisioned? pi-node does it; WithProvision for development): %w", o.jsCfg.Bucket, err)
 	}
+	// A sharded store spreads sessions over streams: the shard map on the
+	// first stream says how many (docs/PROTOCOL.md).
+	n, err := jetstream.ShardCount(ctx, js, o.jsCfg)
+	if err != nil {
+		return fmt.Errorf("stream %s (is the log provisioned? pi-node does it; WithProvision for development): %w", o.jsCfg.Stream, err)
+	}
 	c.log, c.cursors = jetstream.NewLog(js, o.jsCfg), cur
+	if n > 1 {
+		_, c.log = jetstream.NewShards(js, o.jsCfg, n)
+	}
 	return nil
 }
 

@@ -30,6 +30,16 @@ func TestWriterContract(t *testing.T) {
 			})
 		})
 	}
+	// The same over a store of three shards: the JetStream transport
+	// finds the shard map, the API routes each session to its stream.
+	ns := apitest.Start(t, apitest.Options{Shards: 3})
+	for _, kind := range transportKinds {
+		t.Run(kind+"/shards=3", func(t *testing.T) {
+			sessiontest.TestWriter(t, func(t *testing.T) sessiontest.WriterEnv {
+				return sessiontest.WriterEnv{Log: dial(t, ns, kind).log}
+			})
+		})
+	}
 }
 
 // transportKinds name the transports for dial.

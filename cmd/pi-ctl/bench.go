@@ -48,6 +48,7 @@ type benchFlags struct {
 	piNode       string // with natsServer: run processes
 	natsServer   string
 	nodes        int
+	shards       int            // the node's --shards (append's --shards runs each in turn)
 	progress     *benchProgress // nil unless stderr is a terminal
 }
 
@@ -83,7 +84,7 @@ func (b *benchFlags) open(ctx context.Context, e *env, fs *flag.FlagSet) (*bench
 		return nil, err
 	}
 	o := bench.EnvOptions{Embedded: b.embedded, Dir: b.dataDir, SyncAlways: syncAlways, MemoryBudget: budget,
-		SnapshotEvery: 5 * time.Minute, Stream: b.stream, SubjectPrefix: b.prefix}
+		SnapshotEvery: 5 * time.Minute, Stream: b.stream, SubjectPrefix: b.prefix, Shards: b.shards}
 	procs := b.piNode != "" || b.natsServer != ""
 	switch {
 	case procs && (b.piNode == "" || b.natsServer == ""):

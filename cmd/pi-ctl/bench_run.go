@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -46,8 +47,15 @@ read from /proc: a figure that holds on a noisy machine where rates drift.
 --nodes N runs N pi-nodes; each applies every record, so a node's CPU in
 the raw rows (it serves none of them) is what every extra node costs.
 
+--shards 1,2,4,8 runs the whole comparison once per shard count, each on
+a node and a store of its own (--embedded or --pi-node); the raw rows then
+publish each session to its shard's stream, as the node does. Rows are
+named by their shard count, and every row at more than one shard is also
+given as a ratio to the same row at one shard.
+
   pi-ctl bench append --embedded --sessions 100 --concurrency 100 --baseline jsonl
   pi-ctl bench append --embedded --cas=false        # explicit parents, no expectLastSeq
+  pi-ctl bench append --embedded --cas=false --shards 1,2,4,8 --concurrency 16,64 --baseline postgres
   pi-ctl bench append --pi-node ./pi-node --nats-server ./nats-server --nodes 3 --cas=false
 `
 
@@ -75,6 +83,7 @@ func runBenchAppend(ctx context.Context, e *env, args []string) error {
 	fs.BoolVar(&o.CAS, "cas", true, "expect the session's last sequence (expectLastSeq; the raw header)")
 	fs.IntVar(&o.Rounds, "rounds", 3, "turns the ways take, each round a share of the work (so drift favours none)")
 	base := fs.String("baseline", "", "jsonl: add pi's local file (appendFileSync per entry, with and without fsync); postgres: add PostgreSQL (a row per entry, a durable commit per append); both: jsonl,postgres")
+	shards := fs.String("shards", "1", "with --embedded or --pi-node: the node's --shards; a comma-separated list (1,2,4,8) runs each in turn, on a node and store of its own, and reports each as a ratio to 1 shard")
 	dsn := fs.String("postgres-dsn", "", "with --baseline postgres: the PostgreSQL server to use (a pgx DSN; default: a private server of Debian's postgresql package, started in a temporary directory on a Unix socket)")
 	if _, err := parseArgs(e, fs, benchAppendHelp, args); err != nil {
 		return err
@@ -102,8 +111,34 @@ func runBenchAppend(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return usagef(fs.Name(), "--concurrency %q: %v", *writers, err)
 	}
+	ss, err := positiveList(*shards)
+	if err != nil {
+		return usagef(fs.Name(), "--shards %q: %v", *shards, err)
+	}
 	o.Transports = bf.list()
-	return runScenario(ctx, e, fs, bf, func(env *bench.Env) (*bench.Result, error) { return bench.RunAppendSweep(ctx, env, o, ws) })
+	run := func(env *bench.Env) (*bench.Result, error) { return bench.RunAppendSweep(ctx, env, o, ws) }
+	if len(ss) == 1 && ss[0] == 1 {
+		return runScenario(ctx, e, fs, bf, run)
+	}
+	if !bf.embedded && bf.piNode == "" {
+		return usagef(fs.Name(), "--shards configures the node of --embedded or --pi-node")
+	}
+	// A node and a store of their own per shard count: the counts are
+	// fixed at provisioning.
+	var results []*bench.Result
+	dir := bf.dataDir
+	for _, s := range ss {
+		bf.shards = s
+		if dir != "" {
+			bf.dataDir = filepath.Join(dir, fmt.Sprintf("shards-%d", s))
+		}
+		res, err := scenario(ctx, e, fs, bf, run)
+		if err != nil {
+			return fmt.Errorf("%d shards: %w", s, err)
+		}
+		results = append(results, res)
+	}
+	return printResult(e, bench.MergeShards(results, ss), bf.asJSON)
 }
 
 const benchCreateHelp = `Usage: pi-ctl bench create [flags]
@@ -171,15 +206,24 @@ func runBenchContext(ctx context.Context, e *env, args []string) error {
 
 // runScenario opens the node, runs the scenario and prints its result.
 func runScenario(ctx context.Context, e *env, fs *flag.FlagSet, bf *benchFlags, run func(*bench.Env) (*bench.Result, error)) error {
-	env, err := bf.open(ctx, e, fs)
+	res, err := scenario(ctx, e, fs, bf, run)
 	if err != nil {
 		return err
+	}
+	return printResult(e, res, bf.asJSON)
+}
+
+// scenario opens the node, runs the scenario and closes the node.
+func scenario(ctx context.Context, e *env, fs *flag.FlagSet, bf *benchFlags, run func(*bench.Env) (*bench.Result, error)) (*bench.Result, error) {
+	env, err := bf.open(ctx, e, fs)
+	if err != nil {
+		return nil, err
 	}
 	// A profile of the whole process: the node's too, with --embedded.
 	stopProf, err := bench.StartCPUProfile(bf.cpuprofile)
 	if err != nil {
 		env.Close()
-		return err
+		return nil, err
 	}
 	res, err := run(env)
 	stopProf()
@@ -188,12 +232,12 @@ func runScenario(ctx context.Context, e *env, fs *flag.FlagSet, bf *benchFlags, 
 		err = cerr
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if bf.embedded || bf.piNode != "" {
 		res.Params = append(res.Params, bench.Param{Name: "sync", Value: bf.sync})
 	}
-	return printResult(e, res, bf.asJSON)
+	return res, nil
 }
 
 const benchRebuildHelp = `Usage: pi-ctl bench rebuild [flags]

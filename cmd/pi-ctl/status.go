@@ -89,6 +89,28 @@ func writeStatus(out *strings.Builder, s *statusReply) {
 		"replicas", fmt.Sprintf("%d, leader %s", ss.Replicas, orDash(ss.Leader)),
 		"bucket", js.Bucket)
 	writeRegion(out, js.Region)
+	if len(js.Shards) > 1 {
+		// One row per shard: where its writes go, and how far each
+		// shard's Store is.
+		out.WriteByte('\n')
+		t := &table{}
+		t.row("SHARD", "STREAM", "LEADER", "REPLICAS", "LAST SEQ", "STORE LAG", "SESSIONS")
+		for k, sh := range js.Shards {
+			lag, sessions := "-", "-"
+			if k < len(st.Shards) {
+				lag, sessions = strconv.FormatUint(st.Shards[k].Lag, 10), strconv.Itoa(st.Shards[k].Sessions)
+			}
+			current := 1
+			for _, f := range sh.Followers {
+				if f.Current && !f.Offline {
+					current++
+				}
+			}
+			t.row(strconv.Itoa(k), sh.Name, orDash(sh.Leader), fmt.Sprintf("%d of %d current", current, sh.Replicas),
+				strconv.FormatUint(sh.LastSeq, 10), lag, sessions)
+		}
+		t.write(out)
+	}
 	if ss.Leader == "" && len(ss.Followers) == 0 {
 		return
 	}

@@ -68,6 +68,9 @@ type archiverJob struct {
 func (m *Main) newArchiver(ctx context.Context, log session.Log, name string, logger *slog.Logger) (api.Archive, error) {
 	c := m.Config.ArchiveConfig
 	jl, ok := log.(*jetstream.Log)
+	if len(m.shardLogs) > 0 {
+		jl, ok = m.shardLogs[0], true
+	}
 	if !ok && c.SessionRetention > 0 {
 		return nil, errors.New("--session-retention is not supported in cross-region mode yet: the other regions' mirrors would keep every session")
 	}
@@ -77,7 +80,17 @@ func (m *Main) newArchiver(ctx context.Context, log session.Log, name string, lo
 	acfg := jetstream.NewArchiveConfig(m.jsCfg)
 	acfg.SetStream(c.ArchiveStream)
 	acfg.Logger = logger
-	a := archive.New(m.store, jl, jetstream.NewArchive(jl, acfg), archive.Options{
+	var b session.Archive = jetstream.NewArchive(jl, acfg)
+	if len(m.shardLogs) > 0 {
+		// One archive; each shard's sessions purged from, and noticed
+		// on, their own stream.
+		sa := &session.ShardedArchive{}
+		for _, l := range m.shardLogs {
+			sa.Shards = append(sa.Shards, jetstream.NewArchive(l, acfg))
+		}
+		b = sa
+	}
+	a := archive.New(m.stores, log, b, archive.Options{
 		Retention: c.SessionRetention, Every: c.ArchiveEvery, Node: name,
 		Logger: logger.With("component", "archiver"),
 	})

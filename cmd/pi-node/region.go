@@ -127,22 +127,36 @@ type feedLog interface {
 }
 
 // backend provisions the log's assets and returns the Service's log and
-// cursors and the Store's feed: one stream and bucket, or, in a region,
-// the region.Node's switchable ones.
-func (m *Main) backend(ctx context.Context, name string, logger *slog.Logger) (session.Log, feedLog, session.Cursors, error) {
+// cursors and the Stores' feeds: one stream and bucket; with --shards, a
+// stream per shard, the log routing each session to its own; or, in a
+// region, the region.Node's switchable ones.
+func (m *Main) backend(ctx context.Context, name string, logger *slog.Logger) (session.Log, []feedLog, session.Cursors, error) {
 	c := &m.Config
 	m.jsCfg = jetstream.NewConfig()
 	m.jsCfg.Stream, m.jsCfg.SubjectPrefix, m.jsCfg.Bucket = c.Stream, c.SubjectPrefix, c.Bucket
 	m.jsCfg.Replicas = c.Replicas
 	m.jsCfg.Logger = logger
 	if c.Region == "" {
-		logger.Info("provisioning", "stream", c.Stream, "bucket", c.Bucket, "replicas", c.Replicas)
-		if err := jetstream.Provision(ctx, m.conn.JS, m.jsCfg); err != nil {
+		logger.Info("provisioning", "stream", c.Stream, "shards", c.Shards, "bucket", c.Bucket, "replicas", c.Replicas)
+		if err := jetstream.ProvisionShards(ctx, m.conn.JS, m.jsCfg, c.Shards); err != nil {
+			var sm *jetstream.ShardMismatchError
+			if errors.As(err, &sm) && sm.HaveFunc == sm.WantFunc {
+				return nil, nil, nil, fmt.Errorf("--shards %d: %w; start every node with --shards %d", c.Shards, err, sm.Have)
+			}
 			return nil, nil, nil, err
 		}
-		log := jetstream.NewLog(m.conn.JS, m.jsCfg)
 		cursors, err := jetstream.NewCursors(ctx, m.conn.JS, m.jsCfg)
-		return log, log, cursors, err
+		if c.Shards == 1 {
+			log := jetstream.NewLog(m.conn.JS, m.jsCfg)
+			return log, []feedLog{log}, cursors, err
+		}
+		shards, all := jetstream.NewShards(m.conn.JS, m.jsCfg, c.Shards)
+		feeds := make([]feedLog, len(shards))
+		for k, sh := range shards {
+			feeds[k] = sh
+			m.shardLogs = append(m.shardLogs, sh.Log.(*jetstream.Log))
+		}
+		return all, feeds, cursors, err
 	}
 	r := &c.RegionConfig
 	logger.Info("joining the regions", "region", r.Region, "tiebreaker", r.Tiebreaker, "replicas", c.Replicas)
@@ -151,7 +165,7 @@ func (m *Main) backend(ctx context.Context, name string, logger *slog.Logger) (s
 	if err := m.region.Open(ctx); err != nil {
 		return nil, nil, nil, fmt.Errorf("region %s (node %s): %w", r.Region, name, err)
 	}
-	return m.region.Log, m.region.Feed, m.region.Cursors, nil
+	return m.region.Log, []feedLog{m.region.Feed}, m.region.Cursors, nil
 }
 
 // streamConfig is the stream this node's Store follows now, for status

@@ -25,6 +25,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/natsauth"
 	"github.com/pifleet/sessionlog/internal/region"
 	"github.com/pifleet/sessionlog/internal/service"
+	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/store"
 )
 
@@ -44,7 +45,8 @@ type Main struct {
 	conn           *jetstream.Conn
 	jsCfg          jetstream.Config
 	region         *region.Node
-	store          *store.Store
+	stores         store.Set        // one per shard
+	shardLogs      []*jetstream.Log // with --shards above 1: each shard's stream, for the archive
 	archiver       *archiverJob
 	api            *api.Server
 	http           *http.Server
@@ -115,32 +117,50 @@ func (m *Main) Run(ctx context.Context) error {
 		m.NATSURL = m.server.ClientURL()
 	}
 
-	log, feed, cursors, err := m.backend(ctx, name, logger)
+	log, feeds, cursors, err := m.backend(ctx, name, logger)
 	if err != nil {
 		return err
 	}
-	so := store.Options{MemoryBudget: c.MemoryBudget, Log: feed, Logger: logger, SnapshotEvery: c.SnapshotInterval,
-		Writer: log, AbandonedAfter: c.AbandonedAfter}
-	if c.SnapshotInterval > 0 {
-		so.SnapshotDir = filepath.Join(c.DataDir, "store")
+	m.stores = make(store.Set, len(feeds))
+	for k, feed := range feeds {
+		so := store.Options{MemoryBudget: c.MemoryBudget / int64(len(feeds)), Log: feed, Logger: logger, SnapshotEvery: c.SnapshotInterval,
+			Writer: log, AbandonedAfter: c.AbandonedAfter}
+		if len(feeds) > 1 {
+			// Each shard's Store writes its abandonment markers with the
+			// CAS of its own stream, and snapshots on its own.
+			so.Writer, so.Logger = feed, logger.With("shard", k)
+		}
+		if c.SnapshotInterval > 0 {
+			so.SnapshotDir = filepath.Join(c.DataDir, storeDir(k))
+		}
+		m.stores[k] = store.New(feed, so)
 	}
-	m.store = store.New(feed, so)
 	if m.region != nil {
 		// A region failover may hand the Store a stream of another
 		// history; the Feed then empties it (see region.Feed).
-		m.region.Feed.SetReset(m.store.Reset)
+		m.region.Feed.SetReset(m.stores[0].Reset)
 	}
-	if err := m.store.Open(ctx); err != nil {
-		return err
+	for _, st := range m.stores {
+		if err := st.Open(ctx); err != nil {
+			return err
+		}
 	}
 	// Until Run's ctx ends or Close, whichever comes first: its 12 s timer
 	// must not hold up a shutdown, nor outlive the Store and connection.
 	bgCtx, stopBG := context.WithCancel(ctx)
 	m.stopBG = stopBG
 	m.bg.Go(func() { m.releaseAfterRebuild(bgCtx) })
+	if len(m.shardLogs) > 1 && c.Replicas > 1 {
+		m.bg.Go(func() { m.balanceLeaders(bgCtx) })
+	}
 	// Reads fall back to what the Store follows: in a mirror region its
-	// own copy, not the home's stream writes go to.
-	svc := &service.Service{Log: log, ReadLog: feed, Store: m.store, Cursors: cursors, CursorWait: c.MinSeqTimeout}
+	// own copy, not the home's stream writes go to; with shards, the
+	// session's shard.
+	var readLog session.Log = log
+	if len(feeds) == 1 {
+		readLog = feeds[0]
+	}
+	svc := &service.Service{Log: log, ReadLog: readLog, Store: m.stores, Cursors: cursors, CursorWait: c.MinSeqTimeout}
 	archive, err := m.newArchiver(ctx, log, name, logger)
 	if err != nil {
 		return err
@@ -297,8 +317,8 @@ func (m *Main) Close() error {
 		m.api.Close()
 	}
 	m.stopArchiver()
-	if m.store != nil {
-		errs = append(errs, m.store.Close())
+	for _, st := range m.stores {
+		errs = append(errs, st.Close())
 	}
 	if m.region != nil {
 		m.region.Close()
@@ -347,10 +367,12 @@ func (m *Main) releaseAfterRebuild(ctx context.Context) {
 	// The lines sit among the freed buffers of the messages they came in:
 	// packed together (the Store does it once caught up), those spans
 	// empty and can be returned.
-	select {
-	case <-ctx.Done():
-		return
-	case <-m.store.Rebuilt():
+	for _, st := range m.stores {
+		select {
+		case <-ctx.Done():
+			return
+		case <-st.Rebuilt():
+		}
 	}
 	debug.FreeOSMemory()
 	// The embedded server keeps the blocks the rebuild read cached for
@@ -361,6 +383,45 @@ func (m *Main) releaseAfterRebuild(ctx context.Context) {
 	case <-time.After(blockCacheExpiry):
 		debug.FreeOSMemory()
 	}
+}
+
+// balanceLeaders spreads the shards' stream leaders over the servers
+// (jetstream.BalanceLeaders): JetStream places each stream's leader on its
+// own, and several on one server would put their writes on one disk. It
+// looks every 10 s for the first minute, as the cluster's members arrive
+// and elections settle, then every 5 minutes (a failover piles leaders on
+// the survivors; the returning server gets its share back). Every node
+// looks, and whoever looks first moves.
+func (m *Main) balanceLeaders(ctx context.Context) {
+	for attempt := 0; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		moved, err := jetstream.BalanceLeaders(actx, m.conn.JS, m.jsCfg, len(m.shardLogs))
+		cancel()
+		switch {
+		case err != nil:
+			m.Logger.Debug("spreading the shards' stream leaders", "err", err)
+		case moved > 0:
+			m.Logger.Info("spread the shards' stream leaders over the servers", "moved", moved)
+		}
+		every := 10 * time.Second
+		if attempt >= 6 {
+			every = 5 * time.Minute
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(every):
+		}
+	}
+}
+
+// storeDir is the snapshot directory of shard k's Store, under --data-dir:
+// shard 0 keeps the one of a store without shards.
+func storeDir(k int) string {
+	if k == 0 {
+		return "store"
+	}
+	return "store-" + strconv.Itoa(k)
 }
 
 // blockCacheExpiry is a little more than the time nats-server's filestore

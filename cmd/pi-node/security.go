@@ -166,7 +166,14 @@ func (m *Main) logNames() []natsauth.Names {
 	c := &m.Config
 	n := natsauth.Names{Stream: c.Stream, SubjectPrefix: c.SubjectPrefix, Bucket: c.Bucket}
 	if c.Region == "" {
-		return []natsauth.Names{n}
+		// Every shard's stream: a JetStream worker writes to each.
+		cfg := jetstream.Config{Stream: c.Stream, SubjectPrefix: c.SubjectPrefix}
+		out := []natsauth.Names{n}
+		for k := 1; k < c.Shards; k++ {
+			sk := cfg.Shard(k)
+			out = append(out, natsauth.Names{Stream: sk.Stream, SubjectPrefix: sk.SubjectPrefix, Bucket: c.Bucket})
+		}
+		return out
 	}
 	regions := map[string]bool{c.Region: true}
 	for r := range c.Gateways {

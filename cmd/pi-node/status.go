@@ -32,23 +32,44 @@ func (m *Main) status(ctx context.Context) (any, error) {
 		rec := m.region.Record()
 		out.Region, out.Bucket = &rs, rec.Assets(m.jsCfg, rs.Home).Bucket
 	}
-	s, err := m.conn.JS.Stream(ctx, cfg.Stream)
+	var err error
+	if out.Stream, out.Cluster, err = m.streamStatus(ctx, cfg.Stream); err != nil {
+		return out, err
+	}
+	for k := range m.shardLogs {
+		if k == 0 {
+			out.Shards = append(out.Shards, out.Stream)
+			continue
+		}
+		ss, _, err := m.streamStatus(ctx, cfg.Shard(k).Stream)
+		if err != nil {
+			return out, err
+		}
+		out.Shards = append(out.Shards, ss)
+	}
+	return out, nil
+}
+
+// streamStatus is one stream as its leader reports it, and the cluster's name.
+func (m *Main) streamStatus(ctx context.Context, name string) (wire.StreamStatus, string, error) {
+	s, err := m.conn.JS.Stream(ctx, name)
 	if err != nil {
-		return out, fmt.Errorf("stream %s: %w", cfg.Stream, err)
+		return wire.StreamStatus{}, "", fmt.Errorf("stream %s: %w", name, err)
 	}
 	info, err := s.Info(ctx)
 	if err != nil {
-		return out, fmt.Errorf("stream %s: %w", cfg.Stream, err)
+		return wire.StreamStatus{}, "", fmt.Errorf("stream %s: %w", name, err)
 	}
-	out.Stream = wire.StreamStatus{Name: info.Config.Name, Replicas: info.Config.Replicas, Messages: info.State.Msgs, Bytes: info.State.Bytes,
+	out := wire.StreamStatus{Name: info.Config.Name, Replicas: info.Config.Replicas, Messages: info.State.Msgs, Bytes: info.State.Bytes,
 		FirstSeq: info.State.FirstSeq, LastSeq: info.State.LastSeq, Subjects: uint64(info.State.NumSubjects)}
+	var cluster string
 	if ci := info.Cluster; ci != nil {
-		out.Cluster, out.Stream.Leader = ci.Name, ci.Leader
+		cluster, out.Leader = ci.Name, ci.Leader
 		for _, p := range ci.Replicas {
-			out.Stream.Followers = append(out.Stream.Followers, wire.PeerStatus{Name: p.Name, Current: p.Current, Offline: p.Offline, Lag: p.Lag, Active: p.Active.Round(time.Millisecond).String()})
+			out.Followers = append(out.Followers, wire.PeerStatus{Name: p.Name, Current: p.Current, Offline: p.Offline, Lag: p.Lag, Active: p.Active.Round(time.Millisecond).String()})
 		}
 	}
-	return out, nil
+	return out, cluster, nil
 }
 
 // ready checks what /readyz needs from the backend: connected, stream and
@@ -92,12 +113,15 @@ func (m *Main) ready(ctx context.Context) error {
 // backendReady checks the stream the Store follows (and its leader) and,
 // outside region mode, the cursor bucket.
 func (m *Main) backendReady(ctx context.Context, cfg jetstream.Config) error {
-	s, err := m.conn.JS.Stream(ctx, cfg.Stream)
-	if err != nil {
-		return fmt.Errorf("stream %s: %w", cfg.Stream, jetstream.Classify(err))
-	}
-	if err := jetstream.Leaderless(s.CachedInfo()); err != nil {
-		return err
+	for k := range max(1, len(m.shardLogs)) {
+		name := cfg.Shard(k).Stream
+		s, err := m.conn.JS.Stream(ctx, name)
+		if err != nil {
+			return fmt.Errorf("stream %s: %w", name, jetstream.Classify(err))
+		}
+		if err := jetstream.Leaderless(s.CachedInfo()); err != nil {
+			return err
+		}
 	}
 	if m.region != nil {
 		return nil // a mirror region serves reads while its home is down

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
 
@@ -92,7 +93,7 @@ func (s *Server) archiveRun(ctx context.Context, r *request) (reply, error) {
 		// Read your writes: the purge notices are in the log, and this
 		// node's next read of an archived session must find it gone.
 		wctx, cancel := context.WithTimeout(ctx, s.cfg.MinSeqTimeout)
-		cerr := s.svc.Store.CatchUp(wctx)
+		cerr := store.CatchUp(wctx, s.svc.Store)
 		cancel()
 		if cerr != nil {
 			return reply{}, fmt.Errorf("archived %d sessions, but this node has not applied the purges within %v: %w", res.Archived, s.cfg.MinSeqTimeout, cerr)

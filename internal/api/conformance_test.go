@@ -23,7 +23,13 @@ type importResult struct {
 // back byte for byte, and checks the session, the tree and every context
 // pi computed against the API's answers, as JSON values.
 func TestConformanceV3(t *testing.T) {
-	e := newEnv(t)
+	t.Run("shards=1", func(t *testing.T) { conformanceV3(t, newEnv(t)) })
+	// Over a sharded log: the vectors' sessions spread over the shards,
+	// every sequence the API hands out qualified.
+	t.Run("shards=4", func(t *testing.T) { conformanceV3(t, newShardedEnv(t, 4)) })
+}
+
+func conformanceV3(t *testing.T, e *env) {
 	dir := conformance.Dir(t)
 	n := 0
 	for _, c := range conformance.Cases(t, dir, "pi-v3") {

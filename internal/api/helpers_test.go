@@ -26,6 +26,7 @@ import (
 type env struct {
 	t       *testing.T
 	log     *session.MemLog
+	shards  []*session.MemLog // newShardedEnv's, by shard
 	cursors *faultyCursors
 	svc     *service.Service
 	api     *api.Server
@@ -53,6 +54,12 @@ func newEnvFeed(t *testing.T, feed func(*session.MemLog) session.Feed, mods ...f
 	t.Cleanup(func() { _ = st.Close() })
 	e := &env{t: t, log: l, cursors: &faultyCursors{MemCursors: session.NewMemCursors()}, logs: &testutil.SyncBuffer{}}
 	e.svc = &service.Service{Log: l, Store: st, Cursors: e.cursors}
+	return e.serve(mods...)
+}
+
+// serve starts the API over e.svc.
+func (e *env) serve(mods ...func(*api.Config)) *env {
+	t := e.t
 	cfg := api.Config{Service: e.svc, NodeName: "n1", Logger: slog.New(slog.NewTextHandler(e.logs, nil))}
 	for _, m := range mods {
 		m(&cfg)
@@ -69,6 +76,28 @@ func newEnvFeed(t *testing.T, feed func(*session.MemLog) session.Feed, mods ...f
 		e.http.Close()
 	})
 	return e
+}
+
+// newShardedEnv is newEnv over a log of n shards, a MemLog each (e.log is
+// shard 0's; e.shards every shard's).
+func newShardedEnv(t *testing.T, n int, mods ...func(*api.Config)) *env {
+	t.Helper()
+	var all session.Sharded
+	var stores store.Set
+	e := &env{t: t, cursors: &faultyCursors{MemCursors: session.NewMemCursors()}, logs: &testutil.SyncBuffer{}}
+	for k := range n {
+		m := session.NewMemLog(1000, maxRecord)
+		sl := &session.ShardLog{Log: m, Feed: m, Shard: k}
+		st := store.New(sl, store.Options{Log: sl, Writer: sl})
+		if err := st.Open(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = st.Close() })
+		all, stores, e.shards = append(all, sl), append(stores, st), append(e.shards, m)
+	}
+	e.log = e.shards[0]
+	e.svc = &service.Service{Log: all, Store: stores, Cursors: e.cursors}
+	return e.serve(mods...)
 }
 
 // faultyCursors is MemCursors whose Get (fail) or Put (failPut) can be

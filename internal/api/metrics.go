@@ -22,7 +22,7 @@ type metrics struct {
 	adminOps   *prometheus.CounterVec
 }
 
-func newMetrics(st *store.Store) *metrics {
+func newMetrics(st store.Shards) *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -81,10 +81,10 @@ func (m *metrics) observeAppend(d time.Duration, err error) {
 
 // storeCollector exports the Store's counters, reading Stats once per
 // scrape (it walks the sessions under the Store's lock).
-type storeCollector struct{ st *store.Store }
+type storeCollector struct{ st store.Shards }
 
 var (
-	descApplied   = prometheus.NewDesc("pi_store_applied_seq", "Last log sequence applied by this node's Store.", nil, nil)
+	descApplied   = prometheus.NewDesc("pi_store_applied_seq", "Last log sequence applied by this node's Store (with --shards above 1, the sum of the shards' positions in their streams).", nil, nil)
 	descLogLast   = prometheus.NewDesc("pi_store_log_last_seq", "The log's last sequence when the Store last polled it.", nil, nil)
 	descLag       = prometheus.NewDesc("pi_store_consumer_lag", "Records the Store is behind the log (consumer lag).", nil, nil)
 	descRecords   = prometheus.NewDesc("pi_store_records_applied_total", "Log records (headers and entries) applied by the Store.", nil, nil)
@@ -109,7 +109,7 @@ func (c storeCollector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect reads the Store's Stats once and sends every metric.
 func (c storeCollector) Collect(ch chan<- prometheus.Metric) {
-	s := c.st.Stats()
+	s := store.StatsOf(c.st)
 	gauge := func(d *prometheus.Desc, v float64) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v)
 	}

@@ -80,8 +80,10 @@ func (s *Server) call(ctx context.Context, o *op, r *request) (reply, error) {
 	rep, err := o.run(s, ctx, r)
 	if f, ok := mark.Freshness(); ok {
 		rep.fresh = f
+	} else if r.SessionID != "" {
+		rep.fresh = s.svc.Store.For(r.SessionID).Freshness()
 	} else {
-		rep.fresh = s.svc.Store.Freshness()
+		rep.fresh = store.FreshnessOf(s.svc.Store)
 	}
 	return rep, notFoundField(o.Op, err)
 }
@@ -105,7 +107,8 @@ func notFoundField(o wire.Op, err error) error {
 // on another node; and the writes this node acknowledged itself), and
 // linearizability on request.
 func (s *Server) await(ctx context.Context, o wire.Op, r *request) error {
-	b := service.Barrier{Seq: r.MinSeq, Reason: fmt.Sprintf("minSeq %d", r.MinSeq), Field: "minSeq"}
+	var b service.Barrier
+	b.Raise(r.MinSeq, "minSeq", "minSeq %d", r.MinSeq)
 	if o.LogRead() {
 		sid := r.SessionID
 		if o == wire.OpList {
@@ -116,17 +119,25 @@ func (s *Server) await(ctx context.Context, o wire.Op, r *request) error {
 			return err
 		}
 	}
-	if b.Seq == 0 || s.svc.Store.Applied() >= b.Seq {
-		return nil // the usual case: no timer to set up
-	}
-	wctx, cancel := context.WithTimeout(ctx, s.cfg.MinSeqTimeout)
-	defer cancel()
-	if err := s.svc.Store.WaitFor(wctx, b.Seq); err != nil {
-		err = fmt.Errorf("%s not applied on node %s within %v: %w", b.Reason, s.cfg.NodeName, s.cfg.MinSeqTimeout, err)
-		if b.Field != "" {
-			err = wire.Field(b.Field, err)
+	var wctx context.Context
+	for _, w := range b.Waits {
+		if store.AppliedAt(s.svc.Store, w.Seq) {
+			continue // the usual case: no timer to set up
 		}
-		return err
+		if wctx == nil {
+			var cancel context.CancelFunc
+			wctx, cancel = context.WithTimeout(ctx, s.cfg.MinSeqTimeout)
+			defer cancel()
+		}
+		if err := store.WaitAt(wctx, s.svc.Store, w.Seq); err != nil {
+			if !errors.Is(err, wire.ErrInvalid) {
+				err = fmt.Errorf("%s not applied on node %s within %v: %w", w.Reason, s.cfg.NodeName, s.cfg.MinSeqTimeout, err)
+			}
+			if w.Field != "" {
+				err = wire.Field(w.Field, err)
+			}
+			return err
+		}
 	}
 	return nil
 }

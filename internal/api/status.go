@@ -50,7 +50,7 @@ func (s *Server) readHeaders(f store.Freshness) map[string][]string {
 }
 
 func (s *Server) status(ctx context.Context, _ *request) (reply, error) {
-	st := s.svc.Store.Stats()
+	st := store.StatsOf(s.svc.Store)
 	out := wire.StatusReply{Node: s.cfg.NodeName, Service: ServiceName, Version: ServiceVersion, Store: wire.StoreStatus{
 		Applied: st.Applied, LogLastSeq: st.LogLastSeq, Lag: st.Lag,
 		Sessions: st.Sessions, SessionsLoaded: st.Loaded, BytesHeld: st.BytesHeld,
@@ -60,6 +60,13 @@ func (s *Server) status(ctx context.Context, _ *request) (reply, error) {
 	if !st.CaughtUpAt.IsZero() {
 		t := st.CaughtUpAt.UTC()
 		out.Store.CaughtUpAt = &t
+	}
+	if all := s.svc.Store.All(); len(all) > 1 {
+		for k, sst := range all {
+			ks := sst.Stats()
+			out.Store.Shards = append(out.Store.Shards, wire.ShardStoreStatus{Shard: k, Applied: ks.Applied, LogLastSeq: ks.LogLastSeq,
+				Lag: ks.Lag, Sessions: ks.Sessions, BytesHeld: ks.BytesHeld})
+		}
 	}
 	if s.cfg.Status != nil && principalOf(ctx).has(ScopeAdmin) {
 		js, err := s.cfg.Status(ctx)
@@ -83,7 +90,7 @@ func (s *Server) ready(ctx context.Context) error {
 			return fmt.Errorf("backend: %w", err)
 		}
 	}
-	st := s.svc.Store.Stats()
+	st := store.StatsOf(s.svc.Store)
 	if st.CaughtUpAt.IsZero() {
 		return fmt.Errorf("store: has not caught up with the log yet (applied %d of %d)", st.Applied, st.LogLastSeq)
 	}

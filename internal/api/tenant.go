@@ -53,7 +53,7 @@ func (s *Server) confineSession(ctx context.Context, prefix string, r *request) 
 		return err
 	}
 	var cwd string
-	err := s.svc.Store.ViewOrRead(ctx, s.svc.Reads(), r.SessionID, func(d *store.Doc) error {
+	err := s.svc.Store.For(r.SessionID).ViewOrRead(ctx, s.svc.Reads(), r.SessionID, func(d *store.Doc) error {
 		cwd = d.Info().Cwd
 		return nil
 	})

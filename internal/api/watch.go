@@ -57,7 +57,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request) int {
 	if err := s.confine(withPrincipal(r.Context(), p), wire.OpWatch, req); err != nil {
 		return s.writeError(w, op, notFoundField(wire.OpWatch, err))
 	}
-	changed := s.svc.Store.Changed()
+	changed := s.svc.Store.For(req.SessionID).Changed()
 	mctx, mark := store.WithReadMark(r.Context())
 	page, _, err := s.svc.Entries(mctx, req.SessionID, req.AfterSeq, watchPage)
 	if err != nil {
@@ -70,7 +70,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request) int {
 	// carry their own seq as id).
 	f, ok := mark.Freshness()
 	if !ok {
-		f = s.svc.Store.Freshness()
+		f = s.svc.Store.For(req.SessionID).Freshness()
 	}
 	for k, v := range s.readHeaders(f) {
 		h[k] = v
@@ -102,7 +102,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request) int {
 				return http.StatusOK
 			}
 		}
-		changed = s.svc.Store.Changed()
+		changed = s.svc.Store.For(req.SessionID).Changed()
 		page, _, err = s.svc.Entries(ctx, req.SessionID, after, watchPage)
 		if err != nil {
 			// Purged, or the client left: the stream just ends.

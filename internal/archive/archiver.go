@@ -41,7 +41,7 @@ type Options struct {
 // is the periodic job; Pass, Archive, Restore and List are what operators
 // call through the API. Safe for concurrent use.
 type Archiver struct {
-	store *store.Store
+	store store.Shards
 	log   session.Log
 	b     session.Archive
 	opts  Options
@@ -58,7 +58,7 @@ type Archiver struct {
 
 // New returns an Archiver of the sessions store holds, which live in log,
 // into b.
-func New(store *store.Store, log session.Log, b session.Archive, opts Options) *Archiver {
+func New(store store.Shards, log session.Log, b session.Archive, opts Options) *Archiver {
 	if opts.Every <= 0 {
 		opts.Every = 10 * time.Minute
 	}
@@ -161,7 +161,7 @@ func (a *Archiver) pass1(ctx context.Context, olderThan time.Duration) (wire.Arc
 	}
 	defer stop()
 
-	ids := a.store.Idle(res.Cutoff)
+	ids := store.Idle(a.store, res.Cutoff)
 	res.Candidates = len(ids)
 	var mu sync.Mutex
 	var first error

@@ -142,10 +142,10 @@ func (a *Archiver) export(ctx context.Context, sid string, cutoff time.Time) (wi
 	for range 3 {
 		// Read before the export: the export holds at least what the Store
 		// had applied by then.
-		applied := a.store.Applied()
+		applied := a.store.For(sid).Applied()
 		var c wire.ArchiveCopy
 		var data []byte
-		err := a.store.View(ctx, sid, func(d *store.Doc) error {
+		err := a.store.For(sid).View(ctx, sid, func(d *store.Doc) error {
 			c.Info = d.Info()
 			if c.Modified.Before(cutoff) {
 				data = d.Tree.AppendJSONL(make([]byte, 0, d.Tree.Bytes()+d.Tree.Len()+1))
@@ -190,7 +190,7 @@ func (a *Archiver) export(ctx context.Context, sid string, cutoff time.Time) (wi
 			return c, data, Archived, nil
 		}
 		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		err = a.store.WaitFor(wctx, end)
+		err = a.store.For(sid).WaitFor(wctx, end)
 		cancel()
 		if err != nil {
 			return c, nil, Active, fmt.Errorf("archive %s: this node's Store lags the log: %w", sid, err)

@@ -99,7 +99,7 @@ func (a *Archiver) List(ctx context.Context, month string, from uint64, limit in
 	}
 	out := make([]wire.ArchivedSession, len(cs))
 	for i, c := range cs {
-		out[i] = wire.ArchivedSession{ArchiveCopy: c, Live: a.store.Has(c.SessionID)}
+		out[i] = wire.ArchivedSession{ArchiveCopy: c, Live: a.store.For(c.SessionID).Has(c.SessionID)}
 	}
 	return out, next, nil
 }

@@ -78,7 +78,7 @@ func (e *Env) ways(ctx context.Context, transports []string, cas, relay bool, wo
 	for _, t := range ts {
 		switch t {
 		case "raw":
-			out = append(out, way{rawName, KindRaw, "", &rawSink{js: e.Raw.JS, log: e.Log, cas: cas}})
+			out = append(out, way{rawName, KindRaw, "", &rawSink{js: e.Raw.JS, log: e.Log, shards: e.Shards, cas: cas}})
 		case "nodedupe":
 			out = append(out, way{noDedupeName, KindRaw, "", &rawSink{js: e.Raw.JS, log: e.Log, cas: cas, noDedupe: true}})
 		case "bare":

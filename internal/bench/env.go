@@ -33,6 +33,10 @@ type EnvOptions struct {
 	// Procs, when set, starts a nats-server and pi-nodes as processes
 	// (in Dir, or a temporary dir) instead, and reads their CPU time.
 	Procs *ProcOptions
+	// Shards is the node's --shards (0: 1), for the node this starts and
+	// the raw side, which then publishes each session to its shard's
+	// stream.
+	Shards int
 }
 
 // Env is what a scenario measures: the node's API over NATS and HTTP, and
@@ -43,7 +47,10 @@ type Env struct {
 	Token   string
 	Raw     *jetstream.Conn // raw JetStream, as a client without pi-node would use it
 	Log     *jetstream.Log  // builds the adapter's exact messages (Log.Msg)
-	Node    *Node           // the in-process node, when embedded
+	// Shards is the log of every shard, by shard, for the raw side (Log is
+	// Shards[0]).
+	Shards []*jetstream.Log
+	Node   *Node // the in-process node, when embedded
 	// Progress, when set, is told how far each phase is.
 	Progress Progress
 
@@ -84,10 +91,12 @@ func Open(ctx context.Context, o EnvOptions) (e *Env, err error) {
 			dir = e.tmp
 		}
 		if o.Procs != nil {
-			if e.procs, server, e.HTTPURL, err = startProcs(ctx, *o.Procs, dir, o.SyncAlways); err != nil {
+			po := *o.Procs
+			po.Shards = o.Shards
+			if e.procs, server, e.HTTPURL, err = startProcs(ctx, po, dir, o.SyncAlways); err != nil {
 				return nil, err
 			}
-		} else if e.Node, err = StartNode(ctx, NodeOptions{Dir: dir, SyncAlways: o.SyncAlways, MemoryBudget: o.MemoryBudget, SnapshotEvery: o.SnapshotEvery}); err != nil {
+		} else if e.Node, err = StartNode(ctx, NodeOptions{Dir: dir, SyncAlways: o.SyncAlways, MemoryBudget: o.MemoryBudget, SnapshotEvery: o.SnapshotEvery, Shards: o.Shards}); err != nil {
 			return nil, err
 		}
 		if e.Node != nil {
@@ -105,6 +114,10 @@ func Open(ctx context.Context, o EnvOptions) (e *Env, err error) {
 		return nil, fmt.Errorf("stream %s on %s: %w (the raw baselines run on the node's own stream: is --server the node's NATS server?)", cfg.Stream, server, err)
 	}
 	e.Log, e.conn, e.cfg = jetstream.NewLog(e.Raw.JS, cfg), cc, cfg
+	e.Shards = []*jetstream.Log{e.Log}
+	for k := 1; k < o.Shards; k++ {
+		e.Shards = append(e.Shards, jetstream.NewLog(e.Raw.JS, cfg.Shard(k)))
+	}
 	if e.NATS, err = apiclient.DialNATS(apiclient.NATSOptions{URL: server, Name: "pi-ctl bench", Creds: o.Creds, User: o.User, Password: o.Password}); err != nil {
 		return nil, err
 	}
@@ -172,7 +185,7 @@ func (e *Env) apiCalls(ctx context.Context) (uint64, error) {
 func (e *Env) transports(want []string, relay bool) ([]string, error) {
 	if len(want) == 0 {
 		want = []string{"raw"}
-		if relay {
+		if relay && len(e.Shards) <= 1 {
 			want = append(want, "bare", "nodedupe", "relay")
 		}
 		want = append(want, "nats")
@@ -186,6 +199,9 @@ func (e *Env) transports(want []string, relay bool) ([]string, error) {
 		case "relay", "bare", "nodedupe":
 			if !relay {
 				return nil, fmt.Errorf("transport %s: only the append scenario has one", t)
+			}
+			if len(e.Shards) > 1 {
+				return nil, fmt.Errorf("transport %s: publishes to one stream; with shards, raw publishes to each session's shard", t)
 			}
 		case "http":
 			if e.HTTPURL == "" {

@@ -15,6 +15,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/jetstream"
 	"github.com/pifleet/sessionlog/internal/jetstream/embedded"
 	"github.com/pifleet/sessionlog/internal/service"
+	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/store"
 )
 
@@ -30,6 +31,8 @@ type NodeOptions struct {
 	MemoryBudget int64
 	// SnapshotEvery is pi-node's --snapshot-interval; 0 disables snapshots.
 	SnapshotEvery time.Duration
+	// Shards is pi-node's --shards (0: 1).
+	Shards int
 }
 
 // Node is pi-node in this process, wired as cmd/pi-node wires it — an
@@ -44,9 +47,14 @@ type Node struct {
 	HTTPURL string // http://127.0.0.1:PORT
 	Config  jetstream.Config
 	Conn    *jetstream.Conn // the node's own connection
-	Log     *jetstream.Log
-	Store   *store.Store
+	Log     *jetstream.Log  // shard 0's
+	Store   *store.Store    // shard 0's
 	Service *service.Service
+	// With Shards above 1: every shard's log and Store, and the log over
+	// all of them.
+	ShardLogs []*session.ShardLog
+	Stores    store.Set
+	sharded   session.Sharded
 
 	server *embedded.Server
 	api    *api.Server
@@ -85,10 +93,13 @@ func (n *Node) StartServer(ctx context.Context) error {
 	if n.Conn, err = jetstream.Connect(ctx, cc); err != nil {
 		return err
 	}
-	if err := jetstream.Provision(ctx, n.Conn.JS, n.Config); err != nil {
+	if err := jetstream.ProvisionShards(ctx, n.Conn.JS, n.Config, max(n.Opts.Shards, 1)); err != nil {
 		return err
 	}
 	n.Log = jetstream.NewLog(n.Conn.JS, n.Config)
+	if n.Opts.Shards > 1 {
+		n.ShardLogs, n.sharded = jetstream.NewShards(n.Conn.JS, n.Config, n.Opts.Shards)
+	}
 	return nil
 }
 
@@ -100,15 +111,32 @@ func (n *Node) StartService(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	so := store.Options{MemoryBudget: n.Opts.MemoryBudget, Log: n.Log, SnapshotEvery: n.Opts.SnapshotEvery}
-	if n.Opts.SnapshotEvery > 0 {
-		so.SnapshotDir = filepath.Join(n.Opts.Dir, "store")
+	var log session.Log = n.Log
+	if len(n.ShardLogs) == 0 {
+		so := store.Options{MemoryBudget: n.Opts.MemoryBudget, Log: n.Log, SnapshotEvery: n.Opts.SnapshotEvery}
+		if n.Opts.SnapshotEvery > 0 {
+			so.SnapshotDir = filepath.Join(n.Opts.Dir, "store")
+		}
+		n.Stores = store.Set{store.New(n.Log, so)}
+	} else {
+		// As pi-node: a Store per shard, its own snapshots and share of
+		// the budget.
+		for k, l := range n.ShardLogs {
+			so := store.Options{MemoryBudget: n.Opts.MemoryBudget / int64(len(n.ShardLogs)), Log: l, Writer: l, SnapshotEvery: n.Opts.SnapshotEvery}
+			if n.Opts.SnapshotEvery > 0 {
+				so.SnapshotDir = filepath.Join(n.Opts.Dir, fmt.Sprintf("store-%d", k))
+			}
+			n.Stores = append(n.Stores, store.New(l, so))
+		}
+		log = n.sharded
 	}
-	n.Store = store.New(n.Log, so)
-	if err := n.Store.Open(ctx); err != nil {
-		return err
+	n.Store = n.Stores[0]
+	for _, st := range n.Stores {
+		if err := st.Open(ctx); err != nil {
+			return err
+		}
 	}
-	n.Service = &service.Service{Log: n.Log, Store: n.Store, Cursors: cursors}
+	n.Service = &service.Service{Log: log, Store: n.Stores, Cursors: cursors}
 	if n.api, err = api.New(api.Config{Service: n.Service, NodeName: "bench"}); err != nil {
 		return err
 	}
@@ -163,9 +191,9 @@ func (n *Node) StopService() error {
 		errs = append(errs, n.api.Close())
 		n.api = nil
 	}
-	if n.Store != nil {
-		errs = append(errs, n.Store.Close())
-		n.Store, n.Service = nil, nil
+	for _, st := range n.Stores {
+		errs = append(errs, st.Close())
 	}
+	n.Store, n.Stores, n.Service = nil, nil, nil
 	return errors.Join(errs...)
 }

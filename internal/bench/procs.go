@@ -27,6 +27,7 @@ import (
 type ProcOptions struct {
 	PiNode, NATSServer string // binaries
 	Nodes              int    // pi-node processes (default 1)
+	Shards             int    // pi-node's --shards (0: 1)
 }
 
 // cpuProc is a process whose CPU time the scenario reads.
@@ -153,7 +154,7 @@ func startProcs(ctx context.Context, o ProcOptions, dir string, syncAlways bool)
 		url := fmt.Sprintf("http://127.0.0.1:%d", ports[1+i])
 		p, err := startProc(name, o.PiNode, filepath.Join(dir, fmt.Sprintf("pi-node-%d.log", i+1)),
 			"--nats-url", natsURL, "--data-dir", ndir, "--node-name", fmt.Sprintf("bench%d", i+1),
-			"--http-listen", strings.TrimPrefix(url, "http://"), "--log-level", "warn")
+			"--http-listen", strings.TrimPrefix(url, "http://"), "--log-level", "warn", "--shards", strconv.Itoa(max(o.Shards, 1)))
 		if err != nil {
 			return procs, "", "", err
 		}

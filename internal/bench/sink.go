@@ -67,14 +67,28 @@ func (s *nodeSink) append(ctx context.Context, w int, sid string, last uint64, r
 type rawSink struct {
 	js  natsjs.JetStream
 	log *jetstream.Log
-	cas bool
+	// shards, when more than one, are every shard's log: a session's
+	// messages go to its own (session.ShardOf), as the node's do.
+	shards []*jetstream.Log
+	cas    bool
 	// noDedupe leaves the Nats-Msg-Id header out of appends.
 	noDedupe bool
 }
 
+// logFor is the log of sid's shard.
+func (s *rawSink) logFor(sid string) *jetstream.Log {
+	if len(s.shards) > 1 {
+		return s.shards[session.ShardOf(sid, len(s.shards))]
+	}
+	return s.log
+}
+
+// The sequences the raw side passes around are the stream's own: each
+// session stays on one stream, so they compare as they should.
 func (s *rawSink) create(ctx context.Context, _ int, sid string, recs []session.Record) (uint64, error) {
+	log := s.logFor(sid)
 	if len(recs) == 1 {
-		ack, err := s.js.PublishMsg(ctx, s.log.Msg(sid, recs[0]), natsjs.WithExpectLastSequencePerSubject(0))
+		ack, err := s.js.PublishMsg(ctx, log.Msg(sid, recs[0]), natsjs.WithExpectLastSequencePerSubject(0))
 		if err != nil {
 			return 0, err
 		}
@@ -82,7 +96,7 @@ func (s *rawSink) create(ctx context.Context, _ int, sid string, recs []session.
 	}
 	msgs := make([]*nats.Msg, len(recs))
 	for i, r := range recs {
-		msgs[i] = s.log.Msg(sid, r)
+		msgs[i] = log.Msg(sid, r)
 	}
 	msgs[0].Header.Set(natsjs.ExpectedLastSubjSeqHeader, "0")
 	// The default flow control is the adapter's: wait for the first ack.
@@ -101,7 +115,7 @@ func (s *rawSink) append(ctx context.Context, _ int, sid string, last uint64, re
 	if s.cas {
 		opts = append(opts, natsjs.WithExpectLastSequencePerSubject(last))
 	}
-	m := s.log.Msg(sid, rec)
+	m := s.logFor(sid).Msg(sid, rec)
 	if s.noDedupe {
 		m.Header.Del(natsjs.MsgIDHeader)
 	}

@@ -111,10 +111,7 @@ func (c Config) bucketConfig() jetstream.KeyValueConfig {
 // forming (no meta leader, peers unknown) Provision retries with backoff
 // until ctx is done, logging what it waits for.
 func Provision(ctx context.Context, js jetstream.JetStream, cfg Config) error {
-	if err := cfg.validate(); err != nil {
-		return err
-	}
-	return provisionAssets(ctx, js, logger(cfg), cfg.streamConfig(), cfg.bucketConfig())
+	return ProvisionShards(ctx, js, cfg, 1)
 }
 
 // provisionAssets creates or checks a stream, then a KV bucket, each step
@@ -186,7 +183,10 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, want jetstream.St
 	if err != nil {
 		return err
 	}
-	return compareStream(s.CachedInfo().Config, want)
+	if err := compareStream(s.CachedInfo().Config, want); err != nil {
+		return err
+	}
+	return compareShards(s.CachedInfo().Config, want)
 }
 
 // waitLeader waits, within the provisioning attempt, until a stream just

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
+	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
 
@@ -17,8 +20,8 @@ import (
 type acks struct {
 	mu    sync.Mutex
 	m     map[string]uint64
-	max   uint64 // the highest sequence ever acknowledged: lists wait for it
-	prune int    // size at which applied entries are swept out
+	max   []uint64 // by shard, the highest sequence ever acknowledged: lists wait for them
+	prune int      // size at which applied entries are swept out
 }
 
 const minAckPrune = 1024
@@ -28,7 +31,7 @@ func (s *Service) noteAck(sid string, seq uint64) {
 	if s.Store == nil {
 		return // a Service that only writes
 	}
-	s.Store.NoteLogSeq(seq)
+	store.NoteLogSeq(s.Store, seq)
 	a := &s.acks
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -36,11 +39,14 @@ func (s *Service) noteAck(sid string, seq uint64) {
 		a.m, a.prune = make(map[string]uint64), minAckPrune
 	}
 	a.m[sid] = max(a.m[sid], seq)
-	a.max = max(a.max, seq)
+	k := session.SeqShard(seq)
+	for len(a.max) <= k {
+		a.max = append(a.max, 0)
+	}
+	a.max[k] = max(a.max[k], seq)
 	if len(a.m) >= a.prune {
-		applied := s.Store.Applied()
 		for id, q := range a.m {
-			if q <= applied {
+			if store.AppliedAt(s.Store, q) {
 				delete(a.m, id)
 			}
 		}
@@ -49,88 +55,146 @@ func (s *Service) noteAck(sid string, seq uint64) {
 	}
 }
 
-// ownAck returns the last sequence this node acknowledged for sid ("":
-// for any session) that its Store has not applied yet, or 0.
+// ownAck returns the last sequence this node acknowledged for sid that
+// its Store has not applied yet, or 0.
 func (s *Service) ownAck(sid string) uint64 {
 	if s.Store == nil {
 		return 0
 	}
-	applied := s.Store.Applied()
 	a := &s.acks
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	if sid == "" {
-		if a.max <= applied {
-			return 0
-		}
-		return a.max
-	}
 	seq, ok := a.m[sid]
-	if ok && seq <= applied {
-		delete(a.m, sid)
-		return 0
+	a.mu.Unlock()
+	if !ok || !store.AppliedAt(s.Store, seq) {
+		return seq
 	}
-	return seq
+	a.mu.Lock()
+	if a.m[sid] == seq {
+		delete(a.m, sid)
+	}
+	a.mu.Unlock()
+	return 0
 }
 
-// Barrier is the sequence a read must wait for before it answers, and why.
+// ownAcks returns, of each shard, the highest sequence this node
+// acknowledged that its Store has not applied yet (what a catalog read
+// waits for).
+func (s *Service) ownAcks() []uint64 {
+	if s.Store == nil {
+		return nil
+	}
+	a := &s.acks
+	a.mu.Lock()
+	maxes := slices.Clone(a.max)
+	a.mu.Unlock()
+	var out []uint64
+	for _, q := range maxes {
+		if q != 0 && !store.AppliedAt(s.Store, q) {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+// Barrier is what a read must have applied before it answers: at most one
+// Wait per shard of the log (one in all, unsharded), each the highest
+// sequence of that shard it must wait for, and why.
 type Barrier struct {
+	Waits []Wait
+}
+
+// Wait is one sequence a read waits for.
+type Wait struct {
 	Seq    uint64
 	Reason string // for the timeout's message: "minSeq 7", ...
 	Field  string // the input that asked for it (minSeq, consistency), or ""
+}
+
+// Raise makes the barrier wait for seq too, for the reason why (its
+// field: the input that asked for it).
+func (b *Barrier) Raise(seq uint64, field, why string, args ...any) {
+	if seq == 0 {
+		return
+	}
+	k := session.SeqShard(seq)
+	for i := range b.Waits {
+		if session.SeqShard(b.Waits[i].Seq) == k {
+			if seq > b.Waits[i].Seq {
+				b.Waits[i] = Wait{Seq: seq, Reason: fmt.Sprintf(why, args...), Field: field}
+			}
+			return
+		}
+	}
+	b.Waits = append(b.Waits, Wait{Seq: seq, Reason: fmt.Sprintf(why, args...), Field: field})
 }
 
 // ReadBarrier returns what a read of session sid ("": of the catalog) must
 // have applied before it answers: the caller's minSeq; the last write this
 // node acknowledged for it (read your writes); and, for consistency
 // "strong", the session's last sequence as the log's leader has it (for
-// the catalog: the log's), so the read is linearizable — it reflects every
-// write acknowledged anywhere before it began.
+// the catalog: each shard's), so the read is linearizable — it reflects
+// every write acknowledged anywhere before it began.
 func (s *Service) ReadBarrier(ctx context.Context, sid string, minSeq uint64, consistency string) (Barrier, error) {
 	if consistency != "" && consistency != wire.ConsistencyStrong {
 		return Barrier{}, wire.Invalid("consistency", fmt.Sprintf(`must be "strong" or absent, not %q`, consistency))
 	}
 	var b Barrier
-	raise := func(seq uint64, field, why string, args ...any) {
-		if seq > b.Seq {
-			b = Barrier{Seq: seq, Reason: fmt.Sprintf(why, args...), Field: field}
+	b.Raise(minSeq, "minSeq", "minSeq %d", minSeq)
+	shards := s.Store.All()
+	if sid != "" {
+		shards = []*store.Store{s.Store.For(sid)}
+	}
+	for _, st := range shards {
+		// What this process acknowledged before a restart is forgotten, but
+		// it is all at or below the log's end when the process started.
+		first, ok := st.FirstEnd()
+		if !ok {
+			var err error
+			if first, err = st.LogLastSeq(ctx); err != nil {
+				return b, fmt.Errorf("this node has not learned the log's end since it started, so it cannot tell whether it holds the writes it acknowledged before: %w", err)
+			}
+		}
+		b.Raise(first, "", "sequence %d, the log's end when this node started (it may have acknowledged writes up to there before a restart)", first)
+	}
+	if sid != "" {
+		own := s.ownAck(sid)
+		b.Raise(own, "", "sequence %d, which this node acknowledged", own)
+	} else {
+		for _, own := range s.ownAcks() {
+			b.Raise(own, "", "sequence %d, which this node acknowledged", own)
 		}
 	}
-	raise(minSeq, "minSeq", "minSeq %d", minSeq)
-	// What this process acknowledged before a restart is forgotten, but it
-	// is all at or below the log's end when the process started.
-	first, ok := s.Store.FirstEnd()
-	if !ok {
-		var err error
-		if first, err = s.Store.LogLastSeq(ctx); err != nil {
-			return b, fmt.Errorf("this node has not learned the log's end since it started, so it cannot tell whether it holds the writes it acknowledged before: %w", err)
-		}
-	}
-	raise(first, "", "sequence %d, the log's end when this node started (it may have acknowledged writes up to there before a restart)", first)
-	own := s.ownAck(sid)
-	raise(own, "", "sequence %d, which this node acknowledged", own)
 	if consistency == wire.ConsistencyStrong {
-		last, err := s.leaderSeq(ctx, sid)
-		if err != nil {
-			return b, wire.Field("consistency", fmt.Errorf("consistency=strong: asking the log's leader: %w", err))
+		if sid != "" {
+			last, err := s.leaderSeq(ctx, sid)
+			if err != nil {
+				return b, wire.Field("consistency", fmt.Errorf("consistency=strong: asking the log's leader: %w", err))
+			}
+			b.Raise(last, "consistency", "sequence %d, the log's last at the leader (consistency=strong)", last)
 		}
-		raise(last, "consistency", "sequence %d, the log's last at the leader (consistency=strong)", last)
+		for _, st := range shards {
+			if sid != "" {
+				break
+			}
+			last, err := st.LogLastSeq(ctx)
+			if err != nil {
+				return b, wire.Field("consistency", fmt.Errorf("consistency=strong: asking the log's leader: %w", err))
+			}
+			b.Raise(last, "consistency", "sequence %d, the log's last at the leader (consistency=strong)", last)
+		}
 	}
 	return b, nil
 }
 
-// leaderSeq is the session's (the log's, for "") last sequence at the
-// leader; 0 for a session the log does not hold.
+// leaderSeq is the session's last sequence at the leader; 0 for a session
+// the log does not hold.
 func (s *Service) leaderSeq(ctx context.Context, sid string) (uint64, error) {
-	if sid == "" {
-		return s.Store.LogLastSeq(ctx)
-	}
 	last, err := s.Log.SessionLastSeq(ctx, sid)
 	if errors.Is(err, wire.ErrNotFound) {
 		return 0, nil
 	}
 	if err == nil {
-		s.Store.NoteLogSeq(last) // Pi-Lag counts it until applied
+		store.NoteLogSeq(s.Store, last) // Pi-Lag counts it until applied
 	}
 	return last, err
 }

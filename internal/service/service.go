@@ -21,8 +21,10 @@ import (
 // Log (with the same CAS loop as the Writer) and reads from the Store. The
 // API layer (HTTP and NATS) is a thin transport over it.
 type Service struct {
-	Log   session.Log
-	Store *store.Store
+	Log session.Log
+	// Store is the read model: one *store.Store, or a store.Set of one
+	// per shard of a sharded Log (session.Sharded).
+	Store store.Shards
 	// ReadLog, when set, is where a read finds a session this node's Store
 	// has not applied yet (store.Store.ViewOrRead); default Log. In a
 	// mirror region it is the region's own copy: a read there never

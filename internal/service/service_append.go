@@ -21,6 +21,14 @@ import (
 // result, so a client may retry after a timeout; the same id with other
 // content is ErrConflict.
 func (s *Service) Append(ctx context.Context, sid string, req wire.AppendRequest) (wire.WriteResult, error) {
+	if sh, ok := s.Log.(session.Sharded); ok && req.ExpectLastSeq != nil && *req.ExpectLastSeq != 0 &&
+		session.SeqShard(*req.ExpectLastSeq) != session.ShardOf(sid, len(sh)) {
+		// A sequence of another shard is never this session's last: the
+		// conflict any stale expectation gets, without reading the log
+		// at a position that is not the session's.
+		return wire.WriteResult{}, wire.Field("expectLastSeq", fmt.Errorf("%w: %d is a sequence of shard %d; session %s is on shard %d",
+			wire.ErrConflict, *req.ExpectLastSeq, session.SeqShard(*req.ExpectLastSeq), sid, session.ShardOf(sid, len(sh))))
+	}
 	drafts, err := s.checkAppend(sid, req)
 	if err != nil {
 		return wire.WriteResult{}, err
@@ -47,7 +55,7 @@ func (s *Service) Append(ctx context.Context, sid string, req wire.AppendRequest
 		}
 		if wait > 0 {
 			wctx, cancel := context.WithTimeout(ctx, expectWait)
-			_ = s.Store.WaitFor(wctx, wait)
+			_ = store.WaitAt(wctx, s.Store, wait)
 			cancel()
 		}
 	}
@@ -61,7 +69,7 @@ func (s *Service) Append(ctx context.Context, sid string, req wire.AppendRequest
 		plan.Await = func(ctx context.Context, id string) bool {
 			wctx, cancel := context.WithTimeout(ctx, parentWait)
 			defer cancel()
-			return s.Store.WaitForEntry(wctx, sid, id)
+			return s.Store.For(sid).WaitForEntry(wctx, sid, id)
 		}
 	}
 	if err := plan.Place(ctx); err != nil {
@@ -181,7 +189,7 @@ func (s *Service) finish(ctx context.Context, sid, client string, res []wire.Ent
 // doc runs fn with the session: the Store's copy, or the read log's (see
 // store.Store.ViewOrRead).
 func (s *Service) doc(ctx context.Context, sid string, fn func(d *store.Doc) error) error {
-	return s.Store.ViewOrRead(ctx, s.Reads(), sid, fn)
+	return s.Store.For(sid).ViewOrRead(ctx, s.Reads(), sid, fn)
 }
 
 // Reads is the log reads fall back to: ReadLog, else Log.

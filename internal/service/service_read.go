@@ -33,7 +33,7 @@ func (s *Service) Get(ctx context.Context, sid string) (wire.Detail, error) {
 
 // List returns a page of the catalog.
 func (s *Service) List(ctx context.Context, f store.ListFilter) ([]wire.Info, string) {
-	return s.Store.List(ctx, f)
+	return store.List(ctx, s.Store, f)
 }
 
 // Entries returns up to limit entries with Seq > afterSeq, and the
@@ -97,7 +97,7 @@ func (s *Service) resolve(ctx context.Context, sid string, l Leaf) (Leaf, error)
 	}
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	if err := s.Store.WaitFor(wctx, c.Seq); err != nil {
+	if err := store.WaitAt(wctx, s.Store, c.Seq); err != nil {
 		return l, err
 	}
 	return Leaf{ID: c.LeafID, Null: c.LeafID == "", cursor: true}, nil

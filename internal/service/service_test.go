@@ -60,9 +60,9 @@ func testImportExportConformance(t *testing.T, b backend) {
 			if err != nil {
 				t.Fatalf("%s: %v", c, err)
 			}
-			waitApplied(t, svc.Store, res.LastSeq)
+			waitApplied(t, svc.Store.For(""), res.LastSeq)
 			name := version + "/" + filepath.Base(c)
-			err = svc.Store.View(ctx, res.SessionID, func(d *store.Doc) error {
+			err = svc.Store.For("").View(ctx, res.SessionID, func(d *store.Doc) error {
 				t.Run(name, func(t *testing.T) {
 					conformance.CheckSession(t, d.Tree, exp)
 					idsKept := version != "pi-v1"
@@ -104,7 +104,7 @@ func testServiceErrors(t *testing.T, b backend) {
 		t.Fatal(err)
 	}
 	sid := created.SessionID
-	waitApplied(t, svc.Store, created.LastSeq)
+	waitApplied(t, svc.Store.For(""), created.LastSeq)
 	before := lastSeq(t, b)
 	v1 := []byte(`{"type":"session","version":4,"id":"` + testutil.SessionID(t) + `"}` + "\n")
 	cases := []struct {
@@ -244,8 +244,8 @@ func testServiceAppend(t *testing.T, b backend) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitApplied(t, svc.Store, r3.LastSeq)
-	err = svc.Store.View(ctx, sid, func(d *store.Doc) error {
+	waitApplied(t, svc.Store.For(""), r3.LastSeq)
+	err = svc.Store.For("").View(ctx, sid, func(d *store.Doc) error {
 		s := d.Tree
 		if got := fmt.Sprint(s.Path(r1.Entries[0].ID)); got != fmt.Sprint([]string{q, a, r1.Entries[0].ID}) {
 			return fmt.Errorf("default parent: path %s", got)

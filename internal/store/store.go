@@ -310,7 +310,7 @@ func (st *Store) WaitFor(ctx context.Context, seq uint64) error {
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return fmt.Errorf("%w: waiting for sequence %d, applied %d (%d behind)", wire.ErrTimeout, seq, applied, seq-applied)
+			return fmt.Errorf("%w: waiting for sequence %d, applied %d (%d behind)", wire.ErrTimeout, seq, applied, session.RawSeq(seq)-session.RawSeq(applied))
 		}
 	}
 }

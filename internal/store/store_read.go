@@ -192,7 +192,9 @@ func (st *Store) Stats() Stats {
 	st.mu.RUnlock()
 	s.LogLastSeq = st.known()
 	if s.LogLastSeq > s.Applied {
-		s.Lag = s.LogLastSeq - s.Applied
+		// In the shard's own numbering: a shard's Store that applied
+		// nothing yet is at 0, not at the shard's base (session.ShardSeq).
+		s.Lag = session.RawSeq(s.LogLastSeq) - session.RawSeq(s.Applied)
 	}
 	if ns := st.stats.caughtUpAt.Load(); ns != 0 {
 		s.CaughtUpAt = time.Unix(0, ns)

@@ -32,6 +32,21 @@ type StoreStatus struct {
 	Evictions       uint64     `json:"evictions"`
 	Reloads         uint64     `json:"reloads"`
 	LastFollowError string     `json:"lastFollowError,omitempty"`
+	// Shards is each shard's Store, with --shards above 1 (the fields
+	// above are then their sums: applied, logLastSeq and lag count
+	// records, they are no sequences).
+	Shards []ShardStoreStatus `json:"shards,omitempty"`
+}
+
+// ShardStoreStatus is one shard's Store: its sequences are the shard's
+// qualified ones (docs/PROTOCOL.md, shards).
+type ShardStoreStatus struct {
+	Shard      int    `json:"shard"`
+	Applied    uint64 `json:"applied"`
+	LogLastSeq uint64 `json:"logLastSeq"`
+	Lag        uint64 `json:"lag"`
+	Sessions   int    `json:"sessions"`
+	BytesHeld  int64  `json:"bytesHeld"`
 }
 
 // JetStreamStatus is what pi-node reports under "jetstream" in /v1/status,
@@ -44,7 +59,10 @@ type JetStreamStatus struct {
 	Connected string       `json:"connected"`
 	Cluster   string       `json:"cluster,omitempty"`
 	Stream    StreamStatus `json:"stream"`
-	Bucket    string       `json:"bucket"`
+	// Shards is every shard's stream (shard 0's is Stream), with
+	// --shards above 1: where its leader is and how current its replicas.
+	Shards []StreamStatus `json:"shards,omitempty"`
+	Bucket string         `json:"bucket"`
 	// Region is the cross-region state: this node's region and role, the
 	// home, the streams it reads and writes, and its mirror's lag.
 	Region *RegionStatus `json:"region,omitempty"`

@@ -33,6 +33,7 @@ type piNode struct {
 	name    string // --node-name: also the JetStream server name
 	base    string // http://127.0.0.1:port
 	natsURL string // its embedded server's client URL ("" in external mode)
+	route   string // its nats-route:// URL (embedded cluster)
 	dataDir string
 }
 
@@ -59,7 +60,7 @@ func startEmbeddedClusterWith(t *testing.T, n int, extra ...string) []*piNode {
 		dataDir := t.TempDir() // before proctest.New: the dir must outlive the process
 		httpPort, clusterPort, clientPort := ports[3*i], ports[3*i+1], ports[3*i+2]
 		nd := &piNode{name: name, base: fmt.Sprintf("http://127.0.0.1:%d", httpPort),
-			natsURL: fmt.Sprintf("nats://127.0.0.1:%d", clientPort), dataDir: dataDir}
+			natsURL: fmt.Sprintf("nats://127.0.0.1:%d", clientPort), route: routes[i], dataDir: dataDir}
 		nd.Proc = proctest.New(t, name, piNodeBin, append([]string{
 			"--node-name", name,
 			"--cluster-name", "pi-test",

@@ -14,6 +14,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/jetstream"
 	"github.com/pifleet/sessionlog/internal/jetstream/embedded"
 	"github.com/pifleet/sessionlog/internal/service"
+	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/store"
 )
 
@@ -27,6 +28,9 @@ type Options struct {
 	// MaxPayload is the embedded NATS server's max_payload (0: pi-node's
 	// 8 MiB), small to make a request too large for NATS.
 	MaxPayload int32
+	// Shards spreads the sessions over that many streams (0 or 1: one),
+	// as pi-node's --shards does.
+	Shards int
 }
 
 // Node is a running in-process pi-node.
@@ -41,6 +45,10 @@ type Node struct {
 	Cursors *jetstream.Cursors
 	Store   *store.Store
 	Config  jetstream.Config
+	// With Options.Shards above 1: Log and Store are shard 0's, Stores
+	// every shard's, and Sharded the log over all of them.
+	Stores  store.Set
+	Sharded session.Sharded
 
 	server *embedded.Server
 	conn   *jetstream.Conn
@@ -89,18 +97,32 @@ func StartDir(ctx context.Context, dir string, o Options) (n *Node, err error) {
 	if n.conn, err = jetstream.Connect(ctx, jetstream.NewConnConfig(n.NATSURL)); err != nil {
 		return nil, err
 	}
-	if err := jetstream.Provision(ctx, n.conn.JS, n.Config); err != nil {
+	shards := max(o.Shards, 1)
+	if err := jetstream.ProvisionShards(ctx, n.conn.JS, n.Config, shards); err != nil {
 		return nil, err
 	}
 	n.Log = jetstream.NewLog(n.conn.JS, n.Config)
 	if n.Cursors, err = jetstream.NewCursors(ctx, n.conn.JS, n.Config); err != nil {
 		return nil, err
 	}
-	n.Store = store.New(n.Log, store.Options{Log: n.Log})
-	if err := n.Store.Open(ctx); err != nil {
-		return nil, err
+	var log session.Log = n.Log
+	if shards == 1 {
+		n.Stores = store.Set{store.New(n.Log, store.Options{Log: n.Log})}
+	} else {
+		var logs []*session.ShardLog
+		logs, n.Sharded = jetstream.NewShards(n.conn.JS, n.Config, shards)
+		for _, l := range logs {
+			n.Stores = append(n.Stores, store.New(l, store.Options{Log: l, Writer: l}))
+		}
+		log = n.Sharded
 	}
-	svc := &service.Service{Log: n.Log, Store: n.Store, Cursors: n.Cursors}
+	n.Store = n.Stores[0]
+	for _, st := range n.Stores {
+		if err := st.Open(ctx); err != nil {
+			return nil, err
+		}
+	}
+	svc := &service.Service{Log: log, Store: n.Stores, Cursors: n.Cursors}
 	if n.api, err = api.New(api.Config{Service: svc, NodeName: "apitest", Token: o.Token}); err != nil {
 		return nil, err
 	}
@@ -134,8 +156,8 @@ func (n *Node) Close() {
 	if n.api != nil {
 		_ = n.api.Close()
 	}
-	if n.Store != nil {
-		_ = n.Store.Close()
+	for _, st := range n.Stores {
+		_ = st.Close()
 	}
 	if n.conn != nil {
 		n.conn.Close()

@@ -33,6 +33,24 @@ func TestLog(t *testing.T, newLog func(t *testing.T) (session.Log, session.Feed)
 	t.Run("FollowStops", func(t *testing.T) { testFollowStops(t, newLog) })
 }
 
+// TestLogWrites checks the clauses of the session.Log contract that need
+// no Feed, for a log that has none of its own: session.Sharded, whose
+// shards each have theirs (each checked by TestLog as a session.ShardLog).
+func TestLogWrites(t *testing.T, newLog func(t *testing.T) session.Log) {
+	both := func(t *testing.T) (session.Log, session.Feed) { return newLog(t), nil }
+	t.Run("CreateIsExclusive", func(t *testing.T) { testCreateExclusive(t, both) })
+	t.Run("AppendReturnsSequences", func(t *testing.T) { testAppendSeqs(t, both) })
+	t.Run("AppendCAS", func(t *testing.T) { testAppendCAS(t, both) })
+	t.Run("ConcurrentWriters", func(t *testing.T) { testConcurrentWriters(t, both) })
+	t.Run("OversizeRecordStoresNothing", func(t *testing.T) { testOversize(t, both) })
+	t.Run("MaxBatch", func(t *testing.T) { testMaxBatch(t, both) })
+	t.Run("DuplicateID", func(t *testing.T) { testDuplicateID(t, both) })
+	t.Run("InvalidInput", func(t *testing.T) { testInvalidInput(t, both) })
+	t.Run("ReadAfterSeq", func(t *testing.T) { testReadAfter(t, both) })
+	t.Run("ReadMissing", func(t *testing.T) { testReadMissing(t, both) })
+	t.Run("SessionLastSeq", func(t *testing.T) { testSessionLastSeq(t, both) })
+}
+
 // testCreateExclusive races two creators of one session: exactly one wins,
 // the other gets ErrExists, and only the winner's records are stored.
 func testCreateExclusive(t *testing.T, newLog func(t *testing.T) (session.Log, session.Feed)) {

@@ -1,0 +1,214 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/wire"
+)
+
+// Shards is the read model of a log in shards: one Store per shard, each
+// following its shard's stream with qualified sequences
+// (session.ShardLog). A *Store is the Shards of a log of one shard, so
+// what reads through Shards works unchanged without them. The functions
+// below answer for all shards at once (stats, the catalog, waits by
+// sequence).
+type Shards interface {
+	// All returns the Stores, by shard.
+	All() []*Store
+	// For returns the Store of session sid's shard.
+	For(sid string) *Store
+}
+
+// All is the Store alone; see Shards.
+func (st *Store) All() []*Store { return []*Store{st} }
+
+// For is the Store itself; see Shards.
+func (st *Store) For(string) *Store { return st }
+
+// Set is the Shards of a sharded log: Set[k] follows shard k.
+type Set []*Store
+
+// All returns the Stores; see Shards.
+func (s Set) All() []*Store { return s }
+
+// For returns sid's shard's Store; see Shards.
+func (s Set) For(sid string) *Store { return s[session.ShardOf(sid, len(s))] }
+
+// At returns the Store of the shard seq belongs to, or an error naming
+// the shard when the log has no such shard.
+func At(sh Shards, seq uint64) (*Store, error) {
+	all := sh.All()
+	k := session.SeqShard(seq)
+	if k >= len(all) {
+		return nil, fmt.Errorf("%w: sequence %d is of shard %d; this store has %d shard(s)", wire.ErrInvalid, seq, k, len(all))
+	}
+	return all[k], nil
+}
+
+// AppliedAt reports whether the Store of seq's shard has applied it.
+func AppliedAt(sh Shards, seq uint64) bool {
+	st, err := At(sh, seq)
+	return err == nil && st.Applied() >= seq
+}
+
+// WaitAt waits until seq's shard has applied seq; see Store.WaitFor.
+func WaitAt(ctx context.Context, sh Shards, seq uint64) error {
+	st, err := At(sh, seq)
+	if err != nil {
+		return err
+	}
+	return st.WaitFor(ctx, seq)
+}
+
+// NoteLogSeq tells seq's shard that its log holds seq; see Store.NoteLogSeq.
+func NoteLogSeq(sh Shards, seq uint64) {
+	if st, err := At(sh, seq); err == nil {
+		st.NoteLogSeq(seq)
+	}
+}
+
+// StatsOf adds the shards' Stats up. Applied, LogLastSeq and Lag are then
+// sums of the shards' positions in their own streams: a count of records,
+// not a sequence to wait for (with one shard, they are its own). The Store
+// is caught up since the latest of the shards' CaughtUpAt, and not at all
+// while one of them never was.
+func StatsOf(sh Shards) Stats {
+	all := sh.All()
+	if len(all) == 1 {
+		return all[0].Stats()
+	}
+	var out Stats
+	var ups []time.Time
+	for i, st := range all {
+		s := st.Stats()
+		out.Applied += session.RawSeq(s.Applied)
+		out.LogLastSeq += session.RawSeq(s.LogLastSeq)
+		out.Lag += s.Lag
+		ups = append(ups, s.CaughtUpAt)
+		out.Sessions += s.Sessions
+		out.Loaded += s.Loaded
+		out.BytesHeld += s.BytesHeld
+		out.Records += s.Records
+		out.SkippedRecs += s.SkippedRecs
+		out.Evictions += s.Evictions
+		out.Reloads += s.Reloads
+		out.Pending += s.Pending
+		out.AbandonedPurged += s.AbandonedPurged
+		if s.LastFollowErr != "" {
+			out.LastFollowErr = fmt.Sprintf("shard %d: %s", i, s.LastFollowErr)
+		}
+	}
+	out.CaughtUpAt = earliest(ups)
+	return out
+}
+
+// earliest is the shards' caught-up time taken together: the earliest of
+// them (each shard has been caught up at some point since), and zero while
+// one of them never was. Readiness and Pi-Stale judge by it: the oldest
+// shard is how old a read over all of them may be.
+func earliest(ts []time.Time) time.Time {
+	var at time.Time
+	for _, t := range ts {
+		if t.IsZero() {
+			return time.Time{}
+		}
+		if at.IsZero() || t.Before(at) {
+			at = t
+		}
+	}
+	return at
+}
+
+// FreshnessOf is the freshness of a read over every shard (the catalog):
+// with one shard its own; with several, Applied and Known are sums of the
+// shards' positions, so that Lag is the records not applied on any of
+// them, and the read is as old as its oldest shard.
+func FreshnessOf(sh Shards) Freshness {
+	all := sh.All()
+	if len(all) == 1 {
+		return all[0].Freshness()
+	}
+	var out Freshness
+	var ups []time.Time
+	out.EndKnown = true
+	for _, st := range all {
+		f := st.Freshness()
+		out.Applied += session.RawSeq(f.Applied)
+		out.Known += session.RawSeq(max(f.Known, f.Applied))
+		out.EndKnown = out.EndKnown && f.EndKnown
+		ups = append(ups, f.CaughtUpAt)
+	}
+	out.CaughtUpAt = earliest(ups)
+	return out
+}
+
+// List is the catalog of every shard, in id order, paged as Store.List
+// pages one Store: each shard's next page, merged, cut at the limit.
+func List(ctx context.Context, sh Shards, f ListFilter) ([]wire.Info, string) {
+	all := sh.All()
+	if len(all) == 1 {
+		return all[0].List(ctx, f)
+	}
+	if f.Limit <= 0 {
+		f.Limit = 100
+	}
+	f.Limit = min(f.Limit, 1000)
+	var out []wire.Info
+	more := false
+	for _, st := range all {
+		page, next := st.List(ctx, f)
+		out = append(out, page...)
+		more = more || next != ""
+	}
+	if len(out) > 1 {
+		// Freshness of the whole read, not the last shard's.
+		if m, ok := ctx.Value(readMarkKey{}).(*ReadMark); ok {
+			m.f, m.set = FreshnessOf(sh), true
+		}
+	}
+	slices.SortFunc(out, func(a, b wire.Info) int {
+		switch {
+		case a.SessionID < b.SessionID:
+			return -1
+		case a.SessionID > b.SessionID:
+			return 1
+		}
+		return 0
+	})
+	if len(out) > f.Limit {
+		out, more = out[:f.Limit], true
+	}
+	if more && len(out) > 0 {
+		return out, out[len(out)-1].SessionID
+	}
+	return out, ""
+}
+
+// Idle is every shard's idle sessions, in id order; see Store.Idle.
+func Idle(sh Shards, cutoff time.Time) []string {
+	var ids []string
+	for _, st := range sh.All() {
+		ids = append(ids, st.Idle(cutoff)...)
+	}
+	if len(sh.All()) > 1 {
+		slices.Sort(ids)
+	}
+	return ids
+}
+
+// CatchUp waits until every shard has applied what its log held at the
+// call; see Store.CatchUp.
+func CatchUp(ctx context.Context, sh Shards) error {
+	var errs []error
+	for k, st := range sh.All() {
+		if err := st.CatchUp(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("shard %d: %w", k, err))
+		}
+	}
+	return errors.Join(errs...)
+}
