@@ -36,6 +36,11 @@ type nodeStatus struct {
 		Lag            uint64 `json:"lag"`
 		Sessions       int    `json:"sessions"`
 		SkippedRecords uint64 `json:"skippedRecords"`
+		// With --shards (PI_NODE_SHARDS): each shard's Store, its
+		// sequences qualified.
+		Shards []struct {
+			Applied uint64 `json:"applied"`
+		} `json:"shards"`
 	} `json:"store"`
 	JetStream struct {
 		Error   string `json:"error"` // set instead of the rest when the backend failed
@@ -54,6 +59,11 @@ type nodeStatus struct {
 				Lag     *uint64 `json:"lag"` // a pointer to tell "0" from "absent"
 			} `json:"followers"`
 		} `json:"stream"`
+		// With --shards: every shard's stream, its own sequences.
+		Shards []struct {
+			Name    string `json:"name"`
+			LastSeq uint64 `json:"lastSeq"`
+		} `json:"shards"`
 	} `json:"jetstream"`
 }
 

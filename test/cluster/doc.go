@@ -17,6 +17,14 @@
 // (a node's Store and its view of the log after another node goes away),
 // TestProvisionConcurrently (nodes of a new cluster provisioning at once),
 // TestNodeFailsFastOnBusyPort (start-up with a port taken).
+// TestShardedCluster runs three nodes with --shards 4: leaders spread,
+// a node killed under load, another shard count refused.
+//
+// PI_NODE_SHARDS=4 (read by every pi-node they start, as every flag is
+// from PI_NODE_<FLAG>) runs them all on a sharded store; .ci/run does.
+// Sequences are then qualified by shard, and the checks of "the log's
+// last sequence" are made per shard (sharded_test.go); the failover the
+// kill tests time is shard 0's, whose leader they kill.
 //
 // Run with -v to see the measured figures: lines starting with MEASURED.
 // PI_NODE_BIN runs them against a given pi-node binary instead of one

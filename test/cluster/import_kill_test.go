@@ -21,6 +21,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pifleet/sessionlog/internal/proctest"
+	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/session/sessiontest"
 	"github.com/pifleet/sessionlog/internal/testutil"
 )
@@ -106,16 +107,29 @@ func TestKillDuringImport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stream, err := js.Stream(ctx, "PI_SESSIONS")
-	if err != nil {
-		t.Fatal(err)
+	// Every shard's stream, looked up before the kill: after it the
+	// JetStream API may not answer for a while.
+	byName := map[string]jetstream.Stream{}
+	for _, name := range streams() {
+		if byName[name], err = js.Stream(ctx, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	streamFor := func(sid string) (jetstream.Stream, string) {
+		name, subject := streamOf(sid)
+		return byName[name], subject
 	}
 	stored := func(sid string) (uint64, error) {
-		info, err := stream.Info(ctx, jetstream.WithSubjectFilter("pi.sess."+sid))
+		stream, subject := streamFor(sid)
+		// Bounded: a request while the stream has no leader (the killed
+		// node led it) gets no answer at all.
+		ictx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		info, err := stream.Info(ictx, jetstream.WithSubjectFilter(subject))
 		if err != nil {
 			return 0, err
 		}
-		return info.State.Subjects["pi.sess."+sid], nil
+		return info.State.Subjects[subject], nil
 	}
 
 	importHC := &http.Client{Timeout: time.Minute}
@@ -141,9 +155,16 @@ func TestKillDuringImport(t *testing.T) {
 	killedAfter := killAt.Sub(start)
 	imports.Wait()
 	atKill := map[string]uint64{}
-	for sid := range files {
-		atKill[sid], _ = stored(sid)
-	}
+	testutil.WaitFor(t, readyTimeout, testutil.Awaiting("the stream's answer on what the imports stored", func() error {
+		for sid := range files {
+			c, err := stored(sid)
+			if err != nil {
+				return err
+			}
+			atKill[sid] = c
+		}
+		return nil
+	}))
 	t.Logf("SIGKILL %s %v after the imports began; records stored: retried %d, left %d (of %d each)",
 		victim.name, killedAfter.Round(time.Millisecond), atKill[retried], atKill[left], n+1)
 
@@ -173,8 +194,9 @@ func TestKillDuringImport(t *testing.T) {
 		if err := json.Unmarshal(body, &res); err != nil {
 			t.Fatal(err)
 		}
-		last, err := stream.GetLastMsgForSubject(ctx, "pi.sess."+retried)
-		if err != nil || last.Sequence != res.LastSeq {
+		stream, subject := streamFor(retried)
+		last, err := stream.GetLastMsgForSubject(ctx, subject)
+		if err != nil || session.ShardSeq(session.ShardOf(retried, testShards()), last.Sequence) != res.LastSeq {
 			t.Fatalf("import answered lastSeq %d; the session's last record is at %v (%v)", res.LastSeq, last, err)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/proctest"
+	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/testutil"
 
 	"github.com/nats-io/nats.go"
@@ -33,19 +35,29 @@ const (
 type progress struct {
 	acks    atomic.Int64
 	perNode [3]atomic.Int64
-	maxSeq  atomic.Uint64 // the highest sequence acknowledged so far
+	maxSeq  [session.MaxShards]atomic.Uint64 // the highest sequence acknowledged so far, by shard
 }
 
 // acked counts a that node acknowledged at seq.
 func (p *progress) acked(node int, seq uint64) {
 	p.acks.Add(1)
 	p.perNode[node].Add(1)
+	m := &p.maxSeq[session.SeqShard(seq)]
 	for {
-		cur := p.maxSeq.Load()
-		if seq <= cur || p.maxSeq.CompareAndSwap(cur, seq) {
+		cur := m.Load()
+		if seq <= cur || m.CompareAndSwap(cur, seq) {
 			return
 		}
 	}
+}
+
+// ends is the highest sequence acknowledged in each shard.
+func (p *progress) ends() []uint64 {
+	out := make([]uint64, testShards())
+	for k := range out {
+		out[k] = p.maxSeq[k].Load()
+	}
+	return out
 }
 
 // TestKillStreamLeader covers issue item 3: 50 writers append through the
@@ -100,6 +112,9 @@ func TestKillStreamLeader(t *testing.T) {
 		}()
 	}
 	probeSID := testutil.SessionID(t)
+	for session.ShardOf(probeSID, testShards()) != 0 {
+		probeSID = testutil.SessionID(t) // on the stream whose leader is killed
+	}
 	if _, err := createSession(ctx, hc, bases, 0, probeSID, "/probe", time.Now()); err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +133,8 @@ func TestKillStreamLeader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	probe := &jsProbe{js: js, subject: "pi.sess." + probeSID, sid: probeSID, interval: 20 * time.Millisecond}
+	_, probeSubject := streamOf(probeSID)
+	probe := &jsProbe{js: js, subject: probeSubject, sid: probeSID, interval: 20 * time.Millisecond}
 
 	// Run the probe and the writers until stop is closed.
 	stop := make(chan struct{})
@@ -214,15 +230,26 @@ func TestKillStreamLeader(t *testing.T) {
 	// Keep watching until both survivors' Stores have applied what was
 	// acknowledged by now: one whose ordered consumer lived on the dead
 	// node lags ~10 s (TestStoresFollowThroughNodeLoss).
-	upTo := prog.maxSeq.Load()
+	upTo := prog.ends()
 	testutil.WaitFor(t, readyTimeout, testutil.Awaiting("the survivors' Stores follow the new leader", func() error {
 		for _, nd := range survivors {
+			if testShards() > 1 {
+				// Each shard's Store: the catalog's header is a sum.
+				st, err := status(nd.base)
+				if err != nil {
+					return fmt.Errorf("%s: %w", nd.name, err)
+				}
+				if err := st.lacks(upTo); err != nil {
+					return fmt.Errorf("%s %w", nd.name, err)
+				}
+				continue
+			}
 			st, hdr, _, err := proctest.Do(ctx, proctest.ProbeClient, http.MethodGet, nd.base+"/v1/sessions?limit=1", nil)
 			if err != nil || st != http.StatusOK {
 				return fmt.Errorf("%s: %d %v", nd.name, st, err)
 			}
-			if applied, _ := strconv.ParseUint(hdr.Get("Pi-Applied-Seq"), 10, 64); applied < upTo {
-				return fmt.Errorf("%s applied %d of %d", nd.name, applied, upTo)
+			if applied, _ := strconv.ParseUint(hdr.Get("Pi-Applied-Seq"), 10, 64); applied < upTo[0] {
+				return fmt.Errorf("%s applied %d of %d", nd.name, applied, upTo[0])
 			}
 		}
 		return nil
@@ -235,7 +262,7 @@ func TestKillStreamLeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	var rs restartStats
-	rs.logEnd = ref.JetStream.Stream.LastSeq
+	rs.logEnd = slices.Max(ref.logEnds())
 	restartAt := time.Now()
 	viaRestarted := prog.perNode[indexOf(nodes, leader)].Load()
 	leader.Start(t)
@@ -245,8 +272,8 @@ func TestKillStreamLeader(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if st.Store.Applied < rs.logEnd {
-			return fmt.Errorf("applied %d of %d", st.Store.Applied, rs.logEnd)
+		if err := st.lacks(ref.logEnds()); err != nil {
+			return err
 		}
 		return nil
 	}))
@@ -255,6 +282,9 @@ func TestKillStreamLeader(t *testing.T) {
 		st, err := status(survivors[0].base)
 		if err != nil {
 			return err
+		}
+		if st.JetStream.Stream.Leader == leader.name {
+			return nil // leading again (the nodes spread shards' leaders): current by definition
 		}
 		for _, f := range st.JetStream.Stream.Followers {
 			if f.Name == leader.name && f.Current && !f.Offline {
@@ -295,12 +325,16 @@ func TestKillStreamLeader(t *testing.T) {
 			t.Errorf("%s: skipped records %d (%v)", nd.name, st.Store.SkippedRecords, err)
 		}
 	}
-	scan := scanStream(t, survivors[0].natsURL, last, probeSID)
+	ends, err := status(survivors[0].base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scan := scanStream(t, survivors[0].natsURL, ends.logEnds(), probeSID)
 	if len(scan.dupIDs) > 0 {
 		t.Errorf("the stream holds %d message ids more than once: %v", len(scan.dupIDs), scan.dupIDs[:min(10, len(scan.dupIDs))])
 	}
 
-	f := analyzeFailover(t, killAt, writers, probe, scan, watch)
+	f := analyzeFailover(t, killAt, onShard0(writers), probe, scan.shard0(), watch)
 	t.Log(f.report(leader.name, newLeader, runTime, writers, dups, lost, scan, rs))
 	if f.worstWriter > maxGap || f.longestGap > maxGap {
 		t.Errorf("write gap %v (longest between two acks of one writer: %v) over the %v bound", f.worstWriter, f.longestGap, maxGap)

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/testutil"
 
 	"github.com/nats-io/nats.go"
@@ -21,10 +22,10 @@ import (
 )
 
 // waitAllApplied waits until every node's Store has applied the stream's
-// last sequence, and returns it.
+// last sequence (each shard's, with shards), and returns it (the highest).
 func waitAllApplied(t *testing.T, nodes []*piNode) uint64 {
 	t.Helper()
-	var last uint64
+	var ends []uint64
 	testutil.WaitFor(t, readyTimeout, testutil.Awaiting("every node applied the log's last sequence", func() error {
 		var sts []nodeStatus
 		for _, nd := range nodes {
@@ -32,17 +33,17 @@ func waitAllApplied(t *testing.T, nodes []*piNode) uint64 {
 			if err != nil {
 				return fmt.Errorf("%s: %w", nd.name, err)
 			}
-			last = max(last, st.JetStream.Stream.LastSeq)
+			ends = maxEnds(ends, st.logEnds())
 			sts = append(sts, st)
 		}
 		for i, st := range sts {
-			if st.Store.Applied < last {
-				return fmt.Errorf("%s applied %d of %d", nodes[i].name, st.Store.Applied, last)
+			if err := st.lacks(ends); err != nil {
+				return fmt.Errorf("%s %w", nodes[i].name, err)
 			}
 		}
 		return nil
 	}))
-	return last
+	return slices.Max(ends)
 }
 
 // storedEntries is the /entries reply.
@@ -142,7 +143,7 @@ type scanned struct {
 }
 
 // scanStream reads the whole stream through url, up to lastSeq.
-func scanStream(t *testing.T, url string, lastSeq uint64, probeSID string) logScan {
+func scanStream(t *testing.T, url string, ends []uint64, probeSID string) logScan {
 	t.Helper()
 	nc, err := nats.Connect(url)
 	if err != nil {
@@ -155,45 +156,55 @@ func scanStream(t *testing.T, url string, lastSeq uint64, probeSID string) logSc
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
 	defer cancel()
-	cons, err := js.OrderedConsumer(ctx, "PI_SESSIONS", jetstream.OrderedConsumerConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var scan logScan
 	seen := map[string]int{}
-	for scan.lastSeq < lastSeq {
-		// Each Fetch of an ordered consumer creates a fresh consumer after
-		// the last message delivered, so batches keep that cheap.
-		batch, err := cons.Fetch(1000, jetstream.FetchMaxWait(5*time.Second))
+	for k, stream := range streams() {
+		lastSeq := session.RawSeq(ends[k])
+		cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{})
 		if err != nil {
-			if ctx.Err() != nil {
-				t.Fatalf("reading the stream after seq %d of %d: %v", scan.lastSeq, lastSeq, err)
-			}
-			continue // e.g. the first pull reached a server that did not know the consumer yet
+			t.Fatal(err)
 		}
-		for msg := range batch.Messages() {
-			meta, err := msg.Metadata()
+		var at uint64
+		for at < lastSeq {
+			// Each Fetch of an ordered consumer creates a fresh consumer after
+			// the last message delivered, so batches keep that cheap.
+			batch, err := cons.Fetch(1000, jetstream.FetchMaxWait(5*time.Second))
 			if err != nil {
-				t.Fatal(err)
+				if ctx.Err() != nil {
+					t.Fatalf("reading %s after seq %d of %d: %v", stream, at, lastSeq, err)
+				}
+				continue // e.g. the first pull reached a server that did not know the consumer yet
 			}
-			scan.msgs++
-			scan.lastSeq = meta.Sequence.Stream
-			id := msg.Headers().Get(jetstream.MsgIDHeader)
-			if seen[id]++; seen[id] == 2 {
-				scan.dupIDs = append(scan.dupIDs, id)
+			for msg := range batch.Messages() {
+				meta, err := msg.Metadata()
+				if err != nil {
+					t.Fatal(err)
+				}
+				scan.msgs++
+				at = meta.Sequence.Stream
+				seq := session.ShardSeq(k, at)
+				scan.lastSeq = max(scan.lastSeq, seq)
+				id := msg.Headers().Get(jetstream.MsgIDHeader)
+				if seen[id]++; seen[id] == 2 {
+					scan.dupIDs = append(scan.dupIDs, id)
+				}
+				kind := "writer"
+				switch {
+				case strings.HasPrefix(id, probeSID+"/"):
+					kind = "probe"
+				case strings.HasSuffix(id, "/header"):
+					kind = "header"
+				}
+				scan.recs = append(scan.recs, scanned{seq: seq, at: meta.Timestamp, kind: kind})
 			}
-			kind := "writer"
-			switch {
-			case strings.HasPrefix(id, probeSID+"/"):
-				kind = "probe"
-			case strings.HasSuffix(id, "/header"):
-				kind = "header"
+			if err := batch.Error(); err != nil && ctx.Err() != nil {
+				t.Fatalf("reading %s after seq %d of %d: %v", stream, at, lastSeq, err)
 			}
-			scan.recs = append(scan.recs, scanned{seq: meta.Sequence.Stream, at: meta.Timestamp, kind: kind})
 		}
-		if err := batch.Error(); err != nil && ctx.Err() != nil {
-			t.Fatalf("reading the stream after seq %d of %d: %v", scan.lastSeq, lastSeq, err)
-		}
+	}
+	if len(ends) > 1 {
+		// The shards' records in the order they were stored, for the gaps.
+		slices.SortStableFunc(scan.recs, func(a, b scanned) int { return a.at.Compare(b.at) })
 	}
 	return scan
 }
