@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/proctest"
+	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/testutil"
 )
 
@@ -156,6 +157,11 @@ type nodeStatus struct {
 	Store struct {
 		Applied    uint64 `json:"applied"`
 		LogLastSeq uint64 `json:"logLastSeq"`
+		// With --shards (PI_NODE_SHARDS): each shard's Store.
+		Shards []struct {
+			Applied    uint64 `json:"applied"`
+			LogLastSeq uint64 `json:"logLastSeq"`
+		} `json:"shards"`
 	} `json:"store"`
 	JetStream struct {
 		Error  string `json:"error"`
@@ -163,7 +169,34 @@ type nodeStatus struct {
 			Leader  string `json:"leader"`
 			LastSeq uint64 `json:"lastSeq"`
 		} `json:"stream"`
+		Shards []struct {
+			LastSeq uint64 `json:"lastSeq"`
+		} `json:"shards"`
 	} `json:"jetstream"`
+}
+
+// logEnds is the log's end by shard as this node knows it (qualified):
+// the stream's last sequence and what its Store was told.
+func (s nodeStatus) logEnds() []uint64 {
+	if len(s.JetStream.Shards) == 0 {
+		return []uint64{max(s.JetStream.Stream.LastSeq, s.Store.LogLastSeq)}
+	}
+	out := make([]uint64, len(s.JetStream.Shards))
+	for k, sh := range s.JetStream.Shards {
+		out[k] = session.ShardSeq(k, sh.LastSeq)
+		if k < len(s.Store.Shards) {
+			out[k] = max(out[k], s.Store.Shards[k].LogLastSeq)
+		}
+	}
+	return out
+}
+
+// appliedAt is the node's Store position in seq's shard.
+func (s nodeStatus) appliedAt(seq uint64) uint64 {
+	if k := session.SeqShard(seq); k < len(s.Store.Shards) {
+		return s.Store.Shards[k].Applied
+	}
+	return s.Store.Applied
 }
 
 func (nd *piNode) status() (nodeStatus, error) {

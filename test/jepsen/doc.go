@@ -108,7 +108,10 @@
 // JEPSEN_HISTORY (a file to write the history to as JSON lines, gzipped
 // if the name ends in .gz; on failure it is written, gzipped, to the
 // temporary directory anyway); PI_NODE_BIN (a pi-node binary to run
-// instead of one built from the checkout).
+// instead of one built from the checkout); PI_NODE_SHARDS (read by every
+// pi-node: a sharded store; the end the nodes converge on is then one per
+// shard, and each session's final log is read with its shard's; .ci/run
+// runs it with 4).
 //
 // The test is skipped with -short (the checker's own tests are not). It is
 // Linux-only (process groups, namespaces).

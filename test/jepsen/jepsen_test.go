@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/proctest"
+	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/testutil"
 
 	"github.com/google/uuid"
@@ -127,19 +129,22 @@ func TestJepsen(t *testing.T) {
 	}
 	ops := rec.history()
 	var maxAcked uint64
+	acked := map[int]uint64{} // by shard: a sequence is one shard's (docs/PROTOCOL.md)
 	for _, op := range ops {
 		if op.Outcome == OK && op.Kind != KindRead {
 			maxAcked = max(maxAcked, op.Seq)
+			acked[session.SeqShard(op.Seq)] = max(acked[session.SeqShard(op.Seq)], op.Seq)
 		}
 	}
-	end := converge(t, nodes, maxAcked)
+	ends := converge(t, nodes, acked)
+	end := slices.Max(ends)
 	final := map[string]map[string][]Entry{}
 	names := make([]string, len(nodes))
 	for i, nd := range nodes {
 		names[i] = nd.name
 		final[nd.name] = map[string][]Entry{}
 		for _, sid := range sids {
-			log, err := finalLog(nd, sid, end)
+			log, err := finalLog(nd, sid, ends[session.ShardOf(sid, len(ends))])
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -203,29 +208,37 @@ func TestJepsen(t *testing.T) {
 }
 
 // converge waits until every node has applied the log to its end, and
-// returns that end (at least minEnd, the highest acknowledged sequence).
-func converge(t *testing.T, nodes []*piNode, minEnd uint64) uint64 {
+// returns that end, by shard (one without shards; at least the highest
+// acknowledged sequence of each, minEnds).
+func converge(t *testing.T, nodes []*piNode, minEnds map[int]uint64) []uint64 {
 	t.Helper()
-	var end uint64
+	var ends []uint64
 	testutil.WaitFor(t, readyTimeout, testutil.Awaiting("every node applied the log to its end", func() error {
-		end = minEnd
 		sts := make([]nodeStatus, len(nodes))
+		ends = nil
 		for i, nd := range nodes {
 			st, err := nd.status()
 			if err != nil {
 				return err
 			}
 			sts[i] = st
-			end = max(end, st.JetStream.Stream.LastSeq, st.Store.LogLastSeq)
+			for k, e := range st.logEnds() {
+				for len(ends) <= k {
+					ends = append(ends, minEnds[len(ends)])
+				}
+				ends[k] = max(ends[k], e)
+			}
 		}
 		for i, st := range sts {
-			if st.Store.Applied < end {
-				return fmt.Errorf("%s applied %d of %d", nodes[i].name, st.Store.Applied, end)
+			for _, e := range ends {
+				if got := st.appliedAt(e); got < e {
+					return fmt.Errorf("%s applied %d of %d", nodes[i].name, got, e)
+				}
 			}
 		}
 		return nil
 	}))
-	return end
+	return ends
 }
 
 // finalLog reads a session's entries on nd with minSeq end, retrying for a
