@@ -39,7 +39,8 @@ type nodeStatus struct {
 		// With --shards (PI_NODE_SHARDS): each shard's Store, its
 		// sequences qualified.
 		Shards []struct {
-			Applied uint64 `json:"applied"`
+			Applied    uint64 `json:"applied"`
+			LogLastSeq uint64 `json:"logLastSeq"`
 		} `json:"shards"`
 	} `json:"store"`
 	JetStream struct {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/proctest"
+	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/testutil"
 
 	"github.com/nats-io/nats.go"
@@ -59,6 +60,9 @@ func TestStoresFollowThroughNodeLoss(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	sid := testutil.SessionID(t)
+	for session.ShardOf(sid, testShards()) != 0 {
+		sid = testutil.SessionID(t) // on the stream whose consumers the rounds look at
+	}
 	all := []string{nodes[0].base, nodes[1].base, nodes[2].base}
 	if _, err := createSession(ctx, proctest.ProbeClient, all, 0, sid, "/node-loss", time.Now()); err != nil {
 		t.Fatal(err)
@@ -229,6 +233,9 @@ func TestStoreSeesLogEndAfterFailover(t *testing.T) {
 		}
 	}
 	sid := testutil.SessionID(t)
+	for session.ShardOf(sid, testShards()) != 0 {
+		sid = testutil.SessionID(t) // on the stream whose leader is killed
+	}
 	if _, err := createSession(ctx, proctest.ProbeClient, survivors, 0, sid, "/failover", time.Now()); err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +256,7 @@ func TestStoreSeesLogEndAfterFailover(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if st.Store.LogLastSeq >= wr.LastSeq {
+			if st.logLastAt(wr.LastSeq) >= wr.LastSeq {
 				seen[nd.name] = time.Since(ackAt)
 			}
 		}

@@ -60,6 +60,15 @@ func (s nodeStatus) appliedAt(seq uint64) uint64 {
 	return s.Store.Applied
 }
 
+// logLastAt is the log's end the node's Store knows of in seq's shard
+// (store.logLastSeq, each shard's with shards).
+func (s nodeStatus) logLastAt(seq uint64) uint64 {
+	if k := session.SeqShard(seq); k < len(s.Store.Shards) {
+		return s.Store.Shards[k].LogLastSeq
+	}
+	return s.Store.LogLastSeq
+}
+
 // logEnds is the log's last sequence in each shard, qualified.
 func (s nodeStatus) logEnds() []uint64 {
 	if len(s.JetStream.Shards) == 0 {
