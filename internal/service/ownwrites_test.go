@@ -109,9 +109,11 @@ func TestWritersMovingBetweenNodes(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	// Without the wait, most appends (the other node's Store a moment
-	// behind) read the log.
-	if r := log.reads.Load(); r > writers*n/10 {
+	// Without the wait (parentWait 0) 80-92 of the 320 appends read the
+	// log here; with it 1-22, and 44 once under .ci/run's race-detector
+	// load, where a Store can take longer than the wait (5 ms) to apply a
+	// parent. A sixth (53) tells them apart.
+	if r := log.reads.Load(); r > writers*n/6 {
 		t.Errorf("%d log reads for %d appends alternating between two nodes", r, writers*n)
 	}
 	t.Logf("%d appends by %d writers over 2 nodes: %d log reads", writers*n, writers, log.reads.Load())
