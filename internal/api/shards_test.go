@@ -100,4 +100,11 @@ func TestShardedAPI(t *testing.T) {
 	if st.Store.Applied != uint64(total) || st.Store.Lag != 0 {
 		t.Fatalf("status store applied %d lag %d, want the shards' sum %d and 0", st.Store.Applied, st.Store.Lag, total)
 	}
+	// The catalog's freshness is of every shard, whichever shard its one
+	// session came from.
+	resp := e.raw("GET", "/v1/sessions?cursor="+seen[len(seen)-2], nil) // the last session alone
+	resp.Body.Close()
+	if got := resp.Header.Get("Pi-Applied-Seq"); got != fmt.Sprint(total) {
+		t.Fatalf("catalog page of one: Pi-Applied-Seq %s, want the shards' sum %d", got, total)
+	}
 }

@@ -165,11 +165,9 @@ func List(ctx context.Context, sh Shards, f ListFilter) ([]wire.Info, string) {
 		out = append(out, page...)
 		more = more || next != ""
 	}
-	if len(out) > 1 {
-		// Freshness of the whole read, not the last shard's.
-		if m, ok := ctx.Value(readMarkKey{}).(*ReadMark); ok {
-			m.f, m.set = FreshnessOf(sh), true
-		}
+	// Freshness of the whole read, not the last shard's.
+	if m, ok := ctx.Value(readMarkKey{}).(*ReadMark); ok {
+		m.f, m.set = FreshnessOf(sh), true
 	}
 	slices.SortFunc(out, func(a, b wire.Info) int {
 		switch {
