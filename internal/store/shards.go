@@ -42,6 +42,9 @@ func (s Set) For(sid string) *Store { return s[session.ShardOf(sid, len(s))] }
 // At returns the Store of the shard seq belongs to, or an error naming
 // the shard when the log has no such shard.
 func At(sh Shards, seq uint64) (*Store, error) {
+	if st, ok := sh.(*Store); ok && session.SeqShard(seq) == 0 {
+		return st, nil // unsharded: no slice per call on the append path
+	}
 	all := sh.All()
 	k := session.SeqShard(seq)
 	if k >= len(all) {
