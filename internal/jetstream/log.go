@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -317,15 +318,56 @@ func (l *Log) Identity(ctx context.Context) (string, error) {
 
 var _ session.Identifier = (*Log)(nil)
 
-// Leaderless returns ErrUnavailable when a replicated stream has no leader.
-// A node cut off from the majority still answers stream info from its own
-// replica, with its own (stale) last sequence: without this check it would
-// believe itself caught up and ready.
+// Leaderless returns ErrUnavailable when a replicated stream has no leader,
+// or none that can still be trusted to be it. A node cut off from the
+// majority still answers stream info from its own replica, with its own
+// (stale) last sequence: without this check it would believe itself caught
+// up and ready. And a leader cut off, or paused, keeps calling itself the
+// leader for 10 s and more while the majority elects another and commits
+// on without it; its answer is only the log's end while it holds a lease:
+// see leaseLapsed.
 func Leaderless(info *jetstream.StreamInfo) error {
-	if info != nil && info.Cluster != nil && info.Cluster.Leader == "" && info.Config.Replicas > 1 {
+	if info == nil || info.Cluster == nil || info.Config.Replicas <= 1 {
+		return nil
+	}
+	if info.Cluster.Leader == "" {
 		return fmt.Errorf("%w: stream %s has no leader (this node may be cut off from the majority)", wire.ErrUnavailable, info.Config.Name)
 	}
+	if d, lapsed := leaseLapsed(info); lapsed {
+		return fmt.Errorf("%w: stream %s: its leader %s has not heard from a majority of its replicas for %v, so another may have been elected and taken writes (this node may be cut off from the majority, or was paused)",
+			wire.ErrUnavailable, info.Config.Name, info.Cluster.Leader, d.Round(time.Millisecond))
+	}
 	return nil
+}
+
+// leaderLease is how recently a stream leader must have heard from a
+// majority (itself included) for its state to be the log's: a follower
+// that answered the leader at t does not call an election before
+// t + 4 s (nats-server's minimum election timeout), so no other leader
+// can have committed anything by the time the answer is read. A healthy
+// leader hears from every replica at least every second (heartbeats;
+// 0.93 s at most measured idle), so 2 s leaves room for a busy machine and
+// 2 s of margin before an election can begin.
+const leaderLease = 2 * time.Second
+
+// leaseLapsed reports whether info, as a stream leader answered it, comes
+// from a leader that has not heard from a majority within leaderLease, and
+// how long ago the majority's last was. Replicas list the other peers with
+// when the leader last heard from them (Active; 0 when never).
+func leaseLapsed(info *jetstream.StreamInfo) (time.Duration, bool) {
+	need := info.Config.Replicas / 2 // a majority of Replicas, less the leader
+	var heard []time.Duration
+	for _, r := range info.Cluster.Replicas {
+		if r != nil && r.Active > 0 {
+			heard = append(heard, r.Active)
+		}
+	}
+	if len(heard) < need {
+		return 0, true // never heard from enough of them: no lease
+	}
+	slices.Sort(heard)
+	d := heard[need-1] // the majority's least recent
+	return d, d > leaderLease
 }
 
 // isNotFound reports whether err says there is no such message.

@@ -165,22 +165,26 @@ func (s *Service) ReadBarrier(ctx context.Context, sid string, minSeq uint64, co
 		}
 	}
 	if consistency == wire.ConsistencyStrong {
-		if sid != "" {
-			last, err := s.leaderSeq(ctx, sid)
-			if err != nil {
-				return b, wire.Field("consistency", fmt.Errorf("consistency=strong: asking the log's leader: %w", err))
-			}
-			b.Raise(last, "consistency", "sequence %d, the log's last at the leader (consistency=strong)", last)
-		}
+		// The end of every shard read (a session's: its own shard's) as its
+		// stream's leader has it, from the stream info, where a leader that
+		// may have been deposed on the far side of a partition refuses to
+		// vouch for it (jetstream.Leaderless); a message get from it could
+		// not tell. For a session its own last sequence too: in a mirror
+		// region the Store's end is the home's as the mirror estimates it,
+		// and the session's is asked of the home.
 		for _, st := range shards {
-			if sid != "" {
-				break
-			}
 			last, err := st.LogLastSeq(ctx)
 			if err != nil {
 				return b, wire.Field("consistency", fmt.Errorf("consistency=strong: asking the log's leader: %w", err))
 			}
 			b.Raise(last, "consistency", "sequence %d, the log's last at the leader (consistency=strong)", last)
+		}
+		if sid != "" {
+			last, err := s.leaderSeq(ctx, sid)
+			if err != nil {
+				return b, wire.Field("consistency", fmt.Errorf("consistency=strong: asking the log's leader: %w", err))
+			}
+			b.Raise(last, "consistency", "sequence %d, the session's last at the leader (consistency=strong)", last)
 		}
 	}
 	return b, nil

@@ -2,12 +2,15 @@ package store_test
 
 import (
 	"context"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/testutil"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // TestReadMark: a read's mark names the sequence its data reflected (not
@@ -53,4 +56,59 @@ func TestReadMark(t *testing.T) {
 	if f := st.Freshness(); f.Known != 0 {
 		t.Fatalf("a reset Store still knows %d of the old log", f.Known)
 	}
+}
+
+// switchFeed is a MemLog whose LastSeq can be made to fail, as a poll does
+// during an election or through a leader that lost its lease.
+type switchFeed struct {
+	*session.MemLog
+	down *atomic.Bool
+}
+
+func (f switchFeed) LastSeq(ctx context.Context) (uint64, error) {
+	if f.down.Load() {
+		return 0, wire.ErrUnavailable
+	}
+	return f.MemLog.LastSeq(ctx)
+}
+
+// TestCaughtUpOnlyAsOfAPoll: a Store is current as of the last poll of the
+// log's end that it has applied up to, not as of the last record it
+// applied. While polls fail, the records it goes on applying are no news
+// of the log's end (they may be a replica's tail that stopped short of
+// what the majority committed since), so CaughtUpAt must not move, and a
+// read over it turns stale (Pi-Stale) instead of looking current.
+func TestCaughtUpOnlyAsOfAPoll(t *testing.T) {
+	ctx := context.Background()
+	l := session.NewMemLog(1000, 1<<20)
+	down := new(atomic.Bool)
+	st := store.New(switchFeed{l, down}, store.Options{Log: l})
+	if err := st.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	last := writeSessions(t, l, 2)
+	testutil.WaitFor(t, 5*time.Second, func() error {
+		if f := st.Freshness(); f.Applied < last || f.CaughtUpAt.IsZero() {
+			return fmt.Errorf("not caught up yet: %+v", f)
+		}
+		return nil
+	})
+
+	down.Store(true)
+	failing := time.Now()
+	more := writeSessions(t, l, 3)
+	testutil.WaitFor(t, 5*time.Second, func() error { return st.WaitFor(ctx, more) })
+	if at := st.Freshness().CaughtUpAt; at.After(failing) {
+		t.Fatalf("caught up at %v, after the polls began to fail (%v): applying records moved it", at, failing)
+	}
+
+	down.Store(false)
+	healed := time.Now()
+	testutil.WaitFor(t, 5*time.Second, func() error {
+		if at := st.Freshness().CaughtUpAt; !at.After(healed) {
+			return fmt.Errorf("caught up at %v, not since the polls answer again (%v)", at, healed)
+		}
+		return nil
+	})
 }

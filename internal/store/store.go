@@ -170,6 +170,7 @@ type storeStats struct {
 	evictions   atomic.Uint64
 	reloads     atomic.Uint64
 	logLastSeq  atomic.Uint64 // the log's last sequence, last time we asked
+	polledAt    atomic.Int64  // unix nanos when that poll was sent: what logLastSeq is the log's end as of
 	noted       atomic.Uint64 // the highest sequence NoteLogSeq was told of
 	polled      atomic.Bool   // logLastSeq has been read at least once
 	firstEnd    atomic.Uint64 // 1 + the log's last sequence as first learned since Open (or Reset); 0: not yet
@@ -266,11 +267,13 @@ func (st *Store) watchLag(ctx context.Context) {
 	for {
 		// A bounded poll: one sent as a leader dies would otherwise wait out
 		// the API timeout, freezing what the Store believes is the log's end.
+		sent := st.opts.Now()
 		pctx, cancel := context.WithTimeout(ctx, time.Second)
 		last, err := st.feed.LastSeq(pctx)
 		cancel()
 		if err == nil {
 			st.stats.logLastSeq.Store(last)
+			st.stats.polledAt.Store(sent.UnixNano()) // after: see caughtUp
 			st.stats.polled.Store(true)
 			st.noteFirstEnd(last)
 			if !st.compacting.Load() { // a Store that caught up before it knew
@@ -278,14 +281,36 @@ func (st *Store) watchLag(ctx context.Context) {
 				st.compactAfterRebuildLocked()
 				st.mu.Unlock()
 			}
-			if st.Applied() >= st.known() {
-				st.stats.caughtUpAt.Store(st.opts.Now().UnixNano())
-			}
+			st.mu.RLock()
+			st.caughtUpLocked()
+			st.mu.RUnlock()
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+	}
+}
+
+// caughtUpLocked records when the Store was last caught up: if it has
+// applied everything it knows the log to hold, it is current as of the
+// moment the last poll of the log's end was sent — not now. While polls
+// fail (an election, a leader that lost its lease, a partition) the
+// records the Store applies meanwhile are no news of the log's end, and a
+// read must not look fresh for them (Pi-Stale, /readyz). Under st.mu.
+func (st *Store) caughtUpLocked() {
+	// polledAt before logLastSeq, which is stored before it: a poll time
+	// read with an older end would say the Store was current later than
+	// it was; the other way round it errs early.
+	at := st.stats.polledAt.Load()
+	if !st.stats.polled.Load() || st.applied < st.known() {
+		return
+	}
+	for {
+		cur := st.stats.caughtUpAt.Load()
+		if at <= cur || st.stats.caughtUpAt.CompareAndSwap(cur, at) {
+			return
 		}
 	}
 }
@@ -360,10 +385,7 @@ func (st *Store) apply(recs []session.Stored) error {
 		st.applied = max(st.applied, recs[i].Seq)
 	}
 	st.stats.applied.Add(uint64(len(recs)))
-	// Caught up only means something once the log's end is known.
-	if st.stats.polled.Load() && st.applied >= st.known() {
-		st.stats.caughtUpAt.Store(st.opts.Now().UnixNano())
-	}
+	st.caughtUpLocked()
 	st.compactAfterRebuildLocked()
 	close(st.progress)
 	st.progress = make(chan struct{})

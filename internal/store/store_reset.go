@@ -24,6 +24,7 @@ func (st *Store) Reset() {
 	st.held = 0
 	st.stats.caughtUpAt.Store(0)
 	st.stats.logLastSeq.Store(0)
+	st.stats.polledAt.Store(0)
 	st.stats.noted.Store(0) // sequences of the old stream
 	st.stats.polled.Store(false)
 	st.stats.firstEnd.Store(0) // re-learned from the new stream

@@ -113,6 +113,13 @@
 // shard, and each session's final log is read with its shard's; .ci/run
 // runs it with 4).
 //
-// The test is skipped with -short (the checker's own tests are not). It is
-// Linux-only (process groups, namespaces).
+// TestPartitionedLeaderSaysStale replays one fault on purpose, the one
+// behind an honest-lag violation the suite once found at random: the
+// leader of a session's stream cut off for 12 s while the majority elects
+// another and writes, and reads on the cut node every 100 ms, each of which
+// must hold every write acknowledged a second before it or say it may not
+// (Pi-Stale, Pi-Lag > 0). It needs the namespaces, and is skipped without.
+//
+// The tests are skipped with -short (the checker's own tests are not).
+// They are Linux-only (process groups, namespaces).
 package jepsen
