@@ -188,15 +188,24 @@ func (c *Client) connectJetStream(ctx context.Context, t Transport, o options) e
 		return fmt.Errorf("cursor bucket %s (is the log provisioned? pi-node does it; WithProvision for development): %w", o.jsCfg.Bucket, err)
 	}
 	// A sharded store spreads sessions over streams: the shard map on the
-	// first stream says how many (docs/PROTOCOL.md).
-	n, err := jetstream.ShardCount(ctx, js, o.jsCfg)
+	// first stream says how (docs/PROTOCOL.md). It is read again every few
+	// seconds: pi-ctl shards migrate adds shards to a running store, for
+	// sessions made from a moment on that every writer learns of first.
+	m, err := jetstream.ReadMap(ctx, js, o.jsCfg)
 	if err != nil {
 		return fmt.Errorf("stream %s (is the log provisioned? pi-node does it; WithProvision for development): %w", o.jsCfg.Stream, err)
 	}
-	c.log, c.cursors = jetstream.NewLog(js, o.jsCfg), cur
-	if n > 1 {
-		_, c.log = jetstream.NewShards(js, o.jsCfg, n)
-	}
+	_, all := jetstream.NewShards(js, o.jsCfg, m)
+	c.log, c.cursors = all, cur
+	wctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		jetstream.WatchMap(wctx, js, o.jsCfg, m, func(next session.Map) error {
+			return all.Grow(next, jetstream.AsLogs(jetstream.ShardLogs(js, o.jsCfg, len(all.Logs()), next.Streams())))
+		})
+	}()
+	c.closers = append(c.closers, func() { stop(); <-done })
 	return nil
 }
 

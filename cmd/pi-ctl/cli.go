@@ -47,6 +47,7 @@ var commands = []command{
 	{"bench", "measure the node against raw JetStream (append, create, context, rebuild)", runBench},
 	{"failover", "make another region the home (cross-region deployments)", runFailover},
 	{"failback", "merge a returned region's entries into the home and make it a mirror again", runFailback},
+	{"shards", "show the shard map, or spread new sessions over more shards (migrate)", runShards},
 	{"archive", "list, restore and archive idle sessions (--session-retention)", runArchive},
 	{"file", "inspect, check and migrate a local pi session file (no server)", runFile},
 	{"token", "make scoped bearer tokens for pi-node's --http-tokens file (no server)", runToken},

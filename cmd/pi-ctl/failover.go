@@ -72,13 +72,31 @@ func addAdminFlags(fs *flag.FlagSet, timeout time.Duration) *adminFlags {
 // admin connects and returns the region operations, and the function that
 // closes the connection.
 func (a *adminFlags) admin(ctx context.Context, e *env, fs *flag.FlagSet) (*region.Admin, func(), error) {
+	conn, err := a.connect(ctx, e, fs)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &region.Admin{JS: conn.JS, RecordBucket: a.bucket, Progress: a.progress(e)}, conn.Close, nil
+}
+
+// progress prints a timestamped step, unless the report is JSON.
+func (a *adminFlags) progress(e *env) func(msg string, args ...any) {
+	return func(msg string, args ...any) {
+		if !a.json {
+			fmt.Fprintf(e.stdout, "%s  "+msg+"\n", append([]any{time.Now().Format("15:04:05.000")}, args...)...)
+		}
+	}
+}
+
+// connect connects to JetStream itself with the flags.
+func (a *adminFlags) connect(ctx context.Context, e *env, fs *flag.FlagSet) (*jetstream.Conn, error) {
 	switch {
 	case a.timeout <= 0:
-		return nil, nil, usagef(fs.Name(), "--timeout must be positive, not %v", a.timeout)
+		return nil, usagef(fs.Name(), "--timeout must be positive, not %v", a.timeout)
 	case (a.tlsCert == "") != (a.tlsKey == ""):
-		return nil, nil, usagef(fs.Name(), "--tls-cert and --tls-key go together")
+		return nil, usagef(fs.Name(), "--tls-cert and --tls-key go together")
 	case a.password != "" && a.user == "":
-		return nil, nil, usagef(fs.Name(), "--password needs --user")
+		return nil, usagef(fs.Name(), "--password needs --user")
 	}
 	cc := jetstream.NewConnConfig(natsServer(e, a.server))
 	cc.Name, cc.CredsFile, cc.User, cc.Password = "pi-ctl", a.creds, a.user, a.password
@@ -88,14 +106,9 @@ func (a *adminFlags) admin(ctx context.Context, e *env, fs *flag.FlagSet) (*regi
 	defer cancel()
 	conn, err := jetstream.Connect(dctx, cc)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w (point --server or $PI_CTL_SERVER at a NATS server of a surviving region)", err)
+		return nil, fmt.Errorf("%w (point --server or $PI_CTL_SERVER at a NATS server of the deployment; in a cross-region one, of a surviving region)", err)
 	}
-	progress := func(msg string, args ...any) {
-		if !a.json {
-			fmt.Fprintf(e.stdout, "%s  "+msg+"\n", append([]any{time.Now().Format("15:04:05.000")}, args...)...)
-		}
-	}
-	return &region.Admin{JS: conn.JS, RecordBucket: a.bucket, Progress: progress}, conn.Close, nil
+	return conn, nil
 }
 
 func runFailover(ctx context.Context, e *env, args []string) error {

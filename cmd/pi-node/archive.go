@@ -67,29 +67,27 @@ type archiverJob struct {
 // misconfiguration stops the start instead of every pass.
 func (m *Main) newArchiver(ctx context.Context, log session.Log, name string, logger *slog.Logger) (api.Archive, error) {
 	c := m.Config.ArchiveConfig
-	jl, ok := log.(*jetstream.Log)
-	if len(m.shardLogs) > 0 {
-		jl, ok = m.shardLogs[0], true
-	}
-	if !ok && c.SessionRetention > 0 {
-		return nil, errors.New("--session-retention is not supported in cross-region mode yet: the other regions' mirrors would keep every session")
-	}
-	if !ok {
+	if m.region != nil {
+		if c.SessionRetention > 0 {
+			return nil, errors.New("--session-retention is not supported in cross-region mode yet: the other regions' mirrors would keep every session")
+		}
 		return nil, nil
 	}
 	acfg := jetstream.NewArchiveConfig(m.jsCfg)
 	acfg.SetStream(c.ArchiveStream)
 	acfg.Logger = logger
-	var b session.Archive = jetstream.NewArchive(jl, acfg)
-	if len(m.shardLogs) > 0 {
-		// One archive; each shard's sessions purged from, and noticed
-		// on, their own stream.
-		sa := &session.ShardedArchive{}
-		for _, l := range m.shardLogs {
-			sa.Shards = append(sa.Shards, jetstream.NewArchive(l, acfg))
-		}
-		b = sa
+	m.archiveCfg = acfg
+	// One archive; each shard's sessions purged from, and noticed on,
+	// their own stream.
+	var shards []session.Archive
+	for _, l := range m.streams() {
+		shards = append(shards, jetstream.NewArchive(l, acfg))
 	}
+	b, err := session.NewShardedArchive(m.sharded.Map(), shards)
+	if err != nil {
+		return nil, err
+	}
+	m.archives = b
 	a := archive.New(m.stores, log, b, archive.Options{
 		Retention: c.SessionRetention, Every: c.ArchiveEvery, Node: name,
 		Logger: logger.With("component", "archiver"),

@@ -52,7 +52,7 @@ type Config struct {
 
 	// Stream and bucket.
 	Replicas      int
-	Shards        int // streams the sessions are spread over (session.ShardOf)
+	Shards        int // streams new sessions are spread over (session.Map); 0: the store's, 1 for a new one
 	Stream        string
 	SubjectPrefix string
 	Bucket        string
@@ -96,7 +96,6 @@ func DefaultConfig() Config {
 		Sync:             "always",
 		SyncInterval:     2 * time.Minute,
 		Replicas:         1,
-		Shards:           1,
 		Stream:           "PI_SESSIONS",
 		SubjectPrefix:    "pi.sess",
 		Bucket:           "PI_CURSORS",
@@ -144,7 +143,7 @@ func (c *Config) ParseFlags(args []string, getenv func(string) string, stderr io
 	fs.StringVar(&c.Sync, "sync", c.Sync, "always: fsync every write before acknowledging it; interval: fsync every --sync-interval (faster, a crash can lose acknowledged writes)")
 	fs.DurationVar(&c.SyncInterval, "sync-interval", c.SyncInterval, "fsync interval with --sync interval")
 	fs.IntVar(&c.Replicas, "replicas", c.Replicas, "replicas of the stream and the cursor bucket: 1, or 3 in a cluster")
-	fs.IntVar(&c.Shards, "shards", c.Shards, "streams the sessions are spread over (1 to 256): <stream>, <stream>_1, ...; fixed when the store is first provisioned, every node must give the same (docs/OPERATIONS.md, capacity planning)")
+	fs.IntVar(&c.Shards, "shards", c.Shards, "streams the sessions are spread over (1 to 256): <stream>, <stream>_1, ...; fixed when the store is first provisioned (default 1), changed only by pi-ctl shards migrate; without it a node takes the store's, with it a node refuses a store of another count (docs/OPERATIONS.md, capacity planning)")
 	fs.StringVar(&c.Stream, "stream", c.Stream, "JetStream stream holding the sessions (shard 0's, with --shards)")
 	fs.StringVar(&c.SubjectPrefix, "subject-prefix", c.SubjectPrefix, "subject prefix; session S lives on <prefix>.S")
 	fs.StringVar(&c.Bucket, "bucket", c.Bucket, "KV bucket of the per-client cursors")
@@ -208,8 +207,8 @@ func (c *Config) check() error {
 		return fmt.Errorf("--sync must be always or interval, not %q", c.Sync)
 	case c.AbandonedAfter <= 0:
 		return fmt.Errorf("--abandoned-import-after must be positive, not %v", c.AbandonedAfter)
-	case c.Shards < 1 || c.Shards > session.MaxShards:
-		return fmt.Errorf("--shards must be 1 to %d, not %d", session.MaxShards, c.Shards)
+	case c.Shards < 0 || c.Shards > session.MaxShards:
+		return fmt.Errorf("--shards must be 1 to %d (or absent: the store's), not %d", session.MaxShards, c.Shards)
 	case c.Shards > 1 && c.Region != "":
 		return errors.New("--shards above 1 is not supported in cross-region mode yet: a region mirrors one stream")
 	case c.Replicas != 1 && c.Replicas != 3 && c.Replicas != 5:

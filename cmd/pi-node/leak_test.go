@@ -27,7 +27,7 @@ func TestMainCloseJoinsGoroutines(t *testing.T) {
 	m, _ = startMain(t, keepDir)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := m.stores[0].WaitFor(ctx, created.LastSeq); err != nil {
+	if err := m.stores.All()[0].WaitFor(ctx, created.LastSeq); err != nil {
 		t.Fatal(err)
 	}
 	if err := m.Close(); err != nil {

@@ -138,19 +138,20 @@ func (m *Main) backend(ctx context.Context, name string, logger *slog.Logger) (s
 	m.jsCfg.Logger = logger
 	if c.Region == "" {
 		logger.Info("provisioning", "stream", c.Stream, "shards", c.Shards, "bucket", c.Bucket, "replicas", c.Replicas)
-		if err := jetstream.ProvisionShards(ctx, m.conn.JS, m.jsCfg, c.Shards); err != nil {
-			var sm *jetstream.ShardMismatchError
-			if errors.As(err, &sm) && sm.HaveFunc == sm.WantFunc {
-				return nil, nil, nil, fmt.Errorf("--shards %d: %w; start every node with --shards %d", c.Shards, err, sm.Have)
+		sm, err := jetstream.ProvisionShards(ctx, m.conn.JS, m.jsCfg, c.Shards)
+		if err != nil {
+			var me *jetstream.ShardMismatchError
+			if errors.As(err, &me) && me.HaveFunc == me.WantFunc {
+				return nil, nil, nil, fmt.Errorf("--shards %d: %w; start every node with --shards %d, or without --shards to take the store's", c.Shards, err, me.Have)
 			}
 			return nil, nil, nil, err
 		}
-		cursors, err := jetstream.NewCursors(ctx, m.conn.JS, m.jsCfg)
-		if c.Shards == 1 {
-			log := jetstream.NewLog(m.conn.JS, m.jsCfg)
-			return log, []feedLog{log}, cursors, err
+		if sm.Streams() > 1 {
+			logger.Info("the store is sharded", "map", sm.String(), "streams", sm.Streams(), "new sessions on", sm.Current())
 		}
-		shards, all := jetstream.NewShards(m.conn.JS, m.jsCfg, c.Shards)
+		cursors, err := jetstream.NewCursors(ctx, m.conn.JS, m.jsCfg)
+		shards, all := jetstream.NewShards(m.conn.JS, m.jsCfg, sm)
+		m.sharded = all
 		feeds := make([]feedLog, len(shards))
 		for k, sh := range shards {
 			feeds[k] = sh

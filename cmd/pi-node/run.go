@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,8 +46,12 @@ type Main struct {
 	conn           *jetstream.Conn
 	jsCfg          jetstream.Config
 	region         *region.Node
-	stores         store.Set        // one per shard
-	shardLogs      []*jetstream.Log // with --shards above 1: each shard's stream, for the archive
+	stores         *store.Set              // one per shard stream
+	sharded        *session.Sharded        // the Service's log, outside region mode
+	archives       *session.ShardedArchive // the archive per shard stream, outside region mode
+	archiveCfg     jetstream.ArchiveConfig
+	shardMu        sync.Mutex       // guards shardLogs and serialises growShards
+	shardLogs      []*jetstream.Log // outside region mode: each shard's stream
 	archiver       *archiverJob
 	api            *api.Server
 	http           *http.Server
@@ -121,26 +126,23 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m.stores = make(store.Set, len(feeds))
+	stores := make([]*store.Store, len(feeds))
 	for k, feed := range feeds {
-		so := store.Options{MemoryBudget: c.MemoryBudget / int64(len(feeds)), Log: feed, Logger: logger, SnapshotEvery: c.SnapshotInterval,
-			Writer: log, AbandonedAfter: c.AbandonedAfter}
-		if len(feeds) > 1 {
-			// Each shard's Store writes its abandonment markers with the
-			// CAS of its own stream, and snapshots on its own.
-			so.Writer, so.Logger = feed, logger.With("shard", k)
-		}
-		if c.SnapshotInterval > 0 {
-			so.SnapshotDir = filepath.Join(c.DataDir, storeDir(k))
-		}
-		m.stores[k] = store.New(feed, so)
+		stores[k] = m.newStore(k, feed, log, logger, len(feeds))
+	}
+	sm := session.OneMap(1)
+	if m.sharded != nil {
+		sm = m.sharded.Map()
+	}
+	if m.stores, err = store.NewSet(sm, stores); err != nil {
+		return err
 	}
 	if m.region != nil {
 		// A region failover may hand the Store a stream of another
 		// history; the Feed then empties it (see region.Feed).
-		m.region.Feed.SetReset(m.stores[0].Reset)
+		m.region.Feed.SetReset(stores[0].Reset)
 	}
-	for _, st := range m.stores {
+	for _, st := range stores {
 		if err := st.Open(ctx); err != nil {
 			return err
 		}
@@ -150,14 +152,22 @@ func (m *Main) Run(ctx context.Context) error {
 	bgCtx, stopBG := context.WithCancel(ctx)
 	m.stopBG = stopBG
 	m.bg.Go(func() { m.releaseAfterRebuild(bgCtx) })
-	if len(m.shardLogs) > 1 && c.Replicas > 1 {
+	if m.sharded != nil {
+		// pi-ctl shards migrate adds shards to a running store.
+		m.bg.Go(func() {
+			jetstream.WatchMap(bgCtx, m.conn.JS, m.jsCfg, m.sharded.Map(), func(next session.Map) error {
+				return m.growShards(bgCtx, next, log, logger)
+			})
+		})
+	}
+	if c.Replicas > 1 && m.region == nil {
 		m.bg.Go(func() { m.balanceLeaders(bgCtx) })
 	}
 	// Reads fall back to what the Store follows: in a mirror region its
 	// own copy, not the home's stream writes go to; with shards, the
 	// session's shard.
 	var readLog session.Log = log
-	if len(feeds) == 1 {
+	if m.region != nil {
 		readLog = feeds[0]
 	}
 	svc := &service.Service{Log: log, ReadLog: readLog, Store: m.stores, Cursors: cursors, CursorWait: c.MinSeqTimeout}
@@ -317,7 +327,7 @@ func (m *Main) Close() error {
 		m.api.Close()
 	}
 	m.stopArchiver()
-	for _, st := range m.stores {
+	for _, st := range m.stores.All() {
 		errs = append(errs, st.Close())
 	}
 	if m.region != nil {
@@ -367,7 +377,7 @@ func (m *Main) releaseAfterRebuild(ctx context.Context) {
 	// The lines sit among the freed buffers of the messages they came in:
 	// packed together (the Store does it once caught up), those spans
 	// empty and can be returned.
-	for _, st := range m.stores {
+	for _, st := range m.stores.All() {
 		select {
 		case <-ctx.Done():
 			return
@@ -395,7 +405,7 @@ func (m *Main) releaseAfterRebuild(ctx context.Context) {
 func (m *Main) balanceLeaders(ctx context.Context) {
 	for attempt := 0; ; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		moved, err := jetstream.BalanceLeaders(actx, m.conn.JS, m.jsCfg, len(m.shardLogs))
+		moved, err := jetstream.BalanceLeaders(actx, m.conn.JS, m.jsCfg, len(m.streams()))
 		cancel()
 		switch {
 		case err != nil:
@@ -413,6 +423,78 @@ func (m *Main) balanceLeaders(ctx context.Context) {
 		case <-time.After(every):
 		}
 	}
+}
+
+// newStore makes the Store of shard k (of n at the start), following feed.
+func (m *Main) newStore(k int, feed feedLog, log session.Log, logger *slog.Logger, n int) *store.Store {
+	c := &m.Config
+	so := store.Options{MemoryBudget: c.MemoryBudget / int64(n), Log: feed, Logger: logger, SnapshotEvery: c.SnapshotInterval,
+		Writer: log, AbandonedAfter: c.AbandonedAfter}
+	if m.region == nil {
+		// Each shard's Store writes its abandonment markers with the
+		// CAS of its own stream, and snapshots on its own.
+		so.Writer = feed
+		if k > 0 || n > 1 {
+			so.Logger = logger.With("shard", k)
+		}
+	}
+	if c.SnapshotInterval > 0 {
+		so.SnapshotDir = filepath.Join(c.DataDir, storeDir(k))
+	}
+	return store.New(feed, so)
+}
+
+// streams is every shard's stream (outside region mode), by shard.
+func (m *Main) streams() []*jetstream.Log {
+	m.shardMu.Lock()
+	defer m.shardMu.Unlock()
+	return slices.Clone(m.shardLogs)
+}
+
+// growShards adopts next, a shard map that extends the store's (pi-ctl
+// shards migrate): a Store follows each stream it adds, then the archive
+// and the log route to them. Stores first: a write the log routes to a new
+// shard is waited for (read your writes) in that shard's Store. The new
+// epoch begins in the future (jetstream.MigrateLead), so nothing is
+// routed to the new streams before every node has them.
+func (m *Main) growShards(ctx context.Context, next session.Map, log session.Log, logger *slog.Logger) error {
+	m.shardMu.Lock()
+	defer m.shardMu.Unlock()
+	from, to := len(m.shardLogs), next.Streams()
+	added := jetstream.ShardLogs(m.conn.JS, m.jsCfg, from, to)
+	var stores []*store.Store
+	var archives []session.Archive
+	for i, sh := range added {
+		st := m.newStore(from+i, sh, log, logger, to)
+		if err := st.Open(ctx); err != nil {
+			for _, o := range stores {
+				_ = o.Close()
+			}
+			return err
+		}
+		stores = append(stores, st)
+		if m.archives != nil {
+			archives = append(archives, jetstream.NewArchive(sh.Log.(*jetstream.Log), m.archiveCfg))
+		}
+	}
+	if err := m.stores.Grow(next, stores); err != nil {
+		for _, st := range stores {
+			_ = st.Close()
+		}
+		return err
+	}
+	if m.archives != nil {
+		if err := m.archives.Grow(next, archives); err != nil {
+			return err
+		}
+	}
+	if err := m.sharded.Grow(next, jetstream.AsLogs(added)); err != nil {
+		return err
+	}
+	for _, sh := range added {
+		m.shardLogs = append(m.shardLogs, sh.Log.(*jetstream.Log))
+	}
+	return nil
 }
 
 // storeDir is the snapshot directory of shard k's Store, under --data-dir:

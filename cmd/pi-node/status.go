@@ -36,16 +36,15 @@ func (m *Main) status(ctx context.Context) (any, error) {
 	if out.Stream, out.Cluster, err = m.streamStatus(ctx, cfg.Stream); err != nil {
 		return out, err
 	}
-	for k := range m.shardLogs {
-		if k == 0 {
-			out.Shards = append(out.Shards, out.Stream)
-			continue
+	if n := len(m.streams()); n > 1 { // with one stream, Stream says it all
+		out.Shards = append(out.Shards, out.Stream)
+		for k := 1; k < n; k++ {
+			ss, _, err := m.streamStatus(ctx, cfg.Shard(k).Stream)
+			if err != nil {
+				return out, err
+			}
+			out.Shards = append(out.Shards, ss)
 		}
-		ss, _, err := m.streamStatus(ctx, cfg.Shard(k).Stream)
-		if err != nil {
-			return out, err
-		}
-		out.Shards = append(out.Shards, ss)
 	}
 	return out, nil
 }
@@ -113,7 +112,7 @@ func (m *Main) ready(ctx context.Context) error {
 // backendReady checks the stream the Store follows (and its leader) and,
 // outside region mode, the cursor bucket.
 func (m *Main) backendReady(ctx context.Context, cfg jetstream.Config) error {
-	for k := range max(1, len(m.shardLogs)) {
+	for k := range max(1, len(m.streams())) {
 		name := cfg.Shard(k).Stream
 		s, err := m.conn.JS.Stream(ctx, name)
 		if err != nil {

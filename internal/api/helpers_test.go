@@ -82,8 +82,8 @@ func (e *env) serve(mods ...func(*api.Config)) *env {
 // shard 0's; e.shards every shard's).
 func newShardedEnv(t *testing.T, n int, mods ...func(*api.Config)) *env {
 	t.Helper()
-	var all session.Sharded
-	var stores store.Set
+	var logs []session.Log
+	var stores []*store.Store
 	e := &env{t: t, cursors: &faultyCursors{MemCursors: session.NewMemCursors()}, logs: &testutil.SyncBuffer{}}
 	for k := range n {
 		m := session.NewMemLog(1000, maxRecord)
@@ -93,10 +93,18 @@ func newShardedEnv(t *testing.T, n int, mods ...func(*api.Config)) *env {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = st.Close() })
-		all, stores, e.shards = append(all, sl), append(stores, st), append(e.shards, m)
+		logs, stores, e.shards = append(logs, sl), append(stores, st), append(e.shards, m)
 	}
 	e.log = e.shards[0]
-	e.svc = &service.Service{Log: all, Store: stores, Cursors: e.cursors}
+	all, err := session.NewSharded(session.OneMap(n), logs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := store.NewSet(session.OneMap(n), stores)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.svc = &service.Service{Log: all, Store: set, Cursors: e.cursors}
 	return e.serve(mods...)
 }
 

@@ -53,8 +53,8 @@ type Node struct {
 	// With Shards above 1: every shard's log and Store, and the log over
 	// all of them.
 	ShardLogs []*session.ShardLog
-	Stores    store.Set
-	sharded   session.Sharded
+	Stores    *store.Set
+	sharded   *session.Sharded
 
 	server *embedded.Server
 	api    *api.Server
@@ -93,12 +93,13 @@ func (n *Node) StartServer(ctx context.Context) error {
 	if n.Conn, err = jetstream.Connect(ctx, cc); err != nil {
 		return err
 	}
-	if err := jetstream.ProvisionShards(ctx, n.Conn.JS, n.Config, max(n.Opts.Shards, 1)); err != nil {
+	sm, err := jetstream.ProvisionShards(ctx, n.Conn.JS, n.Config, max(n.Opts.Shards, 1))
+	if err != nil {
 		return err
 	}
 	n.Log = jetstream.NewLog(n.Conn.JS, n.Config)
 	if n.Opts.Shards > 1 {
-		n.ShardLogs, n.sharded = jetstream.NewShards(n.Conn.JS, n.Config, n.Opts.Shards)
+		n.ShardLogs, n.sharded = jetstream.NewShards(n.Conn.JS, n.Config, sm)
 	}
 	return nil
 }
@@ -112,12 +113,14 @@ func (n *Node) StartService(ctx context.Context) error {
 		return err
 	}
 	var log session.Log = n.Log
+	var stores []*store.Store
+	sm := session.OneMap(1)
 	if len(n.ShardLogs) == 0 {
 		so := store.Options{MemoryBudget: n.Opts.MemoryBudget, Log: n.Log, SnapshotEvery: n.Opts.SnapshotEvery}
 		if n.Opts.SnapshotEvery > 0 {
 			so.SnapshotDir = filepath.Join(n.Opts.Dir, "store")
 		}
-		n.Stores = store.Set{store.New(n.Log, so)}
+		stores = []*store.Store{store.New(n.Log, so)}
 	} else {
 		// As pi-node: a Store per shard, its own snapshots and share of
 		// the budget.
@@ -126,12 +129,15 @@ func (n *Node) StartService(ctx context.Context) error {
 			if n.Opts.SnapshotEvery > 0 {
 				so.SnapshotDir = filepath.Join(n.Opts.Dir, fmt.Sprintf("store-%d", k))
 			}
-			n.Stores = append(n.Stores, store.New(l, so))
+			stores = append(stores, store.New(l, so))
 		}
-		log = n.sharded
+		log, sm = n.sharded, n.sharded.Map()
 	}
-	n.Store = n.Stores[0]
-	for _, st := range n.Stores {
+	if n.Stores, err = store.NewSet(sm, stores); err != nil {
+		return err
+	}
+	n.Store = stores[0]
+	for _, st := range stores {
 		if err := st.Open(ctx); err != nil {
 			return err
 		}
@@ -191,7 +197,7 @@ func (n *Node) StopService() error {
 		errs = append(errs, n.api.Close())
 		n.api = nil
 	}
-	for _, st := range n.Stores {
+	for _, st := range n.Stores.All() {
 		errs = append(errs, st.Close())
 	}
 	n.Store, n.Stores, n.Service = nil, nil, nil

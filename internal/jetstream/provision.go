@@ -111,7 +111,8 @@ func (c Config) bucketConfig() jetstream.KeyValueConfig {
 // forming (no meta leader, peers unknown) Provision retries with backoff
 // until ctx is done, logging what it waits for.
 func Provision(ctx context.Context, js jetstream.JetStream, cfg Config) error {
-	return ProvisionShards(ctx, js, cfg, 1)
+	_, err := ProvisionShards(ctx, js, cfg, 1)
+	return err
 }
 
 // provisionAssets creates or checks a stream, then a KV bucket, each step

@@ -3,22 +3,28 @@ package jetstream
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // Metadata keys of the shard map on shard 0's stream (PI_SESSIONS): how
-// many shards the store has and which function places a session on one
-// (session.ShardOf). A stream without them is a store of one shard, as
-// every store provisioned before shards existed is.
+// many shards new sessions are spread over, which function places a
+// session on one, and, once the count has changed (pi-ctl shards
+// migrate), every epoch of the map (session.Map's encoding). A stream
+// without them is a store of one shard, as every store provisioned before
+// shards existed is.
 const (
 	MetaShards        = "sessionlog_shards"
 	MetaShardFunction = "sessionlog_shard_function"
+	MetaShardEpochs   = "sessionlog_shard_epochs"
 )
 
 // Shard returns the configuration of shard k of cfg's log: shard 0 is cfg
@@ -37,7 +43,8 @@ func (c Config) Shard(k int) Config {
 
 // ShardMismatchError is a store provisioned with another shard map than
 // the one asked for: the map is fixed when the store is made, since a
-// session found by another map would be looked for on the wrong stream.
+// session found by another map would be looked for on the wrong stream;
+// only pi-ctl shards migrate changes it, by adding an epoch.
 type ShardMismatchError struct {
 	Stream             string
 	Have, Want         int
@@ -48,57 +55,112 @@ func (e *ShardMismatchError) Error() string {
 	if e.HaveFunc != e.WantFunc {
 		return fmt.Sprintf("stream %s places sessions on shards by %q, not %q", e.Stream, e.HaveFunc, e.WantFunc)
 	}
-	return fmt.Sprintf("stream %s is a store of %d shard(s), not %d: the shard count is fixed when the store is provisioned", e.Stream, e.Have, e.Want)
+	return fmt.Sprintf("stream %s is a store of %d shard(s), not %d: the shard count is fixed when the store is provisioned, and changed only by pi-ctl shards migrate", e.Stream, e.Have, e.Want)
 }
 
 // shardMap reads the shard map of shard 0's stream config.
-func shardMap(sc jetstream.StreamConfig) (int, string, error) {
+func shardMap(sc jetstream.StreamConfig) (session.Map, string, error) {
 	v, ok := sc.Metadata[MetaShards]
 	if !ok {
-		return 1, session.ShardFunction, nil
+		return session.OneMap(1), session.ShardFunction, nil
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || session.ValidShards(n) != nil {
-		return 0, "", fmt.Errorf("stream %s: metadata %s is %q, want a shard count from 1 to %d", sc.Name, MetaShards, v, session.MaxShards)
+		return session.Map{}, "", fmt.Errorf("stream %s: metadata %s is %q, want a shard count from 1 to %d", sc.Name, MetaShards, v, session.MaxShards)
 	}
 	f := sc.Metadata[MetaShardFunction]
 	if f == "" {
 		f = session.ShardFunction
 	}
-	return n, f, nil
+	m := session.OneMap(n)
+	if e, ok := sc.Metadata[MetaShardEpochs]; ok {
+		if m, err = session.ParseMap(e); err != nil {
+			return session.Map{}, "", fmt.Errorf("stream %s: metadata %s: %w", sc.Name, MetaShardEpochs, err)
+		}
+		if m.Current() != n {
+			return session.Map{}, "", fmt.Errorf("stream %s: metadata %s is %d, but the last epoch of %s %q has %d", sc.Name, MetaShards, n, MetaShardEpochs, e, m.Current())
+		}
+	}
+	return m, f, nil
 }
 
-// ProvisionShards creates (or checks) the n streams of a sharded store and
-// the cursor bucket. Shard 0's stream is made first and carries the map; a
-// store whose map differs is refused with a *ShardMismatchError and
-// nothing is created. Safe from every node at once, like Provision.
-func ProvisionShards(ctx context.Context, js jetstream.JetStream, cfg Config, n int) error {
-	if err := session.ValidShards(n); err != nil {
-		return err
+// mapMetadata is the metadata recording m.
+func mapMetadata(m session.Map) map[string]string {
+	md := map[string]string{MetaShards: strconv.Itoa(m.Current()), MetaShardFunction: m.Function()}
+	if len(m.Epochs) > 1 {
+		md[MetaShardEpochs] = m.String()
+	}
+	return md
+}
+
+// ProvisionShards creates (or checks) the streams of a sharded store and
+// the cursor bucket, and returns the store's shard map. A new store gets
+// n shards (1 when n is 0); an existing one keeps its map, and n, unless
+// 0 (take the store as it is), must be its current count, else the store
+// is refused with a *ShardMismatchError and nothing is created. Shard 0's
+// stream is made first and carries the map. Safe from every node at once,
+// like Provision.
+func ProvisionShards(ctx context.Context, js jetstream.JetStream, cfg Config, n int) (session.Map, error) {
+	if n != 0 {
+		if err := session.ValidShards(n); err != nil {
+			return session.Map{}, err
+		}
 	}
 	if err := cfg.validate(); err != nil {
-		return err
+		return session.Map{}, err
 	}
 	log := logger(cfg)
 	sc := cfg.streamConfig()
-	sc.Metadata = map[string]string{MetaShards: strconv.Itoa(n), MetaShardFunction: session.ShardFunction}
+	var m session.Map
 	if err := retryProvision(ctx, log, "stream "+sc.Name, func(ctx context.Context) error {
-		return ensureStream(ctx, js, sc)
+		have, err := js.Stream(ctx, sc.Name)
+		switch {
+		case err == nil:
+			hm, hf, err := shardMap(have.CachedInfo().Config)
+			if err != nil {
+				return err
+			}
+			if hf != hm.Function() || (hf != session.ShardFunction && hf != session.EpochFunction) {
+				return &ShardMismatchError{Stream: sc.Name, Have: hm.Current(), Want: max(n, hm.Current()), HaveFunc: hf, WantFunc: hm.Function()}
+			}
+			if n != 0 && hm.Current() != n {
+				return &ShardMismatchError{Stream: sc.Name, Have: hm.Current(), Want: n, HaveFunc: hf, WantFunc: hf}
+			}
+			m = hm
+			want := sc
+			want.Metadata = mapMetadata(hm)
+			return ensureStream(ctx, js, want)
+		case errors.Is(err, jetstream.ErrStreamNotFound):
+			m = session.OneMap(max(n, 1))
+			want := sc
+			want.Metadata = mapMetadata(m)
+			return ensureStream(ctx, js, want)
+		default:
+			return err
+		}
 	}); err != nil {
-		return err
+		return session.Map{}, err
 	}
-	for k := 1; k < n; k++ {
+	if err := ensureShardStreams(ctx, js, cfg, 1, m.Streams()); err != nil {
+		return session.Map{}, err
+	}
+	bc := cfg.bucketConfig()
+	return m, retryProvision(ctx, log, "bucket "+bc.Bucket, func(ctx context.Context) error {
+		return ensureBucket(ctx, js, bc)
+	})
+}
+
+// ensureShardStreams creates (or checks) the streams of shards from..to-1.
+func ensureShardStreams(ctx context.Context, js jetstream.JetStream, cfg Config, from, to int) error {
+	for k := from; k < to; k++ {
 		sk := cfg.Shard(k).streamConfig()
-		if err := retryProvision(ctx, log, "stream "+sk.Name, func(ctx context.Context) error {
+		if err := retryProvision(ctx, logger(cfg), "stream "+sk.Name, func(ctx context.Context) error {
 			return ensureStream(ctx, js, sk)
 		}); err != nil {
 			return err
 		}
 	}
-	bc := cfg.bucketConfig()
-	return retryProvision(ctx, log, "bucket "+bc.Bucket, func(ctx context.Context) error {
-		return ensureBucket(ctx, js, bc)
-	})
+	return nil
 }
 
 // compareShards refuses a shard 0 stream whose map is not want's.
@@ -106,47 +168,175 @@ func compareShards(have, want jetstream.StreamConfig) error {
 	if want.Metadata == nil {
 		return nil // not asked: Provision of one stream, the map is checked by who shards
 	}
-	hn, hf, err := shardMap(have)
+	hm, hf, err := shardMap(have)
 	if err != nil {
 		return err
 	}
-	wn, wf, _ := shardMap(want)
-	if hn != wn || hf != wf {
-		return &ShardMismatchError{Stream: have.Name, Have: hn, Want: wn, HaveFunc: hf, WantFunc: wf}
+	wm, wf, _ := shardMap(want)
+	if !hm.Equal(wm) || hf != wf {
+		return &ShardMismatchError{Stream: have.Name, Have: hm.Current(), Want: wm.Current(), HaveFunc: hf, WantFunc: wf}
 	}
 	return nil
 }
 
-// ShardCount reads the shard count of the store on cfg's stream: 1 for a
-// store made before shards (no map). wire.ErrNotFound (via Classify) when
-// the stream does not exist.
-func ShardCount(ctx context.Context, js jetstream.JetStream, cfg Config) (int, error) {
+// ReadMap reads the shard map of the store on cfg's stream: one shard for
+// a store made before shards (no map). wire.ErrNotFound (via Classify)
+// when the stream does not exist.
+func ReadMap(ctx context.Context, js jetstream.JetStream, cfg Config) (session.Map, error) {
 	s, err := js.Stream(ctx, cfg.Stream)
 	if err != nil {
-		return 0, fmt.Errorf("stream %s: %w", cfg.Stream, Classify(err))
+		return session.Map{}, fmt.Errorf("stream %s: %w", cfg.Stream, Classify(err))
 	}
-	n, f, err := shardMap(s.CachedInfo().Config)
+	m, f, err := shardMap(s.CachedInfo().Config)
 	if err != nil {
-		return 0, err
+		return session.Map{}, err
 	}
-	if f != session.ShardFunction {
-		return 0, &ShardMismatchError{Stream: cfg.Stream, Have: n, Want: n, HaveFunc: f, WantFunc: session.ShardFunction}
+	if f != m.Function() {
+		return session.Map{}, &ShardMismatchError{Stream: cfg.Stream, Have: m.Current(), Want: m.Current(), HaveFunc: f, WantFunc: m.Function()}
 	}
-	return n, nil
+	return m, nil
 }
 
-// NewShards returns the log of each of n shards of cfg, each qualifying
-// its sequences (session.ShardLog), and the log over all of them
-// (session.Sharded) that routes each session to its shard.
-func NewShards(js jetstream.JetStream, cfg Config, n int) ([]*session.ShardLog, session.Sharded) {
-	shards := make([]*session.ShardLog, n)
-	all := make(session.Sharded, n)
-	for k := range shards {
+// Migrate changes the store's shard count to n for the sessions whose ids
+// are made from at on (session.Map.Grow): it creates the streams the new
+// count needs, then records the map on shard 0's stream. Sessions made
+// before at stay on their shards for good. Every pi-node and Go client
+// reads the map again every few seconds (WatchMap) and must know it before
+// at; Migrate refuses an at less than MigrateLead away. Migrating to the
+// current count changes nothing and returns the map.
+func Migrate(ctx context.Context, js jetstream.JetStream, cfg Config, n int, at time.Time) (session.Map, error) {
+	return migrate(ctx, js, cfg, n, at, MigrateLead)
+}
+
+// migrate is Migrate with the lead it requires.
+func migrate(ctx context.Context, js jetstream.JetStream, cfg Config, n int, at time.Time, minLead time.Duration) (session.Map, error) {
+	if err := session.ValidShards(n); err != nil {
+		return session.Map{}, err
+	}
+	s, err := js.Stream(ctx, cfg.Stream)
+	if err != nil {
+		return session.Map{}, fmt.Errorf("stream %s: %w", cfg.Stream, Classify(err))
+	}
+	sc := s.CachedInfo().Config
+	cur, f, err := shardMap(sc)
+	if err != nil {
+		return session.Map{}, err
+	}
+	if f != cur.Function() {
+		return session.Map{}, &ShardMismatchError{Stream: cfg.Stream, Have: cur.Current(), Want: n, HaveFunc: f, WantFunc: cur.Function()}
+	}
+	if cur.Current() == n {
+		return cur, nil
+	}
+	if lead := time.Until(at); lead < minLead-leadSlack {
+		return session.Map{}, fmt.Errorf("%w: the new map must start at least %v from now (every node and client reads the map every %v), not %v", wire.ErrInvalid, minLead, MapEvery, lead.Round(time.Second))
+	}
+	next, err := cur.Grow(n, at)
+	if err != nil {
+		return session.Map{}, err
+	}
+	// The new streams as shard 0's, whatever the caller's defaults.
+	base := cfg
+	base.Replicas, base.MaxMsgSize, base.Duplicates = sc.Replicas, sc.MaxMsgSize, sc.Duplicates
+	if len(sc.Subjects) == 1 && strings.HasSuffix(sc.Subjects[0], ".*") {
+		base.SubjectPrefix = strings.TrimSuffix(sc.Subjects[0], ".*")
+	}
+	if err := ensureShardStreams(ctx, js, base, cur.Streams(), next.Streams()); err != nil {
+		return session.Map{}, err
+	}
+	for k, v := range mapMetadata(next) {
+		if sc.Metadata == nil {
+			sc.Metadata = map[string]string{}
+		}
+		sc.Metadata[k] = v
+	}
+	if _, err := js.UpdateStream(ctx, sc); err != nil {
+		return session.Map{}, fmt.Errorf("record the shard map %s on stream %s: %w", next, sc.Name, Classify(err))
+	}
+	got, err := ReadMap(ctx, js, cfg)
+	if err != nil {
+		return session.Map{}, err
+	}
+	if !got.Equal(next) {
+		return got, fmt.Errorf("%w: stream %s records the shard map %s, not %s: another migration ran at the same time", wire.ErrConflict, sc.Name, got, next)
+	}
+	return next, nil
+}
+
+// MapEvery is how often pi-node and the Go client read the shard map
+// again (WatchMap); MigrateLead is how far ahead a migration must start,
+// so that every one of them has read it before: a few reads, and room
+// for a writer whose clock runs ahead (a UUIDv7 made by a clock 30 s
+// fast is 30 s in the future).
+const (
+	MapEvery    = 5 * time.Second
+	MigrateLead = 30 * time.Second
+	leadSlack   = 2 * time.Second // the caller's own round trips since it chose at
+)
+
+// WatchMap reads the store's shard map every MapEvery until ctx ends and
+// calls grow with each map that extends the last one seen (session.Extends);
+// a map that does not (a store made again, a hand edit) is logged and
+// ignored, since following it would move sessions.
+func WatchMap(ctx context.Context, js jetstream.JetStream, cfg Config, cur session.Map, grow func(session.Map) error) {
+	t := time.NewTicker(MapEvery)
+	defer t.Stop()
+	log := logger(cfg)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		rctx, cancel := context.WithTimeout(ctx, MapEvery)
+		m, err := ReadMap(rctx, js, cfg)
+		cancel()
+		if err != nil || m.Equal(cur) {
+			continue
+		}
+		if err := session.Extends(cur, m); err != nil {
+			log.Error("the store's shard map changed in a way that would move sessions; keeping the one this process started with", "have", cur.String(), "found", m.String(), "err", err)
+			continue
+		}
+		if err := grow(m); err != nil {
+			log.Error("adopting the store's new shard map", "map", m.String(), "err", err)
+			continue
+		}
+		log.Info("adopted the store's new shard map", "map", m.String(), "streams", m.Streams(), "new sessions on", m.Current())
+		cur = m
+	}
+}
+
+// ShardLogs returns the logs of shards from..to-1 of cfg, each qualifying
+// its sequences (session.ShardLog).
+func ShardLogs(js jetstream.JetStream, cfg Config, from, to int) []*session.ShardLog {
+	var out []*session.ShardLog
+	for k := from; k < to; k++ {
 		l := NewLog(js, cfg.Shard(k))
-		shards[k] = &session.ShardLog{Log: l, Feed: l, Shard: k}
-		all[k] = shards[k]
+		out = append(out, &session.ShardLog{Log: l, Feed: l, Shard: k})
+	}
+	return out
+}
+
+// NewShards returns the log of each shard stream of m, each qualifying its
+// sequences (session.ShardLog), and the log over all of them
+// (session.Sharded) that routes each session to its shard.
+func NewShards(js jetstream.JetStream, cfg Config, m session.Map) ([]*session.ShardLog, *session.Sharded) {
+	shards := ShardLogs(js, cfg, 0, m.Streams())
+	all, err := session.NewSharded(m, AsLogs(shards))
+	if err != nil {
+		panic(err) // as many logs as streams, by construction
 	}
 	return shards, all
+}
+
+// AsLogs is shards as session.Logs.
+func AsLogs(shards []*session.ShardLog) []session.Log {
+	out := make([]session.Log, len(shards))
+	for k, sh := range shards {
+		out[k] = sh
+	}
+	return out
 }
 
 // BalanceLeaders spreads the leaders of the n shards' streams over the

@@ -21,13 +21,14 @@ import (
 // result, so a client may retry after a timeout; the same id with other
 // content is ErrConflict.
 func (s *Service) Append(ctx context.Context, sid string, req wire.AppendRequest) (wire.WriteResult, error) {
-	if sh, ok := s.Log.(session.Sharded); ok && req.ExpectLastSeq != nil && *req.ExpectLastSeq != 0 &&
-		session.SeqShard(*req.ExpectLastSeq) != session.ShardOf(sid, len(sh)) {
-		// A sequence of another shard is never this session's last: the
-		// conflict any stale expectation gets, without reading the log
-		// at a position that is not the session's.
-		return wire.WriteResult{}, wire.Field("expectLastSeq", fmt.Errorf("%w: %d is a sequence of shard %d; session %s is on shard %d",
-			wire.ErrConflict, *req.ExpectLastSeq, session.SeqShard(*req.ExpectLastSeq), sid, session.ShardOf(sid, len(sh))))
+	if sh, ok := s.Log.(*session.Sharded); ok && req.ExpectLastSeq != nil && *req.ExpectLastSeq != 0 {
+		if k := sh.Shard(sid); session.SeqShard(*req.ExpectLastSeq) != k {
+			// A sequence of another shard is never this session's last: the
+			// conflict any stale expectation gets, without reading the log
+			// at a position that is not the session's.
+			return wire.WriteResult{}, wire.Field("expectLastSeq", fmt.Errorf("%w: %d is a sequence of shard %d; session %s is on shard %d",
+				wire.ErrConflict, *req.ExpectLastSeq, session.SeqShard(*req.ExpectLastSeq), sid, k))
+		}
 	}
 	drafts, err := s.checkAppend(sid, req)
 	if err != nil {

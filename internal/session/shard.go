@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/wire"
@@ -194,49 +195,132 @@ func (s *ShardLog) Identity(ctx context.Context) (string, error) {
 }
 
 // Sharded is a Log over shards: each session's calls go to the log of its
-// shard (ShardOf), whose sequences must be qualified (ShardLog). With one
-// shard it is that shard's log.
-type Sharded []Log
+// shard (Map.Of), whose sequences must be qualified (ShardLog). With one
+// shard it is that shard's log. It grows when the store's shard count
+// changes (Grow): sessions placed before stay where they are.
+type Sharded struct {
+	mu   sync.RWMutex
+	m    Map
+	logs []Log
+}
 
-var _ Log = Sharded(nil)
+var _ Log = (*Sharded)(nil)
+
+// NewSharded routes by m over logs, one per shard stream (m.Streams()).
+func NewSharded(m Map, logs []Log) (*Sharded, error) {
+	if len(logs) != m.Streams() {
+		return nil, fmt.Errorf("shard map %s has %d streams, not %d", m, m.Streams(), len(logs))
+	}
+	return &Sharded{m: m, logs: slices.Clone(logs)}, nil
+}
+
+// Grow changes the map to m, which places every session of the current
+// map as it did (it adds epochs), adding the logs of the streams it adds.
+func (s *Sharded) Grow(m Map, more []Log) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	logs, err := GrowShards(s.m, s.logs, m, more)
+	if err == nil {
+		s.m, s.logs = m, logs
+	}
+	return err
+}
+
+// GrowShards checks that next extends cur (Extends) and that more are the
+// per-stream parts of the streams it adds to have's, and returns them all
+// in a new slice (have is never written: readers may hold it).
+func GrowShards[T any](cur Map, have []T, next Map, more []T) ([]T, error) {
+	if err := Extends(cur, next); err != nil {
+		return nil, err
+	}
+	if len(have)+len(more) != next.Streams() {
+		return nil, fmt.Errorf("shard map %s has %d streams: %d more than %d, not %d", next, next.Streams(), next.Streams()-len(have), len(have), len(more))
+	}
+	return append(slices.Clip(have), more...), nil
+}
+
+// Extends checks that next keeps every epoch of cur (so every session of
+// cur is where it was) and only adds later ones.
+func Extends(cur, next Map) error {
+	ce, ne := cur.epochs(), next.epochs()
+	if len(ne) < len(ce) || !slices.EqualFunc(ce, ne[:len(ce)], func(a, b Epoch) bool { return a.Shards == b.Shards && a.From.Equal(b.From) }) {
+		return fmt.Errorf("%w: shard map %s does not extend %s: sessions placed by it would move", wire.ErrConflict, next, cur)
+	}
+	return nil
+}
+
+// Map is the map the log routes by now.
+func (s *Sharded) Map() Map {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.m
+}
+
+// Logs are the shards' logs, by shard.
+func (s *Sharded) Logs() []Log {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return slices.Clone(s.logs)
+}
+
+// Shard is session sid's shard.
+func (s *Sharded) Shard(sid string) int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.m.Of(sid)
+}
 
 // For is the log of session sid's shard.
-func (s Sharded) For(sid string) Log { return s[ShardOf(sid, len(s))] }
+func (s *Sharded) For(sid string) Log {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.logs[s.m.Of(sid)]
+}
+
+func (s *Sharded) route(sid string) (Log, int) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	k := s.m.Of(sid)
+	return s.logs[k], k
+}
 
 // Append appends to sid's shard; see Log.
-func (s Sharded) Append(ctx context.Context, sid string, expectLast uint64, recs []Record) ([]uint64, error) {
-	if expectLast != 0 && SeqShard(expectLast) != ShardOf(sid, len(s)) {
+func (s *Sharded) Append(ctx context.Context, sid string, expectLast uint64, recs []Record) ([]uint64, error) {
+	l, k := s.route(sid)
+	if expectLast != 0 && SeqShard(expectLast) != k {
 		return nil, wire.Field("expectLastSeq", fmt.Errorf("%w: %d is a sequence of shard %d; session %s is on shard %d",
-			wire.ErrConflict, expectLast, SeqShard(expectLast), sid, ShardOf(sid, len(s))))
+			wire.ErrConflict, expectLast, SeqShard(expectLast), sid, k))
 	}
-	return s.For(sid).Append(ctx, sid, expectLast, recs)
+	return l.Append(ctx, sid, expectLast, recs)
 }
 
 // Read reads sid's shard; see Log.
-func (s Sharded) Read(ctx context.Context, sid string, afterSeq uint64) ([]Stored, error) {
-	if afterSeq != 0 && SeqShard(afterSeq) != ShardOf(sid, len(s)) {
+func (s *Sharded) Read(ctx context.Context, sid string, afterSeq uint64) ([]Stored, error) {
+	l, k := s.route(sid)
+	if afterSeq != 0 && SeqShard(afterSeq) != k {
 		// Not a position of this session: everything of it comes after
 		// another shard's sequences only by accident of numbering.
 		return nil, wire.Field("afterSeq", fmt.Errorf("%w: %d is a sequence of shard %d; session %s is on shard %d",
-			wire.ErrInvalid, afterSeq, SeqShard(afterSeq), sid, ShardOf(sid, len(s))))
+			wire.ErrInvalid, afterSeq, SeqShard(afterSeq), sid, k))
 	}
-	return s.For(sid).Read(ctx, sid, afterSeq)
+	return l.Read(ctx, sid, afterSeq)
 }
 
 // Purge purges sid from its shard; see Log.
-func (s Sharded) Purge(ctx context.Context, sid string) error { return s.For(sid).Purge(ctx, sid) }
+func (s *Sharded) Purge(ctx context.Context, sid string) error { return s.For(sid).Purge(ctx, sid) }
 
 // MaxBatch is the smallest of the shards'; see Log.
-func (s Sharded) MaxBatch() int {
-	n := s[0].MaxBatch()
-	for _, l := range s[1:] {
+func (s *Sharded) MaxBatch() int {
+	logs := s.Logs()
+	n := logs[0].MaxBatch()
+	for _, l := range logs[1:] {
 		n = min(n, l.MaxBatch())
 	}
 	return n
 }
 
 // SessionLastSeq asks sid's shard; see Log.
-func (s Sharded) SessionLastSeq(ctx context.Context, sid string) (uint64, error) {
+func (s *Sharded) SessionLastSeq(ctx context.Context, sid string) (uint64, error) {
 	return s.For(sid).SessionLastSeq(ctx, sid)
 }
 
@@ -244,16 +328,47 @@ func (s Sharded) SessionLastSeq(ctx context.Context, sid string) (uint64, error)
 // session's records (LastSeq, PurgeUpTo, Notify) goes to the archive bound
 // to its shard's stream, with sequences unqualified on the way in and
 // qualified on the way out; the copies, their listing and the lease are
-// one archive, Shards[0]'s.
+// one archive, shard 0's.
 type ShardedArchive struct {
-	Shards []Archive // Shards[k] purges and notifies on shard k's stream
+	mu     sync.RWMutex
+	m      Map
+	shards []Archive // shards[k] purges and notifies on shard k's stream
 }
 
 var _ Archive = (*ShardedArchive)(nil)
 
+// NewShardedArchive places sessions by m over shards, one per stream.
+func NewShardedArchive(m Map, shards []Archive) (*ShardedArchive, error) {
+	if len(shards) != m.Streams() {
+		return nil, fmt.Errorf("shard map %s has %d streams, not %d", m, m.Streams(), len(shards))
+	}
+	return &ShardedArchive{m: m, shards: slices.Clone(shards)}, nil
+}
+
+// Grow changes the map to m, adding the archives bound to the streams it
+// adds; see Sharded.Grow.
+func (a *ShardedArchive) Grow(m Map, more []Archive) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	shards, err := GrowShards(a.m, a.shards, m, more)
+	if err == nil {
+		a.m, a.shards = m, shards
+	}
+	return err
+}
+
 func (a *ShardedArchive) of(sid string) (Archive, int) {
-	k := ShardOf(sid, len(a.Shards))
-	return a.Shards[k], k
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	k := a.m.Of(sid)
+	return a.shards[k], k
+}
+
+// first is shard 0's archive, which holds the copies and the lease.
+func (a *ShardedArchive) first() Archive {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return a.shards[0]
 }
 
 func (a *ShardedArchive) raw(sid string, seq uint64) (Archive, uint64, error) {
@@ -265,31 +380,31 @@ func (a *ShardedArchive) raw(sid string, seq uint64) (Archive, uint64, error) {
 }
 
 // Provision provisions the archive; see Archive.
-func (a *ShardedArchive) Provision(ctx context.Context) error { return a.Shards[0].Provision(ctx) }
+func (a *ShardedArchive) Provision(ctx context.Context) error { return a.first().Provision(ctx) }
 
 // Put stores a copy; see Archive.
 func (a *ShardedArchive) Put(ctx context.Context, c wire.ArchiveCopy, data []byte) error {
-	return a.Shards[0].Put(ctx, c, data)
+	return a.first().Put(ctx, c, data)
 }
 
 // Find finds copies; see Archive.
 func (a *ShardedArchive) Find(ctx context.Context, sid string) ([]wire.ArchiveCopy, error) {
-	return a.Shards[0].Find(ctx, sid)
+	return a.first().Find(ctx, sid)
 }
 
 // Fetch fetches a copy; see Archive.
 func (a *ShardedArchive) Fetch(ctx context.Context, c wire.ArchiveCopy) ([]byte, error) {
-	return a.Shards[0].Fetch(ctx, c)
+	return a.first().Fetch(ctx, c)
 }
 
 // Delete deletes copies; see Archive.
 func (a *ShardedArchive) Delete(ctx context.Context, cs []wire.ArchiveCopy) error {
-	return a.Shards[0].Delete(ctx, cs)
+	return a.first().Delete(ctx, cs)
 }
 
 // List lists copies; see Archive.
 func (a *ShardedArchive) List(ctx context.Context, month string, from uint64, limit int) ([]wire.ArchiveCopy, uint64, error) {
-	return a.Shards[0].List(ctx, month, from, limit)
+	return a.first().List(ctx, month, from, limit)
 }
 
 // LastSeq asks sid's shard, qualified; see Archive.
@@ -325,14 +440,14 @@ func (a *ShardedArchive) Notify(ctx context.Context, sid string, upTo uint64) er
 }
 
 // DuplicateWindow is the log's; see Archive.
-func (a *ShardedArchive) DuplicateWindow() time.Duration { return a.Shards[0].DuplicateWindow() }
+func (a *ShardedArchive) DuplicateWindow() time.Duration { return a.first().DuplicateWindow() }
 
 // Lease takes the archiver's one lease; see Archive.
 func (a *ShardedArchive) Lease(ctx context.Context, holder string, ttl time.Duration) (Lease, error) {
-	return a.Shards[0].Lease(ctx, holder, ttl)
+	return a.first().Lease(ctx, holder, ttl)
 }
 
 // Unlease gives the lease up; see Archive.
 func (a *ShardedArchive) Unlease(ctx context.Context, holder string) error {
-	return a.Shards[0].Unlease(ctx, holder)
+	return a.first().Unlease(ctx, holder)
 }

@@ -75,12 +75,16 @@ func TestShardLogContract(t *testing.T) {
 	})
 }
 
-func newSharded(n int) (session.Sharded, []*session.MemLog) {
-	all := make(session.Sharded, n)
+func newSharded(n int) (*session.Sharded, []*session.MemLog) {
+	logs := make([]session.Log, n)
 	mems := make([]*session.MemLog, n)
 	for k := range n {
 		mems[k] = session.NewMemLog(1000, 8<<20)
-		all[k] = &session.ShardLog{Log: mems[k], Feed: mems[k], Shard: k}
+		logs[k] = &session.ShardLog{Log: mems[k], Feed: mems[k], Shard: k}
+	}
+	all, err := session.NewSharded(session.OneMap(n), logs)
+	if err != nil {
+		panic(err)
 	}
 	return all, mems
 }
@@ -143,7 +147,7 @@ func TestShardedRoutes(t *testing.T) {
 	fctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
-		_ = all[3].(*session.ShardLog).Follow(fctx, 1, func(recs []session.Stored) error {
+		_ = all.Logs()[3].(*session.ShardLog).Follow(fctx, 1, func(recs []session.Stored) error {
 			if recs[0].Session == session.PurgeToken {
 				got <- recs
 				cancel()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/session"
@@ -30,14 +31,58 @@ func (st *Store) All() []*Store { return []*Store{st} }
 // For is the Store itself; see Shards.
 func (st *Store) For(string) *Store { return st }
 
-// Set is the Shards of a sharded log: Set[k] follows shard k.
-type Set []*Store
+// Set is the Shards of a sharded log: a Store per shard stream, sessions
+// placed by the store's shard map. It grows when the map does (Grow).
+type Set struct {
+	mu     sync.RWMutex
+	m      session.Map
+	stores []*Store // replaced, never written in place: All hands it out
+}
 
-// All returns the Stores; see Shards.
-func (s Set) All() []*Store { return s }
+// NewSet places sessions by m over stores, one per shard stream.
+func NewSet(m session.Map, stores []*Store) (*Set, error) {
+	if len(stores) != m.Streams() {
+		return nil, fmt.Errorf("shard map %s has %d streams, not %d Stores", m, m.Streams(), len(stores))
+	}
+	return &Set{m: m, stores: slices.Clone(stores)}, nil
+}
+
+// Grow changes the map to m, which must extend the current one
+// (session.Extends), with the Stores of the streams it adds (opened by the
+// caller: their reads answer as soon as they are in the Set).
+func (s *Set) Grow(m session.Map, more []*Store) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	stores, err := session.GrowShards(s.m, s.stores, m, more)
+	if err == nil {
+		s.m, s.stores = m, stores
+	}
+	return err
+}
+
+// Map is the shard map the Set places sessions by.
+func (s *Set) Map() session.Map {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.m
+}
+
+// All returns the Stores, by shard (none for a nil Set); see Shards.
+func (s *Set) All() []*Store {
+	if s == nil {
+		return nil
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.stores
+}
 
 // For returns sid's shard's Store; see Shards.
-func (s Set) For(sid string) *Store { return s[session.ShardOf(sid, len(s))] }
+func (s *Set) For(sid string) *Store {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.stores[s.m.Of(sid)]
+}
 
 // At returns the Store of the shard seq belongs to, or an error naming
 // the shard when the log has no such shard.

@@ -47,8 +47,8 @@ type Node struct {
 	Config  jetstream.Config
 	// With Options.Shards above 1: Log and Store are shard 0's, Stores
 	// every shard's, and Sharded the log over all of them.
-	Stores  store.Set
-	Sharded session.Sharded
+	Stores  *store.Set
+	Sharded *session.Sharded
 
 	server *embedded.Server
 	conn   *jetstream.Conn
@@ -98,7 +98,8 @@ func StartDir(ctx context.Context, dir string, o Options) (n *Node, err error) {
 		return nil, err
 	}
 	shards := max(o.Shards, 1)
-	if err := jetstream.ProvisionShards(ctx, n.conn.JS, n.Config, shards); err != nil {
+	sm, err := jetstream.ProvisionShards(ctx, n.conn.JS, n.Config, shards)
+	if err != nil {
 		return nil, err
 	}
 	n.Log = jetstream.NewLog(n.conn.JS, n.Config)
@@ -106,18 +107,22 @@ func StartDir(ctx context.Context, dir string, o Options) (n *Node, err error) {
 		return nil, err
 	}
 	var log session.Log = n.Log
+	var stores []*store.Store
 	if shards == 1 {
-		n.Stores = store.Set{store.New(n.Log, store.Options{Log: n.Log})}
+		stores = []*store.Store{store.New(n.Log, store.Options{Log: n.Log})}
 	} else {
 		var logs []*session.ShardLog
-		logs, n.Sharded = jetstream.NewShards(n.conn.JS, n.Config, shards)
+		logs, n.Sharded = jetstream.NewShards(n.conn.JS, n.Config, sm)
 		for _, l := range logs {
-			n.Stores = append(n.Stores, store.New(l, store.Options{Log: l, Writer: l}))
+			stores = append(stores, store.New(l, store.Options{Log: l, Writer: l}))
 		}
 		log = n.Sharded
 	}
-	n.Store = n.Stores[0]
-	for _, st := range n.Stores {
+	if n.Stores, err = store.NewSet(sm, stores); err != nil {
+		return nil, err
+	}
+	n.Store = stores[0]
+	for _, st := range stores {
 		if err := st.Open(ctx); err != nil {
 			return nil, err
 		}
@@ -156,7 +161,7 @@ func (n *Node) Close() {
 	if n.api != nil {
 		_ = n.api.Close()
 	}
-	for _, st := range n.Stores {
+	for _, st := range n.Stores.All() {
 		_ = st.Close()
 	}
 	if n.conn != nil {
