@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/jetstream"
+	"github.com/pifleet/sessionlog/internal/region"
 )
 
 const shardsHelp = `Usage: pi-ctl shards [show] [--json] [--server URL]
@@ -79,6 +80,9 @@ func runShards(ctx context.Context, e *env, args []string) error {
 	}
 	m, changed := before, false
 	if to != nil {
+		if _, err := conn.JS.KeyValue(ctx, a.bucket); err == nil {
+			return fmt.Errorf("%w: the region record bucket %s exists: a cross-region deployment takes one shard for now", region.ErrRefused, a.bucket)
+		}
 		at := time.Now().Add(*in)
 		if m, err = jetstream.Migrate(ctx, conn.JS, cfg, *to, at); err != nil {
 			return err

@@ -154,11 +154,11 @@ func (m *Main) Run(ctx context.Context) error {
 	m.bg.Go(func() { m.releaseAfterRebuild(bgCtx) })
 	if m.sharded != nil {
 		// pi-ctl shards migrate adds shards to a running store.
-		m.bg.Go(func() {
-			jetstream.WatchMap(bgCtx, m.conn.JS, m.jsCfg, m.sharded.Map(), func(next session.Map) error {
-				return m.growShards(bgCtx, next, log, logger)
-			})
+		watch := jetstream.NewMapWatch(m.conn.JS, m.jsCfg, m.sharded.Map(), func(next session.Map) error {
+			return m.growShards(bgCtx, next, log, logger)
 		})
+		m.sharded.Guard(watch.Fresh)
+		m.bg.Go(func() { watch.Run(bgCtx) })
 	}
 	if c.Replicas > 1 && m.region == nil {
 		m.bg.Go(func() { m.balanceLeaders(bgCtx) })
@@ -460,6 +460,15 @@ func (m *Main) streams() []*jetstream.Log {
 func (m *Main) growShards(ctx context.Context, next session.Map, log session.Log, logger *slog.Logger) error {
 	m.shardMu.Lock()
 	defer m.shardMu.Unlock()
+	// Checked before anything changes: the Stores, the archive and the
+	// router grow in step, so none of the Grows below can refuse.
+	cur := m.sharded.Map()
+	if err := session.Extends(cur, next); err != nil {
+		return err
+	}
+	if !m.stores.Map().Equal(cur) || len(m.shardLogs) != cur.Streams() {
+		return fmt.Errorf("the Stores (%s) and the log (%s, %d streams) route by different shard maps", m.stores.Map(), cur, len(m.shardLogs))
+	}
 	from, to := len(m.shardLogs), next.Streams()
 	added := jetstream.ShardLogs(m.conn.JS, m.jsCfg, from, to)
 	var stores []*store.Store

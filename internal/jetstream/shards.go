@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -218,6 +220,9 @@ func migrate(ctx context.Context, js jetstream.JetStream, cfg Config, n int, at 
 		return session.Map{}, fmt.Errorf("stream %s: %w", cfg.Stream, Classify(err))
 	}
 	sc := s.CachedInfo().Config
+	if sc.Mirror != nil || len(sc.Sources) > 0 || sc.Sealed {
+		return session.Map{}, fmt.Errorf("%w: stream %s is a mirror, sourced or sealed (a cross-region deployment's?): cross-region mode takes one shard for now", wire.ErrInvalid, sc.Name)
+	}
 	cur, f, err := shardMap(sc)
 	if err != nil {
 		return session.Map{}, err
@@ -274,14 +279,42 @@ const (
 	leadSlack   = 2 * time.Second // the caller's own round trips since it chose at
 )
 
-// WatchMap reads the store's shard map every MapEvery until ctx ends and
-// calls grow with each map that extends the last one seen (session.Extends);
-// a map that does not (a store made again, a hand edit) is logged and
-// ignored, since following it would move sessions.
-func WatchMap(ctx context.Context, js jetstream.JetStream, cfg Config, cur session.Map, grow func(session.Map) error) {
+// MapWatch keeps a process's shard map current: it reads the store's map
+// every MapEvery (Run) and calls grow with each map that extends the one in
+// force (session.Extends); a map that does not (a store made again, a hand
+// edit) is logged and ignored, since following it would move sessions.
+// Fresh, called before every write, reads the map at once when it has not
+// been confirmed for MapMaxAge: a process that was suspended, or cut off
+// from JetStream, past a migration's start would otherwise place a new
+// session by the map it had (see MapMaxAge).
+type MapWatch struct {
+	js        jetstream.JetStream
+	cfg       Config
+	grow      func(session.Map) error
+	mu        sync.Mutex // serialises checks
+	cur       session.Map
+	confirmed atomic.Int64 // unix nanos of the last read of the map that answered
+}
+
+// MapMaxAge is how old a process's knowledge of the map may be when it
+// writes. A migration recorded at r starts at r + MigrateLead at the
+// earliest (less leadSlack); a writer whose map was confirmed after r
+// knows it, and one confirmed before r writes before r + MapMaxAge, ahead
+// of the start by the rest of the lead, so every id it makes (by its own
+// clock) is of the epoch before, which both maps place alike.
+const MapMaxAge = MigrateLead - leadSlack - 2*MapEvery
+
+// NewMapWatch watches cfg's store, whose map cur was read just now.
+func NewMapWatch(js jetstream.JetStream, cfg Config, cur session.Map, grow func(session.Map) error) *MapWatch {
+	w := &MapWatch{js: js, cfg: cfg, grow: grow, cur: cur}
+	w.confirmed.Store(time.Now().UnixNano())
+	return w
+}
+
+// Run reads the map every MapEvery until ctx ends.
+func (w *MapWatch) Run(ctx context.Context) {
 	t := time.NewTicker(MapEvery)
 	defer t.Stop()
-	log := logger(cfg)
 	for {
 		select {
 		case <-ctx.Done():
@@ -289,22 +322,47 @@ func WatchMap(ctx context.Context, js jetstream.JetStream, cfg Config, cur sessi
 		case <-t.C:
 		}
 		rctx, cancel := context.WithTimeout(ctx, MapEvery)
-		m, err := ReadMap(rctx, js, cfg)
+		_ = w.check(rctx)
 		cancel()
-		if err != nil || m.Equal(cur) {
-			continue
+	}
+}
+
+// Fresh returns nil when the map in force was confirmed within MapMaxAge,
+// else reads it now; ErrUnavailable when it cannot.
+func (w *MapWatch) Fresh(ctx context.Context) error {
+	if time.Since(time.Unix(0, w.confirmed.Load())) <= MapMaxAge {
+		return nil
+	}
+	if err := w.check(ctx); err != nil {
+		return fmt.Errorf("%w: the store's shard map was last read %v ago and cannot be read now, so a write might go to the wrong shard: %w",
+			wire.ErrUnavailable, time.Since(time.Unix(0, w.confirmed.Load())).Round(time.Second), err)
+	}
+	return nil
+}
+
+// check reads the map and adopts it if it grew.
+func (w *MapWatch) check(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	m, err := ReadMap(ctx, w.js, w.cfg)
+	if err != nil {
+		return err
+	}
+	log := logger(w.cfg)
+	if !m.Equal(w.cur) {
+		if err := session.Extends(w.cur, m); err != nil {
+			log.Error("the store's shard map changed in a way that would move sessions; keeping the one this process started with", "have", w.cur.String(), "found", m.String(), "err", err)
+			return err
 		}
-		if err := session.Extends(cur, m); err != nil {
-			log.Error("the store's shard map changed in a way that would move sessions; keeping the one this process started with", "have", cur.String(), "found", m.String(), "err", err)
-			continue
-		}
-		if err := grow(m); err != nil {
+		if err := w.grow(m); err != nil {
 			log.Error("adopting the store's new shard map", "map", m.String(), "err", err)
-			continue
+			return err
 		}
 		log.Info("adopted the store's new shard map", "map", m.String(), "streams", m.Streams(), "new sessions on", m.Current())
-		cur = m
+		w.cur = m
 	}
+	w.confirmed.Store(time.Now().UnixNano())
+	return nil
 }
 
 // ShardLogs returns the logs of shards from..to-1 of cfg, each qualifying

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/session/sessiontest"
 	"github.com/pifleet/sessionlog/internal/testutil"
@@ -145,11 +147,10 @@ func TestMigrate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wctx, stop := context.WithCancel(ctx)
-	defer stop()
-	go WatchMap(wctx, conn.JS, cfg, m0, func(next session.Map) error {
+	watch := NewMapWatch(conn.JS, cfg, m0, func(next session.Map) error {
 		return all.Grow(next, AsLogs(ShardLogs(conn.JS, cfg, len(all.Logs()), next.Streams())))
 	})
+	all.Guard(watch.Fresh)
 
 	if _, err := Migrate(ctx, conn.JS, cfg, 4, time.Now().Add(time.Second)); !errors.Is(err, wire.ErrInvalid) {
 		t.Fatalf("a migration starting in 1 s: %v, want ErrInvalid (too short a lead)", err)
@@ -181,8 +182,32 @@ func TestMigrate(t *testing.T) {
 	if got, err := ProvisionShards(ctx, conn.JS, cfg, 0); err != nil || !got.Equal(m) {
 		t.Fatalf("provisioning with no count: %v, %v; want the store's map %s", got, err, m)
 	}
+	// A write with a map confirmed lately reads nothing; one whose map is
+	// older than MapMaxAge (a process suspended meanwhile) reads the map
+	// first and routes by the new one.
+	if _, err := all.Append(ctx, old, seqs[0], []session.Record{entryRecs("p", 1)[0]}); err != nil {
+		t.Fatal(err)
+	}
+	if got := all.Map(); !got.Equal(m0) {
+		t.Fatalf("a write with a fresh map read it again: %s", got)
+	}
+	watch.confirmed.Store(time.Now().Add(-MapMaxAge - time.Second).UnixNano())
+	seqs, err = all.Append(ctx, old, seqs[0]+1, []session.Record{entryRecs("q", 1)[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := all.Map(); !got.Equal(m) {
+		t.Fatalf("a write with a map %v old routes by %s, not by the store's %s", MapMaxAge, got, m)
+	}
+	// And the periodic read adopts it as well (a second router).
+	_, other := NewShards(conn.JS, cfg, m0)
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go NewMapWatch(conn.JS, cfg, m0, func(next session.Map) error {
+		return other.Grow(next, AsLogs(ShardLogs(conn.JS, cfg, len(other.Logs()), next.Streams())))
+	}).Run(wctx)
 	testutil.WaitFor(t, 3*MapEvery, func() error {
-		if got := all.Map(); !got.Equal(m) {
+		if got := other.Map(); !got.Equal(m) {
 			return fmt.Errorf("the router routes by %s, not yet by %s", got, m)
 		}
 		return nil
@@ -220,5 +245,26 @@ func TestMigrate(t *testing.T) {
 	}
 	if len(shards) < 2 {
 		t.Fatalf("16 new sessions all on shard(s) %v", shards)
+	}
+}
+
+// A cross-region deployment's streams (mirrors, sourced) take one shard:
+// Migrate refuses them and creates nothing.
+func TestMigrateRefusesMirror(t *testing.T) {
+	s := runServer(t)
+	conn := connect(t, s.ClientURL())
+	ctx := context.Background()
+	home := testConfig(1)
+	provisionShards(t, conn, home, 1)
+	mirror := testConfig(1)
+	if _, err := conn.JS.CreateStream(ctx, jetstream.StreamConfig{Name: mirror.Stream, Mirror: &jetstream.StreamSource{Name: home.Stream}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.JS.DeleteStream(context.Background(), mirror.Stream) })
+	if _, err := migrate(ctx, conn.JS, mirror, 4, time.Now().Add(time.Minute), 0); !errors.Is(err, wire.ErrInvalid) || !strings.Contains(err.Error(), "mirror") {
+		t.Fatalf("migrating a mirror: %v, want refused", err)
+	}
+	if _, err := conn.JS.Stream(ctx, mirror.Shard(1).Stream); err == nil {
+		t.Fatal("a refused migration created a shard stream")
 	}
 }

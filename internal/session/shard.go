@@ -199,10 +199,16 @@ func (s *ShardLog) Identity(ctx context.Context) (string, error) {
 // shard it is that shard's log. It grows when the store's shard count
 // changes (Grow): sessions placed before stay where they are.
 type Sharded struct {
-	mu   sync.RWMutex
-	m    Map
-	logs []Log
+	mu    sync.RWMutex
+	m     Map
+	logs  []Log
+	guard func(context.Context) error
 }
+
+// Guard makes every Append call g first, and fail with its error: a check
+// that the map routed by is current (jetstream.MapWatch.Fresh). Set it
+// before the log is used.
+func (s *Sharded) Guard(g func(context.Context) error) { s.guard = g }
 
 var _ Log = (*Sharded)(nil)
 
@@ -286,6 +292,11 @@ func (s *Sharded) route(sid string) (Log, int) {
 
 // Append appends to sid's shard; see Log.
 func (s *Sharded) Append(ctx context.Context, sid string, expectLast uint64, recs []Record) ([]uint64, error) {
+	if s.guard != nil {
+		if err := s.guard(ctx); err != nil {
+			return nil, err
+		}
+	}
 	l, k := s.route(sid)
 	if expectLast != 0 && SeqShard(expectLast) != k {
 		return nil, wire.Field("expectLastSeq", fmt.Errorf("%w: %d is a sequence of shard %d; session %s is on shard %d",

@@ -170,7 +170,7 @@ type storeStats struct {
 	evictions   atomic.Uint64
 	reloads     atomic.Uint64
 	logLastSeq  atomic.Uint64 // the log's last sequence, last time we asked
-	polledAt    atomic.Int64  // unix nanos when that poll was sent: what logLastSeq is the log's end as of
+	polledAt    atomic.Int64  // unix nanos when that poll was answered: what logLastSeq is the log's end as of
 	noted       atomic.Uint64 // the highest sequence NoteLogSeq was told of
 	polled      atomic.Bool   // logLastSeq has been read at least once
 	firstEnd    atomic.Uint64 // 1 + the log's last sequence as first learned since Open (or Reset); 0: not yet
@@ -267,13 +267,12 @@ func (st *Store) watchLag(ctx context.Context) {
 	for {
 		// A bounded poll: one sent as a leader dies would otherwise wait out
 		// the API timeout, freezing what the Store believes is the log's end.
-		sent := st.opts.Now()
 		pctx, cancel := context.WithTimeout(ctx, time.Second)
 		last, err := st.feed.LastSeq(pctx)
 		cancel()
 		if err == nil {
 			st.stats.logLastSeq.Store(last)
-			st.stats.polledAt.Store(sent.UnixNano()) // after: see caughtUp
+			st.stats.polledAt.Store(st.opts.Now().UnixNano()) // after: see caughtUpLocked
 			st.stats.polled.Store(true)
 			st.noteFirstEnd(last)
 			if !st.compacting.Load() { // a Store that caught up before it knew
@@ -295,10 +294,13 @@ func (st *Store) watchLag(ctx context.Context) {
 
 // caughtUpLocked records when the Store was last caught up: if it has
 // applied everything it knows the log to hold, it is current as of the
-// moment the last poll of the log's end was sent — not now. While polls
-// fail (an election, a leader that lost its lease, a partition) the
+// moment the last poll of the log's end was answered — not now. While
+// polls fail (an election, a leader that lost its lease, a partition) the
 // records the Store applies meanwhile are no news of the log's end, and a
-// read must not look fresh for them (Pi-Stale, /readyz). Under st.mu.
+// read must not look fresh for them (Pi-Stale, /readyz). The answer's time,
+// not the request's: the end it names is at most the poll's duration old
+// (under a second, its timeout), and a loaded machine's slow polls would
+// otherwise age every Store past Pi-Stale's second. Under st.mu.
 func (st *Store) caughtUpLocked() {
 	// polledAt before logLastSeq, which is stored before it: a poll time
 	// read with an older end would say the Store was current later than
