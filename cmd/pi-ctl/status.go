@@ -89,6 +89,9 @@ func writeStatus(out *strings.Builder, s *statusReply) {
 		"replicas", fmt.Sprintf("%d, leader %s", ss.Replicas, orDash(ss.Leader)),
 		"bucket", js.Bucket)
 	writeRegion(out, js.Region)
+	if js.ShardMap != "" {
+		keyValues(out, "shard map", js.ShardMap+" (pi-ctl shards)")
+	}
 	if len(js.Shards) > 1 {
 		// One row per shard: where its writes go, and how far each
 		// shard's Store is.

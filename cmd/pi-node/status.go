@@ -37,6 +37,7 @@ func (m *Main) status(ctx context.Context) (any, error) {
 		return out, err
 	}
 	if n := len(m.streams()); n > 1 { // with one stream, Stream says it all
+		out.ShardMap = m.sharded.Map().String()
 		out.Shards = append(out.Shards, out.Stream)
 		for k := 1; k < n; k++ {
 			ss, _, err := m.streamStatus(ctx, cfg.Shard(k).Stream)

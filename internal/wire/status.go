@@ -62,7 +62,11 @@ type JetStreamStatus struct {
 	// Shards is every shard's stream (shard 0's is Stream), with
 	// --shards above 1: where its leader is and how current its replicas.
 	Shards []StreamStatus `json:"shards,omitempty"`
-	Bucket string         `json:"bucket"`
+	// ShardMap is the shard map this node routes by, in the encoding of
+	// docs/PROTOCOL.md#shards ("1,4@2026-12-02T04:00:00.000Z"), with more
+	// than one shard stream.
+	ShardMap string `json:"shardMap,omitempty"`
+	Bucket   string `json:"bucket"`
 	// Region is the cross-region state: this node's region and role, the
 	// home, the streams it reads and writes, and its mirror's lag.
 	Region *RegionStatus `json:"region,omitempty"`

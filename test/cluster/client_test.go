@@ -65,6 +65,7 @@ type nodeStatus struct {
 			Name    string `json:"name"`
 			LastSeq uint64 `json:"lastSeq"`
 		} `json:"shards"`
+		ShardMap string `json:"shardMap"`
 	} `json:"jetstream"`
 }
 

@@ -120,8 +120,8 @@ func TestShardMigration(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if len(st.Store.Shards) != 4 || len(st.JetStream.Shards) != 4 {
-				return fmt.Errorf("%s follows %d shard streams, lists %d", nd.name, len(st.Store.Shards), len(st.JetStream.Shards))
+			if len(st.Store.Shards) != 4 || len(st.JetStream.Shards) != 4 || st.JetStream.ShardMap != rep.Map {
+				return fmt.Errorf("%s follows %d shard streams, lists %d, routes by map %q", nd.name, len(st.Store.Shards), len(st.JetStream.Shards), st.JetStream.ShardMap)
 			}
 		}
 		return nil
