@@ -228,9 +228,19 @@ type entriesRead struct {
 }
 
 // readEntries reads session sid's entries from one node, linearizably
-// (consistency=strong): whatever any node acknowledged before.
+// (consistency=strong): whatever any node acknowledged before; retried
+// while the node answers 503 (no stream leader yet) or 504.
 func readEntries(ctx context.Context, base, sid string) (entriesRead, error) {
-	st, _, body, err := proctest.Do(ctx, proctest.ProbeClient, http.MethodGet, base+"/v1/sessions/"+sid+"/entries?limit=1000&consistency=strong", nil)
+	var st int
+	var body []byte
+	var err error
+	for attempt := 0; ; attempt++ {
+		st, _, body, err = proctest.Do(ctx, proctest.ProbeClient, http.MethodGet, base+"/v1/sessions/"+sid+"/entries?limit=1000&consistency=strong", nil)
+		if !retryable(st, err) || ctx.Err() != nil {
+			break
+		}
+		proctest.Backoff(ctx, attempt, 1) // a stream electing its leader after the kill: 503 until it has one
+	}
 	if err != nil {
 		return entriesRead{}, err
 	}
