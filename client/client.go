@@ -197,10 +197,7 @@ func (c *Client) connectJetStream(ctx context.Context, t Transport, o options) e
 	}
 	_, all := jetstream.NewShards(js, o.jsCfg, m)
 	c.log, c.cursors = all, cur
-	watch := jetstream.NewMapWatch(js, o.jsCfg, m, func(next session.Map) error {
-		return all.Grow(next, jetstream.AsLogs(jetstream.ShardLogs(js, o.jsCfg, len(all.Logs()), next.Streams())))
-	})
-	all.Guard(watch.Fresh) // a client suspended past a migration's start reads the map before it writes
+	watch := jetstream.WatchShards(js, o.jsCfg, all, nil) // a client suspended past a migration's start reads the map before it writes
 	wctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

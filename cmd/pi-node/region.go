@@ -155,7 +155,6 @@ func (m *Main) backend(ctx context.Context, name string, logger *slog.Logger) (s
 		feeds := make([]feedLog, len(shards))
 		for k, sh := range shards {
 			feeds[k] = sh
-			m.shardLogs = append(m.shardLogs, sh.Log.(*jetstream.Log))
 		}
 		return all, feeds, cursors, err
 	}

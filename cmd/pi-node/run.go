@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"path/filepath"
 	"runtime/debug"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,8 +49,6 @@ type Main struct {
 	sharded        *session.Sharded        // the Service's log, outside region mode
 	archives       *session.ShardedArchive // the archive per shard stream, outside region mode
 	archiveCfg     jetstream.ArchiveConfig
-	shardMu        sync.Mutex       // guards shardLogs and serialises growShards
-	shardLogs      []*jetstream.Log // outside region mode: each shard's stream
 	archiver       *archiverJob
 	api            *api.Server
 	http           *http.Server
@@ -152,14 +149,6 @@ func (m *Main) Run(ctx context.Context) error {
 	bgCtx, stopBG := context.WithCancel(ctx)
 	m.stopBG = stopBG
 	m.bg.Go(func() { m.releaseAfterRebuild(bgCtx) })
-	if m.sharded != nil {
-		// pi-ctl shards migrate adds shards to a running store.
-		watch := jetstream.NewMapWatch(m.conn.JS, m.jsCfg, m.sharded.Map(), func(next session.Map) error {
-			return m.growShards(bgCtx, next, log, logger)
-		})
-		m.sharded.Guard(watch.Fresh)
-		m.bg.Go(func() { watch.Run(bgCtx) })
-	}
 	if c.Replicas > 1 && m.region == nil {
 		m.bg.Go(func() { m.balanceLeaders(bgCtx) })
 	}
@@ -174,6 +163,14 @@ func (m *Main) Run(ctx context.Context) error {
 	archive, err := m.newArchiver(ctx, log, name, logger)
 	if err != nil {
 		return err
+	}
+	if m.sharded != nil {
+		// pi-ctl shards migrate adds shards to a running store: the Stores
+		// and the archive above grow with it.
+		watch := jetstream.WatchShards(m.conn.JS, m.jsCfg, m.sharded, func(next session.Map, added []*session.ShardLog) error {
+			return m.growShards(bgCtx, next, added, log, logger)
+		})
+		m.bg.Go(func() { watch.Run(bgCtx) })
 	}
 	tokens, err := m.loadTokens()
 	if err != nil {
@@ -444,37 +441,36 @@ func (m *Main) newStore(k int, feed feedLog, log session.Log, logger *slog.Logge
 	return store.New(feed, so)
 }
 
-// streams is every shard's stream (outside region mode), by shard.
+// streams is every shard's stream, by shard (none in region mode).
 func (m *Main) streams() []*jetstream.Log {
-	m.shardMu.Lock()
-	defer m.shardMu.Unlock()
-	return slices.Clone(m.shardLogs)
+	if m.sharded == nil {
+		return nil
+	}
+	var out []*jetstream.Log
+	for _, l := range m.sharded.Logs() {
+		out = append(out, l.(*session.ShardLog).Log.(*jetstream.Log))
+	}
+	return out
 }
 
-// growShards adopts next, a shard map that extends the store's (pi-ctl
-// shards migrate): a Store follows each stream it adds, then the archive
-// and the log route to them. Stores first: a write the log routes to a new
+// growShards prepares this node for next, a shard map that extends the
+// store's (pi-ctl shards migrate), before the router routes to the streams
+// it adds (jetstream.WatchShards): a Store follows each of them, and the
+// archive purges there. Stores first: a write the router sends to a new
 // shard is waited for (read your writes) in that shard's Store. The new
-// epoch begins in the future (jetstream.MigrateLead), so nothing is
-// routed to the new streams before every node has them.
-func (m *Main) growShards(ctx context.Context, next session.Map, log session.Log, logger *slog.Logger) error {
-	m.shardMu.Lock()
-	defer m.shardMu.Unlock()
+// epoch begins in the future (jetstream.MigrateLead), so nothing is routed
+// to the new streams before every node has them. Called by one MapWatch,
+// one map at a time.
+func (m *Main) growShards(ctx context.Context, next session.Map, added []*session.ShardLog, log session.Log, logger *slog.Logger) error {
 	// Checked before anything changes: the Stores, the archive and the
-	// router grow in step, so none of the Grows below can refuse.
-	cur := m.sharded.Map()
-	if err := session.Extends(cur, next); err != nil {
-		return err
+	// router grow in step, so none of the Grows can refuse half-way.
+	if cur := m.sharded.Map(); !m.stores.Map().Equal(cur) {
+		return fmt.Errorf("the Stores (%s) and the log (%s) route by different shard maps", m.stores.Map(), cur)
 	}
-	if !m.stores.Map().Equal(cur) || len(m.shardLogs) != cur.Streams() {
-		return fmt.Errorf("the Stores (%s) and the log (%s, %d streams) route by different shard maps", m.stores.Map(), cur, len(m.shardLogs))
-	}
-	from, to := len(m.shardLogs), next.Streams()
-	added := jetstream.ShardLogs(m.conn.JS, m.jsCfg, from, to)
 	var stores []*store.Store
 	var archives []session.Archive
-	for i, sh := range added {
-		st := m.newStore(from+i, sh, log, logger, to)
+	for _, sh := range added {
+		st := m.newStore(sh.Shard, sh, log, logger, next.Streams())
 		if err := st.Open(ctx); err != nil {
 			for _, o := range stores {
 				_ = o.Close()
@@ -482,9 +478,7 @@ func (m *Main) growShards(ctx context.Context, next session.Map, log session.Log
 			return err
 		}
 		stores = append(stores, st)
-		if m.archives != nil {
-			archives = append(archives, jetstream.NewArchive(sh.Log.(*jetstream.Log), m.archiveCfg))
-		}
+		archives = append(archives, jetstream.NewArchive(sh.Log.(*jetstream.Log), m.archiveCfg))
 	}
 	if err := m.stores.Grow(next, stores); err != nil {
 		for _, st := range stores {
@@ -492,18 +486,7 @@ func (m *Main) growShards(ctx context.Context, next session.Map, log session.Log
 		}
 		return err
 	}
-	if m.archives != nil {
-		if err := m.archives.Grow(next, archives); err != nil {
-			return err
-		}
-	}
-	if err := m.sharded.Grow(next, jetstream.AsLogs(added)); err != nil {
-		return err
-	}
-	for _, sh := range added {
-		m.shardLogs = append(m.shardLogs, sh.Log.(*jetstream.Log))
-	}
-	return nil
+	return m.archives.Grow(next, archives) // made before the watch started (Run)
 }
 
 // storeDir is the snapshot directory of shard k's Store, under --data-dir:

@@ -86,6 +86,20 @@ func shardMap(sc jetstream.StreamConfig) (session.Map, string, error) {
 	return m, f, nil
 }
 
+// mapOf is the shard map of shard 0's stream config, refused (a
+// *ShardMismatchError) when it names a function other than the one its
+// epochs need: a store made by a later version, or edited by hand.
+func mapOf(sc jetstream.StreamConfig) (session.Map, error) {
+	m, f, err := shardMap(sc)
+	if err != nil {
+		return session.Map{}, err
+	}
+	if f != m.Function() {
+		return session.Map{}, &ShardMismatchError{Stream: sc.Name, Have: m.Current(), Want: m.Current(), HaveFunc: f, WantFunc: m.Function()}
+	}
+	return m, nil
+}
+
 // mapMetadata is the metadata recording m.
 func mapMetadata(m session.Map) map[string]string {
 	md := map[string]string{MetaShards: strconv.Itoa(m.Current()), MetaShardFunction: m.Function()}
@@ -118,20 +132,15 @@ func ProvisionShards(ctx context.Context, js jetstream.JetStream, cfg Config, n 
 		have, err := js.Stream(ctx, sc.Name)
 		switch {
 		case err == nil:
-			hm, hf, err := shardMap(have.CachedInfo().Config)
+			hm, err := mapOf(have.CachedInfo().Config)
 			if err != nil {
 				return err
 			}
-			if hf != hm.Function() || (hf != session.ShardFunction && hf != session.EpochFunction) {
-				return &ShardMismatchError{Stream: sc.Name, Have: hm.Current(), Want: max(n, hm.Current()), HaveFunc: hf, WantFunc: hm.Function()}
-			}
 			if n != 0 && hm.Current() != n {
-				return &ShardMismatchError{Stream: sc.Name, Have: hm.Current(), Want: n, HaveFunc: hf, WantFunc: hf}
+				return &ShardMismatchError{Stream: sc.Name, Have: hm.Current(), Want: n, HaveFunc: hm.Function(), WantFunc: hm.Function()}
 			}
 			m = hm
-			want := sc
-			want.Metadata = mapMetadata(hm)
-			return ensureStream(ctx, js, want)
+			return ensureStream(ctx, js, sc) // its map is checked: the rest of its config
 		case errors.Is(err, jetstream.ErrStreamNotFound):
 			m = session.OneMap(max(n, 1))
 			want := sc
@@ -189,21 +198,14 @@ func ReadMap(ctx context.Context, js jetstream.JetStream, cfg Config) (session.M
 	if err != nil {
 		return session.Map{}, fmt.Errorf("stream %s: %w", cfg.Stream, Classify(err))
 	}
-	m, f, err := shardMap(s.CachedInfo().Config)
-	if err != nil {
-		return session.Map{}, err
-	}
-	if f != m.Function() {
-		return session.Map{}, &ShardMismatchError{Stream: cfg.Stream, Have: m.Current(), Want: m.Current(), HaveFunc: f, WantFunc: m.Function()}
-	}
-	return m, nil
+	return mapOf(s.CachedInfo().Config)
 }
 
 // Migrate changes the store's shard count to n for the sessions whose ids
 // are made from at on (session.Map.Grow): it creates the streams the new
 // count needs, then records the map on shard 0's stream. Sessions made
 // before at stay on their shards for good. Every pi-node and Go client
-// reads the map again every few seconds (WatchMap) and must know it before
+// reads the map again every few seconds (MapWatch) and must know it before
 // at; Migrate refuses an at less than MigrateLead away. Migrating to the
 // current count changes nothing and returns the map.
 func Migrate(ctx context.Context, js jetstream.JetStream, cfg Config, n int, at time.Time) (session.Map, error) {
@@ -223,12 +225,9 @@ func migrate(ctx context.Context, js jetstream.JetStream, cfg Config, n int, at 
 	if sc.Mirror != nil || len(sc.Sources) > 0 || sc.Sealed {
 		return session.Map{}, fmt.Errorf("%w: stream %s is a mirror, sourced or sealed (a cross-region deployment's?): cross-region mode takes one shard for now", wire.ErrInvalid, sc.Name)
 	}
-	cur, f, err := shardMap(sc)
+	cur, err := mapOf(sc)
 	if err != nil {
 		return session.Map{}, err
-	}
-	if f != cur.Function() {
-		return session.Map{}, &ShardMismatchError{Stream: cfg.Stream, Have: cur.Current(), Want: n, HaveFunc: f, WantFunc: cur.Function()}
 	}
 	if cur.Current() == n {
 		return cur, nil
@@ -269,7 +268,7 @@ func migrate(ctx context.Context, js jetstream.JetStream, cfg Config, n int, at 
 }
 
 // MapEvery is how often pi-node and the Go client read the shard map
-// again (WatchMap); MigrateLead is how far ahead a migration must start,
+// again (MapWatch); MigrateLead is how far ahead a migration must start,
 // so that every one of them has read it before: a few reads, and room
 // for a writer whose clock runs ahead (a UUIDv7 made by a clock 30 s
 // fast is 30 s in the future).
@@ -304,8 +303,28 @@ type MapWatch struct {
 // clock) is of the epoch before, which both maps place alike.
 const MapMaxAge = MigrateLead - leadSlack - 2*MapEvery
 
-// NewMapWatch watches cfg's store, whose map cur was read just now.
-func NewMapWatch(js jetstream.JetStream, cfg Config, cur session.Map, grow func(session.Map) error) *MapWatch {
+// WatchShards returns the MapWatch that keeps all, the router over cfg's
+// shard streams, on the store's map (its current one read just now), and
+// makes every write through all check the map first (MapWatch.Fresh). On
+// a map that grew, prepare (if not nil) is given the logs of the streams
+// it adds before all routes to them: pi-node opens a Store on each, so
+// that a write routed there finds the Store that waits for it.
+func WatchShards(js jetstream.JetStream, cfg Config, all *session.Sharded, prepare func(next session.Map, added []*session.ShardLog) error) *MapWatch {
+	w := newMapWatch(js, cfg, all.Map(), func(next session.Map) error {
+		added := ShardLogs(js, cfg, len(all.Logs()), next.Streams())
+		if prepare != nil {
+			if err := prepare(next, added); err != nil {
+				return err
+			}
+		}
+		return all.Grow(next, AsLogs(added))
+	})
+	all.Guard(w.Fresh)
+	return w
+}
+
+// newMapWatch watches cfg's store, whose map cur was read just now.
+func newMapWatch(js jetstream.JetStream, cfg Config, cur session.Map, grow func(session.Map) error) *MapWatch {
 	w := &MapWatch{js: js, cfg: cfg, grow: grow, cur: cur}
 	w.confirmed.Store(time.Now().UnixNano())
 	return w

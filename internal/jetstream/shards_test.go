@@ -119,7 +119,7 @@ func TestProvisionShardMap(t *testing.T) {
 // TestMigrate: a store of one stream holding sessions moves to 4 shards
 // while a router over it (what pi-node and the Go client hold) keeps
 // working: the new streams made like the first, the map recorded with a
-// start in the future, the router adopting it (WatchMap) before the
+// start in the future, the router adopting it (WatchShards) before the
 // start; from then on a new session lands on its shard among 4, while one
 // made before stays on the first stream, readable and writable there.
 // Too short a lead is refused; migrating to the count in force changes
@@ -147,10 +147,7 @@ func TestMigrate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	watch := NewMapWatch(conn.JS, cfg, m0, func(next session.Map) error {
-		return all.Grow(next, AsLogs(ShardLogs(conn.JS, cfg, len(all.Logs()), next.Streams())))
-	})
-	all.Guard(watch.Fresh)
+	watch := WatchShards(conn.JS, cfg, all, nil)
 
 	if _, err := Migrate(ctx, conn.JS, cfg, 4, time.Now().Add(time.Second)); !errors.Is(err, wire.ErrInvalid) {
 		t.Fatalf("a migration starting in 1 s: %v, want ErrInvalid (too short a lead)", err)
@@ -203,9 +200,7 @@ func TestMigrate(t *testing.T) {
 	_, other := NewShards(conn.JS, cfg, m0)
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
-	go NewMapWatch(conn.JS, cfg, m0, func(next session.Map) error {
-		return other.Grow(next, AsLogs(ShardLogs(conn.JS, cfg, len(other.Logs()), next.Streams())))
-	}).Run(wctx)
+	go WatchShards(conn.JS, cfg, other, nil).Run(wctx)
 	testutil.WaitFor(t, 3*MapEvery, func() error {
 		if got := other.Map(); !got.Equal(m) {
 			return fmt.Errorf("the router routes by %s, not yet by %s", got, m)

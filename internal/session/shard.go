@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/wire"
@@ -199,9 +198,7 @@ func (s *ShardLog) Identity(ctx context.Context) (string, error) {
 // shard it is that shard's log. It grows when the store's shard count
 // changes (Grow): sessions placed before stay where they are.
 type Sharded struct {
-	mu    sync.RWMutex
-	m     Map
-	logs  []Log
+	tab   *ShardTable[Log]
 	guard func(context.Context) error
 }
 
@@ -214,36 +211,16 @@ var _ Log = (*Sharded)(nil)
 
 // NewSharded routes by m over logs, one per shard stream (m.Streams()).
 func NewSharded(m Map, logs []Log) (*Sharded, error) {
-	if len(logs) != m.Streams() {
-		return nil, fmt.Errorf("shard map %s has %d streams, not %d", m, m.Streams(), len(logs))
+	tab, err := NewShardTable(m, logs)
+	if err != nil {
+		return nil, err
 	}
-	return &Sharded{m: m, logs: slices.Clone(logs)}, nil
+	return &Sharded{tab: tab}, nil
 }
 
 // Grow changes the map to m, which places every session of the current
 // map as it did (it adds epochs), adding the logs of the streams it adds.
-func (s *Sharded) Grow(m Map, more []Log) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	logs, err := GrowShards(s.m, s.logs, m, more)
-	if err == nil {
-		s.m, s.logs = m, logs
-	}
-	return err
-}
-
-// GrowShards checks that next extends cur (Extends) and that more are the
-// per-stream parts of the streams it adds to have's, and returns them all
-// in a new slice (have is never written: readers may hold it).
-func GrowShards[T any](cur Map, have []T, next Map, more []T) ([]T, error) {
-	if err := Extends(cur, next); err != nil {
-		return nil, err
-	}
-	if len(have)+len(more) != next.Streams() {
-		return nil, fmt.Errorf("shard map %s has %d streams: %d more than %d, not %d", next, next.Streams(), next.Streams()-len(have), len(have), len(more))
-	}
-	return append(slices.Clip(have), more...), nil
-}
+func (s *Sharded) Grow(m Map, more []Log) error { return s.tab.Grow(m, more) }
 
 // Extends checks that next keeps every epoch of cur (so every session of
 // cur is where it was) and only adds later ones.
@@ -256,38 +233,21 @@ func Extends(cur, next Map) error {
 }
 
 // Map is the map the log routes by now.
-func (s *Sharded) Map() Map {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.m
-}
+func (s *Sharded) Map() Map { return s.tab.Map() }
 
-// Logs are the shards' logs, by shard.
-func (s *Sharded) Logs() []Log {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return slices.Clone(s.logs)
-}
+// Logs are the shards' logs, by shard; not to be written.
+func (s *Sharded) Logs() []Log { return s.tab.All() }
 
 // Shard is session sid's shard.
 func (s *Sharded) Shard(sid string) int {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.m.Of(sid)
+	_, k := s.tab.Route(sid)
+	return k
 }
 
 // For is the log of session sid's shard.
 func (s *Sharded) For(sid string) Log {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.logs[s.m.Of(sid)]
-}
-
-func (s *Sharded) route(sid string) (Log, int) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	k := s.m.Of(sid)
-	return s.logs[k], k
+	l, _ := s.tab.Route(sid)
+	return l
 }
 
 // Append appends to sid's shard; see Log.
@@ -297,7 +257,7 @@ func (s *Sharded) Append(ctx context.Context, sid string, expectLast uint64, rec
 			return nil, err
 		}
 	}
-	l, k := s.route(sid)
+	l, k := s.tab.Route(sid)
 	if expectLast != 0 && SeqShard(expectLast) != k {
 		return nil, wire.Field("expectLastSeq", fmt.Errorf("%w: %d is a sequence of shard %d; session %s is on shard %d",
 			wire.ErrConflict, expectLast, SeqShard(expectLast), sid, k))
@@ -307,7 +267,7 @@ func (s *Sharded) Append(ctx context.Context, sid string, expectLast uint64, rec
 
 // Read reads sid's shard; see Log.
 func (s *Sharded) Read(ctx context.Context, sid string, afterSeq uint64) ([]Stored, error) {
-	l, k := s.route(sid)
+	l, k := s.tab.Route(sid)
 	if afterSeq != 0 && SeqShard(afterSeq) != k {
 		// Not a position of this session: everything of it comes after
 		// another shard's sequences only by accident of numbering.
@@ -341,46 +301,28 @@ func (s *Sharded) SessionLastSeq(ctx context.Context, sid string) (uint64, error
 // qualified on the way out; the copies, their listing and the lease are
 // one archive, shard 0's.
 type ShardedArchive struct {
-	mu     sync.RWMutex
-	m      Map
-	shards []Archive // shards[k] purges and notifies on shard k's stream
+	tab *ShardTable[Archive] // shard k's purges and notifies on shard k's stream
 }
 
 var _ Archive = (*ShardedArchive)(nil)
 
 // NewShardedArchive places sessions by m over shards, one per stream.
 func NewShardedArchive(m Map, shards []Archive) (*ShardedArchive, error) {
-	if len(shards) != m.Streams() {
-		return nil, fmt.Errorf("shard map %s has %d streams, not %d", m, m.Streams(), len(shards))
+	tab, err := NewShardTable(m, shards)
+	if err != nil {
+		return nil, err
 	}
-	return &ShardedArchive{m: m, shards: slices.Clone(shards)}, nil
+	return &ShardedArchive{tab: tab}, nil
 }
 
 // Grow changes the map to m, adding the archives bound to the streams it
 // adds; see Sharded.Grow.
-func (a *ShardedArchive) Grow(m Map, more []Archive) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	shards, err := GrowShards(a.m, a.shards, m, more)
-	if err == nil {
-		a.m, a.shards = m, shards
-	}
-	return err
-}
+func (a *ShardedArchive) Grow(m Map, more []Archive) error { return a.tab.Grow(m, more) }
 
-func (a *ShardedArchive) of(sid string) (Archive, int) {
-	a.mu.RLock()
-	defer a.mu.RUnlock()
-	k := a.m.Of(sid)
-	return a.shards[k], k
-}
+func (a *ShardedArchive) of(sid string) (Archive, int) { return a.tab.Route(sid) }
 
 // first is shard 0's archive, which holds the copies and the lease.
-func (a *ShardedArchive) first() Archive {
-	a.mu.RLock()
-	defer a.mu.RUnlock()
-	return a.shards[0]
-}
+func (a *ShardedArchive) first() Archive { return a.tab.All()[0] }
 
 func (a *ShardedArchive) raw(sid string, seq uint64) (Archive, uint64, error) {
 	b, k := a.of(sid)

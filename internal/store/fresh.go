@@ -45,7 +45,7 @@ func (st *Store) Freshness() Freshness {
 
 // freshnessLocked is Freshness under st.mu (read or write).
 func (st *Store) freshnessLocked() Freshness {
-	f := Freshness{Applied: st.applied, Known: st.known(), EndKnown: st.stats.polled.Load()}
+	f := Freshness{Applied: st.applied, Known: st.known(), EndKnown: st.polled()}
 	if ns := st.stats.caughtUpAt.Load(); ns != 0 {
 		f.CaughtUpAt = time.Unix(0, ns)
 	}
@@ -65,6 +65,10 @@ func (st *Store) NoteLogSeq(seq uint64) {
 		}
 	}
 }
+
+// polled reports whether the Store has read the log's end since it opened
+// (or was reset).
+func (st *Store) polled() bool { return st.stats.polledAt.Load() != 0 }
 
 // known is the highest sequence the Store knows the log to hold.
 func (st *Store) known() uint64 {

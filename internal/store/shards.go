@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/session"
@@ -34,54 +33,38 @@ func (st *Store) For(string) *Store { return st }
 // Set is the Shards of a sharded log: a Store per shard stream, sessions
 // placed by the store's shard map. It grows when the map does (Grow).
 type Set struct {
-	mu     sync.RWMutex
-	m      session.Map
-	stores []*Store // replaced, never written in place: All hands it out
+	tab *session.ShardTable[*Store]
 }
 
 // NewSet places sessions by m over stores, one per shard stream.
 func NewSet(m session.Map, stores []*Store) (*Set, error) {
-	if len(stores) != m.Streams() {
-		return nil, fmt.Errorf("shard map %s has %d streams, not %d Stores", m, m.Streams(), len(stores))
+	tab, err := session.NewShardTable(m, stores)
+	if err != nil {
+		return nil, err
 	}
-	return &Set{m: m, stores: slices.Clone(stores)}, nil
+	return &Set{tab: tab}, nil
 }
 
 // Grow changes the map to m, which must extend the current one
 // (session.Extends), with the Stores of the streams it adds (opened by the
 // caller: their reads answer as soon as they are in the Set).
-func (s *Set) Grow(m session.Map, more []*Store) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	stores, err := session.GrowShards(s.m, s.stores, m, more)
-	if err == nil {
-		s.m, s.stores = m, stores
-	}
-	return err
-}
+func (s *Set) Grow(m session.Map, more []*Store) error { return s.tab.Grow(m, more) }
 
 // Map is the shard map the Set places sessions by.
-func (s *Set) Map() session.Map {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.m
-}
+func (s *Set) Map() session.Map { return s.tab.Map() }
 
 // All returns the Stores, by shard (none for a nil Set); see Shards.
 func (s *Set) All() []*Store {
 	if s == nil {
 		return nil
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.stores
+	return s.tab.All()
 }
 
 // For returns sid's shard's Store; see Shards.
 func (s *Set) For(sid string) *Store {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.stores[s.m.Of(sid)]
+	st, _ := s.tab.Route(sid)
+	return st
 }
 
 // At returns the Store of the shard seq belongs to, or an error naming

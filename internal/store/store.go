@@ -170,9 +170,8 @@ type storeStats struct {
 	evictions   atomic.Uint64
 	reloads     atomic.Uint64
 	logLastSeq  atomic.Uint64 // the log's last sequence, last time we asked
-	polledAt    atomic.Int64  // unix nanos when that poll was answered: what logLastSeq is the log's end as of
+	polledAt    atomic.Int64  // unix nanos when that poll was answered (0: never yet): what logLastSeq is the log's end as of
 	noted       atomic.Uint64 // the highest sequence NoteLogSeq was told of
-	polled      atomic.Bool   // logLastSeq has been read at least once
 	firstEnd    atomic.Uint64 // 1 + the log's last sequence as first learned since Open (or Reset); 0: not yet
 	caughtUpAt  atomic.Int64  // unix nanos when applied last reached logLastSeq
 	followError atomic.Value  // string
@@ -273,7 +272,6 @@ func (st *Store) watchLag(ctx context.Context) {
 		if err == nil {
 			st.stats.logLastSeq.Store(last)
 			st.stats.polledAt.Store(st.opts.Now().UnixNano()) // after: see caughtUpLocked
-			st.stats.polled.Store(true)
 			st.noteFirstEnd(last)
 			if !st.compacting.Load() { // a Store that caught up before it knew
 				st.mu.Lock()
@@ -306,7 +304,7 @@ func (st *Store) caughtUpLocked() {
 	// read with an older end would say the Store was current later than
 	// it was; the other way round it errs early.
 	at := st.stats.polledAt.Load()
-	if !st.stats.polled.Load() || st.applied < st.known() {
+	if at == 0 || st.applied < st.known() {
 		return
 	}
 	for {

@@ -25,8 +25,7 @@ func (st *Store) Reset() {
 	st.stats.caughtUpAt.Store(0)
 	st.stats.logLastSeq.Store(0)
 	st.stats.polledAt.Store(0)
-	st.stats.noted.Store(0) // sequences of the old stream
-	st.stats.polled.Store(false)
+	st.stats.noted.Store(0)    // sequences of the old stream
 	st.stats.firstEnd.Store(0) // re-learned from the new stream
 	close(st.progress)
 	st.progress = make(chan struct{})
