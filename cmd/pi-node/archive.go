@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
@@ -80,18 +81,22 @@ func (m *Main) newArchiver(ctx context.Context, log session.Log, name string, lo
 	// One archive; each shard's sessions purged from, and noticed on,
 	// their own stream.
 	var shards []session.Archive
-	for _, l := range m.streams() {
-		shards = append(shards, jetstream.NewArchive(l, acfg))
+	for k, l := range m.streams() {
+		shards = append(shards, jetstream.NewArchive(l, m.shardArchiveConfig(k)))
 	}
 	b, err := session.NewShardedArchive(m.sharded.Map(), shards)
 	if err != nil {
 		return nil, err
 	}
 	m.archives = b
-	a := archive.New(m.stores, log, b, archive.Options{
+	opts := archive.Options{
 		Retention: c.SessionRetention, Every: c.ArchiveEvery, Node: name,
 		Logger: logger.With("component", "archiver"),
-	})
+	}
+	if h := m.holder; h != nil {
+		opts.Serves = h.servedShards
+	}
+	a := archive.New(m.stores, log, b, opts)
 	if c.SessionRetention > 0 {
 		logger.Info("provisioning the archive", "stream", acfg.Stream, "retention", c.SessionRetention, "every", c.ArchiveEvery)
 		// Through the Archiver, so that its first pass does not provision again.
@@ -126,4 +131,15 @@ func (m *Main) stopArchiver() {
 		j.cancel()
 		<-j.done
 	}
+}
+
+// shardArchiveConfig is the archive configuration of shard k's archive:
+// the deployment's, and with --hold a lease of the shard's own, so that
+// one of its holders archives it (archive.Options.Serves).
+func (m *Main) shardArchiveConfig(k int) jetstream.ArchiveConfig {
+	c := m.archiveCfg
+	if m.holder != nil {
+		c.LeaseKey = "archiver-" + strconv.Itoa(k)
+	}
+	return c
 }

@@ -53,6 +53,7 @@ type Config struct {
 	// Stream and bucket.
 	Replicas      int
 	Shards        int // streams new sessions are spread over (session.Map); 0: the store's, 1 for a new one
+	Hold          int // nodes that hold each shard in memory (hold.go); 0: 2 with shards, every node without
 	Stream        string
 	SubjectPrefix string
 	Bucket        string
@@ -143,6 +144,7 @@ func (c *Config) ParseFlags(args []string, getenv func(string) string, stderr io
 	fs.StringVar(&c.Sync, "sync", c.Sync, "always: fsync every write before acknowledging it; interval: fsync every --sync-interval (faster, a crash can lose acknowledged writes)")
 	fs.DurationVar(&c.SyncInterval, "sync-interval", c.SyncInterval, "fsync interval with --sync interval")
 	fs.IntVar(&c.Replicas, "replicas", c.Replicas, "replicas of the stream and the cursor bucket: 1, or 3 in a cluster")
+	fs.IntVar(&c.Hold, "hold", c.Hold, "how many pi-nodes hold each shard in memory (rendezvous hashing over the live nodes); the others forward its sessions' requests to them; 0: 2 when the store has several shards, every node when it has one (docs/OPERATIONS.md, capacity planning)")
 	fs.IntVar(&c.Shards, "shards", c.Shards, "streams the sessions are spread over (1 to 256): <stream>, <stream>_1, ...; fixed when the store is first provisioned (default 1), changed only by pi-ctl shards migrate; without it a node takes the store's, with it a node refuses a store of another count (docs/OPERATIONS.md, capacity planning)")
 	fs.StringVar(&c.Stream, "stream", c.Stream, "JetStream stream holding the sessions (shard 0's, with --shards)")
 	fs.StringVar(&c.SubjectPrefix, "subject-prefix", c.SubjectPrefix, "subject prefix; session S lives on <prefix>.S")
@@ -209,6 +211,8 @@ func (c *Config) check() error {
 		return fmt.Errorf("--abandoned-import-after must be positive, not %v", c.AbandonedAfter)
 	case c.Shards < 0 || c.Shards > session.MaxShards:
 		return fmt.Errorf("--shards must be 1 to %d (or absent: the store's), not %d", session.MaxShards, c.Shards)
+	case c.Hold < 0:
+		return fmt.Errorf("--hold must be at least 1 (or absent), not %d", c.Hold)
 	case c.Shards > 1 && c.Region != "":
 		return errors.New("--shards above 1 is not supported in cross-region mode yet: a region mirrors one stream")
 	case c.Replicas != 1 && c.Replicas != 3 && c.Replicas != 5:
@@ -287,4 +291,17 @@ func hostname() string {
 		return "pi-node"
 	}
 	return h
+}
+
+// holdOf is how many nodes hold each of n shards (--hold; 0: 2 when the
+// store has several, every node — 0 — when it has one), as the holder
+// uses it: 0 is every node.
+func (c *Config) holdOf(n int) int {
+	switch {
+	case c.Hold > 0:
+		return c.Hold
+	case n > 1:
+		return 2
+	}
+	return 0
 }

@@ -45,7 +45,9 @@ type Main struct {
 	conn           *jetstream.Conn
 	jsCfg          jetstream.Config
 	region         *region.Node
+	name           string
 	stores         *store.Set              // one per shard stream
+	holder         *holder                 // --hold: this node's share of the shards (hold.go), or nil
 	sharded        *session.Sharded        // the Service's log, outside region mode
 	archives       *session.ShardedArchive // the archive per shard stream, outside region mode
 	archiveCfg     jetstream.ArchiveConfig
@@ -123,13 +125,30 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	stores := make([]*store.Store, len(feeds))
-	for k, feed := range feeds {
-		stores[k] = m.newStore(k, feed, log, logger, len(feeds))
-	}
+	m.name = name
+	// Until Run's ctx ends or Close, whichever comes first: its 12 s timer
+	// must not hold up a shutdown, nor outlive the Store and connection.
+	bgCtx, stopBG := context.WithCancel(ctx)
+	m.stopBG = stopBG
 	sm := session.OneMap(1)
 	if m.sharded != nil {
 		sm = m.sharded.Map()
+	}
+	var stores []*store.Store
+	if hold := c.holdOf(sm.Streams()); hold > 0 && m.sharded != nil {
+		members, err := jetstream.OpenMembers(ctx, m.conn.JS, m.jsCfg, name)
+		if err != nil {
+			return err
+		}
+		m.bg.Go(func() { members.Run(bgCtx) })
+		m.holder = &holder{m: m, members: members, hold: hold, log: log, logger: logger,
+			serving: map[int]bool{}, taking: map[int]context.CancelFunc{}}
+		stores = m.holder.initial(ctx, feeds)
+		logger.Info("holding a share of the shards", "hold", hold, "shards", len(feeds), "held", heldCount(stores))
+	} else {
+		for k, feed := range feeds {
+			stores = append(stores, m.newStore(k, feed, log, logger, len(feeds)))
+		}
 	}
 	if m.stores, err = store.NewSet(sm, stores); err != nil {
 		return err
@@ -144,10 +163,6 @@ func (m *Main) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	// Until Run's ctx ends or Close, whichever comes first: its 12 s timer
-	// must not hold up a shutdown, nor outlive the Store and connection.
-	bgCtx, stopBG := context.WithCancel(ctx)
-	m.stopBG = stopBG
 	m.bg.Go(func() { m.releaseAfterRebuild(bgCtx) })
 	if c.Replicas > 1 && m.region == nil {
 		m.bg.Go(func() { m.balanceLeaders(bgCtx) })
@@ -180,6 +195,7 @@ func (m *Main) Run(ctx context.Context) error {
 		Service: svc, NodeName: name, Token: c.HTTPToken, Tokens: tokens, MinSeqTimeout: c.MinSeqTimeout,
 		Status: m.status, Ready: m.ready, Archive: archive, Logger: logger,
 		MetricsElsewhere: c.MetricsListen != "", Insecure: insecure, CORSOrigins: c.corsOrigins(),
+		Holding: m.holding(), Forward: m.conn.NC,
 	})
 	if err != nil {
 		return err
@@ -223,6 +239,9 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	if m.micro, err = m.api.StartNATS(m.conn.NC); err != nil {
 		return fmt.Errorf("start NATS micro service: %w", err)
+	}
+	if m.holder != nil {
+		m.bg.Go(func() { m.holder.run(bgCtx) })
 	}
 	logger.Info("pi-node ready", "node", name, "http", m.HTTPAddr, "https", m.certs != nil, "metrics", m.metricsAt(), "nats", m.NATSURL, "mode", m.mode())
 	return nil
@@ -470,6 +489,13 @@ func (m *Main) growShards(ctx context.Context, next session.Map, added []*sessio
 	var stores []*store.Store
 	var archives []session.Archive
 	for _, sh := range added {
+		if m.holder != nil {
+			// Its holders take it on their next look (holder.rebalance);
+			// the new epoch begins far enough ahead for that.
+			stores = append(stores, store.Unheld(sh))
+			archives = append(archives, jetstream.NewArchive(sh.Log.(*jetstream.Log), m.shardArchiveConfig(sh.Shard)))
+			continue
+		}
 		st := m.newStore(sh.Shard, sh, log, logger, next.Streams())
 		if err := st.Open(ctx); err != nil {
 			for _, o := range stores {
@@ -501,3 +527,23 @@ func storeDir(k int) string {
 // blockCacheExpiry is a little more than the time nats-server's filestore
 // keeps a block it read in memory (10 s).
 const blockCacheExpiry = 12 * time.Second
+
+// holding is the API's Holding: the holder, or none (every node holds
+// every shard).
+func (m *Main) holding() api.Holding {
+	if m.holder == nil {
+		return nil
+	}
+	return m.holder
+}
+
+// heldCount is how many of stores follow their shard.
+func heldCount(stores []*store.Store) int {
+	n := 0
+	for _, st := range stores {
+		if st.Held() {
+			n++
+		}
+	}
+	return n
+}

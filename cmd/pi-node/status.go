@@ -36,6 +36,12 @@ func (m *Main) status(ctx context.Context) (any, error) {
 	if out.Stream, out.Cluster, err = m.streamStatus(ctx, cfg.Stream); err != nil {
 		return out, err
 	}
+	if h := m.holder; h != nil {
+		out.Hold = h.hold
+		for _, mb := range h.members.Live() {
+			out.Members = append(out.Members, wire.MemberStatus{Node: mb.Node, Held: mb.Held, Ready: mb.Ready})
+		}
+	}
 	if n := len(m.streams()); n > 1 { // with one stream, Stream says it all
 		out.ShardMap = m.sharded.Map().String()
 		out.Shards = append(out.Shards, out.Stream)

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -80,6 +82,14 @@ type Config struct {
 	// CORSOrigins are the origins of pages on other sites that may call
 	// /v1 from a browser ("*": any); empty: none (same-origin only).
 	CORSOrigins []string
+	// Holding, when set, is the share of the shards this node serves from
+	// memory (pi-node's --hold): requests for the others' sessions are
+	// forwarded over Forward to a node that serves them (forward.go).
+	Holding Holding
+	// Forward is the connection forwarded requests go out and come in on.
+	Forward *nats.Conn
+	// ForwardPrefix is their subjects' prefix (default DefaultForwardPrefix).
+	ForwardPrefix string
 	// Insecure lists what the node exposes without protection because it
 	// was started with --insecure; /v1/status shows it to everyone.
 	Insecure []string
@@ -107,6 +117,8 @@ type Server struct {
 
 	mu   sync.Mutex
 	nats []*natsService
+
+	fwd forwarder // the shards this node answers forwarded requests for
 }
 
 // New checks cfg, fills its defaults and returns a Server.
@@ -135,7 +147,11 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.ForwardPrefix == "" {
+		cfg.ForwardPrefix = DefaultForwardPrefix
+	}
 	s := &Server{cfg: cfg, svc: cfg.Service, log: cfg.Logger}
+	s.fwd.sem = make(chan struct{}, fwdConcurrency)
 	s.base, s.cancel = context.WithCancel(context.Background())
 	s.watches, s.endWatches = context.WithCancel(s.base)
 	s.metrics = newMetrics(cfg.Service.Store)
@@ -179,6 +195,7 @@ func (s *Server) HTTPServer(addr string) *http.Server {
 // other than watches finish on their own (pi-node shuts the listener down).
 func (s *Server) Close() error {
 	s.cancel()
+	s.stopForwarding()
 	s.mu.Lock()
 	svcs := s.nats
 	s.nats = nil

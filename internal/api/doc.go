@@ -9,4 +9,9 @@
 // The HTTP side also serves Server-Sent Events for watching a session,
 // /healthz, /readyz and Prometheus /metrics. pi-node owns listeners,
 // shutdown and draining: it takes Handler (or HTTPServer) and StartNATS.
+//
+// On a node that holds only a share of the shards (Config.Holding), the
+// one point both transports reach (call) forwards a request about a
+// session on another shard to the nodes serving it, over NATS
+// (forward.go), and the catalog is gathered from them.
 package api

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"strconv"
 
 	"github.com/pifleet/sessionlog/internal/wire"
@@ -27,6 +28,10 @@ type apiError struct {
 // transports use) and logs it when it is not one of ours: its message is
 // then replaced by a generic one.
 func (s *Server) mapError(transport, op string, err error) apiError {
+	var fe *forwardedError
+	if errors.As(err, &fe) {
+		return apiError{status: fe.status, body: fe.body} // the holder's, as it answered
+	}
 	status, d, known := wire.StatusOf(err)
 	if !known {
 		s.log.Error("request failed", keyTransport, transport, keyOp, op, keyErr, err)

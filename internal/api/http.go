@@ -123,6 +123,9 @@ func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, o *op) int {
 		return status
 	}
 	s.auditAdmin(p, transportHTTP, o.Name, o.Status, nil)
+	if rep.servedBy != "" {
+		w.Header().Set(hdrServedBy, rep.servedBy)
+	}
 	if o.Status == http.StatusNoContent {
 		w.WriteHeader(o.Status)
 		return o.Status

@@ -203,6 +203,9 @@ func (s *Server) natsReply(nc *nats.Conn, o *op, req micro.Request) (*op, int) {
 		return o, s.natsError(o.Name, req, fmt.Errorf("reply of %d bytes exceeds the NATS max_payload of %d; use HTTP: %w", len(body), limit, wire.ErrTooLarge))
 	}
 	h := s.natsHeaders()
+	if rep.servedBy != "" {
+		h[hdrServedBy] = []string{rep.servedBy}
+	}
 	if o.Method == http.MethodGet {
 		for k, v := range s.readHeaders(rep.fresh) {
 			h[k] = v

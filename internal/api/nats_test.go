@@ -22,15 +22,7 @@ import (
 // core NATS), the env's micro service on it, and a client connection.
 func natsEnv(t *testing.T, mods ...func(*api.Config)) (*env, *nats.Conn, micro.Service) {
 	t.Helper()
-	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go ns.Start()
-	t.Cleanup(ns.Shutdown)
-	if !ns.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats-server not ready")
-	}
+	ns := startNATS(t)
 	e := newEnv(t, mods...)
 	srvConn, err := nats.Connect(ns.ClientURL())
 	if err != nil {
@@ -48,6 +40,21 @@ func natsEnv(t *testing.T, mods ...func(*api.Config)) (*env, *nats.Conn, micro.S
 	}
 	t.Cleanup(nc.Close)
 	return e, nc, svc
+}
+
+// startNATS starts an in-process nats-server (core NATS only).
+func startNATS(t *testing.T) *server.Server {
+	t.Helper()
+	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ns.Start()
+	t.Cleanup(ns.Shutdown)
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats-server not ready")
+	}
+	return ns
 }
 
 // req sends a request to pi.v1.<op> and returns the reply.

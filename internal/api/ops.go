@@ -32,6 +32,8 @@ type reply struct {
 	// fresh is what the body reflects (see store.Freshness): the
 	// freshness headers of a read.
 	fresh store.Freshness
+	// servedBy is the node that answered a forwarded request (forward.go).
+	servedBy string
 }
 
 func jsonReply(v any) (reply, error) { return reply{value: v}, nil }
@@ -65,6 +67,9 @@ var ops = []op{
 // consistency=strong, the leader's last sequence), bounded by
 // MinSeqTimeout, then the operation, whose reads record what they saw.
 func (s *Server) call(ctx context.Context, o *op, r *request) (reply, error) {
+	if rep, err, done := s.forward(ctx, o, r); done {
+		return rep, err
+	}
 	if err := s.await(ctx, o.Op, r); err != nil {
 		return reply{}, err
 	}
@@ -118,6 +123,9 @@ func (s *Server) await(ctx context.Context, o wire.Op, r *request) error {
 		if b, err = s.svc.ReadBarrier(ctx, sid, r.MinSeq, r.Consistency); err != nil {
 			return err
 		}
+	}
+	if seq, ok := ctx.Value(fwdWaitKey{}).(uint64); ok {
+		b.Raise(seq, "", "sequence %d, which the node that forwarded this request acknowledged", seq)
 	}
 	var wctx context.Context
 	for _, w := range b.Waits {

@@ -2,6 +2,9 @@ package api
 
 import (
 	"context"
+	"fmt"
+
+	"github.com/pifleet/sessionlog/internal/store"
 
 	"github.com/pifleet/sessionlog/internal/wire"
 )
@@ -15,7 +18,23 @@ func (s *Server) list(ctx context.Context, r *request) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	infos, next := s.svc.List(ctx, f)
+	var infos []wire.Info
+	var next string
+	k, one := ctx.Value(fwdShardKey{}).(int)
+	switch {
+	case one: // a holder's part of another node's catalog
+		all := s.svc.Store.All()
+		if k < 0 || k >= len(all) {
+			return reply{}, wire.Invalid(hdrFwdShard, fmt.Sprintf("this store has %d shard(s), not %d", len(all), k+1))
+		}
+		infos, next = store.List(ctx, store.Subset{all[k]}, f)
+	case s.cfg.Holding != nil && s.cfg.Forward != nil && !forwarded(ctx):
+		if infos, next, err = s.listShared(ctx, r, f); err != nil {
+			return reply{}, err
+		}
+	default:
+		infos, next = s.svc.List(ctx, f)
+	}
 	if infos == nil {
 		infos = []wire.Info{}
 	}

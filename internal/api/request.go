@@ -31,7 +31,7 @@ type request struct {
 	MinSeq   uint64          `json:"minSeq"`
 	AfterSeq uint64          `json:"afterSeq"`
 	Limit    int             `json:"limit"`
-	Leaf     wire.NullableID `json:"leaf"`
+	Leaf     wire.NullableID `json:"leaf,omitzero"`
 	Format   string          `json:"format"`
 	Cursor   string          `json:"cursor"`
 	Name     string          `json:"name"`
@@ -50,10 +50,10 @@ type request struct {
 	cwdPrefix string
 
 	// Bodies of create, append, cursor.set and fork.
-	Header         json.RawMessage   `json:"header"`
-	Entries        []json.RawMessage `json:"entries"`
+	Header         json.RawMessage   `json:"header,omitempty"`
+	Entries        []json.RawMessage `json:"entries,omitempty"`
 	ExpectLastSeq  *uint64           `json:"expectLastSeq"`
-	LeafID         wire.NullableID   `json:"leafId"`
+	LeafID         wire.NullableID   `json:"leafId,omitzero"`
 	ExpectRevision *uint64           `json:"expectRevision"`
 	EntryID        string            `json:"entryId"`
 

@@ -64,8 +64,19 @@ func (s *Server) status(ctx context.Context, _ *request) (reply, error) {
 	if all := s.svc.Store.All(); len(all) > 1 {
 		for k, sst := range all {
 			ks := sst.Stats()
-			out.Store.Shards = append(out.Store.Shards, wire.ShardStoreStatus{Shard: k, Applied: ks.Applied, LogLastSeq: ks.LogLastSeq,
-				Lag: ks.Lag, Sessions: ks.Sessions, BytesHeld: ks.BytesHeld})
+			ss := wire.ShardStoreStatus{Shard: k, Applied: ks.Applied, LogLastSeq: ks.LogLastSeq,
+				Lag: ks.Lag, Sessions: ks.Sessions, BytesHeld: ks.BytesHeld}
+			if h := s.cfg.Holding; h != nil {
+				switch {
+				case h.Serves(k):
+					ss.Holding = wire.HoldServing
+				case sst.Held():
+					ss.Holding = wire.HoldCatchingUp
+				default:
+					ss.Holding = wire.HoldElsewhere
+				}
+			}
+			out.Store.Shards = append(out.Store.Shards, ss)
 		}
 	}
 	if s.cfg.Status != nil && principalOf(ctx).has(ScopeAdmin) {
@@ -90,7 +101,7 @@ func (s *Server) ready(ctx context.Context) error {
 			return fmt.Errorf("backend: %w", err)
 		}
 	}
-	st := store.StatsOf(s.svc.Store)
+	st := store.StatsOf(s.servedStores())
 	if st.CaughtUpAt.IsZero() {
 		return fmt.Errorf("store: has not caught up with the log yet (applied %d of %d)", st.Applied, st.LogLastSeq)
 	}
@@ -98,6 +109,23 @@ func (s *Server) ready(ctx context.Context) error {
 		return fmt.Errorf("store: %d records behind the log for %v", st.Lag, behind.Round(time.Millisecond))
 	}
 	return nil
+}
+
+// servedStores is what readiness judges: every Store; with a Holding, the
+// shards this node serves (a shard it is taking over is served by its
+// other holders meanwhile, and a node catching up on one must not leave
+// service for it).
+func (s *Server) servedStores() store.Shards {
+	if s.cfg.Holding == nil {
+		return s.svc.Store
+	}
+	var out store.Subset
+	for k, st := range s.svc.Store.All() {
+		if s.cfg.Holding.Serves(k) {
+			out = append(out, st)
+		}
+	}
+	return out
 }
 
 func (s *Server) handleHealthz(w http.ResponseWriter, _ *http.Request) {

@@ -32,7 +32,13 @@ type Options struct {
 	// mid-pass holds it up to this long.
 	LeaseTTL time.Duration
 	// Retry bounds a restore's import (default: 4 attempts).
-	Retry  writer.RetryPolicy
+	Retry writer.RetryPolicy
+	// Serves, on a node that holds a share of the shards, lists the shards
+	// it serves: a pass archives only those, each under a lease of its own
+	// (the archive must be a *session.ShardedArchive whose shards' leases
+	// are distinct), so that every shard is archived by one of its holders.
+	// Nil: every shard, under the one lease.
+	Serves func() []int
 	Logger *slog.Logger
 	Now    func() time.Time
 }
@@ -155,13 +161,69 @@ func (a *Archiver) pass1(ctx context.Context, olderThan time.Duration) (wire.Arc
 	if err := a.Provision(ctx); err != nil {
 		return res, err
 	}
-	ctx, stop, err := a.lease(ctx)
+	if a.opts.Serves != nil {
+		return a.passShards(ctx, res, start)
+	}
+	ctx, stop, err := a.lease(ctx, a.b)
 	if err != nil {
 		return res, err
 	}
 	defer stop()
+	res, err = a.archiveAll(ctx, res, store.Idle(a.store, res.Cutoff), start)
+	a.stats.pass(res)
+	return res, err
+}
 
-	ids := store.Idle(a.store, res.Cutoff)
+// passShards is a pass of a node holding a share: each shard it serves,
+// under that shard's lease; a shard whose lease another holder has is
+// that holder's to archive.
+func (a *Archiver) passShards(ctx context.Context, res wire.ArchivePass, start time.Time) (wire.ArchivePass, error) {
+	sh, ok := a.b.(*session.ShardedArchive)
+	if !ok {
+		return res, errors.New("archive: Options.Serves needs a sharded archive")
+	}
+	all := a.store.All()
+	var first error
+	ran := false
+	for _, k := range a.opts.Serves() {
+		if k >= len(all) {
+			continue
+		}
+		sctx, stop, err := a.lease(ctx, sh.Shard(k))
+		if err != nil {
+			if first == nil {
+				first = err
+			}
+			continue
+		}
+		ran = true
+		part, err := a.archiveAll(sctx, wire.ArchivePass{Cutoff: res.Cutoff}, store.Idle(store.Subset{all[k]}, res.Cutoff), start)
+		stop()
+		res.Candidates += part.Candidates
+		res.Archived += part.Archived
+		res.Repaired += part.Repaired
+		res.Active += part.Active
+		res.Gone += part.Gone
+		res.Failed += part.Failed
+		res.Bytes += part.Bytes
+		var held *LeaseHeldError
+		if err != nil && !errors.As(err, &held) && first == nil {
+			first = err
+		}
+	}
+	res.Seconds = a.opts.Now().Sub(start).Seconds()
+	if ran {
+		a.stats.pass(res)
+	}
+	var held *LeaseHeldError
+	if ran && errors.As(first, &held) {
+		first = nil // others archive those shards: this pass did its part
+	}
+	return res, first
+}
+
+// archiveAll archives ids with the pass's workers, under a lease held.
+func (a *Archiver) archiveAll(ctx context.Context, res wire.ArchivePass, ids []string, start time.Time) (wire.ArchivePass, error) {
 	res.Candidates = len(ids)
 	var mu sync.Mutex
 	var first error
@@ -191,7 +253,6 @@ feed:
 	close(work)
 	wg.Wait()
 	res.Seconds = a.opts.Now().Sub(start).Seconds()
-	a.stats.pass(res)
 	if cause := context.Cause(ctx); cause != nil && first == nil {
 		first = cause
 	}
@@ -234,8 +295,8 @@ func count(r *wire.ArchivePass, out Outcome, n int64, err error) {
 // lease takes the archiver's lease and keeps renewing it until stop; the
 // returned context ends if the lease is lost (a renewal failed for longer
 // than the lease lasts, or another node took it).
-func (a *Archiver) lease(ctx context.Context) (context.Context, func(), error) {
-	l, err := a.b.Lease(ctx, a.opts.Node, a.opts.LeaseTTL)
+func (a *Archiver) lease(ctx context.Context, b session.Archive) (context.Context, func(), error) {
+	l, err := b.Lease(ctx, a.opts.Node, a.opts.LeaseTTL)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -255,7 +316,7 @@ func (a *Archiver) lease(ctx context.Context) (context.Context, func(), error) {
 				return
 			case <-t.C:
 			}
-			l, err := a.b.Lease(ctx, a.opts.Node, a.opts.LeaseTTL)
+			l, err := b.Lease(ctx, a.opts.Node, a.opts.LeaseTTL)
 			switch {
 			case err == nil && l.Holder == a.opts.Node:
 				until = l.Until
@@ -274,7 +335,7 @@ func (a *Archiver) lease(ctx context.Context) (context.Context, func(), error) {
 		<-exited // no renewal may follow the release
 		uctx, ucancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer ucancel()
-		if err := a.b.Unlease(uctx, a.opts.Node); err != nil {
+		if err := b.Unlease(uctx, a.opts.Node); err != nil {
 			a.lg.Warn("giving up the archiver lease failed; it expires by itself", "err", err)
 		}
 	}

@@ -42,8 +42,12 @@ type ArchiveConfig struct {
 	SubjectPrefix string
 	// LeaseBucket holds the lease that lets one node at a time run passes.
 	LeaseBucket string
-	Replicas    int
-	MaxMsgSize  int32
+	// LeaseKey is the lease's key in it (default "archiver"): with nodes
+	// that hold a share of the shards, each shard's archive has a lease of
+	// its own ("archiver-<shard>"), taken by one of its holders.
+	LeaseKey   string
+	Replicas   int
+	MaxMsgSize int32
 	// Duplicates is the archive stream's dedupe window, which makes a
 	// repeated Put of the same copy store nothing.
 	Duplicates time.Duration

@@ -13,8 +13,15 @@ import (
 	"github.com/pifleet/sessionlog/internal/wire"
 )
 
-// leaseKey is the one key of the lease bucket.
-const leaseKey = "archiver"
+// leaseKey is the lease's key in the lease bucket: ArchiveConfig.LeaseKey,
+// else "archiver", the one lease of a deployment whose nodes hold every
+// shard.
+func (a *Archive) leaseKey() string {
+	if a.cfg.LeaseKey != "" {
+		return a.cfg.LeaseKey
+	}
+	return "archiver"
+}
 
 // Lease takes or renews the archiver's lease: a KV value {holder, until},
 // changed only by compare-and-swap on its revision, so of two nodes that
@@ -31,10 +38,10 @@ func (a *Archive) Lease(ctx context.Context, holder string, ttl time.Duration) (
 		now := time.Now()
 		want := session.Lease{Holder: holder, Until: now.Add(ttl)}
 		val, _ := json.Marshal(want)
-		e, err := kv.Get(ctx, leaseKey)
+		e, err := kv.Get(ctx, a.leaseKey())
 		switch {
 		case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrKeyDeleted):
-			_, err = kv.Create(ctx, leaseKey, val)
+			_, err = kv.Create(ctx, a.leaseKey(), val)
 		case err != nil:
 			return session.Lease{}, fmt.Errorf("archiver lease: %w", translate(err, wire.ErrConflict))
 		default:
@@ -42,7 +49,7 @@ func (a *Archive) Lease(ctx context.Context, holder string, ttl time.Duration) (
 			if json.Unmarshal(e.Value(), &cur) == nil && cur.Holder != holder && now.Before(cur.Until) {
 				return cur, nil
 			}
-			_, err = kv.Update(ctx, leaseKey, val, e.Revision())
+			_, err = kv.Update(ctx, a.leaseKey(), val, e.Revision())
 		}
 		if err == nil {
 			return want, nil
@@ -63,7 +70,7 @@ func (a *Archive) Unlease(ctx context.Context, holder string) error {
 	if err != nil {
 		return err
 	}
-	e, err := kv.Get(ctx, leaseKey)
+	e, err := kv.Get(ctx, a.leaseKey())
 	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
 		return nil
 	}
@@ -74,7 +81,7 @@ func (a *Archive) Unlease(ctx context.Context, holder string) error {
 	if json.Unmarshal(e.Value(), &cur) != nil || cur.Holder != holder {
 		return nil
 	}
-	err = kv.Delete(ctx, leaseKey, jetstream.LastRevision(e.Revision()))
+	err = kv.Delete(ctx, a.leaseKey(), jetstream.LastRevision(e.Revision()))
 	if err != nil && apiCode(err) != codeWrongLastSeq {
 		return fmt.Errorf("archiver lease: %w", translate(err, wire.ErrConflict))
 	}

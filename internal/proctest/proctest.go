@@ -164,3 +164,14 @@ func (p *Proc) LogContains(s string) bool {
 	data, err := os.ReadFile(p.logPath)
 	return err == nil && bytes.Contains(data, []byte(s))
 }
+
+// Pid is the running process's id, 0 when it is not running (for reading
+// its /proc figures).
+func (p *Proc) Pid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil || p.hasExited() {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/store"
@@ -22,6 +23,10 @@ type acks struct {
 	m     map[string]uint64
 	max   []uint64 // by shard, the highest sequence ever acknowledged: lists wait for them
 	prune int      // size at which applied entries are swept out
+
+	// Writes of shards held elsewhere, by session, swept by age.
+	unheld      map[string]unheldAck
+	unheldPrune int
 }
 
 const minAckPrune = 1024
@@ -33,6 +38,12 @@ func (s *Service) noteAck(sid string, seq uint64) {
 	}
 	store.NoteLogSeq(s.Store, seq)
 	a := &s.acks
+	if st, err := store.At(s.Store, seq); err == nil && !st.Held() {
+		// A shard held elsewhere: the reads this node forwards there wait
+		// for it (OwnAck), until it is too old to matter.
+		a.noteUnheld(sid, seq, s.now())
+		return
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.m == nil {
@@ -55,11 +66,60 @@ func (s *Service) noteAck(sid string, seq uint64) {
 	}
 }
 
+// NoteAck records that a write of sid at seq was acknowledged through this
+// node (by a holder it forwarded the write to): its reads here wait for it.
+func (s *Service) NoteAck(sid string, seq uint64) { s.noteAck(sid, seq) }
+
+// OwnAck is the last sequence acknowledged through this node for sid that
+// a read of it must wait for, or 0: for a shard this node holds, one its
+// Store has not applied yet; for one held elsewhere, one acknowledged
+// within unheldAckAge.
+func (s *Service) OwnAck(sid string) uint64 { return s.ownAck(sid) }
+
+// unheldAckAge is how long a write acknowledged through this node for a
+// shard it does not hold is waited for by its reads here: the holders
+// apply it within milliseconds, and minSeq waits at most seconds.
+const unheldAckAge = time.Minute
+
+type unheldAck struct {
+	seq uint64
+	at  time.Time
+}
+
+func (a *acks) noteUnheld(sid string, seq uint64, now time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.unheld == nil {
+		a.unheld, a.unheldPrune = map[string]unheldAck{}, minAckPrune
+	}
+	if cur := a.unheld[sid]; cur.seq < seq {
+		a.unheld[sid] = unheldAck{seq, now}
+	}
+	if len(a.unheld) >= a.unheldPrune {
+		for id, u := range a.unheld {
+			if now.Sub(u.at) > unheldAckAge {
+				delete(a.unheld, id)
+			}
+		}
+		a.unheldPrune = max(minAckPrune, 2*len(a.unheld))
+	}
+}
+
 // ownAck returns the last sequence this node acknowledged for sid that
 // its Store has not applied yet, or 0.
 func (s *Service) ownAck(sid string) uint64 {
 	if s.Store == nil {
 		return 0
+	}
+	if !s.Store.For(sid).Held() {
+		a := &s.acks
+		a.mu.Lock()
+		u := a.unheld[sid]
+		a.mu.Unlock()
+		if s.now().Sub(u.at) > unheldAckAge {
+			return 0
+		}
+		return u.seq
 	}
 	a := &s.acks
 	a.mu.Lock()

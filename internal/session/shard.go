@@ -395,6 +395,10 @@ func (a *ShardedArchive) Notify(ctx context.Context, sid string, upTo uint64) er
 // DuplicateWindow is the log's; see Archive.
 func (a *ShardedArchive) DuplicateWindow() time.Duration { return a.first().DuplicateWindow() }
 
+// Shard is shard k's archive (an Archiver of a node that holds a share of
+// the shards leases each of its shards on its own).
+func (a *ShardedArchive) Shard(k int) Archive { return a.tab.All()[k] }
+
 // Lease takes the archiver's one lease; see Archive.
 func (a *ShardedArchive) Lease(ctx context.Context, holder string, ttl time.Duration) (Lease, error) {
 	return a.first().Lease(ctx, holder, ttl)

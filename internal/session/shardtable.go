@@ -61,3 +61,17 @@ func (t *ShardTable[T]) Route(sid string) (T, int) {
 	k := t.m.Of(sid)
 	return t.items[k], k
 }
+
+// Replace puts item in shard k's place and returns the one it replaces.
+func (t *ShardTable[T]) Replace(k int, item T) (T, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var old T
+	if k < 0 || k >= len(t.items) {
+		return old, fmt.Errorf("shard %d: the map %s has %d streams", k, t.m, len(t.items))
+	}
+	items := slices.Clone(t.items) // All's callers keep the old slice
+	old, items[k] = items[k], item
+	t.items = items
+	return old, nil
+}

@@ -141,11 +141,14 @@ func TestCompactSlabsFreed(t *testing.T) {
 		if n, _ := st.List(ctx, store.ListFilter{Limit: 1000}); len(n) != len(keep) {
 			return fmt.Errorf("%d sessions left", len(n))
 		}
+		// The sessions left move out of the slab as the purges are
+		// applied, not necessarily by the time the catalog shows them gone
+		// (seen once under -race on a loaded machine).
+		if slabs := store.SlabsInUse(st); slabs != 0 {
+			return fmt.Errorf("%d slabs still in use by 5 of 40 sessions", slabs)
+		}
 		return nil
 	})
-	if slabs := store.SlabsInUse(st); slabs != 0 {
-		t.Fatalf("%d slabs still in use by 5 of 40 sessions", slabs)
-	}
 	for sid, w := range want {
 		if err := st.View(ctx, sid, func(d *store.Doc) error {
 			if got := d.Tree.AppendJSONL(nil); !bytes.Equal(got, w) {

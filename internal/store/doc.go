@@ -6,7 +6,9 @@
 // arrive together, so a reader never sees part of a batch. Readers take a
 // session with View (under a read lock) and wait for a sequence with WaitFor
 // (read-your-writes: a client's minSeq); Freshness and Stats say how far
-// behind the log the Store is.
+// behind the log the Store is. A node that holds only a share of a
+// sharded log puts an Unheld Store in the place of each shard it does not
+// hold: it keeps nothing and reads the log (unheld.go).
 //
 // Memory is bounded by Options.MemoryBudget: cold sessions are evicted to
 // local spill blocks (spill.go) or back to their block in the last snapshot,

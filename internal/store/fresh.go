@@ -45,6 +45,9 @@ func (st *Store) Freshness() Freshness {
 
 // freshnessLocked is Freshness under st.mu (read or write).
 func (st *Store) freshnessLocked() Freshness {
+	if st.unheld {
+		return st.unheldFreshness()
+	}
 	f := Freshness{Applied: st.applied, Known: st.known(), EndKnown: st.polled()}
 	if ns := st.stats.caughtUpAt.Load(); ns != 0 {
 		f.CaughtUpAt = time.Unix(0, ns)
@@ -94,6 +97,15 @@ func WithReadMark(ctx context.Context) (context.Context, *ReadMark) {
 	return context.WithValue(ctx, readMarkKey{}, m), m
 }
 
+// Mark records f in ctx's mark, if any: a read assembled from several
+// places (the catalog of a node holding a share) says what all of it
+// reflected.
+func Mark(ctx context.Context, f Freshness) {
+	if m, ok := ctx.Value(readMarkKey{}).(*ReadMark); ok {
+		m.f, m.set = f, true
+	}
+}
+
 // Freshness returns what the last read reflected; false when none was made.
 func (m *ReadMark) Freshness() (Freshness, bool) { return m.f, m.set }
 
@@ -122,6 +134,9 @@ func (st *Store) LogLastSeq(ctx context.Context) (uint64, error) {
 // restarted has forgotten which writes it acknowledged before: they are
 // all at or below this, so reads wait for it to read their own writes.
 func (st *Store) FirstEnd() (uint64, bool) {
+	if st.unheld {
+		return 0, true // it acknowledged nothing it could have forgotten: reads are the log's
+	}
 	v := st.stats.firstEnd.Load()
 	return v - 1, v != 0
 }

@@ -50,6 +50,11 @@ func NewSet(m session.Map, stores []*Store) (*Set, error) {
 // caller: their reads answer as soon as they are in the Set).
 func (s *Set) Grow(m session.Map, more []*Store) error { return s.tab.Grow(m, more) }
 
+// Replace puts st in shard k's place and returns the Store it replaces:
+// a node that takes a shard over puts a Store that follows it there, one
+// that hands it back an Unheld one. The caller opens and closes them.
+func (s *Set) Replace(k int, st *Store) (*Store, error) { return s.tab.Replace(k, st) }
+
 // Map is the shard map the Set places sessions by.
 func (s *Set) Map() session.Map { return s.tab.Map() }
 
@@ -65,6 +70,12 @@ func (s *Set) All() []*Store {
 func (s *Set) For(sid string) *Store {
 	st, _ := s.tab.Route(sid)
 	return st
+}
+
+// Shard is session sid's shard.
+func (s *Set) Shard(sid string) int {
+	_, k := s.tab.Route(sid)
+	return k
 }
 
 // At returns the Store of the shard seq belongs to, or an error naming
@@ -116,6 +127,9 @@ func StatsOf(sh Shards) Stats {
 	var out Stats
 	var ups []time.Time
 	for i, st := range all {
+		if !st.Held() {
+			continue // a shard held elsewhere: nothing here to count or wait for
+		}
 		s := st.Stats()
 		out.Applied += session.RawSeq(s.Applied)
 		out.LogLastSeq += session.RawSeq(s.LogLastSeq)
@@ -135,6 +149,9 @@ func StatsOf(sh Shards) Stats {
 		}
 	}
 	out.CaughtUpAt = earliest(ups)
+	if len(ups) == 0 {
+		out.CaughtUpAt = time.Now() // a node that holds no shard has nothing to catch up on
+	}
 	return out
 }
 
@@ -168,7 +185,31 @@ func FreshnessOf(sh Shards) Freshness {
 	var ups []time.Time
 	out.EndKnown = true
 	for _, st := range all {
+		if !st.Held() {
+			continue
+		}
 		f := st.Freshness()
+		out.Applied += session.RawSeq(f.Applied)
+		out.Known += session.RawSeq(max(f.Known, f.Applied))
+		out.EndKnown = out.EndKnown && f.EndKnown
+		ups = append(ups, f.CaughtUpAt)
+	}
+	out.CaughtUpAt = earliest(ups)
+	if len(ups) == 0 {
+		out.CaughtUpAt = time.Now()
+	}
+	return out
+}
+
+// Combine is the freshness of a read over several shards' reads, as
+// FreshnessOf: positions summed, as old as the oldest.
+func Combine(fs ...Freshness) Freshness {
+	if len(fs) == 1 {
+		return fs[0]
+	}
+	out := Freshness{EndKnown: true}
+	var ups []time.Time
+	for _, f := range fs {
 		out.Applied += session.RawSeq(f.Applied)
 		out.Known += session.RawSeq(max(f.Known, f.Applied))
 		out.EndKnown = out.EndKnown && f.EndKnown
@@ -177,6 +218,16 @@ func FreshnessOf(sh Shards) Freshness {
 	out.CaughtUpAt = earliest(ups)
 	return out
 }
+
+// Subset is the Shards of some of a log's Stores (a node's catalog over
+// the shards it serves); For routes nothing, its callers list.
+type Subset []*Store
+
+// All is the Stores of the subset.
+func (s Subset) All() []*Store { return s }
+
+// For is the first Store; a Subset is for listing, not routing.
+func (s Subset) For(string) *Store { return s[0] }
 
 // List is the catalog of every shard, in id order, paged as Store.List
 // pages one Store: each shard's next page, merged, cut at the limit.

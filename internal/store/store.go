@@ -159,6 +159,7 @@ type Store struct {
 	rebuilt    chan struct{}
 	ctx        context.Context // Open's, for the compaction
 
+	unheld bool               // Unheld: a shard this node does not hold
 	opened bool               // Open ran: a Store follows once, also after Close
 	cancel context.CancelFunc // stops the goroutines Open started; nil once closed
 	wg     sync.WaitGroup     // follow, watchLag and snapshotLoop
@@ -325,6 +326,9 @@ func (st *Store) Applied() uint64 {
 // WaitFor blocks until the Store has applied seq, ctx ends (ErrTimeout), or
 // the Store is closed.
 func (st *Store) WaitFor(ctx context.Context, seq uint64) error {
+	if st.unheld {
+		return nil // its reads are the log's: nothing to wait for
+	}
 	for {
 		st.mu.RLock()
 		applied, ch := st.applied, st.progress
@@ -347,6 +351,9 @@ func (st *Store) WaitFor(ctx context.Context, seq uint64) error {
 // reading the session from the stream leader. An evicted session counts
 // as not holding it (the caller reads the log as before).
 func (st *Store) WaitForEntry(ctx context.Context, sid, id string) bool {
+	if st.unheld {
+		return false // it will never hold it: read the log now
+	}
 	for {
 		st.mu.RLock()
 		d, ch := st.docs[sid], st.progress
@@ -368,6 +375,9 @@ func (st *Store) WaitForEntry(ctx context.Context, sid, id string) bool {
 // was called, so that this node's reads reflect a write it made without a
 // sequence to wait for (an archive pass's purges).
 func (st *Store) CatchUp(ctx context.Context) error {
+	if st.unheld {
+		return nil
+	}
 	last, err := st.feed.LastSeq(ctx)
 	if err != nil {
 		return err

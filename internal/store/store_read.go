@@ -60,6 +60,16 @@ func (st *Store) ViewOrRead(ctx context.Context, log session.Log, sid string, fn
 			return err
 		}
 	}
+	if st.unheld {
+		// The read is all this node has of the session: it must come from
+		// a leader that can vouch for itself (LogLastSeq asks with the
+		// leader's lease, jetstream.Leaderless), or a node cut off with a
+		// deposed leader would serve what the majority has moved past,
+		// with nothing to say so.
+		if _, err := st.LogLastSeq(ctx); err != nil {
+			return fmt.Errorf("session %s: its shard is held elsewhere and the log's leader cannot vouch for it: %v: %w", sid, err, wire.ErrUnavailable)
+		}
+	}
 	recs, rerr := log.Read(ctx, sid, 0)
 	if rerr != nil {
 		if errors.Is(rerr, wire.ErrNotFound) {
@@ -172,6 +182,9 @@ type Stats struct {
 	Evictions     uint64
 	Reloads       uint64
 	LastFollowErr string
+	// Unheld: a shard this node does not hold (Unheld); its reads go to
+	// the log and it counts nothing.
+	Unheld bool
 
 	// Multi-batch sessions still being written: hidden, not in Sessions.
 	Pending int
@@ -207,12 +220,19 @@ func (st *Store) Stats() Stats {
 	if e, ok := st.stats.followError.Load().(string); ok {
 		s.LastFollowErr = e
 	}
+	if st.unheld {
+		// Held elsewhere: nothing here lags, reads are the log's.
+		s.Unheld, s.Applied, s.Lag, s.CaughtUpAt = true, s.LogLastSeq, 0, st.opts.Now()
+	}
 	return s
 }
 
 // Changed returns a channel that is closed the next time the Store applies
 // records (for watchers: read, then wait on Changed, then read again).
 func (st *Store) Changed() <-chan struct{} {
+	if st.unheld {
+		return unheldChanged()
+	}
 	st.mu.RLock()
 	defer st.mu.RUnlock()
 	return st.progress

@@ -47,6 +47,24 @@ type ShardStoreStatus struct {
 	Lag        uint64 `json:"lag"`
 	Sessions   int    `json:"sessions"`
 	BytesHeld  int64  `json:"bytesHeld"`
+	// Holding, on a node that holds a share of the shards (--hold), is
+	// HoldServing, HoldCatchingUp or HoldElsewhere.
+	Holding string `json:"holding,omitempty"`
+}
+
+// What a node holding a share does with a shard (ShardStoreStatus.Holding).
+const (
+	HoldServing    = "serving"     // in memory, caught up: it answers for the shard
+	HoldCatchingUp = "catching-up" // taking it over: its other holders answer meanwhile
+	HoldElsewhere  = "elsewhere"   // not held here: its requests are forwarded to its holders
+)
+
+// MemberStatus is one live pi-node as the members bucket announces it
+// (JetStreamStatus.Members): the shards it follows and those it serves.
+type MemberStatus struct {
+	Node  string `json:"node"`
+	Held  []int  `json:"held"`
+	Ready []int  `json:"ready"`
 }
 
 // JetStreamStatus is what pi-node reports under "jetstream" in /v1/status,
@@ -66,7 +84,11 @@ type JetStreamStatus struct {
 	// docs/PROTOCOL.md#shards ("1,4@2026-12-02T04:00:00.000Z"), with more
 	// than one shard stream.
 	ShardMap string `json:"shardMap,omitempty"`
-	Bucket   string `json:"bucket"`
+	// Hold and Members, with --hold below the node count: how many nodes
+	// hold each shard, and the live nodes with their shares.
+	Hold    int            `json:"hold,omitempty"`
+	Members []MemberStatus `json:"members,omitempty"`
+	Bucket  string         `json:"bucket"`
 	// Region is the cross-region state: this node's region and role, the
 	// home, the streams it reads and writes, and its mirror's lag.
 	Region *RegionStatus `json:"region,omitempty"`

@@ -41,6 +41,9 @@ type nodeStatus struct {
 		Shards []struct {
 			Applied    uint64 `json:"applied"`
 			LogLastSeq uint64 `json:"logLastSeq"`
+			// Holding: "elsewhere" on a node that does not hold the shard
+			// (--hold below the node count): it follows nothing there.
+			Holding string `json:"holding"`
 		} `json:"shards"`
 	} `json:"store"`
 	JetStream struct {

@@ -52,8 +52,13 @@ func covers(applied, minSeq uint64) bool {
 	return session.SeqShard(applied) != session.SeqShard(minSeq) || applied >= minSeq
 }
 
-// appliedAt is the node's Store position in seq's shard.
+// appliedAt is the node's Store position in seq's shard; seq itself for a
+// shard the node does not hold (its reads there are the log's: nothing to
+// wait for).
 func (s nodeStatus) appliedAt(seq uint64) uint64 {
+	if s.elsewhere(seq) {
+		return seq
+	}
 	if k := session.SeqShard(seq); k < len(s.Store.Shards) {
 		return s.Store.Shards[k].Applied
 	}
@@ -63,6 +68,9 @@ func (s nodeStatus) appliedAt(seq uint64) uint64 {
 // logLastAt is the log's end the node's Store knows of in seq's shard
 // (store.logLastSeq, each shard's with shards).
 func (s nodeStatus) logLastAt(seq uint64) uint64 {
+	if s.elsewhere(seq) {
+		return seq
+	}
 	if k := session.SeqShard(seq); k < len(s.Store.Shards) {
 		return s.Store.Shards[k].LogLastSeq
 	}
@@ -81,8 +89,21 @@ func (s nodeStatus) logEnds() []uint64 {
 	return out
 }
 
+// holds reports whether the node holds session sid's shard in memory (on
+// a sharded store each node holds a share: --hold defaults to 2).
+func (s nodeStatus) holds(sid string) bool {
+	k := session.ShardOf(sid, testShards())
+	return k >= len(s.Store.Shards) || s.Store.Shards[k].Holding != "elsewhere"
+}
+
+// elsewhere reports whether seq's shard is one the node does not hold.
+func (s nodeStatus) elsewhere(seq uint64) bool {
+	k := session.SeqShard(seq)
+	return k < len(s.Store.Shards) && s.Store.Shards[k].Holding == "elsewhere"
+}
+
 // lacks says which of ends (one per shard) the node's Store has not
-// applied, or nil.
+// applied, or nil (appliedAt: a shard it does not hold has nothing to apply).
 func (s nodeStatus) lacks(ends []uint64) error {
 	for _, end := range ends {
 		if got := s.appliedAt(end); got < end {

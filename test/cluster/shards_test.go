@@ -107,13 +107,8 @@ func TestShardedCluster(t *testing.T) {
 	// Writers: two per node, each on sessions of its own, entry by entry
 	// with explicit parents, retrying across nodes; what was acknowledged
 	// is recorded. One node is killed while they write.
-	type sess struct {
-		id    string
-		acked []string // entry ids acknowledged, in order
-		last  uint64
-	}
 	var mu sync.Mutex
-	var all []*sess
+	var all []*ackedSession
 	killAfter := make(chan struct{})
 	var once sync.Once
 	var wg sync.WaitGroup
@@ -121,7 +116,7 @@ func TestShardedCluster(t *testing.T) {
 		wg.Go(func() {
 			hc := proctest.ProbeClient
 			for i := 0; ctx.Err() == nil && i < 4; i++ {
-				s := &sess{id: testutil.SessionID(t)}
+				s := &ackedSession{id: testutil.SessionID(t)}
 				seq, err := createSession(ctx, hc, bases, w%3, s.id, "/work/"+s.id[:8], time.Now())
 				if err != nil {
 					t.Error(err)
@@ -177,20 +172,7 @@ func TestShardedCluster(t *testing.T) {
 	// with its own lastSeq.
 	checkAll := func(on []*piNode) {
 		t.Helper()
-		for _, s := range all {
-			for _, nd := range on {
-				st, _, data, err := proctest.Do(ctx, proctest.ProbeClient, http.MethodGet,
-					fmt.Sprintf("%s/v1/sessions/%s/export?minSeq=%d", nd.base, s.id, s.last), nil)
-				if err != nil || st != http.StatusOK {
-					t.Fatalf("%s: export %s: %d %v %s", nd.name, s.id, st, err, data)
-				}
-				for _, id := range s.acked {
-					if !strings.Contains(string(data), `"id":"`+id+`"`) {
-						t.Fatalf("%s: session %s lacks acknowledged entry %s", nd.name, s.id, id)
-					}
-				}
-			}
-		}
+		checkAcked(ctx, t, on, all)
 	}
 	checkAll(nodes[:2])
 
@@ -218,13 +200,19 @@ func TestShardedCluster(t *testing.T) {
 // routes to every node), and returns it without waiting for it to be ready.
 func startOddNode(t *testing.T, nodes []*piNode, extra ...string) *piNode {
 	t.Helper()
+	return startJoiningNode(t, nodes, "n4", extra...)
+}
+
+// startJoiningNode is startOddNode for a node called name.
+func startJoiningNode(t *testing.T, nodes []*piNode, name string, extra ...string) *piNode {
+	t.Helper()
 	ports := testutil.FreePorts(t, 3)
 	var routes []string
 	for _, nd := range nodes {
 		routes = append(routes, nd.route)
 	}
 	routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", ports[1]))
-	nd := &piNode{name: "n4", base: fmt.Sprintf("http://127.0.0.1:%d", ports[0]), dataDir: t.TempDir()}
+	nd := &piNode{name: name, base: fmt.Sprintf("http://127.0.0.1:%d", ports[0]), dataDir: t.TempDir()}
 	nd.Proc = proctest.New(t, nd.name, piNodeBin, append([]string{
 		"--node-name", nd.name, "--cluster-name", "pi-test",
 		"--cluster-listen", fmt.Sprintf("127.0.0.1:%d", ports[1]),
@@ -234,4 +222,32 @@ func startOddNode(t *testing.T, nodes []*piNode, extra ...string) *piNode {
 	}, extra...)...)
 	nd.Start(t)
 	return nd
+}
+
+// ackedSession is a session a test wrote to: the entries acknowledged, in
+// order, and the last sequence it was told.
+type ackedSession struct {
+	id    string
+	acked []string
+	last  uint64
+}
+
+// checkAcked exports every session from every node of on, with its last
+// sequence as minSeq, and fails unless each holds every acknowledged entry.
+func checkAcked(ctx context.Context, t *testing.T, on []*piNode, all []*ackedSession) {
+	t.Helper()
+	for _, s := range all {
+		for _, nd := range on {
+			st, _, data, err := proctest.Do(ctx, proctest.ProbeClient, http.MethodGet,
+				fmt.Sprintf("%s/v1/sessions/%s/export?minSeq=%d", nd.base, s.id, s.last), nil)
+			if err != nil || st != http.StatusOK {
+				t.Fatalf("%s: export %s: %d %v %s", nd.name, s.id, st, err, data)
+			}
+			for _, id := range s.acked {
+				if !strings.Contains(string(data), `"id":"`+id+`"`) {
+					t.Fatalf("%s: session %s lacks acknowledged entry %s", nd.name, s.id, id)
+				}
+			}
+		}
+	}
 }

@@ -161,6 +161,9 @@ type nodeStatus struct {
 		Shards []struct {
 			Applied    uint64 `json:"applied"`
 			LogLastSeq uint64 `json:"logLastSeq"`
+			// Holding: "elsewhere" on a node that does not hold the
+			// shard (--hold, 2 by default on a sharded store).
+			Holding string `json:"holding"`
 		} `json:"shards"`
 	} `json:"store"`
 	JetStream struct {
@@ -191,8 +194,12 @@ func (s nodeStatus) logEnds() []uint64 {
 	return out
 }
 
-// appliedAt is the node's Store position in seq's shard.
+// appliedAt is the node's Store position in seq's shard; seq itself for a
+// shard it does not hold (its reads there are the log's).
 func (s nodeStatus) appliedAt(seq uint64) uint64 {
+	if k := session.SeqShard(seq); k < len(s.Store.Shards) && s.Store.Shards[k].Holding == "elsewhere" {
+		return seq
+	}
 	if k := session.SeqShard(seq); k < len(s.Store.Shards) {
 		return s.Store.Shards[k].Applied
 	}

@@ -1,0 +1,259 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/pifleet/sessionlog/internal/jetstream"
+	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/store"
+)
+
+// holder runs this node's share of the shards (--hold H below the node
+// count): the live pi-nodes announce themselves in the members bucket,
+// each shard is held by the H of highest rendezvous weight
+// (session.Holders), and this node follows only the shards it is one of
+// those for. A shard it takes over is served — forwarded requests answered,
+// its reads trusted by /readyz — once its Store has caught up (snapshot
+// and tail); a shard it no longer holds is handed back once every one of
+// its new holders serves it, so that it is never held by fewer than it
+// was meant to be meanwhile.
+type holder struct {
+	m       *Main
+	members *jetstream.Members
+	hold    int
+	log     session.Log
+	logger  *slog.Logger
+
+	mu      sync.Mutex
+	serving map[int]bool               // shards whose Store caught up and that answer forwarded requests
+	taking  map[int]context.CancelFunc // shards whose Store is catching up
+	wg      sync.WaitGroup
+}
+
+// Shard is session sid's shard (api.Holding).
+func (h *holder) Shard(sid string) int { return h.m.stores.Shard(sid) }
+
+// Serves reports whether this node serves shard k (api.Holding).
+func (h *holder) Serves(k int) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.serving[k]
+}
+
+// held and ready are the shards this node follows and serves, sorted.
+func (h *holder) heldReady() (held, ready []int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for k := range h.serving {
+		held, ready = append(held, k), append(ready, k)
+	}
+	for k := range h.taking {
+		held = append(held, k)
+	}
+	slices.Sort(held)
+	slices.Sort(ready)
+	return held, ready
+}
+
+// servedShards is the shards this node serves, sorted (what its archive
+// passes cover).
+func (h *holder) servedShards() []int {
+	_, ready := h.heldReady()
+	return ready
+}
+
+// wanted is which of n shards live assigns to this node.
+func (h *holder) wanted(live []jetstream.Member, n int) map[int]bool {
+	names := make([]string, len(live))
+	for i, mb := range live {
+		names[i] = mb.Node
+	}
+	out := map[int]bool{}
+	for k := range n {
+		if slices.Contains(session.Holders(k, names, h.hold), h.m.name) {
+			out[k] = true
+		}
+	}
+	return out
+}
+
+// initial is the Stores a starting node opens: its share as the members it
+// can see now assign it (waiting up to a few seconds for the bucket's
+// contents; a node that sees nobody else holds everything until it does).
+func (h *holder) initial(ctx context.Context, feeds []feedLog) []*store.Store {
+	if err := h.members.Announce(ctx, nil, nil); err != nil {
+		h.logger.Warn("announcing this node", "err", err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	for !h.members.Synced() && wctx.Err() == nil {
+		select {
+		case <-wctx.Done():
+		case <-h.members.Changed():
+		}
+	}
+	cancel()
+	want := h.wanted(h.members.Live(), len(feeds))
+	stores := make([]*store.Store, len(feeds))
+	for k, feed := range feeds {
+		if want[k] {
+			stores[k] = h.m.newStore(k, feed, h.log, h.logger, len(feeds))
+		} else {
+			stores[k] = store.Unheld(feed)
+		}
+	}
+	return stores
+}
+
+// run keeps the share current until ctx ends: it announces this node every
+// beat and takes and hands back shards as the members come and go.
+func (h *holder) run(ctx context.Context) {
+	for k, st := range h.m.stores.All() {
+		if st.Held() {
+			h.take(ctx, k, st)
+		}
+	}
+	beat := time.NewTicker(jetstream.MemberBeat)
+	defer beat.Stop()
+	due := true
+	var lastHeld, lastReady []int
+	for {
+		// On the beat, or at once when what this node holds changed; not
+		// on every change of the others' (each announcement would set
+		// off everyone else's).
+		held, ready := h.heldReady()
+		if due || !slices.Equal(held, lastHeld) || !slices.Equal(ready, lastReady) {
+			actx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			if err := h.members.Announce(actx, held, ready); err != nil && ctx.Err() == nil {
+				h.logger.Debug("announcing this node", "err", err)
+			}
+			cancel()
+			lastHeld, lastReady, due = held, ready, false
+		}
+		h.rebalance(ctx)
+		select {
+		case <-ctx.Done():
+			h.mu.Lock()
+			for _, stop := range h.taking {
+				stop()
+			}
+			serving := h.serving
+			h.serving = map[int]bool{}
+			h.mu.Unlock()
+			h.wg.Wait()
+			// Stopping: the others stop sending here (drained, so that no
+			// request routed here already waits out its timeout).
+			for k := range serving {
+				_ = h.m.api.StopShard(k)
+			}
+			lctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			if err := h.members.Leave(lctx); err != nil {
+				h.logger.Debug("leaving the members", "err", err)
+			}
+			cancel()
+			return
+		case <-beat.C:
+			due = true
+		case <-h.members.Changed():
+		}
+	}
+}
+
+// rebalance takes the shards the members assign to this node and hands
+// back those they no longer do, once their holders serve them.
+func (h *holder) rebalance(ctx context.Context) {
+	live := h.members.Live()
+	all := h.m.stores.All()
+	want := h.wanted(live, len(all))
+	names := make([]string, len(live))
+	readyAt := map[string][]int{}
+	for i, mb := range live {
+		names[i] = mb.Node
+		readyAt[mb.Node] = mb.Ready
+	}
+	logs := h.m.sharded.Logs()
+	for k, st := range all {
+		if k >= len(logs) {
+			break // a migration adds the shard: the router gets it a moment after the Stores
+		}
+		switch {
+		case want[k] && !st.Held():
+			feed := logs[k].(*session.ShardLog)
+			next := h.m.newStore(k, feed, h.log, h.logger, len(all))
+			if err := next.Open(ctx); err != nil {
+				h.logger.Warn("taking a shard over", "shard", k, "err", err)
+				continue
+			}
+			if _, err := h.m.stores.Replace(k, next); err != nil {
+				_ = next.Close()
+				continue
+			}
+			h.logger.Info("taking a shard over", "shard", k, "members", len(live))
+			h.take(ctx, k, next)
+		case !want[k] && st.Held():
+			others := session.Holders(k, names, h.hold)
+			handed := true
+			for _, n := range others {
+				handed = handed && slices.Contains(readyAt[n], k)
+			}
+			if handed {
+				h.handBack(k, st)
+			}
+		}
+	}
+}
+
+// take serves shard k once st has caught up.
+func (h *holder) take(ctx context.Context, k int, st *store.Store) {
+	tctx, stop := context.WithCancel(ctx)
+	h.mu.Lock()
+	h.taking[k] = stop
+	h.mu.Unlock()
+	h.wg.Go(func() {
+		defer stop()
+		start := time.Now()
+		err := st.WaitCaughtUp(tctx)
+		if err == nil {
+			err = h.m.api.ServeShard(k)
+		}
+		h.mu.Lock()
+		delete(h.taking, k)
+		if err == nil && h.m.stores.All()[k] == st {
+			h.serving[k] = true
+		}
+		h.mu.Unlock()
+		if err != nil {
+			if tctx.Err() == nil {
+				h.logger.Warn("serving a shard", "shard", k, "err", err)
+			}
+			return
+		}
+		h.logger.Info("serving a shard", "shard", k, "caughtUpIn", time.Since(start).Round(time.Millisecond))
+	})
+}
+
+// handBack stops holding shard k: forwarded requests go to its other
+// holders, its Store gives way to an Unheld one and closes (writing its
+// snapshot, for the next time this node takes it).
+func (h *holder) handBack(k int, st *store.Store) {
+	h.mu.Lock()
+	if stop := h.taking[k]; stop != nil {
+		stop()
+	}
+	delete(h.serving, k)
+	h.mu.Unlock()
+	_ = h.m.api.StopShard(k)
+	feed := h.m.sharded.Logs()[k].(*session.ShardLog) // k was routed to already: it is in the router
+	if _, err := h.m.stores.Replace(k, store.Unheld(feed)); err != nil {
+		return
+	}
+	h.logger.Info("handed a shard back", "shard", k)
+	h.wg.Go(func() {
+		if err := st.Close(); err != nil {
+			h.logger.Warn("closing a handed-back shard's Store", "shard", k, "err", err)
+		}
+	})
+}

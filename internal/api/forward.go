@@ -1,0 +1,470 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/pifleet/sessionlog/internal/store"
+	"github.com/pifleet/sessionlog/internal/wire"
+)
+
+// Holding is which shards this node serves from memory when it holds only
+// a share of them (pi-node's --hold). A request for a session on a shard it
+// does not serve is forwarded over NATS to one that does — the holders of
+// shard k answer on ForwardPrefix.<k>.<op> in one queue group — and, when
+// none answers, served here from the log (store.Unheld).
+type Holding interface {
+	// Shard is session sid's shard.
+	Shard(sid string) int
+	// Serves reports whether this node holds shard k and has caught up on it.
+	Serves(k int) bool
+}
+
+// DefaultForwardPrefix is the subject prefix of forwarded requests:
+// pi.fwd.<shard>.<op>. Only pi-nodes may publish there (natsauth's roles
+// grant clients the pi.v1 operations alone): a forwarded request carries
+// the principal the forwarding node authenticated.
+const DefaultForwardPrefix = "pi.fwd"
+
+// Headers of forwarded requests and their replies.
+const (
+	hdrFwdWho    = "Pi-Fwd-Who"    // the principal's name, for the audit log
+	hdrFwdScopes = "Pi-Fwd-Scopes" // its scopes, comma-separated
+	hdrFwdCwd    = "Pi-Fwd-Cwd"    // its cwdPrefix (a tenant token)
+	hdrFwdWait   = "Pi-Fwd-Wait"   // a sequence the forwarding node acknowledged: read your writes
+	hdrFwdShard  = "Pi-Fwd-Shard"  // list: the one shard to list
+	hdrFwdStatus = "Pi-Fwd-Status" // the reply's HTTP status
+	hdrFwdType   = "Pi-Fwd-Type"   // its content type
+	hdrFwdFile   = "Pi-Fwd-File"   // its download name
+	hdrFwdLocal  = "Pi-Fwd-Local"  // the holder could not answer (too large, not serving): serve it locally
+	// hdrServedBy names the node that answered a forwarded request.
+	hdrServedBy = "Pi-Served-By"
+)
+
+// fwdConcurrency bounds the forwarded requests one node runs at once.
+const fwdConcurrency = 256
+
+// fwdSlack is how much longer than a read's minSeq wait a forwarded
+// request may take before the forwarding node gives up on its holder.
+const fwdSlack = 10 * time.Second
+
+type forwardedKey struct{}
+
+// forwarded reports whether ctx is a forwarded request's: it is served
+// here, whatever this node holds, never forwarded again.
+func forwarded(ctx context.Context) bool { return ctx.Value(forwardedKey{}) != nil }
+
+// forwarder is the Server's side of forwarding: its subscriptions per shard.
+type forwarder struct {
+	mu   sync.Mutex
+	subs map[int]*nats.Subscription
+	sem  chan struct{}
+	wg   sync.WaitGroup
+}
+
+// forwardedError is a holder's error reply, passed on as it came.
+type forwardedError struct {
+	status int
+	body   wire.ErrorBody
+}
+
+func (e *forwardedError) Error() string { return e.body.Error.Message }
+
+// perSession reports whether o is about one session named in its path:
+// what a holder of its shard serves.
+func perSession(o wire.Op) bool { return strings.Contains(o.Path, "{id}") }
+
+// forward sends r to a holder of its session's shard when this node does
+// not serve it; done is false when r is to be served here: the node
+// serves the shard, the request was forwarded to it, or no holder answers.
+func (s *Server) forward(ctx context.Context, o *op, r *request) (rep reply, err error, done bool) {
+	h := s.cfg.Holding
+	if h == nil || s.cfg.Forward == nil || forwarded(ctx) || !perSession(o.Op) || r.checkSession() != nil {
+		return reply{}, nil, false
+	}
+	k := h.Shard(r.SessionID)
+	if h.Serves(k) {
+		return reply{}, nil, false
+	}
+	m, err := s.fwdMsg(ctx, fmt.Sprintf("%s.%d.%s", s.cfg.ForwardPrefix, k, o.Name), r)
+	if err != nil {
+		return reply{}, err, true
+	}
+	if own := s.svc.OwnAck(r.SessionID); own > 0 {
+		m.Header.Set(hdrFwdWait, strconv.FormatUint(own, 10))
+	}
+	// Bounded: a holder killed with the request in hand never answers.
+	fctx, cancel := context.WithTimeout(ctx, s.cfg.MinSeqTimeout+fwdSlack)
+	defer cancel()
+	res, err := s.cfg.Forward.RequestMsgWithContext(fctx, m)
+	switch {
+	case errors.Is(err, nats.ErrNoResponders):
+		return reply{}, nil, false // no holder is up: the log answers
+	case err != nil && o.Method == http.MethodGet && ctx.Err() == nil:
+		return reply{}, nil, false // a read is safe to serve here instead
+	case err != nil:
+		return reply{}, fmt.Errorf("forwarding %s to a holder of shard %d: %v: %w", o.Name, k, err, wire.ErrUnavailable), true
+	case res.Header.Get(hdrFwdLocal) != "":
+		return reply{}, nil, false
+	}
+	rep, err = s.fwdReply(res)
+	switch {
+	case err != nil:
+	case o.Method != http.MethodGet:
+		s.noteForwardedWrite(r.SessionID, rep.raw)
+	case rep.fresh.Applied > 0:
+		// Monotonic reads through this node: its next read of the
+		// session may reach another holder, which must have applied as
+		// much as this one reflected.
+		s.svc.NoteAck(r.SessionID, rep.fresh.Applied)
+	}
+	return rep, err, true
+}
+
+// fwdMsg is the request as a holder decodes it: the NATS body, and the
+// principal in headers.
+func (s *Server) fwdMsg(ctx context.Context, subject string, r *request) (*nats.Msg, error) {
+	data, err := json.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	m := nats.NewMsg(subject)
+	m.Data = data
+	p := principalOf(ctx)
+	m.Header.Set(hdrFwdWho, p.name)
+	m.Header.Set(hdrFwdScopes, strings.Join(p.scopes, ","))
+	if p.cwdPrefix != "" {
+		m.Header.Set(hdrFwdCwd, p.cwdPrefix)
+	}
+	return m, nil
+}
+
+// fwdReply turns a holder's reply into this node's.
+func (s *Server) fwdReply(res *nats.Msg) (reply, error) {
+	status, err := strconv.Atoi(res.Header.Get(hdrFwdStatus))
+	if err != nil {
+		return reply{}, fmt.Errorf("a forwarded request's reply has no status: %w", wire.ErrUnavailable)
+	}
+	if status >= 400 {
+		fe := &forwardedError{status: status}
+		if json.Unmarshal(res.Data, &fe.body) != nil {
+			fe.body.Error = wire.ErrorDetail{Code: wire.CodeUnavailable, Message: "a holder's error reply could not be read"}
+		}
+		return reply{}, fe
+	}
+	rep := reply{raw: res.Data, ctype: res.Header.Get(hdrFwdType), filename: res.Header.Get(hdrFwdFile),
+		servedBy: res.Header.Get(hdrNode)}
+	rep.fresh = freshnessOf(res.Header, s.cfg.Now())
+	return rep, nil
+}
+
+// freshnessOf reads the freshness headers of a holder's reply back.
+func freshnessOf(h nats.Header, now time.Time) store.Freshness {
+	var f store.Freshness
+	f.Applied, _ = strconv.ParseUint(h.Get(hdrApplied), 10, 64)
+	f.Known = f.Applied
+	if lag, err := strconv.ParseUint(h.Get(hdrLag), 10, 64); err == nil {
+		f.Known, f.EndKnown = f.Applied+lag, true
+	}
+	if h.Get(hdrStale) == "" {
+		f.CaughtUpAt = now
+	}
+	return f
+}
+
+// noteForwardedWrite remembers the sequence a holder acknowledged a write
+// at, so that this node's next read of the session waits for it wherever
+// it is served (read your writes, as when this node wrote it itself).
+func (s *Server) noteForwardedWrite(sid string, body []byte) {
+	var res struct {
+		SessionID string `json:"sessionId"`
+		LastSeq   uint64 `json:"lastSeq"`
+	}
+	if json.Unmarshal(body, &res) != nil || res.LastSeq == 0 {
+		return
+	}
+	if res.SessionID != "" {
+		sid = res.SessionID // fork: the new session
+	}
+	s.svc.NoteAck(sid, res.LastSeq)
+}
+
+// ServeShard answers forwarded requests for shard k (this node holds it
+// and has caught up), in the queue group of its holders.
+func (s *Server) ServeShard(k int) error {
+	if s.cfg.Forward == nil {
+		return errors.New("api: ServeShard needs Config.Forward")
+	}
+	f := &s.fwd
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.subs[k] != nil {
+		return nil
+	}
+	subject := fmt.Sprintf("%s.%d.>", s.cfg.ForwardPrefix, k)
+	sub, err := s.cfg.Forward.QueueSubscribe(subject, "pi-node", func(m *nats.Msg) { s.dispatchForwarded(k, m) })
+	if err != nil {
+		return fmt.Errorf("serve shard %d: subscribe %s: %w", k, subject, err)
+	}
+	if f.subs == nil {
+		f.subs = map[int]*nats.Subscription{}
+	}
+	f.subs[k] = sub
+	// As StartNATS: a request right after must find this node.
+	return s.cfg.Forward.Flush()
+}
+
+// StopShard stops answering forwarded requests for shard k. Drained, not
+// dropped: a request the server routed here before it learned of the
+// unsubscription is still answered (a dropped one would leave its sender
+// waiting out fwdSlack); once StopShard returns, the server sends no more.
+func (s *Server) StopShard(k int) error {
+	f := &s.fwd
+	f.mu.Lock()
+	sub := f.subs[k]
+	delete(f.subs, k)
+	f.mu.Unlock()
+	if sub == nil {
+		return nil
+	}
+	if err := sub.Drain(); err != nil {
+		return err
+	}
+	return s.cfg.Forward.Flush()
+}
+
+// stopForwarding ends every shard's subscription and waits for the
+// forwarded requests in flight (Close).
+func (s *Server) stopForwarding() {
+	f := &s.fwd
+	f.mu.Lock()
+	subs := f.subs
+	f.subs = nil
+	f.mu.Unlock()
+	for _, sub := range subs {
+		_ = sub.Unsubscribe()
+	}
+	f.wg.Wait()
+}
+
+// dispatchForwarded serves m on a goroutine of its own (bounded).
+func (s *Server) dispatchForwarded(k int, m *nats.Msg) {
+	f := &s.fwd
+	f.wg.Add(1)
+	f.sem <- struct{}{}
+	go func() {
+		defer f.wg.Done()
+		defer func() { <-f.sem }()
+		start := time.Now()
+		name, status := s.serveForwarded(k, m)
+		s.metrics.observeRequest(transportForward, name, status, time.Since(start))
+	}()
+}
+
+const transportForward = "forward"
+
+// serveForwarded runs a forwarded request as its own node would have, with
+// the principal the forwarding node authenticated.
+func (s *Server) serveForwarded(k int, m *nats.Msg) (string, int) {
+	ctx, cancel := context.WithTimeout(s.base, natsTimeout)
+	defer cancel()
+	name := strings.TrimPrefix(m.Subject, fmt.Sprintf("%s.%d.", s.cfg.ForwardPrefix, k))
+	o := opNamed(name)
+	out := nats.NewMsg(m.Reply)
+	if s.cfg.NodeName != "" {
+		out.Header.Set(hdrNode, s.cfg.NodeName)
+	}
+	fail := func(err error) (string, int) {
+		ae := s.mapError(transportForward, name, err)
+		out.Data, _ = wire.EncodeJSON(ae.body)
+		out.Header.Set(hdrFwdStatus, strconv.Itoa(ae.status))
+		_ = m.RespondMsg(out)
+		return name, ae.status
+	}
+	if o == nil {
+		return fail(wire.Invalid("subject", fmt.Sprintf("%q is not an operation", name)))
+	}
+	p := &principal{name: "fwd:" + m.Header.Get(hdrFwdWho), cwdPrefix: m.Header.Get(hdrFwdCwd)}
+	if sc := m.Header.Get(hdrFwdScopes); sc != "" {
+		p.scopes = strings.Split(sc, ",")
+	}
+	ctx = context.WithValue(withPrincipal(ctx, p), forwardedKey{}, k)
+	r := &request{}
+	if err := decodeJSON(m.Data, r); err != nil {
+		return fail(err)
+	}
+	if v := m.Header.Get(hdrFwdWait); v != "" {
+		seq, _ := strconv.ParseUint(v, 10, 64)
+		ctx = context.WithValue(ctx, fwdWaitKey{}, seq)
+	}
+	if v := m.Header.Get(hdrFwdShard); v != "" {
+		only, err := strconv.Atoi(v)
+		if err != nil || !s.cfg.Holding.Serves(only) {
+			// Handed back a moment ago: the caller asks another holder.
+			out.Header.Set(hdrFwdLocal, "not serving shard "+v)
+			_ = m.RespondMsg(out)
+			return name, http.StatusServiceUnavailable
+		}
+		ctx = context.WithValue(ctx, fwdShardKey{}, only)
+	}
+	rep, err := s.call(ctx, o, r)
+	if err != nil {
+		return fail(err)
+	}
+	body := rep.raw
+	ctype := rep.ctype
+	if rep.value != nil {
+		if body, err = wire.EncodeJSON(rep.value); err != nil {
+			return fail(err)
+		}
+		ctype = wire.ContentTypeJSON
+	}
+	if limit := s.cfg.Forward.MaxPayload(); limit > 0 && int64(len(body))+4096 > limit {
+		// Bigger than a NATS message: the forwarding node reads it from
+		// the log itself.
+		out.Header.Set(hdrFwdLocal, "reply too large for NATS")
+		_ = m.RespondMsg(out)
+		return name, o.Status
+	}
+	out.Data = body
+	out.Header.Set(hdrFwdStatus, strconv.Itoa(o.Status))
+	out.Header.Set(hdrFwdType, ctype)
+	if rep.filename != "" {
+		out.Header.Set(hdrFwdFile, rep.filename)
+	}
+	if o.Method == http.MethodGet {
+		for k, v := range s.readHeaders(rep.fresh) {
+			out.Header[k] = v
+		}
+	}
+	if err := m.RespondMsg(out); err != nil {
+		s.log.Warn("forwarded reply failed", keyOp, name, keyErr, err)
+	}
+	return name, o.Status
+}
+
+type fwdWaitKey struct{}
+type fwdShardKey struct{}
+
+// opNamed is the operation of that name, or nil.
+func opNamed(name string) *op {
+	for i := range ops {
+		if ops[i].Name == name {
+			return &ops[i]
+		}
+	}
+	return nil
+}
+
+// listShared is the catalog of a node that serves only some shards: its
+// own shards' pages and, for each other shard, a page from one of its
+// holders, merged in id order and cut at the limit as store.List merges
+// shards. A shard no node serves fails the list (503): a catalog without
+// it would look complete and not be.
+func (s *Server) listShared(ctx context.Context, r *request, f store.ListFilter) ([]wire.Info, string, error) {
+	all := s.svc.Store.All()
+	var local store.Subset
+	var remote []int
+	for k, st := range all {
+		if s.cfg.Holding.Serves(k) {
+			local = append(local, st)
+		} else {
+			remote = append(remote, k)
+		}
+	}
+	if f.Limit <= 0 {
+		f.Limit = 100
+	}
+	var infos []wire.Info
+	var fresh []store.Freshness
+	more := false
+	if len(local) > 0 {
+		mctx, mark := store.WithReadMark(ctx)
+		page, next := store.List(mctx, local, f)
+		infos, more = append(infos, page...), next != ""
+		if fr, ok := mark.Freshness(); ok {
+			fresh = append(fresh, fr)
+		}
+	}
+	type part struct {
+		page  wire.ListReply
+		fresh store.Freshness
+		err   error
+	}
+	parts := make([]part, len(remote))
+	var wg sync.WaitGroup
+	for i, k := range remote {
+		wg.Go(func() {
+			p := &parts[i]
+			p.page, p.fresh, p.err = s.listShard(ctx, r, k, all[k])
+		})
+	}
+	wg.Wait()
+	for _, p := range parts {
+		if p.err != nil {
+			return nil, "", p.err
+		}
+		infos, more = append(infos, p.page.Sessions...), more || p.page.Next != ""
+		fresh = append(fresh, p.fresh)
+	}
+	store.Mark(ctx, store.Combine(fresh...))
+	slices.SortFunc(infos, func(a, b wire.Info) int { return strings.Compare(a.SessionID, b.SessionID) })
+	if len(infos) > f.Limit {
+		infos, more = infos[:f.Limit], true
+	}
+	if more && len(infos) > 0 {
+		return infos, infos[len(infos)-1].SessionID, nil
+	}
+	return infos, "", nil
+}
+
+// listShard is shard k's page from one of its holders. One that handed the
+// shard back a moment ago says so and another is asked; when none is up,
+// this node's own Store of the shard answers if it follows the shard
+// (taking it over: its freshness headers say how far it is).
+func (s *Server) listShard(ctx context.Context, r *request, k int, own *store.Store) (wire.ListReply, store.Freshness, error) {
+	var out wire.ListReply
+	for range 3 {
+		m, err := s.fwdMsg(ctx, fmt.Sprintf("%s.%d.%s", s.cfg.ForwardPrefix, k, wire.OpList.Name), r)
+		if err != nil {
+			return out, store.Freshness{}, err
+		}
+		m.Header.Set(hdrFwdShard, strconv.Itoa(k))
+		fctx, cancel := context.WithTimeout(ctx, s.cfg.MinSeqTimeout+fwdSlack)
+		res, err := s.cfg.Forward.RequestMsgWithContext(fctx, m)
+		cancel()
+		switch {
+		case errors.Is(err, nats.ErrNoResponders) && own.Held():
+			mctx, mark := store.WithReadMark(ctx)
+			out.Sessions, out.Next = store.List(mctx, store.Subset{own}, store.ListFilter{Name: r.Name, Cwd: r.Cwd,
+				CwdPrefix: principalOf(ctx).cwdPrefix, Label: r.Label, After: r.Cursor, Limit: r.Limit, Preview: r.Preview})
+			fr, _ := mark.Freshness()
+			return out, fr, nil
+		case errors.Is(err, nats.ErrNoResponders):
+			return out, store.Freshness{}, fmt.Errorf("no node serves shard %d right now (its holders are down or catching up): %w", k, wire.ErrUnavailable)
+		case err != nil:
+			return out, store.Freshness{}, fmt.Errorf("listing shard %d at a holder: %v: %w", k, err, wire.ErrUnavailable)
+		case res.Header.Get(hdrFwdLocal) != "":
+			continue
+		}
+		rep, err := s.fwdReply(res)
+		if err != nil {
+			return out, store.Freshness{}, err
+		}
+		if err := json.Unmarshal(rep.raw, &out); err != nil {
+			return out, store.Freshness{}, fmt.Errorf("shard %d's page: %v: %w", k, err, wire.ErrUnavailable)
+		}
+		return out, rep.fresh, nil
+	}
+	return out, store.Freshness{}, fmt.Errorf("shard %d changed hands three times while listing it: %w", k, wire.ErrUnavailable)
+}
