@@ -66,12 +66,17 @@ func (h *holder) servedShards() []int {
 	return ready
 }
 
-// wanted is which of n shards live assigns to this node.
-func (h *holder) wanted(live []jetstream.Member, n int) map[int]bool {
-	names := make([]string, len(live))
+// names is the members' names.
+func names(live []jetstream.Member) []string {
+	out := make([]string, len(live))
 	for i, mb := range live {
-		names[i] = mb.Node
+		out[i] = mb.Node
 	}
+	return out
+}
+
+// wanted is which of n shards the members called names assign to this node.
+func (h *holder) wanted(names []string, n int) map[int]bool {
 	out := map[int]bool{}
 	for k := range n {
 		if slices.Contains(session.Holders(k, names, h.hold), h.m.name) {
@@ -96,7 +101,7 @@ func (h *holder) initial(ctx context.Context, feeds []feedLog) []*store.Store {
 		}
 	}
 	cancel()
-	want := h.wanted(h.members.Live(), len(feeds))
+	want := h.wanted(names(h.members.Live()), len(feeds))
 	stores := make([]*store.Store, len(feeds))
 	for k, feed := range feeds {
 		if want[k] {
@@ -167,11 +172,10 @@ func (h *holder) run(ctx context.Context) {
 func (h *holder) rebalance(ctx context.Context) {
 	live := h.members.Live()
 	all := h.m.stores.All()
-	want := h.wanted(live, len(all))
-	names := make([]string, len(live))
+	nodes := names(live)
+	want := h.wanted(nodes, len(all))
 	readyAt := map[string][]int{}
-	for i, mb := range live {
-		names[i] = mb.Node
+	for _, mb := range live {
 		readyAt[mb.Node] = mb.Ready
 	}
 	logs := h.m.sharded.Logs()
@@ -194,7 +198,7 @@ func (h *holder) rebalance(ctx context.Context) {
 			h.logger.Info("taking a shard over", "shard", k, "members", len(live))
 			h.take(ctx, k, next)
 		case !want[k] && st.Held():
-			others := session.Holders(k, names, h.hold)
+			others := session.Holders(k, nodes, h.hold)
 			handed := true
 			for _, n := range others {
 				handed = handed && slices.Contains(readyAt[n], k)

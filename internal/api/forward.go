@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,7 +40,7 @@ const (
 	hdrFwdWho    = "Pi-Fwd-Who"    // the principal's name, for the audit log
 	hdrFwdScopes = "Pi-Fwd-Scopes" // its scopes, comma-separated
 	hdrFwdCwd    = "Pi-Fwd-Cwd"    // its cwdPrefix (a tenant token)
-	hdrFwdWait   = "Pi-Fwd-Wait"   // a sequence the forwarding node acknowledged: read your writes
+	hdrFwdWait   = "Pi-Fwd-Wait"   // a sequence the forwarding node must see: a write it acknowledged, or what its last read reflected
 	hdrFwdShard  = "Pi-Fwd-Shard"  // list: the one shard to list
 	hdrFwdStatus = "Pi-Fwd-Status" // the reply's HTTP status
 	hdrFwdType   = "Pi-Fwd-Type"   // its content type
@@ -406,7 +405,7 @@ func (s *Server) listShared(ctx context.Context, r *request, f store.ListFilter)
 	for i, k := range remote {
 		wg.Go(func() {
 			p := &parts[i]
-			p.page, p.fresh, p.err = s.listShard(ctx, r, k, all[k])
+			p.page, p.fresh, p.err = s.listShard(ctx, r, f, k, all[k])
 		})
 	}
 	wg.Wait()
@@ -418,21 +417,15 @@ func (s *Server) listShared(ctx context.Context, r *request, f store.ListFilter)
 		fresh = append(fresh, p.fresh)
 	}
 	store.Mark(ctx, store.Combine(fresh...))
-	slices.SortFunc(infos, func(a, b wire.Info) int { return strings.Compare(a.SessionID, b.SessionID) })
-	if len(infos) > f.Limit {
-		infos, more = infos[:f.Limit], true
-	}
-	if more && len(infos) > 0 {
-		return infos, infos[len(infos)-1].SessionID, nil
-	}
-	return infos, "", nil
+	infos, next := store.MergePages(infos, more, f.Limit)
+	return infos, next, nil
 }
 
 // listShard is shard k's page from one of its holders. One that handed the
 // shard back a moment ago says so and another is asked; when none is up,
 // this node's own Store of the shard answers if it follows the shard
 // (taking it over: its freshness headers say how far it is).
-func (s *Server) listShard(ctx context.Context, r *request, k int, own *store.Store) (wire.ListReply, store.Freshness, error) {
+func (s *Server) listShard(ctx context.Context, r *request, f store.ListFilter, k int, own *store.Store) (wire.ListReply, store.Freshness, error) {
 	var out wire.ListReply
 	for range 3 {
 		m, err := s.fwdMsg(ctx, fmt.Sprintf("%s.%d.%s", s.cfg.ForwardPrefix, k, wire.OpList.Name), r)
@@ -446,8 +439,7 @@ func (s *Server) listShard(ctx context.Context, r *request, k int, own *store.St
 		switch {
 		case errors.Is(err, nats.ErrNoResponders) && own.Held():
 			mctx, mark := store.WithReadMark(ctx)
-			out.Sessions, out.Next = store.List(mctx, store.Subset{own}, store.ListFilter{Name: r.Name, Cwd: r.Cwd,
-				CwdPrefix: principalOf(ctx).cwdPrefix, Label: r.Label, After: r.Cursor, Limit: r.Limit, Preview: r.Preview})
+			out.Sessions, out.Next = store.List(mctx, store.Subset{own}, f) // the request's own filter (since, tenant) included
 			fr, _ := mark.Freshness()
 			return out, fr, nil
 		case errors.Is(err, nats.ErrNoResponders):

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/service"
@@ -98,7 +97,7 @@ func (s *Server) call(ctx context.Context, o *op, r *request) (reply, error) {
 // or leaf that is missing is named where it is looked up.)
 func notFoundField(o wire.Op, err error) error {
 	var fe *wire.FieldError
-	if !errors.Is(err, wire.ErrNotFound) || errors.As(err, &fe) || errors.Is(err, errNoArchive) || !strings.Contains(o.Path, "{id}") {
+	if !errors.Is(err, wire.ErrNotFound) || errors.As(err, &fe) || errors.Is(err, errNoArchive) || !perSession(o) {
 		return err
 	}
 	if o.Name == wire.OpCursorGet.Name {
@@ -202,10 +201,8 @@ func (s *Server) importFile(ctx context.Context, r *request) (reply, error) {
 // opContextBuild is ops' context.build, which pi.v1.context with entries
 // (and no sessionId) is served as.
 var opContextBuild = func() *op {
-	for i := range ops {
-		if ops[i].Name == wire.OpContextBuild.Name {
-			return &ops[i]
-		}
+	if o := opNamed(wire.OpContextBuild.Name); o != nil {
+		return o
 	}
 	panic("api: context.build is not in ops") // a programming error, caught by every test
 }()

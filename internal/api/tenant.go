@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/tree"
@@ -38,7 +37,7 @@ func (s *Server) confine(ctx context.Context, o wire.Op, r *request) error {
 			return nil // the import fails the same way
 		}
 		return checkCwd(f.Header.Cwd, prefix, "cwd")
-	case strings.Contains(o.Path, "{id}"):
+	case perSession(o):
 		return s.confineSession(ctx, prefix, r)
 	}
 	// Admin operations without a session: a tenant token cannot be admin

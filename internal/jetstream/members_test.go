@@ -19,6 +19,17 @@ func names(ms *Members) []string {
 	return out
 }
 
+// sees waits until ms sees exactly the nodes want.
+func sees(t *testing.T, ms *Members, within time.Duration, want ...string) {
+	t.Helper()
+	testutil.WaitFor(t, within, func() error {
+		if got := names(ms); !slices.Equal(got, want) {
+			return fmt.Errorf("%s sees %v, want %v", ms.self, got, want)
+		}
+		return nil
+	})
+}
+
 // TestMembers: nodes see each other's announcements (and what they hold);
 // one that leaves is gone at once, one that stops announcing (a kill -9)
 // once the TTL has passed; a node starting late sees the others, but not
@@ -45,15 +56,8 @@ func TestMembers(t *testing.T) {
 	if err := b.Announce(ctx, []int{1}, []int{1}); err != nil {
 		t.Fatal(err)
 	}
-	testutil.WaitFor(t, 5*time.Second, func() error {
-		if got := names(a); !slices.Equal(got, []string{"a", "node.b"}) {
-			return fmt.Errorf("a sees %v", got)
-		}
-		if got := names(b); !slices.Equal(got, []string{"a", "node.b"}) {
-			return fmt.Errorf("b sees %v", got)
-		}
-		return nil
-	})
+	sees(t, a, 5*time.Second, "a", "node.b")
+	sees(t, b, 5*time.Second, "a", "node.b")
 	for _, m := range b.Live() {
 		if m.Node == "a" && (!slices.Equal(m.Held, []int{0, 1}) || !slices.Equal(m.Ready, []int{0})) {
 			t.Fatalf("b sees a as %+v", m)
@@ -63,29 +67,14 @@ func TestMembers(t *testing.T) {
 	if err := b.Leave(ctx); err != nil {
 		t.Fatal(err)
 	}
-	testutil.WaitFor(t, 300*time.Millisecond, func() error {
-		if got := names(a); !slices.Equal(got, []string{"a"}) {
-			return fmt.Errorf("a sees %v after b left", got)
-		}
-		return nil
-	})
+	sees(t, a, 300*time.Millisecond, "a")
 	// b is back, then goes silent: it expires after the TTL.
 	if err := b.Announce(ctx, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	testutil.WaitFor(t, 5*time.Second, func() error {
-		if got := names(a); len(got) != 2 {
-			return fmt.Errorf("a sees %v", got)
-		}
-		return nil
-	})
+	sees(t, a, 5*time.Second, "a", "node.b")
 	silent := time.Now()
-	testutil.WaitFor(t, 5*time.Second, func() error {
-		if got := names(a); len(got) != 1 {
-			return fmt.Errorf("a still sees %v", got)
-		}
-		return nil
-	})
+	sees(t, a, 5*time.Second, "a")
 	if d := time.Since(silent); d < 500*time.Millisecond {
 		t.Fatalf("b expired %v after its last announcement, before the TTL", d)
 	}
@@ -94,12 +83,7 @@ func TestMembers(t *testing.T) {
 	if err := b.Announce(ctx, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	testutil.WaitFor(t, 5*time.Second, func() error {
-		if got := names(a); len(got) != 2 {
-			return fmt.Errorf("a sees %v", got)
-		}
-		return nil
-	})
+	sees(t, a, 5*time.Second, "a", "node.b")
 	a.mu.Lock()
 	a.selfAt = time.Now().Add(-3 * time.Second) // as if a's last own record came back 3 s ago
 	a.mu.Unlock()

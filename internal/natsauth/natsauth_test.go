@@ -89,4 +89,33 @@ func TestPermissions(t *testing.T) {
 	if natsauth.Permissions(natsauth.RoleAdmin, logs) != nil {
 		t.Error("admin is limited")
 	}
+	// What pi-nodes say to each other (forwarded requests carry the
+	// principal the first node authenticated; membership drives who holds
+	// what) is no other role's to publish or read.
+	for name, p := range map[string]*natsauth.Perms{"client": client, "reader": reader, "jetstream": js} {
+		for _, f := range append(slices.Clone(p.Publish), p.Subscribe...) {
+			for _, subj := range []string{"pi.fwd.0.get", "pi.fwd.3.append", "$KV.PI_NODES.n1"} {
+				if subjectMatches(f, subj) {
+					t.Errorf("%s role's %s covers %s", name, f, subj)
+				}
+			}
+		}
+	}
+}
+
+// subjectMatches reports whether NATS subject filter f (with * and >)
+// covers subject s.
+func subjectMatches(f, s string) bool {
+	ft, st := strings.Split(f, "."), strings.Split(s, ".")
+	for i, tok := range ft {
+		switch {
+		case tok == ">":
+			return i < len(st)
+		case i >= len(st):
+			return false
+		case tok != "*" && tok != st[i]:
+			return false
+		}
+	}
+	return len(ft) == len(st)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/session"
@@ -177,34 +178,22 @@ func earliest(ts []time.Time) time.Time {
 // shards' positions, so that Lag is the records not applied on any of
 // them, and the read is as old as its oldest shard.
 func FreshnessOf(sh Shards) Freshness {
-	all := sh.All()
-	if len(all) == 1 {
-		return all[0].Freshness()
-	}
-	var out Freshness
-	var ups []time.Time
-	out.EndKnown = true
-	for _, st := range all {
-		if !st.Held() {
-			continue
+	var fs []Freshness
+	for _, st := range sh.All() {
+		if st.Held() {
+			fs = append(fs, st.Freshness())
 		}
-		f := st.Freshness()
-		out.Applied += session.RawSeq(f.Applied)
-		out.Known += session.RawSeq(max(f.Known, f.Applied))
-		out.EndKnown = out.EndKnown && f.EndKnown
-		ups = append(ups, f.CaughtUpAt)
 	}
-	out.CaughtUpAt = earliest(ups)
-	if len(ups) == 0 {
-		out.CaughtUpAt = time.Now()
-	}
-	return out
+	return Combine(fs...)
 }
 
 // Combine is the freshness of a read over several shards' reads, as
 // FreshnessOf: positions summed, as old as the oldest.
 func Combine(fs ...Freshness) Freshness {
-	if len(fs) == 1 {
+	switch len(fs) {
+	case 0:
+		return Freshness{EndKnown: true, CaughtUpAt: time.Now()} // a node that holds no shard lags behind none
+	case 1:
 		return fs[0]
 	}
 	out := Freshness{EndKnown: true}
@@ -248,25 +237,23 @@ func List(ctx context.Context, sh Shards, f ListFilter) ([]wire.Info, string) {
 		more = more || next != ""
 	}
 	// Freshness of the whole read, not the last shard's.
-	if m, ok := ctx.Value(readMarkKey{}).(*ReadMark); ok {
-		m.f, m.set = FreshnessOf(sh), true
+	Mark(ctx, FreshnessOf(sh))
+	return MergePages(out, more, f.Limit)
+}
+
+// MergePages is one page of the catalog from the pages of several shards
+// (read with the same filter, each up to limit): in id order, cut at
+// limit, with the cursor of the next page ("" on the last one: none of
+// the shards had more, and nothing was cut).
+func MergePages(infos []wire.Info, more bool, limit int) ([]wire.Info, string) {
+	slices.SortFunc(infos, func(a, b wire.Info) int { return strings.Compare(a.SessionID, b.SessionID) })
+	if len(infos) > limit {
+		infos, more = infos[:limit], true
 	}
-	slices.SortFunc(out, func(a, b wire.Info) int {
-		switch {
-		case a.SessionID < b.SessionID:
-			return -1
-		case a.SessionID > b.SessionID:
-			return 1
-		}
-		return 0
-	})
-	if len(out) > f.Limit {
-		out, more = out[:f.Limit], true
+	if more && len(infos) > 0 {
+		return infos, infos[len(infos)-1].SessionID
 	}
-	if more && len(out) > 0 {
-		return out, out[len(out)-1].SessionID
-	}
-	return out, ""
+	return infos, ""
 }
 
 // Idle is every shard's idle sessions, in id order; see Store.Idle.
