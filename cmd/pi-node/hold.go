@@ -28,10 +28,14 @@ type holder struct {
 	log     session.Log
 	logger  *slog.Logger
 
-	mu      sync.Mutex
-	serving map[int]bool               // shards whose Store caught up and that answer forwarded requests
-	taking  map[int]context.CancelFunc // shards whose Store is catching up
-	wg      sync.WaitGroup
+	// switching orders starting and stopping to serve a shard (the
+	// subscription and the serving mark together); mu alone guards the
+	// marks, which every request reads.
+	switching sync.Mutex
+	mu        sync.Mutex
+	serving   map[int]bool               // shards whose Store caught up and that answer forwarded requests
+	taking    map[int]context.CancelFunc // shards whose Store is catching up
+	wg        sync.WaitGroup
 }
 
 // Shard is session sid's shard (api.Holding).
@@ -141,6 +145,7 @@ func (h *holder) run(ctx context.Context) {
 		h.rebalance(ctx)
 		select {
 		case <-ctx.Done():
+			h.switching.Lock() // a take that checked before ctx ended has marked its shard
 			h.mu.Lock()
 			for _, stop := range h.taking {
 				stop()
@@ -148,6 +153,7 @@ func (h *holder) run(ctx context.Context) {
 			serving := h.serving
 			h.serving = map[int]bool{}
 			h.mu.Unlock()
+			h.switching.Unlock()
 			h.wg.Wait()
 			// Stopping: the others stop sending here (drained, so that no
 			// request routed here already waits out its timeout).
@@ -220,22 +226,29 @@ func (h *holder) take(ctx context.Context, k int, st *store.Store) {
 		defer stop()
 		start := time.Now()
 		err := st.WaitCaughtUp(tctx)
-		if err == nil {
-			err = h.m.api.ServeShard(k)
-		}
+		// Serving starts under switching, and only while the take is
+		// still wanted: a hand-back between the catch-up and here (which
+		// cancels tctx) must not be followed by a subscription nobody
+		// stops.
+		h.switching.Lock()
 		h.mu.Lock()
 		delete(h.taking, k)
-		if err == nil && h.m.stores.All()[k] == st {
-			h.serving[k] = true
-		}
+		current := tctx.Err() == nil && h.m.stores.All()[k] == st
 		h.mu.Unlock()
-		if err != nil {
-			if tctx.Err() == nil {
-				h.logger.Warn("serving a shard", "shard", k, "err", err)
+		if err == nil && current {
+			if err = h.m.api.ServeShard(k); err == nil {
+				// Before the mark (what this node announces as ready, and
+				// its old holders hand back on): see handBack.
+				h.logger.Info("serving a shard", "shard", k, "caughtUpIn", time.Since(start).Round(time.Millisecond))
+				h.mu.Lock()
+				h.serving[k] = true
+				h.mu.Unlock()
 			}
-			return
 		}
-		h.logger.Info("serving a shard", "shard", k, "caughtUpIn", time.Since(start).Round(time.Millisecond))
+		h.switching.Unlock()
+		if err != nil && tctx.Err() == nil {
+			h.logger.Warn("serving a shard", "shard", k, "err", err)
+		}
 	})
 }
 
@@ -243,6 +256,16 @@ func (h *holder) take(ctx context.Context, k int, st *store.Store) {
 // holders, its Store gives way to an Unheld one and closes (writing its
 // snapshot, for the next time this node takes it).
 func (h *holder) handBack(k int, st *store.Store) {
+	// Logged before it stops serving: TestHoldShare reads the logs as the
+	// history of who served what, and a shard must never be seen served
+	// by fewer than its holders.
+	h.switching.Lock()
+	h.mu.Lock()
+	was := h.serving[k]
+	h.mu.Unlock()
+	if was {
+		h.logger.Info("handing a shard back", "shard", k)
+	}
 	h.mu.Lock()
 	if stop := h.taking[k]; stop != nil {
 		stop()
@@ -250,11 +273,11 @@ func (h *holder) handBack(k int, st *store.Store) {
 	delete(h.serving, k)
 	h.mu.Unlock()
 	_ = h.m.api.StopShard(k)
+	h.switching.Unlock()
 	feed := h.m.sharded.Logs()[k].(*session.ShardLog) // k was routed to already: it is in the router
 	if _, err := h.m.stores.Replace(k, store.Unheld(feed)); err != nil {
 		return
 	}
-	h.logger.Info("handed a shard back", "shard", k)
 	h.wg.Go(func() {
 		if err := st.Close(); err != nil {
 			h.logger.Warn("closing a handed-back shard's Store", "shard", k, "err", err)

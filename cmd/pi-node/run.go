@@ -343,9 +343,16 @@ func (m *Main) Close() error {
 		m.api.Close()
 	}
 	m.stopArchiver()
-	for _, st := range m.stores.All() {
-		errs = append(errs, st.Close())
+	// Side by side: each writes its last snapshot, and one shard's slow
+	// stream must not hold up the others' (nor add to the shutdown's length).
+	stores := m.stores.All()
+	closed := make([]error, len(stores))
+	var wg sync.WaitGroup
+	for k, st := range stores {
+		wg.Go(func() { closed[k] = st.Close() })
 	}
+	wg.Wait()
+	errs = append(errs, closed...)
 	if m.region != nil {
 		m.region.Close()
 	}

@@ -117,8 +117,42 @@ func (p *Proc) Signal(sig syscall.Signal, timeout time.Duration) error {
 	case <-exited:
 		return p.ExitErr()
 	case <-time.After(timeout):
-		return fmt.Errorf("%s: still running %v after %v", p.Name, timeout, sig)
+		if sig == syscall.SIGKILL {
+			return fmt.Errorf("%s: still running %v after %v", p.Name, timeout, sig)
+		}
+		return fmt.Errorf("%s: still running %v after %v; its stuck goroutines:\n%s", p.Name, timeout, sig, p.dump(cmd, exited))
 	}
+}
+
+// dump makes a process that did not exit print its goroutines (a Go
+// binary does so on SIGQUIT, then exits) and returns those that run this
+// module's code: what a hung shutdown is waiting for, without the hundreds
+// of parked library goroutines around it.
+func (p *Proc) dump(cmd *exec.Cmd, exited chan struct{}) string {
+	before := int64(0)
+	if fi, err := os.Stat(p.logPath); err == nil {
+		before = fi.Size()
+	}
+	_ = cmd.Process.Signal(syscall.SIGQUIT)
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		return "(no goroutine dump: SIGQUIT did not end it either)"
+	}
+	data, err := os.ReadFile(p.logPath)
+	if err != nil || int64(len(data)) < before {
+		return fmt.Sprintf("(no goroutine dump: %v)", err)
+	}
+	var out []string
+	for _, g := range strings.Split(string(data[before:]), "\n\n") {
+		if strings.HasPrefix(g, "goroutine ") && strings.Contains(g, "github.com/pifleet/sessionlog/") {
+			out = append(out, g)
+		}
+	}
+	if len(out) == 0 {
+		return "(the dump holds no goroutine of this module)"
+	}
+	return strings.Join(out, "\n\n")
 }
 
 func (p *Proc) ExitErr() error {
@@ -157,6 +191,12 @@ func (p *Proc) Tail(n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return string(bytes.Join(lines, []byte("\n")))
+}
+
+// Output is the process's log, all runs.
+func (p *Proc) Output() (string, error) {
+	data, err := os.ReadFile(p.logPath)
+	return string(data), err
 }
 
 // LogContains reports whether the process's log (all runs) contains s.

@@ -1,5 +1,7 @@
 package store
 
+import "time"
+
 // SlabsInUse counts the distinct slabs loaded sessions' lines are in.
 func SlabsInUse(st *Store) int {
 	st.mu.RLock()
@@ -18,4 +20,12 @@ func SmallSlabs(t interface{ Cleanup(func()) }) {
 	size, entries := slabSize, slabEntries
 	slabSize, slabEntries = 4<<10, 16
 	t.Cleanup(func() { slabSize, slabEntries = size, entries })
+}
+
+// ShortIdentityTimeout makes the Store's question of its log's identity
+// give up after d, until the test ends.
+func ShortIdentityTimeout(t interface{ Cleanup(func()) }, d time.Duration) {
+	was := identityTimeout
+	identityTimeout = d
+	t.Cleanup(func() { identityTimeout = was })
 }

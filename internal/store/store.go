@@ -134,10 +134,11 @@ type Store struct {
 
 	mu       sync.RWMutex
 	docs     map[string]*Doc
-	applied  uint64        // last sequence applied
-	progress chan struct{} // closed and replaced whenever applied moves
-	held     int64         // bytes of loaded trees
-	clock    atomic.Int64  // use counter for LRU
+	applied  uint64                 // last sequence applied
+	progress chan struct{}          // closed and replaced whenever applied moves
+	held     int64                  // bytes of loaded trees
+	clock    atomic.Int64           // use counter for LRU
+	ident    atomic.Pointer[string] // the log's identity, once known (identity)
 
 	pending map[string]*pendingDoc // under mu: multi-batch sessions not yet whole (pending.go)
 

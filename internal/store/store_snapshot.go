@@ -63,13 +63,32 @@ func (st *Store) restore(ctx context.Context) {
 	st.log.Info("restored the snapshot", "path", sf.path, "sessions", len(sf.index), "applied", sf.applied)
 }
 
+// identityTimeout bounds the question of the log's identity: a stream
+// info request sent while the cluster elects its leaders can go
+// unanswered, and Close's last snapshot (up to a minute, for the
+// sessions it reads back) once waited out all of it for this alone,
+// holding up a node's shutdown.
+var identityTimeout = 5 * time.Second // a var for the test that shortens it
+
+// identity names the log the Store follows (session.Identifier), "" for a
+// feed that cannot say. Asked once: a log's identity does not change while
+// it is followed.
 func (st *Store) identity(ctx context.Context) string {
-	if idf, ok := st.feed.(session.Identifier); ok {
-		if id, err := idf.Identity(ctx); err == nil {
-			return id
-		}
+	idf, ok := st.feed.(session.Identifier)
+	if !ok {
+		return ""
 	}
-	return ""
+	if id := st.ident.Load(); id != nil {
+		return *id
+	}
+	ictx, cancel := context.WithTimeout(ctx, identityTimeout)
+	defer cancel()
+	id, err := idf.Identity(ictx)
+	if err != nil {
+		return ""
+	}
+	st.ident.Store(&id)
+	return id
 }
 
 // snapshotLoop writes a snapshot every SnapshotEvery while records arrive.
@@ -117,7 +136,12 @@ func (st *Store) Snapshot(ctx context.Context) error {
 	st.mu.RUnlock()
 	slices.SortFunc(items, func(a, b snapItem) int { return strings.Compare(a.meta.id, b.meta.id) })
 
-	path, index, err := writeSnapshot(st.opts.SnapshotDir, applied, st.identity(ctx), func(yield func(*snapSession) error) error {
+	ident := st.identity(ctx)
+	if _, ok := st.feed.(session.Identifier); ok && ident == "" {
+		// The next start would not recognize it as this log's.
+		return errors.New("snapshot: the log's identity is unknown (its stream did not answer)")
+	}
+	path, index, err := writeSnapshot(st.opts.SnapshotDir, applied, ident, func(yield func(*snapSession) error) error {
 		for i := range items {
 			s, err := st.materialize(ctx, &items[i], applied)
 			if err != nil {
@@ -139,7 +163,7 @@ func (st *Store) Snapshot(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sf := &snapFile{path: path, f: f, applied: applied, identity: st.identity(ctx), index: index}
+	sf := &snapFile{path: path, f: f, applied: applied, identity: ident, index: index}
 	st.swapSnapshot(sf)
 	st.snapAt = at
 	st.log.Info("snapshot written", "path", path, "sessions", len(index), "applied", applied)

@@ -67,6 +67,85 @@ func servers(nodes []*piNode, shards int) ([][]string, map[string]holdStatus, er
 	return out, sts, nil
 }
 
+// servedThroughout reads the nodes' logs as the history of who served which
+// shard ("serving a shard", logged once it serves; "handing a shard back",
+// logged before it stops: each span as recorded is within the real one)
+// and returns, for the window [from, to], how many hand-backs it holds and,
+// by shard, the fewest nodes serving it at any instant. Every node must
+// have been up all through the window (or have joined in it).
+func servedThroughout(t *testing.T, nodes []*piNode, shards int, from, to time.Time) (int, []int) {
+	t.Helper()
+	type event struct {
+		at    time.Time
+		delta int
+	}
+	events := make([][]event, shards)
+	start := make([]int, shards) // serving at from
+	handBacks := 0
+	for _, nd := range nodes {
+		out, err := nd.Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		serving := map[int]bool{}
+		for line := range strings.Lines(out) {
+			delta := 0
+			switch {
+			case strings.Contains(line, `msg="serving a shard"`) && !strings.Contains(line, "err="):
+				delta = 1
+			case strings.Contains(line, `msg="handing a shard back"`):
+				delta = -1
+			default:
+				continue
+			}
+			var at time.Time
+			k := -1
+			for f := range strings.FieldsSeq(line) {
+				if v, ok := strings.CutPrefix(f, "time="); ok {
+					if at, err = time.Parse("2006-01-02T15:04:05.000Z07:00", v); err != nil {
+						t.Fatalf("%s: %q: %v", nd.name, line, err)
+					}
+				} else if v, ok := strings.CutPrefix(f, "shard="); ok && k < 0 {
+					fmt.Sscan(v, &k)
+				}
+			}
+			if k < 0 || k >= shards || at.IsZero() {
+				t.Fatalf("%s: no shard or time in %q", nd.name, line)
+			}
+			if serving[k] == (delta > 0) {
+				t.Fatalf("%s: %q, but it was serving shard %d: %v", nd.name, line, k, serving[k])
+			}
+			serving[k] = delta > 0
+			switch {
+			case at.Before(from):
+				start[k] += delta
+			case !at.After(to):
+				events[k] = append(events[k], event{at, delta})
+				if delta < 0 {
+					handBacks++
+				}
+			}
+		}
+	}
+	low := make([]int, shards)
+	for k := range shards {
+		// Ties: a start before a stop (the stop's node saw the start first).
+		slices.SortStableFunc(events[k], func(a, b event) int {
+			if c := a.at.Compare(b.at); c != 0 {
+				return c
+			}
+			return b.delta - a.delta
+		})
+		n := start[k]
+		low[k] = n
+		for _, e := range events[k] {
+			n += e.delta
+			low[k] = min(low[k], n)
+		}
+	}
+	return handBacks, low
+}
+
 // heldByExactly waits until every shard is served by exactly hold of
 // nodes, and returns who serves what and how long that took.
 func heldByExactly(t *testing.T, nodes []*piNode, shards, hold int, within time.Duration) ([][]string, map[string]holdStatus, time.Duration) {
@@ -239,6 +318,7 @@ func TestHoldShare(t *testing.T) {
 	checkAll(survivors)
 
 	// A sixth node joins: it takes its share, the others hand theirs back.
+	steady := time.Now() // every shard served by exactly hold survivors
 	n6 := startJoiningNode(t, survivors, "n6", "--shards", fmt.Sprint(shards))
 	n6.waitReady(t)
 	joined := time.Now()
@@ -252,6 +332,18 @@ func TestHoldShare(t *testing.T) {
 	if !took6 {
 		t.Fatalf("n6 serves no shard: %v", by)
 	}
+	// Never fewer than hold meanwhile, by the nodes' own record of when
+	// each started and stopped serving each shard.
+	handBacks, low := servedThroughout(t, withNew, shards, steady, time.Now())
+	if handBacks == 0 {
+		t.Fatal("no node logged a hand-back while n6 took its share: the history proves nothing")
+	}
+	for k, least := range low {
+		if least < hold {
+			t.Errorf("shard %d was served by %d nodes at some point while n6 joined (want never fewer than %d)", k, least, hold)
+		}
+	}
+	t.Logf("MEASURED hold: while n6 joined, %d hand-backs; the fewest nodes serving each shard at any instant: %v", handBacks, low)
 	checkAll(withNew)
 
 	// Archiving: each node's pass covers the shards it serves, under each
