@@ -109,7 +109,7 @@ func (h *holder) initial(ctx context.Context, feeds []feedLog) []*store.Store {
 	stores := make([]*store.Store, len(feeds))
 	for k, feed := range feeds {
 		if want[k] {
-			stores[k] = h.m.newStore(k, feed, h.log, h.logger, len(feeds))
+			stores[k] = h.m.newStore(k, feed, h.log, h.logger, len(want)) // the budget shared among those held
 		} else {
 			stores[k] = store.Unheld(feed)
 		}
@@ -192,7 +192,7 @@ func (h *holder) rebalance(ctx context.Context) {
 		switch {
 		case want[k] && !st.Held():
 			feed := logs[k].(*session.ShardLog)
-			next := h.m.newStore(k, feed, h.log, h.logger, len(all))
+			next := h.m.newStore(k, feed, h.log, h.logger, h.heldCount()+1)
 			if err := next.Open(ctx); err != nil {
 				h.logger.Warn("taking a shard over", "shard", k, "err", err)
 				continue
@@ -201,6 +201,7 @@ func (h *holder) rebalance(ctx context.Context) {
 				_ = next.Close()
 				continue
 			}
+			h.share()
 			h.logger.Info("taking a shard over", "shard", k, "members", len(live))
 			h.take(ctx, k, next)
 		case !want[k] && st.Held():
@@ -212,6 +213,36 @@ func (h *holder) rebalance(ctx context.Context) {
 			if handed {
 				h.handBack(k, st)
 			}
+		}
+	}
+}
+
+// heldCount is how many shards this node holds (serving or catching up).
+func (h *holder) heldCount() int {
+	n := 0
+	for _, st := range h.m.stores.All() {
+		if st.Held() {
+			n++
+		}
+	}
+	return n
+}
+
+// share divides --memory-budget evenly among the Stores this node holds,
+// as it takes shards over and hands them back: a node's budget is for its
+// share, not for every shard of the store.
+func (h *holder) share() {
+	budget := h.m.Config.MemoryBudget
+	n := h.heldCount()
+	if budget <= 0 || n == 0 {
+		return
+	}
+	for k, st := range h.m.stores.All() {
+		if !st.Held() {
+			continue
+		}
+		if err := st.SetMemoryBudget(max(budget/int64(n), 1)); err != nil {
+			h.logger.Warn("sharing the memory budget", "shard", k, "err", err)
 		}
 	}
 }
@@ -278,6 +309,7 @@ func (h *holder) handBack(k int, st *store.Store) {
 	if _, err := h.m.stores.Replace(k, store.Unheld(feed)); err != nil {
 		return
 	}
+	h.share()
 	h.wg.Go(func() {
 		if err := st.Close(); err != nil {
 			h.logger.Warn("closing a handed-back shard's Store", "shard", k, "err", err)

@@ -65,7 +65,7 @@ func (s *Server) status(ctx context.Context, _ *request) (reply, error) {
 		for k, sst := range all {
 			ks := sst.Stats()
 			ss := wire.ShardStoreStatus{Shard: k, Applied: ks.Applied, LogLastSeq: ks.LogLastSeq,
-				Lag: ks.Lag, Sessions: ks.Sessions, BytesHeld: ks.BytesHeld}
+				Lag: ks.Lag, Sessions: ks.Sessions, BytesHeld: ks.BytesHeld, MemoryBudget: ks.MemoryBudget}
 			if h := s.cfg.Holding; h != nil {
 				switch {
 				case h.Serves(k):

@@ -14,7 +14,7 @@ import (
 // bytes fit in 90% of the budget (the slack keeps eviction from running on
 // every append). Catalog data stays, so listings never need a reload.
 func (st *Store) evictLocked() {
-	budget := st.opts.MemoryBudget
+	budget := st.budget.Load()
 	if budget <= 0 || st.held <= budget || st.opts.Log == nil {
 		return
 	}

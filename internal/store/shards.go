@@ -139,6 +139,7 @@ func StatsOf(sh Shards) Stats {
 		out.Sessions += s.Sessions
 		out.Loaded += s.Loaded
 		out.BytesHeld += s.BytesHeld
+		out.MemoryBudget += s.MemoryBudget
 		out.Records += s.Records
 		out.SkippedRecs += s.SkippedRecs
 		out.Evictions += s.Evictions

@@ -139,6 +139,7 @@ type Store struct {
 	held     int64                  // bytes of loaded trees
 	clock    atomic.Int64           // use counter for LRU
 	ident    atomic.Pointer[string] // the log's identity, once known (identity)
+	budget   atomic.Int64           // MemoryBudget as set now (SetMemoryBudget)
 
 	pending map[string]*pendingDoc // under mu: multi-batch sessions not yet whole (pending.go)
 
@@ -188,8 +189,26 @@ func New(feed session.Feed, opts Options) *Store {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Store{feed: feed, opts: opts, log: opts.Logger, docs: make(map[string]*Doc), pending: make(map[string]*pendingDoc), progress: make(chan struct{}),
+	st := &Store{feed: feed, opts: opts, log: opts.Logger, docs: make(map[string]*Doc), pending: make(map[string]*pendingDoc), progress: make(chan struct{}),
 		rebuilt: make(chan struct{})}
+	st.budget.Store(opts.MemoryBudget)
+	return st
+}
+
+// SetMemoryBudget changes the budget of a Store made with one: a node that
+// takes shards over and hands them back shares its --memory-budget among
+// the Stores it holds. A lower budget evicts at once. It cannot turn the
+// budget on or off (with one, each line is a copy of its own, so that
+// what eviction frees is what it counts).
+func (st *Store) SetMemoryBudget(b int64) error {
+	if (b > 0) != (st.opts.MemoryBudget > 0) {
+		return fmt.Errorf("store: a memory budget of %d for a Store made with %d: it can change, not come or go", b, st.opts.MemoryBudget)
+	}
+	st.budget.Store(b)
+	st.mu.Lock()
+	st.evictLocked()
+	st.mu.Unlock()
+	return nil
 }
 
 // Open starts following the log from the beginning (or from where a

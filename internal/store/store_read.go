@@ -177,6 +177,7 @@ type Stats struct {
 	Sessions      int   // sessions known
 	Loaded        int   // sessions whose trees are in memory
 	BytesHeld     int64 // JSON bytes of loaded trees
+	MemoryBudget  int64 // the cap on BytesHeld now (0: none)
 	Records       uint64
 	SkippedRecs   uint64
 	Evictions     uint64
@@ -196,7 +197,7 @@ type Stats struct {
 // Stats returns a snapshot of the counters.
 func (st *Store) Stats() Stats {
 	st.mu.RLock()
-	s := Stats{Applied: st.applied, Sessions: len(st.docs), Pending: len(st.pending), BytesHeld: st.held}
+	s := Stats{Applied: st.applied, Sessions: len(st.docs), Pending: len(st.pending), BytesHeld: st.held, MemoryBudget: st.budget.Load()}
 	for _, d := range st.docs {
 		if d.Tree != nil {
 			s.Loaded++

@@ -47,6 +47,9 @@ type ShardStoreStatus struct {
 	Lag        uint64 `json:"lag"`
 	Sessions   int    `json:"sessions"`
 	BytesHeld  int64  `json:"bytesHeld"`
+	// MemoryBudget is this shard's part of the node's --memory-budget
+	// (shared among the shards it holds); absent without one.
+	MemoryBudget int64 `json:"memoryBudget,omitempty"`
 	// Holding, on a node that holds a share of the shards (--hold), is
 	// HoldServing, HoldCatchingUp or HoldElsewhere.
 	Holding string `json:"holding,omitempty"`

@@ -24,9 +24,10 @@ type holdStatus struct {
 	Store struct {
 		Sessions int `json:"sessions"`
 		Shards   []struct {
-			Shard    int    `json:"shard"`
-			Sessions int    `json:"sessions"`
-			Holding  string `json:"holding"`
+			Shard        int    `json:"shard"`
+			Sessions     int    `json:"sessions"`
+			Holding      string `json:"holding"`
+			MemoryBudget int64  `json:"memoryBudget"`
 		} `json:"shards"`
 	} `json:"store"`
 	JetStream struct {
@@ -146,6 +147,30 @@ func servedThroughout(t *testing.T, nodes []*piNode, shards int, from, to time.T
 	return handBacks, low
 }
 
+// sharesBudget checks that each node divides its --memory-budget evenly
+// among the shards it serves (all it holds, once caught up), and gives none
+// to the others.
+func sharesBudget(t *testing.T, sts map[string]holdStatus, budget int64) {
+	t.Helper()
+	for name, st := range sts {
+		served := 0
+		for _, sh := range st.Store.Shards {
+			if sh.Holding == "serving" {
+				served++
+			}
+		}
+		for _, sh := range st.Store.Shards {
+			want := int64(0)
+			if sh.Holding == "serving" {
+				want = budget / int64(served)
+			}
+			if sh.MemoryBudget != want {
+				t.Errorf("%s gives shard %d (%s) a memory budget of %d; serving %d shards of a budget of %d, want %d", name, sh.Shard, sh.Holding, sh.MemoryBudget, served, budget, want)
+			}
+		}
+	}
+}
+
 // heldByExactly waits until every shard is served by exactly hold of
 // nodes, and returns who serves what and how long that took.
 func heldByExactly(t *testing.T, nodes []*piNode, shards, hold int, within time.Duration) ([][]string, map[string]holdStatus, time.Duration) {
@@ -180,7 +205,8 @@ func TestHoldShare(t *testing.T) {
 		t.Skipf("starts its own store of 6 shards; PI_NODE_SHARDS=%d would give every node another count", testShards())
 	}
 	const shards, hold = 6, 2
-	nodes := startEmbeddedClusterWith(t, 5, "--shards", fmt.Sprint(shards))
+	const budget = 60 << 20
+	nodes := startEmbeddedClusterWith(t, 5, "--shards", fmt.Sprint(shards), "--memory-budget", fmt.Sprint(budget))
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	by, sts, took := heldByExactly(t, nodes, shards, hold, readyTimeout)
@@ -276,6 +302,8 @@ func TestHoldShare(t *testing.T) {
 		t.Fatal("no read was forwarded to a holder: the test did not exercise forwarding")
 	}
 
+	sharesBudget(t, sts, budget)
+
 	// A node holds only its share: the sessions of the shards it serves.
 	total := len(all)
 	for _, nd := range survivors {
@@ -319,11 +347,11 @@ func TestHoldShare(t *testing.T) {
 
 	// A sixth node joins: it takes its share, the others hand theirs back.
 	steady := time.Now() // every shard served by exactly hold survivors
-	n6 := startJoiningNode(t, survivors, "n6", "--shards", fmt.Sprint(shards))
+	n6 := startJoiningNode(t, survivors, "n6", "--shards", fmt.Sprint(shards), "--memory-budget", fmt.Sprint(budget))
 	n6.waitReady(t)
 	joined := time.Now()
 	withNew := append(slices.Clone(survivors), n6)
-	by, _, _ = heldByExactly(t, withNew, shards, hold, 2*time.Minute)
+	by, sts, _ = heldByExactly(t, withNew, shards, hold, 2*time.Minute)
 	t.Logf("MEASURED hold: with n6, every shard served by exactly %d nodes %v after it was ready: %v", hold, time.Since(joined).Round(time.Millisecond), by)
 	took6 := false
 	for _, ns := range by {
@@ -332,6 +360,7 @@ func TestHoldShare(t *testing.T) {
 	if !took6 {
 		t.Fatalf("n6 serves no shard: %v", by)
 	}
+	sharesBudget(t, sts, budget)
 	// Never fewer than hold meanwhile, by the nodes' own record of when
 	// each started and stopped serving each shard.
 	handBacks, low := servedThroughout(t, withNew, shards, steady, time.Now())
