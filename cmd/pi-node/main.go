@@ -31,8 +31,14 @@ func main() {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP) // --http-tokens, --http-tls-cert
 	go m.reloadOn(ctx, hup)
-	<-ctx.Done()
-	m.Logger.Info("shutting down")
+	select {
+	case <-ctx.Done():
+		m.Logger.Info("shutting down")
+	case msg := <-m.Fatal():
+		m.Logger.Error("shutting down: the embedded NATS server hit a fatal error", "err", msg)
+		_ = m.Close()
+		os.Exit(1)
+	}
 	if err := m.Close(); err != nil {
 		m.Logger.Error("shutdown", "err", err)
 		os.Exit(1)

@@ -198,3 +198,43 @@ func httpGet(t *testing.T, url string) (int, string) {
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
 }
+
+// TestNATSFatalStopsNode: a fatal error of the embedded server (which only
+// logs it and goes on) reaches Main.Fatal, on which main stops the node
+// with a failure status, and the log names it.
+func TestNATSFatalStopsNode(t *testing.T) {
+	m, logs := startMain(t, func(*Config) {})
+	t.Cleanup(func() { _ = m.Close() })
+	select {
+	case msg := <-m.Fatal():
+		t.Fatalf("a fatal error before any: %q", msg)
+	default:
+	}
+	m.server.NATS().Fatalf("Error listening on %s port: %d", "gateway", 7222)
+	select {
+	case msg := <-m.Fatal():
+		if msg != "Error listening on gateway port: 7222" {
+			t.Fatalf("Fatal delivered %q", msg)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server's fatal error did not reach Main.Fatal")
+	}
+	if !strings.Contains(logs.String(), "fatal: Error listening on gateway port: 7222") {
+		t.Fatalf("the log does not name the fatal error:\n%s", logs.String())
+	}
+}
+
+// TestNATSNoticesAtInfo: the embedded server's notices are logged at info
+// once it has started (a leader elected is what an operator looks for),
+// and its start-up banner at debug.
+func TestNATSNoticesAtInfo(t *testing.T) {
+	m, logs := startMain(t, func(*Config) {})
+	t.Cleanup(func() { _ = m.Close() })
+	if strings.Contains(logs.String(), "Starting nats-server") {
+		t.Fatalf("the start-up banner is logged above debug:\n%s", logs.String())
+	}
+	m.server.NATS().Noticef("JetStream cluster new stream leader for %q", "PI_SESSIONS")
+	if !strings.Contains(logs.String(), `level=INFO msg="JetStream cluster new stream leader for \"PI_SESSIONS\""`) {
+		t.Fatalf("a notice after the start is not logged at info:\n%s", logs.String())
+	}
+}

@@ -41,6 +41,7 @@ type Main struct {
 	NATSURL     string
 
 	stdout, stderr io.Writer
+	fatal          chan string // the embedded server's first fatal error (Fatal)
 	server         *embedded.Server
 	conn           *jetstream.Conn
 	jsCfg          jetstream.Config
@@ -69,7 +70,8 @@ type Main struct {
 
 // NewMain returns a Main with the default configuration.
 func NewMain(stdout, stderr io.Writer) *Main {
-	return &Main{Config: DefaultConfig(), stdout: stdout, stderr: stderr, Logger: slog.New(slog.NewTextHandler(stderr, nil))}
+	return &Main{Config: DefaultConfig(), stdout: stdout, stderr: stderr, Logger: slog.New(slog.NewTextHandler(stderr, nil)),
+		fatal: make(chan string, 1)}
 }
 
 // Run starts the node and returns once it serves: JetStream ready (embedded
@@ -274,7 +276,8 @@ func (m *Main) startEmbedded(ctx context.Context, name string, auth *natsauth.Fi
 	for _, o := range []string{natsUnauthorized, natsForbidden, natsTLSFailed} {
 		m.natsAudit.WithLabelValues(o)
 	}
-	s.Logger = natsLogger{m.Logger.With("component", "nats-server"), m.natsAudit}
+	started := &atomic.Bool{}
+	s.Logger = natsLogger{l: m.Logger.With("component", "nats-server"), audit: m.natsAudit, fatal: m.fatal, started: started}
 	if c.Region != "" {
 		m.Logger.Info("starting embedded region member; waiting for a JetStream meta leader (needs a majority of all regions' servers)",
 			"region", c.Region, "gateways", len(c.Gateways))
@@ -286,6 +289,7 @@ func (m *Main) startEmbedded(ctx context.Context, name string, auth *natsauth.Fi
 		s.Shutdown()
 		return fmt.Errorf("embedded NATS server: %w", err)
 	}
+	started.Store(true)
 	m.server = s
 	return nil
 }
@@ -309,6 +313,12 @@ func (m *Main) mode() string {
 	}
 	return "embedded"
 }
+
+// Fatal delivers the embedded NATS server's first fatal error. The server
+// only logs one (it calls its logger's Fatalf and goes on, its state
+// undefined: a listener gone, JetStream not started): the node must stop
+// with a failure rather than serve on top of it.
+func (m *Main) Fatal() <-chan string { return m.fatal }
 
 // Close stops accepting, drains requests in flight (up to ShutdownGrace),
 // stops the Store's consumer, closes the connection and shuts the embedded

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -149,14 +150,39 @@ const electionGrace = 10 * time.Second
 type natsLogger struct {
 	l     *slog.Logger
 	audit *prometheus.CounterVec // by outcome; nil: none
+	fatal chan<- string          // Main.Fatal; nil: none
+	// started is set once the server is up: its notices before that are
+	// its start-up banner (a dozen lines that would drown pi-node's own),
+	// after it what an operator watches for (stream and meta leaders
+	// elected, peers lost and back).
+	started *atomic.Bool
 }
 
-// Noticef is debug: the server's start-up banner would drown pi-node's own lines.
-func (n natsLogger) Noticef(format string, v ...any) { n.l.Debug(fmt.Sprintf(format, v...)) }
-func (n natsLogger) Warnf(format string, v ...any)   { n.l.Warn(fmt.Sprintf(format, v...)) }
-func (n natsLogger) Fatalf(format string, v ...any)  { n.l.Error(fmt.Sprintf(format, v...)) }
-func (n natsLogger) Debugf(format string, v ...any)  { n.l.Debug(fmt.Sprintf(format, v...)) }
-func (n natsLogger) Tracef(format string, v ...any)  { n.l.Debug(fmt.Sprintf(format, v...)) }
+// Noticef is info once the server has started, debug before.
+func (n natsLogger) Noticef(format string, v ...any) {
+	if n.started != nil && n.started.Load() {
+		n.l.Info(fmt.Sprintf(format, v...))
+		return
+	}
+	n.l.Debug(fmt.Sprintf(format, v...))
+}
+func (n natsLogger) Warnf(format string, v ...any) { n.l.Warn(fmt.Sprintf(format, v...)) }
+
+// Fatalf logs the error and hands it to Main.Fatal (the first one: the
+// node is stopping by then).
+func (n natsLogger) Fatalf(format string, v ...any) {
+	msg := fmt.Sprintf(format, v...)
+	n.l.Error("fatal: "+msg, "fatal", true)
+	if n.fatal != nil {
+		select {
+		case n.fatal <- msg:
+		default:
+		}
+	}
+}
+
+func (n natsLogger) Debugf(format string, v ...any) { n.l.Debug(fmt.Sprintf(format, v...)) }
+func (n natsLogger) Tracef(format string, v ...any) { n.l.Debug(fmt.Sprintf(format, v...)) }
 
 func (n natsLogger) Errorf(format string, v ...any) {
 	msg := fmt.Sprintf(format, v...)

@@ -24,6 +24,7 @@ var engineTests = []struct {
 	{"SnapshotRestore", testSnapshotRestore},
 	{"SnapshotIgnoredWhenBad", testSnapshotIgnoredWhenBad},
 	{"SnapshotEvictions", testSnapshotEvictions},
+	{"TailPurged", testTailPurged},
 }
 
 func memBackend(t *testing.T) backend {
