@@ -20,6 +20,14 @@ GOARCH    ?= $(shell $(GO) env GOARCH)
 # The CA bundle copied into the scratch image (pi-node verifies TLS to an
 # external NATS with it); Debian/Ubuntu/Alpine path by default.
 CA_CERTS  ?= /etc/ssl/certs/ca-certificates.crt
+# The build pi-node reports (--version, /v1/status build, pi_build_info):
+# stamped here because the toolchain records nothing under
+# -buildvcs=false, and because the image's binaries are built on the host.
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+LDFLAGS   := -X github.com/pifleet/sessionlog/internal/buildinfo.version=$(VERSION) \
+             -X github.com/pifleet/sessionlog/internal/buildinfo.revision=$(REVISION)
+
 # The uid/gid pi-node runs as in the image (distroless' "nonroot").
 UID       := 65532
 
@@ -39,7 +47,7 @@ SECRETS_NAMES ?= pi-node-1,pi-node-2,pi-node-3
 all: build
 
 build:
-	$(GO) build -o bin/ ./cmd/pi-node ./cmd/pi-ctl
+	$(GO) build -ldflags='$(LDFLAGS)' -o bin/ ./cmd/pi-node ./cmd/pi-ctl
 
 test:
 	$(GO) test -race ./...
@@ -52,7 +60,7 @@ test:
 rootfs:
 	rm -rf $(ROOTFS)
 	mkdir -p $(ROOTFS)/etc/ssl/certs $(ROOTFS)/data
-	CGO_ENABLED=0 GOOS=linux GOARCH=$(GOARCH) $(GO) build -trimpath -ldflags='-s -w' \
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(GOARCH) $(GO) build -trimpath -ldflags='-s -w $(LDFLAGS)' \
 		-o $(ROOTFS)/ ./cmd/pi-node ./cmd/pi-ctl ./deploy/healthcheck github.com/nats-io/nats-server/v2
 	cp $(CA_CERTS) $(ROOTFS)/etc/ssl/certs/ca-certificates.crt
 	printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:$(UID):$(UID):nonroot:/data:/sbin/nologin\n' > $(ROOTFS)/etc/passwd

@@ -117,7 +117,7 @@ func (c *Config) ParseFlags(args []string, getenv func(string) string, stderr io
 	fs := flag.NewFlagSet("pi-node", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: pi-node [flags]\n\npi-node serves pi session trees from a replicated NATS JetStream log.\nEvery flag can also be set as PI_NODE_<FLAG> (e.g. PI_NODE_HTTP_LISTEN).\n\nFlags:\n")
+		fmt.Fprintf(stderr, "Usage: pi-node [flags]\n\npi-node serves pi session trees from a replicated NATS JetStream log.\nEvery flag can also be set as PI_NODE_<FLAG> (e.g. PI_NODE_HTTP_LISTEN).\n\n  -version\n    \tprint the build (version, revision, Go) and exit\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "directory of the embedded JetStream server's files")

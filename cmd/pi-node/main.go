@@ -9,10 +9,19 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
+
+	"github.com/pifleet/sessionlog/internal/buildinfo"
 )
 
 func main() {
+	// Before the flags: it needs none of them (and no PI_NODE_ variable
+	// can turn it on).
+	if slices.Contains(os.Args[1:], "--version") || slices.Contains(os.Args[1:], "-version") {
+		fmt.Println("pi-node", buildinfo.Get())
+		return
+	}
 	m := NewMain(os.Stdout, os.Stderr)
 	if err := m.Config.ParseFlags(os.Args[1:], os.Getenv, os.Stderr); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -173,22 +173,6 @@ func TestHTTPSTokensReload(t *testing.T) {
 	sigCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	go m.reloadOn(sigCtx, hup)
-	hup <- syscall.SIGHUP
-	testutil.WaitFor(t, 10*time.Second, func() error {
-		if err := apiclient.Call(ctx, reader, wire.ListRequest{}, nil); !errors.Is(err, wire.ErrUnauthorized) {
-			return fmt.Errorf("removed token: %v", err)
-		}
-		return nil
-	})
-	if code, err := list(keep, "secret-worker"); code != 200 {
-		t.Fatalf("worker after the reload: %d %v", code, err)
-	}
-	if len(conns) != 2 || !conns[1].Reused || conns[0].Conn != conns[1].Conn {
-		t.Fatalf("the worker's second request did not reuse its connection: %+v", conns)
-	}
-	if code, _ := list(keep, "secret-reader"); code != 401 {
-		t.Fatalf("removed token on the kept connection: %d", code)
-	}
 	// A new handshake gets the new certificate (the old CA no longer
 	// verifies it; the new one does).
 	pool2 := x509.NewCertPool()
@@ -196,8 +180,27 @@ func TestHTTPSTokensReload(t *testing.T) {
 	pool2.AppendCertsFromPEM(pem2)
 	fresh := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool2}}}
 	defer fresh.CloseIdleConnections()
-	if code, err := list(fresh, "secret-reader2"); code != 200 {
-		t.Fatalf("new token over a new handshake with the new CA: %d %v", code, err)
+	hup <- syscall.SIGHUP
+	// Until both are in force: Reload swaps the tokens first and the
+	// certificate last.
+	testutil.WaitFor(t, 10*time.Second, func() error {
+		if err := apiclient.Call(ctx, reader, wire.ListRequest{}, nil); !errors.Is(err, wire.ErrUnauthorized) {
+			return fmt.Errorf("removed token: %v", err)
+		}
+		if code, err := list(fresh, "secret-reader2"); code != 200 {
+			return fmt.Errorf("new token over a new handshake with the new CA: %d %v", code, err)
+		}
+		return nil
+	})
+	if code, err := list(keep, "secret-worker"); code != 200 {
+		t.Fatalf("worker after the reload: %d %v", code, err)
+	}
+	// The worker's first request, and its last (the fresh client's are in between).
+	if first, last := conns[0], conns[len(conns)-1]; !last.Reused || first.Conn != last.Conn {
+		t.Fatalf("the worker's second request did not reuse its connection: %+v", conns)
+	}
+	if code, _ := list(keep, "secret-reader"); code != 401 {
+		t.Fatalf("removed token on the kept connection: %d", code)
 	}
 	old := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
 	if _, err := list(old, "secret-worker"); err == nil {

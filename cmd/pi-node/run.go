@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pifleet/sessionlog/internal/api"
+	"github.com/pifleet/sessionlog/internal/buildinfo"
 	"github.com/pifleet/sessionlog/internal/jetstream"
 	"github.com/pifleet/sessionlog/internal/jetstream/embedded"
 	"github.com/pifleet/sessionlog/internal/natsauth"
@@ -245,7 +246,7 @@ func (m *Main) Run(ctx context.Context) error {
 	if m.holder != nil {
 		m.bg.Go(func() { m.holder.run(bgCtx) })
 	}
-	logger.Info("pi-node ready", "node", name, "http", m.HTTPAddr, "https", m.certs != nil, "metrics", m.metricsAt(), "nats", m.NATSURL, "mode", m.mode())
+	logger.Info("pi-node ready", "version", buildinfo.Get().Version, "node", name, "http", m.HTTPAddr, "https", m.certs != nil, "metrics", m.metricsAt(), "nats", m.NATSURL, "mode", m.mode())
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/pifleet/sessionlog/internal/buildinfo"
 	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/wire"
 	"github.com/prometheus/client_golang/prometheus"
@@ -52,7 +53,13 @@ func newMetrics(st store.Shards) *metrics {
 			Help: `Admin operations (archive.*) let through, by operation and outcome ("ok" or the error code), on both transports.`,
 		}, []string{"op", "outcome"}),
 	}
-	m.reg.MustRegister(m.requests, m.duration, m.appends, m.appendTime, m.auth, m.adminOps,
+	b := buildinfo.Get()
+	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "pi_build_info",
+		Help: "Always 1; the labels name this pi-node's build: version, revision (the commit) and the Go release.",
+	}, []string{"version", "revision", "go"})
+	build.WithLabelValues(b.Version, b.Revision, b.Go).Set(1)
+	m.reg.MustRegister(m.requests, m.duration, m.appends, m.appendTime, m.auth, m.adminOps, build,
 		storeCollector{st},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/pifleet/sessionlog/internal/buildinfo"
 	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
@@ -51,12 +52,14 @@ func (s *Server) readHeaders(f store.Freshness) map[string][]string {
 
 func (s *Server) status(ctx context.Context, _ *request) (reply, error) {
 	st := store.StatsOf(s.svc.Store)
-	out := wire.StatusReply{Node: s.cfg.NodeName, Service: ServiceName, Version: ServiceVersion, Store: wire.StoreStatus{
-		Applied: st.Applied, LogLastSeq: st.LogLastSeq, Lag: st.Lag,
-		Sessions: st.Sessions, SessionsLoaded: st.Loaded, BytesHeld: st.BytesHeld,
-		Records: st.Records, SkippedRecords: st.SkippedRecs, Evictions: st.Evictions, Reloads: st.Reloads,
-		LastFollowError: st.LastFollowErr,
-	}, Insecure: s.cfg.Insecure}
+	b := buildinfo.Get()
+	out := wire.StatusReply{Node: s.cfg.NodeName, Service: ServiceName, Version: ServiceVersion,
+		Build: wire.BuildStatus{Version: b.Version, Revision: b.Revision, Go: b.Go, Modified: b.Modified}, Store: wire.StoreStatus{
+			Applied: st.Applied, LogLastSeq: st.LogLastSeq, Lag: st.Lag,
+			Sessions: st.Sessions, SessionsLoaded: st.Loaded, BytesHeld: st.BytesHeld,
+			Records: st.Records, SkippedRecords: st.SkippedRecs, Evictions: st.Evictions, Reloads: st.Reloads,
+			LastFollowError: st.LastFollowErr,
+		}, Insecure: s.cfg.Insecure}
 	if !st.CaughtUpAt.IsZero() {
 		t := st.CaughtUpAt.UTC()
 		out.Store.CaughtUpAt = &t

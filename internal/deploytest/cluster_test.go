@@ -325,6 +325,10 @@ func (n *node) getJSON(path string, v any) error {
 // status is the part of /v1/status the test reads.
 type status struct {
 	Node  string `json:"node"`
+	Build struct {
+		Version  string `json:"version"`
+		Revision string `json:"revision"`
+	} `json:"build"`
 	Store struct {
 		Applied    uint64     `json:"applied"`
 		LogLastSeq uint64     `json:"logLastSeq"`

@@ -153,7 +153,13 @@ func (c *cluster) checkNATSPort(t *testing.T) {
 	if err := json.Unmarshal(msg.Data, &st); err != nil || st.Node == "" {
 		t.Fatalf("pi.v1.status over NATS: %q: %v", msg.Data, err)
 	}
-	t.Logf("NATS port %s answers pi.v1.status (served by %s)", hostPort, st.Node)
+	t.Logf("NATS port %s answers pi.v1.status (served by %s, build %s %s)", hostPort, st.Node, st.Build.Version, st.Build.Revision)
+	// make image stamps the build; the image must say which commit it is.
+	if head, err := exec.Command("git", "rev-parse", "HEAD").Output(); err == nil {
+		if want := strings.TrimSpace(string(head)); st.Build.Revision != want || st.Build.Version == "devel" {
+			t.Errorf("the image's pi-node reports build %s at revision %s; the checkout is at %s (is make image stamping it?)", st.Build.Version, st.Build.Revision, want)
+		}
+	}
 }
 
 // leader is the node that leads the session stream, as the first

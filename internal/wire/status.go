@@ -4,10 +4,12 @@ import "time"
 
 // StatusReply is the /v1/status reply.
 type StatusReply struct {
-	Node    string      `json:"node"`
-	Service string      `json:"service"`
-	Version string      `json:"version"`
-	Store   StoreStatus `json:"store"`
+	Node    string `json:"node"`
+	Service string `json:"service"`
+	Version string `json:"version"` // of the API (the NATS micro service's version)
+	// Build is pi-node's own build.
+	Build BuildStatus `json:"build"`
+	Store StoreStatus `json:"store"`
 	// Insecure lists the listeners the node serves without auth or TLS
 	// because it was started with --insecure (docs/SECURITY.md).
 	Insecure []string `json:"insecure,omitempty"`
@@ -53,6 +55,14 @@ type ShardStoreStatus struct {
 	// Holding, on a node that holds a share of the shards (--hold), is
 	// HoldServing, HoldCatchingUp or HoldElsewhere.
 	Holding string `json:"holding,omitempty"`
+}
+
+// BuildStatus names a pi-node's build (StatusReply.Build).
+type BuildStatus struct {
+	Version  string `json:"version"`            // a tag or git describe; "devel" when not stamped
+	Revision string `json:"revision"`           // the commit; "unknown" when not recorded
+	Go       string `json:"go"`                 // the Go release
+	Modified bool   `json:"modified,omitempty"` // built from a tree with uncommitted changes
 }
 
 // What a node holding a share does with a shard (ShardStoreStatus.Holding).
