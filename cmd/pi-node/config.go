@@ -66,6 +66,7 @@ type Config struct {
 	HTTPTLSCert      string
 	HTTPTLSKey       string
 	MemoryBudget     int64
+	MaxFileStore     int64  // the embedded server's JetStream file storage limit; 0: the server's default
 	GoMemoryLimit    string // memlimit.go: a size, auto or 0
 	SnapshotInterval time.Duration
 	MinSeqTimeout    time.Duration
@@ -156,6 +157,7 @@ func (c *Config) ParseFlags(args []string, getenv func(string) string, stderr io
 	fs.StringVar(&c.HTTPTLSCert, "http-tls-cert", c.HTTPTLSCert, "certificate (PEM, chain) to serve the HTTP API over TLS, read again on SIGHUP")
 	fs.StringVar(&c.HTTPTLSKey, "http-tls-key", c.HTTPTLSKey, "private key (PEM) of --http-tls-cert")
 	budget := fs.String("memory-budget", size.Format(c.MemoryBudget), "JSON bytes of session trees kept in memory (e.g. 512MiB, 2GiB; 0: no limit); cold sessions beyond it are evicted and reloaded on demand")
+	maxFileStore := fs.String("max-file-store", size.Format(c.MaxFileStore), "the embedded server's JetStream file storage limit (e.g. 50GiB): writes beyond it are refused (503) instead of filling the volume; 0: the server's default (75% of the disk's free space at start)")
 	fs.StringVar(&c.GoMemoryLimit, "go-memory-limit", c.GoMemoryLimit, "the Go runtime's soft memory limit (e.g. 1800MiB); auto: GOMEMLIMIT if set, else 90% of the container's cgroup limit, else none; 0: none")
 	fs.DurationVar(&c.SnapshotInterval, "snapshot-interval", c.SnapshotInterval, "how often the node snapshots its in-memory sessions to <data-dir>/store (also at shutdown), so a restart serves at once; 0 disables snapshots")
 	fs.DurationVar(&c.MinSeqTimeout, "min-seq-timeout", c.MinSeqTimeout, "how long a read waits for this node to apply what it must reflect: minSeq, its own writes, consistency=strong (then 504)")
@@ -193,6 +195,9 @@ func (c *Config) ParseFlags(args []string, getenv func(string) string, stderr io
 	}
 	if c.MemoryBudget, err = size.Parse(*budget); err != nil {
 		return fmt.Errorf("--memory-budget: %w", err)
+	}
+	if c.MaxFileStore, err = size.Parse(*maxFileStore); err != nil {
+		return fmt.Errorf("--max-file-store: %w", err)
 	}
 	if err := c.finishRegion(gateways); err != nil {
 		return err

@@ -238,3 +238,53 @@ func TestNATSNoticesAtInfo(t *testing.T) {
 		t.Fatalf("a notice after the start is not logged at info:\n%s", logs.String())
 	}
 }
+
+// TestMaxFileStore: with --max-file-store the embedded server's JetStream
+// stores no more than that; a write beyond it is refused with a 503 (the
+// disk is not filled), and what was stored stays readable.
+func TestMaxFileStore(t *testing.T) {
+	const limit = 2 << 20
+	m, logs := startMain(t, func(c *Config) { c.MaxFileStore = limit })
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(logs.String())
+		}
+	})
+	t.Cleanup(func() { _ = m.Close() })
+	if got := m.server.NATS().JetStreamConfig().MaxStore; got != limit {
+		t.Fatalf("the server's JetStream file storage limit is %d, want %d", got, limit)
+	}
+	base := "http://" + m.HTTPAddr
+	first := createSession(t, base)
+	big := `{"entries":[{"type":"custom","customType":"filler","data":"` + strings.Repeat("x", 64<<10) + `"}]}`
+	refused := 0
+	var last *http.Response
+	for i := 0; i < 2*limit/(64<<10) && refused == 0; i++ {
+		resp, err := http.Post(base+"/v1/sessions", "application/json", strings.NewReader(big))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		switch resp.StatusCode {
+		case http.StatusCreated:
+		case http.StatusServiceUnavailable:
+			refused++
+			last = resp
+			t.Logf("refused after %d writes of 64 KiB: %s", i, body)
+		default:
+			t.Fatalf("write %d beyond the limit: %d %s", i, resp.StatusCode, body)
+		}
+	}
+	if refused == 0 || last == nil {
+		t.Fatalf("twice the limit's worth of writes went through: --max-file-store %d is not in force", limit)
+	}
+	resp, err := http.Get(base + "/v1/sessions/" + first.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("a session stored before the limit was reached: %d", resp.StatusCode)
+	}
+}

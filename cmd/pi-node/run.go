@@ -262,6 +262,7 @@ func (m *Main) startEmbedded(ctx context.Context, name string, auth *natsauth.Fi
 	s.ServerName, s.Host, s.Port = name, host, port
 	s.SyncAlways = c.Sync == "always"
 	s.SyncInterval = c.SyncInterval
+	s.MaxStore = c.MaxFileStore
 	s.User, s.Password, s.Token = c.NATSUser, c.NATSPassword, c.NATSToken
 	if err := m.secureEmbedded(s, auth); err != nil {
 		return err

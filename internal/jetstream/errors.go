@@ -18,6 +18,7 @@ const (
 	codeMsgNotFound             jetstream.ErrorCode = 10037 // JSNoMessageFoundErr
 	codeNotEnabledForAccount    jetstream.ErrorCode = 10039 // JSNotEnabledForAccountErr
 	codeStorageExceeded         jetstream.ErrorCode = 10047 // JSStorageResourcesExceededErr
+	codeInsufficientResources   jetstream.ErrorCode = 10023 // JSInsufficientResourcesErr: the server's JetStream limit (--max-file-store) is reached
 	codeMsgTooLarge             jetstream.ErrorCode = 10054 // JSStreamMessageExceedsMaximumErr
 	codeStreamNotFound          jetstream.ErrorCode = 10059 // JSStreamNotFoundErr
 	codeWrongLastSeq            jetstream.ErrorCode = 10071 // JSStreamWrongLastSequenceErrF
@@ -77,8 +78,8 @@ func translate(err error, conflict error) error {
 		return be(wire.ErrUnavailable, "JetStream has no leader or quorum for the stream right now")
 	case codeNotEnabledForAccount, codeNotEnabled:
 		return be(wire.ErrUnavailable, "JetStream is not enabled (yet)")
-	case codeStorageExceeded:
-		return be(wire.ErrUnavailable, "JetStream's storage is full")
+	case codeStorageExceeded, codeInsufficientResources:
+		return be(wire.ErrUnavailable, "JetStream's storage is full (its file storage limit, --max-file-store, or the disk)")
 	case codeStoreFailed:
 		return be(wire.ErrUnavailable, "JetStream could not store the records")
 	case codeExpectedLastSeqNotReady:
