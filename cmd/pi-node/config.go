@@ -78,6 +78,10 @@ type Config struct {
 	// and /readyz, which stay on HTTPListen too); /metrics is then not
 	// served on HTTPListen.
 	MetricsListen string
+	// MonitorListen, when set, serves the embedded server's own monitoring
+	// endpoints (/varz, /jsz, /healthz): for NATS tooling such as
+	// prometheus-nats-exporter, next to the node.
+	MonitorListen string
 
 	LogLevel  string
 	LogFormat string
@@ -165,6 +169,7 @@ func (c *Config) ParseFlags(args []string, getenv func(string) string, stderr io
 	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", c.ShutdownGrace, "how long SIGTERM waits for requests in flight")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "text or json")
+	fs.StringVar(&c.MonitorListen, "monitor-listen", c.MonitorListen, "host:port of the embedded NATS server's monitoring endpoints (/varz, /jsz, /healthz, ...), for NATS tooling such as prometheus-nats-exporter; unauthenticated (nats-server has no auth for them), so loopback only unless --insecure (empty: off)")
 	fs.StringVar(&c.MetricsListen, "metrics-listen", c.MetricsListen, "host:port of a listener of its own for /metrics (and /healthz, /readyz); /metrics is then not served on --http-listen (empty: it is)")
 	gateways := c.addRegionFlags(fs)
 	c.addArchiveFlags(fs)
@@ -201,6 +206,9 @@ func (c *Config) ParseFlags(args []string, getenv func(string) string, stderr io
 	}
 	if err := c.finishRegion(gateways); err != nil {
 		return err
+	}
+	if c.MonitorListen != "" && c.NATSURL != "" {
+		return errors.New("--monitor-listen serves the embedded server's monitoring: with --nats-url, use the external servers' own (their http_port)")
 	}
 	if err := c.checkArchive(); err != nil {
 		return err

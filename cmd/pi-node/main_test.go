@@ -288,3 +288,66 @@ func TestMaxFileStore(t *testing.T) {
 		t.Fatalf("a session stored before the limit was reached: %d", resp.StatusCode)
 	}
 }
+
+// TestMonitorListen: --monitor-listen serves the embedded server's own
+// monitoring endpoints, what NATS tooling reads (prometheus-nats-exporter
+// scrapes /varz and /jsz); without it there is none. With --nats-url it is
+// refused: the external servers have their own.
+func TestMonitorListen(t *testing.T) {
+	m, _ := startMain(t, func(c *Config) { c.MonitorListen = "127.0.0.1:0" })
+	t.Cleanup(func() { _ = m.Close() })
+	if m.MonitorAddr == "" {
+		t.Fatal("no monitoring address after Run")
+	}
+	var varz struct {
+		ServerName string `json:"server_name"`
+		JetStream  struct {
+			Config struct {
+				StoreDir string `json:"store_dir"`
+			} `json:"config"`
+		} `json:"jetstream"`
+	}
+	getJSON := func(path string, v any) {
+		t.Helper()
+		resp, err := http.Get("http://" + m.MonitorAddr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %d %s", path, resp.StatusCode, body)
+		}
+		if err := json.Unmarshal(body, v); err != nil {
+			t.Fatalf("GET %s: %v: %s", path, err, body)
+		}
+	}
+	getJSON("/varz", &varz)
+	if varz.ServerName != "t1" || varz.JetStream.Config.StoreDir == "" {
+		t.Fatalf("/varz: %+v", varz)
+	}
+	var jsz struct {
+		Streams int `json:"streams"`
+	}
+	getJSON("/jsz", &jsz)
+	if jsz.Streams == 0 {
+		t.Fatalf("/jsz lists no stream: %+v", jsz)
+	}
+	var health struct {
+		Status string `json:"status"`
+	}
+	getJSON("/healthz?js-enabled-only=true", &health)
+	if health.Status != "ok" {
+		t.Fatalf("/healthz: %+v", health)
+	}
+
+	plain, _ := startMain(t, func(c *Config) {})
+	t.Cleanup(func() { _ = plain.Close() })
+	if plain.MonitorAddr != "" {
+		t.Fatalf("monitoring on %s without --monitor-listen", plain.MonitorAddr)
+	}
+	cfg := DefaultConfig()
+	if err := cfg.ParseFlags([]string{"--nats-url", "nats://127.0.0.1:4222", "--monitor-listen", "127.0.0.1:8222"}, func(string) string { return "" }, io.Discard); err == nil || !strings.Contains(err.Error(), "--monitor-listen") {
+		t.Fatalf("--monitor-listen with --nats-url: %v", err)
+	}
+}

@@ -39,6 +39,7 @@ type Main struct {
 	// Where the node listens, once Run returned (ports resolved).
 	HTTPAddr    string
 	MetricsAddr string // "" without --metrics-listen
+	MonitorAddr string // "" without --monitor-listen
 	NATSURL     string
 
 	stdout, stderr io.Writer
@@ -122,6 +123,7 @@ func (m *Main) Run(ctx context.Context) error {
 	m.NATSURL = m.conn.NC.ConnectedUrlRedacted()
 	if m.server != nil {
 		m.NATSURL = m.server.ClientURL()
+		m.MonitorAddr = m.server.MonitorAddr()
 	}
 
 	log, feeds, cursors, err := m.backend(ctx, name, logger)
@@ -246,7 +248,7 @@ func (m *Main) Run(ctx context.Context) error {
 	if m.holder != nil {
 		m.bg.Go(func() { m.holder.run(bgCtx) })
 	}
-	logger.Info("pi-node ready", "version", buildinfo.Get().Version, "node", name, "http", m.HTTPAddr, "https", m.certs != nil, "metrics", m.metricsAt(), "nats", m.NATSURL, "mode", m.mode())
+	logger.Info("pi-node ready", "version", buildinfo.Get().Version, "node", name, "http", m.HTTPAddr, "https", m.certs != nil, "metrics", m.metricsAt(), "nats", m.NATSURL, "monitor", m.MonitorAddr, "mode", m.mode())
 	return nil
 }
 
@@ -263,6 +265,11 @@ func (m *Main) startEmbedded(ctx context.Context, name string, auth *natsauth.Fi
 	s.SyncAlways = c.Sync == "always"
 	s.SyncInterval = c.SyncInterval
 	s.MaxStore = c.MaxFileStore
+	if c.MonitorListen != "" {
+		if s.MonitorHost, s.MonitorPort, err = splitHostPort(c.MonitorListen); err != nil {
+			return fmt.Errorf("--monitor-listen: %w", err)
+		}
+	}
 	s.User, s.Password, s.Token = c.NATSUser, c.NATSPassword, c.NATSToken
 	if err := m.secureEmbedded(s, auth); err != nil {
 		return err

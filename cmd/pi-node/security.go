@@ -51,6 +51,9 @@ func (c *Config) exposures(auth *natsauth.File) []string {
 	if c.NATSURL != "" {
 		return out // the external cluster's listeners are its own
 	}
+	if c.MonitorListen != "" && beyondLoopback(c.MonitorListen) {
+		out = append(out, fmt.Sprintf("the NATS monitoring port on %s has no auth (nats-server serves it without): keep it on 127.0.0.1 for an exporter next to the node", c.MonitorListen))
+	}
 	if beyondLoopback(c.ClientListen) && auth == nil && c.NATSToken == "" && c.NATSUser == "" {
 		out = append(out, fmt.Sprintf("the NATS client port on %s has no auth: add --nats-auth FILE (pi-ctl gen-secrets)", c.ClientListen))
 	}

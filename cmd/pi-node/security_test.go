@@ -48,6 +48,9 @@ func TestFailClosed(t *testing.T) {
 		{"routes", routes, []string{"the routes on 0.0.0.0:6222 have no TLS: add --cluster-tls-cert", `have no credentials: add "routes" to the --nats-auth file`}},
 		{"routes tls", append(routes, tls...), []string{`have no credentials`}},
 		{"routes secured", append(append(routes, tls...), "--nats-auth", auth), nil},
+		{"monitor", []string{"--monitor-listen", "0.0.0.0:8222"}, []string{"the NATS monitoring port on 0.0.0.0:8222 has no auth"}},
+		{"monitor loopback", []string{"--monitor-listen", "127.0.0.1:8222"}, nil},
+		{"monitor, insecure", []string{"--monitor-listen", ":8222", "--insecure"}, nil},
 		{"all, insecure", append(append(routes, "--http-listen", "0.0.0.0:8080", "--client-listen", "0.0.0.0:4222"), "--insecure"), nil},
 	}
 	for _, c := range cases {

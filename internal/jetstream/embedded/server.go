@@ -45,6 +45,13 @@ type Server struct {
 	MaxMemory int64
 	MaxStore  int64
 
+	// MonitorHost and MonitorPort, when MonitorPort is set, serve the
+	// server's monitoring endpoints (/varz, /jsz, /healthz, ...), over
+	// plain HTTP and without auth: nats-server has none for them. -1
+	// picks a free port (MonitorAddr says which).
+	MonitorHost string
+	MonitorPort int
+
 	// User and Password, or Token, require clients to authenticate: one
 	// credential shared by every client, with every right.
 	User     string
@@ -120,6 +127,8 @@ func (s *Server) options() (*server.Options, error) {
 		Username:           s.User,
 		Password:           s.Password,
 		Authorization:      s.Token,
+		HTTPHost:           s.MonitorHost,
+		HTTPPort:           s.MonitorPort,
 		NoSigs:             true,
 		NoLog:              s.Logger == nil,
 	}
@@ -290,6 +299,17 @@ func (s *Server) ClientURL() string {
 		return ""
 	}
 	return s.ns.ClientURL()
+}
+
+// MonitorAddr is where the monitoring endpoints listen, "" without them.
+func (s *Server) MonitorAddr() string {
+	if s.ns == nil || s.MonitorPort == 0 {
+		return ""
+	}
+	if a := s.ns.MonitorAddr(); a != nil {
+		return a.String()
+	}
+	return ""
 }
 
 // NATS returns the running nats-server, for status pages and tests.
