@@ -293,16 +293,14 @@ func (h *holder) handBack(k int, st *store.Store) {
 	h.switching.Lock()
 	h.mu.Lock()
 	was := h.serving[k]
-	h.mu.Unlock()
-	if was {
-		h.logger.Info("handing a shard back", "shard", k)
-	}
-	h.mu.Lock()
 	if stop := h.taking[k]; stop != nil {
 		stop()
 	}
 	delete(h.serving, k)
 	h.mu.Unlock()
+	if was { // before StopShard, which ends its answering forwarded requests
+		h.logger.Info("handing a shard back", "shard", k)
+	}
 	_ = h.m.api.StopShard(k)
 	h.switching.Unlock()
 	feed := h.m.sharded.Logs()[k].(*session.ShardLog) // k was routed to already: it is in the router

@@ -43,7 +43,7 @@ func (st *Store) restore(ctx context.Context) {
 			sf.f.Close()
 		}
 	}()
-	if id := st.identity(ctx); id != sf.identity {
+	if id, _ := st.identity(ctx); id != sf.identity { // unknown: not this snapshot's either
 		st.log.Warn("ignoring a snapshot of another log; rebuilding from the log", "snapshot", sf.path, "its log", sf.identity, "this log", id)
 		return
 	}
@@ -71,24 +71,24 @@ func (st *Store) restore(ctx context.Context) {
 var identityTimeout = 5 * time.Second // a var for the test that shortens it
 
 // identity names the log the Store follows (session.Identifier), "" for a
-// feed that cannot say. Asked once: a log's identity does not change while
-// it is followed.
-func (st *Store) identity(ctx context.Context) string {
+// feed that cannot say; an error when the log did not answer. Asked once:
+// a log's identity does not change while it is followed.
+func (st *Store) identity(ctx context.Context) (string, error) {
 	idf, ok := st.feed.(session.Identifier)
 	if !ok {
-		return ""
+		return "", nil
 	}
 	if id := st.ident.Load(); id != nil {
-		return *id
+		return *id, nil
 	}
 	ictx, cancel := context.WithTimeout(ctx, identityTimeout)
 	defer cancel()
 	id, err := idf.Identity(ictx)
 	if err != nil {
-		return ""
+		return "", err
 	}
 	st.ident.Store(&id)
-	return id
+	return id, nil
 }
 
 // snapshotLoop writes a snapshot every SnapshotEvery while records arrive.
@@ -136,10 +136,10 @@ func (st *Store) Snapshot(ctx context.Context) error {
 	st.mu.RUnlock()
 	slices.SortFunc(items, func(a, b snapItem) int { return strings.Compare(a.meta.id, b.meta.id) })
 
-	ident := st.identity(ctx)
-	if _, ok := st.feed.(session.Identifier); ok && ident == "" {
+	ident, err := st.identity(ctx)
+	if err != nil {
 		// The next start would not recognize it as this log's.
-		return errors.New("snapshot: the log's identity is unknown (its stream did not answer)")
+		return fmt.Errorf("snapshot: the log's identity is unknown: %w", err)
 	}
 	path, index, err := writeSnapshot(st.opts.SnapshotDir, applied, ident, func(yield func(*snapSession) error) error {
 		for i := range items {
