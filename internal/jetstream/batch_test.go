@@ -169,3 +169,35 @@ func testCreateRace(t *testing.T, a, b *Conn, replicas int) {
 		}
 	}
 }
+
+// testAppendAfterAck appends to one session back to back, each append
+// expecting the sequence the previous ack gave, singles and batches mixed:
+// none may be refused. On a replicated stream the server acks a write
+// before it clears the write's in-flight mark, so an append sent the moment
+// the ack arrives was refused now and then (10164) as if another write had
+// come first.
+func testAppendAfterAck(t *testing.T, conn *Conn, replicas int) {
+	cfg := testConfig(replicas)
+	provision(t, conn.JS, cfg)
+	l := NewLog(conn.JS, cfg)
+	ctx := context.Background()
+	sid := testutil.SessionID(t)
+	recs := entryRecs("ab", 400)
+	seqs, err := l.Append(ctx, sid, 0, []session.Record{headerRec(sid)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := seqs[0]
+	for i := 0; i < len(recs); {
+		n := 1
+		if i%10 == 9 {
+			n = min(3, len(recs)-i)
+		}
+		seqs, err := l.Append(ctx, sid, last, recs[i:i+n])
+		if err != nil {
+			t.Fatalf("append %d after %d (%d acknowledged before it): %v", n, last, i, err)
+		}
+		last = seqs[len(seqs)-1]
+		i += n
+	}
+}

@@ -60,8 +60,10 @@ func translate(err error, conflict error) error {
 		return &BackendError{Sentinel: sentinel, Reason: reason, Cause: err}
 	}
 	switch apiCode(err) {
-	case codeWrongLastSeq, codeWrongLastSeqConstant:
+	case codeWrongLastSeq:
 		return be(conflict, "the session's last sequence is not the one expected (another write came first)")
+	case codeWrongLastSeqConstant:
+		return be(conflict, "another write to the session was still in flight")
 	case codeBatchDuplicateMsgID, codeDuplicateInProcess:
 		return be(conflict, "a record with the same id is stored already or being stored")
 	case codeMsgTooLarge:

@@ -116,7 +116,11 @@ func (l *Log) Append(ctx context.Context, sid string, expectLast uint64, recs []
 	if ackTimeout <= 0 {
 		return nil, fmt.Errorf("append %d records to %s: %w: %w", len(recs), sid, wire.ErrUnavailable, context.DeadlineExceeded)
 	}
-	ack, err := jetstreamext.PublishMsgBatch(ctx, l.js, msgs, jetstreamext.BatchFlowControl{AckFirst: true, AckTimeout: ackTimeout})
+	var ack *jetstreamext.BatchAck
+	err := retryInFlight(ctx, func() (err error) {
+		ack, err = jetstreamext.PublishMsgBatch(ctx, l.js, msgs, jetstreamext.BatchFlowControl{AckFirst: true, AckTimeout: ackTimeout})
+		return err
+	})
 	if err != nil {
 		if apiCode(err) == codeWrongLastSeq || apiCode(err) == codeWrongLastSeqConstant {
 			conflict = casConflict(expectLast)
@@ -137,7 +141,11 @@ func (l *Log) Append(ctx context.Context, sid string, expectLast uint64, recs []
 
 func (l *Log) publishOne(ctx context.Context, sid string, expectLast uint64, m *nats.Msg, r session.Record, conflict error) ([]uint64, error) {
 	// nats.go sends the expectation header for 0 too ("0": the subject must be empty).
-	ack, err := l.js.PublishMsg(ctx, m, jetstream.WithExpectLastSequencePerSubject(expectLast))
+	var ack *jetstream.PubAck
+	err := retryInFlight(ctx, func() (err error) {
+		ack, err = l.js.PublishMsg(ctx, m, jetstream.WithExpectLastSequencePerSubject(expectLast))
+		return err
+	})
 	if err != nil {
 		if apiCode(err) == codeWrongLastSeq || apiCode(err) == codeWrongLastSeqConstant {
 			conflict = casConflict(expectLast)
@@ -150,6 +158,38 @@ func (l *Log) publishOne(ctx context.Context, sid string, expectLast uint64, m *
 		return nil, fmt.Errorf("append to %s: %w: record %q already stored at %d", sid, conflict, r.ID, ack.Sequence)
 	}
 	return []uint64{ack.Sequence}, nil
+}
+
+// inFlightRetries bounds how often an append refused because a write to
+// its session was still in flight is sent again.
+const inFlightRetries = 6
+
+// retryInFlight sends an append again when a replicated stream's leader
+// refused it with 10164 because a write to the same subject was still in
+// flight. That is not a verdict on the expectation: nats-server acks a
+// write before it clears the write's in-flight mark, so a writer that
+// appends again the moment its ack arrives can be refused for its own
+// previous write (the R3 contract suite caught it). The refusal happens
+// before the proposal, so nothing was stored and the same message (same
+// dedupe id) may go again; once the earlier write is applied the server
+// judges the expectation itself (10071 on a real conflict). Backoff 1, 2, 4
+// ... ms, about 60 ms in all, bounded by ctx.
+func retryInFlight(ctx context.Context, publish func() error) error {
+	wait := time.Millisecond
+	for i := 0; ; i++ {
+		err := publish()
+		if err == nil || apiCode(err) != codeWrongLastSeqConstant || i == inFlightRetries-1 {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		wait *= 2
+	}
 }
 
 // headerReserve covers the headers added after a message is built: the

@@ -41,6 +41,7 @@ func runAdapterTests(t *testing.T, a, b *Conn, replicas int) {
 	runSuites(t, a, replicas)
 	t.Run("FollowWholeBatches", func(t *testing.T) { testFollowWholeBatches(t, a, replicas) })
 	t.Run("CreateRace", func(t *testing.T) { testCreateRace(t, a, b, replicas) })
+	t.Run("AppendAfterAck", func(t *testing.T) { testAppendAfterAck(t, a, replicas) })
 	t.Run("ServerTooLarge", func(t *testing.T) { testServerTooLarge(t, a, replicas) })
 	t.Run("ProvisionIdempotent", func(t *testing.T) { testProvisionIdempotent(t, a, replicas) })
 }
