@@ -49,6 +49,8 @@ var commands = []command{
 	{"failback", "merge a returned region's entries into the home and make it a mirror again", runFailback},
 	{"shards", "show the shard map, or spread new sessions over more shards (migrate)", runShards},
 	{"archive", "list, restore and archive idle sessions (--session-retention)", runArchive},
+	{"backup", "back up every stream and bucket of the deployment into a directory", runBackup},
+	{"restore", "restore a backup into an empty deployment", runRestore},
 	{"file", "inspect, check and migrate a local pi session file (no server)", runFile},
 	{"token", "make scoped bearer tokens for pi-node's --http-tokens file (no server)", runToken},
 	{"nats-user", "make NATS users and passwords for pi-node's --nats-auth file (no server)", runNATSUser},

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -48,6 +49,7 @@ NATS server of a surviving region.
 // the nodes of the lost region are gone and the others are switching.
 type adminFlags struct {
 	server, creds, user, password string
+	passwordFile                  string
 	tlsCert, tlsKey, tlsCA        string
 	bucket                        string
 	timeout                       time.Duration
@@ -60,6 +62,7 @@ func addAdminFlags(fs *flag.FlagSet, timeout time.Duration) *adminFlags {
 	fs.StringVar(&a.creds, "creds", "", "NATS credentials `FILE` (JWT and nkey)")
 	fs.StringVar(&a.user, "user", "", "NATS user")
 	fs.StringVar(&a.password, "password", "", "NATS password for --user")
+	fs.StringVar(&a.passwordFile, "password-file", "", "read the NATS password for --user from `FILE` (e.g. the Secret's nats-admin.password), so that it is not in the command line")
 	fs.StringVar(&a.tlsCert, "tls-cert", "", "client certificate `FILE`")
 	fs.StringVar(&a.tlsKey, "tls-key", "", "client key `FILE` for --tls-cert")
 	fs.StringVar(&a.tlsCA, "tls-ca", "", "CA `FILE` that signed the server's certificate")
@@ -88,6 +91,17 @@ func (a *adminFlags) progress(e *env) func(msg string, args ...any) {
 	}
 }
 
+// connectTimed connects and bounds the work that follows by --timeout:
+// the returned done cancels that and closes the connection.
+func (a *adminFlags) connectTimed(ctx context.Context, e *env, fs *flag.FlagSet) (*jetstream.Conn, context.Context, func(), error) {
+	conn, err := a.connect(ctx, e, fs)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, a.timeout)
+	return conn, ctx, func() { cancel(); conn.Close() }, nil
+}
+
 // connect connects to JetStream itself with the flags.
 func (a *adminFlags) connect(ctx context.Context, e *env, fs *flag.FlagSet) (*jetstream.Conn, error) {
 	switch {
@@ -95,8 +109,19 @@ func (a *adminFlags) connect(ctx context.Context, e *env, fs *flag.FlagSet) (*je
 		return nil, usagef(fs.Name(), "--timeout must be positive, not %v", a.timeout)
 	case (a.tlsCert == "") != (a.tlsKey == ""):
 		return nil, usagef(fs.Name(), "--tls-cert and --tls-key go together")
-	case a.password != "" && a.user == "":
+	case a.password != "" && a.passwordFile != "":
+		return nil, usagef(fs.Name(), "--password and --password-file: give one")
+	case (a.password != "" || a.passwordFile != "") && a.user == "":
 		return nil, usagef(fs.Name(), "--password needs --user")
+	}
+	if a.passwordFile != "" {
+		b, err := os.ReadFile(a.passwordFile)
+		if err != nil {
+			return nil, fmt.Errorf("--password-file: %w", err)
+		}
+		if a.password = strings.TrimRight(string(b), "\r\n"); a.password == "" {
+			return nil, fmt.Errorf("--password-file %s is empty", a.passwordFile)
+		}
 	}
 	cc := jetstream.NewConnConfig(natsServer(e, a.server))
 	cc.Name, cc.CredsFile, cc.User, cc.Password = "pi-ctl", a.creds, a.user, a.password

@@ -97,6 +97,7 @@ func (o *importOutput) line(r *importResult) {
 type progress struct {
 	w     io.Writer
 	total int
+	unit  string // what is counted; "files" if empty
 	shown bool
 }
 
@@ -107,7 +108,11 @@ func (p *progress) draw(done int) {
 		return
 	}
 	full := barCells * done / p.total
-	fmt.Fprintf(p.w, "\r[%s%s] %d/%d files", strings.Repeat("#", full), strings.Repeat("·", barCells-full), done, p.total)
+	unit := p.unit
+	if unit == "" {
+		unit = "files"
+	}
+	fmt.Fprintf(p.w, "\r[%s%s] %d/%d %s", strings.Repeat("#", full), strings.Repeat("·", barCells-full), done, p.total, unit)
 	p.shown = true
 }
 

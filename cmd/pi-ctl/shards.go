@@ -65,13 +65,11 @@ func runShards(ctx context.Context, e *env, args []string) error {
 	if in != nil && *in < jetstream.MigrateLead {
 		return usagef(fs.Name(), "--in must be at least %v (every pi-node and client must read the new map before it starts), not %v", jetstream.MigrateLead, *in)
 	}
-	conn, err := a.connect(ctx, e, fs)
+	conn, ctx, done, err := a.connectTimed(ctx, e, fs)
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
-	ctx, cancel := context.WithTimeout(ctx, a.timeout)
-	defer cancel()
+	defer done()
 	cfg := jetstream.NewConfig()
 	cfg.Stream = *stream
 	before, err := jetstream.ReadMap(ctx, conn.JS, cfg)

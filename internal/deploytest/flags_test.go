@@ -286,3 +286,30 @@ func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return lines[len(lines)-1]
 }
+
+// piCtlHelp returns the flags of a pi-ctl command as its --help lists
+// them, from a pi-ctl built from this tree.
+func piCtlHelp(t testing.TB, command ...string) map[string]bool {
+	t.Helper()
+	piNodeFlags(t) // makes binDir
+	bin := filepath.Join(binDir, "pi-ctl")
+	if _, err := os.Stat(bin); err != nil {
+		build := exec.Command("go", "build", "-o", bin, "./cmd/pi-ctl")
+		build.Dir = repoRoot(t)
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("go build ./cmd/pi-ctl: %v\n%s", err, out)
+		}
+	}
+	var help bytes.Buffer
+	cmd := exec.Command(bin, append(command, "--help")...)
+	cmd.Stdout, cmd.Stderr = &help, &help
+	cmd.Env = []string{}
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("pi-ctl %s --help: %v\n%s", strings.Join(command, " "), err, help.String())
+	}
+	flags := map[string]bool{}
+	for _, m := range flagLine.FindAllStringSubmatch(help.String(), -1) {
+		flags[m[1]] = true
+	}
+	return flags
+}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -33,6 +34,8 @@ type manifests struct {
 	configMaps map[string]*corev1.ConfigMap
 	pdb        *policyv1.PodDisruptionBudget
 	netpol     *networkingv1.NetworkPolicy
+	backup     *batchv1.CronJob
+	pvcs       map[string]*corev1.PersistentVolumeClaim
 	files      []string // the manifest files, kustomization.yaml excepted
 }
 
@@ -77,7 +80,8 @@ func loadManifests(t *testing.T) *manifests {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no manifests in %s (%v)", dir, err)
 	}
-	m := &manifests{services: map[string]*corev1.Service{}, configMaps: map[string]*corev1.ConfigMap{}}
+	m := &manifests{services: map[string]*corev1.Service{}, configMaps: map[string]*corev1.ConfigMap{},
+		pvcs: map[string]*corev1.PersistentVolumeClaim{}}
 	for _, path := range files {
 		name := filepath.Base(path)
 		if name == "kustomization.yaml" {
@@ -119,6 +123,16 @@ func loadManifests(t *testing.T) *manifests {
 			}
 			m.netpol = &networkingv1.NetworkPolicy{}
 			strict(t, name, data, m.netpol)
+		case "batch/v1 CronJob":
+			if m.backup != nil {
+				t.Fatalf("%s: a second CronJob", name)
+			}
+			m.backup = &batchv1.CronJob{}
+			strict(t, name, data, m.backup)
+		case "v1 PersistentVolumeClaim":
+			c := &corev1.PersistentVolumeClaim{}
+			strict(t, name, data, c)
+			m.pvcs[c.Name] = c
 		default:
 			t.Fatalf("%s: unexpected %s %s (teach this test its type)", name, tm.APIVersion, tm.Kind)
 		}
@@ -158,6 +172,12 @@ func TestK8sKustomizationListsEveryManifest(t *testing.T) {
 func TestK8sNamespaceAgnostic(t *testing.T) {
 	m := loadManifests(t)
 	objs := []metav1.Object{m.sts, m.pdb, m.netpol}
+	if m.backup != nil {
+		objs = append(objs, m.backup)
+	}
+	for _, c := range m.pvcs {
+		objs = append(objs, c)
+	}
 	for _, s := range m.services {
 		objs = append(objs, s)
 	}
@@ -635,5 +655,102 @@ func TestK8sNetworkPolicy(t *testing.T) {
 		if n != ports["cluster"] && n != ports["http"] && n != ports["nats"] {
 			t.Errorf("port %d admitted, which pi-node does not serve here", n)
 		}
+	}
+}
+
+// TestK8sBackupCronJob cross-checks the backup CronJob with pi-ctl (every
+// flag it passes is one of pi-ctl backup's, as its --help lists them), the
+// image and Secret of the StatefulSet, the client Service, and the volume:
+// the password comes from the Secret's file, never the manifest.
+func TestK8sBackupCronJob(t *testing.T) {
+	m := loadManifests(t)
+	cj := m.backup
+	if cj == nil {
+		t.Fatal("deploy/k8s has no backup CronJob")
+	}
+	if cj.Spec.ConcurrencyPolicy != batchv1.ForbidConcurrent {
+		t.Errorf("concurrencyPolicy %q, want Forbid", cj.Spec.ConcurrencyPolicy)
+	}
+	pod := &cj.Spec.JobTemplate.Spec.Template.Spec
+	if len(pod.Containers) != 1 {
+		t.Fatalf("%d containers", len(pod.Containers))
+	}
+	c := &pod.Containers[0]
+	if want := m.sts.Spec.Template.Spec.Containers[0].Image; c.Image != want {
+		t.Errorf("image %q, want the StatefulSet's %q (it carries pi-ctl)", c.Image, want)
+	}
+	if !slices.Equal(c.Command, []string{"/pi-ctl"}) || len(c.Args) == 0 || c.Args[0] != "backup" {
+		t.Fatalf("command %v args %v, want /pi-ctl backup ...", c.Command, c.Args)
+	}
+	help := piCtlHelp(t, "backup")
+	args := map[string]string{}
+	var dir string
+	for _, a := range c.Args[1:] {
+		name, value, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		if !strings.HasPrefix(a, "--") {
+			dir = a
+			continue
+		}
+		if !help[name] {
+			t.Errorf("arg %s: pi-ctl backup has no --%s", a, name)
+		}
+		args[name] = value
+	}
+	if _, ok := args["password"]; ok {
+		t.Error("--password in the manifest: use --password-file with the Secret's file")
+	}
+	if args["user"] != "admin" || args["password-file"] != secretsMount+"/nats-admin.password" || args["tls-ca"] != secretsMount+"/ca.pem" {
+		t.Errorf("credentials %v: want user admin, the Secret's nats-admin.password and ca.pem under %s", args, secretsMount)
+	}
+	if _, ok := args["dated"]; !ok || args["keep"] == "" {
+		t.Errorf("args %v: want --dated and --keep (a schedule without them fills the volume or fails)", c.Args)
+	}
+	timeout, err := time.ParseDuration(args["timeout"])
+	if d := cj.Spec.JobTemplate.Spec.ActiveDeadlineSeconds; err != nil || d == nil || timeout >= time.Duration(*d)*time.Second {
+		t.Errorf("--timeout %q must be under activeDeadlineSeconds %v", args["timeout"], d)
+	}
+	u, err := url.Parse(strings.ReplaceAll(args["server"], "$(POD_NAMESPACE)", "NS"))
+	svc := m.services[strings.Split(u.Hostname(), ".")[0]]
+	if err != nil || u.Scheme != "tls" || svc == nil || !strings.HasSuffix(u.Hostname(), ".NS.svc") {
+		t.Fatalf("--server %q: want tls://<Service>.$(POD_NAMESPACE).svc:4222 (%v)", args["server"], err)
+	}
+	if !slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return strconv.Itoa(int(p.Port)) == u.Port() }) {
+		t.Errorf("--server port %s is not a port of Service %s", u.Port(), svc.Name)
+	}
+	var ns bool
+	for _, e := range c.Env {
+		ns = ns || e.Name == "POD_NAMESPACE" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace"
+	}
+	if !ns {
+		t.Error("no POD_NAMESPACE from the downward API for $(POD_NAMESPACE)")
+	}
+	mounts := map[string]corev1.VolumeMount{}
+	for _, vm := range c.VolumeMounts {
+		mounts[vm.Name] = vm
+	}
+	for _, v := range pod.Volumes {
+		vm, ok := mounts[v.Name]
+		switch {
+		case !ok:
+			t.Errorf("volume %s is not mounted", v.Name)
+		case v.Secret != nil:
+			if v.Secret.SecretName != "pi-node-secrets" || vm.MountPath != secretsMount || !vm.ReadOnly {
+				t.Errorf("Secret volume %+v mounted %+v: want pi-node-secrets read-only at %s", v.Secret, vm, secretsMount)
+			}
+		case v.PersistentVolumeClaim != nil:
+			if m.pvcs[v.PersistentVolumeClaim.ClaimName] == nil {
+				t.Errorf("volume %s claims %s, which deploy/k8s does not make", v.Name, v.PersistentVolumeClaim.ClaimName)
+			}
+			if vm.MountPath != dir || vm.ReadOnly {
+				t.Errorf("the backup directory %s is not the claim's writable mount %+v", dir, vm)
+			}
+		}
+	}
+	sc := pod.SecurityContext
+	if sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.FSGroup == nil || *sc.FSGroup != 65532 {
+		t.Errorf("pod securityContext %+v: want non-root with fsGroup 65532 (the Secret's files are 0440)", sc)
+	}
+	if c.SecurityContext == nil || c.SecurityContext.ReadOnlyRootFilesystem == nil || !*c.SecurityContext.ReadOnlyRootFilesystem {
+		t.Error("the container's root filesystem is not read-only")
 	}
 }

@@ -1,0 +1,546 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"time"
+
+	natsjs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pifleet/sessionlog/internal/buildinfo"
+	"github.com/pifleet/sessionlog/internal/jetstream"
+	"github.com/pifleet/sessionlog/internal/size"
+	"github.com/pifleet/sessionlog/internal/wire"
+)
+
+const backupHelp = `Usage: pi-ctl backup DIR [--dated [--keep N]] [--json] [--server URL]
+
+Backs up every stream and bucket of the deployment into DIR (made; it must
+not exist or be empty), each as a consistent snapshot made by JetStream
+itself (the snapshot API nats stream backup uses, every message's checksum
+verified by the server first):
+
+  cursors      KV bucket KV_<--bucket>, the clients' leaf cursors
+  sessions     <--stream> and, on a sharded store, every shard's stream
+               (the shard map is in the first one's configuration)
+  archive      <--archive-stream>, the archived sessions (--session-retention)
+  region       KV bucket KV_<--region-bucket>, a cross-region deployment's
+               record (which region is the home)
+
+in that order, so that nothing falls between two snapshots: a cursor's
+entry was stored before the cursor, and a session archived while the
+backup runs is in both the sessions and the archive, never in neither.
+Left out, as the nodes make them again: the membership bucket (PI_NODES)
+and the archiver's lease (PI_ARCHIVE_LEASE).
+
+With --dated, DIR holds backups: this one goes into DIR/<UTC time>, e.g.
+DIR/20261202T031700Z, and --keep N then removes all but the newest N
+finished ones (and the unfinished ones older than those): what a
+scheduled job (the k8s CronJob of deploy/k8s) needs, with no shell.
+
+DIR gets one <stream>.tar.s2 per stream and manifest.json, written last:
+pi-ctl's and the server's versions, the shard map, and each stream's
+configuration, state (messages, sequences, sessions) and SHA-256. A DIR
+without its manifest is an unfinished backup, and restore refuses it.
+
+pi-ctl talks to JetStream directly: --server (or $PI_CTL_SERVER) must be a
+NATS server of the deployment, with the admin role of pi-ctl gen-secrets.
+In a cross-region deployment, back up the home region.
+`
+
+const restoreHelp = `Usage: pi-ctl restore DIR [--force] [--replicas N] [--json] [--server URL]
+
+Restores a backup made by pi-ctl backup into a deployment: every file's
+SHA-256 is checked against the manifest before anything is touched, then
+each stream is created from its snapshot, with the same configuration
+(the shard map with it), messages and sequences, and checked against the
+manifest's state.
+
+The deployment must not hold data: a stream of the backup that exists
+there with messages makes restore refuse, naming it, unless --force is
+given (which deletes it). An existing empty one (as pi-node provisions at
+its first start) is replaced. Restart every pi-node afterwards, one at a
+time, so that each reads the restored streams from their start.
+
+--replicas sets the replica count of every restored stream (a backup of a
+3-node deployment restored into one server: --replicas 1).
+`
+
+// backupManifest is manifest.json: what a backup holds and how to check it.
+type backupManifest struct {
+	Format     int             `json:"format"`
+	Created    time.Time       `json:"created"`
+	PiCtl      buildinfo.Info  `json:"piCtl"`
+	NATSServer string          `json:"natsServer"`
+	ShardMap   string          `json:"shardMap"`
+	Streams    []backupStream  `json:"streams"`
+	Skipped    []backupSkipped `json:"skipped"`
+	Elapsed    int64           `json:"elapsedMs"`
+	Bytes      int64           `json:"bytes"`
+}
+
+const manifestFormat = 1
+
+type backupStream struct {
+	Name     string `json:"name"`
+	Kind     string `json:"kind"`            // cursors, sessions, archive, region
+	Shard    *int   `json:"shard,omitempty"` // sessions
+	File     string `json:"file"`
+	Bytes    int64  `json:"bytes"`
+	SHA256   string `json:"sha256"`
+	Messages uint64 `json:"messages"`
+	FirstSeq uint64 `json:"firstSeq"`
+	LastSeq  uint64 `json:"lastSeq"`
+	Subjects uint64 `json:"subjects"` // sessions, keys, archive subjects
+	jetstream.Snapshot
+}
+
+type backupSkipped struct {
+	Name string `json:"name"`
+	Why  string `json:"why"`
+}
+
+// backupNames are the deployment's asset names, from the flags pi-node
+// takes for them.
+type backupNames struct {
+	stream, bucket, archive, region string
+}
+
+func addBackupNames(fs *flag.FlagSet, a *adminFlags) *backupNames {
+	n := &backupNames{}
+	fs.StringVar(&n.stream, "stream", jetstream.NewConfig().Stream, "the first shard's stream (pi-node's --stream)")
+	fs.StringVar(&n.bucket, "bucket", jetstream.NewConfig().Bucket, "KV bucket of the cursors (pi-node's --bucket)")
+	fs.StringVar(&n.archive, "archive-stream", jetstream.NewArchiveConfig(jetstream.NewConfig()).Stream, "the archive's stream (pi-node's --archive-stream)")
+	n.region = a.bucket // --region-bucket, read after parsing
+	return n
+}
+
+func runBackup(ctx context.Context, e *env, args []string) error {
+	fs := newFlags("pi-ctl backup")
+	a := addAdminFlags(fs, 30*time.Minute)
+	names := addBackupNames(fs, a)
+	dated := fs.Bool("dated", false, "back up into DIR/<UTC time> (DIR holds backups)")
+	keep := fs.Int("keep", 0, "with --dated: keep the newest `N` finished backups in DIR, remove the older ones (0: keep all)")
+	pos, err := parseArgs(e, fs, backupHelp, args, "DIR")
+	if err != nil {
+		return err
+	}
+	if *keep < 0 || *keep > 0 && !*dated {
+		return usagef(fs.Name(), "--keep N (N ≥ 1) goes with --dated")
+	}
+	names.region = a.bucket
+	root, dir := pos[0], pos[0]
+	if *dated {
+		dir = filepath.Join(root, time.Now().UTC().Format(datedLayout))
+	}
+	if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
+		return fmt.Errorf("backup: %s is not empty: back up into a new directory", dir)
+	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("backup: %w", err)
+	}
+	conn, ctx, done, err := a.connectTimed(ctx, e, fs)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
+
+	began := time.Now()
+	cfg := jetstream.NewConfig()
+	cfg.Stream = names.stream
+	m, err := jetstream.ReadMap(ctx, conn.JS, cfg)
+	if err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
+	man := backupManifest{Format: manifestFormat, Created: began.UTC(), PiCtl: buildinfo.Get(),
+		NATSServer: conn.NC.ConnectedServerVersion(), ShardMap: m.String()}
+	type want struct {
+		name, kind string
+		shard      *int
+		optional   bool
+	}
+	wants := []want{{name: "KV_" + names.bucket, kind: "cursors"}}
+	for k := range m.Streams() {
+		wants = append(wants, want{name: cfg.Shard(k).Stream, kind: "sessions", shard: &k})
+	}
+	wants = append(wants,
+		want{name: names.archive, kind: "archive", optional: true},
+		want{name: "KV_" + names.region, kind: "region", optional: true})
+	man.Skipped = []backupSkipped{
+		{"KV_" + jetstream.MembersBucket, "membership: every node announces itself again within a second"},
+		{"KV_" + jetstream.NewArchiveConfig(jetstream.NewConfig()).LeaseBucket, "the archiver's lease: taken again by a node"},
+	}
+
+	var bar *progress
+	if !a.json && isTerminal(e.stderr) {
+		bar = &progress{w: e.stderr, total: len(wants), unit: "streams"}
+	}
+	for i, w := range wants {
+		if _, err := conn.JS.Stream(ctx, w.name); errors.Is(err, natsjs.ErrStreamNotFound) && w.optional {
+			man.Skipped = append(man.Skipped, backupSkipped{w.name, "not in this deployment"})
+			continue
+		}
+		bar.draw(i)
+		bs, err := backupOne(ctx, conn.JS, dir, w.name)
+		if err != nil {
+			bar.clear()
+			return fmt.Errorf("backup: %w (%s holds what was done; remove it and run again)", err, dir)
+		}
+		bs.Kind, bs.Shard = w.kind, w.shard
+		man.Streams = append(man.Streams, bs)
+		man.Bytes += bs.Bytes
+		bar.clear()
+	}
+	man.Elapsed = time.Since(began).Milliseconds()
+	b, err := json.MarshalIndent(man, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := writeFileSync(filepath.Join(dir, "manifest.json"), append(b, '\n')); err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
+	var pruned []string
+	if *keep > 0 {
+		if pruned, err = pruneBackups(root, *keep); err != nil {
+			return fmt.Errorf("backup: done into %s, but removing old backups: %w", dir, err)
+		}
+	}
+	if a.json {
+		return printJSON(e.stdout, struct {
+			Dir string `json:"dir"`
+			backupManifest
+			Removed []string `json:"removed,omitempty"`
+		}{dir, man, pruned})
+	}
+	t := &table{}
+	t.row("STREAM", "KIND", "MESSAGES", "SEQ", "SUBJECTS", "SIZE")
+	for _, bs := range man.Streams {
+		backupRow(t, bs)
+	}
+	if err := t.write(e.stdout); err != nil {
+		return err
+	}
+	for _, p := range pruned {
+		fmt.Fprintf(e.stdout, "removed the older backup %s\n", p)
+	}
+	_, err = fmt.Fprintf(e.stdout, "backup of %s (%s) in %s, in %v\n", plural(len(man.Streams), "stream"), size.Human(man.Bytes), dir, time.Since(began).Round(time.Millisecond))
+	return err
+}
+
+// datedLayout names the backups of --dated: sortable, and without a colon.
+const datedLayout = "20060102T150405Z"
+
+// pruneBackups removes the dated backups in root beyond the newest keep
+// finished ones (with a manifest), and the unfinished ones older than the
+// oldest kept. Entries not named like a dated backup are not touched.
+func pruneBackups(root string, keep int) ([]string, error) {
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range ents {
+		if _, err := time.Parse(datedLayout, e.Name()); err == nil && e.IsDir() {
+			names = append(names, e.Name())
+		}
+	}
+	slices.Sort(names)
+	kept, oldest := 0, ""
+	for i := len(names) - 1; i >= 0 && kept < keep; i-- {
+		if _, err := os.Stat(filepath.Join(root, names[i], "manifest.json")); err == nil {
+			kept++
+			oldest = names[i]
+		}
+	}
+	if kept < keep {
+		return nil, nil
+	}
+	var removed []string
+	for _, n := range names {
+		if n >= oldest {
+			break
+		}
+		p := filepath.Join(root, n)
+		if err := os.RemoveAll(p); err != nil {
+			return removed, err
+		}
+		removed = append(removed, p)
+	}
+	return removed, nil
+}
+
+func backupRow(t *table, bs backupStream) {
+	seqs := "-"
+	if bs.Messages > 0 {
+		seqs = fmt.Sprintf("%d-%d", bs.FirstSeq, bs.LastSeq)
+	}
+	t.row(bs.Name, bs.Kind, strconv.FormatUint(bs.Messages, 10), seqs, strconv.FormatUint(bs.Subjects, 10), size.Human(bs.Bytes))
+}
+
+// backupOne snapshots one stream into DIR/<name>.tar.s2, through a
+// temporary file renamed once the whole snapshot is on disk.
+func backupOne(ctx context.Context, js natsjs.JetStream, dir, name string) (backupStream, error) {
+	file := name + ".tar.s2"
+	tmp, err := os.CreateTemp(dir, "."+file+".*")
+	if err != nil {
+		return backupStream{}, err
+	}
+	defer os.Remove(tmp.Name())
+	h := sha256.New()
+	var n int64
+	snap, err := jetstream.SnapshotStream(ctx, js, name, io.MultiWriter(tmp, h), func(k int64) { n = k })
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return backupStream{}, err
+	}
+	if err := os.Rename(tmp.Name(), filepath.Join(dir, file)); err != nil {
+		return backupStream{}, err
+	}
+	st, err := snap.StateOf()
+	if err != nil {
+		return backupStream{}, err
+	}
+	return backupStream{Name: name, File: file, Bytes: n, SHA256: hex.EncodeToString(h.Sum(nil)),
+		Messages: st.Messages, FirstSeq: st.FirstSeq, LastSeq: st.LastSeq, Subjects: st.NumSubjects, Snapshot: snap}, nil
+}
+
+// writeFileSync writes a file durably: a temporary file, synced, renamed,
+// and the directory synced.
+func writeFileSync(path string, b []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.Write(b)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		return err
+	}
+	d, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+func runRestore(ctx context.Context, e *env, args []string) error {
+	fs := newFlags("pi-ctl restore")
+	a := addAdminFlags(fs, 30*time.Minute)
+	force := fs.Bool("force", false, "delete the streams of the backup that hold data in the deployment, and restore them")
+	replicas := fs.Int("replicas", 0, "the replica count of every restored stream (default: as backed up)")
+	pos, err := parseArgs(e, fs, restoreHelp, args, "DIR")
+	if err != nil {
+		return err
+	}
+	if *replicas < 0 || *replicas > 5 {
+		return usagef(fs.Name(), "--replicas must be 1 to 5, not %d", *replicas)
+	}
+	dir := pos[0]
+	man, err := readManifest(dir)
+	if err != nil {
+		return err
+	}
+	// Every file is checked before anything is touched.
+	for _, s := range man.Streams {
+		if err := checkBackupFile(dir, s); err != nil {
+			return err
+		}
+	}
+	conn, ctx, done, err := a.connectTimed(ctx, e, fs)
+	if err != nil {
+		return err
+	}
+	defer done()
+
+	var held []string
+	for _, s := range man.Streams {
+		st, err := conn.JS.Stream(ctx, s.Name)
+		if errors.Is(err, natsjs.ErrStreamNotFound) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("restore: stream %s: %w", s.Name, jetstream.Classify(err))
+		}
+		if n := st.CachedInfo().State.Msgs; n > 0 {
+			held = append(held, fmt.Sprintf("%s has %s", s.Name, plural(int(n), "message")))
+		}
+	}
+	if len(held) > 0 && !*force {
+		return fmt.Errorf("restore: %w: the deployment holds data (%s); restore into an empty one, or give --force to delete those streams first",
+			wire.ErrExists, joinAnd(held))
+	}
+	began := time.Now()
+	var bar *progress
+	if !a.json && isTerminal(e.stderr) {
+		bar = &progress{w: e.stderr, total: len(man.Streams), unit: "streams"}
+	}
+	var out []backupStream
+	for i, s := range man.Streams {
+		bar.draw(i)
+		snap := s.Snapshot
+		if *replicas > 0 {
+			if snap, err = snap.WithReplicas(*replicas); err != nil {
+				return err
+			}
+		}
+		got, err := restoreOne(ctx, conn.JS, dir, s, snap)
+		bar.clear()
+		if err != nil {
+			return fmt.Errorf("restore: %w", err)
+		}
+		if got.Messages != s.Messages || got.LastSeq != s.LastSeq || got.FirstSeq != s.FirstSeq {
+			return fmt.Errorf("restore: stream %s came back with %d messages, seq %d-%d; the backup has %d, seq %d-%d",
+				s.Name, got.Messages, got.FirstSeq, got.LastSeq, s.Messages, s.FirstSeq, s.LastSeq)
+		}
+		out = append(out, s)
+	}
+	if a.json {
+		return printJSON(e.stdout, struct {
+			Restored []backupStream `json:"restored"`
+			Elapsed  int64          `json:"elapsedMs"`
+		}{out, time.Since(began).Milliseconds()})
+	}
+	t := &table{}
+	t.row("STREAM", "KIND", "MESSAGES", "SEQ", "SUBJECTS", "SIZE")
+	for _, bs := range out {
+		backupRow(t, bs)
+	}
+	if err := t.write(e.stdout); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(e.stdout, "restored %s from %s in %v; restart every pi-node, one at a time\n",
+		plural(len(out), "stream"), dir, time.Since(began).Round(time.Millisecond))
+	return err
+}
+
+// restoreOne replaces the stream, if it exists, by the backup's. A pi-node
+// starting meanwhile may provision it again, empty: that one is replaced
+// too.
+func restoreOne(ctx context.Context, js natsjs.JetStream, dir string, s backupStream, snap jetstream.Snapshot) (jetstream.SnapshotState, error) {
+	wait := 100 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		if err := js.DeleteStream(ctx, s.Name); err != nil && !errors.Is(err, natsjs.ErrStreamNotFound) {
+			return jetstream.SnapshotState{}, fmt.Errorf("delete stream %s: %w", s.Name, jetstream.Classify(err))
+		}
+		// A cluster applies the deletion after it answers: the name is
+		// free only once the stream is gone.
+		for {
+			if _, err := js.Stream(ctx, s.Name); errors.Is(err, natsjs.ErrStreamNotFound) {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return jetstream.SnapshotState{}, fmt.Errorf("delete stream %s: %w", s.Name, ctx.Err())
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+		f, err := os.Open(filepath.Join(dir, s.File))
+		if err != nil {
+			return jetstream.SnapshotState{}, err
+		}
+		got, err := jetstream.RestoreStream(ctx, js, s.Name, snap, f, nil)
+		f.Close()
+		if !errors.Is(err, wire.ErrExists) || attempt == 9 {
+			return got, err
+		}
+		select {
+		case <-ctx.Done():
+			return got, err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 2*time.Second)
+		if st, serr := js.Stream(ctx, s.Name); serr == nil && st.CachedInfo().State.Msgs > 0 {
+			return got, fmt.Errorf("stream %s was made again meanwhile and holds data: %w", s.Name, err)
+		}
+	}
+}
+
+func readManifest(dir string) (backupManifest, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	if errors.Is(err, os.ErrNotExist) {
+		return backupManifest{}, fmt.Errorf("restore: %s has no manifest.json: not a backup, or an unfinished one", dir)
+	}
+	if err != nil {
+		return backupManifest{}, fmt.Errorf("restore: %w", err)
+	}
+	var man backupManifest
+	if err := json.Unmarshal(b, &man); err != nil {
+		return backupManifest{}, fmt.Errorf("restore: %s: %w", filepath.Join(dir, "manifest.json"), err)
+	}
+	if man.Format != manifestFormat {
+		return backupManifest{}, fmt.Errorf("restore: %s: format %d; this pi-ctl reads format %d", filepath.Join(dir, "manifest.json"), man.Format, manifestFormat)
+	}
+	for i, s := range man.Streams {
+		if s.Name == "" || s.File != s.Name+".tar.s2" || len(s.Config) == 0 || len(s.State) == 0 {
+			return backupManifest{}, fmt.Errorf("restore: %s: streams[%d]: name, file, config and state are required", filepath.Join(dir, "manifest.json"), i)
+		}
+	}
+	return man, nil
+}
+
+func checkBackupFile(dir string, s backupStream) error {
+	path := filepath.Join(dir, s.File)
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return fmt.Errorf("restore: %s: %w", path, err)
+	}
+	if sum := hex.EncodeToString(h.Sum(nil)); n != s.Bytes || sum != s.SHA256 {
+		return fmt.Errorf("restore: %s: %d bytes with SHA-256 %s; the manifest says %d bytes, %s: the backup is damaged, nothing was restored",
+			path, n, sum, s.Bytes, s.SHA256)
+	}
+	return nil
+}
+
+func joinAnd(items []string) string {
+	switch len(items) {
+	case 0:
+		return ""
+	case 1:
+		return items[0]
+	}
+	s := ""
+	for i, it := range items {
+		switch {
+		case i == 0:
+		case i == len(items)-1:
+			s += " and "
+		default:
+			s += ", "
+		}
+		s += it
+	}
+	return s
+}

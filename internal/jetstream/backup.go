@@ -1,0 +1,242 @@
+package jetstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pifleet/sessionlog/internal/wire"
+)
+
+// Snapshot is what the server says of a stream it snapshots, as the
+// server's own JSON: kept verbatim, so that a restore hands the server
+// back every field of the configuration, also those this client's
+// library does not know.
+type Snapshot struct {
+	Config json.RawMessage `json:"config"`
+	State  json.RawMessage `json:"state"`
+}
+
+// SnapshotState is the part of a snapshot's state a backup reports.
+type SnapshotState struct {
+	Messages    uint64 `json:"messages"`
+	Bytes       uint64 `json:"bytes"`
+	FirstSeq    uint64 `json:"first_seq"`
+	LastSeq     uint64 `json:"last_seq"`
+	NumSubjects uint64 `json:"num_subjects"`
+}
+
+// apiError is the error member of a JetStream API response.
+type apiError struct {
+	Error *struct {
+		Code        int    `json:"code"`
+		ErrCode     int    `json:"err_code"`
+		Description string `json:"description"`
+	} `json:"error"`
+}
+
+func (a apiError) err(what string) error {
+	if a.Error == nil {
+		return nil
+	}
+	sentinel := wire.ErrUnavailable
+	switch a.Error.ErrCode {
+	case int(codeStreamNotFound):
+		sentinel = wire.ErrNotFound
+	case 10130: // JSStreamNameExistRestoreFailedErr
+		sentinel = wire.ErrExists
+	}
+	return fmt.Errorf("%s: %w: %s (%d)", what, sentinel, a.Error.Description, a.Error.ErrCode)
+}
+
+// snapshotIdle bounds the wait for the next chunk of a snapshot: the
+// server gives up on a receiver after 5 s without acks, so a longer
+// silence means the snapshot failed.
+const snapshotIdle = 30 * time.Second
+
+// SnapshotStream streams a consistent snapshot of stream (JetStream's own
+// snapshot API, the one `nats stream backup` uses: a compressed archive of
+// the stream's files, made by its leader) to w, with every message's
+// checksum verified by the server first. Consumers are left out: the
+// deployment's are ephemeral. progress, if set, is told the bytes written
+// so far.
+func SnapshotStream(ctx context.Context, js jetstream.JetStream, stream string, w io.Writer, progress func(int64)) (Snapshot, error) {
+	nc := js.Conn()
+	inbox := nc.NewRespInbox()
+	sub, err := nc.SubscribeSync(inbox)
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("snapshot of %s: %w", stream, err)
+	}
+	defer sub.Unsubscribe()
+	// A window of chunks is in flight: never drop one as a slow consumer.
+	_ = sub.SetPendingLimits(-1, -1)
+
+	req, _ := json.Marshal(map[string]any{"deliver_subject": inbox, "no_consumers": true, "jsck": true})
+	resp, err := nc.RequestWithContext(ctx, apiPrefix(js)+"STREAM.SNAPSHOT."+stream, req)
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("snapshot of %s: %w: %w", stream, wire.ErrUnavailable, err)
+	}
+	var r struct {
+		apiError
+		Snapshot
+	}
+	if err := json.Unmarshal(resp.Data, &r); err != nil {
+		return Snapshot{}, fmt.Errorf("snapshot of %s: the server's answer: %w", stream, err)
+	}
+	if err := r.err("snapshot of " + stream); err != nil {
+		return Snapshot{}, err
+	}
+	var n int64
+	for {
+		cctx, cancel := context.WithTimeout(ctx, snapshotIdle)
+		m, err := sub.NextMsgWithContext(cctx)
+		cancel()
+		if err != nil {
+			return Snapshot{}, fmt.Errorf("snapshot of %s after %d bytes: %w: %w", stream, n, wire.ErrUnavailable, err)
+		}
+		if len(m.Data) == 0 {
+			// The end: status 204, or why the server stopped.
+			if s := m.Header.Get("Status"); s != "" && s != "204" {
+				return Snapshot{}, fmt.Errorf("snapshot of %s after %d bytes: %w: the server stopped: %s %s",
+					stream, n, wire.ErrUnavailable, s, m.Header.Get("Description"))
+			}
+			return r.Snapshot, nil
+		}
+		if _, err := w.Write(m.Data); err != nil {
+			return Snapshot{}, fmt.Errorf("snapshot of %s: %w", stream, err)
+		}
+		n += int64(len(m.Data))
+		if progress != nil {
+			progress(n)
+		}
+		// The ack is the server's flow control: it sends a window ahead.
+		if m.Reply != "" {
+			if err := m.Respond(nil); err != nil {
+				return Snapshot{}, fmt.Errorf("snapshot of %s: ack: %w", stream, err)
+			}
+		}
+	}
+}
+
+// restoreChunk is the size of the pieces a restore sends: the server's
+// own snapshot chunk size.
+const restoreChunk = 128 << 10
+
+// RestoreStream creates stream from a snapshot SnapshotStream made: the
+// configuration and state it recorded, and the archive read from r. The
+// stream must not exist (ErrExists). It returns the restored stream's
+// state as the server reports it once the stream is up.
+func RestoreStream(ctx context.Context, js jetstream.JetStream, stream string, snap Snapshot, r io.Reader, progress func(int64)) (SnapshotState, error) {
+	nc := js.Conn()
+	req, err := json.Marshal(snap)
+	if err != nil {
+		return SnapshotState{}, fmt.Errorf("restore of %s: %w", stream, err)
+	}
+	resp, err := nc.RequestWithContext(ctx, apiPrefix(js)+"STREAM.RESTORE."+stream, req)
+	if err != nil {
+		return SnapshotState{}, fmt.Errorf("restore of %s: %w: %w", stream, wire.ErrUnavailable, err)
+	}
+	var start struct {
+		apiError
+		DeliverSubject string `json:"deliver_subject"`
+	}
+	if err := json.Unmarshal(resp.Data, &start); err != nil {
+		return SnapshotState{}, fmt.Errorf("restore of %s: the server's answer: %w", stream, err)
+	}
+	if err := start.err("restore of " + stream); err != nil {
+		return SnapshotState{}, err
+	}
+	if start.DeliverSubject == "" {
+		return SnapshotState{}, fmt.Errorf("restore of %s: %w: the server named no subject for the chunks", stream, wire.ErrUnavailable)
+	}
+	buf := make([]byte, restoreChunk)
+	var n int64
+	for {
+		k, rerr := io.ReadFull(r, buf)
+		if k > 0 {
+			// Each chunk is a request: the server answers once it has
+			// taken it in, empty, or with why it failed.
+			m, err := requestChunk(ctx, nc, start.DeliverSubject, buf[:k])
+			if err != nil {
+				return SnapshotState{}, fmt.Errorf("restore of %s after %d bytes: %w: %w", stream, n, wire.ErrUnavailable, err)
+			}
+			if len(m.Data) > 0 {
+				var a apiError
+				if json.Unmarshal(m.Data, &a) == nil && a.Error != nil {
+					return SnapshotState{}, a.err(fmt.Sprintf("restore of %s after %d bytes", stream, n))
+				}
+			}
+			n += int64(k)
+			if progress != nil {
+				progress(n)
+			}
+		}
+		if errors.Is(rerr, io.EOF) || errors.Is(rerr, io.ErrUnexpectedEOF) {
+			break
+		}
+		if rerr != nil {
+			return SnapshotState{}, fmt.Errorf("restore of %s: %w", stream, rerr)
+		}
+	}
+	// An empty chunk ends the transfer; the answer comes once the stream
+	// is restored (on every replica's server), which takes a while for a
+	// big one.
+	m, err := requestChunk(ctx, nc, start.DeliverSubject, nil)
+	if err != nil {
+		return SnapshotState{}, fmt.Errorf("restore of %s: the end: %w: %w", stream, wire.ErrUnavailable, err)
+	}
+	var done struct {
+		apiError
+		State SnapshotState `json:"state"`
+	}
+	if err := json.Unmarshal(m.Data, &done); err != nil {
+		return SnapshotState{}, fmt.Errorf("restore of %s: the server's answer: %w", stream, err)
+	}
+	if err := done.err("restore of " + stream); err != nil {
+		return SnapshotState{}, err
+	}
+	return done.State, nil
+}
+
+// requestChunk sends one restore chunk; the last one waits longest.
+func requestChunk(ctx context.Context, nc *nats.Conn, subj string, data []byte) (*nats.Msg, error) {
+	wait := 30 * time.Second
+	if data == nil {
+		wait = 5 * time.Minute
+	}
+	cctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	return nc.RequestWithContext(cctx, subj, data)
+}
+
+// WithReplicas returns the snapshot with its configuration's replica
+// count set to n: a backup of a 3-node deployment restored into one
+// server, or the other way round.
+func (s Snapshot) WithReplicas(n int) (Snapshot, error) {
+	var cfg map[string]json.RawMessage
+	if err := json.Unmarshal(s.Config, &cfg); err != nil {
+		return Snapshot{}, fmt.Errorf("the snapshot's stream configuration: %w", err)
+	}
+	cfg["num_replicas"] = json.RawMessage(fmt.Sprint(n))
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	s.Config = b
+	return s, nil
+}
+
+// StateOf decodes the snapshot's state.
+func (s Snapshot) StateOf() (SnapshotState, error) {
+	var st SnapshotState
+	if err := json.Unmarshal(s.State, &st); err != nil {
+		return SnapshotState{}, fmt.Errorf("the snapshot's stream state: %w", err)
+	}
+	return st, nil
+}
