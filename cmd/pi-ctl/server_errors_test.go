@@ -191,12 +191,17 @@ func TestServerHelp(t *testing.T) {
 		if !strings.Contains(top, "  "+c.name+" ") {
 			t.Errorf("top-level help does not list %q", c.name)
 		}
-		if c.name == "file" || c.name == "cursor" || c.name == "archive" || c.name == "bench" || c.name == "failover" || c.name == "failback" || c.name == "shards" || c.name == "token" ||
+		if c.name == "file" || c.name == "cursor" || c.name == "archive" || c.name == "bench" || c.name == "failover" || c.name == "failback" || c.name == "shards" || c.name == "backup" || c.name == "restore" || c.name == "token" ||
 			c.name == "nats-user" || c.name == "gen-secrets" {
 			continue // no pi-node API: offline, a subcommand table, or JetStream itself (region_test.go)
 		}
 		if h := mustRun(t, c.name, "--help"); !strings.Contains(h, "Usage: pi-ctl "+c.name) || !strings.Contains(h, "-server URL") || !strings.Contains(h, "-http URL") {
 			t.Errorf("%s --help:\n%s", c.name, h)
+		}
+	}
+	for _, c := range []string{"backup", "restore"} { // JetStream itself: --server, no --http
+		if h := mustRun(t, c, "--help"); !strings.Contains(h, "Usage: pi-ctl "+c) || !strings.Contains(h, "-server URL") || strings.Contains(h, "-http URL") {
+			t.Errorf("%s --help:\n%s", c, h)
 		}
 	}
 	for _, sub := range []string{"show", "migrate"} { // JetStream itself: --server, no --http
