@@ -83,10 +83,10 @@ func TestBackupRestore(t *testing.T) {
 		return ids
 	}
 	testutil.WaitFor(t, time.Minute, func() error {
+		// A node without the archiver's lease (of a shard) answers 409
+		// (another node runs the passes): what counts is the archive.
 		for _, nd := range src {
-			if _, err := piCtlAdmin(t, "archive", "now", "--older-than", "1ms", "--http", nd.base); err != nil {
-				return err
-			}
+			_, _ = piCtlAdmin(t, "archive", "now", "--older-than", "1ms", "--http", nd.base)
 		}
 		if got := archivedList(src[0].base); len(got) != len(archived) {
 			return fmt.Errorf("archived %v, want %d", got, len(archived))
