@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	natsjs "github.com/nats-io/nats.go/jetstream"
@@ -92,17 +93,22 @@ type backupManifest struct {
 const manifestFormat = 1
 
 type backupStream struct {
-	Name     string `json:"name"`
-	Kind     string `json:"kind"`            // cursors, sessions, archive, region
-	Shard    *int   `json:"shard,omitempty"` // sessions
-	File     string `json:"file"`
-	Bytes    int64  `json:"bytes"`
-	SHA256   string `json:"sha256"`
-	Messages uint64 `json:"messages"`
-	FirstSeq uint64 `json:"firstSeq"`
-	LastSeq  uint64 `json:"lastSeq"`
-	Subjects uint64 `json:"subjects"` // sessions, keys, archive subjects
+	Name   string `json:"name"`
+	Kind   string `json:"kind"`            // cursors, sessions, archive, region
+	Shard  *int   `json:"shard,omitempty"` // sessions
+	File   string `json:"file"`
+	Bytes  int64  `json:"bytes"`
+	SHA256 string `json:"sha256"`
+	// The server's config and state: messages, sequences and subjects
+	// are read from the state, not kept twice.
 	jetstream.Snapshot
+}
+
+// state is the snapshot's state, checked to decode when the stream was
+// backed up and when the manifest is read.
+func (b backupStream) state() jetstream.SnapshotState {
+	st, _ := b.StateOf()
+	return st
 }
 
 type backupSkipped struct {
@@ -111,24 +117,23 @@ type backupSkipped struct {
 }
 
 // backupNames are the deployment's asset names, from the flags pi-node
-// takes for them.
+// takes for them (the region record's is the admin flags' --region-bucket).
 type backupNames struct {
-	stream, bucket, archive, region string
+	stream, bucket, archive string
 }
 
-func addBackupNames(fs *flag.FlagSet, a *adminFlags) *backupNames {
+func addBackupNames(fs *flag.FlagSet) *backupNames {
 	n := &backupNames{}
 	fs.StringVar(&n.stream, "stream", jetstream.NewConfig().Stream, "the first shard's stream (pi-node's --stream)")
 	fs.StringVar(&n.bucket, "bucket", jetstream.NewConfig().Bucket, "KV bucket of the cursors (pi-node's --bucket)")
 	fs.StringVar(&n.archive, "archive-stream", jetstream.NewArchiveConfig(jetstream.NewConfig()).Stream, "the archive's stream (pi-node's --archive-stream)")
-	n.region = a.bucket // --region-bucket, read after parsing
 	return n
 }
 
 func runBackup(ctx context.Context, e *env, args []string) error {
 	fs := newFlags("pi-ctl backup")
 	a := addAdminFlags(fs, 30*time.Minute)
-	names := addBackupNames(fs, a)
+	names := addBackupNames(fs)
 	dated := fs.Bool("dated", false, "back up into DIR/<UTC time> (DIR holds backups)")
 	keep := fs.Int("keep", 0, "with --dated: keep the newest `N` finished backups in DIR, remove the older ones (0: keep all)")
 	pos, err := parseArgs(e, fs, backupHelp, args, "DIR")
@@ -138,7 +143,6 @@ func runBackup(ctx context.Context, e *env, args []string) error {
 	if *keep < 0 || *keep > 0 && !*dated {
 		return usagef(fs.Name(), "--keep N (N ≥ 1) goes with --dated")
 	}
-	names.region = a.bucket
 	root, dir := pos[0], pos[0]
 	if *dated {
 		dir = filepath.Join(root, time.Now().UTC().Format(datedLayout))
@@ -177,7 +181,7 @@ func runBackup(ctx context.Context, e *env, args []string) error {
 	}
 	wants = append(wants,
 		want{name: names.archive, kind: "archive", optional: true},
-		want{name: "KV_" + names.region, kind: "region", optional: true})
+		want{name: "KV_" + a.bucket, kind: "region", optional: true})
 	man.Skipped = []backupSkipped{
 		{"KV_" + jetstream.MembersBucket, "membership: every node announces itself again within a second"},
 		{"KV_" + jetstream.NewArchiveConfig(jetstream.NewConfig()).LeaseBucket, "the archiver's lease: taken again by a node"},
@@ -188,12 +192,13 @@ func runBackup(ctx context.Context, e *env, args []string) error {
 		bar = &progress{w: e.stderr, total: len(wants), unit: "streams"}
 	}
 	for i, w := range wants {
-		if _, err := conn.JS.Stream(ctx, w.name); errors.Is(err, natsjs.ErrStreamNotFound) && w.optional {
+		bar.draw(i)
+		bs, err := backupOne(ctx, conn.JS, dir, w.name)
+		if errors.Is(err, wire.ErrNotFound) && w.optional {
+			bar.clear()
 			man.Skipped = append(man.Skipped, backupSkipped{w.name, "not in this deployment"})
 			continue
 		}
-		bar.draw(i)
-		bs, err := backupOne(ctx, conn.JS, dir, w.name)
 		if err != nil {
 			bar.clear()
 			return fmt.Errorf("backup: %w (%s holds what was done; remove it and run again)", err, dir)
@@ -208,7 +213,7 @@ func runBackup(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := writeFileSync(filepath.Join(dir, "manifest.json"), append(b, '\n')); err != nil {
+	if err := writeAtomic(filepath.Join(dir, "manifest.json"), append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("backup: %w", err)
 	}
 	var pruned []string
@@ -282,72 +287,31 @@ func pruneBackups(root string, keep int) ([]string, error) {
 }
 
 func backupRow(t *table, bs backupStream) {
-	seqs := "-"
-	if bs.Messages > 0 {
-		seqs = fmt.Sprintf("%d-%d", bs.FirstSeq, bs.LastSeq)
+	st, seqs := bs.state(), "-"
+	if st.Messages > 0 {
+		seqs = fmt.Sprintf("%d-%d", st.FirstSeq, st.LastSeq)
 	}
-	t.row(bs.Name, bs.Kind, strconv.FormatUint(bs.Messages, 10), seqs, strconv.FormatUint(bs.Subjects, 10), size.Human(bs.Bytes))
+	t.row(bs.Name, bs.Kind, strconv.FormatUint(st.Messages, 10), seqs, strconv.FormatUint(st.NumSubjects, 10), size.Human(bs.Bytes))
 }
 
-// backupOne snapshots one stream into DIR/<name>.tar.s2, through a
-// temporary file renamed once the whole snapshot is on disk.
+// backupOne snapshots one stream into DIR/<name>.tar.s2, written
+// atomically: the file appears only once the whole snapshot is on disk.
 func backupOne(ctx context.Context, js natsjs.JetStream, dir, name string) (backupStream, error) {
 	file := name + ".tar.s2"
-	tmp, err := os.CreateTemp(dir, "."+file+".*")
-	if err != nil {
-		return backupStream{}, err
-	}
-	defer os.Remove(tmp.Name())
 	h := sha256.New()
 	var n int64
-	snap, err := jetstream.SnapshotStream(ctx, js, name, io.MultiWriter(tmp, h), func(k int64) { n = k })
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
+	var snap jetstream.Snapshot
+	err := writeAtomicFrom(filepath.Join(dir, file), 0o600, func(w io.Writer) (err error) {
+		snap, err = jetstream.SnapshotStream(ctx, js, name, io.MultiWriter(w, h), func(k int64) { n = k })
+		return err
+	})
 	if err != nil {
 		return backupStream{}, err
 	}
-	if err := os.Rename(tmp.Name(), filepath.Join(dir, file)); err != nil {
+	if _, err := snap.StateOf(); err != nil {
 		return backupStream{}, err
 	}
-	st, err := snap.StateOf()
-	if err != nil {
-		return backupStream{}, err
-	}
-	return backupStream{Name: name, File: file, Bytes: n, SHA256: hex.EncodeToString(h.Sum(nil)),
-		Messages: st.Messages, FirstSeq: st.FirstSeq, LastSeq: st.LastSeq, Subjects: st.NumSubjects, Snapshot: snap}, nil
-}
-
-// writeFileSync writes a file durably: a temporary file, synced, renamed,
-// and the directory synced.
-func writeFileSync(path string, b []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	_, err = tmp.Write(b)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		return err
-	}
-	d, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return backupStream{Name: name, File: file, Bytes: n, SHA256: hex.EncodeToString(h.Sum(nil)), Snapshot: snap}, nil
 }
 
 func runRestore(ctx context.Context, e *env, args []string) error {
@@ -394,7 +358,7 @@ func runRestore(ctx context.Context, e *env, args []string) error {
 	}
 	if len(held) > 0 && !*force {
 		return fmt.Errorf("restore: %w: the deployment holds data (%s); restore into an empty one, or give --force to delete those streams first",
-			wire.ErrExists, joinAnd(held))
+			wire.ErrExists, strings.Join(held, ", "))
 	}
 	began := time.Now()
 	var bar *progress
@@ -410,16 +374,16 @@ func runRestore(ctx context.Context, e *env, args []string) error {
 				return err
 			}
 		}
-		got, err := restoreOne(ctx, conn.JS, dir, s, snap)
+		got, err := jetstream.ReplaceStream(ctx, conn.JS, s.Name, snap, func() (io.ReadCloser, error) { return os.Open(filepath.Join(dir, s.File)) })
 		bar.clear()
 		if err != nil {
 			return fmt.Errorf("restore: %w", err)
 		}
 		// An empty stream's first sequence is a convention (0 or last+1),
 		// not data: compared only when there are messages.
-		if got.Messages != s.Messages || got.LastSeq != s.LastSeq || s.Messages > 0 && got.FirstSeq != s.FirstSeq {
+		if want := s.state(); got.Messages != want.Messages || got.LastSeq != want.LastSeq || want.Messages > 0 && got.FirstSeq != want.FirstSeq {
 			return fmt.Errorf("restore: stream %s came back with %d messages, seq %d-%d; the backup has %d, seq %d-%d",
-				s.Name, got.Messages, got.FirstSeq, got.LastSeq, s.Messages, s.FirstSeq, s.LastSeq)
+				s.Name, got.Messages, got.FirstSeq, got.LastSeq, want.Messages, want.FirstSeq, want.LastSeq)
 		}
 		out = append(out, s)
 	}
@@ -442,48 +406,6 @@ func runRestore(ctx context.Context, e *env, args []string) error {
 	return err
 }
 
-// restoreOne replaces the stream, if it exists, by the backup's. A pi-node
-// starting meanwhile may provision it again, empty: that one is replaced
-// too.
-func restoreOne(ctx context.Context, js natsjs.JetStream, dir string, s backupStream, snap jetstream.Snapshot) (jetstream.SnapshotState, error) {
-	wait := 100 * time.Millisecond
-	for attempt := 0; ; attempt++ {
-		if err := js.DeleteStream(ctx, s.Name); err != nil && !errors.Is(err, natsjs.ErrStreamNotFound) {
-			return jetstream.SnapshotState{}, fmt.Errorf("delete stream %s: %w", s.Name, jetstream.Classify(err))
-		}
-		// A cluster applies the deletion after it answers: the name is
-		// free only once the stream is gone.
-		for {
-			if _, err := js.Stream(ctx, s.Name); errors.Is(err, natsjs.ErrStreamNotFound) {
-				break
-			}
-			select {
-			case <-ctx.Done():
-				return jetstream.SnapshotState{}, fmt.Errorf("delete stream %s: %w", s.Name, ctx.Err())
-			case <-time.After(50 * time.Millisecond):
-			}
-		}
-		f, err := os.Open(filepath.Join(dir, s.File))
-		if err != nil {
-			return jetstream.SnapshotState{}, err
-		}
-		got, err := jetstream.RestoreStream(ctx, js, s.Name, snap, f, nil)
-		f.Close()
-		if !errors.Is(err, wire.ErrExists) || attempt == 9 {
-			return got, err
-		}
-		select {
-		case <-ctx.Done():
-			return got, err
-		case <-time.After(wait):
-		}
-		wait = min(2*wait, 2*time.Second)
-		if st, serr := js.Stream(ctx, s.Name); serr == nil && st.CachedInfo().State.Msgs > 0 {
-			return got, fmt.Errorf("stream %s was made again meanwhile and holds data: %w", s.Name, err)
-		}
-	}
-}
-
 func readManifest(dir string) (backupManifest, error) {
 	b, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
 	if errors.Is(err, os.ErrNotExist) {
@@ -500,7 +422,7 @@ func readManifest(dir string) (backupManifest, error) {
 		return backupManifest{}, fmt.Errorf("restore: %s: format %d; this pi-ctl reads format %d", filepath.Join(dir, "manifest.json"), man.Format, manifestFormat)
 	}
 	for i, s := range man.Streams {
-		if s.Name == "" || s.File != s.Name+".tar.s2" || len(s.Config) == 0 || len(s.State) == 0 {
+		if _, err := s.StateOf(); s.Name == "" || s.File != s.Name+".tar.s2" || len(s.Config) == 0 || err != nil {
 			return backupManifest{}, fmt.Errorf("restore: %s: streams[%d]: name, file, config and state are required", filepath.Join(dir, "manifest.json"), i)
 		}
 	}
@@ -524,25 +446,4 @@ func checkBackupFile(dir string, s backupStream) error {
 			path, n, sum, s.Bytes, s.SHA256)
 	}
 	return nil
-}
-
-func joinAnd(items []string) string {
-	switch len(items) {
-	case 0:
-		return ""
-	case 1:
-		return items[0]
-	}
-	s := ""
-	for i, it := range items {
-		switch {
-		case i == 0:
-		case i == len(items)-1:
-			s += " and "
-		default:
-			s += ", "
-		}
-		s += it
-	}
-	return s
 }

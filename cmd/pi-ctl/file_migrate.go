@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -120,11 +121,19 @@ func outputPath(in, out string) (string, fs.FileMode, error) {
 	return target, perm, nil
 }
 
-// writeAtomic replaces path with data: a temporary file in the same
-// directory (so the rename cannot cross filesystems), synced before the
-// rename, so readers and crashes see the old file or the new one, never
-// part of it. On failure the temporary file is removed.
-func writeAtomic(path string, data []byte, perm fs.FileMode) (err error) {
+// writeAtomic replaces path with data: see writeAtomicFrom.
+func writeAtomic(path string, data []byte, perm fs.FileMode) error {
+	return writeAtomicFrom(path, perm, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// writeAtomicFrom replaces path with what write writes: a temporary file
+// in the same directory (so the rename cannot cross filesystems), synced
+// before the rename, so readers and crashes see the old file or the new
+// one, never part of it. On failure the temporary file is removed.
+func writeAtomicFrom(path string, perm fs.FileMode, write func(io.Writer) error) (err error) {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -136,7 +145,7 @@ func writeAtomic(path string, data []byte, perm fs.FileMode) (err error) {
 			os.Remove(tmp.Name())
 		}
 	}()
-	if _, err = tmp.Write(data); err != nil {
+	if err = write(tmp); err != nil {
 		return err
 	}
 	if err = tmp.Chmod(perm); err != nil {

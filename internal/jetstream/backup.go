@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
 
@@ -32,27 +33,17 @@ type SnapshotState struct {
 	NumSubjects uint64 `json:"num_subjects"`
 }
 
-// apiError is the error member of a JetStream API response.
-type apiError struct {
-	Error *struct {
-		Code        int    `json:"code"`
-		ErrCode     int    `json:"err_code"`
-		Description string `json:"description"`
-	} `json:"error"`
+// apiReply is the error member of a JetStream API response, decoded into
+// nats.go's own type so that translate maps it like every other.
+type apiReply struct {
+	Error *jetstream.APIError `json:"error"`
 }
 
-func (a apiError) err(what string) error {
+func (a apiReply) err(what string) error {
 	if a.Error == nil {
 		return nil
 	}
-	sentinel := wire.ErrUnavailable
-	switch a.Error.ErrCode {
-	case int(codeStreamNotFound):
-		sentinel = wire.ErrNotFound
-	case 10130: // JSStreamNameExistRestoreFailedErr
-		sentinel = wire.ErrExists
-	}
-	return fmt.Errorf("%s: %w: %s (%d)", what, sentinel, a.Error.Description, a.Error.ErrCode)
+	return fmt.Errorf("%s: %w", what, translate(a.Error, wire.ErrExists))
 }
 
 // snapshotIdle bounds the wait for the next chunk of a snapshot: the
@@ -77,13 +68,20 @@ func SnapshotStream(ctx context.Context, js jetstream.JetStream, stream string, 
 	// A window of chunks is in flight: never drop one as a slow consumer.
 	_ = sub.SetPendingLimits(-1, -1)
 
+	// In a cluster only the stream's leader answers a snapshot request, so
+	// one for a missing stream gets no answer at all: ask first.
+	if _, err := js.Stream(ctx, stream); err != nil {
+		return Snapshot{}, fmt.Errorf("snapshot of %s: %w", stream, translate(err, wire.ErrExists))
+	}
 	req, _ := json.Marshal(map[string]any{"deliver_subject": inbox, "no_consumers": true, "jsck": true})
-	resp, err := nc.RequestWithContext(ctx, apiPrefix(js)+"STREAM.SNAPSHOT."+stream, req)
+	rctx, cancel := context.WithTimeout(ctx, snapshotIdle)
+	resp, err := nc.RequestWithContext(rctx, apiPrefix(js)+"STREAM.SNAPSHOT."+stream, req)
+	cancel()
 	if err != nil {
-		return Snapshot{}, fmt.Errorf("snapshot of %s: %w: %w", stream, wire.ErrUnavailable, err)
+		return Snapshot{}, fmt.Errorf("snapshot of %s: %w", stream, translate(err, wire.ErrExists))
 	}
 	var r struct {
-		apiError
+		apiReply
 		Snapshot
 	}
 	if err := json.Unmarshal(resp.Data, &r); err != nil {
@@ -98,7 +96,7 @@ func SnapshotStream(ctx context.Context, js jetstream.JetStream, stream string, 
 		m, err := sub.NextMsgWithContext(cctx)
 		cancel()
 		if err != nil {
-			return Snapshot{}, fmt.Errorf("snapshot of %s after %d bytes: %w: %w", stream, n, wire.ErrUnavailable, err)
+			return Snapshot{}, fmt.Errorf("snapshot of %s after %d bytes: %w", stream, n, translate(err, wire.ErrExists))
 		}
 		if len(m.Data) == 0 {
 			// The end: status 204, or why the server stopped.
@@ -140,10 +138,10 @@ func RestoreStream(ctx context.Context, js jetstream.JetStream, stream string, s
 	}
 	resp, err := nc.RequestWithContext(ctx, apiPrefix(js)+"STREAM.RESTORE."+stream, req)
 	if err != nil {
-		return SnapshotState{}, fmt.Errorf("restore of %s: %w: %w", stream, wire.ErrUnavailable, err)
+		return SnapshotState{}, fmt.Errorf("restore of %s: %w", stream, translate(err, wire.ErrExists))
 	}
 	var start struct {
-		apiError
+		apiReply
 		DeliverSubject string `json:"deliver_subject"`
 	}
 	if err := json.Unmarshal(resp.Data, &start); err != nil {
@@ -164,10 +162,10 @@ func RestoreStream(ctx context.Context, js jetstream.JetStream, stream string, s
 			// taken it in, empty, or with why it failed.
 			m, err := requestChunk(ctx, nc, start.DeliverSubject, buf[:k])
 			if err != nil {
-				return SnapshotState{}, fmt.Errorf("restore of %s after %d bytes: %w: %w", stream, n, wire.ErrUnavailable, err)
+				return SnapshotState{}, fmt.Errorf("restore of %s after %d bytes: %w", stream, n, translate(err, wire.ErrExists))
 			}
 			if len(m.Data) > 0 {
-				var a apiError
+				var a apiReply
 				if json.Unmarshal(m.Data, &a) == nil && a.Error != nil {
 					return SnapshotState{}, a.err(fmt.Sprintf("restore of %s after %d bytes", stream, n))
 				}
@@ -189,10 +187,10 @@ func RestoreStream(ctx context.Context, js jetstream.JetStream, stream string, s
 	// big one.
 	m, err := requestChunk(ctx, nc, start.DeliverSubject, nil)
 	if err != nil {
-		return SnapshotState{}, fmt.Errorf("restore of %s: the end: %w: %w", stream, wire.ErrUnavailable, err)
+		return SnapshotState{}, fmt.Errorf("restore of %s: the end: %w", stream, translate(err, wire.ErrExists))
 	}
 	var done struct {
-		apiError
+		apiReply
 		State SnapshotState `json:"state"`
 	}
 	if err := json.Unmarshal(m.Data, &done); err != nil {
@@ -239,4 +237,47 @@ func (s Snapshot) StateOf() (SnapshotState, error) {
 		return SnapshotState{}, fmt.Errorf("the snapshot's stream state: %w", err)
 	}
 	return st, nil
+}
+
+// ReplaceStream deletes stream if it exists, waits until it is gone, and
+// restores it from snap with the archive open returns. A client that
+// creates the stream again meanwhile (a pi-node provisioning it, empty)
+// gets its stream replaced too, on up to 10 tries; one that holds data by
+// then is not deleted again, and the restore fails.
+func ReplaceStream(ctx context.Context, js jetstream.JetStream, stream string, snap Snapshot, open func() (io.ReadCloser, error)) (SnapshotState, error) {
+	backoff := 100 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		if err := deleteStream(ctx, js, stream); err != nil {
+			return SnapshotState{}, err
+		}
+		r, err := open()
+		if err != nil {
+			return SnapshotState{}, err
+		}
+		got, err := RestoreStream(ctx, js, stream, snap, r, nil)
+		r.Close()
+		if !errors.Is(err, wire.ErrExists) || attempt == 9 || !session.Sleep(ctx, &backoff, 2*time.Second) {
+			return got, err
+		}
+		if s, serr := js.Stream(ctx, stream); serr == nil && s.CachedInfo().State.Msgs > 0 {
+			return got, fmt.Errorf("stream %s was made again meanwhile and holds data: %w", stream, err)
+		}
+	}
+}
+
+// deleteStream deletes a stream and waits until it is gone: a cluster
+// applies the deletion after it answers, and the name is free only then.
+func deleteStream(ctx context.Context, js jetstream.JetStream, stream string) error {
+	if err := js.DeleteStream(ctx, stream); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return fmt.Errorf("delete stream %s: %w", stream, translate(err, wire.ErrConflict))
+	}
+	backoff := 50 * time.Millisecond
+	for {
+		if _, err := js.Stream(ctx, stream); errors.Is(err, jetstream.ErrStreamNotFound) {
+			return nil
+		}
+		if !session.Sleep(ctx, &backoff, time.Second) {
+			return fmt.Errorf("delete stream %s: %w", stream, translate(ctx.Err(), wire.ErrConflict))
+		}
+	}
 }

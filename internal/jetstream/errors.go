@@ -21,6 +21,7 @@ const (
 	codeInsufficientResources   jetstream.ErrorCode = 10023 // JSInsufficientResourcesErr: the server's JetStream limit (--max-file-store) is reached
 	codeMsgTooLarge             jetstream.ErrorCode = 10054 // JSStreamMessageExceedsMaximumErr
 	codeStreamNotFound          jetstream.ErrorCode = 10059 // JSStreamNotFoundErr
+	codeRestoreNameExists       jetstream.ErrorCode = 10130 // JSStreamNameExistRestoreFailedErr
 	codeWrongLastSeq            jetstream.ErrorCode = 10071 // JSStreamWrongLastSequenceErrF
 	codeNotEnabled              jetstream.ErrorCode = 10076 // JSNotEnabledErr
 	codeStoreFailed             jetstream.ErrorCode = 10077 // JSStreamStoreFailedF (also raft proposal failures)
@@ -76,6 +77,8 @@ func translate(err error, conflict error) error {
 		return be(wire.ErrNotFound, "no such message in the stream")
 	case codeStreamNotFound:
 		return be(wire.ErrNotFound, "the stream does not exist")
+	case codeRestoreNameExists:
+		return be(conflict, "a stream of that name exists already")
 	case codeClusterNoPeers, codeClusterNotAvail, codeClusterNotLeader:
 		return be(wire.ErrUnavailable, "JetStream has no leader or quorum for the stream right now")
 	case codeNotEnabledForAccount, codeNotEnabled:

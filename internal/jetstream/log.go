@@ -173,22 +173,15 @@ const inFlightRetries = 6
 // before the proposal, so nothing was stored and the same message (same
 // dedupe id) may go again; once the earlier write is applied the server
 // judges the expectation itself (10071 on a real conflict). Backoff 1, 2, 4
-// ... ms, about 60 ms in all, bounded by ctx.
+// ... ms with jitter, about 60 ms in all, bounded by ctx.
 func retryInFlight(ctx context.Context, publish func() error) error {
-	wait := time.Millisecond
+	backoff := time.Millisecond
 	for i := 0; ; i++ {
 		err := publish()
-		if err == nil || apiCode(err) != codeWrongLastSeqConstant || i == inFlightRetries-1 {
+		if err == nil || apiCode(err) != codeWrongLastSeqConstant || i == inFlightRetries-1 ||
+			!session.Sleep(ctx, &backoff, 32*time.Millisecond) {
 			return err
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return err
-		case <-t.C:
-		}
-		wait *= 2
 	}
 }
 
