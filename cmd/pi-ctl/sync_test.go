@@ -5,7 +5,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -252,15 +251,6 @@ func appendFile(t *testing.T, path, data string) {
 	}
 }
 
-func readFile(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
 // TestSyncTwoMachines: a session synced from one machine is checked out
 // on a second at pi's path; pi appends on both; both syncs bring their
 // branch to the cluster; checkout refuses to overwrite lines not synced.
@@ -279,7 +269,7 @@ func TestSyncTwoMachines(t *testing.T) {
 			if want := filepath.Join(b, strings.TrimPrefix(pathA, a)); pathB != want {
 				t.Fatalf("checkout at %s, want pi's path %s", pathB, want)
 			}
-			if readFile(t, pathB) != readFile(t, pathA) {
+			if testutil.ReadFile(t, pathB) != testutil.ReadFile(t, pathA) {
 				t.Fatal("the checked-out file is not the original")
 			}
 			// Again: the file is the cluster's session, nothing to refuse.
@@ -294,7 +284,7 @@ func TestSyncTwoMachines(t *testing.T) {
 			if r.code != 1 || !strings.Contains(r.stderr, pathB+":4: the file has entries that are not in the cluster: 1 (bbbb0001)") {
 				t.Fatalf("checkout over an unsynced line: exit %d, %q", r.code, r.stderr)
 			}
-			if !strings.Contains(readFile(t, pathB), "bbbb0001") {
+			if !strings.Contains(testutil.ReadFile(t, pathB), "bbbb0001") {
 				t.Fatal("checkout overwrote the unsynced line")
 			}
 			for dir, state := range map[string]string{a: stateA, b: stateB} {
@@ -324,7 +314,7 @@ func TestSyncTwoMachines(t *testing.T) {
 			// Now every line of b is in the cluster: checkout brings a's too,
 			// and the sync of b finds nothing to send.
 			mustRun(t, withFlags(conn, "checkout", sid, "--dir", b)...)
-			if readFile(t, pathB) != exp {
+			if testutil.ReadFile(t, pathB) != exp {
 				t.Error("the second checkout is not the cluster's session")
 			}
 			r = syncOnce(t, b, stateB, conn...)
@@ -444,7 +434,7 @@ func TestSyncNodeRestart(t *testing.T) {
 				testutil.WaitFor(t, 60*time.Second, func() error {
 					for sid, path := range files {
 						r := runCLI(t, "", withFlags(conn, "export", sid)...)
-						if want := readFile(t, path); r.stdout != want {
+						if want := testutil.ReadFile(t, path); r.stdout != want {
 							return fmt.Errorf("%s: export %d bytes, the file %d: %s", path, len(r.stdout), len(want), r.stderr)
 						}
 					}

@@ -90,6 +90,7 @@ func classify(b []byte) (kind lineKind, id string) {
 type storedSession struct {
 	header  []byte
 	entries map[string][]byte
+	ours    bool // imported by this process, its reply lost
 }
 
 // entry is the stored line of entry id; none without a stored session.

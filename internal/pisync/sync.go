@@ -114,6 +114,11 @@ type Syncer struct {
 	// with the cluster: the first time, what the state does not record
 	// (sent just before a crash) is skipped rather than sent again.
 	compared map[string]bool
+	// unanswered holds the files whose import this process sent without
+	// hearing back (a timeout, a dropped connection): a 409 on the retry
+	// is then most likely that import, applied, and is told as imported
+	// rather than as entries the cluster already had.
+	unanswered map[string]bool
 }
 
 // New loads the state and returns a Syncer.
@@ -156,7 +161,7 @@ func New(o Options) (*Syncer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Syncer{o: o, deadPath: dead, files: files, reported: map[string]string{}, seen: map[string]bool{}, compared: map[string]bool{}}, nil
+	return &Syncer{o: o, deadPath: dead, files: files, reported: map[string]string{}, seen: map[string]bool{}, compared: map[string]bool{}, unanswered: map[string]bool{}}, nil
 }
 
 // DeadLetterPath is the default dead-letter file of a state file.
@@ -520,14 +525,23 @@ func (s *Syncer) fresh(ctx context.Context, path string, complete []byte) (*File
 			return nil, err
 		}
 	} else {
-		switch err := s.importFile(ctx, path, complete, lines[hi:], h, st); {
+		err := s.importFile(ctx, path, complete, lines[hi:], h, st)
+		s.mu.Lock()
+		ours := s.unanswered[path]
+		delete(s.unanswered, path)
+		if err != nil && !apiclient.IsStatus(err, http.StatusConflict) {
+			s.unanswered[path] = true
+		}
+		s.mu.Unlock()
+		switch {
 		case err == nil:
 			return st, nil
 		case !apiclient.IsStatus(err, http.StatusConflict):
 			return nil, err // nothing is known to be in the cluster: no state
 		}
+		return s.reconcile(ctx, path, complete, lines[hi:], h, st, ours)
 	}
-	return s.reconcile(ctx, path, complete, lines[hi:], h, st)
+	return s.reconcile(ctx, path, complete, lines[hi:], h, st, false)
 }
 
 // importFile imports the file's complete lines (from the header on) as
@@ -598,8 +612,10 @@ func lastEntryID(lines []line) string {
 
 // reconcile compares a file (from its header line on) with the session the
 // cluster has: the header must be the same, entries the cluster has are
-// skipped (refused when their content differs), the rest appended.
-func (s *Syncer) reconcile(ctx context.Context, path string, complete []byte, lines []line, h header, st *FileState) (*FileState, error) {
+// skipped (refused when their content differs), the rest appended. With
+// ours (this process's import of the file went unanswered), a session
+// whose entries are all the file's is counted as imported, not as known.
+func (s *Syncer) reconcile(ctx context.Context, path string, complete []byte, lines []line, h header, st *FileState, ours bool) (*FileState, error) {
 	body, err := exportOf(ctx, s.o.Client, h.id)
 	if err != nil {
 		return nil, err
@@ -633,6 +649,10 @@ func (s *Syncer) reconcile(ctx context.Context, path string, complete []byte, li
 	}
 	if total > 0 && known == 0 && len(stored.entries) > 0 {
 		return stop(fmt.Sprintf("none of the %d entries is among the %d of session %s in the cluster (new ids: pi migrated a version-1 file?)", total, len(stored.entries), h.id))
+	}
+	if ours && known == len(stored.entries) {
+		stored.ours = true
+		s.count(func(c *Summary) { c.Imported++ })
 	}
 	if err := s.sendLines(ctx, path, complete, st, &stored); err != nil {
 		return st, err
@@ -686,7 +706,13 @@ func (s *Syncer) sendLines(ctx context.Context, path string, complete []byte, st
 		case kindEntry:
 			if have, ok := stored.entry(id); ok {
 				if bytes.Equal(have, l.body) {
-					s.count(func(c *Summary) { c.Known++ })
+					s.count(func(c *Summary) {
+						if stored.ours {
+							c.Bytes += int64(len(l.body)) + 1 // this process's own import
+						} else {
+							c.Known++
+						}
+					})
 				} else {
 					err = refuse(l, id, errors.New("the cluster has an entry with this id and other content"))
 				}

@@ -546,3 +546,59 @@ func TestNewSessionInFile(t *testing.T) {
 		t.Error("the two sessions are not both in the cluster")
 	}
 }
+
+// lostReply applies the first import and then answers with an error, as a
+// node that stored it but whose reply timed out.
+type lostReply struct {
+	apiclient.Client
+	mu   sync.Mutex
+	lost bool
+}
+
+func (c *lostReply) Do(ctx context.Context, req wire.Request) ([]byte, error) {
+	b, err := c.Client.Do(ctx, req)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := req.(wire.ImportRequest); ok && err == nil && !c.lost {
+		c.lost = true
+		return nil, errors.New("no reply to pi.v1.import within 10s")
+	}
+	return b, err
+}
+
+// TestImportReplyLost: an import the node applied but did not answer is
+// retried by the next pass, which finds the session (409) and tells it as
+// imported, not as entries the cluster already had; then new lines go on.
+func TestImportReplyLost(t *testing.T) {
+	f := newFixture(t)
+	sid, path := testutil.SessionID(t), filepath.Join(f.dir, "s.jsonl")
+	write(t, path, firstFlush(sid))
+	o := f.options()
+	o.Client = &lostReply{Client: f.c}
+	s, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if retry, _ := s.pass(context.Background(), []string{path}); len(retry) != 1 {
+		t.Fatalf("the file whose import went unanswered is not retried: %v", retry)
+	}
+	write(t, path, entryLine("a0000003", "a0000002", "user", "and then?")+"\n")
+	if err := s.Once(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if sum := s.Summary(); sum.Imported != 1 || sum.Appended != 1 || sum.Known != 0 || sum.Refused != 0 {
+		t.Errorf("summary %+v: want 1 imported, 1 appended, none known", sum)
+	}
+	if got, want := f.export(sid), testutil.ReadFile(t, path); got != want {
+		t.Errorf("export:\n%s\nwant the file:\n%s", got, want)
+	}
+	// A session another writer put there is still told as known.
+	sid2, path2 := testutil.SessionID(t), filepath.Join(f.dir, "t.jsonl")
+	write(t, path2, firstFlush(sid2))
+	if _, err := f.c.Do(context.Background(), wire.ImportRequest{File: []byte(testutil.ReadFile(t, path2))}); err != nil {
+		t.Fatal(err)
+	}
+	if sum := f.once(); sum.Imported != 0 || sum.Known != 2 {
+		t.Errorf("a session imported by someone else: %+v, want 2 entries known", sum)
+	}
+}

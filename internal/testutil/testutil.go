@@ -3,6 +3,7 @@ package testutil
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -108,4 +109,14 @@ func SessionID(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return id.String()
+}
+
+// ReadFile is the file's content; the test fails if it cannot be read.
+func ReadFile(t testing.TB, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
