@@ -71,6 +71,8 @@ type Config struct {
 	SnapshotInterval time.Duration
 	MinSeqTimeout    time.Duration
 	ShutdownGrace    time.Duration
+	LameDuck         time.Duration
+	ReadyMaxLag      uint64
 	// AbandonedAfter is how long a session written in several batches may
 	// stay incomplete (no new record) before a node removes it.
 	AbandonedAfter time.Duration
@@ -109,6 +111,7 @@ func DefaultConfig() Config {
 		GoMemoryLimit:    "auto",
 		SnapshotInterval: 5 * time.Minute,
 		ShutdownGrace:    20 * time.Second,
+		ReadyMaxLag:      100,
 		AbandonedAfter:   30 * time.Second,
 		LogLevel:         "info",
 		LogFormat:        "text",
@@ -166,7 +169,9 @@ func (c *Config) ParseFlags(args []string, getenv func(string) string, stderr io
 	fs.DurationVar(&c.SnapshotInterval, "snapshot-interval", c.SnapshotInterval, "how often the node snapshots its in-memory sessions to <data-dir>/store (also at shutdown), so a restart serves at once; 0 disables snapshots")
 	fs.DurationVar(&c.MinSeqTimeout, "min-seq-timeout", c.MinSeqTimeout, "how long a read waits for this node to apply what it must reflect: minSeq, its own writes, consistency=strong (then 504)")
 	fs.DurationVar(&c.AbandonedAfter, "abandoned-import-after", c.AbandonedAfter, "how long an import or fork written in several atomic batches may stay incomplete (its writer died) before a node removes it; it is hidden meanwhile")
-	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", c.ShutdownGrace, "how long SIGTERM waits for requests in flight")
+	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", c.ShutdownGrace, "after the lame duck, how long a shutdown waits for requests in flight and the last snapshot together (one deadline; a snapshot cut short only means more log to read at the next start)")
+	fs.DurationVar(&c.LameDuck, "lame-duck", c.LameDuck, "on SIGTERM, how long pi-node goes on serving HTTP with /readyz 503 and Connection: close, its NATS service withdrawn, before it stops taking requests: the time load balancers or Kubernetes endpoints take to move clients away (e.g. 5s; SIGINT skips it). Either way a SIGTERM ends in lame-duck mode: the embedded server hands its leaderships over and tells its clients")
+	fs.Uint64Var(&c.ReadyMaxLag, "ready-max-lag", c.ReadyMaxLag, "with an embedded cluster, /readyz also needs this node's replica of every stream to be at most this many entries behind its leader (and heard from), so a rolling restart does not move on while it catches up")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "text or json")
 	fs.StringVar(&c.MonitorListen, "monitor-listen", c.MonitorListen, "host:port of the embedded NATS server's monitoring endpoints (/varz, /jsz, /healthz, ...), for NATS tooling such as prometheus-nats-exporter; unauthenticated (nats-server has no auth for them), so loopback only unless --insecure (empty: off)")

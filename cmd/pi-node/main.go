@@ -30,6 +30,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, "pi-node:", err)
 		os.Exit(2)
 	}
+	// sigs tells which signal ended the wait (SIGTERM: a lame duck first),
+	// and a second one cuts the lame duck short.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if err := m.Run(ctx); err != nil {
@@ -41,8 +45,19 @@ func main() {
 	signal.Notify(hup, syscall.SIGHUP) // --http-tokens, --http-tls-cert
 	go m.reloadOn(ctx, hup)
 	select {
-	case <-ctx.Done():
-		m.Logger.Info("shutting down")
+	case sig := <-sigs:
+		m.Logger.Info("shutting down", "signal", sig.String())
+		if sig == syscall.SIGTERM {
+			lctx, cancel := context.WithCancel(context.Background())
+			go func() {
+				<-sigs
+				cancel()
+			}()
+			if err := m.LameDuck(lctx, m.Config.LameDuck); err != nil {
+				m.Logger.Warn("lame duck: stopping the NATS service", "err", err)
+			}
+			cancel()
+		}
 	case msg := <-m.Fatal():
 		m.Logger.Error("shutting down: the embedded NATS server hit a fatal error", "err", msg)
 		_ = m.Close()

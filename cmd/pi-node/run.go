@@ -68,6 +68,12 @@ type Main struct {
 	stopBG         context.CancelFunc // ends the background work below
 	bg             sync.WaitGroup     // releaseAfterRebuild
 	leaderless     atomic.Int64       // unix nanos since the stream has had no leader (0: it has one)
+	// Readiness of this node's own replicas (replicaReady): caughtUp once
+	// they have all been current since start; behindSince when one fell
+	// behind after that (0: none).
+	caughtUp    atomic.Bool
+	behindSince atomic.Int64
+	draining    atomic.Bool // LameDuck has begun: not ready, the server goes in lame-duck mode
 }
 
 // NewMain returns a Main with the default configuration.
@@ -329,32 +335,51 @@ func (m *Main) mode() string {
 // with a failure rather than serve on top of it.
 func (m *Main) Fatal() <-chan string { return m.fatal }
 
-// Close stops accepting, drains requests in flight (up to ShutdownGrace),
-// stops the Store's consumer, closes the connection and shuts the embedded
-// server down; it returns once every goroutine Run started has ended. Safe
-// to call after a failed Run.
+// LameDuck is the first part of a graceful stop (SIGTERM): /readyz answers
+// 503, HTTP answers carry Connection: close, and the NATS micro service
+// leaves its queue group, so NATS API requests go to the other nodes at
+// once. HTTP requests are still served for delay (or until ctx ends: a
+// second signal), the time a load balancer or Kubernetes' endpoints take
+// to stop sending any; Close then does the rest.
+func (m *Main) LameDuck(ctx context.Context, delay time.Duration) error {
+	m.draining.Store(true)
+	m.Logger.Info("lame duck: not ready, withdrawing the NATS service, HTTP closing connections; stopping after the delay", "delay", delay)
+	if m.http != nil {
+		m.http.SetKeepAlivesEnabled(false)
+	}
+	var err error
+	if m.micro != nil {
+		err = m.micro.Stop() // waits for the handlers in flight
+		m.micro = nil
+	}
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return err
+}
+
+// Close stops accepting, drains requests in flight and writes the Stores'
+// last snapshots (together within ShutdownGrace), closes the connection and
+// shuts the embedded server down (after LameDuck, in lame-duck mode: its
+// leaderships handed over, its clients told); it returns once every
+// goroutine Run started has ended. Safe to call after a failed Run.
 func (m *Main) Close() error {
 	if m.stopBG != nil {
 		m.stopBG()
 		m.bg.Wait()
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), m.Config.ShutdownGrace)
+	defer cancel()
 	var errs []error
 	if m.micro != nil {
 		errs = append(errs, m.micro.Stop())
 	}
 	if m.http != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), m.Config.ShutdownGrace)
 		errs = append(errs, m.http.Shutdown(ctx))
-		cancel()
 		if err := <-m.serveErr; !errors.Is(err, http.ErrServerClosed) {
-			errs = append(errs, err)
-		}
-	}
-	if m.metricsHTTP != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), m.Config.ShutdownGrace)
-		errs = append(errs, m.metricsHTTP.Shutdown(ctx))
-		cancel()
-		if err := <-m.metricsErr; !errors.Is(err, http.ErrServerClosed) {
 			errs = append(errs, err)
 		}
 	}
@@ -368,10 +393,25 @@ func (m *Main) Close() error {
 	closed := make([]error, len(stores))
 	var wg sync.WaitGroup
 	for k, st := range stores {
-		wg.Go(func() { closed[k] = st.Close() })
+		wg.Go(func() { closed[k] = st.CloseContext(ctx) })
 	}
 	wg.Wait()
-	errs = append(errs, closed...)
+	for k, err := range closed {
+		if errors.Is(err, context.DeadlineExceeded) {
+			// Nothing is lost: the log has it all, and the next start reads
+			// what the previous snapshot lacks.
+			m.Logger.Warn("the last snapshot did not fit in --shutdown-grace; the previous one stays", "shard", k, "err", err)
+			continue
+		}
+		errs = append(errs, err)
+	}
+	// Metrics are scraped to the end, the shutdown's included.
+	if m.metricsHTTP != nil {
+		errs = append(errs, m.metricsHTTP.Shutdown(ctx))
+		if err := <-m.metricsErr; !errors.Is(err, http.ErrServerClosed) {
+			errs = append(errs, err)
+		}
+	}
 	if m.region != nil {
 		m.region.Close()
 	}
@@ -379,7 +419,11 @@ func (m *Main) Close() error {
 		m.conn.Close()
 	}
 	if m.server != nil {
-		m.server.Shutdown()
+		if m.draining.Load() {
+			m.server.LameDuckShutdown()
+		} else {
+			m.server.Shutdown()
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -85,6 +85,9 @@ func (m *Main) streamStatus(ctx context.Context, name string) (wire.StreamStatus
 // is not required: a mirror region serves reads while its home is down,
 // once its mirror has caught up with the home (region.Node.Ready).
 func (m *Main) ready(ctx context.Context) error {
+	if m.draining.Load() {
+		return errors.New("shutting down (lame duck)")
+	}
 	if st := m.conn.NC.Status(); st != nats.CONNECTED {
 		return fmt.Errorf("NATS connection is %v", st)
 	}
@@ -94,10 +97,10 @@ func (m *Main) ready(ctx context.Context) error {
 		}
 	}
 	cfg := m.streamConfig()
-	err := m.backendReady(ctx, cfg)
+	behind, err := m.backendReady(ctx, cfg)
 	if err == nil {
 		m.leaderless.Store(0)
-		return nil
+		return m.replicaReady(behind)
 	}
 	if errors.Is(err, jetstream.ErrMissing) {
 		return err // not an election: the stream or bucket is gone
@@ -117,24 +120,63 @@ func (m *Main) ready(ctx context.Context) error {
 	return nil
 }
 
-// backendReady checks the stream the Store follows (and its leader) and,
-// outside region mode, the cursor bucket.
-func (m *Main) backendReady(ctx context.Context, cfg jetstream.Config) error {
-	for k := range max(1, len(m.streams())) {
-		name := cfg.Shard(k).Stream
+// backendReady checks the streams the Stores follow (and their leaders)
+// and, outside region mode, the cursor bucket. behind is the first of them
+// whose replica on this node's embedded server is not current.
+func (m *Main) backendReady(ctx context.Context, cfg jetstream.Config) (behind, err error) {
+	var self string // the embedded server's name: the replicas that are this node's
+	if m.server != nil {
+		self = m.server.ServerName
+	}
+	check := func(name, what string) error {
 		s, err := m.conn.JS.Stream(ctx, name)
 		if err != nil {
-			return fmt.Errorf("stream %s: %w", name, jetstream.Classify(err))
+			return fmt.Errorf("%s: %w", what, jetstream.Classify(err))
 		}
-		if err := jetstream.Leaderless(s.CachedInfo()); err != nil {
+		info := s.CachedInfo()
+		if err := jetstream.Leaderless(info); err != nil {
 			return err
+		}
+		if behind == nil {
+			behind = jetstream.ReplicaBehind(info, self, m.Config.ReadyMaxLag)
+		}
+		return nil
+	}
+	for k := range max(1, len(m.streams())) {
+		name := cfg.Shard(k).Stream
+		if err := check(name, "stream "+name); err != nil {
+			return nil, err
 		}
 	}
 	if m.region != nil {
-		return nil // a mirror region serves reads while its home is down
+		return behind, nil // a mirror region serves reads while its home is down
 	}
-	if _, err := m.conn.JS.KeyValue(ctx, m.jsCfg.Bucket); err != nil {
-		return fmt.Errorf("bucket %s: %w", m.jsCfg.Bucket, jetstream.Classify(err))
+	if err := check("KV_"+m.jsCfg.Bucket, "bucket "+m.jsCfg.Bucket); err != nil {
+		return nil, err
+	}
+	return behind, nil
+}
+
+// replicaReady: a node is not ready until its replicas have caught up
+// since it started (a rolling restart must not take down the next node
+// while this one is the replica a majority needs), and one that falls
+// behind later stays ready for electionGrace first: a burst of writes or
+// a slow disk is not a reason to pull it out of service.
+func (m *Main) replicaReady(behind error) error {
+	if behind == nil {
+		m.caughtUp.Store(true)
+		m.behindSince.Store(0)
+		return nil
+	}
+	if !m.caughtUp.Load() {
+		return behind
+	}
+	now := time.Now().UnixNano()
+	if m.behindSince.CompareAndSwap(0, now) {
+		return nil
+	}
+	if since := m.behindSince.Load(); since != 0 && time.Duration(now-since) > electionGrace {
+		return behind
 	}
 	return nil
 }

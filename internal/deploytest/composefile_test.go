@@ -178,8 +178,9 @@ func TestComposeFileMatchesPiNode(t *testing.T) {
 		if err != nil {
 			grace = 20 * time.Second // pi-node's default
 		}
-		if stop, _ := time.ParseDuration(svc.StopGracePeriod); stop <= grace {
-			t.Errorf("%s: stop_grace_period %q does not exceed --shutdown-grace %v: Docker would SIGKILL a draining node", where, svc.StopGracePeriod, grace)
+		lameDuck, _ := time.ParseDuration(st.values["lame-duck"]) // unset: 0
+		if stop, _ := time.ParseDuration(svc.StopGracePeriod); stop <= stopBudget(lameDuck, grace) {
+			t.Errorf("%s: stop_grace_period %q does not exceed --lame-duck %v + --shutdown-grace %v + the NATS hand-over: Docker would SIGKILL a stopping node", where, svc.StopGracePeriod, lameDuck, grace)
 		}
 		if len(svc.Ports) > 0 {
 			publishing = append(publishing, name)
@@ -326,4 +327,11 @@ func TestDockerfile(t *testing.T) {
 			t.Errorf("Dockerfile lacks %q", w)
 		}
 	}
+}
+
+// stopBudget is the longest a SIGTERM takes pi-node (docs/OPERATIONS.md
+// "Stopping a node"): the lame duck, the drain and last snapshot within
+// the grace, and the NATS server's lame-duck mode (embedded.LameDuckBudget).
+func stopBudget(lameDuck, grace time.Duration) time.Duration {
+	return lameDuck + grace + 4*time.Second
 }

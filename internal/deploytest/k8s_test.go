@@ -386,10 +386,20 @@ func TestK8sStatefulSet(t *testing.T) {
 	if v := st.values["sync"]; v != "always" && v != "interval" {
 		t.Errorf("--sync=%q", v)
 	}
-	if g, err := time.ParseDuration(st.values["shutdown-grace"]); err != nil {
+	g, err := time.ParseDuration(st.values["shutdown-grace"])
+	if err != nil {
 		t.Errorf("--shutdown-grace=%q: %v", st.values["shutdown-grace"], err)
-	} else if tg := pod.TerminationGracePeriodSeconds; tg == nil || time.Duration(*tg)*time.Second < g+10*time.Second {
-		t.Errorf("terminationGracePeriodSeconds %v leaves no margin over --shutdown-grace=%v", tg, g)
+	}
+	lameDuck, err := time.ParseDuration(st.values["lame-duck"])
+	if err != nil || lameDuck < 3*time.Second {
+		// Endpoints and kube-proxy take a few seconds to stop sending.
+		t.Errorf("--lame-duck=%q: want a few seconds for the endpoints to move away", st.values["lame-duck"])
+	}
+	if tg := pod.TerminationGracePeriodSeconds; tg == nil || time.Duration(*tg)*time.Second < stopBudget(lameDuck, g)+10*time.Second {
+		t.Errorf("terminationGracePeriodSeconds %v leaves no margin over --lame-duck=%v + --shutdown-grace=%v + the NATS hand-over", tg, lameDuck, g)
+	}
+	if sts.Spec.MinReadySeconds < 5 {
+		t.Errorf("minReadySeconds %d: a rollout would take the next pod as soon as this one answers once", sts.Spec.MinReadySeconds)
 	}
 
 	// Scheduling: one pod per machine.

@@ -373,6 +373,36 @@ func Leaderless(info *jetstream.StreamInfo) error {
 	return nil
 }
 
+// ReplicaBehind says why server's replica of the stream is not current
+// by its leader's account: offline, not heard from for replicaSilence, or
+// more than maxLag entries behind. nil when it is current, is the leader,
+// or holds no replica (a stream of R3 on five servers). The info must come
+// from the leader (a stream info request is answered by it).
+func ReplicaBehind(info *jetstream.StreamInfo, server string, maxLag uint64) error {
+	if info == nil || info.Cluster == nil || server == "" || info.Cluster.Leader == "" || info.Cluster.Leader == server {
+		return nil // no leader is Leaderless's to report
+	}
+	for _, p := range info.Cluster.Replicas {
+		if p.Name != server {
+			continue
+		}
+		switch {
+		case p.Offline:
+			return fmt.Errorf("%w: this node's replica of stream %s is offline to its leader %s", wire.ErrUnavailable, info.Config.Name, info.Cluster.Leader)
+		case p.Active > replicaSilence:
+			return fmt.Errorf("%w: this node's replica of stream %s has not been heard from by its leader %s for %v", wire.ErrUnavailable, info.Config.Name, info.Cluster.Leader, p.Active.Round(time.Millisecond))
+		case p.Lag > maxLag:
+			return fmt.Errorf("%w: this node's replica of stream %s is %d entries behind its leader %s (ready at %d or fewer)", wire.ErrUnavailable, info.Config.Name, p.Lag, info.Cluster.Leader, maxLag)
+		}
+		return nil
+	}
+	return nil
+}
+
+// replicaSilence: a leader hears from each replica every second (raft
+// heartbeats); three missed ones is a replica that is not following.
+const replicaSilence = 3 * time.Second
+
 // leaderLease is how recently a stream leader must have heard from a
 // majority (itself included) for its state to be the log's: a follower
 // that answered the leader at t does not call an election before

@@ -239,6 +239,15 @@ func (st *Store) Open(ctx context.Context) error {
 // last snapshot below must not race with a periodic one, and nothing may
 // poll the log once its owner closes the connection.
 func (st *Store) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return st.CloseContext(ctx)
+}
+
+// CloseContext is Close with the last snapshot bounded by ctx (a shutdown's
+// deadline): one cut short leaves the previous snapshot in place, and the
+// next start reads more of the log.
+func (st *Store) CloseContext(ctx context.Context) error {
 	if st.cancel == nil {
 		return nil
 	}
@@ -246,8 +255,6 @@ func (st *Store) Close() error {
 	st.wg.Wait()
 	st.cancel = nil
 	// A last snapshot, so the next start has nothing to re-read.
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	err := st.Snapshot(ctx)
 	st.snapMu.Lock()
 	if st.snap != nil {

@@ -5,7 +5,9 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -20,10 +22,13 @@ import (
 // SIGTERM, and started again. Every append must end acknowledged: an
 // answer that retrying cannot fix (a 4xx, say 404 for a session that
 // exists) fails the test. Afterwards every acknowledged entry is stored
-// exactly once, identically on every node.
+// exactly once, identically on every node. The stop is a lame duck: the
+// node says it is not ready and closes its HTTP connections while it still
+// serves, then hands its leaderships over, inside the shutdown budget.
 func TestStopStreamLeader(t *testing.T) {
 	skipShort(t)
-	nodes := startEmbeddedCluster(t, 3)
+	const lameDuck = 2 * time.Second
+	nodes := startEmbeddedClusterWith(t, 3, "--lame-duck", lameDuck.String())
 	bases := make([]string, len(nodes))
 	for i, nd := range nodes {
 		bases[i] = nd.base
@@ -81,14 +86,23 @@ func TestStopStreamLeader(t *testing.T) {
 	acksPast(200, "writes flowing")
 	before := prog.acks.Load()
 	stoppedAt := time.Now()
-	if err := leader.Stop(stopTimeout); err != nil {
+	stopDone := make(chan error, 1)
+	go func() { stopDone <- leader.Stop(stopTimeout) }()
+	checkLameDuck(t, leader)
+	if err := <-stopDone; err != nil {
 		t.Errorf("%s (stream leader) did not shut down cleanly on SIGTERM: %v", leader.name, err)
 	}
 	stopTook := time.Since(stoppedAt)
+	// The lame duck, --shutdown-grace (10s here) and the server's lame-duck
+	// mode (4 s at most: embedded.LameDuckBudget).
+	if budget := lameDuck + 10*time.Second + 4*time.Second; stopTook > budget {
+		t.Errorf("SIGTERM under load: %s stopped after %v, beyond its budget of %v", leader.name, stopTook, budget)
+	}
 	acksPast(before+300, "writes after the leader stopped")
 	restartAt := time.Now()
 	leader.Start(t)
 	readyIn := leader.waitReady(t)
+	lagAtReady := replicaLag(t, nodes, leader.name)
 	acksPast(prog.acks.Load()+300, "writes after the restart")
 	stopWriters()
 	if err := firstErr.Load(); err != nil {
@@ -110,7 +124,63 @@ func TestStopStreamLeader(t *testing.T) {
 		}
 	}
 	t.Logf("MEASURED SIGTERM of the stream leader %s under %d writers: shutdown %v; longest wait of a writer between two acks %v; "+
-		"restarted: /readyz after %v (%v after the stop); %d entries, %d duplicates, %d lost; failed attempts: %s",
+		"restarted: /readyz after %v (%v after the stop), its replica then %s; %d entries, %d duplicates, %d lost; failed attempts: %s",
 		leader.name, n, stopTook.Round(time.Millisecond), longest.Round(time.Millisecond), readyIn.Round(time.Millisecond),
-		restartAt.Sub(stoppedAt).Round(time.Millisecond), prog.acks.Load(), dups, lost, fmtCounts(errKinds))
+		restartAt.Sub(stoppedAt).Round(time.Millisecond), lagAtReady, prog.acks.Load(), dups, lost, fmtCounts(errKinds))
+}
+
+// checkLameDuck: a node told to stop answers /readyz with 503 and closes
+// each HTTP connection after its answer, while it still serves.
+func checkLameDuck(t *testing.T, nd *piNode) {
+	t.Helper()
+	hc := &http.Client{Timeout: 5 * time.Second}
+	testutil.WaitFor(t, 10*time.Second, func() error {
+		resp, err := hc.Get(nd.base + "/readyz")
+		if err != nil {
+			return err
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "lame duck") {
+			return fmt.Errorf("%s /readyz after SIGTERM: %d %s", nd.name, resp.StatusCode, body)
+		}
+		return nil
+	})
+	resp, err := hc.Get(nd.base + "/v1/sessions")
+	if err != nil {
+		t.Errorf("%s in its lame duck: %v", nd.name, err)
+		return
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !resp.Close {
+		t.Errorf("%s in its lame duck: GET /v1/sessions %d, Connection: close %v; want 200, close", nd.name, resp.StatusCode, resp.Close)
+	}
+}
+
+// replicaLag is node's replica of the stream as another node's /v1/status
+// (the leader's view) reports it.
+func replicaLag(t *testing.T, nodes []*piNode, node string) string {
+	t.Helper()
+	for _, nd := range nodes {
+		if nd.name == node {
+			continue
+		}
+		st, err := status(nd.base)
+		if err != nil {
+			continue
+		}
+		if st.JetStream.Stream.Leader == node {
+			return "the leader"
+		}
+		for _, f := range st.JetStream.Stream.Followers {
+			if f.Name == node {
+				if f.Lag == nil {
+					return fmt.Sprintf("current %v, lag unknown", f.Current)
+				}
+				return fmt.Sprintf("current %v, lag %d", f.Current, *f.Lag)
+			}
+		}
+	}
+	return "unknown"
 }

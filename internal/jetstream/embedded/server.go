@@ -131,6 +131,11 @@ func (s *Server) options() (*server.Options, error) {
 		HTTPPort:           s.MonitorPort,
 		NoSigs:             true,
 		NoLog:              s.Logger == nil,
+		// LameDuckShutdown's: the clients left once pi-node's own work is
+		// done are few (other nodes' tools, NATS API callers), and a pod's
+		// grace period is short; nats-server's 2 min default would outlast it.
+		LameDuckDuration:    lameDuckDuration,
+		LameDuckGracePeriod: time.Second,
 	}
 	if !s.SyncAlways {
 		opts.SyncInterval = s.SyncInterval
@@ -284,14 +289,33 @@ func (s *Server) clientAuth() []nats.Option {
 
 // Shutdown stops the server and waits until it has stopped; Start may then
 // start it again.
-func (s *Server) Shutdown() {
+func (s *Server) Shutdown() { s.stop((*server.Server).Shutdown) }
+
+// stop stops the server by how and waits until it has.
+func (s *Server) stop(how func(*server.Server)) {
 	if s.ns == nil {
 		return
 	}
-	s.ns.Shutdown()
+	how(s.ns)
 	s.ns.WaitForShutdown()
 	s.ns = nil
 }
+
+// LameDuckShutdown stops the server as a rolling restart wants it to: it
+// stops accepting clients, hands the leadership of every raft group it
+// leads (streams, consumers, the meta group) to a current peer, so the
+// cluster does not wait out an election timeout (4-9 s) to write again,
+// tells its clients it is going (nats.go's lame-duck handler), closes them
+// over LameDuckBudget so they reconnect elsewhere without a storm, and
+// shuts down. It returns once the server has stopped.
+func (s *Server) LameDuckShutdown() { s.stop((*server.Server).LameDuckShutdown) }
+
+// lameDuckDuration bounds LameDuckShutdown past the leader hand-off (1 s)
+// and the grace before clients are closed (1 s).
+const lameDuckDuration = 3 * time.Second
+
+// LameDuckBudget is the longest LameDuckShutdown takes.
+const LameDuckBudget = lameDuckDuration + time.Second
 
 // ClientURL returns the URL clients connect to ("" before Start).
 func (s *Server) ClientURL() string {
