@@ -28,8 +28,9 @@ Writes every secret a secured pi-node deployment needs into DIR (created
                             *.pi-node.ns.svc.cluster.local work)
   nats-auth.json            pi-node's --nats-auth: users admin (admin),
                             worker (client), reader (reader), jsworker
-                            (jetstream) as bcrypt hashes, and the routes'
-                            and gateways' passwords
+                            (jetstream), sys (system: NATS tooling) as
+                            bcrypt hashes, and the routes' and gateways'
+                            passwords
   nats-USER.password        each of those users' password
   http-tokens               pi-node's --http-tokens: admin (admin), worker
                             (read, write), reader (read)
@@ -48,6 +49,7 @@ var (
 		{User: "worker", Role: natsauth.RoleClient},
 		{User: "reader", Role: natsauth.RoleReader},
 		{User: "jsworker", Role: natsauth.RoleJetStream},
+		{User: "sys", Role: natsauth.RoleSystem},
 	}
 	genTokens = []tokenLine{
 		{Name: "admin", Scopes: []string{"admin"}},

@@ -90,7 +90,7 @@ func TestGenSecrets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	roles := map[string]string{"admin": "admin", "worker": "client", "reader": "reader", "jsworker": "jetstream"}
+	roles := map[string]string{"admin": "admin", "worker": "client", "reader": "reader", "jsworker": "jetstream", "sys": "system"}
 	if len(auth.Users) != len(roles) || auth.Routes == nil || auth.Gateways == nil {
 		t.Fatalf("nats-auth.json: %+v", auth)
 	}

@@ -58,7 +58,7 @@ func TestNATSUserNew(t *testing.T) {
 		t.Error("worker's hash is not the new password's alone")
 	}
 	mustRun(t, "nats-user", "new", "dash", "--role", "reader", "--append", file)
-	if f, _ := natsauth.Load(file); len(f.Users) != 5 || f.Routes == nil {
+	if f, _ := natsauth.Load(file); len(f.Users) != len(genNATSUsers)+1 || f.Routes == nil {
 		t.Errorf("after adding: %+v", f)
 	}
 	if fi, _ := os.Stat(file); fi.Mode().Perm() != 0o600 {

@@ -29,10 +29,15 @@ const (
 	// session stream and the cursor bucket, read and append, and not one
 	// JetStream administration subject.
 	RoleJetStream = "jetstream"
+	// RoleSystem: NATS tooling (nats server report jetstream, surveyor,
+	// prometheus-nats-exporter's server metrics): a user of the servers'
+	// system account, which sees every server's state and none of the
+	// account that holds the sessions.
+	RoleSystem = "system"
 )
 
 // Roles are the valid roles, in the docs' order.
-var Roles = []string{RoleClient, RoleReader, RoleJetStream, RoleAdmin}
+var Roles = []string{RoleClient, RoleReader, RoleJetStream, RoleAdmin, RoleSystem}
 
 // File is the --nats-auth file: one JSON object.
 //

@@ -56,7 +56,7 @@ func Permissions(role string, logs []Names) *Perms {
 		}
 		return &Perms{Publish: pub, Subscribe: inbox}
 	}
-	return nil // admin
+	return nil // admin; system, in an account of its own
 }
 
 // opSubjects are the NATS subjects of the operations that need one of

@@ -35,14 +35,32 @@ func (s *Server) authOptions(opts *server.Options) error {
 		// credential with every right is held only by this process.
 		s.internalPass = hex.EncodeToString(b)
 	}
+	// An authorization block, as a config file would have one: declaring
+	// the system account below with only the global one beside it would
+	// otherwise make nats-server add a user for connections without
+	// credentials (its "system account only" convenience), admitting them.
+	if err := opts.ProcessConfigString("authorization { timeout: 2 }"); err != nil {
+		return err
+	}
 	opts.Users = []*server.User{{Username: natsauth.InternalUser, Password: s.internalPass}}
+	// The system account, named as nats-server names its default one (every
+	// server of a cluster must agree, and servers without a users file use
+	// the default), declared so the system role's users can be put in it,
+	// at start and on a reload alike. The other users stay in the global
+	// account, the one with JetStream.
+	sys := server.NewAccount(server.DEFAULT_SYSTEM_ACCOUNT)
+	opts.Accounts, opts.SystemAccount = []*server.Account{sys}, sys.Name
 	for _, u := range s.Auth.Users {
 		perms := serverPerms(natsauth.Permissions(u.Role, s.Logs))
+		var acc *server.Account // the global account
+		if u.Role == natsauth.RoleSystem {
+			acc = sys
+		}
 		if u.NKey != "" {
-			opts.Nkeys = append(opts.Nkeys, &server.NkeyUser{Nkey: u.NKey, Permissions: perms})
+			opts.Nkeys = append(opts.Nkeys, &server.NkeyUser{Nkey: u.NKey, Permissions: perms, Account: acc})
 			continue
 		}
-		opts.Users = append(opts.Users, &server.User{Username: u.User, Password: u.Password, Permissions: perms})
+		opts.Users = append(opts.Users, &server.User{Username: u.User, Password: u.Password, Permissions: perms, Account: acc})
 	}
 	if p := s.Auth.Gateways; p != nil && opts.Gateway.Name != "" {
 		// The server checks these on inbound gateways and sends them on

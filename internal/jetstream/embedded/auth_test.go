@@ -230,3 +230,60 @@ func TestGatewaySecurityOptions(t *testing.T) {
 		t.Error("options changed the caller's gateway URLs")
 	}
 }
+
+// TestSystemRole: a user of the system role is in the servers' system
+// account, where NATS tooling's requests are answered (what nats server
+// report jetstream sends), and sees nothing of the account holding the
+// sessions; a system user added by a reload connects, and the other
+// connections stay.
+func TestSystemRole(t *testing.T) {
+	s, f := authServer(t)
+	sys, err := dial(t, s, natsauth.RoleSystem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jsz := func(c *conn) (string, error) {
+		msg, err := c.Request("$SYS.REQ.SERVER.PING.JSZ", []byte(`{}`), 5*time.Second)
+		if err != nil {
+			return "", err
+		}
+		return string(msg.Data), nil
+	}
+	body, err := jsz(sys)
+	if err != nil || !strings.Contains(body, `"server":{"name":`) || !strings.Contains(body, `"config":{`) {
+		t.Fatalf("$SYS.REQ.SERVER.PING.JSZ as the system user: %v %.300s", err, body)
+	}
+	// The global account has JetStream; the system account has none.
+	if msg, err := sys.Request("$JS.API.INFO", nil, time.Second); err == nil && !strings.Contains(string(msg.Data), `"error"`) {
+		t.Errorf("the system user reached the sessions' account's JetStream: %s", msg.Data)
+	}
+	admin, err := dial(t, s, natsauth.RoleAdmin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body, err := jsz(admin); err == nil && strings.Contains(body, `"config":{`) {
+		t.Errorf("an admin (the global account) got the servers' JetStream report: %.200s", body)
+	}
+
+	next := *f
+	next.Users = append([]natsauth.User(nil), f.Users...)
+	next.Users = append(next.Users, natsauth.User{User: "surveyor", Password: quickHash(t, "surveyor-pw"), Role: natsauth.RoleSystem})
+	if err := s.Reload(&next); err != nil {
+		t.Fatal(err)
+	}
+	surveyor, err := dial(t, s, "surveyor")
+	if err != nil {
+		t.Fatalf("a system user added by a reload: %v", err)
+	}
+	if _, err := jsz(surveyor); err != nil {
+		t.Errorf("the added system user: %v", err)
+	}
+	for name, c := range map[string]*conn{"system": sys, "admin": admin} {
+		if err := c.Flush(); err != nil || !c.IsConnected() {
+			t.Errorf("%s connection after the reload: %v", name, err)
+		}
+	}
+	if _, err := dial(t, s, ""); err == nil {
+		t.Error("a connection without credentials was admitted after the reload")
+	}
+}
