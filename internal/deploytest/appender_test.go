@@ -1,18 +1,24 @@
 package deploytest
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"strconv"
 	"sync"
+	"syscall"
 	"time"
 )
 
 // appender is a client that keeps appending to one session at a steady
 // pace, as an agent worker would, failing over to the next node when a
-// request fails and retrying the same entry id (safe: appends with the same
-// ids are idempotent). It records when each append was acknowledged, so the
-// test can measure how long writes stalled around an event.
+// request fails and retrying the same entry byte for byte (safe: appends
+// with the same ids are idempotent). It records when each append was
+// acknowledged, so the test can measure how long writes stalled around an
+// event.
 type appender struct {
 	sid     string
 	prefix  string
@@ -20,27 +26,47 @@ type appender struct {
 	pace    time.Duration
 	timeout time.Duration
 	max     int // bound on the entries one appender writes
+	// parent, when set, makes every entry name its parent explicitly: the
+	// writer's last acknowledged entry, the first one this entry. One pi
+	// worker writes its session so.
+	parent string
+	// window, when set, bounds the retries of one entry: an entry still
+	// failing this long after its first attempt is given up (gaveUp) and
+	// the writer goes on with the next. Without it, it retries until halted.
+	window time.Duration
 
 	stop     chan struct{}
 	done     chan struct{}
 	stopOnce sync.Once
 
-	mu        sync.Mutex
-	acked     []string    // ids acknowledged, in order
-	ackTimes  []time.Time // when each was acknowledged
-	sentTimes []time.Time // when each one's acknowledged attempt was sent
-	lastSeq   uint64      // the session's lastSeq after the last acknowledged append
-	pending   string      // an id sent but never acknowledged (outcome unknown)
-	failures  int
-	lastError string
+	mu         sync.Mutex
+	acked      []string    // ids acknowledged, in order
+	ackTimes   []time.Time // when each was acknowledged
+	sentTimes  []time.Time // when each one's acknowledged attempt was sent
+	ackParents []string    // the parentId each was sent with ("": none)
+	lastSeq    uint64      // the session's lastSeq after the last acknowledged append
+	pending    string      // an id sent but never acknowledged (outcome unknown)
+	gaveUp     []string    // ids given up after window (outcome unknown)
+	failures   int
+	failKinds  map[string]int // failed attempts by failKind
+	lastError  string
 }
 
-func startAppender(sid, prefix string, targets []*node) *appender {
-	a := &appender{
+// newAppender is an appender with the default pace and bounds, not started
+// yet: set parent or window, then start it.
+func newAppender(sid, prefix string, targets []*node) *appender {
+	return &appender{
 		sid: sid, prefix: prefix, targets: targets,
 		pace: 50 * time.Millisecond, timeout: 15 * time.Second, max: 5000,
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
+}
+
+func startAppender(sid, prefix string, targets []*node) *appender {
+	return newAppender(sid, prefix, targets).start()
+}
+
+func (a *appender) start() *appender {
 	go a.loop()
 	return a
 }
@@ -50,8 +76,14 @@ func (a *appender) loop() {
 	tick := time.NewTicker(a.pace)
 	defer tick.Stop()
 	turn := 0
+	parent := a.parent
 	for i := 0; i < a.max; i++ {
 		id := fmt.Sprintf("%s%04d", a.prefix, i)
+		// One body for every attempt: a retry must be the same entry to be
+		// recognised (its message timestamp included).
+		body := chainedEntryBody(id, parent)
+		first := time.Now()
+	attempts:
 		for {
 			select {
 			case <-a.stop:
@@ -61,10 +93,21 @@ func (a *appender) loop() {
 				return
 			default:
 			}
+			timeout := a.timeout
+			if a.window > 0 {
+				left := a.window - time.Since(first)
+				if left <= 0 {
+					a.mu.Lock()
+					a.gaveUp = append(a.gaveUp, id)
+					a.mu.Unlock()
+					break attempts
+				}
+				timeout = min(timeout, left)
+			}
 			n := a.targets[turn%len(a.targets)]
 			turn++
 			sent := time.Now()
-			r, err := n.do(http.MethodPost, "/v1/sessions/"+a.sid+"/entries", entryBody(id), a.timeout)
+			r, err := n.do(http.MethodPost, "/v1/sessions/"+a.sid+"/entries", body, timeout)
 			if err == nil && r.status == http.StatusOK {
 				var rep struct {
 					LastSeq uint64 `json:"lastSeq"`
@@ -74,12 +117,20 @@ func (a *appender) loop() {
 				a.acked = append(a.acked, id)
 				a.ackTimes = append(a.ackTimes, time.Now())
 				a.sentTimes = append(a.sentTimes, sent)
+				a.ackParents = append(a.ackParents, parent)
 				a.lastSeq = max(a.lastSeq, rep.LastSeq)
 				a.mu.Unlock()
+				if a.parent != "" {
+					parent = id
+				}
 				break
 			}
 			a.mu.Lock()
 			a.failures++
+			if a.failKinds == nil {
+				a.failKinds = map[string]int{}
+			}
+			a.failKinds[failKind(r, err)]++
 			if err != nil {
 				a.lastError = fmt.Sprintf("%s: %v", n.name, err)
 			} else {
@@ -103,6 +154,23 @@ func (a *appender) loop() {
 		case <-tick.C:
 		}
 	}
+}
+
+// failKind names what went wrong with an attempt: its HTTP status, or
+// refused (nothing listening: a stopped node), reset (the connection
+// dropped), timeout, error.
+func failKind(r *response, err error) string {
+	switch {
+	case err == nil:
+		return strconv.Itoa(r.status)
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "refused"
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "reset"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	}
+	return "error"
 }
 
 // halt stops the appender and waits for its request in flight; it may be
@@ -129,6 +197,12 @@ func (a *appender) ackedSince(t time.Time) int {
 // event at t: between the last ack before it (or t) and the next one, and
 // between any two acks after it.
 func (a *appender) maxGap(t time.Time) time.Duration {
+	return a.maxGapBetween(t, time.Time{})
+}
+
+// maxGapBetween is maxGap for an event from t to end (zero: no end): acks
+// after end count only as the one that closes the last gap.
+func (a *appender) maxGapBetween(t, end time.Time) time.Duration {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	prev := t
@@ -140,6 +214,9 @@ func (a *appender) maxGap(t time.Time) time.Duration {
 		}
 		gap = max(gap, at.Sub(prev))
 		prev = at
+		if !end.IsZero() && at.After(end) {
+			break
+		}
 	}
 	return gap
 }

@@ -15,10 +15,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/testutil"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // cluster is one docker-compose project — docker-compose.yml plus the test
@@ -46,8 +48,19 @@ type node struct {
 	c       *cluster
 	name    string // service name == --node-name
 	cid     string
-	base    string // https://127.0.0.1:port
 	viaExec bool
+
+	// base is https://127.0.0.1:port. A restarted container publishes a
+	// new port (refreshPort) while appenders keep sending to it: hence mu.
+	mu   sync.Mutex
+	base string
+}
+
+// url is the node's base URL, https://127.0.0.1:port.
+func (n *node) url() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.base
 }
 
 // composeCommand picks the compose CLI: $PI_COMPOSE, else docker-compose
@@ -259,7 +272,7 @@ func (n *node) doAs(token, method, path string, body []byte, timeout time.Durati
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, n.base+path, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, method, n.url()+path, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
@@ -336,11 +349,9 @@ type status struct {
 		CaughtUpAt *time.Time `json:"caughtUpAt"`
 	} `json:"store"`
 	JetStream struct {
-		Error  string `json:"error"`
-		Stream struct {
-			Leader  string `json:"leader"`
-			LastSeq uint64 `json:"lastSeq"`
-		} `json:"stream"`
+		Error  string              `json:"error"`
+		Stream wire.StreamStatus   `json:"stream"`
+		Shards []wire.StreamStatus `json:"shards"` // with --shards above 1, Stream among them
 	} `json:"jetstream"`
 }
 
@@ -355,6 +366,16 @@ type sessionInfo struct {
 // entryBody is an append request of one message entry with a client-chosen
 // id, so that a retry after a lost answer is recognised, never duplicated.
 func entryBody(id string) []byte {
-	return fmt.Appendf(nil, `{"entries":[{"type":"message","id":%q,"message":{"role":"user","content":"compose test %s","timestamp":%d}}]}`,
-		id, id, time.Now().UnixMilli())
+	return chainedEntryBody(id, "")
+}
+
+// chainedEntryBody is entryBody with an explicit parentId (none when
+// parent is empty: the server puts the entry under the session's leaf).
+func chainedEntryBody(id, parent string) []byte {
+	var p string
+	if parent != "" {
+		p = fmt.Sprintf(`"parentId":%q,`, parent)
+	}
+	return fmt.Appendf(nil, `{"entries":[{"type":"message","id":%q,%s"message":{"role":"user","content":"compose test %s","timestamp":%d}}]}`,
+		id, p, id, time.Now().UnixMilli())
 }

@@ -369,15 +369,22 @@ func firstAck(aps []*appender, kill, dead time.Time) time.Duration {
 	return rto
 }
 
-// exportIDs reads a session's export from n once it has applied minSeq,
-// and counts its entries by id; parents maps each entry to its parentId.
-func exportIDs(t *testing.T, n *node, sid string, minSeq uint64) (raw []byte, count map[string]int, parents map[string]string) {
+// export is a session's export as one node serves it.
+type export struct {
+	raw     []byte
+	count   map[string]int    // entries by id
+	parents map[string]string // each entry's parentId (roots are absent)
+	pos     map[string]int    // each entry's place among the entries (its first)
+}
+
+// readExport reads a session's export from n once it has applied minSeq.
+func readExport(t *testing.T, n *node, sid string, minSeq uint64) export {
 	t.Helper()
 	r, err := n.do(http.MethodGet, fmt.Sprintf("/v1/sessions/%s/export?minSeq=%d", sid, minSeq), nil, 30*time.Second)
 	if err != nil || r.status != http.StatusOK {
 		t.Fatalf("export of %s on %s (minSeq %d): %v %v", sid, n.name, minSeq, r, err)
 	}
-	count, parents = map[string]int{}, map[string]string{}
+	ex := export{raw: r.body, count: map[string]int{}, parents: map[string]string{}, pos: map[string]int{}}
 	for _, line := range bytes.Split(bytes.TrimSpace(r.body), []byte("\n")) {
 		var e struct {
 			Type     string  `json:"type"`
@@ -390,12 +397,15 @@ func exportIDs(t *testing.T, n *node, sid string, minSeq uint64) (raw []byte, co
 		if e.Type == "session" {
 			continue
 		}
-		count[e.ID]++
+		if ex.count[e.ID] == 0 {
+			ex.pos[e.ID] = len(ex.pos)
+		}
+		ex.count[e.ID]++
 		if e.ParentID != nil {
-			parents[e.ID] = *e.ParentID
+			ex.parents[e.ID] = *e.ParentID
 		}
 	}
-	return r.body, count, parents
+	return ex
 }
 
 // lastSeqOf is the highest lastSeq the appenders of sid were acknowledged.
@@ -419,7 +429,7 @@ func missingAfterFailover(t *testing.T, home *node, sids []string, aps []*append
 	for _, sid := range sids {
 		// B's writers' last ack came from the new home: with it as minSeq
 		// the node has applied everything the failover kept.
-		_, count, _ := exportIDs(t, home, sid, lastSeqOf(aps, sid))
+		count := readExport(t, home, sid, lastSeqOf(aps, sid)).count
 		for _, a := range aps {
 			if a.sid != sid {
 				continue
@@ -439,37 +449,13 @@ func missingAfterFailover(t *testing.T, home *node, sids []string, aps []*append
 	return missing, total
 }
 
-// checkRegionLogs checks the end state on every node: the same export of
-// every session byte for byte; every acknowledged entry in it exactly
-// once, an entry whose outcome was unknown at most once; every parent
-// present; entries of writers of both regions in every session. It returns
+// checkRegionLogs checks the end state on every node (checkLogs), and
+// that every session holds entries of writers of both regions. It returns
 // the number of acknowledged entries.
 func checkRegionLogs(t *testing.T, c *cluster, sids []string, aps []*appender, rpo []string) int {
 	t.Helper()
-	acked := 0
+	acked := checkLogs(t, c, sids, aps)
 	for _, sid := range sids {
-		want := lastSeqOf(aps, sid)
-		var ref []byte
-		var count map[string]int
-		var parents map[string]string
-		for _, n := range c.nodes {
-			raw, cnt, par := exportIDs(t, n, sid, want)
-			if ref == nil {
-				ref, count, parents = raw, cnt, par
-			} else if !bytes.Equal(raw, ref) {
-				t.Errorf("session %s: the export on %s differs from %s's (%d vs %d bytes)", sid, n.name, c.nodes[0].name, len(raw), len(ref))
-			}
-		}
-		for id, k := range count {
-			if k != 1 {
-				t.Errorf("session %s: entry %s stored %d times", sid, id, k)
-			}
-		}
-		for id, p := range parents {
-			if count[p] == 0 {
-				t.Errorf("session %s: entry %s has parent %s, which the session lacks", sid, id, p)
-			}
-		}
 		regions := map[byte]int{}
 		for _, a := range aps {
 			if a.sid != sid {
@@ -477,14 +463,7 @@ func checkRegionLogs(t *testing.T, c *cluster, sids []string, aps []*appender, r
 			}
 			a.mu.Lock()
 			for _, id := range a.acked {
-				acked++
 				regions[id[0]]++
-				if count[id] != 1 {
-					t.Errorf("session %s: acknowledged entry %s stored %d times", sid, id, count[id])
-				}
-			}
-			if a.pending != "" && count[a.pending] > 1 {
-				t.Errorf("session %s: entry %s, whose outcome was unknown, stored %d times", sid, a.pending, count[a.pending])
 			}
 			a.mu.Unlock()
 		}
@@ -495,6 +474,70 @@ func checkRegionLogs(t *testing.T, c *cluster, sids []string, aps []*appender, r
 	}
 	for _, key := range rpo {
 		t.Logf("entry %s, missing at failover, is back after failback", key)
+	}
+	return acked
+}
+
+// checkLogs checks the end state of the sessions on every node: the same
+// export of every session byte for byte; every entry in it once, its
+// parent present; every entry its appenders acknowledged exactly once
+// (and, for those that name parents, in the order acknowledged, under the
+// parent it was sent with); an entry whose outcome was unknown at most
+// once. It returns the number of acknowledged entries.
+func checkLogs(t *testing.T, c *cluster, sids []string, aps []*appender) int {
+	t.Helper()
+	acked := 0
+	for _, sid := range sids {
+		want := lastSeqOf(aps, sid)
+		var ref export
+		for _, n := range c.nodes {
+			ex := readExport(t, n, sid, want)
+			if ref.raw == nil {
+				ref = ex
+			} else if !bytes.Equal(ex.raw, ref.raw) {
+				t.Errorf("session %s: the export on %s differs from %s's (%d vs %d bytes)", sid, n.name, c.nodes[0].name, len(ex.raw), len(ref.raw))
+			}
+		}
+		for id, k := range ref.count {
+			if k != 1 {
+				t.Errorf("session %s: entry %s stored %d times", sid, id, k)
+			}
+		}
+		for id, p := range ref.parents {
+			if ref.count[p] == 0 {
+				t.Errorf("session %s: entry %s has parent %s, which the session lacks", sid, id, p)
+			}
+		}
+		for _, a := range aps {
+			if a.sid != sid {
+				continue
+			}
+			a.mu.Lock()
+			prev := -1
+			for i, id := range a.acked {
+				acked++
+				if ref.count[id] != 1 {
+					t.Errorf("session %s: acknowledged entry %s stored %d times", sid, id, ref.count[id])
+					continue
+				}
+				if a.parent == "" {
+					continue
+				}
+				if p := ref.parents[id]; p != a.ackParents[i] {
+					t.Errorf("session %s: acknowledged entry %s is stored under %q, it was sent with parentId %q", sid, id, p, a.ackParents[i])
+				}
+				if ref.pos[id] < prev {
+					t.Errorf("session %s: acknowledged entry %s is stored before the one acknowledged ahead of it", sid, id)
+				}
+				prev = ref.pos[id]
+			}
+			for _, id := range append([]string{a.pending}, a.gaveUp...) {
+				if id != "" && ref.count[id] > 1 {
+					t.Errorf("session %s: entry %s, whose outcome was unknown, stored %d times", sid, id, ref.count[id])
+				}
+			}
+			a.mu.Unlock()
+		}
 	}
 	return acked
 }

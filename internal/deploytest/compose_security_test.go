@@ -24,7 +24,7 @@ func (c *cluster) checkAttacks(t *testing.T, sid string) {
 	t.Helper()
 	natsPort := strings.TrimSpace(c.must("port", "pi-node-1", "4222"))
 	routePort := strings.TrimSpace(c.must("port", "pi-node-1", "6222"))
-	httpPort := strings.TrimPrefix(c.nodes[0].base, "https://")
+	httpPort := strings.TrimPrefix(c.nodes[0].url(), "https://")
 
 	// No credentials: the connection is refused.
 	if nc, err := c.sec.natsConnect(natsPort, ""); err == nil {

@@ -202,16 +202,31 @@ func RestoreStream(ctx context.Context, js jetstream.JetStream, stream string, s
 	return done.State, nil
 }
 
-// requestChunk sends one restore chunk; the last one waits longest.
+// requestChunk sends one restore chunk; the last one waits longest. In a
+// cluster the server that took the restore request may answer it before
+// its subscription for the chunks has reached the server pi-ctl is
+// connected to: "no responders" then means nobody got the chunk, so it is
+// sent again, for up to about 2 s.
 func requestChunk(ctx context.Context, nc *nats.Conn, subj string, data []byte) (*nats.Msg, error) {
 	wait := 30 * time.Second
 	if data == nil {
 		wait = 5 * time.Minute
 	}
-	cctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	return nc.RequestWithContext(cctx, subj, data)
+	backoff := 10 * time.Millisecond
+	for start := time.Now(); ; {
+		cctx, cancel := context.WithTimeout(ctx, wait)
+		m, err := nc.RequestWithContext(cctx, subj, data)
+		cancel()
+		if !errors.Is(err, nats.ErrNoResponders) || time.Since(start) > chunkInterest ||
+			!session.Sleep(ctx, &backoff, 200*time.Millisecond) {
+			return m, err
+		}
+	}
 }
+
+// chunkInterest bounds how long a restore waits for the interest in its
+// chunks to spread over the cluster's routes.
+const chunkInterest = 2 * time.Second
 
 // WithReplicas returns the snapshot with its configuration's replica
 // count set to n: a backup of a 3-node deployment restored into one

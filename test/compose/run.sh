@@ -4,11 +4,15 @@
 # ending with `down -v`:
 #   TestCompose        the 3-node cluster of docker-compose.yml: kills a
 #                      node, partitions a node, checks convergence;
+#   TestComposeRollingRestart
+#                      the same cluster restarted node by node (stop, start,
+#                      ready and every replica current) under 4 writers:
+#                      no write lost or failed, the same log everywhere;
 #   TestComposeRegion  the two regions and tie-breaker of
 #                      deploy/compose/region.yml: kills region A, fails over
 #                      to B, starts A again, fails back, checks every entry.
 #
-# Both run secured, as the files ship: each test makes its own secrets
+# All run secured, as the files ship: each test makes its own secrets
 # directory with pi-ctl gen-secrets (built from this tree; PI_CTL_BIN names
 # another), under build/test-secrets, removed at the end.
 #
@@ -28,4 +32,4 @@ if [ -z "${PI_COMPOSE:-}" ] && ! command -v docker-compose >/dev/null 2>&1 && ! 
 fi
 
 make image
-PI_COMPOSE_TEST=1 go test -count=1 -v -timeout 25m -run '^(TestCompose|TestComposeRegion)$' ./internal/deploytest
+PI_COMPOSE_TEST=1 go test -count=1 -v -timeout 25m -run '^(TestCompose|TestComposeRollingRestart|TestComposeRegion)$' ./internal/deploytest
