@@ -214,6 +214,7 @@ func (m *Main) Run(ctx context.Context) error {
 	if m.natsAudit != nil {
 		m.api.Registry().MustRegister(m.natsAudit)
 	}
+	m.api.Registry().MustRegister(m.streamCollector(bgCtx)) // stream_metrics.go
 	m.startArchiver()
 
 	ln, err := net.Listen("tcp", c.HTTPListen)

@@ -59,13 +59,20 @@ func (m *Main) status(ctx context.Context) (any, error) {
 
 // streamStatus is one stream as its leader reports it, and the cluster's name.
 func (m *Main) streamStatus(ctx context.Context, name string) (wire.StreamStatus, string, error) {
+	out, _, cluster, err := m.streamReport(ctx, name)
+	return out, cluster, err
+}
+
+// streamReport is streamStatus with the stream's MaxBytes (-1: no limit),
+// for the metrics (stream_metrics.go).
+func (m *Main) streamReport(ctx context.Context, name string) (wire.StreamStatus, int64, string, error) {
 	s, err := m.conn.JS.Stream(ctx, name)
 	if err != nil {
-		return wire.StreamStatus{}, "", fmt.Errorf("stream %s: %w", name, err)
+		return wire.StreamStatus{}, 0, "", fmt.Errorf("stream %s: %w", name, err)
 	}
 	info, err := s.Info(ctx)
 	if err != nil {
-		return wire.StreamStatus{}, "", fmt.Errorf("stream %s: %w", name, err)
+		return wire.StreamStatus{}, 0, "", fmt.Errorf("stream %s: %w", name, err)
 	}
 	out := wire.StreamStatus{Name: info.Config.Name, Replicas: info.Config.Replicas, Messages: info.State.Msgs, Bytes: info.State.Bytes,
 		FirstSeq: info.State.FirstSeq, LastSeq: info.State.LastSeq, Subjects: uint64(info.State.NumSubjects)}
@@ -76,7 +83,7 @@ func (m *Main) streamStatus(ctx context.Context, name string) (wire.StreamStatus
 			out.Followers = append(out.Followers, wire.PeerStatus{Name: p.Name, Current: p.Current, Offline: p.Offline, Lag: p.Lag, Active: p.Active.Round(time.Millisecond).String()})
 		}
 	}
-	return out, cluster, nil
+	return out, info.Config.MaxBytes, cluster, nil
 }
 
 // ready checks what /readyz needs from the backend: connected, stream and

@@ -148,6 +148,8 @@ type Store struct {
 	snapMu sync.Mutex // one snapshot writer at a time
 	snap   *snapFile  // the newest snapshot, blocks of evicted sessions
 	snapAt uint64     // st.applied when snap was taken (its own applied may be lower: snapshotApplied)
+	// Unix nanos of SnapshotAt: an atomic, so a metrics scrape takes no lock.
+	snapTime atomic.Int64
 
 	// Under mu: blocks of sessions evicted since the last snapshot (spill.go).
 	spill    *spill
@@ -222,6 +224,9 @@ func (st *Store) Open(ctx context.Context) error {
 		removeStaleSpills(st.opts.SnapshotDir)
 	}
 	st.restore(ctx)
+	if st.opts.SnapshotDir != "" && st.snapTime.Load() == 0 {
+		st.snapTime.Store(st.opts.Now().UnixNano()) // nothing on disk covers what comes from here
+	}
 	ctx, st.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	st.ctx = ctx
 	st.wg.Go(func() { st.follow(ctx) })

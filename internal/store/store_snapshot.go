@@ -60,6 +60,9 @@ func (st *Store) restore(ctx context.Context) {
 			labels: e.labels, base: &snapRef{sf, e}}
 	}
 	st.applied, st.snap, st.snapAt, keep = sf.applied, sf, sf.applied, true
+	if fi, err := sf.f.Stat(); err == nil {
+		st.snapTime.Store(fi.ModTime().UnixNano())
+	}
 	st.log.Info("restored the snapshot", "path", sf.path, "sessions", len(sf.index), "applied", sf.applied)
 }
 
@@ -124,9 +127,11 @@ func (st *Store) Snapshot(ctx context.Context) error {
 	// Capture under the read lock; lines are immutable, so the slices stay
 	// valid while the writer works without the lock.
 	st.mu.RLock()
+	taken := st.opts.Now()
 	at, applied := st.applied, st.snapshotApplied()
 	if st.snap != nil && st.snapAt == at {
 		st.mu.RUnlock()
+		st.snapTime.Store(taken.UnixNano()) // still current: an idle Store's snapshot is not stale
 		return nil
 	}
 	items := make([]snapItem, 0, len(st.docs))
@@ -166,8 +171,22 @@ func (st *Store) Snapshot(ctx context.Context) error {
 	sf := &snapFile{path: path, f: f, applied: applied, identity: ident, index: index}
 	st.swapSnapshot(sf)
 	st.snapAt = at
+	st.snapTime.Store(taken.UnixNano())
 	st.log.Info("snapshot written", "path", path, "sessions", len(index), "applied", applied)
 	return nil
+}
+
+// SnapshotAt is when the Store's snapshot last held everything it had
+// applied: the capture of its last snapshot, or the last periodic pass
+// that found nothing new to write; before the first, the restored
+// snapshot's file time, or Open's. Zero without SnapshotDir or before
+// Open. A snapshot that keeps failing shows as an old time.
+func (st *Store) SnapshotAt() time.Time {
+	n := st.snapTime.Load()
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
 }
 
 // snapItem is a session as captured for a snapshot.

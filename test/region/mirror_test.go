@@ -96,6 +96,7 @@ func TestRegionMirrorIsHonest(t *testing.T) {
 	}
 	t.Logf("MEASURED restarted mirror: B's mirror held A's backlog of %d records %v after B's start, B ready %v after; %d statuses while behind, none saying lag 0",
 		aLast, caughtUpAt.Round(time.Millisecond), readyAt.Round(time.Millisecond), behind)
+	checkRegionMetrics(t, a, b)
 
 	// 2. A is lost for long enough that B's mirror loses contact, then
 	// returns; B's mirror resumes at its next retry.

@@ -1,0 +1,268 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pifleet/sessionlog/internal/wire"
+)
+
+// streamCollector exports what an SRE watches of the backend: each session
+// stream's leader, replicas and size as its leader reports them, the
+// server's file storage against its limit, leader elections, the age of
+// the Stores' snapshots and the region mirror's lag. It asks JetStream on
+// each scrape (the same stream info /v1/status asks for), within
+// scrapeBudget: a stream without a leader must not hold the scrape up.
+type streamCollector struct {
+	m         *Main
+	elections *elections // nil: the advisories could not be subscribed to
+	errors    atomic.Uint64
+}
+
+// scrapeBudget bounds the JetStream requests of one scrape: Prometheus'
+// default scrape timeout is 10 s, an election takes 4-9 s.
+const scrapeBudget = 2 * time.Second
+
+var (
+	descStreamInfo = prometheus.NewDesc("pi_stream_info",
+		`Always 1: a session stream, its shard and its leader as this node sees it ("" when it has none, or did not answer).`,
+		[]string{"stream", "shard", "leader"}, nil)
+	descStreamReplicas = prometheus.NewDesc("pi_stream_replicas",
+		"A session stream's replicas by state, as its leader reports them: current (the leader counts), lagging (more than --ready-max-lag entries behind, or not heard from) or offline.",
+		[]string{"stream", "state"}, nil)
+	descStreamBytes    = prometheus.NewDesc("pi_stream_bytes", "Bytes stored in a session stream.", []string{"stream"}, nil)
+	descStreamMessages = prometheus.NewDesc("pi_stream_messages", "Messages (records) in a session stream.", []string{"stream"}, nil)
+	descStreamMaxBytes = prometheus.NewDesc("pi_stream_max_bytes", "A session stream's byte limit (MaxBytes); absent without one.", []string{"stream"}, nil)
+	descStorageBytes   = prometheus.NewDesc("pi_jetstream_storage_bytes",
+		"JetStream file storage in use: the embedded server's, or with --nats-url the account's.", nil, nil)
+	descStorageLimit = prometheus.NewDesc("pi_jetstream_storage_limit_bytes",
+		"JetStream's file storage limit (--max-file-store, or the embedded server's default; with --nats-url the account's); absent when unlimited.", nil, nil)
+	descLeaderChanges = prometheus.NewDesc("pi_stream_leader_changes_total",
+		"Leader elections of a session stream this node heard of (JetStream's leader-elected advisories) since it started.", []string{"stream"}, nil)
+	descSnapshotAge = prometheus.NewDesc("pi_store_snapshot_age_seconds",
+		"Seconds since the Store's snapshot last held everything it had applied (written, or found current); absent with --snapshot-interval 0.", []string{"stream"}, nil)
+	descMirrorLag = prometheus.NewDesc("pi_region_mirror_lag",
+		"Records of the home region's stream this region's mirror has not copied (cross-region mode, in a mirror region; absent while unknown).", []string{"region"}, nil)
+	descCollectErrors = prometheus.NewDesc("pi_metrics_collect_errors_total",
+		"JetStream requests of /metrics scrapes that failed (the series they feed are left out of that scrape).", nil, nil)
+)
+
+// replicaStates are pi_stream_replicas' states, each sent on every scrape
+// (0 included), so that an alert on one has a series to compare.
+var replicaStates = []string{"current", "lagging", "offline"}
+
+// streamCollector returns the node's collector, subscribed to the
+// leader-elected advisories until ctx ends (Close ends it before the
+// connection).
+func (m *Main) streamCollector(ctx context.Context) *streamCollector {
+	c := &streamCollector{m: m}
+	e, err := watchElections(m.conn.NC)
+	if err != nil {
+		m.Logger.Warn("metrics: not counting stream leader elections", "err", err)
+		return c
+	}
+	c.elections = e
+	m.bg.Go(func() {
+		<-ctx.Done()
+		_ = e.sub.Unsubscribe()
+	})
+	return c
+}
+
+func (c *streamCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descStreamInfo, descStreamReplicas, descStreamBytes, descStreamMessages, descStreamMaxBytes,
+		descStorageBytes, descStorageLimit, descLeaderChanges, descSnapshotAge, descMirrorLag, descCollectErrors} {
+		ch <- d
+	}
+}
+
+// streamSample is one stream's info as one scrape read it.
+type streamSample struct {
+	status   wire.StreamStatus
+	maxBytes int64
+	err      error
+}
+
+// Collect asks for every stream (and the region's status) side by side,
+// within one scrapeBudget; what fails is left out and counted.
+func (c *streamCollector) Collect(ch chan<- prometheus.Metric) {
+	m := c.m
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeBudget)
+	defer cancel()
+	names := m.sessionStreams()
+	samples := make([]streamSample, len(names))
+	var wg sync.WaitGroup
+	for k, name := range names {
+		wg.Go(func() {
+			s := &samples[k]
+			s.status, s.maxBytes, _, s.err = m.streamReport(ctx, name)
+		})
+	}
+	var region *wire.RegionStatus
+	if m.region != nil {
+		wg.Go(func() {
+			rs := m.region.Status(ctx)
+			region = &rs
+		})
+	}
+	var used uint64
+	var limit int64
+	var storageErr error
+	wg.Go(func() { used, limit, storageErr = m.storage(ctx) })
+	wg.Wait()
+
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	for k, name := range names {
+		s := samples[k]
+		if s.err != nil {
+			c.failed("stream info", s.err)
+			gauge(descStreamInfo, 1, name, strconv.Itoa(k), "") // no answer: no leader this node can reach
+			continue
+		}
+		st := s.status
+		gauge(descStreamInfo, 1, name, strconv.Itoa(k), st.Leader)
+		counts := replicaCounts(st, c.m.Config.ReadyMaxLag)
+		for i, state := range replicaStates {
+			gauge(descStreamReplicas, float64(counts[i]), name, state)
+		}
+		gauge(descStreamBytes, float64(st.Bytes), name)
+		gauge(descStreamMessages, float64(st.Messages), name)
+		if s.maxBytes > 0 {
+			gauge(descStreamMaxBytes, float64(s.maxBytes), name)
+		}
+	}
+	if storageErr != nil {
+		c.failed("storage", storageErr)
+	} else {
+		gauge(descStorageBytes, float64(used))
+		if limit > 0 {
+			gauge(descStorageLimit, float64(limit))
+		}
+	}
+	if e := c.elections; e != nil {
+		for _, name := range names {
+			ch <- prometheus.MustNewConstMetric(descLeaderChanges, prometheus.CounterValue, float64(e.count(name)), name)
+		}
+	}
+	now := time.Now()
+	for k, st := range m.stores.All() {
+		if at := st.SnapshotAt(); k < len(names) && !at.IsZero() {
+			gauge(descSnapshotAge, now.Sub(at).Seconds(), names[k])
+		}
+	}
+	if region != nil && region.Mirror != nil && region.Mirror.Lag != nil {
+		gauge(descMirrorLag, float64(*region.Mirror.Lag), region.Region)
+	}
+	ch <- prometheus.MustNewConstMetric(descCollectErrors, prometheus.CounterValue, float64(c.errors.Load()))
+}
+
+// failed counts a request of a scrape that failed; the log has it at
+// debug (a scrape every 15 s during an outage would flood it otherwise).
+func (c *streamCollector) failed(what string, err error) {
+	c.errors.Add(1)
+	c.m.Logger.Debug("metrics: "+what, "err", err)
+}
+
+// replicaCounts counts st's replicas in replicaStates' order: the leader is
+// current; a follower is offline, lagging (more than maxLag entries behind,
+// the bound /readyz keeps, or not current with nothing to catch up on: not
+// heard from), or current. A few entries in flight are not lagging: under
+// steady writes a follower is behind by some at almost every instant, and
+// the alert on lagging would fire on a healthy cluster.
+func replicaCounts(st wire.StreamStatus, maxLag uint64) [3]int {
+	var n [3]int
+	if st.Leader != "" {
+		n[0]++
+	}
+	for _, p := range st.Followers {
+		switch {
+		case p.Offline:
+			n[2]++
+		case p.Lag > maxLag || (!p.Current && p.Lag == 0):
+			n[1]++
+		default:
+			n[0]++
+		}
+	}
+	return n
+}
+
+// sessionStreams are the streams the Stores follow, by shard: every
+// shard's, or in a region the one the record says.
+func (m *Main) sessionStreams() []string {
+	cfg := m.streamConfig()
+	out := make([]string, max(1, len(m.streams())))
+	for k := range out {
+		out[k] = cfg.Shard(k).Stream
+	}
+	return out
+}
+
+// storage is JetStream's file storage in use and its limit (0: none): the
+// embedded server's own (what --max-file-store caps), or with --nats-url
+// the account's.
+func (m *Main) storage(ctx context.Context) (used uint64, limit int64, err error) {
+	if m.server != nil {
+		ns := m.server.NATS()
+		if ns == nil {
+			return 0, 0, errors.New("the embedded server has stopped")
+		}
+		jsz, err := ns.Jsz(nil) // local: no request
+		if err != nil {
+			return 0, 0, err
+		}
+		return jsz.Store, jsz.Config.MaxStore, nil
+	}
+	ai, err := m.conn.JS.AccountInfo(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	return ai.Store, ai.Limits.MaxStore, nil
+}
+
+// leaderElected is the subject prefix of JetStream's advisory that a
+// stream has elected a leader (the stream's name follows it).
+const leaderElected = "$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED."
+
+// elections counts the leader-elected advisories by stream. Every server
+// publishes them to the account's subscribers, so each node counts every
+// election of the cluster (from its start on), not only those it took
+// part in. pi-node's own connection may subscribe: with the embedded
+// server it has every right; with --nats-url its user needs to subscribe
+// to $JS.EVENT.ADVISORY.> (or the counter stays at 0).
+type elections struct {
+	sub *nats.Subscription
+	mu  sync.Mutex
+	n   map[string]uint64
+}
+
+func watchElections(nc *nats.Conn) (*elections, error) {
+	e := &elections{n: map[string]uint64{}}
+	sub, err := nc.Subscribe(leaderElected+"*", func(msg *nats.Msg) {
+		stream := strings.TrimPrefix(msg.Subject, leaderElected)
+		e.mu.Lock()
+		e.n[stream]++
+		e.mu.Unlock()
+	})
+	if err != nil {
+		return nil, err
+	}
+	e.sub = sub
+	return e, nil
+}
+
+func (e *elections) count(stream string) uint64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.n[stream]
+}

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pifleet/sessionlog/internal/proctest"
+	"github.com/pifleet/sessionlog/internal/testutil"
+	"github.com/pifleet/sessionlog/internal/wire"
+)
+
+// TestStreamMetrics: a node with two shards exports each shard stream's
+// leader (the one /v1/status names), replicas, size and snapshot age, the
+// server's storage against --max-file-store, and counts the leader
+// elections JetStream announces.
+func TestStreamMetrics(t *testing.T) {
+	const limit = 256 << 20
+	m, logs := startMain(t, func(c *Config) { c.Shards, c.MaxFileStore = 2, limit })
+	t.Cleanup(func() { _ = m.Close() })
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(logs.String())
+		}
+	})
+	base := "http://" + m.HTTPAddr
+	createSession(t, base)
+	js := nodeStatus(t, base)
+	if len(js.Shards) != 2 {
+		t.Fatalf("/v1/status lists %d shard streams, want 2: %+v", len(js.Shards), js)
+	}
+	got := scrape(t, base)
+	for k, ss := range js.Shards {
+		if ss.Leader == "" {
+			t.Fatalf("shard %d: no leader in /v1/status", k)
+		}
+		want := map[string]float64{
+			proctest.Series("pi_stream_info", "leader", ss.Leader, "shard", strconv.Itoa(k), "stream", ss.Name): 1,
+			proctest.Series("pi_stream_replicas", "state", "current", "stream", ss.Name):                        1,
+			proctest.Series("pi_stream_replicas", "state", "lagging", "stream", ss.Name):                        0,
+			proctest.Series("pi_stream_replicas", "state", "offline", "stream", ss.Name):                        0,
+			proctest.Series("pi_stream_messages", "stream", ss.Name):                                            float64(ss.Messages),
+			proctest.Series("pi_stream_bytes", "stream", ss.Name):                                               float64(ss.Bytes),
+			proctest.Series("pi_stream_leader_changes_total", "stream", ss.Name):                                0, // one server elects nobody
+		}
+		for s, v := range want {
+			if g, ok := got[s]; !ok || g != v {
+				t.Errorf("%s = %v (present %v), want %v", s, g, ok, v)
+			}
+		}
+		age, ok := got[proctest.Series("pi_store_snapshot_age_seconds", "stream", ss.Name)]
+		if !ok || age < 0 || age > 60 {
+			t.Errorf("shard %d: pi_store_snapshot_age_seconds %v (present %v), want the seconds since the start", k, age, ok)
+		}
+		if _, ok := got[proctest.Series("pi_stream_max_bytes", "stream", ss.Name)]; ok {
+			t.Errorf("pi_stream_max_bytes of %s, which has no byte limit", ss.Name)
+		}
+	}
+	if g := got["pi_jetstream_storage_limit_bytes"]; g != limit {
+		t.Errorf("pi_jetstream_storage_limit_bytes %v, want --max-file-store %d", g, limit)
+	}
+	if g, ok := got["pi_jetstream_storage_bytes"]; !ok || g <= 0 || g > limit {
+		t.Errorf("pi_jetstream_storage_bytes %v (present %v): the streams hold something", g, ok)
+	}
+	if g, ok := got["pi_metrics_collect_errors_total"]; !ok || g != 0 {
+		t.Errorf("pi_metrics_collect_errors_total %v (present %v), want 0", g, ok)
+	}
+	for s := range got {
+		if strings.HasPrefix(s, "pi_region_mirror_lag") {
+			t.Errorf("%s outside region mode", s)
+		}
+	}
+
+	// The advisory of an election (as a cluster's servers publish it) is
+	// counted for its stream.
+	name := js.Shards[1].Name
+	if err := m.conn.NC.Publish(leaderElected+name, []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	changes := proctest.Series("pi_stream_leader_changes_total", "stream", name)
+	testutil.WaitFor(t, 10*time.Second, func() error {
+		if g := scrape(t, base)[changes]; g != 1 {
+			return fmt.Errorf("%s = %v after one advisory", changes, g)
+		}
+		return nil
+	})
+}
+
+// TestStreamMetricsDegraded: with snapshots off there is no snapshot age;
+// a stream that does not answer (here: deleted) leaves its series out of
+// the scrape, which still succeeds, with the stream leaderless and the
+// failure counted.
+func TestStreamMetricsDegraded(t *testing.T) {
+	m, _ := startMain(t, func(c *Config) { c.SnapshotInterval = 0 })
+	t.Cleanup(func() { _ = m.Close() }) // the Store's last snapshot fails without its stream: not this test's
+	base := "http://" + m.HTTPAddr
+	name := m.Config.Stream
+	got := scrape(t, base)
+	if _, ok := got[proctest.Series("pi_stream_info", "leader", "t1", "shard", "0", "stream", name)]; !ok {
+		t.Fatalf("no pi_stream_info for %s:\n%v", name, got)
+	}
+	for s := range got {
+		if strings.HasPrefix(s, "pi_store_snapshot_age_seconds") {
+			t.Errorf("%s with --snapshot-interval 0", s)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := m.conn.JS.DeleteStream(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	got = scrape(t, base)
+	if g := got[proctest.Series("pi_stream_info", "leader", "", "shard", "0", "stream", name)]; g != 1 {
+		t.Errorf("a stream that does not answer: pi_stream_info with no leader %v, want 1:\n%v", g, got)
+	}
+	for s := range got {
+		if strings.HasPrefix(s, "pi_stream_replicas") || strings.HasPrefix(s, "pi_stream_bytes") {
+			t.Errorf("%s of a stream that did not answer", s)
+		}
+	}
+	if g := got["pi_metrics_collect_errors_total"]; g < 1 {
+		t.Errorf("pi_metrics_collect_errors_total %v after a failed stream info", g)
+	}
+	if _, ok := got["pi_jetstream_storage_bytes"]; !ok {
+		t.Error("pi_jetstream_storage_bytes left out with the stream: it does not depend on it")
+	}
+}
+
+// TestReplicaCounts: the leader is current; a follower is offline, else
+// lagging when more entries behind than the bound, or not current with
+// none to catch up on (silent); a few entries in flight are current.
+func TestReplicaCounts(t *testing.T) {
+	st := wire.StreamStatus{Leader: "n1", Followers: []wire.PeerStatus{
+		{Name: "n2", Current: true},
+		{Name: "n3", Current: false, Lag: 4},
+		{Name: "n4", Current: false},
+		{Name: "n5", Offline: true, Current: true},
+		{Name: "n6", Current: false, Lag: 101},
+	}}
+	if got := replicaCounts(st, 100); got != [3]int{3, 2, 1} {
+		t.Errorf("replicaCounts %v, want current 3, lagging 2, offline 1", got)
+	}
+	if got := replicaCounts(wire.StreamStatus{}, 100); got != [3]int{} {
+		t.Errorf("no leader, no followers: %v", got)
+	}
+}
+
+// nodeStatus is the jetstream part of /v1/status.
+func nodeStatus(t *testing.T, base string) wire.JetStreamStatus {
+	t.Helper()
+	code, body := httpGet(t, base+"/v1/status")
+	var st struct {
+		JetStream wire.JetStreamStatus `json:"jetstream"`
+	}
+	if err := json.Unmarshal([]byte(body), &st); code != 200 || err != nil {
+		t.Fatalf("/v1/status: %d %v %s", code, err, body)
+	}
+	return st.JetStream
+}
+
+// scrape reads base's /metrics (proctest.Metrics: keys by proctest.Series).
+func scrape(t *testing.T, base string) map[string]float64 {
+	t.Helper()
+	got, err := proctest.Metrics(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
