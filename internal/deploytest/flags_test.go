@@ -36,7 +36,7 @@ var (
 	flagsOnce sync.Once
 	flagSet   map[string]bool
 	flagsErr  string
-	piNodeBin string // the pi-node piNodeFlags built, for runPiNode
+	piNodeBin string // the pi-node piNodeFlags built, which checkFailClosed and the metrics checks run
 	binDir    string // where it is; TestMain removes it
 )
 
