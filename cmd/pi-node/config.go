@@ -5,12 +5,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/api"
+	"github.com/pifleet/sessionlog/internal/console"
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/size"
 )
@@ -80,6 +82,8 @@ type Config struct {
 	// and /readyz, which stay on HTTPListen too); /metrics is then not
 	// served on HTTPListen.
 	MetricsListen string
+	// Console serves the web console at /console/ on the API listener.
+	Console bool
 	// MonitorListen, when set, serves the embedded server's own monitoring
 	// endpoints (/varz, /jsz, /healthz): for NATS tooling such as
 	// prometheus-nats-exporter, next to the node.
@@ -175,6 +179,7 @@ func (c *Config) ParseFlags(args []string, getenv func(string) string, stderr io
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "text or json")
 	fs.StringVar(&c.MonitorListen, "monitor-listen", c.MonitorListen, "host:port of the embedded NATS server's monitoring endpoints (/varz, /jsz, /healthz, ...), for NATS tooling such as prometheus-nats-exporter; unauthenticated (nats-server has no auth for them), so loopback only unless --insecure (empty: off)")
+	fs.BoolVar(&c.Console, "console", c.Console, "serve the web console at /console/ on the HTTP API listener (static pages; every call they make needs a token like any /v1 request; docs/CONSOLE.md)")
 	fs.StringVar(&c.MetricsListen, "metrics-listen", c.MetricsListen, "host:port of a listener of its own for /metrics (and /healthz, /readyz); /metrics is then not served on --http-listen (empty: it is)")
 	gateways := c.addRegionFlags(fs)
 	c.addArchiveFlags(fs)
@@ -322,4 +327,12 @@ func (c *Config) holdOf(n int) int {
 		return 2
 	}
 	return 0
+}
+
+// consoleHandler is the web console's handler with --console, else nil.
+func (c *Config) consoleHandler() http.Handler {
+	if !c.Console {
+		return nil
+	}
+	return console.Handler()
 }

@@ -205,7 +205,7 @@ func (m *Main) Run(ctx context.Context) error {
 	m.api, err = api.New(api.Config{
 		Service: svc, NodeName: name, Token: c.HTTPToken, Tokens: tokens, MinSeqTimeout: c.MinSeqTimeout,
 		Status: m.status, Ready: m.ready, Archive: archive, Logger: logger,
-		MetricsElsewhere: c.MetricsListen != "", Insecure: insecure, CORSOrigins: c.corsOrigins(),
+		MetricsElsewhere: c.MetricsListen != "", Insecure: insecure, CORSOrigins: c.corsOrigins(), Console: c.consoleHandler(),
 		Holding: m.holding(), Forward: m.conn.NC,
 	})
 	if err != nil {

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -184,5 +185,46 @@ func TestReadsCarryFreshness(t *testing.T) {
 	resp.Body.Close()
 	if resp.Header.Get("Pi-Stale") != "true" {
 		t.Fatal("a node behind for 3 s is not flagged stale")
+	}
+}
+
+// TestStatusCluster: every read token sees where the data lives (each
+// stream's leader and replicas, the members) under "cluster", the web
+// console's cluster view; the backend's details under "jetstream" stay
+// admin's.
+func TestStatusCluster(t *testing.T) {
+	js := wire.JetStreamStatus{Mode: "embedded-cluster", Server: "n1", Connected: "nats://10.0.0.1:4222", Bucket: "PI_CURSORS",
+		Stream: wire.StreamStatus{Name: "PI_SESSIONS", Replicas: 3, Leader: "n2", LastSeq: 9,
+			Followers: []wire.PeerStatus{{Name: "n1", Current: true, Active: "120ms"}, {Name: "n3", Lag: 4, Active: "80ms"}}},
+		Hold: 2, Members: []wire.MemberStatus{{Node: "n1", Held: []int{0}, Ready: []int{0}}}}
+	e := newEnv(t, func(c *api.Config) {
+		c.Tokens = mustTokens(t, tokensFile(map[string][]string{"r": {"read"}, "adm": {"admin"}}))
+		c.Status = func(context.Context) (any, error) { return js, nil }
+	})
+	var st struct {
+		JetStream map[string]any      `json:"jetstream"`
+		Cluster   *wire.ClusterStatus `json:"cluster"`
+	}
+	_, b := e.do("GET", "/v1/status", nil, bearer("r")...)
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.JetStream != nil || strings.Contains(string(b), "10.0.0.1") {
+		t.Errorf("a read token got the backend's details: %s", b)
+	}
+	if c := st.Cluster; c == nil || c.Mode != "embedded-cluster" || len(c.Streams) != 1 || c.Streams[0].Leader != "n2" ||
+		len(c.Streams[0].Followers) != 2 || c.Streams[0].Followers[1].Lag != 4 || c.Hold != 2 || len(c.Members) != 1 {
+		t.Errorf("a read token's cluster: %s", b)
+	}
+	_, b = e.do("GET", "/v1/status", nil, bearer("adm")...)
+	st.JetStream, st.Cluster = nil, nil
+	if err := json.Unmarshal(b, &st); err != nil || st.JetStream["connected"] != "nats://10.0.0.1:4222" || st.Cluster == nil {
+		t.Errorf("an admin's status: %s", b)
+	}
+	js.Shards = []wire.StreamStatus{js.Stream, {Name: "PI_SESSIONS_1", Leader: "n3"}}
+	_, b = e.do("GET", "/v1/status", nil, bearer("r")...)
+	st.Cluster = nil
+	if err := json.Unmarshal(b, &st); err != nil || len(st.Cluster.Streams) != 2 || st.Cluster.Streams[1].Leader != "n3" {
+		t.Errorf("a sharded cluster: %s", b)
 	}
 }

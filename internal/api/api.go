@@ -93,6 +93,10 @@ type Config struct {
 	// Insecure lists what the node exposes without protection because it
 	// was started with --insecure; /v1/status shows it to everyone.
 	Insecure []string
+	// Console, when set, serves the web console's static files under
+	// /console/ (pi-node's --console; internal/console). They need no
+	// token: the page asks /v1 for everything, with the token it is given.
+	Console http.Handler
 }
 
 // Server is the API over one Service. Create it with New; it is safe for

@@ -20,6 +20,10 @@ func (s *Server) routes() http.Handler {
 	for _, r := range s.httpRoutes() {
 		mux.Handle(r.pattern, r.h)
 	}
+	if c := s.cfg.Console; c != nil {
+		mux.Handle("GET /console/", s.named(c))
+		mux.Handle("GET /console", s.named(c))
+	}
 	mux.HandleFunc("/", s.handleNoRoute)
 	return mux
 }

@@ -82,12 +82,17 @@ func (s *Server) status(ctx context.Context, _ *request) (reply, error) {
 			out.Store.Shards = append(out.Store.Shards, ss)
 		}
 	}
-	if s.cfg.Status != nil && principalOf(ctx).has(ScopeAdmin) {
+	if s.cfg.Status != nil {
 		js, err := s.cfg.Status(ctx)
+		if st, ok := js.(wire.JetStreamStatus); ok && err == nil {
+			out.Cluster = wire.ClusterOf(st)
+		}
 		if err != nil {
 			js = map[string]string{"error": err.Error()}
 		}
-		out.JetStream = js
+		if principalOf(ctx).has(ScopeAdmin) {
+			out.JetStream = js
+		}
 	}
 	return jsonReply(out)
 }

@@ -17,6 +17,30 @@ type StatusReply struct {
 	// JetStreamStatus), or {"error": "..."} when asking failed: status must
 	// still answer when the backend is what is broken.
 	JetStream any `json:"jetstream,omitempty"`
+	// Cluster is the topology any read token may see (the web console's
+	// cluster view): absent when the backend could not be asked.
+	Cluster *ClusterStatus `json:"cluster,omitempty"`
+}
+
+// ClusterStatus is the part of the backend's status that says where the
+// data lives and how current it is — each session stream's leader and
+// replicas, the live nodes and their shares — and nothing of how to reach
+// or configure it (addresses, buckets, regions: JetStream's part, admin).
+type ClusterStatus struct {
+	Mode string `json:"mode"`
+	// Streams is every shard's session stream, shard 0's first.
+	Streams []StreamStatus `json:"streams"`
+	Hold    int            `json:"hold,omitempty"`
+	Members []MemberStatus `json:"members,omitempty"`
+}
+
+// ClusterOf is st's ClusterStatus.
+func ClusterOf(st JetStreamStatus) *ClusterStatus {
+	streams := st.Shards
+	if len(streams) == 0 {
+		streams = []StreamStatus{st.Stream}
+	}
+	return &ClusterStatus{Mode: st.Mode, Streams: streams, Hold: st.Hold, Members: st.Members}
 }
 
 // StoreStatus is the Store's part of the status: how far this node has

@@ -1,0 +1,478 @@
+// session.js — the session view: the tree, the selected entry, its
+// context, exports, cursors and the live stream.
+
+import { getJSON, getText, isAbort, qs, sessionPath } from './api.js';
+import { clear, el, fmtTime, isTyping, parentSessionId } from './dom.js';
+import { clearContext, drawContext, loadContext } from './context.js';
+import { Watch } from './live.js';
+import { navigate, sessionHref } from './router.js';
+import { entryType, summarize } from './summary.js';
+import { TreeModel, TreeView } from './tree.js';
+
+export function mountSession(main, route, ctx) {
+  const sid = route.sid;
+  const ac = new AbortController();
+  const model = new TreeModel();
+  let wantedEid = route.eid; // the entry the URL names (it may change while loading)
+  const state = {
+    info: null,
+    leafId: null,
+    name: null,
+    cursors: [],
+    cursorKey: '',
+    marks: new Map(),
+    selectedId: null,
+    source: 'default',
+    exportText: null,
+    exportLines: null,
+    exportHeader: null,
+    exportUrl: null,
+    branchUrl: null,
+    newCount: 0,
+    newestId: null,
+    queue: [],
+    flushTimer: 0,
+    ctxCtrl: null,
+    ctxTimer: 0,
+    exportTimer: 0,
+    pollTimer: 0,
+    polling: false,
+    watch: null,
+    gone: false,
+  };
+
+  // ---- DOM ----
+  const title = el('h1', { id: 'session-title', text: sid });
+  const meta = el('div', { class: 'meta' });
+  const live = el('span', { id: 'live', class: 'live', 'data-state': 'off', role: 'status', text: 'off' });
+  const exportA = el('a', { id: 'export', class: 'button', download: `${sid}.jsonl`, 'aria-disabled': 'true', text: 'Export' });
+  const branchA = el('a', { id: 'export-branch', class: 'button', 'aria-disabled': 'true', text: 'Export branch' });
+  const newMarker = el('button', { id: 'new-marker', type: 'button', hidden: true, text: '0 new' });
+  const treeEl = el('div', { id: 'tree', role: 'tree', tabindex: '0', 'aria-label': 'Session tree' });
+  const scroll = el('div', { id: 'tree-scroll' }, treeEl);
+  const entryJson = el('pre', { id: 'entry-json', class: 'json' });
+  const entryPath = el('ol', { id: 'entry-path', class: 'path' });
+  const entryNote = el('p', { class: 'empty', text: 'Select an entry in the tree (click, or arrows and Enter).' });
+  const source = el('select', { id: 'context-source', 'aria-label': 'Context of' });
+  const contextSec = el('section', { id: 'context', 'aria-labelledby': 'context-h' },
+    el('div', { class: 'section-head' },
+      el('h2', { id: 'context-h', text: 'Context' }),
+      el('label', { class: 'inline' }, 'of ', source)),
+    el('div', { id: 'context-info', class: 'info' }),
+    el('div', { class: 'context-cols' },
+      el('div', { id: 'context-agent', class: 'context-col' }),
+      el('div', { id: 'context-llm', class: 'context-col' })),
+    el('details', { id: 'context-raw' },
+      el('summary', { text: 'Raw replies' }),
+      el('h4', { text: 'GET …/context (agent)' }), el('pre', { id: 'context-json', class: 'json' }),
+      el('h4', { text: 'GET …/context?format=llm' }), el('pre', { id: 'context-llm-json', class: 'json' })));
+
+  main.append(el('div', { class: 'session-view' },
+    el('div', { class: 'session-head' },
+      el('div', { class: 'titles' }, title, meta),
+      el('div', { class: 'actions' }, live, exportA, branchA)),
+    el('div', { class: 'session-body' },
+      el('div', { class: 'tree-pane' },
+        el('div', { class: 'tree-tools' },
+          el('span', { class: 'hint', text: '↑↓ move · ←→ collapse/expand · Enter open · Esc clear' }),
+          el('button', { type: 'button', class: 'small', text: 'Expand all', onclick: () => expandAll() }),
+          el('button', { type: 'button', class: 'small', text: 'Go to leaf', onclick: () => state.leafId && select(state.leafId, 'click') })),
+        el('div', { class: 'tree-wrap' }, scroll, newMarker)),
+      el('div', { class: 'panels' },
+        el('section', { id: 'entry', 'aria-labelledby': 'entry-h' },
+          el('h2', { id: 'entry-h', text: 'Entry' }), entryNote, entryPath, entryJson),
+        contextSec))));
+
+  const view = new TreeView(scroll, treeEl, model, {
+    onSelect: (id, how) => select(id, how),
+    marks: () => ({ leafId: state.leafId, cursors: state.marks }),
+    selectedId: () => state.selectedId,
+  });
+
+  // ---- selection ----
+  function select(id, how) {
+    const node = model.get(id);
+    if (!node) {
+      ctx.showError(`Entry ${id} is not in session ${sid}.`);
+      return;
+    }
+    const changed = state.selectedId !== id;
+    state.selectedId = id;
+    model.expandTo(id);
+    view.refresh();
+    view.reveal(id, how === 'url');
+    if (how === 'click' || how === 'enter' || how === 'url') {
+      if (how !== 'url') navigate(sessionHref(sid, id));
+      if (how === 'click') treeEl.focus({ preventScroll: true });
+    }
+    if (!changed && how === 'url' && state.source === 'selected') return;
+    drawEntry();
+    state.source = 'selected';
+    drawSources();
+    updateBranchExport();
+    scheduleContext(how === 'key' ? 200 : 0);
+  }
+
+  function clearSelection() {
+    if (!state.selectedId) return;
+    state.selectedId = null;
+    view.invalidate();
+    drawEntry();
+    if (state.source === 'selected') state.source = 'default';
+    drawSources();
+    updateBranchExport();
+    scheduleContext(0);
+  }
+
+  function drawEntry() {
+    clear(entryPath);
+    const id = state.selectedId;
+    entryNote.hidden = !!id;
+    if (!id) { entryJson.textContent = ''; return; }
+    const node = model.get(id);
+    entryJson.textContent = JSON.stringify(node.entry, null, 2);
+    for (const n of model.path(id)) {
+      entryPath.append(el('li', { dataset: { id: n.id, type: entryType(n.entry) }, class: n.id === id ? 'current' : null },
+        el('a', { href: sessionHref(sid, n.id), class: 'eid', text: n.id }),
+        el('span', { class: 'summary', text: summarize(n.entry) })));
+    }
+  }
+
+  // ---- context ----
+  function drawSources() {
+    clear(source);
+    source.append(el('option', { value: 'default', text: `default leaf (${state.leafId ?? 'none'})` }));
+    for (const c of state.cursors) {
+      source.append(el('option', { value: `cursor:${c.client}`, text: `cursor ${c.client} (${c.leafId ?? 'null'})` }));
+    }
+    source.append(el('option', { value: 'selected', disabled: !state.selectedId,
+      text: state.selectedId ? `selected entry (${state.selectedId})` : 'selected entry (none)' }));
+    if (state.source.startsWith('cursor:') && !state.cursors.some((c) => `cursor:${c.client}` === state.source)) {
+      state.source = state.selectedId ? 'selected' : 'default';
+    }
+    source.value = state.source;
+  }
+
+  source.addEventListener('change', () => {
+    state.source = source.value;
+    scheduleContext(0);
+  });
+
+  function sourceRequest() {
+    if (state.source === 'selected' && state.selectedId) return { leaf: state.selectedId };
+    if (state.source.startsWith('cursor:')) return { client: state.source.slice(7) };
+    return {};
+  }
+
+  function scheduleContext(delay) {
+    clearTimeout(state.ctxTimer);
+    if (state.ctxCtrl) state.ctxCtrl.abort();
+    if (delay) state.ctxTimer = setTimeout(() => ctx.track(refreshContext()), delay);
+    else ctx.track(refreshContext());
+  }
+
+  async function refreshContext() {
+    if (state.ctxCtrl) state.ctxCtrl.abort();
+    const ctrl = new AbortController();
+    state.ctxCtrl = ctrl;
+    if (!model.size) { clearContext(contextSec, 'The session has no entries.'); return; }
+    try {
+      const raw = await loadContext(sid, sourceRequest(), ctrl.signal);
+      if (ctrl.signal.aborted) return;
+      drawContext(contextSec, raw, model);
+    } catch (e) {
+      if (isAbort(e) || ctrl.signal.aborted) return;
+      clearContext(contextSec, 'No context.');
+      ctx.showError(e);
+    }
+  }
+
+  // ---- export ----
+  async function fetchExport() {
+    const text = await getText('Exporting the session', sessionPath(sid) + '/export', ac.signal);
+    state.exportText = text;
+    state.exportLines = new Map();
+    state.exportHeader = null;
+    for (const line of text.split('\n')) {
+      if (!line.trim()) continue;
+      let obj;
+      try { obj = JSON.parse(line); } catch { continue; }
+      if (obj && obj.type === 'session' && state.exportHeader === null) state.exportHeader = line;
+      else if (obj && typeof obj.id === 'string') state.exportLines.set(obj.id, line);
+    }
+    if (state.exportUrl) URL.revokeObjectURL(state.exportUrl);
+    state.exportUrl = URL.createObjectURL(new Blob([text], { type: 'application/x-ndjson' }));
+    exportA.href = state.exportUrl;
+    exportA.removeAttribute('aria-disabled');
+    updateBranchExport();
+  }
+
+  function scheduleExport() {
+    clearTimeout(state.exportTimer);
+    state.exportTimer = setTimeout(() => {
+      fetchExport().catch((e) => { if (!isAbort(e)) ctx.showError(e); });
+    }, 1000);
+  }
+
+  function updateBranchExport() {
+    if (state.branchUrl) { URL.revokeObjectURL(state.branchUrl); state.branchUrl = null; }
+    const id = state.selectedId;
+    if (!id || !state.exportLines || state.exportHeader === null) {
+      branchA.removeAttribute('href');
+      branchA.setAttribute('aria-disabled', 'true');
+      return;
+    }
+    const lines = [state.exportHeader];
+    for (const n of model.path(id)) {
+      const line = state.exportLines.get(n.id);
+      if (line === undefined) { // arrived after the export: fetch it again
+        branchA.removeAttribute('href');
+        branchA.setAttribute('aria-disabled', 'true');
+        scheduleExport();
+        return;
+      }
+      lines.push(line);
+    }
+    state.branchUrl = URL.createObjectURL(new Blob([lines.join('\n') + '\n'], { type: 'application/x-ndjson' }));
+    branchA.href = state.branchUrl;
+    branchA.download = `${sid}-${id}.jsonl`;
+    branchA.removeAttribute('aria-disabled');
+  }
+
+  // ---- head ----
+  function drawHead() {
+    const info = state.info;
+    title.textContent = state.name || sid;
+    document.title = `${state.name || sid.slice(0, 8)} · pi console`;
+    clear(meta);
+    if (!info) return;
+    const parent = parentSessionId(info.parentSession || (info.header && info.header.parentSession));
+    meta.append(...[
+      el('span', { class: 'mono', text: sid }),
+      el('span', { text: info.cwd || '' }),
+      el('span', { class: 'entry-count', text: `${model.size} entries` }),
+      el('span', { text: `modified ${fmtTime(info.modified)}` }),
+      parent ? el('span', null, 'fork of ', el('a', { class: 'fork-parent', href: sessionHref(parent), text: parent.slice(0, 8) })) : null,
+    ].filter(Boolean));
+  }
+
+  // ---- cursors ----
+  function setCursors(list) {
+    const key = JSON.stringify(list.map((c) => [c.client, c.leafId]));
+    if (key === state.cursorKey) return false;
+    const before = new Map(state.cursors.map((c) => [c.client, c.leafId]));
+    state.cursorKey = key;
+    state.cursors = list;
+    state.marks = new Map();
+    for (const c of list) {
+      if (!c.leafId) continue;
+      if (!state.marks.has(c.leafId)) state.marks.set(c.leafId, []);
+      state.marks.get(c.leafId).push(c.client);
+    }
+    view.invalidate();
+    drawSources();
+    if (state.source.startsWith('cursor:')) {
+      const c = state.source.slice(7);
+      const now = list.find((x) => x.client === c);
+      if (now && before.get(c) !== now.leafId) scheduleContext(0);
+    }
+    return true;
+  }
+
+  async function pollCursors() {
+    if (state.polling || state.gone || document.visibilityState !== 'visible') return;
+    state.polling = true;
+    try {
+      const r = await getJSON('Reading the cursors', sessionPath(sid) + '/cursors', ac.signal);
+      setCursors(r.cursors || []);
+    } catch (e) {
+      if (!isAbort(e) && !e.isAuth) ctx.showError(e);
+    } finally {
+      state.polling = false;
+    }
+  }
+  const onVisible = () => { if (document.visibilityState === 'visible') pollCursors(); };
+  document.addEventListener('visibilitychange', onVisible);
+
+  // ---- live ----
+  function onEntry(entry) {
+    state.queue.push(entry);
+    if (!state.flushTimer) state.flushTimer = setTimeout(flush, 30);
+  }
+
+  function flush() {
+    state.flushTimer = 0;
+    const batch = state.queue;
+    state.queue = [];
+    const wasBottom = view.atBottom();
+    let added = 0;
+    for (const entry of batch) {
+      if (!model.add(entry)) continue;
+      added++;
+      state.newestId = entry.id;
+      state.leafId = entry.id;
+      if (entry.type === 'session_info' && typeof entry.name === 'string') state.name = entry.name || null;
+    }
+    if (!added) return;
+    view.refresh();
+    if (wasBottom) {
+      view.scrollToBottom();
+    } else {
+      state.newCount += added;
+      newMarker.textContent = `${state.newCount} new`;
+      newMarker.hidden = false;
+    }
+    drawHead();
+    drawSources();
+    if (state.selectedId) drawEntry();
+    scheduleExport();
+    if (state.source !== 'selected') {
+      clearTimeout(state.ctxTimer);
+      state.ctxTimer = setTimeout(() => ctx.track(refreshContext()), 300);
+    }
+  }
+
+  newMarker.addEventListener('click', () => {
+    const id = state.newestId;
+    state.newCount = 0;
+    newMarker.hidden = true;
+    if (id && model.has(id)) {
+      model.expandTo(id);
+      view.refresh();
+      view.reveal(id, true);
+    } else {
+      view.scrollToBottom();
+    }
+  });
+  scroll.addEventListener('scroll', () => {
+    if (!newMarker.hidden && view.atBottom()) { state.newCount = 0; newMarker.hidden = true; }
+  }, { passive: true });
+
+  function setLive(s) {
+    live.dataset.state = s;
+    live.textContent = s === 'reconnecting' ? 'reconnecting…' : s;
+  }
+
+  // ---- keyboard ----
+  treeEl.addEventListener('keydown', (e) => {
+    if (e.altKey || e.ctrlKey || e.metaKey) return;
+    const n = view.length;
+    if (!n) return;
+    let i = state.selectedId ? view.indexOf(state.selectedId) : -1;
+    const node = i >= 0 ? view.at(i) : null;
+    const go = (j) => { j = Math.max(0, Math.min(n - 1, j)); const t = view.at(j); if (t) select(t.id, 'key'); };
+    switch (e.key) {
+      case 'ArrowDown': go(i < 0 ? 0 : i + 1); break;
+      case 'ArrowUp': go(i < 0 ? 0 : i - 1); break;
+      case 'Home': go(0); break;
+      case 'End': go(n - 1); break;
+      case 'PageDown': go((i < 0 ? 0 : i) + Math.max(1, Math.floor(scroll.clientHeight / 24) - 1)); break;
+      case 'PageUp': go((i < 0 ? 0 : i) - Math.max(1, Math.floor(scroll.clientHeight / 24) - 1)); break;
+      case 'ArrowRight':
+        if (!node) { go(0); break; }
+        if (node.children.length && model.isCollapsed(node.id)) { model.setCollapsed(node.id, false); view.refresh(); }
+        else if (node.children.length) select(node.children[0].id, 'key');
+        break;
+      case 'ArrowLeft':
+        if (!node) { go(0); break; }
+        if (node.children.length && !model.isCollapsed(node.id)) { model.setCollapsed(node.id, true); view.refresh(); }
+        else if (node.parent) select(node.parent.id, 'key');
+        break;
+      case 'Enter':
+      case ' ':
+        if (node) select(node.id, 'enter'); else go(0);
+        break;
+      default: return;
+    }
+    e.preventDefault();
+  });
+
+  const onDocKey = (e) => {
+    if (e.key === 'Escape' && !isTyping(e.target) && state.selectedId) {
+      e.preventDefault();
+      clearSelection();
+      navigate(sessionHref(sid));
+    }
+  };
+  document.addEventListener('keydown', onDocKey);
+
+  function expandAll() {
+    model.collapsed.clear();
+    model.version++;
+    view.refresh();
+  }
+
+  // ---- load ----
+  async function load() {
+    const info = await getJSON('Loading the session', sessionPath(sid), ac.signal);
+    state.info = info;
+    state.leafId = info.leafId ?? null;
+    state.name = info.name ?? null;
+    drawHead();
+    const [tree, cursors] = await Promise.all([
+      getJSON('Loading the tree', sessionPath(sid) + '/tree' + qs({ include: 'entries' }), ac.signal),
+      getJSON('Reading the cursors', sessionPath(sid) + '/cursors', ac.signal).catch((e) => {
+        if (isAbort(e)) throw e;
+        ctx.showError(e);
+        return { cursors: [] };
+      }),
+      fetchExport().catch((e) => { if (isAbort(e)) throw e; ctx.showError(e); }),
+    ]);
+    model.load(tree.tree || []);
+    // tree's labels are authoritative; get's labels fill any gap
+    if (info.labels) for (const [id, label] of Object.entries(info.labels)) {
+      const n = model.get(id);
+      if (n && !n.label) n.label = label;
+    }
+    view.refresh();
+    setCursors(cursors.cursors || []);
+    drawHead();
+    drawSources();
+    drawEntry();
+    updateBranchExport();
+    if (wantedEid) {
+      if (model.has(wantedEid)) select(wantedEid, 'url');
+      else { ctx.showError(`Entry ${wantedEid} is not in session ${sid}.`); scheduleContext(0); }
+    } else {
+      scheduleContext(0);
+    }
+    // follow the session from what get reflected; entries the tree already
+    // holds are skipped by id
+    state.watch = new Watch(sid, info.lastSeq, {
+      onEntry,
+      onState: setLive,
+      onError: (e) => ctx.showError(e),
+    });
+    state.watch.start();
+    state.pollTimer = setInterval(pollCursors, 2000);
+  }
+
+  ctx.track(load().catch((e) => {
+    if (isAbort(e)) return;
+    state.gone = true;
+    title.textContent = sid;
+    ctx.showError(e);
+  }));
+
+  return {
+    update(r) {
+      wantedEid = r.eid;
+      if (r.eid && r.eid !== state.selectedId) { if (model.size) select(r.eid, 'url'); }
+      else if (!r.eid && state.selectedId) clearSelection();
+    },
+    unmount() {
+      ac.abort();
+      if (state.ctxCtrl) state.ctxCtrl.abort();
+      if (state.watch) state.watch.stop();
+      clearInterval(state.pollTimer);
+      clearTimeout(state.ctxTimer);
+      clearTimeout(state.exportTimer);
+      clearTimeout(state.flushTimer);
+      document.removeEventListener('visibilitychange', onVisible);
+      document.removeEventListener('keydown', onDocKey);
+      view.destroy();
+      if (state.exportUrl) URL.revokeObjectURL(state.exportUrl);
+      if (state.branchUrl) URL.revokeObjectURL(state.branchUrl);
+    },
+  };
+}
