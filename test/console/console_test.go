@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"net/url"
 	"regexp"
 	"slices"
 	"sort"
@@ -155,7 +156,7 @@ func TestConsole(t *testing.T) {
 		name  string
 		check func(*testing.T)
 	}{
-		{"Token", s.token}, {"Tree", s.tree}, {"Entry", s.entry}, {"Live", s.live}, {"Resume", s.resume},
+		{"Token", s.token}, {"Catalog", s.catalog}, {"Tree", s.tree}, {"Entry", s.entry}, {"Live", s.live}, {"Resume", s.resume},
 		{"Large", s.large}, {"Keyboard", s.keyboard}, {"Cluster", s.cluster}, {"Export", s.export},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -199,6 +200,47 @@ func (s *suite) token(t *testing.T) {
 	}
 	checkCatalog(t, b, nd.list(t), s.sids)
 	b.screenshot(t, "sessions")
+}
+
+// catalog: the filters ask the API what it filters (name, cwd) and the
+// page shows exactly those sessions; small pages (a link's limit) are
+// completed by "Load more" until every session is listed.
+func (s *suite) catalog(t *testing.T) {
+	nd, b := s.nd, s.b
+	shownIDs := func() []string {
+		return evalJS[[]string](t, b, `[...document.querySelectorAll('table#sessions tbody tr[data-session]')].map(r => r.dataset.session)`)
+	}
+	for _, f := range []struct{ hash, query string }{
+		{"#/sessions?q=salt", "name=salt"},
+		{"#/sessions?cwd=" + url.QueryEscape("/home/dev/project"), "cwd=" + url.QueryEscape("/home/dev/project")},
+	} {
+		want := nd.listWhere(t, f.query)
+		if len(want) == 0 || len(want) == len(s.sids) {
+			t.Fatalf("%s: the API lists %d of %d sessions: not a filter the test can tell", f.query, len(want), len(s.sids))
+		}
+		b.open(t, f.hash)
+		b.poll(t, f.hash, ready("sessions")+fmt.Sprintf(` && document.querySelectorAll('table#sessions tbody tr[data-session]').length === %d`, len(want)), viewTimeout)
+		got := shownIDs()
+		for _, l := range want {
+			if !slices.Contains(got, l.SessionID) {
+				t.Errorf("%s: %s not shown (shown: %v)", f.hash, l.SessionID, got)
+			}
+		}
+	}
+	all := nd.list(t)
+	b.open(t, "#/sessions?limit=5")
+	b.poll(t, "a first page of 5", ready("sessions")+` && document.querySelectorAll('table#sessions tbody tr[data-session]').length === 5 && !document.querySelector('#more').hidden`, viewTimeout)
+	for pages := 1; len(shownIDs()) < len(all); pages++ {
+		if pages > len(all) {
+			t.Fatalf("Load more never listed all %d sessions: %d shown", len(all), len(shownIDs()))
+		}
+		n := len(shownIDs())
+		evalJS[chromedp.Void](t, b, `document.querySelector('#more').click()`)
+		b.poll(t, "the next page", fmt.Sprintf(`document.querySelectorAll('table#sessions tbody tr[data-session]').length > %d`, n), viewTimeout)
+	}
+	if got := shownIDs(); len(got) != len(all) || !evalJS[bool](t, b, `document.querySelector('#more').hidden`) {
+		t.Errorf("after the last page: %d rows of %d, Load more still offered: %v", len(got), len(all), !evalJS[bool](t, b, `document.querySelector('#more').hidden`))
+	}
 }
 
 // tree: a shared URL of a session draws pi's tree: every entry, under its
@@ -325,7 +367,7 @@ func (s *suite) live(t *testing.T) {
 	d := time.Since(sent)
 	t.Logf("measured: live append (POST sent) → its row in the tree: %v (the issue asks for within 1 s)", d.Round(time.Millisecond))
 	if d > time.Second {
-		t.Logf("note: above the issue's 1 s")
+		t.Errorf("the appended entry took %v to appear: the console must show it within a second", d)
 	}
 	_, byID := rows(t, b)
 	if r, p := byID[id], byID[got.LeafID]; r.Top <= p.Top {
@@ -457,6 +499,20 @@ func (s *suite) large(t *testing.T) {
 		t.Errorf("the root's row is still in the DOM at the bottom of %d rows", chainLen+wide)
 	}
 	b.screenshot(t, "large-tree-bottom")
+
+	// Scrolled away from the newest rows, an append is announced, not
+	// jumped to: "1 new", which takes the user there.
+	evalJS[chromedp.Void](t, b, `document.querySelector('#tree-scroll').scrollTop = 0`)
+	b.poll(t, "the tree at its top", `!!document.querySelector(`+js(rowSel(root))+`)`, viewTimeout)
+	parent := scroll.Bottom[len(scroll.Bottom)-1]
+	nd.call(t, nd.writeClient, http.MethodPost, "/v1/sessions/"+largeID+"/entries",
+		proctest.AppendBody(proctest.NewEntry("newrow01", parent, "appended while the user reads the top", time.Now())), http.StatusOK)
+	b.poll(t, "button#new-marker saying 1 new", `(m => m && !m.hidden && /\b1 new\b/.test(m.textContent))(document.querySelector('#new-marker'))`, liveBound)
+	if evalJS[bool](t, b, `!!document.querySelector(`+js(rowSel(root))+`)`) == false {
+		t.Error("the append moved the tree away from where the user was reading")
+	}
+	evalJS[chromedp.Void](t, b, `document.querySelector("#new-marker").click()`)
+	b.poll(t, "the new row in view, the marker gone", `!!document.querySelector(`+js(rowSel("newrow01"))+`) && document.querySelector('#new-marker').hidden`, viewTimeout)
 }
 
 // keyboard: the tree follows the arrows and Enter; / finds the search

@@ -134,13 +134,16 @@ type listed struct {
 	ParentSession *string   `json:"parentSession"`
 }
 
-func (nd *node) list(t *testing.T) []listed {
+func (nd *node) list(t *testing.T) []listed { return nd.listWhere(t, "") }
+
+// listWhere is the catalog as the API filters it by query (name=…&cwd=…).
+func (nd *node) listWhere(t *testing.T, query string) []listed {
 	t.Helper()
 	var res struct {
 		Sessions []listed `json:"sessions"`
 		Next     string   `json:"next"`
 	}
-	if err := json.Unmarshal(nd.call(t, nd.readClient, http.MethodGet, "/v1/sessions?limit=1000", nil, http.StatusOK), &res); err != nil {
+	if err := json.Unmarshal(nd.call(t, nd.readClient, http.MethodGet, "/v1/sessions?limit=1000&"+query, nil, http.StatusOK), &res); err != nil {
 		t.Fatal(err)
 	}
 	if res.Next != "" {

@@ -6,6 +6,13 @@ import { navigate, sessionHref, sessionsHref } from './router.js';
 
 const PAGE = 100;
 
+// pageSize is the catalog's page: PAGE, or the URL's limit (1-1000, the
+// API's bounds) for a link that wants smaller pages.
+function pageSize(v) {
+  const n = Number.parseInt(v, 10);
+  return n >= 1 && n <= 1000 ? n : PAGE;
+}
+
 // since accepts a date (YYYY-MM-DD, midnight UTC) or RFC 3339.
 function sinceParam(v) {
   v = (v || '').trim();
@@ -99,7 +106,7 @@ export function mountSessions(main, route, ctx) {
 
   async function loadPage(cursor) {
     const q = {
-      preview: 'true', limit: PAGE, name: params.q, cwd: params.cwd, label: params.label,
+      preview: 'true', limit: params.limit, name: params.q, cwd: params.cwd, label: params.label,
       since: sinceParam(params.since), cursor,
     };
     try {
@@ -117,7 +124,8 @@ export function mountSessions(main, route, ctx) {
   }
 
   function update(r) {
-    params = { q: r.params.q || '', cwd: r.params.cwd || '', label: r.params.label || '', since: r.params.since || '' };
+    params = { q: r.params.q || '', cwd: r.params.cwd || '', label: r.params.label || '', since: r.params.since || '',
+      limit: pageSize(r.params.limit) };
     if (ctx.search.value.trim() !== params.q && document.activeElement !== ctx.search) ctx.search.value = params.q;
     cwd.value = params.cwd; label.value = params.label; since.value = params.since;
     ac.abort();
