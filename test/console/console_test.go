@@ -30,6 +30,9 @@ import (
 // compare with pi's answers: two branches under its first question.
 const authCase = "example-auth-salt-debugging"
 
+// compactionCase has compactions on its default leaf's path.
+const compactionCase = "p05-compactions"
+
 // cursorClient is the client whose cursor the test sets.
 const cursorClient = "console-test"
 
@@ -107,6 +110,7 @@ type suite struct {
 	nd       *node
 	b        *tab
 	auth     *vector
+	compact  *vector         // a session whose default leaf's context starts with a compaction summary
 	sid      string          // auth's session
 	branch   *treeNode       // the first entry of auth with two children
 	cursorAt string          // where cursorClient's cursor is set
@@ -129,12 +133,15 @@ func TestConsole(t *testing.T) {
 			t.Fatalf("%s: imported as %s, pi's id is %s", v.name, sid, v.exp.SessionID)
 		}
 		s.sids[sid] = true
-		if v.name == authCase {
+		switch v.name {
+		case authCase:
 			s.auth = v
+		case compactionCase:
+			s.compact = v
 		}
 	}
-	if s.auth == nil {
-		t.Fatalf("conformance case %s not found", authCase)
+	if s.auth == nil || s.compact == nil {
+		t.Fatalf("conformance case %s or %s not found", authCase, compactionCase)
 	}
 	s.sid = s.auth.exp.SessionID
 	if s.branch = firstBranch(s.auth.exp.Tree); s.branch == nil {
@@ -156,7 +163,7 @@ func TestConsole(t *testing.T) {
 		name  string
 		check func(*testing.T)
 	}{
-		{"Token", s.token}, {"Catalog", s.catalog}, {"Tree", s.tree}, {"Entry", s.entry}, {"Live", s.live}, {"Resume", s.resume},
+		{"Token", s.token}, {"Catalog", s.catalog}, {"Tree", s.tree}, {"Entry", s.entry}, {"Compaction", s.compaction}, {"Live", s.live}, {"Resume", s.resume},
 		{"Large", s.large}, {"Keyboard", s.keyboard}, {"Cluster", s.cluster}, {"Export", s.export},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -380,6 +387,31 @@ func (s *suite) live(t *testing.T) {
 	t.Logf("measured: cursor moved → its mark moved: %v (the page polls cursors every 2 s)", time.Since(sent).Round(time.Millisecond))
 	if n := evalJS[int](t, b, `document.querySelectorAll('.cursor[data-client=`+cursorClient+`]').length`); n != 1 {
 		t.Errorf("%d marks of cursor %s after it moved, want 1", n, cursorClient)
+	}
+}
+
+// compaction: at a leaf past a compaction the context starts with pi's
+// compaction summary, and the page marks the cut after it in both
+// columns; the compaction entries are drawn as what they are.
+func (s *suite) compaction(t *testing.T) {
+	b, v := s.b, s.compact
+	b.open(t, "#/s/"+v.exp.SessionID+"/e/"+v.exp.LeafID)
+	b.poll(t, "the compacted session with its leaf's context", sessionReady(v.exp.LeafID)+
+		` && document.querySelectorAll('#context-agent .message').length > 0`, viewTimeout)
+	for _, col := range []string{"#context-agent", "#context-llm"} {
+		first := evalJS[string](t, b, `document.querySelector(`+js(col+` .message`)+`)?.dataset.role ?? ''`)
+		cut := evalJS[bool](t, b, `(m => !!m && m.nextElementSibling?.classList.contains('cut'))(document.querySelector(`+js(col+` .message`)+`))`)
+		if col == "#context-agent" && first != "compactionSummary" {
+			t.Errorf("%s starts with a %q message, want pi's compactionSummary", col, first)
+		}
+		if !cut {
+			t.Errorf("%s: no .cut right after the first message (the compaction summary)", col)
+		}
+	}
+	want := strings.Count(string(v.file), `"type":"compaction"`)
+	evalJS[chromedp.Void](t, b, `document.querySelector('#tree-scroll').scrollTop = 0`)
+	if got := evalJS[int](t, b, `document.querySelectorAll('div.row[data-type=compaction]').length`); got == 0 || got > want {
+		t.Errorf("%d rows drawn as compactions, want between 1 and the file's %d", got, want)
 	}
 }
 
