@@ -7,8 +7,10 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pifleet/sessionlog/internal/api"
+	"github.com/pifleet/sessionlog/internal/testutil"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
 
@@ -199,8 +201,13 @@ func TestContextBuild(t *testing.T) {
 		t.Fatalf("context.build stored something: %+v", list.Sessions)
 	}
 	// The metrics name what ran: both NATS requests were context.build.
-	metrics := string(e.ok(200, "GET", "/metrics", nil, nil))
-	if want := `pi_api_requests_total{code="200",endpoint="context.build",transport="nats"} 2`; !strings.Contains(metrics, want) {
-		t.Errorf("metrics lack %s", want)
-	}
+	// A request is counted once its reply is sent, so the second count may
+	// land just after the test has the reply.
+	want := `pi_api_requests_total{code="200",endpoint="context.build",transport="nats"} 2`
+	testutil.WaitFor(t, 5*time.Second, func() error {
+		if metrics := string(e.ok(200, "GET", "/metrics", nil, nil)); !strings.Contains(metrics, want) {
+			return fmt.Errorf("metrics lack %s", want)
+		}
+		return nil
+	})
 }
