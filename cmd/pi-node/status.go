@@ -33,8 +33,9 @@ func (m *Main) status(ctx context.Context) (any, error) {
 		rec := m.region.Record()
 		out.Region, out.Bucket = &rs, rec.Assets(m.jsCfg, rs.Home).Bucket
 	}
+	names := m.sessionStreams()
 	var err error
-	if out.Stream, out.Cluster, err = m.streamStatus(ctx, cfg.Stream); err != nil {
+	if out.Stream, out.Cluster, err = m.streamStatus(ctx, names[0]); err != nil {
 		return out, err
 	}
 	if h := m.holder; h != nil {
@@ -43,11 +44,11 @@ func (m *Main) status(ctx context.Context) (any, error) {
 			out.Members = append(out.Members, wire.MemberStatus{Node: mb.Node, Held: mb.Held, Ready: mb.Ready})
 		}
 	}
-	if n := len(m.streams()); n > 1 { // with one stream, Stream says it all
+	if len(names) > 1 { // with one stream, Stream says it all
 		out.ShardMap = m.sharded.Map().String()
 		out.Shards = append(out.Shards, out.Stream)
-		for k := 1; k < n; k++ {
-			ss, _, err := m.streamStatus(ctx, cfg.Shard(k).Stream)
+		for _, name := range names[1:] {
+			ss, _, err := m.streamStatus(ctx, name)
 			if err != nil {
 				return out, err
 			}
@@ -59,31 +60,25 @@ func (m *Main) status(ctx context.Context) (any, error) {
 
 // streamStatus is one stream as its leader reports it, and the cluster's name.
 func (m *Main) streamStatus(ctx context.Context, name string) (wire.StreamStatus, string, error) {
-	out, _, cluster, err := m.streamReport(ctx, name)
-	return out, cluster, err
-}
-
-// streamReport is streamStatus with the stream's MaxBytes (-1: no limit),
-// for the metrics (stream_metrics.go).
-func (m *Main) streamReport(ctx context.Context, name string) (wire.StreamStatus, int64, string, error) {
-	s, err := m.conn.JS.Stream(ctx, name)
+	s, err := m.conn.JS.Stream(ctx, name) // its answer is the stream's info: one request
 	if err != nil {
-		return wire.StreamStatus{}, 0, "", fmt.Errorf("stream %s: %w", name, err)
+		return wire.StreamStatus{}, "", fmt.Errorf("stream %s: %w", name, err)
 	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		return wire.StreamStatus{}, 0, "", fmt.Errorf("stream %s: %w", name, err)
-	}
+	info := s.CachedInfo()
 	out := wire.StreamStatus{Name: info.Config.Name, Replicas: info.Config.Replicas, Messages: info.State.Msgs, Bytes: info.State.Bytes,
 		FirstSeq: info.State.FirstSeq, LastSeq: info.State.LastSeq, Subjects: uint64(info.State.NumSubjects)}
+	if info.Config.MaxBytes > 0 {
+		out.MaxBytes = info.Config.MaxBytes
+	}
 	var cluster string
 	if ci := info.Cluster; ci != nil {
 		cluster, out.Leader = ci.Name, ci.Leader
 		for _, p := range ci.Replicas {
-			out.Followers = append(out.Followers, wire.PeerStatus{Name: p.Name, Current: p.Current, Offline: p.Offline, Lag: p.Lag, Active: p.Active.Round(time.Millisecond).String()})
+			out.Followers = append(out.Followers, wire.PeerStatus{Name: p.Name, Current: p.Current, Offline: p.Offline, Lag: p.Lag,
+				Active: p.Active.Round(time.Millisecond).String(), State: jetstream.ReplicaState(p, m.Config.ReadyMaxLag)})
 		}
 	}
-	return out, info.Config.MaxBytes, cluster, nil
+	return out, cluster, nil
 }
 
 // ready checks what /readyz needs from the backend: connected, stream and
@@ -103,8 +98,7 @@ func (m *Main) ready(ctx context.Context) error {
 			return err
 		}
 	}
-	cfg := m.streamConfig()
-	behind, err := m.backendReady(ctx, cfg)
+	behind, err := m.backendReady(ctx)
 	if err == nil {
 		m.leaderless.Store(0)
 		return m.replicaReady(behind)
@@ -130,7 +124,7 @@ func (m *Main) ready(ctx context.Context) error {
 // backendReady checks the streams the Stores follow (and their leaders)
 // and, outside region mode, the cursor bucket. behind is the first of them
 // whose replica on this node's embedded server is not current.
-func (m *Main) backendReady(ctx context.Context, cfg jetstream.Config) (behind, err error) {
+func (m *Main) backendReady(ctx context.Context) (behind, err error) {
 	var self string // the embedded server's name: the replicas that are this node's
 	if m.server != nil {
 		self = m.server.ServerName
@@ -149,8 +143,7 @@ func (m *Main) backendReady(ctx context.Context, cfg jetstream.Config) (behind, 
 		}
 		return nil
 	}
-	for k := range max(1, len(m.streams())) {
-		name := cfg.Shard(k).Stream
+	for _, name := range m.sessionStreams() {
 		if err := check(name, "stream "+name); err != nil {
 			return nil, err
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/pifleet/sessionlog/internal/jetstream"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
 
@@ -57,7 +59,7 @@ var (
 
 // replicaStates are pi_stream_replicas' states, each sent on every scrape
 // (0 included), so that an alert on one has a series to compare.
-var replicaStates = []string{"current", "lagging", "offline"}
+var replicaStates = []string{jetstream.ReplicaCurrent, jetstream.ReplicaLagging, jetstream.ReplicaOffline}
 
 // streamCollector returns the node's collector, subscribed to the
 // leader-elected advisories until ctx ends (Close ends it before the
@@ -86,9 +88,8 @@ func (c *streamCollector) Describe(ch chan<- *prometheus.Desc) {
 
 // streamSample is one stream's info as one scrape read it.
 type streamSample struct {
-	status   wire.StreamStatus
-	maxBytes int64
-	err      error
+	status wire.StreamStatus
+	err    error
 }
 
 // Collect asks for every stream (and the region's status) side by side,
@@ -103,7 +104,7 @@ func (c *streamCollector) Collect(ch chan<- prometheus.Metric) {
 	for k, name := range names {
 		wg.Go(func() {
 			s := &samples[k]
-			s.status, s.maxBytes, _, s.err = m.streamReport(ctx, name)
+			s.status, _, s.err = m.streamStatus(ctx, name)
 		})
 	}
 	var region *wire.RegionStatus
@@ -131,14 +132,14 @@ func (c *streamCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		st := s.status
 		gauge(descStreamInfo, 1, name, strconv.Itoa(k), st.Leader)
-		counts := replicaCounts(st, c.m.Config.ReadyMaxLag)
+		counts := replicaCounts(st)
 		for i, state := range replicaStates {
 			gauge(descStreamReplicas, float64(counts[i]), name, state)
 		}
 		gauge(descStreamBytes, float64(st.Bytes), name)
 		gauge(descStreamMessages, float64(st.Messages), name)
-		if s.maxBytes > 0 {
-			gauge(descStreamMaxBytes, float64(s.maxBytes), name)
+		if st.MaxBytes > 0 {
+			gauge(descStreamMaxBytes, float64(st.MaxBytes), name)
 		}
 	}
 	if storageErr != nil {
@@ -174,24 +175,16 @@ func (c *streamCollector) failed(what string, err error) {
 }
 
 // replicaCounts counts st's replicas in replicaStates' order: the leader is
-// current; a follower is offline, lagging (more than maxLag entries behind,
-// the bound /readyz keeps, or not current with nothing to catch up on: not
-// heard from), or current. A few entries in flight are not lagging: under
-// steady writes a follower is behind by some at almost every instant, and
-// the alert on lagging would fire on a healthy cluster.
-func replicaCounts(st wire.StreamStatus, maxLag uint64) [3]int {
+// current, each follower by its State (jetstream.ReplicaState, the bound
+// /readyz keeps).
+func replicaCounts(st wire.StreamStatus) [3]int {
 	var n [3]int
 	if st.Leader != "" {
 		n[0]++
 	}
 	for _, p := range st.Followers {
-		switch {
-		case p.Offline:
-			n[2]++
-		case p.Lag > maxLag || (!p.Current && p.Lag == 0):
-			n[1]++
-		default:
-			n[0]++
+		if i := slices.Index(replicaStates, p.State); i >= 0 {
+			n[i]++
 		}
 	}
 	return n

@@ -130,21 +130,20 @@ func TestStreamMetricsDegraded(t *testing.T) {
 	}
 }
 
-// TestReplicaCounts: the leader is current; a follower is offline, else
-// lagging when more entries behind than the bound, or not current with
-// none to catch up on (silent); a few entries in flight are current.
+// TestReplicaCounts: the leader is current, each follower counts by the
+// state the status gives it (jetstream.ReplicaState: TestReplicaState).
 func TestReplicaCounts(t *testing.T) {
 	st := wire.StreamStatus{Leader: "n1", Followers: []wire.PeerStatus{
-		{Name: "n2", Current: true},
-		{Name: "n3", Current: false, Lag: 4},
-		{Name: "n4", Current: false},
-		{Name: "n5", Offline: true, Current: true},
-		{Name: "n6", Current: false, Lag: 101},
+		{Name: "n2", State: "current"},
+		{Name: "n3", Lag: 4, State: "current"},
+		{Name: "n4", State: "lagging"},
+		{Name: "n5", Offline: true, State: "offline"},
+		{Name: "n6", Lag: 101, State: "lagging"},
 	}}
-	if got := replicaCounts(st, 100); got != [3]int{3, 2, 1} {
+	if got := replicaCounts(st); got != [3]int{3, 2, 1} {
 		t.Errorf("replicaCounts %v, want current 3, lagging 2, offline 1", got)
 	}
-	if got := replicaCounts(wire.StreamStatus{}, 100); got != [3]int{} {
+	if got := replicaCounts(wire.StreamStatus{}); got != [3]int{} {
 		t.Errorf("no leader, no followers: %v", got)
 	}
 }

@@ -1,16 +1,13 @@
 package deploytest
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"strconv"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/pifleet/sessionlog/internal/proctest"
 )
 
 // appender is a client that keeps appending to one session at a steady
@@ -40,15 +37,14 @@ type appender struct {
 	stopOnce sync.Once
 
 	mu         sync.Mutex
-	acked      []string    // ids acknowledged, in order
-	ackTimes   []time.Time // when each was acknowledged
-	sentTimes  []time.Time // when each one's acknowledged attempt was sent
-	ackParents []string    // the parentId each was sent with ("": none)
-	lastSeq    uint64      // the session's lastSeq after the last acknowledged append
-	pending    string      // an id sent but never acknowledged (outcome unknown)
-	gaveUp     []string    // ids given up after window (outcome unknown)
-	failures   int
-	failKinds  map[string]int // failed attempts by failKind
+	acked      []string       // ids acknowledged, in order
+	ackTimes   []time.Time    // when each was acknowledged
+	sentTimes  []time.Time    // when each one's acknowledged attempt was sent
+	ackParents []string       // the parentId each was sent with ("": none)
+	lastSeq    uint64         // the session's lastSeq after the last acknowledged append
+	pending    string         // an id sent but never acknowledged (outcome unknown)
+	gaveUp     []string       // ids given up after window (outcome unknown)
+	failKinds  map[string]int // failed attempts by proctest.ErrorKind
 	lastError  string
 }
 
@@ -126,11 +122,14 @@ func (a *appender) loop() {
 				break
 			}
 			a.mu.Lock()
-			a.failures++
 			if a.failKinds == nil {
 				a.failKinds = map[string]int{}
 			}
-			a.failKinds[failKind(r, err)]++
+			status := 0
+			if r != nil {
+				status = r.status
+			}
+			a.failKinds[proctest.ErrorKind(status, err)]++
 			if err != nil {
 				a.lastError = fmt.Sprintf("%s: %v", n.name, err)
 			} else {
@@ -156,21 +155,19 @@ func (a *appender) loop() {
 	}
 }
 
-// failKind names what went wrong with an attempt: its HTTP status, or
-// refused (nothing listening: a stopped node), reset (the connection
-// dropped), timeout, error.
-func failKind(r *response, err error) string {
-	switch {
-	case err == nil:
-		return strconv.Itoa(r.status)
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return "refused"
-	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return "reset"
-	case errors.Is(err, context.DeadlineExceeded):
-		return "timeout"
+// failures is the number of failed attempts.
+func (a *appender) failures() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.failuresLocked()
+}
+
+func (a *appender) failuresLocked() int {
+	n := 0
+	for _, c := range a.failKinds {
+		n += c
 	}
-	return "error"
+	return n
 }
 
 // halt stops the appender and waits for its request in flight; it may be
@@ -224,5 +221,5 @@ func (a *appender) maxGapBetween(t, end time.Time) time.Duration {
 func (a *appender) state() string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return fmt.Sprintf("%d acked, %d failed attempts, last error: %s", len(a.acked), a.failures, a.lastError)
+	return fmt.Sprintf("%d acked, %d failed attempts, last error: %s", len(a.acked), a.failuresLocked(), a.lastError)
 }

@@ -258,7 +258,7 @@ func (c *cluster) killAndRestart(t *testing.T, sid string) {
 	ap.halt()
 	convergedIn := c.converge(t, sid, ap, started)
 	t.Logf("measured: %s started again: /readyz 200 after %v, all nodes converged %v after the start (%d appends acknowledged during the phase, %d failed attempts)",
-		victim.name, readyIn.Round(100*time.Millisecond), convergedIn.Round(100*time.Millisecond), len(ap.acked), ap.failures)
+		victim.name, readyIn.Round(100*time.Millisecond), convergedIn.Round(100*time.Millisecond), len(ap.acked), ap.failures())
 	c.waitHealthy(t, "Docker reporting every node healthy again", c.cids()...)
 	checkLogs(t, c, []string{sid}, []*appender{ap})
 }
@@ -401,7 +401,7 @@ func (c *cluster) partitionAndHeal(t *testing.T, sid string) {
 	ap.halt()
 	convergedIn := c.converge(t, sid, ap, healed)
 	t.Logf("measured: %s reconnected: caught up with the majority's writes after %v, all nodes converged %v after the reconnect (%d appends acknowledged during the phase, %d failed attempts)",
-		iso.name, readyIn.Round(100*time.Millisecond), convergedIn.Round(100*time.Millisecond), len(ap.acked), ap.failures)
+		iso.name, readyIn.Round(100*time.Millisecond), convergedIn.Round(100*time.Millisecond), len(ap.acked), ap.failures())
 	c.waitHealthy(t, "Docker reporting every node healthy again", c.cids()...)
 	checkLogs(t, c, []string{sid}, []*appender{ap})
 	c.checkAbsent(t, sid, "iso-0001")

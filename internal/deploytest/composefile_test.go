@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pifleet/sessionlog/internal/jetstream/embedded"
 	"sigs.k8s.io/yaml"
 )
 
@@ -331,7 +332,7 @@ func TestDockerfile(t *testing.T) {
 
 // stopBudget is the longest a SIGTERM takes pi-node (docs/OPERATIONS.md
 // "Stopping a node"): the lame duck, the drain and last snapshot within
-// the grace, and the NATS server's lame-duck mode (embedded.LameDuckBudget).
+// the grace, and the NATS server's lame-duck mode.
 func stopBudget(lameDuck, grace time.Duration) time.Duration {
-	return lameDuck + grace + 4*time.Second
+	return lameDuck + grace + embedded.LameDuckBudget
 }

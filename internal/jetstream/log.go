@@ -387,16 +387,40 @@ func ReplicaBehind(info *jetstream.StreamInfo, server string, maxLag uint64) err
 			continue
 		}
 		switch {
+		case ReplicaState(p, maxLag) == ReplicaCurrent:
+			return nil
 		case p.Offline:
 			return fmt.Errorf("%w: this node's replica of stream %s is offline to its leader %s", wire.ErrUnavailable, info.Config.Name, info.Cluster.Leader)
 		case p.Active > replicaSilence:
 			return fmt.Errorf("%w: this node's replica of stream %s has not been heard from by its leader %s for %v", wire.ErrUnavailable, info.Config.Name, info.Cluster.Leader, p.Active.Round(time.Millisecond))
-		case p.Lag > maxLag:
+		default:
 			return fmt.Errorf("%w: this node's replica of stream %s is %d entries behind its leader %s (ready at %d or fewer)", wire.ErrUnavailable, info.Config.Name, p.Lag, info.Cluster.Leader, maxLag)
 		}
-		return nil
 	}
 	return nil
+}
+
+// The states of ReplicaState.
+const (
+	ReplicaCurrent = "current"
+	ReplicaLagging = "lagging"
+	ReplicaOffline = "offline"
+)
+
+// ReplicaState is how current a follower is by its leader's account: the
+// one classification /readyz (ReplicaBehind) and the replica metrics
+// share. Offline; lagging when more than maxLag entries behind or not
+// heard from for replicaSilence; else current — a few entries in flight
+// are current, as a follower under steady writes is behind by some at
+// almost every instant.
+func ReplicaState(p *jetstream.PeerInfo, maxLag uint64) string {
+	switch {
+	case p.Offline:
+		return ReplicaOffline
+	case p.Active > replicaSilence || p.Lag > maxLag:
+		return ReplicaLagging
+	}
+	return ReplicaCurrent
 }
 
 // replicaSilence: a leader hears from each replica every second (raft

@@ -49,3 +49,24 @@ func TestReplicaBehind(t *testing.T) {
 		t.Errorf("no server of its own (external NATS): %v", err)
 	}
 }
+
+// TestReplicaState: the one classification of a follower that /readyz and
+// pi_stream_replicas share: a few entries in flight are current; beyond
+// the bound, or silent, lagging; offline first.
+func TestReplicaState(t *testing.T) {
+	for _, c := range []struct {
+		p    jetstream.PeerInfo
+		want string
+	}{
+		{jetstream.PeerInfo{Current: true}, ReplicaCurrent},
+		{jetstream.PeerInfo{Current: false, Lag: 4, Active: time.Second}, ReplicaCurrent},
+		{jetstream.PeerInfo{Current: false, Lag: 100}, ReplicaCurrent},
+		{jetstream.PeerInfo{Current: false, Lag: 101}, ReplicaLagging},
+		{jetstream.PeerInfo{Current: true, Active: 4 * time.Second}, ReplicaLagging},
+		{jetstream.PeerInfo{Offline: true, Current: true}, ReplicaOffline},
+	} {
+		if got := ReplicaState(&c.p, 100); got != c.want {
+			t.Errorf("%+v: %s, want %s", c.p, got, c.want)
+		}
+	}
+}

@@ -55,12 +55,19 @@ func Series(name string, labels ...string) string {
 	if len(labels) == 0 {
 		return name
 	}
-	var pairs []string
+	// By label name, as client_golang writes them: sorting the joined
+	// pairs would put a1="…" before a="…" ('1' sorts before '=').
+	type pair struct{ name, value string }
+	var pairs []pair
 	for i := 0; i+1 < len(labels); i += 2 {
-		pairs = append(pairs, labels[i]+"="+strconv.Quote(labels[i+1]))
+		pairs = append(pairs, pair{labels[i], labels[i+1]})
 	}
-	sort.Strings(pairs)
-	return name + "{" + strings.Join(pairs, ",") + "}"
+	sort.Slice(pairs, func(i, j int) bool { return pairs[i].name < pairs[j].name })
+	parts := make([]string, len(pairs))
+	for i, p := range pairs {
+		parts[i] = p.name + "=" + strconv.Quote(p.value)
+	}
+	return name + "{" + strings.Join(parts, ",") + "}"
 }
 
 // SplitSeries takes a key of Metrics' map apart: the metric's name and

@@ -11,6 +11,7 @@ func TestParseMetrics(t *testing.T) {
 pi_stream_info{leader="",shard="0",stream="PI_SESSIONS"} 1
 pi_jetstream_storage_bytes 1.5e+06
 pi_odd{path="a,b=\"c\"}"} 2
+pi_pair{a="1",a1="2"} 3
 `)
 	got, err := ParseMetrics(text)
 	if err != nil {
@@ -20,6 +21,7 @@ pi_odd{path="a,b=\"c\"}"} 2
 		Series("pi_stream_info", "stream", "PI_SESSIONS", "shard", "0", "leader", ""): 1,
 		Series("pi_jetstream_storage_bytes"):                                          1.5e6,
 		Series("pi_odd", "path", `a,b="c"}`):                                          2,
+		Series("pi_pair", "a1", "2", "a", "1"):                                        3, // by label name, as written
 	}
 	if !maps.Equal(got, want) {
 		t.Fatalf("ParseMetrics:\n got %v\nwant %v", got, want)

@@ -148,6 +148,11 @@ func (st *Store) Snapshot(ctx context.Context) error {
 	}
 	path, index, err := writeSnapshot(st.opts.SnapshotDir, applied, ident, func(yield func(*snapSession) error) error {
 		for i := range items {
+			// A shutdown's deadline (Close's ctx) bounds the writing too:
+			// abandoned, the temp file goes and the previous snapshot stays.
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 			s, err := st.materialize(ctx, &items[i], applied)
 			if err != nil {
 				return err

@@ -133,14 +133,16 @@ type JetStreamStatus struct {
 
 // StreamStatus describes the session stream as its leader reports it.
 type StreamStatus struct {
-	Name      string       `json:"name"`
-	Replicas  int          `json:"replicas"`
-	Leader    string       `json:"leader,omitempty"`
-	Messages  uint64       `json:"messages"`
-	Bytes     uint64       `json:"bytes"`
-	FirstSeq  uint64       `json:"firstSeq"`
-	LastSeq   uint64       `json:"lastSeq"`
-	Subjects  uint64       `json:"subjects"`
+	Name     string `json:"name"`
+	Replicas int    `json:"replicas"`
+	Leader   string `json:"leader,omitempty"`
+	Messages uint64 `json:"messages"`
+	Bytes    uint64 `json:"bytes"`
+	FirstSeq uint64 `json:"firstSeq"`
+	LastSeq  uint64 `json:"lastSeq"`
+	Subjects uint64 `json:"subjects"`
+	// MaxBytes is the stream's byte limit; absent without one.
+	MaxBytes  int64        `json:"maxBytes,omitempty"`
 	Followers []PeerStatus `json:"followers,omitempty"`
 }
 
@@ -151,6 +153,9 @@ type PeerStatus struct {
 	Offline bool   `json:"offline,omitempty"`
 	Lag     uint64 `json:"lag"`
 	Active  string `json:"lastSeen"`
+	// State is current, lagging or offline by the bound /readyz keeps
+	// (pi-node's --ready-max-lag), as pi_stream_replicas counts it.
+	State string `json:"state,omitempty"`
 }
 
 // RegionStatus is the region part of a node's status (cross-region mode).

@@ -27,18 +27,15 @@ func TestClusterMetrics(t *testing.T) {
 	leaders := func() (map[string]string, error) { // by stream, as every node agrees
 		out := map[string]string{}
 		for _, nd := range nodes {
-			var st struct {
-				JetStream wire.JetStreamStatus `json:"jetstream"`
-			}
+			var st wire.StatusReply
 			if err := proctest.GetJSON(nd.base+"/v1/status", &st); err != nil {
 				return nil, err
 			}
-			all := st.JetStream.Shards
-			if len(all) == 0 {
-				all = []wire.StreamStatus{st.JetStream.Stream}
+			if st.Cluster == nil {
+				return nil, fmt.Errorf("%s: /v1/status without its cluster", nd.name)
 			}
 			streams = streams[:0]
-			for _, ss := range all {
+			for _, ss := range st.Cluster.Streams { // every shard's stream
 				streams = append(streams, ss.Name)
 				if l, ok := out[ss.Name]; ss.Leader == "" || ok && l != ss.Leader {
 					return nil, fmt.Errorf("%s: stream %s led by %q, another node says %q", nd.name, ss.Name, ss.Leader, l)
