@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -18,9 +17,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/pifleet/sessionlog/internal/api"
 	"github.com/pifleet/sessionlog/internal/apispec"
 	"github.com/pifleet/sessionlog/internal/conformance"
 	"github.com/pifleet/sessionlog/internal/proctest"
@@ -37,6 +38,15 @@ type node struct {
 	readToken, writeToken   string // scopes read, and write
 	wrongToken              string // in no file: refused with 401
 	readClient, writeClient *http.Client
+
+	mu      sync.Mutex
+	watches []watchRequest // every watch request through specProxy, in order
+}
+
+// watchRequest is where a watch request of the page asked to start.
+type watchRequest struct {
+	lastEventID string // the Last-Event-ID header
+	afterSeq    string // the afterSeq query
 }
 
 // bearer sends one token with every request, so that proctest.Do serves
@@ -70,8 +80,7 @@ func startNode(t *testing.T) *node {
 	for _, tok := range []struct{ name, token, scope string }{
 		{"console-reader", nd.readToken, "read"}, {"console-writer", nd.writeToken, "write"},
 	} {
-		sum := sha256.Sum256([]byte(tok.token))
-		line, _ := json.Marshal(map[string]any{"name": tok.name, "sha256": hex.EncodeToString(sum[:]), "scopes": []string{tok.scope}})
+		line, _ := json.Marshal(api.TokenLine{Name: tok.name, SHA256: api.HashToken(tok.token), Scopes: []string{tok.scope}})
 		fmt.Fprintf(&file, "%s\n", line)
 	}
 	tokens := filepath.Join(dir, "http-tokens")
@@ -105,6 +114,48 @@ func (nd *node) call(t *testing.T, hc *http.Client, method, path string, body []
 		t.Fatalf("%s %s: %d %v, want %d: %.300s", method, path, st, err, want, data)
 	}
 	return data
+}
+
+// detail is what GET /v1/sessions/{id} says of a session's end.
+type detail struct {
+	LeafID  string `json:"leafId"`
+	LastSeq uint64 `json:"lastSeq"`
+}
+
+func (nd *node) detail(t *testing.T, sid string) detail {
+	t.Helper()
+	var d detail
+	if err := json.Unmarshal(nd.call(t, nd.readClient, http.MethodGet, "/v1/sessions/"+sid, nil, http.StatusOK), &d); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// leaf is the session's default leaf, as the API has it now.
+func (nd *node) leaf(t *testing.T, sid string) string {
+	t.Helper()
+	return nd.detail(t, sid).LeafID
+}
+
+// append stores one user message, id under parent, with the write token.
+func (nd *node) append(t *testing.T, sid, id, parent, text string) {
+	t.Helper()
+	nd.call(t, nd.writeClient, http.MethodPost, "/v1/sessions/"+sid+"/entries",
+		proctest.AppendBody(proctest.NewEntry(id, parent, text, time.Now())), http.StatusOK)
+}
+
+// setCursor puts client's cursor on leaf, with the write token.
+func (nd *node) setCursor(t *testing.T, sid, client, leaf string) {
+	t.Helper()
+	nd.call(t, nd.writeClient, http.MethodPut, "/v1/sessions/"+sid+"/cursors/"+client,
+		[]byte(fmt.Sprintf(`{"leafId":%q}`, leaf)), http.StatusOK)
+}
+
+// watchRequests is every watch request specProxy has seen so far.
+func (nd *node) watchRequests() []watchRequest {
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	return append([]watchRequest(nil), nd.watches...)
 }
 
 // importFile imports a pi session file with the write token and returns
@@ -222,6 +273,19 @@ func loadVectors(t *testing.T) []*vector {
 	return out
 }
 
+// pathTo is pi's path from the root to leaf id, from the expected
+// contexts; a case without a context at id fails the test.
+func (v *vector) pathTo(t *testing.T, id string) []string {
+	t.Helper()
+	for _, c := range v.exp.Contexts {
+		if c.LeafID != nil && *c.LeafID == id {
+			return c.Path
+		}
+	}
+	t.Fatalf("%s: expected.json has no context at %s", v.name, id)
+	return nil
+}
+
 // parents maps each node of the tree to its parent ("" for a root).
 func parents(nodes []treeNode, parent string, into map[string]string) map[string]string {
 	for _, n := range nodes {
@@ -300,7 +364,8 @@ func largeSession(t *testing.T) (sid string, file []byte, root string, leaves ma
 // (internal/apispec): the console speaks the published contract and
 // nothing else. The page is loaded through it, so its origin is the
 // proxy's. While the node is down (the Resume check) a request gets no
-// answer at all, as from a node that is not there.
+// answer at all, as from a node that is not there. Every watch request's
+// start (Last-Event-ID, afterSeq) is recorded: nd.watchRequests.
 func (nd *node) specProxy(t *testing.T) string {
 	t.Helper()
 	target, err := url.Parse(nd.base)
@@ -313,6 +378,11 @@ func (nd *node) specProxy(t *testing.T) string {
 	checked := apispec.Middleware(t, proxy)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, "/v1/") {
+			if strings.HasSuffix(r.URL.Path, "/watch") {
+				nd.mu.Lock()
+				nd.watches = append(nd.watches, watchRequest{lastEventID: r.Header.Get("Last-Event-ID"), afterSeq: r.URL.Query().Get("afterSeq")})
+				nd.mu.Unlock()
+			}
 			checked.ServeHTTP(w, r)
 			return
 		}

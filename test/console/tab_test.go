@@ -217,7 +217,7 @@ func (b *tab) state() string {
 	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => { try { return JSON.stringify({
 		url: location.href, view: document.body.dataset.view, ready: document.body.dataset.ready,
 		error: document.querySelector('#error')?.hidden === false ? document.querySelector('#error').textContent : null,
-		rows: document.querySelectorAll('div.row[role=treeitem]').length,
+		rows: `+rowCountJS+`,
 		body: document.body.innerText.slice(0, 300) }); } catch (e) { return String(e); } })()`))
 	if err != nil {
 		return err.Error()

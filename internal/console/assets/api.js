@@ -14,17 +14,14 @@ export function clearToken() {
   sessionStorage.removeItem(TOKEN_KEY);
 }
 
-// ApiError carries the HTTP status and the API's error object
-// ({"error":{"code","message","field"}}).
+// ApiError carries the HTTP status and the code of the API's error object
+// ({"error":{"code","message"}}); its message says what failed and why.
 export class ApiError extends Error {
-  constructor(what, status, code, message, field) {
+  constructor(what, status, code, message) {
     super(describe(what, status, code, message));
     this.name = 'ApiError';
-    this.what = what;
     this.status = status;
     this.code = code || '';
-    this.apiMessage = message || '';
-    this.field = field || '';
   }
   get isAuth() { return this.status === 401 || this.status === 403; }
 }
@@ -55,7 +52,7 @@ function headers(extra) {
 }
 
 async function errorFrom(what, res) {
-  let code = '', message = '', field = '';
+  let code = '', message = '';
   try {
     const text = await res.text();
     try {
@@ -63,7 +60,6 @@ async function errorFrom(what, res) {
       if (body && body.error) {
         code = body.error.code || '';
         message = body.error.message || '';
-        field = body.error.field || '';
       } else {
         message = text.slice(0, 200);
       }
@@ -72,16 +68,17 @@ async function errorFrom(what, res) {
     }
   } catch { /* body unreadable */ }
   if (!code) code = res.statusText || '';
-  return new ApiError(what, res.status, code, message, field);
+  return new ApiError(what, res.status, code, message);
 }
 
 // request does one call; what names it for error messages ("Loading the session").
-// Options: signal, headers, raw (return the Response), text (return the body as text).
+// Options: signal, headers (besides Authorization), raw (return the
+// Response), text (return the body as text); else the body as JSON.
+// A 401/403 is reported to onAuthError's handler before it is thrown.
 export async function request(what, path, opts = {}) {
   let res;
   try {
     res = await fetch(path, {
-      method: opts.method || 'GET',
       headers: headers(opts.headers),
       signal: opts.signal,
       cache: 'no-store',

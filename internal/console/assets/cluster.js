@@ -1,4 +1,5 @@
-// cluster.js — the node's status (GET /v1/status), refreshed every 2 s.
+// cluster.js — the node's status (GET /v1/status), refreshed every 2 s
+// while the tab is visible.
 
 import { getJSON, isAbort } from './api.js';
 import { clear, el, fmtBytes, fmtTime } from './dom.js';
@@ -110,16 +111,32 @@ export function mountCluster(main, route, ctx) {
     }
   }
 
+  // A hidden tab is not polled (the timer goes on); it polls at once when
+  // shown again. timer is 0 while a round is under way.
   async function loop() {
-    const p = poll();
-    if (first) { first = false; ctx.track(p); }
-    await p;
+    timer = 0;
+    if (document.visibilityState === 'visible') {
+      const p = poll();
+      if (first) { first = false; ctx.track(p); }
+      await p;
+    }
     if (!stopped) timer = setTimeout(loop, EVERY);
   }
+  const onVisible = () => {
+    if (document.visibilityState !== 'visible' || stopped || !timer) return;
+    clearTimeout(timer);
+    loop();
+  };
+  document.addEventListener('visibilitychange', onVisible);
   loop();
 
   return {
     update() {},
-    unmount() { stopped = true; clearTimeout(timer); ac.abort(); },
+    unmount() {
+      stopped = true;
+      clearTimeout(timer);
+      ac.abort();
+      document.removeEventListener('visibilitychange', onVisible);
+    },
   };
 }

@@ -1,7 +1,7 @@
 // context.js — what pi would send the model at a leaf: the agent messages
 // and the LLM messages side by side, with sizes and the compaction cut.
 
-import { getText, isAbort, qs, sessionPath } from './api.js';
+import { getText, qs, sessionPath } from './api.js';
 import { clear, el } from './dom.js';
 import { messageText, tokens } from './summary.js';
 
@@ -19,14 +19,12 @@ export async function loadContext(sid, source, signal) {
   return { agent, llm };
 }
 
-function total(messages) {
-  return messages.reduce((n, m) => n + tokens(m), 0);
-}
-
 function drawColumn(col, title, reply, cutInfo) {
   clear(col);
   const msgs = Array.isArray(reply.messages) ? reply.messages : [];
-  col.append(el('h3', null, title, el('span', { class: 'col-total', text: ` · ${msgs.length} messages · ≈${total(msgs)} tokens` })));
+  const sizes = msgs.map(tokens); // each message's, once: a JSON.stringify each
+  const total = sizes.reduce((n, t) => n + t, 0);
+  col.append(el('h3', null, title, el('span', { class: 'col-total', text: ` · ${msgs.length} messages · ≈${total} tokens` })));
   if (!msgs.length) col.append(el('p', { class: 'empty', text: 'No messages.' }));
   const draw = (m, i) => {
     const role = m && m.role ? String(m.role) : 'unknown';
@@ -35,7 +33,7 @@ function drawColumn(col, title, reply, cutInfo) {
         el('span', { class: 'role', text: role }),
         m && m.model ? el('span', { class: 'model', text: `${m.provider || ''}/${m.model}` }) : null,
         el('span', { class: 'size', title: 'about the characters of its JSON / 4' },
-          '≈', el('span', { class: 'tokens', dataset: { tokens: String(tokens(m)) }, text: String(tokens(m)) }), ' tok')),
+          '≈', el('span', { class: 'tokens', dataset: { tokens: String(sizes[i]) }, text: String(sizes[i]) }), ' tok')),
       el('div', { class: 'message-body', text: messageText(m) }));
     const out = [div];
     if (i === 0 && cutInfo) {
@@ -69,12 +67,14 @@ function drawColumn(col, title, reply, cutInfo) {
 const contextHead = 50;
 const contextTail = 100;
 
-// drawContext renders the two replies into the context section.
+// drawContext renders the two replies into the context section; Raw
+// replies shows their text as the API sent it (big integers and escapes
+// exact, which a JSON.parse and stringify would not keep).
 export function drawContext(section, raw, model) {
   const agent = JSON.parse(raw.agent);
   const llm = JSON.parse(raw.llm);
-  section.querySelector('#context-json').textContent = JSON.stringify(agent, null, 2);
-  section.querySelector('#context-llm-json').textContent = JSON.stringify(llm, null, 2);
+  section.querySelector('#context-json').textContent = raw.agent;
+  section.querySelector('#context-llm-json').textContent = raw.llm;
 
   // the compaction cut: the context starts with the summary of the newest
   // compaction on the path; what is before it was summarised away.
@@ -110,5 +110,3 @@ export function clearContext(section, note) {
   section.querySelector('#context-llm-json').textContent = '';
   if (note) section.querySelector('#context-info').append(el('span', { text: note }));
 }
-
-export { isAbort };

@@ -1,13 +1,13 @@
 // live.js — follow a session's watch stream (SSE over fetch, so the
 // Authorization header can be sent), resuming with Last-Event-ID.
 
-import { getToken, ApiError, reportAuth } from './api.js';
+import { qs, request, sessionPath } from './api.js';
 
 const MIN_BACKOFF = 500;
 const MAX_BACKOFF = 5000;
 
 // SSEParser turns chunks of text into events {id, event, data}.
-export class SSEParser {
+class SSEParser {
   constructor(onEvent) {
     this.onEvent = onEvent;
     this.buf = '';
@@ -47,7 +47,7 @@ export class SSEParser {
 }
 
 // Watch follows /v1/sessions/{sid}/watch?afterSeq=…; callbacks:
-// onEntry(entry, seq), onState('live'|'reconnecting'|'off'), onError(err).
+// onEntry(entry), onState('live'|'reconnecting'|'off'), onError(err).
 export class Watch {
   constructor(sid, afterSeq, { onEntry, onState, onError }) {
     this.sid = sid;
@@ -74,22 +74,11 @@ export class Watch {
   async connect() {
     if (this.stopped) return;
     this.ctrl = new AbortController();
-    const url = `/v1/sessions/${encodeURIComponent(this.sid)}/watch` +
-      (this.afterSeq !== null && this.afterSeq !== undefined ? `?afterSeq=${encodeURIComponent(this.afterSeq)}` : '');
-    const headers = new Headers({ Accept: 'text/event-stream' });
-    const t = getToken();
-    if (t) headers.set('Authorization', `Bearer ${t}`);
-    if (this.lastId !== null) headers.set('Last-Event-ID', this.lastId);
+    const headers = { Accept: 'text/event-stream' };
+    if (this.lastId !== null) headers['Last-Event-ID'] = this.lastId;
     try {
-      const res = await fetch(url, { headers, signal: this.ctrl.signal, cache: 'no-store' });
-      if (!res.ok) {
-        let code = '', message = '';
-        try { const b = await res.json(); code = b.error.code; message = b.error.message; } catch { /* not JSON */ }
-        const err = new ApiError('Watching the session', res.status, code || res.statusText, message);
-        if (err.isAuth) { reportAuth(err); this.stop(); return; }
-        if (res.status === 404 || res.status === 400) { this.onError(err); this.stop(); return; }
-        throw err;
-      }
+      const res = await request('Watching the session', sessionPath(this.sid) + '/watch' + qs({ afterSeq: this.afterSeq }),
+        { raw: true, signal: this.ctrl.signal, headers });
       this.onState('live');
       this.backoff = MIN_BACKOFF;
       const parser = new SSEParser((ev) => {
@@ -97,7 +86,7 @@ export class Watch {
         if (ev.event !== 'entry' || !ev.data) return;
         let entry;
         try { entry = JSON.parse(ev.data); } catch { return; }
-        this.onEntry(entry, ev.id !== null ? Number(ev.id) : null);
+        this.onEntry(entry);
       });
       const reader = res.body.getReader();
       const dec = new TextDecoder();
@@ -110,6 +99,9 @@ export class Watch {
       throw new Error('the stream ended');
     } catch (e) {
       if (this.stopped || (e && e.name === 'AbortError')) return;
+      // request has shown the token form for a 401/403 already
+      if (e && e.isAuth) { this.stop(); return; }
+      if (e && (e.status === 404 || e.status === 400)) { this.onError(e); this.stop(); return; }
       this.onState('reconnecting');
       const wait = this.backoff;
       this.backoff = Math.min(this.backoff * 2, MAX_BACKOFF);

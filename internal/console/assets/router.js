@@ -1,5 +1,7 @@
 // router.js — hash routing: #/sessions?q=, #/s/<sid>, #/s/<sid>/e/<eid>, #/cluster.
 
+import { qs } from './api.js';
+
 export function parse(hash) {
   let h = (hash || '').replace(/^#/, '');
   if (!h.startsWith('/')) h = '/' + h;
@@ -22,10 +24,7 @@ export function sessionHref(sid, eid) {
 }
 
 export function sessionsHref(params = {}) {
-  const u = new URLSearchParams();
-  for (const [k, v] of Object.entries(params)) if (v) u.set(k, v);
-  const s = u.toString();
-  return '#/sessions' + (s ? `?${s}` : '');
+  return '#/sessions' + qs(params);
 }
 
 let handler = null;

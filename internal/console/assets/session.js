@@ -7,7 +7,7 @@ import { clearContext, drawContext, loadContext } from './context.js';
 import { Watch } from './live.js';
 import { navigate, sessionHref } from './router.js';
 import { entryType, summarize } from './summary.js';
-import { TreeModel, TreeView } from './tree.js';
+import { ROW_HEIGHT, TreeModel, TreeView } from './tree.js';
 
 export function mountSession(main, route, ctx) {
   const sid = route.sid;
@@ -23,18 +23,19 @@ export function mountSession(main, route, ctx) {
     marks: new Map(),
     selectedId: null,
     source: 'default',
-    exportText: null,
     exportLines: null,
     exportHeader: null,
     exportUrl: null,
     branchUrl: null,
+    exportStale: true, // the export is older than the tree (or not fetched yet)
+    exportGen: 0,      // bumped by every batch of live entries
+    exportFetch: null, // the export's fetch under way
     newCount: 0,
     newestId: null,
     queue: [],
     flushTimer: 0,
     ctxCtrl: null,
     ctxTimer: 0,
-    exportTimer: 0,
     pollTimer: 0,
     polling: false,
     watch: null,
@@ -188,55 +189,109 @@ export function mountSession(main, route, ctx) {
   }
 
   // ---- export ----
-  async function fetchExport() {
-    const text = await getText('Exporting the session', sessionPath(sid) + '/export', ac.signal);
-    state.exportText = text;
-    state.exportLines = new Map();
-    state.exportHeader = null;
-    for (const line of text.split('\n')) {
-      if (!line.trim()) continue;
-      let obj;
-      try { obj = JSON.parse(line); } catch { continue; }
-      if (obj && obj.type === 'session' && state.exportHeader === null) state.exportHeader = line;
-      else if (obj && typeof obj.id === 'string') state.exportLines.set(obj.id, line);
-    }
-    if (state.exportUrl) URL.revokeObjectURL(state.exportUrl);
-    state.exportUrl = URL.createObjectURL(new Blob([text], { type: 'application/x-ndjson' }));
-    exportA.href = state.exportUrl;
-    exportA.removeAttribute('aria-disabled');
-    updateBranchExport();
+  // The export is fetched at load, so that the links work at once. Live
+  // entries only mark it stale; it is fetched again when a link is about
+  // to be used (the pointer over it, or focus), and a link clicked while
+  // stale fetches first, then downloads.
+  function fetchExport() {
+    if (state.exportFetch) return state.exportFetch;
+    const gen = state.exportGen;
+    state.exportFetch = (async () => {
+      try {
+        const text = await getText('Exporting the session', sessionPath(sid) + '/export', ac.signal);
+        state.exportLines = new Map();
+        state.exportHeader = null;
+        for (const line of text.split('\n')) {
+          if (!line.trim()) continue;
+          let obj;
+          try { obj = JSON.parse(line); } catch { continue; }
+          if (obj && obj.type === 'session' && state.exportHeader === null) state.exportHeader = line;
+          else if (obj && typeof obj.id === 'string') state.exportLines.set(obj.id, line);
+        }
+        if (state.exportUrl) URL.revokeObjectURL(state.exportUrl);
+        state.exportUrl = URL.createObjectURL(new Blob([text], { type: 'application/x-ndjson' }));
+        state.exportStale = gen !== state.exportGen; // entries came meanwhile
+        exportA.href = state.exportUrl;
+        exportA.removeAttribute('aria-disabled');
+        markStale(exportA, state.exportStale);
+        updateBranchExport();
+      } finally {
+        state.exportFetch = null;
+      }
+    })();
+    return state.exportFetch;
   }
 
-  function scheduleExport() {
-    clearTimeout(state.exportTimer);
-    state.exportTimer = setTimeout(() => {
-      fetchExport().catch((e) => { if (!isAbort(e)) ctx.showError(e); });
-    }, 1000);
+  // ensureExport waits for the fetch under way, and fetches again if the
+  // export is still stale.
+  async function ensureExport() {
+    if (state.exportFetch) await state.exportFetch.catch(() => {});
+    if (state.exportStale) await fetchExport();
+  }
+
+  function markStale(a, on) {
+    if (on) a.dataset.stale = 'true'; else delete a.dataset.stale;
+  }
+
+  // linkReady: a click may download what the link has (data-stale is
+  // set on #export whenever state.exportStale is).
+  const linkReady = (a) => a.hasAttribute('href') && a.dataset.stale !== 'true';
+
+  function markExportStale() {
+    state.exportGen++;
+    state.exportStale = true;
+    markStale(exportA, true);
   }
 
   function updateBranchExport() {
     if (state.branchUrl) { URL.revokeObjectURL(state.branchUrl); state.branchUrl = null; }
     const id = state.selectedId;
-    if (!id || !state.exportLines || state.exportHeader === null) {
-      branchA.removeAttribute('href');
+    branchA.removeAttribute('href');
+    markStale(branchA, false);
+    branchA.removeAttribute('tabindex');
+    if (!id) {
       branchA.setAttribute('aria-disabled', 'true');
       return;
     }
-    const lines = [state.exportHeader];
-    for (const n of model.path(id)) {
-      const line = state.exportLines.get(n.id);
-      if (line === undefined) { // arrived after the export: fetch it again
-        branchA.removeAttribute('href');
-        branchA.setAttribute('aria-disabled', 'true');
-        scheduleExport();
-        return;
+    branchA.removeAttribute('aria-disabled');
+    let lines = null;
+    if (state.exportHeader !== null) {
+      lines = [state.exportHeader];
+      for (const n of model.path(id)) {
+        const line = state.exportLines.get(n.id);
+        if (line === undefined) { lines = null; break; } // arrived after the export
+        lines.push(line);
       }
-      lines.push(line);
+    }
+    if (!lines) {
+      // the export lacks the path: fetched again when the link is used
+      state.exportStale = true;
+      markStale(exportA, true);
+      markStale(branchA, true);
+      branchA.setAttribute('tabindex', '0'); // focusable without an href
+      return;
     }
     state.branchUrl = URL.createObjectURL(new Blob([lines.join('\n') + '\n'], { type: 'application/x-ndjson' }));
     branchA.href = state.branchUrl;
     branchA.download = `${sid}-${id}.jsonl`;
-    branchA.removeAttribute('aria-disabled');
+  }
+
+  let downloading = false; // the click that downloads after a fetch
+  for (const a of [exportA, branchA]) {
+    const warm = () => {
+      if (state.exportStale) ensureExport().catch((e) => { if (!isAbort(e)) ctx.showError(e); });
+    };
+    a.addEventListener('pointerenter', warm);
+    a.addEventListener('focus', warm);
+    a.addEventListener('click', (e) => {
+      if (downloading || linkReady(a)) return;
+      e.preventDefault();
+      ensureExport().then(() => {
+        if (!a.hasAttribute('href')) return;
+        downloading = true;
+        try { a.click(); } finally { downloading = false; }
+      }, (err) => { if (!isAbort(err)) ctx.showError(err); });
+    });
   }
 
   // ---- head ----
@@ -246,7 +301,7 @@ export function mountSession(main, route, ctx) {
     document.title = `${state.name || sid.slice(0, 8)} · pi console`;
     clear(meta);
     if (!info) return;
-    const parent = parentSessionId(info.parentSession || (info.header && info.header.parentSession));
+    const parent = parentSessionId(info.parentSession);
     meta.append(...[
       el('span', { class: 'mono', text: sid }),
       el('span', { text: info.cwd || '' }),
@@ -324,9 +379,11 @@ export function mountSession(main, route, ctx) {
     }
     drawHead();
     drawSources();
-    if (state.selectedId) drawEntry();
-    scheduleExport();
-    if (state.source !== 'selected') {
+    markExportStale();
+    // entries are immutable: the selected one's JSON and path stay; the
+    // default leaf's context moves with the append (a cursor's moves with
+    // the cursor: setCursors)
+    if (state.source === 'default') {
       clearTimeout(state.ctxTimer);
       state.ctxTimer = setTimeout(() => ctx.track(refreshContext()), 300);
     }
@@ -366,8 +423,8 @@ export function mountSession(main, route, ctx) {
       case 'ArrowUp': go(i < 0 ? 0 : i - 1); break;
       case 'Home': go(0); break;
       case 'End': go(n - 1); break;
-      case 'PageDown': go((i < 0 ? 0 : i) + Math.max(1, Math.floor(scroll.clientHeight / 24) - 1)); break;
-      case 'PageUp': go((i < 0 ? 0 : i) - Math.max(1, Math.floor(scroll.clientHeight / 24) - 1)); break;
+      case 'PageDown': go((i < 0 ? 0 : i) + Math.max(1, Math.floor(scroll.clientHeight / ROW_HEIGHT) - 1)); break;
+      case 'PageUp': go((i < 0 ? 0 : i) - Math.max(1, Math.floor(scroll.clientHeight / ROW_HEIGHT) - 1)); break;
       case 'ArrowRight':
         if (!node) { go(0); break; }
         if (node.children.length && model.isCollapsed(node.id)) { model.setCollapsed(node.id, false); view.refresh(); }
@@ -416,9 +473,17 @@ export function mountSession(main, route, ctx) {
         ctx.showError(e);
         return { cursors: [] };
       }),
-      fetchExport().catch((e) => { if (isAbort(e)) throw e; ctx.showError(e); }),
+      fetchExport().catch((e) => {
+        if (isAbort(e)) throw e;
+        ctx.showError(e);
+        exportA.removeAttribute('aria-disabled'); // to try again when used
+        exportA.setAttribute('tabindex', '0');
+        markStale(exportA, true);
+      }),
     ]);
     model.load(tree.tree || []);
+    // the tree's leaf: an append between get and tree moved it
+    if (tree.leafId !== undefined) state.leafId = tree.leafId;
     // tree's labels are authoritative; get's labels fill any gap
     if (info.labels) for (const [id, label] of Object.entries(info.labels)) {
       const n = model.get(id);
@@ -429,7 +494,6 @@ export function mountSession(main, route, ctx) {
     drawHead();
     drawSources();
     drawEntry();
-    updateBranchExport();
     if (wantedEid) {
       if (model.has(wantedEid)) select(wantedEid, 'url');
       else { ctx.showError(`Entry ${wantedEid} is not in session ${sid}.`); scheduleContext(0); }
@@ -466,7 +530,6 @@ export function mountSession(main, route, ctx) {
       if (state.watch) state.watch.stop();
       clearInterval(state.pollTimer);
       clearTimeout(state.ctxTimer);
-      clearTimeout(state.exportTimer);
       clearTimeout(state.flushTimer);
       document.removeEventListener('visibilitychange', onVisible);
       document.removeEventListener('keydown', onDocKey);

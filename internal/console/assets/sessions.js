@@ -26,6 +26,7 @@ export function mountSessions(main, route, ctx) {
   let sessions = [];
   let next = null;
   let params = {};
+  let linkLimit = ''; // the URL's limit, as it was given: Apply and Clear keep it
 
   const cwd = el('input', { id: 'filter-cwd', type: 'text', placeholder: '/home/dev/project (exact)', autocomplete: 'off', spellcheck: 'false' });
   const label = el('input', { id: 'filter-label', type: 'text', placeholder: 'label', autocomplete: 'off', spellcheck: 'false' });
@@ -59,7 +60,7 @@ export function mountSessions(main, route, ctx) {
     el('div', { class: 'pager' }, more)));
 
   function current() {
-    return { q: ctx.search.value.trim(), cwd: cwd.value.trim(), label: label.value.trim(), since: since.value.trim() };
+    return { q: ctx.search.value.trim(), cwd: cwd.value.trim(), label: label.value.trim(), since: since.value.trim(), limit: linkLimit };
   }
 
   function apply() {
@@ -67,10 +68,8 @@ export function mountSessions(main, route, ctx) {
   }
 
   filters.addEventListener('submit', (e) => { e.preventDefault(); apply(); });
-  for (const input of [cwd, label, since]) {
-    input.addEventListener('keydown', (e) => { if (e.key === 'Enter') { e.preventDefault(); apply(); } });
-    input.addEventListener('change', apply);
-  }
+  // Enter in a field submits the form
+  for (const input of [cwd, label, since]) input.addEventListener('change', apply);
   more.addEventListener('click', () => ctx.track(loadPage(next)));
   tbody.addEventListener('click', (e) => {
     if (e.target.closest('a')) return;
@@ -126,6 +125,7 @@ export function mountSessions(main, route, ctx) {
   function update(r) {
     params = { q: r.params.q || '', cwd: r.params.cwd || '', label: r.params.label || '', since: r.params.since || '',
       limit: pageSize(r.params.limit) };
+    linkLimit = r.params.limit || '';
     if (ctx.search.value.trim() !== params.q && document.activeElement !== ctx.search) ctx.search.value = params.q;
     cwd.value = params.cwd; label.value = params.label; since.value = params.since;
     ac.abort();

@@ -33,10 +33,9 @@ function assistantSummary(m) {
   const text = firstText(parts);
   const calls = parts.filter((p) => p && p.type === 'toolCall').map((p) => p.name);
   let s = text;
-  if (!s) {
+  if (!s && !calls.length) {
     const th = parts.find((p) => p && p.type === 'thinking' && p.thinking);
-    if (calls.length) s = '';
-    else if (th) s = `(thinking) ${th.thinking}`;
+    if (th) s = `(thinking) ${th.thinking}`;
   }
   if (calls.length) s = (s ? s + ' ' : '') + `→ ${calls.join(', ')}`;
   if (!s && m.errorMessage) s = `error: ${m.errorMessage}`;
@@ -58,7 +57,10 @@ function messageSummary(m) {
       return `${m.toolName || 'tool'}${m.isError ? ' (error)' : ''}${t ? ': ' + t : ''}`;
     }
     case 'bashExecution': return `$ ${m.command || ''}${m.exitCode !== undefined && m.exitCode !== null ? ` (exit ${m.exitCode})` : ''}`;
-    case 'custom': return `${m.customType || 'custom'}${firstText(m.content) ? ': ' + firstText(m.content) : ''}`;
+    case 'custom': {
+      const t = firstText(m.content);
+      return `${m.customType || 'custom'}${t ? ': ' + t : ''}`;
+    }
     case 'branchSummary': return `branch summary: ${m.summary || ''}`;
     case 'compactionSummary': return `compaction summary: ${m.summary || ''}`;
     default: return firstText(m.content) || m.role || 'message';
