@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pifleet/sessionlog/internal/testutil"
 )
 
 // Proc is one child process (a pi-node or a nats-server). Its output goes to
@@ -97,10 +99,11 @@ func (p *Proc) Running() bool {
 	return p.cmd != nil && !p.hasExited()
 }
 
-// Signal sends sig to the process group and waits up to timeout for the
-// process to exit; it returns the exit status (nil for a clean exit) or an
-// error if it did not exit in time.
+// Signal sends sig to the process group and waits up to timeout (times
+// testutil.Scale) for the process to exit; it returns the exit status (nil
+// for a clean exit) or an error if it did not exit in time.
 func (p *Proc) Signal(sig syscall.Signal, timeout time.Duration) error {
+	timeout = testutil.Scale(timeout)
 	p.mu.Lock()
 	cmd, exited := p.cmd, p.exited
 	p.mu.Unlock()

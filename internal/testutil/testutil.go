@@ -22,14 +22,14 @@ const (
 )
 
 // WaitFor calls cond until it returns nil and returns how long that took.
-// After timeout it fails the test with cond's last error, which should say
-// what was awaited and what was seen instead. Call it from the test's
-// goroutine; from others, use Poll.
+// After timeout (times Scale) it fails the test with cond's last error,
+// which should say what was awaited and what was seen instead. Call it
+// from the test's goroutine; from others, use Poll.
 func WaitFor(tb testing.TB, timeout time.Duration, cond func() error) time.Duration {
 	tb.Helper()
 	d, err := Poll(timeout, cond)
 	if err != nil {
-		tb.Fatalf("not within %v: %v", timeout, err)
+		tb.Fatalf("not within %v (%v scaled by %s=%g): %v", Scale(timeout), timeout, ScaleEnv, scale, err)
 	}
 	return d
 }
@@ -46,10 +46,10 @@ func Awaiting(what string, cond func() error) func() error {
 }
 
 // Poll is WaitFor without the test: it returns how long cond took to
-// return nil, or cond's last error once timeout has passed.
+// return nil, or cond's last error once timeout (times Scale) has passed.
 func Poll(timeout time.Duration, cond func() error) (time.Duration, error) {
 	start := time.Now()
-	deadline := start.Add(timeout)
+	deadline := start.Add(Scale(timeout))
 	wait := firstInterval
 	for {
 		err := cond()

@@ -1,0 +1,234 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// event is one line of go test -json (cmd/test2json).
+type event struct {
+	Action  string
+	Package string
+	Test    string
+	Elapsed float64
+	Output  string
+}
+
+// Suite is one run's record: a line of the record file.
+type Suite struct {
+	Name     string        `json:"name"`
+	Duration time.Duration `json:"duration"`
+	Packages int           `json:"packages"`
+	Run      int           `json:"run"`
+	Passed   int           `json:"passed"`
+	Failed   []string      `json:"failed,omitempty"`
+	Skipped  []Skip        `json:"skipped,omitempty"`
+	Note     string        `json:"note,omitempty"` // a suite not run at all, and why
+}
+
+// Skip is a top-level test skipped, with the reason it gave.
+type Skip struct {
+	Test   string `json:"test"`
+	Reason string `json:"reason"`
+}
+
+func main() {
+	suite := flag.String("suite", "", "the suite's name in the table")
+	record := flag.String("record", "", "file the suite's record is appended to (and -table reads)")
+	table := flag.Bool("table", false, "print the table of every suite in -record and exit 1 if any failed")
+	skipped := flag.String("skipped", "", "record the suite as not run, with this reason")
+	flag.Parse()
+	if *record == "" {
+		fail(errors.New("-record is required"))
+	}
+	switch {
+	case *table:
+		ok, err := printTable(os.Stdout, *record)
+		if err != nil {
+			fail(err)
+		}
+		if !ok {
+			os.Exit(1)
+		}
+	case *skipped != "":
+		fail(appendRecord(*record, Suite{Name: *suite, Note: *skipped}))
+	default:
+		start := time.Now()
+		s, err := summarize(os.Stdin, os.Stdout)
+		s.Name, s.Duration = *suite, time.Since(start).Round(time.Second)
+		if rerr := appendRecord(*record, s); err == nil {
+			err = rerr
+		}
+		if err != nil {
+			fail(err)
+		}
+		if len(s.Failed) > 0 {
+			os.Exit(1)
+		}
+	}
+}
+
+func fail(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testreport:", err)
+		os.Exit(2)
+	}
+}
+
+// summarize reads go test -json from r and prints to w what go test prints
+// without -v, plus each skipped top-level test; it returns the counts.
+// Output that is not JSON (a build failure's compiler errors) is printed
+// as it comes.
+func summarize(r io.Reader, w io.Writer) (Suite, error) {
+	var s Suite
+	// A test's output is kept until its verdict: printed if it failed,
+	// its last line kept as the reason if it was skipped.
+	out := map[string][]string{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		var e event
+		if len(line) == 0 || line[0] != '{' || json.Unmarshal(line, &e) != nil {
+			fmt.Fprintf(w, "%s\n", line)
+			continue
+		}
+		key := e.Package + " " + e.Test
+		switch {
+		case e.Test == "" && e.Action == "output":
+			// The package's own lines: ok/FAIL, a panic outside any test,
+			// TestMain's output. "=== RUN"-style framing never comes here.
+			fmt.Fprint(w, e.Output)
+		case e.Test == "" && (e.Action == "pass" || e.Action == "fail" || e.Action == "skip"):
+			s.Packages++
+		case e.Action == "output":
+			out[key] = append(out[key], e.Output)
+		case e.Action == "pass" || e.Action == "fail" || e.Action == "skip":
+			top := !strings.Contains(e.Test, "/")
+			if top {
+				s.Run++
+			}
+			switch e.Action {
+			case "pass":
+				if top {
+					s.Passed++
+				}
+			case "fail":
+				if top {
+					s.Failed = append(s.Failed, e.Package+"."+e.Test)
+					for _, o := range out[key] {
+						fmt.Fprint(w, o)
+					}
+				}
+			case "skip":
+				if top {
+					reason := skipReason(out[key])
+					s.Skipped = append(s.Skipped, Skip{Test: shortPkg(e.Package) + "." + e.Test, Reason: reason})
+					fmt.Fprintf(w, "--- SKIP: %s (%s): %s\n", e.Test, shortPkg(e.Package), reason)
+				}
+			}
+			delete(out, key)
+		}
+	}
+	return s, sc.Err()
+}
+
+// skipReason is the message a skipped test gave: its last output line
+// that is not go test's own framing.
+func skipReason(lines []string) string {
+	for i := len(lines) - 1; i >= 0; i-- {
+		l := strings.TrimSpace(lines[i])
+		if l == "" || strings.HasPrefix(l, "=== ") || strings.HasPrefix(l, "--- SKIP") {
+			continue
+		}
+		// "file_test.go:12: reason"
+		if i := strings.Index(l, ".go:"); i >= 0 {
+			if j := strings.Index(l[i+4:], ": "); j >= 0 {
+				l = l[i+4+j+2:]
+			}
+		}
+		return l
+	}
+	return "(no reason given)"
+}
+
+func shortPkg(p string) string {
+	return strings.TrimPrefix(p, "github.com/pifleet/sessionlog/")
+}
+
+func appendRecord(path string, s Suite) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	b, _ := json.Marshal(s)
+	if _, err := fmt.Fprintf(f, "%s\n", b); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// printTable prints the suites recorded in path; ok is false if any
+// failed.
+func printTable(w io.Writer, path string) (ok bool, err error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return false, err
+	}
+	var suites []Suite
+	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if l == "" {
+			continue
+		}
+		var s Suite
+		if err := json.Unmarshal([]byte(l), &s); err != nil {
+			return false, fmt.Errorf("%s: %w", path, err)
+		}
+		suites = append(suites, s)
+	}
+	ok = true
+	var total time.Duration
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "suite\tduration\tpackages\ttests run\tpassed\tfailed\tskipped")
+	for _, s := range suites {
+		total += s.Duration
+		if s.Note != "" {
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\tNOT RUN: %s\n", s.Name, s.Note)
+			continue
+		}
+		if len(s.Failed) > 0 {
+			ok = false
+		}
+		fmt.Fprintf(tw, "%s\t%v\t%d\t%d\t%d\t%d\t%d\n", s.Name, s.Duration, s.Packages, s.Run, s.Passed, len(s.Failed), len(s.Skipped))
+	}
+	fmt.Fprintf(tw, "total\t%v\t\t\t\t\t\n", total)
+	if err := tw.Flush(); err != nil {
+		return false, err
+	}
+	for _, s := range suites {
+		for _, f := range s.Failed {
+			fmt.Fprintf(w, "FAILED in %s: %s\n", s.Name, f)
+		}
+	}
+	var skips []string
+	for _, s := range suites {
+		for _, k := range s.Skipped {
+			skips = append(skips, fmt.Sprintf("skipped in %s: %s: %s", s.Name, k.Test, k.Reason))
+		}
+	}
+	sort.Strings(skips)
+	for _, l := range skips {
+		fmt.Fprintln(w, l)
+	}
+	return ok, nil
+}

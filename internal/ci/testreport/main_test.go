@@ -1,0 +1,82 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A go test -json stream of one package: a pass, a failure with output, a
+// skip with its reason, a subtest (not counted), and a line that is not
+// JSON (a compiler error).
+const stream = `{"Action":"start","Package":"p"}
+{"Action":"run","Package":"p","Test":"TestA"}
+{"Action":"output","Package":"p","Test":"TestA","Output":"=== RUN   TestA\n"}
+{"Action":"pass","Package":"p","Test":"TestA","Elapsed":0.1}
+{"Action":"run","Package":"p","Test":"TestB"}
+{"Action":"output","Package":"p","Test":"TestB","Output":"    b_test.go:9: want 1, got 2\n"}
+{"Action":"run","Package":"p","Test":"TestB/sub"}
+{"Action":"fail","Package":"p","Test":"TestB/sub"}
+{"Action":"fail","Package":"p","Test":"TestB","Elapsed":0.2}
+{"Action":"run","Package":"p","Test":"TestC"}
+{"Action":"output","Package":"p","Test":"TestC","Output":"=== RUN   TestC\n"}
+{"Action":"output","Package":"p","Test":"TestC","Output":"    c_test.go:3: no chromium on PATH\n"}
+{"Action":"output","Package":"p","Test":"TestC","Output":"--- SKIP: TestC (0.00s)\n"}
+{"Action":"skip","Package":"p","Test":"TestC"}
+./x.go:1:1: syntax error
+{"Action":"output","Package":"p","Output":"FAIL\tp\t0.3s\n"}
+{"Action":"fail","Package":"p","Elapsed":0.3}
+`
+
+func TestSummarize(t *testing.T) {
+	var out bytes.Buffer
+	s, err := summarize(strings.NewReader(stream), &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Packages != 1 || s.Run != 3 || s.Passed != 1 || len(s.Failed) != 1 || s.Failed[0] != "p.TestB" {
+		t.Errorf("counts: %+v", s)
+	}
+	if len(s.Skipped) != 1 || s.Skipped[0].Reason != "no chromium on PATH" {
+		t.Errorf("skips: %+v", s.Skipped)
+	}
+	for _, want := range []string{"want 1, got 2", "./x.go:1:1: syntax error", "FAIL\tp\t0.3s", "--- SKIP: TestC (p): no chromium on PATH"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "=== RUN") {
+		t.Errorf("output has go test -v framing:\n%s", out.String())
+	}
+}
+
+func TestTable(t *testing.T) {
+	rec := filepath.Join(t.TempDir(), "r.jsonl")
+	if err := appendRecord(rec, Suite{Name: "unit", Packages: 3, Run: 10, Passed: 9, Skipped: []Skip{{"p.TestC", "no chromium"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := appendRecord(rec, Suite{Name: "compose", Note: "no Docker engine answers"}); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	ok, err := printTable(&out, rec)
+	if err != nil || !ok {
+		t.Fatalf("table: ok %v, %v", ok, err)
+	}
+	for _, want := range []string{"NOT RUN: no Docker engine answers", "skipped in unit: p.TestC: no chromium"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
+	}
+	if err := appendRecord(rec, Suite{Name: "cluster", Failed: []string{"p.TestX"}}); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := printTable(&bytes.Buffer{}, rec); ok {
+		t.Error("a failed suite left the table ok")
+	}
+	if _, err := os.Stat(rec); err != nil {
+		t.Fatal(err)
+	}
+}
