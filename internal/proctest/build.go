@@ -7,23 +7,35 @@ import (
 	"path/filepath"
 )
 
-// Bin is a command to build: its binary's name and its package.
-type Bin struct{ Name, Pkg string }
+// Bin is a command to build: its binary's name, its package, and the
+// environment variable naming a binary built already.
+type Bin struct{ Name, Pkg, Env string }
 
 // The binaries the process tests run.
 var (
-	PiNode     = Bin{"pi-node", "github.com/pifleet/sessionlog/cmd/pi-node"}
-	PiCtl      = Bin{"pi-ctl", "github.com/pifleet/sessionlog/cmd/pi-ctl"}
-	NATSServer = Bin{"nats-server", "github.com/nats-io/nats-server/v2"} // at the version go.mod pins
+	PiNode     = Bin{"pi-node", "github.com/pifleet/sessionlog/cmd/pi-node", "PI_NODE_BIN"}
+	PiCtl      = Bin{"pi-ctl", "github.com/pifleet/sessionlog/cmd/pi-ctl", "PI_CTL_BIN"}
+	NATSServer = Bin{"nats-server", "github.com/nats-io/nats-server/v2", "PI_NATS_SERVER_BIN"} // at the version go.mod pins
 )
+
+// prebuilt is the binary b's variable names, if any: .ci/run builds the
+// three once and every process suite runs them, instead of each package
+// linking its own (a link of pi-node is seconds of both cores).
+func prebuilt(b Bin) string {
+	if b.Env == "" {
+		return ""
+	}
+	return os.Getenv(b.Env)
+}
 
 // Build builds bins into a new temporary directory (named after prefix),
 // so a test runs the exact code under review; go test puts its own go
 // first on PATH, so this is the same toolchain. One go build for all of
 // them: separate builds in parallel would each compile the dependencies
-// they share on a cold cache. PI_NODE_BIN names a pi-node binary to use
-// instead of building one (a release build, or a snapshot while the tree
-// is mid-edit). It returns the paths by name, the directory, and a
+// they share on a cold cache. PI_NODE_BIN, PI_CTL_BIN and
+// PI_NATS_SERVER_BIN name binaries to use instead of building them (a
+// release build, a snapshot while the tree is mid-edit, or the ones
+// .ci/run built once for every suite). It returns the paths by name, the directory, and a
 // cleanup that removes it.
 func Build(prefix string, bins ...Bin) (map[string]string, string, func(), error) {
 	dir, err := os.MkdirTemp("", prefix)
@@ -34,8 +46,8 @@ func Build(prefix string, bins ...Bin) (map[string]string, string, func(), error
 	paths := make(map[string]string, len(bins))
 	args := []string{"build", "-o", dir + string(filepath.Separator)}
 	for _, b := range bins {
-		if b == PiNode && os.Getenv("PI_NODE_BIN") != "" {
-			paths[b.Name] = os.Getenv("PI_NODE_BIN")
+		if p := prebuilt(b); p != "" {
+			paths[b.Name] = p
 			continue
 		}
 		// go build names each binary after its package path's last
@@ -61,6 +73,9 @@ func Build(prefix string, bins ...Bin) (map[string]string, string, func(), error
 // BuildInto builds b into dir and returns the binary's path: for a binary
 // only some tests need, built on first use beside the ones Build made.
 func BuildInto(dir string, b Bin) (string, error) {
+	if p := prebuilt(b); p != "" {
+		return p, nil
+	}
 	out := filepath.Join(dir, b.Name)
 	if msg, err := exec.Command("go", "build", "-o", out, b.Pkg).CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build %s: %v\n%s", b.Pkg, err, msg)

@@ -19,17 +19,30 @@
 # Skips, exit 0, with a visible message when no Docker engine answers.
 # PI_COMPOSE="docker compose" picks Compose v2 (default: docker-compose if
 # installed, else docker compose).
+#
+# .ci/run passes internal/ci/testreport's binary and its record file: the
+# run (or the reason it was skipped) is then a row of its summary table.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+testreport=${1:-} record=${2:-}
+name="compose (docker-compose: TestCompose, TestComposeRollingRestart, TestComposeRegion)"
 
-if ! docker info >/dev/null 2>&1; then
-  echo "docker engine not answering: compose test skipped"
+skip() {
+  echo "$1: compose test skipped"
+  if [ -n "$testreport" ]; then "$testreport" -suite "$name" -record "$record" -skipped "$1"; fi
   exit 0
+}
+if ! docker info >/dev/null 2>&1; then
+  skip "docker engine not answering"
 fi
 if [ -z "${PI_COMPOSE:-}" ] && ! command -v docker-compose >/dev/null 2>&1 && ! docker compose version >/dev/null 2>&1; then
-  echo "neither docker-compose nor docker compose is installed: compose test skipped"
-  exit 0
+  skip "neither docker-compose nor docker compose is installed"
 fi
 
 make image
-PI_COMPOSE_TEST=1 go test -count=1 -v -timeout 25m -run '^(TestCompose|TestComposeRollingRestart|TestComposeRegion)$' ./internal/deploytest
+args=(-count=1 -v -timeout 25m -run '^(TestCompose|TestComposeRollingRestart|TestComposeRegion)$' ./internal/deploytest)
+if [ -n "$testreport" ]; then
+  PI_COMPOSE_TEST=1 go test -json "${args[@]}" 2>&1 | "$testreport" -v -suite "$name" -record "$record"
+else
+  PI_COMPOSE_TEST=1 go test "${args[@]}"
+fi

@@ -32,7 +32,14 @@ type Suite struct {
 	Passed   int           `json:"passed"`
 	Failed   []string      `json:"failed,omitempty"`
 	Skipped  []Skip        `json:"skipped,omitempty"`
+	Slowest  []Pkg         `json:"slowest,omitempty"` // the packages that took longest, slowest first
 	Note     string        `json:"note,omitempty"` // a suite not run at all, and why
+}
+
+// Pkg is a package's own duration, as go test reported it.
+type Pkg struct {
+	Name    string  `json:"name"`
+	Elapsed float64 `json:"elapsed"`
 }
 
 // Skip is a top-level test skipped, with the reason it gave.
@@ -46,6 +53,7 @@ func main() {
 	record := flag.String("record", "", "file the suite's record is appended to (and -table reads)")
 	table := flag.Bool("table", false, "print the table of every suite in -record and exit 1 if any failed")
 	skipped := flag.String("skipped", "", "record the suite as not run, with this reason")
+	verbose := flag.Bool("v", false, "print every test's output as it comes, as go test -v does (for suites whose passing tests log measurements)")
 	flag.Parse()
 	if *record == "" {
 		fail(errors.New("-record is required"))
@@ -63,7 +71,7 @@ func main() {
 		fail(appendRecord(*record, Suite{Name: *suite, Note: *skipped}))
 	default:
 		start := time.Now()
-		s, err := summarize(os.Stdin, os.Stdout)
+		s, err := summarize(os.Stdin, os.Stdout, *verbose)
 		s.Name, s.Duration = *suite, time.Since(start).Round(time.Second)
 		if rerr := appendRecord(*record, s); err == nil {
 			err = rerr
@@ -88,7 +96,7 @@ func fail(err error) {
 // without -v, plus each skipped top-level test; it returns the counts.
 // Output that is not JSON (a build failure's compiler errors) is printed
 // as it comes.
-func summarize(r io.Reader, w io.Writer) (Suite, error) {
+func summarize(r io.Reader, w io.Writer, verbose bool) (Suite, error) {
 	var s Suite
 	// A test's output is kept until its verdict: printed if it failed,
 	// its last line kept as the reason if it was skipped.
@@ -110,7 +118,13 @@ func summarize(r io.Reader, w io.Writer) (Suite, error) {
 			fmt.Fprint(w, e.Output)
 		case e.Test == "" && (e.Action == "pass" || e.Action == "fail" || e.Action == "skip"):
 			s.Packages++
+			if e.Action != "skip" {
+				s.Slowest = append(s.Slowest, Pkg{shortPkg(e.Package), e.Elapsed})
+			}
 		case e.Action == "output":
+			if verbose {
+				fmt.Fprint(w, e.Output)
+			}
 			out[key] = append(out[key], e.Output)
 		case e.Action == "pass" || e.Action == "fail" || e.Action == "skip":
 			top := !strings.Contains(e.Test, "/")
@@ -126,19 +140,25 @@ func summarize(r io.Reader, w io.Writer) (Suite, error) {
 				if top {
 					s.Failed = append(s.Failed, e.Package+"."+e.Test)
 					for _, o := range out[key] {
-						fmt.Fprint(w, o)
+						if !verbose {
+							fmt.Fprint(w, o)
+						}
 					}
 				}
 			case "skip":
 				if top {
 					reason := skipReason(out[key])
 					s.Skipped = append(s.Skipped, Skip{Test: shortPkg(e.Package) + "." + e.Test, Reason: reason})
-					fmt.Fprintf(w, "--- SKIP: %s (%s): %s\n", e.Test, shortPkg(e.Package), reason)
+					if !verbose {
+						fmt.Fprintf(w, "--- SKIP: %s (%s): %s\n", e.Test, shortPkg(e.Package), reason)
+					}
 				}
 			}
 			delete(out, key)
 		}
 	}
+	sort.Slice(s.Slowest, func(i, j int) bool { return s.Slowest[i].Elapsed > s.Slowest[j].Elapsed })
+	s.Slowest = s.Slowest[:min(len(s.Slowest), 8)]
 	return s, sc.Err()
 }
 
@@ -212,8 +232,21 @@ func printTable(w io.Writer, path string) (ok bool, err error) {
 		fmt.Fprintf(tw, "%s\t%v\t%d\t%d\t%d\t%d\t%d\n", s.Name, s.Duration, s.Packages, s.Run, s.Passed, len(s.Failed), len(s.Skipped))
 	}
 	fmt.Fprintf(tw, "total\t%v\t\t\t\t\t\n", total)
+	passed, failed, skipped := 0, 0, 0
+	for _, s := range suites {
+		passed, failed, skipped = passed+s.Passed, failed+len(s.Failed), skipped+len(s.Skipped)
+	}
 	if err := tw.Flush(); err != nil {
 		return false, err
+	}
+	for _, s := range suites {
+		if len(s.Slowest) > 1 {
+			var ps []string
+			for _, p := range s.Slowest {
+				ps = append(ps, fmt.Sprintf("%s %.0fs", p.Name, p.Elapsed))
+			}
+			fmt.Fprintf(w, "slowest in %s: %s\n", s.Name, strings.Join(ps, ", "))
+		}
 	}
 	for _, s := range suites {
 		for _, f := range s.Failed {
@@ -230,5 +263,7 @@ func printTable(w io.Writer, path string) (ok bool, err error) {
 	for _, l := range skips {
 		fmt.Fprintln(w, l)
 	}
+	// The plain closing line any CI reader understands.
+	fmt.Fprintf(w, "tests: %d passed, %d failed, %d skipped\n", passed, failed, skipped)
 	return ok, nil
 }

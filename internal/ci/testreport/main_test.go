@@ -32,7 +32,7 @@ const stream = `{"Action":"start","Package":"p"}
 
 func TestSummarize(t *testing.T) {
 	var out bytes.Buffer
-	s, err := summarize(strings.NewReader(stream), &out)
+	s, err := summarize(strings.NewReader(stream), &out, false)
 	if err != nil {
 		t.Fatal(err)
 	}
