@@ -33,7 +33,7 @@ type Suite struct {
 	Failed   []string      `json:"failed,omitempty"`
 	Skipped  []Skip        `json:"skipped,omitempty"`
 	Slowest  []Pkg         `json:"slowest,omitempty"` // the packages that took longest, slowest first
-	Note     string        `json:"note,omitempty"` // a suite not run at all, and why
+	Note     string        `json:"note,omitempty"`    // a suite not run at all, and why
 }
 
 // Pkg is a package's own duration, as go test reported it.
