@@ -33,6 +33,7 @@ type Suite struct {
 	Failed   []string      `json:"failed,omitempty"`
 	Skipped  []Skip        `json:"skipped,omitempty"`
 	Slowest  []Pkg         `json:"slowest,omitempty"` // the packages that took longest, slowest first
+	Longest  []Pkg         `json:"longest,omitempty"` // the tests that took longest, slowest first
 	Note     string        `json:"note,omitempty"`    // a suite not run at all, and why
 }
 
@@ -131,6 +132,9 @@ func summarize(r io.Reader, w io.Writer, verbose bool) (Suite, error) {
 			if top {
 				s.Run++
 			}
+			if top && e.Action != "skip" {
+				s.Longest = append(s.Longest, Pkg{shortPkg(e.Package) + "." + e.Test, e.Elapsed})
+			}
 			switch e.Action {
 			case "pass":
 				if top {
@@ -159,6 +163,8 @@ func summarize(r io.Reader, w io.Writer, verbose bool) (Suite, error) {
 	}
 	sort.Slice(s.Slowest, func(i, j int) bool { return s.Slowest[i].Elapsed > s.Slowest[j].Elapsed })
 	s.Slowest = s.Slowest[:min(len(s.Slowest), 8)]
+	sort.Slice(s.Longest, func(i, j int) bool { return s.Longest[i].Elapsed > s.Longest[j].Elapsed })
+	s.Longest = s.Longest[:min(len(s.Longest), 12)]
 	return s, sc.Err()
 }
 
@@ -245,7 +251,14 @@ func printTable(w io.Writer, path string) (ok bool, err error) {
 			for _, p := range s.Slowest {
 				ps = append(ps, fmt.Sprintf("%s %.0fs", p.Name, p.Elapsed))
 			}
-			fmt.Fprintf(w, "slowest in %s: %s\n", s.Name, strings.Join(ps, ", "))
+			fmt.Fprintf(w, "slowest packages in %s: %s\n", s.Name, strings.Join(ps, ", "))
+		}
+		if len(s.Longest) > 1 {
+			var ts []string
+			for _, p := range s.Longest {
+				ts = append(ts, fmt.Sprintf("%s %.0fs", p.Name, p.Elapsed))
+			}
+			fmt.Fprintf(w, "longest tests in %s: %s\n", s.Name, strings.Join(ts, ", "))
 		}
 	}
 	for _, s := range suites {
