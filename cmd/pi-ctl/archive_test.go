@@ -144,8 +144,10 @@ func TestArchiveRestoreCycle(t *testing.T) {
 		t.Fatalf("import: %+v", imp)
 	}
 
+	// The pass archives what the node's Store holds, which applies the
+	// import a moment after its reply: --min-seq makes the node wait for it.
 	var pass wire.ArchivePass
-	mustJSON(t, mustRun(t, withFlags(h, "archive", "now", "--older-than", "0s", "--json")...), &pass)
+	mustJSON(t, mustRun(t, withFlags(h, "archive", "now", "--older-than", "0s", "--json", "--min-seq", jsonNum(imp.LastSeq))...), &pass)
 	if pass.Archived != 1 || pass.Failed != 0 {
 		t.Fatalf("archive now: %+v", pass)
 	}
