@@ -29,6 +29,9 @@ const (
 	authOK           = "ok"
 	authUnauthorized = wire.CodeUnauthorized
 	authForbidden    = wire.CodeForbidden
+	// authNotRequest: a message on an operation's NATS subject that no
+	// client sent as a request (notARequest); never run.
+	authNotRequest = "not_a_request"
 )
 
 // checkHTTP authenticates and authorizes an HTTP request for op; a refusal

@@ -211,7 +211,20 @@ func (s *Server) ServeShard(k int) error {
 		return nil
 	}
 	subject := fmt.Sprintf("%s.%d.>", s.cfg.ForwardPrefix, k)
-	sub, err := s.cfg.Forward.QueueSubscribe(subject, "pi-node", func(m *nats.Msg) { s.dispatchForwarded(k, m) })
+	sub, err := s.cfg.Forward.QueueSubscribe(subject, "pi-node", func(m *nats.Msg) {
+		// The principal travels in headers, which a stored record can
+		// carry too: only another node's request is believed.
+		if why := notARequest(m.Reply); why != "" {
+			// A consumer's delivery keeps the stored message's subject.
+			name, ok := strings.CutPrefix(m.Subject, fmt.Sprintf("%s.%d.", s.cfg.ForwardPrefix, k))
+			if !ok {
+				name = "-"
+			}
+			s.refuseDelivery(transportForward, name, m.Subject, m.Reply, why)
+			return
+		}
+		s.dispatchForwarded(k, m)
+	})
 	if err != nil {
 		return fmt.Errorf("serve shard %d: subscribe %s: %w", k, subject, err)
 	}

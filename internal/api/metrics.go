@@ -46,7 +46,7 @@ func newMetrics(st store.Shards) *metrics {
 		}),
 		auth: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pi_api_auth_total",
-			Help: `HTTP /v1 token checks by outcome: "ok", "unauthorized" (no or unknown token), "forbidden" (the token lacks the operation's scope). Only with --http-token or --http-tokens.`,
+			Help: `HTTP /v1 token checks by outcome: "ok", "unauthorized" (no or unknown token), "forbidden" (the token lacks the operation's scope), only with --http-token or --http-tokens; and "not_a_request": a message on an operation's NATS subject that no client sent as a request (a JetStream delivery), dropped.`,
 		}, []string{"outcome"}),
 		adminOps: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pi_api_admin_ops_total",

@@ -63,6 +63,10 @@ func (s *Server) StartNATS(nc *nats.Conn) (micro.Service, error) {
 	for i := range ops {
 		o := &ops[i]
 		h := micro.HandlerFunc(func(req micro.Request) {
+			if why := notARequest(req.Reply()); why != "" {
+				s.refuseDelivery(transportNATS, o.Name, req.Subject(), req.Reply(), why)
+				return
+			}
 			dr := detachedRequest{req, nc}
 			n.dispatch(func() { s.serveNATS(nc, o, dr) }, dr)
 		})
@@ -85,6 +89,41 @@ func (s *Server) StartNATS(nc *nats.Conn) (micro.Service, error) {
 		return n, fmt.Errorf("start micro service %s: %w", ServiceName, err)
 	}
 	return n, nil
+}
+
+// notARequest says why a message on a subject pi-node serves (pi.v1.<op>,
+// pi.fwd.<k>.<op>) was not sent by a client as a request, or "" when it
+// was. Only a client's publish is checked against its role, so only then
+// does the subject say who may ask. The server delivers on its own account:
+// a JetStream consumer delivers stored messages, headers included, to any
+// deliver subject or pull request's reply subject, always with a $JS.ACK
+// reply (AckNone too; clients may not publish one); heartbeats, direct
+// gets, API responses and pi-node's own replies carry no reply at all. A
+// gateway may wrap a reply in _GR_.<cluster>.<server>.
+func notARequest(reply string) string {
+	if strings.HasPrefix(reply, gwReplyPrefix) {
+		if t := strings.SplitN(reply, ".", 4); len(t) == 4 {
+			reply = t[3]
+		}
+	}
+	switch {
+	case reply == "":
+		return "no reply subject: a JetStream response or heartbeat, or a reply to someone"
+	case strings.HasPrefix(reply, "$"):
+		return "a server's reply subject: a JetStream consumer's delivery"
+	}
+	return ""
+}
+
+// gwReplyPrefix starts a reply subject a gateway rewrote.
+const gwReplyPrefix = "_GR_."
+
+// refuseDelivery drops a message notARequest refused, unanswered (an
+// answer to $JS.ACK would acknowledge it), and audits it.
+func (s *Server) refuseDelivery(transport, op, subject, reply, why string) {
+	s.metrics.auth.WithLabelValues(authNotRequest).Inc()
+	s.log.Warn("audit: not a request", keyTransport, transport, keyOp, op, keyOutcome, authNotRequest,
+		"subject", subject, "reply", reply, "why", why)
 }
 
 // dispatch runs fn on its own goroutine, unless the service is stopping:

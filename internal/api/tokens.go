@@ -179,7 +179,10 @@ func (p *principal) has(scope string) bool {
 var (
 	// anyone: HTTP without --http-token(s); nothing is checked.
 	anyone = &principal{name: "-", scopes: []string{ScopeAdmin}}
-	// natsPeer: the NATS transport, which the NATS server authorizes.
+	// natsPeer: a client's request on the NATS transport, which the NATS
+	// server authorized by its subject. Only a request a client published
+	// gets it: what the server sends on its own (JetStream deliveries)
+	// passed no such check and is dropped (notARequest).
 	natsPeer = &principal{name: "nats", scopes: []string{ScopeAdmin}}
 )
 

@@ -119,7 +119,7 @@ func placement(cluster string) *jetstream.Placement {
 func bucketStream(b string) string { return "KV_" + b }
 
 // kvStreamConfig is the stream nats.go creates for cfg's bucket (history 1,
-// see bucketConfig), written out so that a mirror can be made of it and a
+// see bucketConfig; without rollups, see ensureBucket), written out so that a mirror can be made of it and a
 // mirror promoted to it.
 func kvStreamConfig(cfg Config, cluster string) jetstream.StreamConfig {
 	return jetstream.StreamConfig{
@@ -133,7 +133,7 @@ func kvStreamConfig(cfg Config, cluster string) jetstream.StreamConfig {
 		Storage:           jetstream.FileStorage,
 		Replicas:          cfg.Replicas,
 		Placement:         placement(cluster),
-		AllowRollup:       true,
+		AllowRollup:       false, // see ensureBucket
 		DenyDelete:        true,
 		Duplicates:        2 * time.Minute,
 		AllowDirect:       true,

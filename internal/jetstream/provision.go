@@ -229,6 +229,17 @@ func ensureBucket(ctx context.Context, js jetstream.JetStream, want jetstream.Ke
 		return errRetryLater(err)
 	}
 	have := s.CachedInfo().Config
+	if have.AllowRollup && have.Mirror == nil {
+		// nats.go makes every bucket allow Nats-Rollup, whose "all" purges
+		// the whole bucket in one publish: a worker's to make, whose role
+		// may write keys. Nothing here purges by rollup (a KV Purge would;
+		// the archive purges through the API), so it is turned off, also
+		// on buckets made before.
+		have.AllowRollup = false
+		if _, err := js.UpdateStream(ctx, have); err != nil {
+			return fmt.Errorf("bucket %s: turn off rollups: %w", want.Bucket, err)
+		}
+	}
 	var diffs []string
 	diffs = diff(diffs, "replicas", have.Replicas, want.Replicas)
 	diffs = diff(diffs, "storage", have.Storage, want.Storage)
