@@ -14,7 +14,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/size"
 )
 
-const syncHelp = `Usage: pi-ctl sync [DIR...] [--once] [--state FILE] [--dry-run]
+const syncHelp = `Usage: pi-ctl sync [DIR...] [--once [--retry-for D]] [--state FILE] [--dry-run]
 
 Streams every pi session file under the directories (default
 $PI_CODING_AGENT_DIR/sessions, else ~/.pi/agent/sessions) into the
@@ -35,7 +35,10 @@ An entry the cluster refuses is written to the dead-letter file next to it
 (the state file's name, extension .refused.jsonl), logged and counted; with --once the exit status is
 then 1.
 
---once makes one pass and prints the summary:
+--once makes one pass and prints the summary. Files that fail for the
+cluster's reasons (no reply in time, unreachable, 5xx) are retried while
+one went through within --retry-for (after 1 s, doubling to 15 s); the
+exit status is 1 if some are still not in the cluster then:
 
   N files, M sessions imported, K entries appended, R refused
 
@@ -51,6 +54,7 @@ func runSync(ctx context.Context, e *env, args []string) error {
 	dryRun := fs.Bool("dry-run", false, "read the files and the cluster, print the summary of what would be sent, send and write nothing")
 	jobs := fs.Int("j", 4, "sync `N` files at once")
 	rescan := fs.Duration("rescan", 30*time.Second, "look at every file again every `D` (watch mode)")
+	retryFor := fs.Duration("retry-for", time.Minute, "with --once, retry files the cluster failed while one went through within `D` (0: give up at the first failure)")
 	dirs, err := parseArgs(e, fs, syncHelp, args, "[DIR...]")
 	if err != nil {
 		return err
@@ -60,6 +64,9 @@ func runSync(ctx context.Context, e *env, args []string) error {
 	}
 	if *rescan <= 0 {
 		return usagef(fs.Name(), "--rescan must be positive, not %v", *rescan)
+	}
+	if *retryFor < 0 {
+		return usagef(fs.Name(), "--retry-for must not be negative, not %v", *retryFor)
 	}
 	if len(dirs) == 0 {
 		d, err := pisync.DefaultSessionsDir(e.getenv)
@@ -71,7 +78,9 @@ func runSync(ctx context.Context, e *env, args []string) error {
 	if *statePath == "" {
 		*statePath = filepath.Join(filepath.Dir(filepath.Clean(dirs[0])), "pi-ctl-sync.json")
 	}
-	conn.reconnect = !*once
+	// A pass that retries needs a NATS connection that outlives the node's
+	// restart; --retry-for bounds how long.
+	conn.reconnect = !*once || *retryFor > 0
 	b, err := conn.open(ctx, e, fs)
 	if err != nil {
 		return err
@@ -80,7 +89,7 @@ func runSync(ctx context.Context, e *env, args []string) error {
 
 	out := &syncOutput{e: e, bar: isTerminal(e.stderr)}
 	s, err := pisync.New(pisync.Options{Client: client{b}, Dirs: dirs, StatePath: *statePath, DryRun: *dryRun,
-		Jobs: *jobs, Rescan: *rescan, Warn: out.warn, Progress: out.progress})
+		Jobs: *jobs, Rescan: *rescan, RetryFor: *retryFor, Warn: out.warn, Progress: out.progress})
 	if err != nil {
 		return err
 	}

@@ -41,6 +41,12 @@ type Options struct {
 	Warn func(string)
 	// Progress is called after each file of a pass.
 	Progress func(Progress)
+	// RetryFor (Once) is how long files that failed for the cluster's
+	// reasons (no reply in time, unreachable, 5xx) are retried while none
+	// goes through: after 1 s, doubling to at most 15 s. A round that
+	// brings a file in starts it again. 0 gives up at the first failure.
+	// A refused token (401, 403) and a cancelled context end at once.
+	RetryFor time.Duration
 	// Rescan (watch mode) is how often every file is looked at again,
 	// since file system events can be lost (default 30 s); Settle how long
 	// after a file's first event it is read (default 50 ms), so that a
@@ -119,6 +125,10 @@ type Syncer struct {
 	// is then most likely that import, applied, and is told as imported
 	// rather than as entries the cluster already had.
 	unanswered map[string]bool
+	// now and after are Once's retry clock: time.Now and time.After but in
+	// tests, which count retries against RetryFor without waiting for it.
+	now   func() time.Time
+	after func(time.Duration) <-chan time.Time
 }
 
 // New loads the state and returns a Syncer.
@@ -177,8 +187,9 @@ func (s *Syncer) Summary() Summary {
 }
 
 // Once syncs every file under the directories once and saves the state.
-// It stops at the first error that is not a file's own (the node is
-// unreachable, the context ended).
+// Files that fail for the cluster's reasons are retried for RetryFor (see
+// Options); it returns an error when some are still not in the cluster
+// then, and at once on a refused token or when ctx ends.
 func (s *Syncer) Once(ctx context.Context) error {
 	for _, d := range s.o.Dirs {
 		if st, err := os.Stat(d); err != nil {
@@ -191,11 +202,58 @@ func (s *Syncer) Once(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.pass(ctx, files)
+	err = s.passRetrying(ctx, files)
 	if serr := s.save(true); err == nil {
 		err = serr
 	}
 	return err
+}
+
+// passRetrying is Once's pass and its retries. A pass that failed files
+// without a fatal error (a 503 of one file) is retried as well: the file
+// would otherwise be left out with nothing but a warning.
+func (s *Syncer) passRetrying(ctx context.Context, files []string) error {
+	now, after := time.Now, time.After
+	if s.now != nil {
+		now, after = s.now, s.after
+	}
+	moved := now()
+	retry, err := s.pass(ctx, files)
+	wait := time.Second
+	for len(retry) > 0 && ctx.Err() == nil && !refusedToken(err) && now().Sub(moved)+wait <= s.o.RetryFor {
+		why := "they failed"
+		if err != nil {
+			why = err.Error()
+		}
+		s.problem("", fmt.Sprintf("sync: %d files not in the cluster yet (%s): retrying in %v", len(retry), why, wait))
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-after(wait):
+		}
+		before := len(retry)
+		retry, err = s.pass(ctx, retry)
+		if len(retry) < before {
+			wait, moved = time.Second, now()
+		} else {
+			wait = min(2*wait, maxRetryWait)
+		}
+	}
+	switch {
+	case err != nil && len(retry) > 0:
+		return fmt.Errorf("%d files not in the cluster: %w", len(retry), err)
+	case err != nil:
+		return err
+	case len(retry) > 0:
+		return fmt.Errorf("%d files not in the cluster (their errors are above)", len(retry))
+	}
+	return nil
+}
+
+// refusedToken reports whether the node refused the credentials: a retry
+// cannot help.
+func refusedToken(err error) bool {
+	return apiclient.IsStatus(err, http.StatusUnauthorized) || apiclient.IsStatus(err, http.StatusForbidden)
 }
 
 // find lists the *.jsonl files under the directories, in lexical order,
@@ -298,8 +356,7 @@ feed:
 // file is retried later.
 func fatal(err error) bool {
 	var ue *apiclient.UnreachableError
-	return errors.As(err, &ue) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
-		apiclient.IsStatus(err, http.StatusUnauthorized) || apiclient.IsStatus(err, http.StatusForbidden)
+	return errors.As(err, &ue) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || refusedToken(err)
 }
 
 // refusal reports whether the node refused a request for its content (not

@@ -602,3 +602,126 @@ func TestImportReplyLost(t *testing.T) {
 		t.Errorf("a session imported by someone else: %+v, want 2 entries known", sum)
 	}
 }
+
+// failing fails the next fail requests with err, then passes them on;
+// it counts the requests it got while their context was live (a pass
+// that stopped may still hand a worker a file, whose request a real
+// client ends at once).
+type failing struct {
+	apiclient.Client
+	mu       sync.Mutex
+	fail     int
+	err      error
+	requests int
+}
+
+func (c *failing) Do(ctx context.Context, req wire.Request) ([]byte, error) {
+	c.mu.Lock()
+	if ctx.Err() == nil {
+		c.requests++
+	}
+	if c.fail > 0 {
+		c.fail--
+		c.mu.Unlock()
+		return nil, c.err
+	}
+	c.mu.Unlock()
+	return c.Client.Do(ctx, req)
+}
+
+func (c *failing) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.requests
+}
+
+// TestOnceRetries: Once rides out a node that does not answer for a while
+// (the first requests time out) and one that answers 503 for a file, which
+// a pass does not stop for; every file is then in the cluster, once. With
+// RetryFor 0 the first failure ends it, and a refused token is not retried.
+func TestOnceRetries(t *testing.T) {
+	timeout := &apiclient.UnreachableError{Where: "http://node", Err: errors.New("no reply in time"), Timeout: true}
+	unavailable := &apiclient.Error{Op: "import", Status: 503, ErrorDetail: wire.ErrorDetail{Code: "unavailable", Message: "no stream leader"}}
+	for _, c := range []struct {
+		name string
+		err  error
+		fail int
+	}{{"no reply", timeout, 3}, {"503", unavailable, 2}} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t)
+			files := map[string]string{}
+			for k := range 5 {
+				sid := testutil.SessionID(t)
+				files[sid] = filepath.Join(f.dir, fmt.Sprintf("%d.jsonl", k))
+				write(t, files[sid], firstFlush(sid))
+			}
+			o := f.options()
+			o.Client, o.RetryFor, o.Jobs = &failing{Client: f.c, fail: c.fail, err: c.err}, 30*time.Second, 2
+			s, err := New(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Once(context.Background()); err != nil {
+				t.Fatalf("Once: %v\n%s", err, f.warn.String())
+			}
+			if sum := s.Summary(); sum.Imported != 5 || sum.Known != 0 || sum.Refused != 0 {
+				t.Errorf("summary %+v: want the 5 imported", sum)
+			}
+			for sid, path := range files {
+				if f.export(sid) != testutil.ReadFile(t, path) {
+					t.Errorf("%s: not in the cluster as written", path)
+				}
+			}
+			if !strings.Contains(f.warn.String(), "not in the cluster yet") {
+				t.Errorf("no retry told: %s", f.warn.String())
+			}
+		})
+	}
+	t.Run("give up", func(t *testing.T) {
+		for _, c := range []struct {
+			name     string
+			err      error
+			retryFor time.Duration
+			requests int // one a pass: Jobs 1, and the failure stops the pass
+		}{
+			{"RetryFor 0", timeout, 0, 1},
+			// Retried after 1 s; the next wait (2 s) would end past 2.5 s.
+			{"RetryFor 2.5s", timeout, 2500 * time.Millisecond, 2},
+			{"401", &apiclient.Error{Op: "import", Status: 401, ErrorDetail: wire.ErrorDetail{Code: "unauthorized", Message: "token refused"}}, time.Minute, 1},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				f := newFixture(t)
+				for k := range 3 {
+					write(t, filepath.Join(f.dir, fmt.Sprintf("%d.jsonl", k)), firstFlush(testutil.SessionID(t)))
+				}
+				fc := &failing{Client: f.c, fail: 1000, err: c.err}
+				o := f.options()
+				o.Client, o.RetryFor, o.Jobs = fc, c.retryFor, 1
+				s, err := New(o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				// A clock that moves only by the waits: the retries counted
+				// do not depend on how long a pass takes on a busy machine.
+				clock := time.Unix(0, 0)
+				s.now = func() time.Time { return clock }
+				s.after = func(d time.Duration) <-chan time.Time {
+					clock = clock.Add(d)
+					ch := make(chan time.Time, 1)
+					ch <- clock
+					return ch
+				}
+				err = s.Once(context.Background())
+				if err == nil || !errors.Is(err, c.err) || !strings.Contains(err.Error(), "3 files not in the cluster") {
+					t.Errorf("Once: %v", err)
+				}
+				if n := fc.count(); n != c.requests {
+					t.Errorf("%d requests, want %d", n, c.requests)
+				}
+				if s.Summary().Imported != 0 {
+					t.Errorf("summary %+v", s.Summary())
+				}
+			})
+		}
+	})
+}
