@@ -141,12 +141,15 @@ func summarize(r io.Reader, w io.Writer, verbose bool) (Suite, error) {
 					s.Passed++
 				}
 			case "fail":
+				// A subtest's output is its own (its parent's holds only
+				// the parent's lines): print it when it fails, or the
+				// failure's words are lost.
 				if top {
 					s.Failed = append(s.Failed, e.Package+"."+e.Test)
+				}
+				if !verbose {
 					for _, o := range out[key] {
-						if !verbose {
-							fmt.Fprint(w, o)
-						}
+						fmt.Fprint(w, o)
 					}
 				}
 			case "skip":

@@ -18,6 +18,7 @@ const stream = `{"Action":"start","Package":"p"}
 {"Action":"run","Package":"p","Test":"TestB"}
 {"Action":"output","Package":"p","Test":"TestB","Output":"    b_test.go:9: want 1, got 2\n"}
 {"Action":"run","Package":"p","Test":"TestB/sub"}
+{"Action":"output","Package":"p","Test":"TestB/sub","Output":"    b_test.go:20: the subtest's own words\n"}
 {"Action":"fail","Package":"p","Test":"TestB/sub"}
 {"Action":"fail","Package":"p","Test":"TestB","Elapsed":0.2}
 {"Action":"run","Package":"p","Test":"TestC"}
@@ -42,7 +43,7 @@ func TestSummarize(t *testing.T) {
 	if len(s.Skipped) != 1 || s.Skipped[0].Reason != "no chromium on PATH" {
 		t.Errorf("skips: %+v", s.Skipped)
 	}
-	for _, want := range []string{"want 1, got 2", "./x.go:1:1: syntax error", "FAIL\tp\t0.3s", "--- SKIP: TestC (p): no chromium on PATH"} {
+	for _, want := range []string{"want 1, got 2", "the subtest's own words", "./x.go:1:1: syntax error", "FAIL\tp\t0.3s", "--- SKIP: TestC (p): no chromium on PATH"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
