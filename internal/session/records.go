@@ -1,6 +1,7 @@
 package session
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/pifleet/sessionlog/internal/tree"
@@ -56,9 +57,25 @@ func HeaderRecord(h *tree.Header) Record {
 const AbandonType = "_abandoned"
 
 // AbandonRecord is the marker of an abandoned multi-batch session whose
-// last record was at upTo.
-func AbandonRecord(upTo uint64) Record {
-	return Record{Type: AbandonType, ID: AbandonType, Data: fmt.Appendf(nil, `{"type":%q,"upTo":%d}`, AbandonType, upTo)}
+// last record was at upTo, claimed by by: the claimer's own id, so that it
+// recognizes its claim in the log when the append's reply was lost.
+func AbandonRecord(upTo uint64, by string) Record {
+	data := fmt.Appendf(nil, `{"type":%q,"upTo":%d}`, AbandonType, upTo)
+	if by != "" {
+		data = fmt.Appendf(nil, `{"type":%q,"upTo":%d,"by":%q}`, AbandonType, upTo, by)
+	}
+	return Record{Type: AbandonType, ID: AbandonType, Data: data}
+}
+
+// AbandonedBy is the claimer an abandonment marker names ("" if none).
+func AbandonedBy(r Record) string {
+	var m struct {
+		By string `json:"by"`
+	}
+	if json.Unmarshal(r.Data, &m) != nil {
+		return ""
+	}
+	return m.By
 }
 
 // IsAbandon reports whether r is an abandonment marker.

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -316,6 +318,60 @@ func TestAbandonedImportPurged(t *testing.T) {
 	}
 }
 
+// ackLostLog stores the first abandonment marker it is given and answers
+// as if its ack was lost (a stream leader stepping down mid-publish, as
+// pi-node's leader balancing over shards does): the claim landed, the
+// claimer was not told.
+type ackLostLog struct {
+	session.Log
+	lost atomic.Bool
+}
+
+func (a *ackLostLog) Append(ctx context.Context, sid string, expect uint64, recs []session.Record) ([]uint64, error) {
+	seqs, err := a.Log.Append(ctx, sid, expect, recs)
+	if err == nil && len(recs) == 1 && recs[0].IsAbandon() && a.lost.CompareAndSwap(false, true) {
+		return nil, fmt.Errorf("injected lost ack: %w", wire.ErrUnavailable)
+	}
+	return seqs, err
+}
+
+// TestAbandonedClaimAckLost: a Store whose claim was stored but not
+// acknowledged still counts and logs the cleanup as its own (its marker is
+// in the log; no other node will count it), and purges the leftover.
+func TestAbandonedClaimAckLost(t *testing.T) {
+	for name, newLog := range multiBatchLogs() {
+		t.Run(name, func(t *testing.T) {
+			ctx := ctxT(t)
+			l := newLog(t)
+			sid := testutil.SessionID(t)
+			if _, err := writer.Import(ctx, &dyingLog{Log: l, n: 2}, sessiontest.SessionFile(sid, 45, 1), nil, quick); !errors.Is(err, wire.ErrUnavailable) {
+				t.Fatalf("dying import: %v", err)
+			}
+			logs := &testutil.SyncBuffer{}
+			st := open(t, l, store.Options{Log: l, Writer: &ackLostLog{Log: l}, AbandonedAfter: 200 * time.Millisecond,
+				Logger: slog.New(slog.NewTextHandler(logs, nil))})
+			testutil.WaitFor(t, 10*time.Second, testutil.Awaiting("the leftover purged", func() error {
+				if _, err := l.Read(ctx, sid, 0); !errors.Is(err, wire.ErrNotFound) {
+					return fmt.Errorf("log read: %v", err)
+				}
+				if err := st.CatchUp(ctx); err != nil {
+					return err
+				}
+				if p := st.Stats().Pending; p != 0 {
+					return fmt.Errorf("%d pending", p)
+				}
+				return nil
+			}))
+			if n := st.Stats().AbandonedPurged; n != 1 {
+				t.Fatalf("%d cleanups counted; want 1 (the marker in the log is this Store's)\n%s", n, logs)
+			}
+			if !strings.Contains(logs.String(), "removing an abandoned multi-batch session") {
+				t.Fatalf("the cleanup is not logged:\n%s", logs)
+			}
+		})
+	}
+}
+
 // TestClaimedLeftoverPurged: a node that claimed an abandoned session and
 // died before purging it leaves a marker; the others purge it once the
 // marker is older than the bound, and do not count it as theirs.
@@ -331,7 +387,7 @@ func TestClaimedLeftoverPurged(t *testing.T) {
 		t.Fatal(err)
 	}
 	last := recs[len(recs)-1].Seq
-	if _, err := l.Append(ctx, sid, last, []session.Record{session.AbandonRecord(last)}); err != nil {
+	if _, err := l.Append(ctx, sid, last, []session.Record{session.AbandonRecord(last, "")}); err != nil {
 		t.Fatal(err)
 	}
 	st := open(t, l, store.Options{Log: l, Writer: l, AbandonedAfter: 200 * time.Millisecond})

@@ -32,6 +32,8 @@ type pendingDoc struct {
 	// session. It stays here (hidden, without its tree) until the purge
 	// notice, so that a purge its claimer died before is done again.
 	claimed bool
+	// counted: the claim is this Store's and was counted (countClaim).
+	counted bool
 }
 
 // startPending applies the header of a multi-batch session.
@@ -52,6 +54,11 @@ func (st *Store) applyPending(p *pendingDoc, r *session.Stored) {
 		p.claimed = true
 		st.held -= int64(p.doc.Tree.Bytes())
 		p.doc = nil
+		if session.AbandonedBy(r.Record) == st.claimID {
+			// This Store's marker: its claim landed even if the append's
+			// reply did not (see reapOne).
+			st.countClaim(r.Session, p)
+		}
 		return
 	}
 	p.have++
@@ -159,26 +166,49 @@ func (st *Store) reap(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		st.reapOne(ctx, c, after)
+		st.reapOne(ctx, c)
 	}
 }
 
-func (st *Store) reapOne(ctx context.Context, c reapCandidate, after time.Duration) {
+func (st *Store) reapOne(ctx context.Context, c reapCandidate) {
 	w := st.opts.Writer
 	if !c.claimed {
-		_, err := w.Append(ctx, c.sid, c.lastSeq, []session.Record{session.AbandonRecord(c.lastSeq)})
+		// The marker names this Store: a claim whose reply is lost (a
+		// stream leader stepping down as it is stored) is still known as
+		// this Store's when the feed brings the marker, and counted then;
+		// the next pass finds it claimed and purges. Counting only on the
+		// reply lost such cleanups, and a retry of the claim is refused as
+		// a duplicate, which reads like another node's.
+		_, err := w.Append(ctx, c.sid, c.lastSeq, []session.Record{session.AbandonRecord(c.lastSeq, st.claimID)})
 		switch {
 		case errors.Is(err, wire.ErrConflict), errors.Is(err, wire.ErrExists):
-			return // another node claimed it, or its writer lives after all
+			return // another node claimed it, or its writer lives after all (or this Store did; see above)
 		case err != nil:
 			st.log.Warn("claiming an abandoned multi-batch session failed; retrying", "session", c.sid, "err", err)
 			return
 		}
-		st.stats.abandoned.Add(1)
-		st.log.Warn("removing an abandoned multi-batch session (its writer stopped between two batches)",
-			"session", c.sid, "lastSeq", c.lastSeq, "idleFor", after)
+		// Counted now as well as when the marker is applied, whichever
+		// comes first: the purge below may remove the marker before the
+		// feed has brought it.
+		st.mu.Lock()
+		if p := st.pending[c.sid]; p != nil {
+			st.countClaim(c.sid, p)
+		}
+		st.mu.Unlock()
 	}
 	if err := w.Purge(ctx, c.sid); err != nil {
 		st.log.Warn("purging an abandoned multi-batch session failed; retrying", "session", c.sid, "err", err)
 	}
+}
+
+// countClaim counts and logs this Store's claim of pending session sid,
+// once. st.mu must be held (write).
+func (st *Store) countClaim(sid string, p *pendingDoc) {
+	if p.counted {
+		return
+	}
+	p.counted = true
+	st.stats.abandoned.Add(1)
+	st.log.Warn("removing an abandoned multi-batch session (its writer stopped between two batches)",
+		"session", sid, "lastSeq", p.lastSeq, "idleFor", st.abandonedAfter())
 }

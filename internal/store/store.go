@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -167,6 +168,9 @@ type Store struct {
 	opened bool               // Open ran: a Store follows once, also after Close
 	cancel context.CancelFunc // stops the goroutines Open started; nil once closed
 	wg     sync.WaitGroup     // follow, watchLag and snapshotLoop
+
+	// claimID names this Store in its abandonment markers (pending.go).
+	claimID string
 }
 
 type storeStats struct {
@@ -192,7 +196,7 @@ func New(feed session.Feed, opts Options) *Store {
 		opts.Now = time.Now
 	}
 	st := &Store{feed: feed, opts: opts, log: opts.Logger, docs: make(map[string]*Doc), pending: make(map[string]*pendingDoc), progress: make(chan struct{}),
-		rebuilt: make(chan struct{})}
+		rebuilt: make(chan struct{}), claimID: rand.Text()}
 	st.budget.Store(opts.MemoryBudget)
 	return st
 }

@@ -181,7 +181,7 @@ func testFencedAfterPurge(t *testing.T, l session.Log) {
 		}
 		last := recs[len(recs)-1].Seq
 		if claim {
-			if _, err := l.Append(ctx, sid, last, []session.Record{session.AbandonRecord(last)}); err != nil {
+			if _, err := l.Append(ctx, sid, last, []session.Record{session.AbandonRecord(last, "")}); err != nil {
 				t.Fatal(err)
 			}
 		} else if err := l.Purge(ctx, sid); err != nil {
