@@ -40,7 +40,7 @@ const (
 	hdrFwdWho    = "Pi-Fwd-Who"    // the principal's name, for the audit log
 	hdrFwdScopes = "Pi-Fwd-Scopes" // its scopes, comma-separated
 	hdrFwdCwd    = "Pi-Fwd-Cwd"    // its cwdPrefix (a tenant token)
-	hdrFwdWait   = "Pi-Fwd-Wait"   // a sequence the forwarding node must see: a write it acknowledged, or what its last read reflected
+	hdrFwdWait   = "Pi-Fwd-Wait"   // a sequence the forwarding node must see: a write it acknowledged, what its last read reflected, or the log's end when it started
 	hdrFwdShard  = "Pi-Fwd-Shard"  // list: the one shard to list
 	hdrFwdStatus = "Pi-Fwd-Status" // the reply's HTTP status
 	hdrFwdType   = "Pi-Fwd-Type"   // its content type
@@ -99,8 +99,15 @@ func (s *Server) forward(ctx context.Context, o *op, r *request) (rep reply, err
 	if err != nil {
 		return reply{}, err, true
 	}
-	if own := s.svc.OwnAck(r.SessionID); own > 0 {
-		m.Header.Set(hdrFwdWait, strconv.FormatUint(own, 10))
+	// What this node's own reads would wait for, which the holder's
+	// Store may lack (a holder stale after an election or a partition):
+	// read your writes through this node, across a restart too.
+	wait, err := s.svc.ForwardWait(ctx, r.SessionID, o.LogRead())
+	if err != nil {
+		return reply{}, err, true
+	}
+	if wait > 0 {
+		m.Header.Set(hdrFwdWait, strconv.FormatUint(wait, 10))
 	}
 	// Bounded: a holder killed with the request in hand never answers.
 	fctx, cancel := context.WithTimeout(ctx, s.cfg.MinSeqTimeout+fwdSlack)

@@ -37,7 +37,7 @@ type forwardPair struct {
 	nc     *nats.Conn
 }
 
-func newForwardPair(t *testing.T) *forwardPair {
+func newForwardPair(t *testing.T, mods ...func(*api.Config)) *forwardPair {
 	t.Helper()
 	ns := startNATS(t)
 	conn := func() *nats.Conn {
@@ -84,7 +84,7 @@ func newForwardPair(t *testing.T) *forwardPair {
 		}
 		e := &env{t: t, cursors: cursors, logs: &testutil.SyncBuffer{}}
 		e.svc = &service.Service{Log: all, Store: set, Cursors: cursors}
-		return e.serve(func(c *api.Config) { c.NodeName, c.Holding, c.Forward = name, h, conn() })
+		return e.serve(append([]func(*api.Config){func(c *api.Config) { c.NodeName, c.Holding, c.Forward = name, h, conn() }}, mods...)...)
 	}
 	p.holder = mk("holder", held, &holding{n: n, serves: map[int]bool{0: true, 1: true}})
 	p.second = mk("second", lagging, &holding{n: n, serves: map[int]bool{0: true, 1: true}})

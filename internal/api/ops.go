@@ -124,7 +124,7 @@ func (s *Server) await(ctx context.Context, o wire.Op, r *request) error {
 		}
 	}
 	if seq, ok := ctx.Value(fwdWaitKey{}).(uint64); ok {
-		b.Raise(seq, "", "sequence %d, which the node that forwarded this request acknowledged", seq)
+		b.Raise(seq, "", "sequence %d, which the node that forwarded this request must reflect (its own write, its last read, or the log's end when it started)", seq)
 	}
 	var wctx context.Context
 	for _, w := range b.Waits {

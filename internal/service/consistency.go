@@ -24,9 +24,15 @@ type acks struct {
 	max   []uint64 // by shard, the highest sequence ever acknowledged: lists wait for them
 	prune int      // size at which applied entries are swept out
 
-	// Writes of shards held elsewhere, by session, swept by age.
+	// Every write acknowledged here, by session, swept by age (on a
+	// sharded store): what the reads this node forwards wait for.
 	unheld      map[string]unheldAck
 	unheldPrune int
+
+	// By shard, the log's end as this process first asked it when
+	// forwarding a read: the writes it acknowledged before a restart are
+	// all at or below it.
+	started map[int]uint64
 }
 
 const minAckPrune = 1024
@@ -76,11 +82,50 @@ func (s *Service) noteAck(sid string, seq uint64) {
 // node (by a holder it forwarded the write to): its reads here wait for it.
 func (s *Service) NoteAck(sid string, seq uint64) { s.noteAck(sid, seq) }
 
-// OwnAck is the last sequence acknowledged through this node for sid that
-// a read of it must wait for, or 0: for a shard this node holds, one its
-// Store has not applied yet; for one held elsewhere, one acknowledged
-// within unheldAckAge.
-func (s *Service) OwnAck(sid string) uint64 { return s.ownAck(sid) }
+// ForwardWait is the sequence a holder of sid's shard must have applied
+// before it answers a request about sid that this node forwards to it, or
+// 0: the last write acknowledged through this node within unheldAckAge,
+// and for a log read (read) also the log's end when this process first
+// forwarded one of the shard's (what it acknowledged before a restart is
+// at or below it). Whatever this node's own copy of the shard has
+// applied: the holder's is another, which may lag (a Store still catching
+// up on a shard it takes over, or one being handed back, answers nothing
+// while requests are forwarded). The error is the log's, when the end
+// cannot be learned.
+func (s *Service) ForwardWait(ctx context.Context, sid string, read bool) (uint64, error) {
+	if s.Store == nil {
+		return 0, nil
+	}
+	wait := s.acked(sid)
+	if !read {
+		return wait, nil
+	}
+	k := 0
+	if sh, ok := s.Store.(interface{ Shard(string) int }); ok {
+		k = sh.Shard(sid)
+	}
+	a := &s.acks
+	a.mu.Lock()
+	first, ok := a.started[k]
+	a.mu.Unlock()
+	if !ok {
+		var err error
+		if first, err = s.Store.For(sid).LogLastSeq(ctx); err != nil {
+			return 0, fmt.Errorf("this node has not learned the log's end since it started, so it cannot tell whether the holder it forwards to has the writes it acknowledged before: %w", err)
+		}
+		a.mu.Lock()
+		if a.started == nil {
+			a.started = map[int]uint64{}
+		}
+		if cur, ok := a.started[k]; ok {
+			first = cur // a racing first ask: either is a valid bound
+		} else {
+			a.started[k] = first
+		}
+		a.mu.Unlock()
+	}
+	return max(wait, first), nil
+}
 
 // unheldAckAge is how long a write acknowledged through this node for a
 // shard it does not hold is waited for by its reads here: the holders
@@ -111,31 +156,36 @@ func (a *acks) noteUnheld(sid string, seq uint64, now time.Time) {
 	}
 }
 
+// acked is the last sequence this node acknowledged for sid that it still
+// remembers, or 0: in the map of writes its Store had not applied, or in
+// the time-bounded one.
+func (s *Service) acked(sid string) uint64 {
+	now := s.now()
+	a := &s.acks
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	seq := a.m[sid]
+	if u := a.unheld[sid]; now.Sub(u.at) <= unheldAckAge {
+		seq = max(seq, u.seq)
+	}
+	return seq
+}
+
 // ownAck returns the last sequence this node acknowledged for sid that
-// its Store has not applied yet, or 0.
+// its Store has not applied yet, or 0. The time-bounded map counts too: a
+// write acknowledged while the shard was held elsewhere is not in a.m,
+// and the shard may have been taken over since.
 func (s *Service) ownAck(sid string) uint64 {
 	if s.Store == nil {
 		return 0
 	}
-	if !s.Store.For(sid).Held() {
-		a := &s.acks
-		a.mu.Lock()
-		u := a.unheld[sid]
-		a.mu.Unlock()
-		if s.now().Sub(u.at) > unheldAckAge {
-			return 0
-		}
-		return u.seq
+	seq := s.acked(sid)
+	if seq == 0 || !store.AppliedAt(s.Store, seq) {
+		return seq
 	}
 	a := &s.acks
 	a.mu.Lock()
-	seq, ok := a.m[sid]
-	a.mu.Unlock()
-	if !ok || !store.AppliedAt(s.Store, seq) {
-		return seq
-	}
-	a.mu.Lock()
-	if a.m[sid] == seq {
+	if q, ok := a.m[sid]; ok && q <= seq {
 		delete(a.m, sid)
 	}
 	a.mu.Unlock()

@@ -11,8 +11,9 @@ import (
 )
 
 // TestOwnAckAcrossHandBack: a write this node acknowledged while it held
-// the session's shard is still waited for by the reads it forwards once it
-// has handed the shard back (OwnAck): the shard's holder may lag behind.
+// the session's shard is still waited for by the requests it forwards
+// (ForwardWait), whatever its own Store has applied, also once it has
+// handed the shard back: the shard's holder may lag behind.
 func TestOwnAckAcrossHandBack(t *testing.T) {
 	ctx := ctxT(t)
 	const n = 2
@@ -44,14 +45,26 @@ func TestOwnAckAcrossHandBack(t *testing.T) {
 	}
 	sid, k := res.SessionID, set.Shard(res.SessionID)
 	waitApplied(t, stores[k], res.LastSeq)
-	if got := svc.OwnAck(sid); got != 0 {
-		t.Fatalf("held and applied: OwnAck %d, want 0 (nothing to wait for)", got)
+	// Held and applied here: a request forwarded from here (the shard
+	// taken over and not served yet, or being handed back) still waits
+	// for it, at a holder that may lag.
+	if got, err := svc.ForwardWait(ctx, sid, false); err != nil || got != res.LastSeq {
+		t.Fatalf("held and applied: ForwardWait %d, %v, want %d (the write this node acknowledged)", got, err, res.LastSeq)
 	}
 	// Handed back: the shard's place holds an Unheld Store.
 	if _, err := set.Replace(k, store.Unheld(feeds[k])); err != nil {
 		t.Fatal(err)
 	}
-	if got := svc.OwnAck(sid); got != res.LastSeq {
-		t.Fatalf("after the hand-back: OwnAck %d, want %d (the write this node acknowledged)", got, res.LastSeq)
+	if got, err := svc.ForwardWait(ctx, sid, false); err != nil || got != res.LastSeq {
+		t.Fatalf("after the hand-back: ForwardWait %d, %v, want %d (the write this node acknowledged)", got, err, res.LastSeq)
+	}
+	// A read waits for the log's end too, as first learned (a restart
+	// forgets the acknowledgements).
+	if got, err := svc.ForwardWait(ctx, sid, true); err != nil || got != res.LastSeq {
+		t.Fatalf("a read after the hand-back: ForwardWait %d, %v, want %d", got, err, res.LastSeq)
+	}
+	restarted := &service.Service{Log: all, Store: set, Cursors: session.NewMemCursors()}
+	if got, err := restarted.ForwardWait(ctx, sid, true); err != nil || got != res.LastSeq {
+		t.Fatalf("a read after a restart: ForwardWait %d, %v, want %d (the log's end)", got, err, res.LastSeq)
 	}
 }
