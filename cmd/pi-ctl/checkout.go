@@ -85,11 +85,15 @@ func runCheckout(ctx context.Context, e *env, args []string) error {
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return fmt.Errorf("list: unexpected reply from pi-node: %v", err)
 		}
-		path, err := pisync.Checkout(ctx, client{b}, s.SessionID, *dir)
+		path, err := "", pisync.CheckSessionID(s.SessionID)
+		bad := err != nil // a listed id that is none: told, the others checked out
+		if !bad {
+			path, err = pisync.Checkout(ctx, client{b}, s.SessionID, *dir)
+		}
 		switch {
 		case err == nil:
 			fmt.Fprintln(e.stdout, path)
-		case errors.Is(err, pisync.ErrUnsynced) || isStatus(err, 404):
+		case bad || errors.Is(err, pisync.ErrUnsynced) || isStatus(err, 404):
 			failed++
 			fmt.Fprintf(e.stdout, "error %s: %v\n", s.SessionID, err)
 		default:

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/pifleet/sessionlog/internal/tree"
+	"github.com/pifleet/sessionlog/internal/pisync"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
 
@@ -244,7 +245,12 @@ func exportAll(ctx context.Context, e *env, b backend, dir string) error {
 			return err
 		}
 		for _, s := range page.Sessions {
-			data, err := b.do(ctx, wire.ExportRequest{SessionID: s.SessionID})
+			// The id becomes a file name: a server's word is not enough.
+			err := pisync.CheckSessionID(s.SessionID)
+			var data []byte
+			if err == nil {
+				data, err = b.do(ctx, wire.ExportRequest{SessionID: s.SessionID})
+			}
 			if err == nil {
 				err = writeAtomic(filepath.Join(dir, s.SessionID+".jsonl"), data, 0o600)
 			}

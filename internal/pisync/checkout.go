@@ -22,6 +22,9 @@ var ErrUnsynced = errors.New("the file has entries that are not in the cluster")
 // ErrUnsynced and names the first such line. The file is written
 // atomically.
 func Checkout(ctx context.Context, c apiclient.Client, sid, sessionsDir string) (string, error) {
+	if err := CheckSessionID(sid); err != nil {
+		return "", err
+	}
 	data, err := exportOf(ctx, c, sid)
 	if err != nil {
 		return "", err
@@ -36,7 +39,10 @@ func Checkout(ctx context.Context, c apiclient.Client, sid, sessionsDir string) 
 	if h.id != sid || h.timestamp == "" {
 		return "", fmt.Errorf("session %s: the export has no header with its id and a timestamp", sid)
 	}
-	path := SessionPath(sessionsDir, h.cwd, h.timestamp, sid)
+	path, err := checkedSessionPath(sessionsDir, h.cwd, h.timestamp, sid)
+	if err != nil {
+		return "", err
+	}
 	old, err := os.ReadFile(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):

@@ -1,6 +1,7 @@
 package pisync
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -53,4 +54,38 @@ func FileName(timestamp, sessionID string) string {
 // SessionPath is where pi keeps a session under the sessions directory.
 func SessionPath(sessionsDir, cwd, timestamp, sessionID string) string {
 	return filepath.Join(sessionsDir, DirName(cwd), FileName(timestamp, sessionID))
+}
+
+// sessionIDShape is a session id as pi-node stores them: a canonical
+// lower-case UUID, nothing a path could be made of.
+var sessionIDShape = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+// CheckSessionID refuses an id that is not a session id before it becomes
+// part of a file name: ids come from a server's replies, and a server
+// that is wrong or malicious must not make pi-ctl write outside the
+// directory it was given ("x/../../escape").
+func CheckSessionID(id string) error {
+	if !sessionIDShape.MatchString(id) {
+		return fmt.Errorf("%q is not a session id (a lower-case UUID): refused as a file name", id)
+	}
+	return nil
+}
+
+// checkedSessionPath is SessionPath for a session whose id and header come
+// from the cluster: the id must be one, and the file must land directly in
+// the cwd's directory under sessionsDir (a timestamp such as "../../x/y"
+// would otherwise make folders, or leave it).
+func checkedSessionPath(sessionsDir, cwd, timestamp, sessionID string) (string, error) {
+	if err := CheckSessionID(sessionID); err != nil {
+		return "", err
+	}
+	name := FileName(timestamp, sessionID)
+	if strings.ContainsAny(name, `/\`) || strings.ContainsRune(name, 0) {
+		return "", fmt.Errorf("session %s: its header's timestamp %q is not one pi writes: refused as a file name", sessionID, timestamp)
+	}
+	dir := filepath.Join(sessionsDir, DirName(cwd))
+	if rel, err := filepath.Rel(sessionsDir, dir); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || rel == "." {
+		return "", fmt.Errorf("session %s: its cwd %q makes no directory under %s: refused", sessionID, cwd, sessionsDir)
+	}
+	return filepath.Join(dir, name), nil
 }
