@@ -14,6 +14,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/store"
+	"github.com/pifleet/sessionlog/internal/testutil"
 	"github.com/pifleet/sessionlog/internal/wire"
 	"github.com/pifleet/sessionlog/internal/writer"
 )
@@ -32,7 +33,11 @@ func importAll(t *testing.T, log session.Log, files [][]byte) uint64 {
 				if k >= len(files) {
 					return
 				}
-				res, err := writer.Import(ctx, log, files[k], nil, writer.RetryPolicy{})
+				// The test is of the Store's rebuild, not of the writer's
+				// patience: on a machine this loaded (16 importers under
+				// -race), a publish may go unanswered past the default 10 s
+				// of retries (CI: 'no reply from JetStream in time').
+				res, err := writer.Import(ctx, log, files[k], nil, writer.RetryPolicy{UnavailableFor: testutil.Scale(time.Minute)})
 				if err != nil {
 					t.Errorf("import %d: %v", k, err)
 					return
