@@ -52,7 +52,12 @@ func (d *dyingLog) Append(ctx context.Context, sid string, expect uint64, recs [
 	return d.Log.Append(ctx, sid, expect, recs)
 }
 
-var quick = writer.RetryPolicy{Attempts: 3, Backoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond, UnavailableFor: 10 * time.Millisecond}
+// quick gives up at once on the injected deaths; the appends dyingLog
+// passes on are real ones, which a loaded machine may answer slowly, so
+// one attempt waits long for them (a real append that timed out would end
+// the import early, at the wrong record, and fail the test for nothing).
+var quick = writer.RetryPolicy{Attempts: 3, Backoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond, UnavailableFor: 10 * time.Millisecond,
+	AttemptTimeout: testutil.Scale(time.Minute)}
 
 func TestMultiBatchImport(t *testing.T) {
 	for name, newLog := range multiBatchLogs(t) {
