@@ -15,6 +15,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/store"
+	"github.com/pifleet/sessionlog/internal/tree"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
 
@@ -69,9 +70,16 @@ func (r *request) leaf() service.Leaf {
 
 // decodeJSON decodes a request body into r. An empty body is an empty
 // object; unknown fields are ignored; everything else names what is wrong.
+// Every JSON body goes through it: HTTP, NATS and forwarded requests.
 func decodeJSON(data []byte, r *request) error {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil
+	}
+	// Depth first: segmentio's decoder recurses once per level with no
+	// bound (2 million '[' overflowed the stack, which kills the process,
+	// and one million took 820 MB), in any field, known or not.
+	if err := tree.CheckDepth(data); err != nil {
+		return wire.Invalid("body", err.Error())
 	}
 	// segmentio's decoder first: the same rules, several times faster on
 	// the entries' bytes every append carries (encoding/json was a fifth of

@@ -19,6 +19,9 @@
 //     decodes only the fields the algorithms read (ParseEntry, ParseHeader).
 //   - scan.go: the single pass every line goes through, validating it as
 //     JSON.parse would and locating its top-level members (Valid).
+//   - depth.go: MaxDepth, the nesting bound of every JSON a client sends,
+//     and CheckDepth, which holds a request body to it before any decoder
+//     runs (lines are held to it by the pass of scan.go).
 //   - reader.go: Read splits a file into lines, skips or rejects what pi
 //     skips, and migrates; File, ReadOptions, LineError, AppendJSONL.
 //   - migrate.go: version 1 and 2 lines rewritten to version 3 exactly as

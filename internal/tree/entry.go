@@ -176,10 +176,11 @@ type lineFields struct {
 
 // scanLine validates one line and collects its fields. It refuses anything
 // but an object (pi would keep e.g. a bare number as an "entry"; no algorithm
-// of pi can use one, so we report it as an invalid line instead).
+// of pi can use one, so we report it as an invalid line instead), and
+// nesting deeper than MaxDepth (a *DepthError).
 func scanLine(line []byte) (lineFields, error) {
 	var lf lineFields
-	s := scanner{data: line}
+	s := scanner{data: line, bounded: true}
 	s.ws()
 	if s.pos >= len(line) || line[s.pos] != '{' {
 		return lf, &syntaxError{s.pos, "not a JSON object"}

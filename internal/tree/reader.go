@@ -72,7 +72,10 @@ type parsedLine struct {
 // exporting reproduces the input without the skipped lines and repeated
 // headers. data must not be modified afterwards: entries share its memory.
 func Read(data []byte, opt ReadOptions) (*File, error) {
-	lines, skipped := splitLines(data)
+	lines, skipped, err := splitLines(data)
+	if err != nil {
+		return nil, err
+	}
 	// In strict mode the first bad line by line number is the error, be it
 	// malformed JSON (found while splitting) or a bad entry (found below).
 	if opt.Strict && len(skipped) > 0 && (len(lines) == 0 || skipped[0].Line < lines[0].no) {
@@ -167,8 +170,11 @@ func Read(data []byte, opt ReadOptions) (*File, error) {
 }
 
 // splitLines splits data like pi: content.trim().split("\n"), skipping lines
-// that are blank after trim() and lines JSON.parse rejects.
-func splitLines(data []byte) ([]parsedLine, []LineError) {
+// that are blank after trim() and lines JSON.parse rejects. A line nested
+// deeper than MaxDepth is not skipped but refuses the file (a *LineError),
+// strict or not: pi would keep it, so skipping would drop what pi keeps,
+// and it is a limit of ours, not a malformed line.
+func splitLines(data []byte) ([]parsedLine, []LineError, error) {
 	// content.trim(): leading and trailing JavaScript whitespace of the file.
 	lineNo := 1
 	for len(data) > 0 {
@@ -206,17 +212,26 @@ func splitLines(data []byte) ([]parsedLine, []LineError) {
 			continue
 		}
 		lf, err := scanLine(line)
-		if err != nil {
-			if se, ok := err.(*syntaxError); ok && se.msg == "not a JSON object" && Valid(line) {
+		if se, ok := err.(*syntaxError); ok && se.msg == "not a JSON object" {
+			verr := validJSON(line, true)
+			if verr == nil {
 				lines = append(lines, parsedLine{no: no, data: line}) // valid JSON, not an object
 				continue
 			}
+			if _, deep := verr.(*DepthError); deep {
+				err = verr
+			}
+		}
+		if de, ok := err.(*DepthError); ok {
+			return nil, nil, &LineError{Line: no, Reason: de.Error()}
+		}
+		if err != nil {
 			skipped = append(skipped, LineError{Line: no, Reason: err.Error()})
 			continue
 		}
 		lines = append(lines, parsedLine{no: no, data: line, lf: lf, obj: true})
 	}
-	return lines, skipped
+	return lines, skipped, nil
 }
 
 // isBlankJS reports whether line.trim() is empty in JavaScript.

@@ -39,6 +39,20 @@ const strEscaped = 1
 type scanner struct {
 	data []byte
 	pos  int
+	// depth counts the objects members has open around pos; bounded
+	// scanners (lines) refuse a container at level MaxDepth+1 with a
+	// *DepthError, as CheckDepth does.
+	depth   int
+	bounded bool
+}
+
+// deeper reports the *DepthError of a container opening at pos with open
+// containers already around it, or nil.
+func (s *scanner) deeper(open int) error {
+	if s.bounded && s.depth+open >= MaxDepth {
+		return &DepthError{Offset: s.pos}
+	}
+	return nil
 }
 
 func (s *scanner) fail(msg string) error { return &syntaxError{s.pos, msg} }
@@ -179,6 +193,9 @@ func (s *scanner) value() error {
 		}
 		switch c := d[s.pos]; {
 		case c == '{':
+			if err := s.deeper(len(stack)); err != nil {
+				return err
+			}
 			s.pos++
 			s.ws()
 			if s.pos < len(d) && d[s.pos] == '}' {
@@ -191,6 +208,9 @@ func (s *scanner) value() error {
 			}
 			continue
 		case c == '[':
+			if err := s.deeper(len(stack)); err != nil {
+				return err
+			}
 			s.pos++
 			s.ws()
 			if s.pos < len(d) && d[s.pos] == ']' {
@@ -279,12 +299,16 @@ func (s *scanner) members(visit func(key []byte, escaped bool, valStart int) (co
 	if s.pos >= len(d) || d[s.pos] != '{' {
 		return s.fail("object expected")
 	}
+	if err := s.deeper(0); err != nil {
+		return err
+	}
 	s.pos++
 	s.ws()
 	if s.pos < len(d) && d[s.pos] == '}' {
 		s.pos++
 		return nil
 	}
+	s.depth++
 	for {
 		if s.pos >= len(d) || d[s.pos] != '"' {
 			return s.fail("object key expected")
@@ -323,6 +347,7 @@ func (s *scanner) members(visit func(key []byte, escaped bool, valStart int) (co
 			s.ws()
 		case '}':
 			s.pos++
+			s.depth--
 			return nil
 		default:
 			return s.fail(fmt.Sprintf("unexpected character %q in object", d[s.pos]))
@@ -331,14 +356,21 @@ func (s *scanner) members(visit func(key []byte, escaped bool, valStart int) (co
 }
 
 // Valid reports whether data is one JSON text as JSON.parse accepts it.
-func Valid(data []byte) bool {
-	s := scanner{data: data}
+func Valid(data []byte) bool { return validJSON(data, false) == nil }
+
+// validJSON is Valid's pass, giving the error; bounded refuses nesting
+// deeper than MaxDepth (a *DepthError), as lines do.
+func validJSON(data []byte, bounded bool) error {
+	s := scanner{data: data, bounded: bounded}
 	s.ws()
 	if err := s.value(); err != nil {
-		return false
+		return err
 	}
 	s.ws()
-	return s.pos == len(data)
+	if s.pos != len(data) {
+		return s.fail("data after the value")
+	}
+	return nil
 }
 
 // keyIs compares a raw member key with name, decoding escapes when present
