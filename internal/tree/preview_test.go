@@ -61,7 +61,13 @@ func TestPreview(t *testing.T) {
 // TestPreviewConformance previews every entry of every conformance file:
 // one printable line of bounded length, whatever the entry holds.
 func TestPreviewConformance(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join(conformanceDir(t), "*", "*", "*.jsonl"))
+	// The sets of the pi versions this store reads today; pi-v3-1.1 (pi
+	// 1.1.0's files, refused ones among them) is not one of them yet.
+	var files []string
+	for _, set := range []string{"pi-v1", "pi-v2", "pi-v3"} {
+		more, _ := filepath.Glob(filepath.Join(conformanceDir(t), set, "*", "*.jsonl"))
+		files = append(files, more...)
+	}
 	if len(files) == 0 {
 		t.Fatal("no conformance session files")
 	}

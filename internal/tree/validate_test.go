@@ -132,7 +132,14 @@ func TestCheckEntryAccepts(t *testing.T) {
 // for the older files.
 func TestCheckEntryVectors(t *testing.T) {
 	dir := conformance.Dir(t)
-	files, _ := filepath.Glob(filepath.Join(dir, "pi-v*", "*", "*.jsonl"))
+	// The sets of the pi versions this store reads today; pi-v3-1.1 (pi
+	// 1.1.0's files: system messages, context edits, refused files) is
+	// not one of them yet.
+	var files []string
+	for _, set := range []string{"pi-v1", "pi-v2", "pi-v3"} {
+		more, _ := filepath.Glob(filepath.Join(dir, set, "*", "*.jsonl"))
+		files = append(files, more...)
+	}
 	if len(files) < 20 {
 		t.Fatalf("found %d vector files under %s", len(files), dir)
 	}
