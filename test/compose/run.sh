@@ -25,7 +25,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 testreport=${1:-} record=${2:-}
-name="compose (docker-compose: TestCompose, TestComposeRollingRestart, TestComposeRegion)"
+name="compose (docker-compose)"
 
 skip() {
   echo "$1: compose test skipped"
