@@ -112,3 +112,42 @@ func TestCaughtUpOnlyAsOfAPoll(t *testing.T) {
 		return nil
 	})
 }
+
+// hangFeed is a MemLog whose first LastSeq never answers (it returns only
+// when its context ends), as a poll sent to a stream leader that has just
+// died: nats-server neither answers nor refuses it.
+type hangFeed struct {
+	*session.MemLog
+	calls *atomic.Int64
+}
+
+func (f hangFeed) LastSeq(ctx context.Context) (uint64, error) {
+	if f.calls.Add(1) == 1 {
+		<-ctx.Done()
+		return 0, ctx.Err()
+	}
+	return f.MemLog.LastSeq(ctx)
+}
+
+// TestLogEndPollBounded: a poll of the log's end that gets no answer is
+// given up and the next one sent, so the Store learns the log's end after
+// a failover (store.logLastSeq in /v1/status, Pi-Lag, /readyz). Before the
+// poll had its own bound it waited for the caller's context, here forever
+// (in pi-node, the JetStream API timeout): the wait below never ended.
+func TestLogEndPollBounded(t *testing.T) {
+	ctx := context.Background()
+	l := session.NewMemLog(1000, 1<<20)
+	calls := &atomic.Int64{}
+	st := store.New(hangFeed{l, calls}, store.Options{Log: l})
+	if err := st.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	last := writeSessions(t, l, 2)
+	testutil.WaitFor(t, 30*time.Second, func() error {
+		if f := st.Freshness(); f.Known < last {
+			return fmt.Errorf("the Store knows the log's end as %d after %d polls, want %d", f.Known, calls.Load(), last)
+		}
+		return nil
+	})
+}
