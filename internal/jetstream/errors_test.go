@@ -180,7 +180,7 @@ func TestStoppedServer(t *testing.T) {
 		if !errors.Is(err, wire.ErrUnavailable) {
 			t.Errorf("%s on a stopped server: %v, want ErrUnavailable", name, err)
 		}
-		if d := time.Since(start); d > 3*time.Second {
+		if d := time.Since(start); d > testutil.Scale(3*time.Second) {
 			t.Errorf("%s on a stopped server took %v", name, d)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/pifleet/sessionlog/internal/jetstream/embedded"
+	"github.com/pifleet/sessionlog/internal/testutil"
 )
 
 // TestServerAuth checks client authentication on the embedded server (Start
@@ -53,7 +54,7 @@ func TestServerAuth(t *testing.T) {
 			if _, err := Connect(ctx, cfg); !errors.Is(err, nats.ErrAuthorization) {
 				t.Fatalf("connect with bad credentials: %v, want an authorization error", err)
 			}
-			if d := time.Since(begin); d > 5*time.Second {
+			if d := time.Since(begin); d > testutil.Scale(5*time.Second) {
 				t.Fatalf("connect with bad credentials took %v", d)
 			}
 		})
