@@ -39,6 +39,10 @@ type ReadOptions struct {
 	// its type (CheckEntry); one that fails is a bad line like those above,
 	// its LineError naming the field.
 	Validate bool
+	// UniqueIDs makes a later entry with an id seen before a bad line too
+	// (strict mode always refuses it). pi keeps both lines; a store holds
+	// one entry per id, so an import skips the later one and says so.
+	UniqueIDs bool
 }
 
 // File is a session file read into memory.
@@ -154,9 +158,12 @@ func Read(data []byte, opt ReadOptions) (*File, error) {
 				continue
 			}
 		}
-		if opt.Strict && f.Session.Has(e.ID) {
+		if (opt.Strict || opt.UniqueIDs) && f.Session.Has(e.ID) {
 			prev, _ := f.Session.Index(e.ID)
-			return nil, bad(l.no, fmt.Sprintf("duplicate entry id %q (first on line %d)", e.ID, f.EntryLines[prev]))
+			if err := bad(l.no, fmt.Sprintf("duplicate entry id %q (first on line %d)", e.ID, f.EntryLines[prev])); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		f.Session.Append(e)
 		f.EntryLines = append(f.EntryLines, l.no)

@@ -198,7 +198,12 @@ func Import(ctx context.Context, log session.Log, data []byte, rand io.Reader, p
 // entries that are not of pi's shapes (reported in Skipped), opt.Strict
 // refuses the file at its first bad line instead, as a *wire.FieldError
 // naming it ("line 7", or "line 7.message.role").
+//
+// A later entry with an id seen before is skipped (strict: refused) like
+// any other bad line: the log holds one record per id, and publishing both
+// was refused as a conflict naming no line, after every retry (48 s).
 func ImportWith(ctx context.Context, log session.Log, data []byte, opt tree.ReadOptions, pol RetryPolicy) (wire.ImportResult, error) {
+	opt.UniqueIDs = true
 	f, err := tree.Read(data, opt)
 	if err != nil {
 		var le *tree.LineError
