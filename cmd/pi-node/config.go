@@ -75,6 +75,10 @@ type Config struct {
 	ShutdownGrace    time.Duration
 	LameDuck         time.Duration
 	ReadyMaxLag      uint64
+	// Caps on what clients hold open at once (api.Config; docs/SECURITY.md).
+	MaxConnections int
+	MaxWatches     int
+	MaxRequests    int
 	// AbandonedAfter is how long a session written in several batches may
 	// stay incomplete (no new record) before a node removes it.
 	AbandonedAfter time.Duration
@@ -116,6 +120,9 @@ func DefaultConfig() Config {
 		SnapshotInterval: 5 * time.Minute,
 		ShutdownGrace:    20 * time.Second,
 		ReadyMaxLag:      100,
+		MaxConnections:   api.DefaultMaxConnections,
+		MaxWatches:       api.DefaultMaxWatches,
+		MaxRequests:      api.DefaultMaxRequests,
 		AbandonedAfter:   30 * time.Second,
 		LogLevel:         "info",
 		LogFormat:        "text",
@@ -176,6 +183,9 @@ func (c *Config) ParseFlags(args []string, getenv func(string) string, stderr io
 	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", c.ShutdownGrace, "after the lame duck, how long a shutdown waits for requests in flight and the last snapshot together (one deadline; a snapshot cut short only means more log to read at the next start)")
 	fs.DurationVar(&c.LameDuck, "lame-duck", c.LameDuck, "on SIGTERM, how long pi-node goes on serving HTTP with /readyz 503 and Connection: close, its NATS service withdrawn, before it stops taking requests: the time load balancers or Kubernetes endpoints take to move clients away (e.g. 5s; SIGINT skips it). Either way a SIGTERM ends in lame-duck mode: the embedded server hands its leaderships over and tells its clients")
 	fs.Uint64Var(&c.ReadyMaxLag, "ready-max-lag", c.ReadyMaxLag, "with an embedded cluster, /readyz also needs this node's replica of every stream to be at most this many entries behind its leader (and heard from), so a rolling restart does not move on while it catches up")
+	fs.IntVar(&c.MaxConnections, "max-connections", c.MaxConnections, "connections the HTTP API listener keeps open at once (the --metrics-listen listener has a cap of its own, the same); past it new ones wait in the kernel's listen backlog, so a flood of idle or half-sent connections cannot use up the process's file descriptors; keep it well below `ulimit -n`")
+	fs.IntVar(&c.MaxWatches, "max-watches", c.MaxWatches, "watch streams (GET /v1/sessions/{id}/watch) open at once; past it a watch is refused with 503 unavailable")
+	fs.IntVar(&c.MaxRequests, "max-requests", c.MaxRequests, "HTTP and NATS requests in flight at once, watches and probes aside; past it a request is refused with 503 unavailable")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "text or json")
 	fs.StringVar(&c.MonitorListen, "monitor-listen", c.MonitorListen, "host:port of the embedded NATS server's monitoring endpoints (/varz, /jsz, /healthz, ...), for NATS tooling such as prometheus-nats-exporter; unauthenticated (nats-server has no auth for them), so loopback only unless --insecure (empty: off)")
@@ -230,6 +240,8 @@ func (c *Config) check() error {
 	switch {
 	case c.Sync != "always" && c.Sync != "interval":
 		return fmt.Errorf("--sync must be always or interval, not %q", c.Sync)
+	case c.MaxConnections <= 0 || c.MaxWatches <= 0 || c.MaxRequests <= 0:
+		return fmt.Errorf("--max-connections, --max-watches and --max-requests must be positive, not %d, %d and %d", c.MaxConnections, c.MaxWatches, c.MaxRequests)
 	case c.AbandonedAfter <= 0:
 		return fmt.Errorf("--abandoned-import-after must be positive, not %v", c.AbandonedAfter)
 	case c.Shards < 0 || c.Shards > session.MaxShards:

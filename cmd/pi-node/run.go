@@ -204,6 +204,7 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	m.api, err = api.New(api.Config{
 		Service: svc, NodeName: name, Token: c.HTTPToken, Tokens: tokens, MinSeqTimeout: c.MinSeqTimeout,
+		MaxConnections: c.MaxConnections, MaxWatches: c.MaxWatches, MaxRequests: c.MaxRequests,
 		Status: m.status, Ready: m.ready, Archive: archive, Logger: logger,
 		MetricsElsewhere: c.MetricsListen != "", Insecure: insecure, CORSOrigins: c.corsOrigins(), Console: c.consoleHandler(),
 		Holding: m.holding(), Forward: m.conn.NC,
@@ -222,6 +223,7 @@ func (m *Main) Run(ctx context.Context) error {
 		return fmt.Errorf("http listen: %w", err)
 	}
 	m.HTTPAddr = ln.Addr().String()
+	ln = m.api.LimitListener(ln, false)
 	m.http = m.api.HTTPServer(m.HTTPAddr)
 	if c.HTTPTLSCert != "" {
 		if m.certs, err = newCertReloader("--http-tls-cert", c.HTTPTLSCert, c.HTTPTLSKey); err != nil {
@@ -245,6 +247,7 @@ func (m *Main) Run(ctx context.Context) error {
 			return fmt.Errorf("metrics listen: %w", err)
 		}
 		m.MetricsAddr = mln.Addr().String()
+		mln = m.api.LimitListener(mln, true)
 		m.metricsHTTP = m.api.ProbeServer(m.MetricsAddr)
 		m.metricsErr = make(chan error, 1)
 		go func() { m.metricsErr <- m.metricsHTTP.Serve(mln) }()

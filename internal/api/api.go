@@ -62,6 +62,16 @@ type Config struct {
 	MinSeqTimeout time.Duration
 	// Heartbeat is the interval of watch keep-alive comments (default 15 s).
 	Heartbeat time.Duration
+	// MaxConnections caps the connections of each LimitListener (default
+	// DefaultMaxConnections).
+	MaxConnections int
+	// MaxWatches caps the watch streams open at once (default
+	// DefaultMaxWatches); past it a watch is 503 unavailable.
+	MaxWatches int
+	// MaxRequests caps the HTTP and NATS requests in flight at once, watches
+	// and probes aside (default DefaultMaxRequests); past it a request is
+	// 503 unavailable.
+	MaxRequests int
 	// Status returns the adapter-specific part of /v1/status (NATS mode,
 	// stream replicas, leader, messages, bytes); it is shown under
 	// "jetstream". Optional.
@@ -123,6 +133,8 @@ type Server struct {
 	nats []*natsService
 
 	fwd forwarder // the shards this node answers forwarded requests for
+
+	watchLim, reqLim *limiter // limits.go
 }
 
 // New checks cfg, fills its defaults and returns a Server.
@@ -145,6 +157,15 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Heartbeat <= 0 {
 		cfg.Heartbeat = DefaultHeartbeat
 	}
+	if cfg.MaxConnections <= 0 {
+		cfg.MaxConnections = DefaultMaxConnections
+	}
+	if cfg.MaxWatches <= 0 {
+		cfg.MaxWatches = DefaultMaxWatches
+	}
+	if cfg.MaxRequests <= 0 {
+		cfg.MaxRequests = DefaultMaxRequests
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -159,6 +180,8 @@ func New(cfg Config) (*Server, error) {
 	s.base, s.cancel = context.WithCancel(context.Background())
 	s.watches, s.endWatches = context.WithCancel(s.base)
 	s.metrics = newMetrics(cfg.Service.Store)
+	s.watchLim = newLimiter(s.metrics, limitWatches, "max-watches", "watch streams", cfg.MaxWatches)
+	s.reqLim = newLimiter(s.metrics, limitRequests, "max-requests", "requests in flight", cfg.MaxRequests)
 	s.tokens.Store(newTokenSet(cfg.Token, cfg.Tokens))
 	s.handler = s.routes()
 	if len(cfg.CORSOrigins) > 0 {

@@ -104,6 +104,11 @@ func (s *Server) httpOp(o *op) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		s.setNode(w.Header())
+		if err := s.reqLim.acquire(); err != nil {
+			s.metrics.observeRequest(transportHTTP, o.Name, s.writeError(w, o.Name, err), time.Since(start))
+			return
+		}
+		defer s.reqLim.release()
 		status := s.serveOp(w, r, o)
 		s.metrics.observeRequest(transportHTTP, o.Name, status, time.Since(start))
 	}

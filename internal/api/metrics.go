@@ -21,6 +21,9 @@ type metrics struct {
 	appendTime prometheus.Histogram
 	auth       *prometheus.CounterVec
 	adminOps   *prometheus.CounterVec
+	// limitCur and limitRefused are the caps of limits.go, by limit.
+	limitCur     *prometheus.GaugeVec
+	limitRefused *prometheus.CounterVec
 }
 
 func newMetrics(st store.Shards) *metrics {
@@ -52,6 +55,14 @@ func newMetrics(st store.Shards) *metrics {
 			Name: "pi_api_admin_ops_total",
 			Help: `Admin operations (archive.*) let through, by operation and outcome ("ok" or the error code), on both transports.`,
 		}, []string{"op", "outcome"}),
+		limitCur: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "pi_api_limit_current",
+			Help: `What clients hold open against each cap (docs/SECURITY.md, Limits): "connections" (--max-connections, HTTP API listener), "metrics_connections" (the same cap, the --metrics-listen listener), "watches" (--max-watches), "requests" in flight (--max-requests, HTTP and NATS).`,
+		}, []string{"limit"}),
+		limitRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pi_api_limit_refused_total",
+			Help: `Refusals at each cap: a watch or request answered 503 unavailable; for connections, each time the listener found the cap full and stopped accepting (new connections wait in the kernel's backlog).`,
+		}, []string{"limit"}),
 	}
 	b := buildinfo.Get()
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -59,7 +70,7 @@ func newMetrics(st store.Shards) *metrics {
 		Help: "Always 1; the labels name this pi-node's build: version, revision (the commit) and the Go release.",
 	}, []string{"version", "revision", "go"})
 	build.WithLabelValues(b.Version, b.Revision, b.Go).Set(1)
-	m.reg.MustRegister(m.requests, m.duration, m.appends, m.appendTime, m.auth, m.adminOps, build,
+	m.reg.MustRegister(m.requests, m.duration, m.appends, m.appendTime, m.auth, m.adminOps, m.limitCur, m.limitRefused, build,
 		storeCollector{st},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -68,7 +68,11 @@ func (s *Server) StartNATS(nc *nats.Conn) (micro.Service, error) {
 				return
 			}
 			dr := detachedRequest{req, nc}
-			n.dispatch(func() { s.serveNATS(nc, o, dr) }, dr)
+			if err := s.reqLim.acquire(); err != nil {
+				s.metrics.observeRequest(transportNATS, o.Name, s.natsError(o.Name, dr, err), 0)
+				return
+			}
+			n.dispatch(func() { defer s.reqLim.release(); s.serveNATS(nc, o, dr) }, dr, s.reqLim.release)
 		})
 		// micro endpoint names allow no dots: cursor.get is named
 		// cursor_get and served on subject pi.v1.cursor.get.
@@ -128,11 +132,12 @@ func (s *Server) refuseDelivery(transport, op, subject, reply, why string) {
 
 // dispatch runs fn on its own goroutine, unless the service is stopping:
 // drained subscriptions may still deliver, and those requests are told to
-// go elsewhere.
-func (n *natsService) dispatch(fn func(), req micro.Request) {
+// go elsewhere (and refused is called instead of fn).
+func (n *natsService) dispatch(fn func(), req micro.Request, refused func()) {
 	n.mu.Lock()
 	if n.stopped {
 		n.mu.Unlock()
+		refused()
 		const msg = "this node is stopping its service; retry (another node will answer)"
 		body, _ := wire.EncodeJSON(wire.ErrorBody{Error: wire.ErrorDetail{Code: wire.CodeUnavailable, Message: msg}})
 		_ = req.Error(statusText(http.StatusServiceUnavailable), msg, body)

@@ -34,6 +34,11 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request) int {
 	if err != nil {
 		return s.writeError(w, op, err)
 	}
+	// After the token check: a client without one holds no slot.
+	if err := s.watchLim.acquire(); err != nil {
+		return s.writeError(w, op, err)
+	}
+	defer s.watchLim.release()
 	req := &request{}
 	if err := applyQuery(r.URL.Query(), req); err != nil {
 		return s.writeError(w, op, err)
