@@ -162,6 +162,8 @@ func (s *Service) header(raw json.RawMessage) (tree.Header, error) {
 	}
 	if f[1] == "" {
 		f[1] = tree.FormatTimestamp(s.now())
+	} else if err := session.ValidTimestamp(f[1]); err != nil {
+		return tree.Header{}, err
 	}
 	h := tree.NewHeader(f[0], f[1], f[2], f[3])
 	// Keep any other fields the client sent, after pi's own.

@@ -3,6 +3,7 @@ package session
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/pifleet/sessionlog/internal/wire"
 )
@@ -32,6 +33,21 @@ func ValidSessionID(id string) error {
 				return wire.Invalid("sessionId", fmt.Sprintf("%q is not a UUID (non-hex character at offset %d)", id, i))
 			}
 		}
+	}
+	return nil
+}
+
+// ValidTimestamp checks a session header's timestamp: pi writes
+// new Date().toISOString() ("2026-01-02T03:04:05.678Z"); any RFC 3339 time
+// is accepted, for files of other writers or older pi versions. pi-ctl
+// makes the file name of a checked-out session from it, so a value such
+// as "../../x/y" must never be stored. Empty means absent (nothing to check).
+func ValidTimestamp(ts string) error {
+	if ts == "" {
+		return nil
+	}
+	if _, err := time.Parse(time.RFC3339Nano, ts); err != nil {
+		return wire.Invalid("header.timestamp", fmt.Sprintf("%q is not an RFC 3339 time like 2026-01-02T03:04:05.678Z (what pi writes)", ts))
 	}
 	return nil
 }

@@ -223,6 +223,9 @@ func ImportWith(ctx context.Context, log session.Log, data []byte, opt tree.Read
 		}
 		return wire.ImportResult{}, err
 	}
+	if err := session.ValidTimestamp(f.Header.Timestamp); err != nil {
+		return wire.ImportResult{}, wire.Invalid(fmt.Sprintf("line %d.timestamp", f.HeaderLine), err.(*wire.FieldError).Reason)
+	}
 	res := wire.ImportResult{SessionID: f.Header.ID, Entries: f.Len(), SourceVersion: f.SourceVersion, Skipped: f.Skipped}
 	seqs, err := publishSession(ctx, log, f.Session, pol)
 	if err != nil {
