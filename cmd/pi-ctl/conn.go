@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/apiclient"
@@ -28,6 +31,7 @@ func natsServer(e *env, flagValue string) string {
 // connFlags are the connection options of every server command.
 type connFlags struct {
 	server, creds, user, password string
+	passwordFile                  string
 	tlsCert, tlsKey, tlsCA        string
 	http, token                   string
 	timeout                       time.Duration
@@ -39,14 +43,16 @@ type connFlags struct {
 }
 
 // addConnFlags registers the connection options on fs. The environment
-// ($PI_CTL_SERVER, $PI_CTL_HTTP, $PI_CTL_TOKEN) is read by open, after
-// parsing, so that a flag given on the command line wins over it.
+// ($PI_CTL_SERVER, $PI_CTL_HTTP, $PI_CTL_TOKEN, $PI_CTL_PASSWORD) is read
+// by open, after parsing, so that a flag given on the command line wins
+// over it.
 func addConnFlags(fs *flag.FlagSet) *connFlags {
 	c := &connFlags{}
 	fs.StringVar(&c.server, "server", "", "NATS `URL` of the pi-nodes' NATS server (default $PI_CTL_SERVER, else "+defaultServer+")")
 	fs.StringVar(&c.creds, "creds", "", "NATS credentials `FILE` (JWT and nkey)")
 	fs.StringVar(&c.user, "user", "", "NATS user")
-	fs.StringVar(&c.password, "password", "", "NATS password for --user")
+	fs.StringVar(&c.password, "password", "", "NATS password for --user (seen by every user of the host in ps: prefer --password-file or $PI_CTL_PASSWORD)")
+	fs.StringVar(&c.passwordFile, "password-file", "", "read the NATS password for --user from `FILE` (e.g. gen-secrets' nats-worker.password); default $PI_CTL_PASSWORD")
 	fs.StringVar(&c.tlsCert, "tls-cert", "", "client certificate `FILE` (NATS, or https with --http)")
 	fs.StringVar(&c.tlsKey, "tls-key", "", "client key `FILE` for --tls-cert")
 	fs.StringVar(&c.tlsCA, "tls-ca", "", "CA `FILE` that signed the server's certificate")
@@ -71,7 +77,9 @@ func (c *connFlags) open(ctx context.Context, e *env, fs *flag.FlagSet) (backend
 		return nil, usagef(fs.Name(), "--timeout must be positive, not %v", c.timeout)
 	case (c.tlsCert == "") != (c.tlsKey == ""):
 		return nil, usagef(fs.Name(), "--tls-cert and --tls-key go together")
-	case c.password != "" && c.user == "":
+	case c.password != "" && c.passwordFile != "":
+		return nil, usagef(fs.Name(), "--password and --password-file: give one")
+	case (c.password != "" || c.passwordFile != "") && c.user == "":
 		return nil, usagef(fs.Name(), "--password needs --user")
 	case c.consistency != "" && c.consistency != wire.ConsistencyStrong:
 		return nil, usagef(fs.Name(), "--consistency takes %q (or nothing), not %q", wire.ConsistencyStrong, c.consistency)
@@ -98,13 +106,17 @@ func (c *connFlags) open(ctx context.Context, e *env, fs *flag.FlagSet) (backend
 	if set["token"] {
 		return nil, usagef(fs.Name(), "--token is the HTTP bearer token: use it with --http (a NATS token goes in the URL, nats://TOKEN@host:4222)")
 	}
+	password, err := natsPassword(e, c.user, c.password, c.passwordFile)
+	if err != nil {
+		return nil, err
+	}
 	server := natsServer(e, c.server)
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
 	// One connection attempt, no retries in the background: an operator
 	// wants to hear at once that the server is not there.
-	n, err := apiclient.DialNATS(apiclient.NATSOptions{URL: server, Name: "pi-ctl", Creds: c.creds, User: c.user, Password: c.password,
+	n, err := apiclient.DialNATS(apiclient.NATSOptions{URL: server, Name: "pi-ctl", Creds: c.creds, User: c.user, Password: password,
 		TLSCert: c.tlsCert, TLSKey: c.tlsKey, TLSCA: c.tlsCA, Timeout: c.timeout, MinSeq: c.minSeq, Consistency: c.consistency,
 		Reconnect: c.reconnect})
 	var ue *apiclient.UnreachableError
@@ -115,6 +127,28 @@ func (c *connFlags) open(ctx context.Context, e *env, fs *flag.FlagSet) (backend
 		return nil, err
 	}
 	return &apiBackend{c: n, nats: true}, nil
+}
+
+// natsPassword is the password for user: --password, else the first line
+// of --password-file, else $PI_CTL_PASSWORD (only with a user: a variable
+// set for the NATS commands must not break the --http ones). The file and
+// the variable keep it out of the command line, which every user of the
+// host can read (ps).
+func natsPassword(e *env, user, password, file string) (string, error) {
+	switch {
+	case password != "" || user == "":
+		return password, nil
+	case file == "":
+		return e.getenv("PI_CTL_PASSWORD"), nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("--password-file: %w", err)
+	}
+	if password = strings.TrimRight(string(b), "\r\n"); password == "" {
+		return "", fmt.Errorf("--password-file %s is empty", file)
+	}
+	return password, nil
 }
 
 // query is a command's one request: it connects, runs req and disconnects.

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -61,8 +60,8 @@ func addAdminFlags(fs *flag.FlagSet, timeout time.Duration) *adminFlags {
 	fs.StringVar(&a.server, "server", "", "NATS `URL` of a server of a surviving region (default $PI_CTL_SERVER, else "+defaultServer+")")
 	fs.StringVar(&a.creds, "creds", "", "NATS credentials `FILE` (JWT and nkey)")
 	fs.StringVar(&a.user, "user", "", "NATS user")
-	fs.StringVar(&a.password, "password", "", "NATS password for --user")
-	fs.StringVar(&a.passwordFile, "password-file", "", "read the NATS password for --user from `FILE` (e.g. the Secret's nats-admin.password), so that it is not in the command line")
+	fs.StringVar(&a.password, "password", "", "NATS password for --user (seen by every user of the host in ps: prefer --password-file or $PI_CTL_PASSWORD)")
+	fs.StringVar(&a.passwordFile, "password-file", "", "read the NATS password for --user from `FILE` (e.g. the Secret's nats-admin.password), so that it is not in the command line; default $PI_CTL_PASSWORD")
 	fs.StringVar(&a.tlsCert, "tls-cert", "", "client certificate `FILE`")
 	fs.StringVar(&a.tlsKey, "tls-key", "", "client key `FILE` for --tls-cert")
 	fs.StringVar(&a.tlsCA, "tls-ca", "", "CA `FILE` that signed the server's certificate")
@@ -114,17 +113,12 @@ func (a *adminFlags) connect(ctx context.Context, e *env, fs *flag.FlagSet) (*je
 	case (a.password != "" || a.passwordFile != "") && a.user == "":
 		return nil, usagef(fs.Name(), "--password needs --user")
 	}
-	if a.passwordFile != "" {
-		b, err := os.ReadFile(a.passwordFile)
-		if err != nil {
-			return nil, fmt.Errorf("--password-file: %w", err)
-		}
-		if a.password = strings.TrimRight(string(b), "\r\n"); a.password == "" {
-			return nil, fmt.Errorf("--password-file %s is empty", a.passwordFile)
-		}
+	password, err := natsPassword(e, a.user, a.password, a.passwordFile)
+	if err != nil {
+		return nil, err
 	}
 	cc := jetstream.NewConnConfig(natsServer(e, a.server))
-	cc.Name, cc.CredsFile, cc.User, cc.Password = "pi-ctl", a.creds, a.user, a.password
+	cc.Name, cc.CredsFile, cc.User, cc.Password = "pi-ctl", a.creds, a.user, password
 	cc.CertFile, cc.KeyFile, cc.CAFile = a.tlsCert, a.tlsKey, a.tlsCA
 	cc.APITimeout = 5 * time.Second
 	dctx, cancel := context.WithTimeout(ctx, min(a.timeout, 10*time.Second))
