@@ -12,8 +12,11 @@ import (
 // confine applies a tenant token's cwdPrefix (docs/API.md, Auth) to a
 // request, after its read-your-writes wait: list only shows the tenant's
 // sessions; any other session is 404 as if it did not exist (a 403 would
-// tell that it does); a create or import with a cwd outside is 403. Tokens
-// without a prefix, and the NATS transport, are not confined.
+// tell that it does); a create or import with a cwd outside is 403. Session
+// ids are global, so a create or import under the prefix with another
+// tenant's id is the 409 of any existing id: that an id exists is told
+// (docs/API.md), nothing of its session. Tokens without a prefix, and the
+// NATS transport, are not confined.
 func (s *Server) confine(ctx context.Context, o wire.Op, r *request) error {
 	prefix := principalOf(ctx).cwdPrefix
 	if prefix == "" {
