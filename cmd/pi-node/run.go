@@ -296,7 +296,8 @@ func (m *Main) startEmbedded(ctx context.Context, name string, auth *natsauth.Fi
 		m.natsAudit.WithLabelValues(o)
 	}
 	started := &atomic.Bool{}
-	s.Logger = natsLogger{l: m.Logger.With("component", "nats-server"), audit: m.natsAudit, fatal: m.fatal, started: started}
+	nl := m.Logger.With("component", "nats-server")
+	s.Logger = natsLogger{l: nl, audit: m.natsAudit, fatal: m.fatal, started: started, throttle: api.NewAuditThrottle(nl, 0, 0, nil)}
 	if c.Region != "" {
 		m.Logger.Info("starting embedded region member; waiting for a JetStream meta leader (needs a majority of all regions' servers)",
 			"region", c.Region, "gateways", len(c.Gateways))

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/pifleet/sessionlog/internal/api"
 	"github.com/pifleet/sessionlog/internal/jetstream"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
@@ -193,6 +194,8 @@ type natsLogger struct {
 	l     *slog.Logger
 	audit *prometheus.CounterVec // by outcome; nil: none
 	fatal chan<- string          // Main.Fatal; nil: none
+	// throttle bounds the audit lines per client address (nil: none).
+	throttle *api.AuditThrottle
 	// started is set once the server is up: its notices before that are
 	// its start-up banner (a dozen lines that would drown pi-node's own),
 	// after it what an operator watches for (stream and meta leaders
@@ -237,6 +240,9 @@ func (n natsLogger) Errorf(format string, v ...any) {
 		n.audit.WithLabelValues(outcome).Inc()
 	}
 	remote, _, _ := strings.Cut(msg, " - ")
+	if n.throttle != nil && !n.throttle.Refused(api.AuditSource(remote)) {
+		return
+	}
 	n.l.Warn("audit: nats "+outcome, "user", natsUser(msg), "remote", remote, "detail", msg)
 }
 

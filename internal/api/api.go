@@ -135,6 +135,8 @@ type Server struct {
 	fwd forwarder // the shards this node answers forwarded requests for
 
 	watchLim, reqLim *limiter // limits.go
+
+	audit *AuditThrottle // of the audit lines of refusals
 }
 
 // New checks cfg, fills its defaults and returns a Server.
@@ -180,6 +182,7 @@ func New(cfg Config) (*Server, error) {
 	s.base, s.cancel = context.WithCancel(context.Background())
 	s.watches, s.endWatches = context.WithCancel(s.base)
 	s.metrics = newMetrics(cfg.Service.Store)
+	s.audit = NewAuditThrottle(cfg.Logger, 0, 0, cfg.Now)
 	s.watchLim = newLimiter(s.metrics, limitWatches, "max-watches", "watch streams", cfg.MaxWatches)
 	s.reqLim = newLimiter(s.metrics, limitRequests, "max-requests", "requests in flight", cfg.MaxRequests)
 	s.tokens.Store(newTokenSet(cfg.Token, cfg.Tokens))

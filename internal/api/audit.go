@@ -35,8 +35,8 @@ const (
 )
 
 // checkHTTP authenticates and authorizes an HTTP request for op; a refusal
-// is audited (one log line, pi_api_auth_total) and returned as the error
-// to answer with.
+// is audited (one log line, within AuditThrottle's burst per remote
+// address; pi_api_auth_total) and returned as the error to answer with.
 func (s *Server) checkHTTP(r *http.Request, op string) (*principal, error) {
 	ts := s.tokens.Load()
 	p, err := s.authenticate(ts, r)
@@ -51,10 +51,16 @@ func (s *Server) checkHTTP(r *http.Request, op string) (*principal, error) {
 		s.metrics.auth.WithLabelValues(authOK).Inc()
 	case p == nil:
 		s.metrics.auth.WithLabelValues(authUnauthorized).Inc()
+		if !s.audit.Refused(AuditSource(r.RemoteAddr)) {
+			break
+		}
 		s.log.Warn("audit: unauthorized", keyWho, "-", keyTransport, transportHTTP, keyOp, op, keyOutcome, authUnauthorized,
 			keyRemote, r.RemoteAddr, keyStatus, http.StatusUnauthorized)
 	default:
 		s.metrics.auth.WithLabelValues(authForbidden).Inc()
+		if !s.audit.Refused(AuditSource(r.RemoteAddr)) {
+			break
+		}
 		s.log.Warn("audit: forbidden", keyWho, p.name, keyTransport, transportHTTP, keyOp, op, keyOutcome, authForbidden,
 			keyRemote, r.RemoteAddr, keyStatus, http.StatusForbidden, "scope", opScopes[op])
 	}

@@ -126,6 +126,10 @@ const gwReplyPrefix = "_GR_."
 // answer to $JS.ACK would acknowledge it), and audits it.
 func (s *Server) refuseDelivery(transport, op, subject, reply, why string) {
 	s.metrics.auth.WithLabelValues(authNotRequest).Inc()
+	// No client to name: the server delivered it; one source for all.
+	if !s.audit.Refused("nats deliveries") {
+		return
+	}
 	s.log.Warn("audit: not a request", keyTransport, transport, keyOp, op, keyOutcome, authNotRequest,
 		"subject", subject, "reply", reply, "why", why)
 }
