@@ -27,7 +27,8 @@ file system events can be lost.
 A file pi rewrites (migrating an old file, recovering a broken one) is
 compared with the cluster by entry id: what the cluster has is skipped,
 the rest appended; a header that is not the cluster's is reported and the
-file is not merged.
+file is not merged. A file larger than --max-file-size (default 1GiB) is
+left out, with one warning naming it: no pi session is that large.
 
 --state FILE (default: pi-ctl-sync.json next to the sessions directory)
 remembers what is synced of each file, so a restart sends nothing twice.
@@ -55,6 +56,7 @@ func runSync(ctx context.Context, e *env, args []string) error {
 	jobs := fs.Int("j", 4, "sync `N` files at once")
 	rescan := fs.Duration("rescan", 30*time.Second, "look at every file again every `D` (watch mode)")
 	retryFor := fs.Duration("retry-for", time.Minute, "with --once, retry files the cluster failed while one went through within `D` (0: give up at the first failure)")
+	maxFile := fs.String("max-file-size", size.Format(pisync.DefaultMaxFileSize), "leave out, with a warning, files larger than `SIZE` (a new file is read into memory whole)")
 	dirs, err := parseArgs(e, fs, syncHelp, args, "[DIR...]")
 	if err != nil {
 		return err
@@ -67,6 +69,10 @@ func runSync(ctx context.Context, e *env, args []string) error {
 	}
 	if *retryFor < 0 {
 		return usagef(fs.Name(), "--retry-for must not be negative, not %v", *retryFor)
+	}
+	maxFileSize, err := size.Parse(*maxFile)
+	if err != nil || maxFileSize <= 0 {
+		return usagef(fs.Name(), "--max-file-size must be a positive size like 1GiB, not %q", *maxFile)
 	}
 	if len(dirs) == 0 {
 		d, err := pisync.DefaultSessionsDir(e.getenv)
@@ -89,7 +95,7 @@ func runSync(ctx context.Context, e *env, args []string) error {
 
 	out := &syncOutput{e: e, bar: isTerminal(e.stderr)}
 	s, err := pisync.New(pisync.Options{Client: client{b}, Dirs: dirs, StatePath: *statePath, DryRun: *dryRun,
-		Jobs: *jobs, Rescan: *rescan, RetryFor: *retryFor, Warn: out.warn, Progress: out.progress})
+		Jobs: *jobs, Rescan: *rescan, RetryFor: *retryFor, MaxFileSize: maxFileSize, Warn: out.warn, Progress: out.progress})
 	if err != nil {
 		return err
 	}

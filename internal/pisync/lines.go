@@ -20,14 +20,20 @@ type line struct {
 // what follows the last newline is a line pi has not finished writing and
 // is left out. firstNo is the number of the line at from.
 func completeLines(data []byte, from int64, firstNo int) []line {
+	return completeLinesAt(data[from:], from, firstNo)
+}
+
+// completeLinesAt is completeLines of data that is a file from offset base
+// on: the lines' ends are offsets in the file.
+func completeLinesAt(data []byte, base int64, firstNo int) []line {
 	var out []line
-	off, no := from, firstNo
+	off, no := int64(0), firstNo
 	for off < int64(len(data)) {
 		k := bytes.IndexByte(data[off:], '\n')
 		if k < 0 {
 			break
 		}
-		out = append(out, line{no: no, body: data[off : off+int64(k)], end: off + int64(k) + 1})
+		out = append(out, line{no: no, body: data[off : off+int64(k)], end: base + off + int64(k) + 1})
 		off += int64(k) + 1
 		no++
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -26,10 +27,15 @@ type FileState struct {
 	Offset int64  `json:"offset"`
 	Lines  int    `json:"lines"`
 	LastID string `json:"lastId,omitempty"`
-	// Hash is the SHA-256 of the synced prefix: a file whose first Offset
-	// bytes hash differently was rewritten (or replaced) and is compared
-	// with the cluster again.
-	Hash string `json:"hash"`
+	// Hash is the SHA-256 of the synced prefix's first and last Window
+	// bytes (of the whole prefix when it is shorter than 2*Window): a file
+	// whose prefix hashes differently was rewritten (or replaced) and is
+	// compared with the cluster again. Windows, not the whole prefix, so
+	// that checking a grown file reads at most 2*Window bytes of what was
+	// synced before. Window 0 (a state of an earlier pi-ctl) hashed the
+	// whole prefix; it is checked so once and then replaced.
+	Hash   string `json:"hash"`
+	Window int64  `json:"hashWindow,omitempty"`
 	// HeaderHash is the SHA-256 of the file's header line, to recognize
 	// pi's duplicate of it.
 	HeaderHash string `json:"headerHash"`
@@ -98,7 +104,50 @@ func writeAtomic(path string, data []byte) error {
 	return d.Sync()
 }
 
-// hashOf is a FileState's Hash of a prefix.
+// hashWindow is FileState.Window for the hashes this pi-ctl takes. pi
+// rewrites a file (a migration, a recovery) by changing its header or the
+// lines around the synced offset, all within it.
+const hashWindow = 64 << 10
+
+// prefixHash hashes the first and last window bytes of r's first off bytes
+// (all of them when off <= 2*window; window 0: all of them, however many),
+// streaming, so that memory does not grow with the prefix.
+func prefixHash(r io.ReaderAt, off, window int64) (string, error) {
+	h := sha256.New()
+	sections := [][2]int64{{0, off}}
+	if window > 0 && off > 2*window {
+		sections = [][2]int64{{0, window}, {off - window, window}}
+	}
+	for _, sec := range sections {
+		n, err := io.Copy(h, io.NewSectionReader(r, sec[0], sec[1]))
+		if err != nil {
+			return "", err
+		}
+		if n < sec[1] {
+			return "", nil // shorter than the prefix: not it
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// prefixIs reports whether r begins with the prefix this state synced, as
+// far as its Hash tells.
+func (st *FileState) prefixIs(r io.ReaderAt) (bool, error) {
+	h, err := prefixHash(r, st.Offset, st.Window)
+	return err == nil && h != "" && h == st.Hash, err
+}
+
+// hashPrefix sets Hash (and Window) to r's prefix up to Offset.
+func (st *FileState) hashPrefix(r io.ReaderAt) error {
+	h, err := prefixHash(r, st.Offset, hashWindow)
+	if err != nil {
+		return err
+	}
+	st.Hash, st.Window = h, hashWindow
+	return nil
+}
+
+// hashOf is the SHA-256 of a line, in hex.
 func hashOf(b []byte) string {
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:])

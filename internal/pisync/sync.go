@@ -3,11 +3,10 @@ package pisync
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/http"
 	"os"
@@ -16,9 +15,11 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/apiclient"
+	"github.com/pifleet/sessionlog/internal/size"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
 
@@ -52,7 +53,16 @@ type Options struct {
 	// after a file's first event it is read (default 50 ms), so that a
 	// burst of writes is read once.
 	Rescan, Settle time.Duration
+	// MaxFileSize is the largest file synced (default DefaultMaxFileSize);
+	// a larger one is left out, told once. A new or rewritten file is read
+	// into memory whole, so this bounds the memory one file takes.
+	MaxFileSize int64
 }
+
+// DefaultMaxFileSize is Options.MaxFileSize's default: far above any pi
+// session (pi itself reads a session file whole), far below a 2 GiB sparse
+// file that once took pi-ctl sync to 2 GiB of memory.
+const DefaultMaxFileSize = 1 << 30
 
 // Progress is how far a pass is.
 type Progress struct {
@@ -129,6 +139,21 @@ type Syncer struct {
 	// tests, which count retries against RetryFor without waiting for it.
 	now   func() time.Time
 	after func(time.Duration) <-chan time.Time
+	// read counts the bytes read from session files (tests: a grown file
+	// is read from its offset, not from its start).
+	read atomic.Int64
+}
+
+// countingReaderAt adds what it reads to n.
+type countingReaderAt struct {
+	r io.ReaderAt
+	n *atomic.Int64
+}
+
+func (c *countingReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	k, err := c.r.ReadAt(p, off)
+	c.n.Add(int64(k))
+	return k, err
 }
 
 // New loads the state and returns a Syncer.
@@ -150,6 +175,9 @@ func New(o Options) (*Syncer, error) {
 	}
 	if o.Warn == nil {
 		o.Warn = func(string) {}
+	}
+	if o.MaxFileSize <= 0 {
+		o.MaxFileSize = DefaultMaxFileSize
 	}
 	files, err := loadState(o.StatePath)
 	if err != nil {
@@ -452,7 +480,7 @@ func (s *Syncer) setState(path string, fs *FileState) {
 // error only when the cluster could not take what it should (the file is
 // retried); problems of the file itself are told and counted.
 func (s *Syncer) syncFile(ctx context.Context, path string) error {
-	fi, err := os.Stat(path)
+	fi, err := os.Lstat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		s.setState(path, nil) // deleted: nothing to sync, and a new file of that name starts afresh
 		return nil
@@ -460,6 +488,13 @@ func (s *Syncer) syncFile(ctx context.Context, path string) error {
 	if err != nil {
 		s.count(func(c *Summary) { c.Errors++ })
 		s.problem(path, fmt.Sprintf("%s: %v", path, err))
+		return nil
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		// A link may point anywhere (~/.ssh/id_ed25519 as x.jsonl) and its
+		// target would be uploaded; pi makes none, and a target inside the
+		// synced directories is synced under its own name (docs/PI.md).
+		s.problem(path, fmt.Sprintf("%s: a symbolic link: not synced", path))
 		return nil
 	}
 	s.count(func(c *Summary) {
@@ -473,32 +508,52 @@ func (s *Syncer) syncFile(ctx context.Context, path string) error {
 	if old != nil && old.Dev == dev && old.Ino == ino && old.Size == fi.Size() && old.ModTime == fi.ModTime().UnixNano() {
 		return nil // unchanged since it was last read
 	}
-	data, err := os.ReadFile(path)
+	if fi.Size() > s.o.MaxFileSize {
+		// No pi session is this large; a file that is (a sparse file, a
+		// log written by something else) would be read into memory whole.
+		// problem tells it once, not at every rescan.
+		s.problem(path, fmt.Sprintf("%s: larger than --max-file-size %s: not synced", path, size.Format(s.o.MaxFileSize)))
+		return nil
+	}
+	fh, err := os.Open(path)
 	if err != nil {
 		s.count(func(c *Summary) { c.Errors++ })
 		s.problem(path, fmt.Sprintf("%s: %v", path, err))
 		return nil
 	}
-	complete := data[:bytes.LastIndexByte(data, '\n')+1]
-	var next *FileState
-	// prefix hashes the synced prefix once: checked against the state, then
-	// carried on over what this pass sends (pi grows a file a line at a
-	// time, and the prefix is most of it).
-	prefix, hashed := sha256.New(), int64(0)
-	within := old != nil && old.Offset <= int64(len(complete))
-	if within {
-		prefix.Write(complete[:old.Offset])
-		hashed = old.Offset
+	defer fh.Close()
+	// The file opened must be the one Lstat saw: not a link put in its
+	// place since. A file replaced since is read at the next pass.
+	if ofi, err := fh.Stat(); err != nil || !os.SameFile(fi, ofi) {
+		return errors.New("replaced while it was opened")
 	}
-	switch {
-	case within && hex.EncodeToString(prefix.Sum(nil)) == old.Hash:
+	r := &countingReaderAt{r: fh, n: &s.read}
+	var next *FileState
+	same := false
+	if old != nil && old.Offset <= fi.Size() {
+		if same, err = old.prefixIs(r); err != nil {
+			s.count(func(c *Summary) { c.Errors++ })
+			s.problem(path, fmt.Sprintf("%s: %v", path, err))
+			return nil
+		}
+	}
+	if same {
 		next = old
 		if next.Stopped == "" {
-			err = s.resume(ctx, path, complete, next)
+			err = s.resume(ctx, path, r, fi.Size(), next)
 		}
-	default:
-		prefix.Reset()
-		hashed = 0
+	} else {
+		// A new or rewritten file is read whole: it is imported as one
+		// request, or compared with the cluster's session line by line.
+		data := make([]byte, fi.Size())
+		n, rerr := r.ReadAt(data, 0)
+		if rerr != nil && !errors.Is(rerr, io.EOF) {
+			s.count(func(c *Summary) { c.Errors++ })
+			s.problem(path, fmt.Sprintf("%s: %v", path, rerr))
+			return nil
+		}
+		data = data[:n]
+		complete := data[:bytes.LastIndexByte(data, '\n')+1]
 		if old != nil {
 			s.o.Warn(fmt.Sprintf("%s: rewritten since it was synced: comparing it with the cluster's session by entry id", path))
 		}
@@ -507,16 +562,14 @@ func (s *Syncer) syncFile(ctx context.Context, path string) error {
 			// pi recovered a broken file by starting a new session in it.
 			s.o.Warn(fmt.Sprintf("%s: now holds session %s (was %s, which stays in the cluster)", path, next.SessionID, old.SessionID))
 		}
+		r = &countingReaderAt{r: bytes.NewReader(complete), n: new(atomic.Int64)} // the hash below reads what was synced, not the file again
 	}
 	if next == nil {
 		return err
 	}
-	if next.Offset < hashed { // not so far; the prefix hashed is not this one
-		prefix.Reset()
-		hashed = 0
+	if herr := next.hashPrefix(r); herr != nil && err == nil {
+		err = herr
 	}
-	prefix.Write(complete[hashed:next.Offset])
-	next.Hash = hex.EncodeToString(prefix.Sum(nil))
 	next.Dev, next.Ino, next.Size, next.ModTime = dev, ino, fi.Size(), fi.ModTime().UnixNano()
 	if err != nil {
 		next.Size = -1 // not done: read it again next time
@@ -525,27 +578,52 @@ func (s *Syncer) syncFile(ctx context.Context, path string) error {
 	return err
 }
 
-// resume sends the lines after the synced prefix. The first time in this
-// process they are compared with the cluster's session, since a crash
-// may have come after the cluster took them and before the state said so.
-func (s *Syncer) resume(ctx context.Context, path string, complete []byte, st *FileState) error {
+// readChunk is how much of a grown file resume reads at once: memory stays
+// bounded by it (or by the longest line) however much the file grew.
+var readChunk int64 = 4 << 20
+
+// resume sends the lines after the synced prefix, read from the file from
+// st.Offset on, a chunk at a time. The first time in this process they
+// are compared with the cluster's session, since a crash may have come
+// after the cluster took them and before the state said so.
+func (s *Syncer) resume(ctx context.Context, path string, r io.ReaderAt, fsize int64, st *FileState) error {
 	s.mu.Lock()
 	compared := s.compared[path]
 	s.mu.Unlock()
-	if compared || st.Offset == int64(len(complete)) {
-		return s.sendLines(ctx, path, complete, st, nil)
+	var stored *storedSession
+	chunk := readChunk
+	for st.Offset < fsize {
+		buf := make([]byte, min(chunk, fsize-st.Offset))
+		n, err := r.ReadAt(buf, st.Offset)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return err
+		}
+		buf = buf[:n]
+		cut := bytes.LastIndexByte(buf, '\n') + 1
+		if cut == 0 {
+			if st.Offset+int64(n) >= fsize {
+				break // only a line pi has not finished
+			}
+			chunk *= 2 // a line longer than the chunk
+			continue
+		}
+		if !compared && stored == nil {
+			body, err := exportOf(ctx, s.o.Client, st.SessionID)
+			if err != nil {
+				return err
+			}
+			e := parseExport(body)
+			stored = &e
+		}
+		if err := s.sendLines(ctx, path, buf[:cut], st.Offset, st, stored); err != nil {
+			return err
+		}
 	}
-	body, err := exportOf(ctx, s.o.Client, st.SessionID)
-	if err != nil {
-		return err
+	if stored != nil {
+		s.mu.Lock()
+		s.compared[path] = true
+		s.mu.Unlock()
 	}
-	stored := parseExport(body)
-	if err := s.sendLines(ctx, path, complete, st, &stored); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	s.compared[path] = true
-	s.mu.Unlock()
 	return nil
 }
 
@@ -644,7 +722,7 @@ func (s *Syncer) importFile(ctx context.Context, path string, complete []byte, l
 	s.compared[path] = true // this process sent it all
 	s.mu.Unlock()
 	if k < len(lines) {
-		return s.sendLines(ctx, path, complete, st, nil)
+		return s.sendLines(ctx, path, complete, 0, st, nil)
 	}
 	return nil
 }
@@ -711,7 +789,7 @@ func (s *Syncer) reconcile(ctx context.Context, path string, complete []byte, li
 		stored.ours = true
 		s.count(func(c *Summary) { c.Imported++ })
 	}
-	if err := s.sendLines(ctx, path, complete, st, &stored); err != nil {
+	if err := s.sendLines(ctx, path, complete, 0, st, &stored); err != nil {
 		return st, err
 	}
 	s.mu.Lock()
@@ -723,8 +801,9 @@ func (s *Syncer) reconcile(ctx context.Context, path string, complete []byte, li
 // sendLines appends the complete lines after st.Offset, in batches, and
 // moves st past each line once it is in the cluster, refused into the
 // dead-letter file, or skipped as pi skips it. With stored, entries the
-// cluster has are skipped instead of sent.
-func (s *Syncer) sendLines(ctx context.Context, path string, complete []byte, st *FileState, stored *storedSession) error {
+// cluster has are skipped instead of sent. buf is the file from offset
+// base on (base <= st.Offset).
+func (s *Syncer) sendLines(ctx context.Context, path string, buf []byte, base int64, st *FileState, stored *storedSession) error {
 	var (
 		batch      []line
 		ids        []string
@@ -755,7 +834,7 @@ func (s *Syncer) sendLines(ctx context.Context, path string, complete []byte, st
 		s.refuse(path, l, st.SessionID, id, why)
 		return nil
 	}
-	for _, l := range completeLines(complete, st.Offset, st.Lines+1) {
+	for _, l := range completeLinesAt(buf[st.Offset-base:], st.Offset, st.Lines+1) {
 		prev, seen = seen, l
 		kind, id := classify(l.body)
 		var err error
