@@ -29,8 +29,9 @@ Writes every secret a secured pi-node deployment needs into DIR (created
   nats-auth.json            pi-node's --nats-auth: users admin (admin),
                             worker (client), reader (reader), jsworker
                             (jetstream), sys (system: NATS tooling) as
-                            bcrypt hashes, and the routes' and gateways'
-                            passwords
+                            bcrypt hashes of cost 4 (the passwords are
+                            random, 130 bits), and the routes' and
+                            gateways' passwords
   nats-USER.password        each of those users' password
   http-tokens               pi-node's --http-tokens: admin (admin), worker
                             (read, write), reader (read)
@@ -62,10 +63,6 @@ var (
 // (a Secret made from DIR's files holds no subdirectory), since with it
 // anyone could issue a certificate the cluster trusts.
 var caKeyFile = filepath.Join("ca", "ca-key.pem")
-
-// hashPassword is natsauth.HashPassword; tests that make many users swap
-// in a cheap bcrypt cost (the file and the checks are the same at any cost).
-var hashPassword = natsauth.HashPassword
 
 // genSecretsFiles are the names gen-secrets writes, in the order it lists
 // them.
@@ -156,7 +153,7 @@ func makeSecrets(names []string, validFor time.Duration) ([]secrets.File, error)
 	var passwords []secrets.File
 	for _, u := range genNATSUsers {
 		password := secrets.Password()
-		if u.Password, err = hashPassword(password); err != nil {
+		if u.Password, err = natsauth.HashPassword(password); err != nil {
 			return nil, err
 		}
 		auth.Users = append(auth.Users, u)

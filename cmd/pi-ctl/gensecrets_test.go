@@ -18,17 +18,6 @@ import (
 	"github.com/pifleet/sessionlog/internal/secrets"
 )
 
-// cheapBcrypt makes the users of this test with bcrypt's least cost:
-// at cost 11 a hash takes seconds under the race detector.
-func cheapBcrypt(t *testing.T) {
-	t.Helper()
-	hashPassword = func(p string) (string, error) {
-		h, err := bcrypt.GenerateFromPassword([]byte(p), bcrypt.MinCost)
-		return string(h), err
-	}
-	t.Cleanup(func() { hashPassword = natsauth.HashPassword })
-}
-
 // readDir is every file under dir by its path relative to dir; files
 // must be 0600 and directories 0700.
 func readDir(t *testing.T, dir string) map[string][]byte {
@@ -62,7 +51,6 @@ func readDir(t *testing.T, dir string) map[string][]byte {
 // the clients need, consistent with each other; nothing secret is
 // printed; a second run refuses and changes nothing; --force rewrites.
 func TestGenSecrets(t *testing.T) {
-	cheapBcrypt(t)
 	dir := filepath.Join(t.TempDir(), "secrets")
 	out := mustRun(t, "gen-secrets", "--out", dir, "--names", "pi-node-0.example, *.pi-node.ns.svc.cluster.local,10.0.0.7")
 	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
@@ -98,6 +86,11 @@ func TestGenSecrets(t *testing.T) {
 		password := files["nats-"+u.User+".password"]
 		if roles[u.User] != u.Role || bcrypt.CompareHashAndPassword([]byte(u.Password), password) != nil || bytes.ContainsAny(password, "\n") {
 			t.Errorf("user %s (%s): the password file %q does not match", u.User, u.Role, password)
+		}
+		// Random passwords need no work factor, and a failed login costs
+		// the server the hash's time (docs/SECURITY.md).
+		if c, err := bcrypt.Cost([]byte(u.Password)); err != nil || c != bcrypt.MinCost {
+			t.Errorf("user %s: bcrypt cost %d (%v), want %d", u.User, c, err, bcrypt.MinCost)
 		}
 		if strings.Contains(out, string(password)) {
 			t.Errorf("the summary prints %s's password", u.User)

@@ -19,7 +19,8 @@ var natsUserCommands = []command{
 }
 
 const natsUserIntro = `pi-ctl nats-user makes the users of pi-node's --nats-auth file (the
-embedded NATS server's users, stored as bcrypt hashes). No server is involved.`
+embedded NATS server's users, stored as bcrypt hashes of cost 4: the
+passwords are random, 130 bits). No server is involved.`
 
 func runNATSUser(ctx context.Context, e *env, args []string) error {
 	return dispatch(ctx, e, "pi-ctl nats-user", natsUserIntro, natsUserCommands, args)
@@ -49,7 +50,7 @@ func runNATSUserNew(_ context.Context, e *env, args []string) error {
 		return usagef(fs.Name(), "--role %q: give one of %s", *role, strings.Join(natsauth.Roles, ", "))
 	}
 	password := secrets.Password()
-	hash, err := hashPassword(password)
+	hash, err := natsauth.HashPassword(password)
 	if err != nil {
 		return err
 	}

@@ -12,7 +12,6 @@ import (
 // which every user of the host reads in ps. Against a pi-node with the
 // users of gen-secrets.
 func TestPasswordFileAndEnv(t *testing.T) {
-	cheapBcrypt(t)
 	dir := filepath.Join(t.TempDir(), "secrets")
 	mustRun(t, "gen-secrets", "--out", dir, "--names", "localhost")
 	n := startNode(t, "pw", "", "--nats-auth", filepath.Join(dir, "nats-auth.json"))

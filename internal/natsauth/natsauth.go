@@ -203,10 +203,25 @@ func (f *File) Marshal() []byte {
 	return b.Bytes()
 }
 
-// HashPassword is the bcrypt hash of password as a File stores it. The
-// cost (11) keeps a guess expensive; a connection's check takes about 150 ms
-// (BenchmarkConnect), paid once per connection, not per message.
+// HashCost is the bcrypt cost of HashPassword's hashes: the least bcrypt
+// allows (about 1 ms). The passwords hashed are random (secrets.Password,
+// 130 bits), so a higher cost adds nothing a guesser would notice, while
+// every failed login costs the server the hash's time in CPU: at cost 11
+// (111 ms) a dozen clients sending wrong passwords kept two cores busy.
+const HashCost = bcrypt.MinCost
+
+// MinPasswordLen is the shortest password HashPassword takes: it is for
+// generated passwords only (26 characters), and a short, chosen one would
+// be cheap to guess at HashCost.
+const MinPasswordLen = 22
+
+// HashPassword is the bcrypt hash of a generated password as a File
+// stores it, at HashCost; shorter passwords than MinPasswordLen are
+// refused.
 func HashPassword(password string) (string, error) {
-	h, err := bcrypt.GenerateFromPassword([]byte(password), 11)
+	if len(password) < MinPasswordLen {
+		return "", fmt.Errorf("a password of %d characters: bcrypt cost %d is for generated passwords of %d or more", len(password), HashCost, MinPasswordLen)
+	}
+	h, err := bcrypt.GenerateFromPassword([]byte(password), HashCost)
 	return string(h), err
 }

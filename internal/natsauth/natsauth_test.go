@@ -5,13 +5,16 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/crypto/bcrypt"
+
 	"github.com/pifleet/sessionlog/internal/natsauth"
+	"github.com/pifleet/sessionlog/internal/secrets"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // A file that Marshal wrote parses back to the same users.
 func TestRoundTrip(t *testing.T) {
-	h, err := natsauth.HashPassword("s3cret")
+	h, err := natsauth.HashPassword(secrets.Password())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,9 +34,32 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
+// TestHashPasswordCost: a generated password's hash has bcrypt's least
+// cost and matches it; a short password is refused, since the cost no
+// longer protects a guessable one.
+func TestHashPasswordCost(t *testing.T) {
+	pw := secrets.Password()
+	h, err := natsauth.HashPassword(pw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := bcrypt.Cost([]byte(h)); err != nil || c != bcrypt.MinCost || natsauth.HashCost != bcrypt.MinCost {
+		t.Errorf("cost %d (%v), want %d", c, err, bcrypt.MinCost)
+	}
+	if bcrypt.CompareHashAndPassword([]byte(h), []byte(pw)) != nil {
+		t.Error("the hash is not the password's")
+	}
+	if len(pw) < natsauth.MinPasswordLen {
+		t.Errorf("secrets.Password() has %d characters, under MinPasswordLen %d", len(pw), natsauth.MinPasswordLen)
+	}
+	if h, err := natsauth.HashPassword("s3cret"); err == nil || h != "" {
+		t.Errorf("a 6-character password: %q, %v; want refused", h, err)
+	}
+}
+
 // Each mistake is refused with the user's index and the field.
 func TestRefusals(t *testing.T) {
-	h, _ := natsauth.HashPassword("x")
+	h, _ := natsauth.HashPassword(secrets.Password())
 	for _, c := range []struct{ file, want string }{
 		{`{"users":[]}`, "users: empty"},
 		{`{"users":[{"user":"a","password":"` + h + `","role":"root"}]}`, `users[0].role: "root"`},
