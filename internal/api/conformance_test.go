@@ -2,14 +2,17 @@ package api_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/pifleet/sessionlog/internal/conformance"
 	"github.com/pifleet/sessionlog/internal/tree"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 type importResult struct {
@@ -73,6 +76,24 @@ func conformanceV3(t *testing.T, e *env) {
 				t.Error(d)
 			}
 			checkTreeEntries(t, fieldOf(full, "tree"), lines, fieldOf(detail, "labels"))
+
+			// form=flat: the same nodes, roots and leaf (a missing parent
+			// or a cycle among the vectors: their parentId follows pi's rule).
+			for _, q := range []string{"", "&include=entries"} {
+				var f wire.TreeFlatReply
+				e.ok(200, "GET", base+"/tree?form=flat"+q, nil, &f)
+				nested := e.ok(200, "GET", base+"/tree?"+q, nil, nil)
+				var a, b any
+				if err := json.Unmarshal(nest(t, f), &a); err != nil {
+					t.Fatal(err)
+				}
+				if err := json.Unmarshal(nested, &b); err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(a, b) {
+					t.Errorf("tree%s nests to another tree than the nested form's", q)
+				}
+			}
 
 			// POST /v1/context over the file's entries, as a client holds
 			// them before anything is stored, equals pi's contexts too.

@@ -85,7 +85,11 @@ func (s *Server) tree(ctx context.Context, r *request) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	b, err := s.svc.TreeJSON(ctx, r.SessionID, r.leaf(), entries)
+	flat, err := r.flat()
+	if err != nil {
+		return reply{}, err
+	}
+	b, err := s.svc.TreeJSON(ctx, r.SessionID, r.leaf(), entries, flat)
 	return reply{raw: b, ctype: wire.ContentTypeJSON}, err
 }
 

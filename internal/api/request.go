@@ -41,6 +41,7 @@ type request struct {
 	Since    string          `json:"since"`
 	Preview  bool            `json:"preview"`   // list
 	Include  string          `json:"include"`   // tree
+	Form     string          `json:"form"`      // tree
 	Month    string          `json:"month"`     // archive.list
 	Older    string          `json:"olderThan"` // archive.run
 	// Consistency of a log read: "" or wire.ConsistencyStrong.
@@ -171,7 +172,7 @@ func applyQuery(q url.Values, r *request) error {
 	strs := []struct {
 		name string
 		dst  *string
-	}{{"client", &r.Client}, {"format", &r.Format}, {"cursor", &r.Cursor}, {"name", &r.Name}, {"cwd", &r.Cwd}, {"label", &r.Label}, {"since", &r.Since}, {"month", &r.Month}, {"olderThan", &r.Older}, {"consistency", &r.Consistency}, {"include", &r.Include}}
+	}{{"client", &r.Client}, {"format", &r.Format}, {"cursor", &r.Cursor}, {"name", &r.Name}, {"cwd", &r.Cwd}, {"label", &r.Label}, {"since", &r.Since}, {"month", &r.Month}, {"olderThan", &r.Older}, {"consistency", &r.Consistency}, {"include", &r.Include}, {"form", &r.Form}}
 	for _, p := range strs {
 		if q.Has(p.name) {
 			*p.dst = q.Get(p.name)
@@ -234,6 +235,17 @@ func (r *request) withEntries() (bool, error) {
 		return true, nil
 	}
 	return false, wire.Invalid("include", fmt.Sprintf(`%q: must be "entries" (pi's getTree() nodes) or absent`, r.Include))
+}
+
+// flat reads tree's form: "flat" or absent (nested).
+func (r *request) flat() (bool, error) {
+	switch r.Form {
+	case "":
+		return false, nil
+	case wire.TreeFormFlat:
+		return true, nil
+	}
+	return false, wire.Invalid("form", fmt.Sprintf(`%q: must be "flat" (the nodes as one list, children as ids) or absent (nested)`, r.Form))
 }
 
 // filter builds a list filter, validating limit and since.

@@ -124,12 +124,32 @@ func leafIndex(t *tree.Session, l Leaf) (int, error) {
 // TreeJSON returns {"tree":[{"id","type","label"?,"children"}],"leafId"}
 // with leafId the requested leaf (the client's cursor or the default leaf);
 // with entries, the nodes are pi's getTree() ones ({"entry","label"?,
-// "labelTimestamp"?,"children"}).
-func (s *Service) TreeJSON(ctx context.Context, sid string, l Leaf, entries bool) ([]byte, error) {
+// "labelTimestamp"?,"children"}). flat returns wire.TreeFlatReply's
+// {"nodes","roots","leafId"} instead, the same nodes in one list.
+func (s *Service) TreeJSON(ctx context.Context, sid string, l Leaf, entries, flat bool) ([]byte, error) {
 	var out []byte
 	err := s.atLeaf(ctx, sid, l, func(d *store.Doc, i int) {
-		out = append(out, `{"tree":`...)
-		out = d.Tree.AppendTreeJSON(out, d.Tree.Tree(), tree.TreeJSONOptions{Type: true, Label: true, Entries: entries})
+		nodes := d.Tree.Tree()
+		opt := tree.TreeJSONOptions{Type: true, Label: true, Entries: entries}
+		if flat {
+			out = append(out, `{"nodes":`...)
+			out = d.Tree.AppendFlatTreeJSON(out, nodes, opt)
+			out = append(out, `,"roots":[`...)
+			first := true
+			for _, n := range nodes {
+				if n.Depth == 0 {
+					if !first {
+						out = append(out, ',')
+					}
+					first = false
+					out = jsjson.AppendString(out, d.Tree.Entry(n.Index).ID)
+				}
+			}
+			out = append(out, ']')
+		} else {
+			out = append(out, `{"tree":`...)
+			out = d.Tree.AppendTreeJSON(out, nodes, opt)
+		}
 		out = append(out, `,"leafId":`...)
 		if i < 0 {
 			out = append(out, "null"...)

@@ -154,10 +154,79 @@ func (s *Session) AppendTreeJSON(dst []byte, nodes []Node, opt TreeJSONOptions) 
 	return append(dst, ']')
 }
 
+// AppendFlatTreeJSON appends the nodes AppendTreeJSON nests as one array
+// in pre-order, each with "id" and "parentId" (its parent in the tree, null
+// for a root) before AppendTreeJSON's fields, and "children" the ids of its
+// children in tree order. A decoder with a depth limit reads it whatever
+// the tree's depth: the nested form takes two levels per entry of a branch.
+func (s *Session) AppendFlatTreeJSON(dst []byte, nodes []Node, opt TreeJSONOptions) []byte {
+	// next[k] is the position of node k's next sibling, -1 for none: the
+	// children of node k are k+1 and its siblings after it.
+	next := make([]int32, len(nodes))
+	path := make([]int32, 0, 64)
+	for k, n := range nodes {
+		next[k] = -1
+		if len(path) > n.Depth {
+			next[path[n.Depth]] = int32(k)
+			path = path[:n.Depth]
+		}
+		path = append(path, int32(k))
+	}
+	dst = append(dst, '[')
+	for k, n := range nodes {
+		if k > 0 {
+			dst = append(dst, ',')
+		}
+		e := &s.entries[n.Index]
+		dst = append(dst, `{"id":`...)
+		dst = jsjson.AppendString(dst, e.ID)
+		dst = append(dst, `,"parentId":`...)
+		if e.parent < 0 {
+			dst = append(dst, "null"...)
+		} else {
+			dst = jsjson.AppendString(dst, s.entries[e.parent].ID)
+		}
+		if opt.Entries {
+			dst = append(dst, `,"entry":`...)
+			dst = append(dst, e.Raw...)
+			dst = s.appendLabelFields(dst, e)
+		} else {
+			if opt.Type {
+				dst = append(dst, `,"type":`...)
+				dst = jsjson.AppendString(dst, e.Type())
+			}
+			if opt.Label {
+				if l, ok := s.labels[e.ID]; ok {
+					dst = append(dst, `,"label":`...)
+					dst = jsjson.AppendString(dst, l.text)
+				}
+			}
+		}
+		dst = append(dst, `,"children":[`...)
+		if n.Children > 0 {
+			for c := int32(k + 1); c >= 0; c = next[c] {
+				if c != int32(k+1) {
+					dst = append(dst, ',')
+				}
+				dst = jsjson.AppendString(dst, s.entries[nodes[c].Index].ID)
+			}
+		}
+		dst = append(dst, "]}"...)
+	}
+	return append(dst, ']')
+}
+
 // appendNodeEntry opens e's getTree() node, up to its children's "[".
 func (s *Session) appendNodeEntry(dst []byte, e *Entry) []byte {
 	dst = append(dst, `{"entry":`...)
 	dst = append(dst, e.Raw...)
+	dst = s.appendLabelFields(dst, e)
+	return append(dst, `,"children":[`...)
+}
+
+// appendLabelFields appends a getTree() node's ,"label" and
+// ,"labelTimestamp" where e has a label.
+func (s *Session) appendLabelFields(dst []byte, e *Entry) []byte {
 	if l, ok := s.labels[e.ID]; ok {
 		dst = append(dst, `,"label":`...)
 		dst = jsjson.AppendString(dst, l.text)
@@ -167,5 +236,5 @@ func (s *Session) appendNodeEntry(dst []byte, e *Entry) []byte {
 			dst = append(dst, lf.timestamp.of(s.entries[l.entry].Raw)...)
 		}
 	}
-	return append(dst, `,"children":[`...)
+	return dst
 }

@@ -28,6 +28,30 @@ type Info struct {
 	FirstMessage *string `json:"firstMessage,omitempty"`
 }
 
+// TreeFlatReply is the reply of tree with form=flat: the nodes of the
+// nested reply's tree in pre-order (the order the nested reply lists
+// them), Roots the ids of the roots in order, LeafID the requested leaf.
+type TreeFlatReply struct {
+	Nodes  []TreeFlatNode `json:"nodes"`
+	Roots  []string       `json:"roots"`
+	LeafID *string        `json:"leafId"`
+}
+
+// TreeFlatNode is one node of TreeFlatReply: the nested node's fields
+// ({id, type, label?} or, with include=entries, {entry, label?,
+// labelTimestamp?}) with its parent in the tree (nil for a root: its
+// parentId is null, its own id, or not in the session) and Children the
+// ids of its children in tree order.
+type TreeFlatNode struct {
+	ID             string          `json:"id"`
+	ParentID       *string         `json:"parentId"`
+	Type           string          `json:"type,omitempty"`
+	Label          *string         `json:"label,omitempty"`
+	Entry          json.RawMessage `json:"entry,omitempty"`
+	LabelTimestamp json.RawMessage `json:"labelTimestamp,omitempty"`
+	Children       []string        `json:"children"`
+}
+
 // EntryResult is where one written entry landed.
 type EntryResult struct {
 	ID  string `json:"id"`

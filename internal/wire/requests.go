@@ -154,12 +154,16 @@ type EntriesRequest struct {
 // TreeRequest asks for pi's tree of a session; Leaf, else Client's cursor,
 // else the default leaf, is the reply's leafId. Include "entries" gives
 // pi's getTree() nodes ({entry, children, label?, labelTimestamp?})
-// instead of {id, type, label?, children}.
+// instead of {id, type, label?, children}. Form "flat" (TreeFormFlat)
+// gives the nodes as one pre-order list with children as ids
+// ({nodes, roots, leafId}) instead of nested: the nested form takes two
+// JSON levels per entry of a branch, past the depth limit of many decoders.
 type TreeRequest struct {
 	SessionID   string     `json:"sessionId,omitempty" path:"id"`
 	Client      string     `json:"client,omitempty"`
 	Leaf        NullableID `json:"leaf,omitzero"`
 	Include     string     `json:"include,omitempty"`
+	Form        string     `json:"form,omitempty"`
 	Consistency string     `json:"consistency,omitempty"` // "strong": see ConsistencyStrong
 	MinSeq      uint64     `json:"minSeq,omitempty"`
 }
@@ -191,6 +195,9 @@ type ContextBuildRequest struct {
 
 // TreeIncludeEntries is TreeRequest.Include for pi's getTree() shape.
 const TreeIncludeEntries = "entries"
+
+// TreeFormFlat is TreeRequest.Form for the flat reply, TreeFlatReply.
+const TreeFormFlat = "flat"
 
 // CursorGetRequest asks for one client's cursor.
 type CursorGetRequest struct {
