@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/apiclient"
 	"github.com/pifleet/sessionlog/internal/jetstream"
+	"github.com/pifleet/sessionlog/internal/natsauth"
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/writer"
 )
@@ -40,9 +42,36 @@ const (
 func JetStream(nc *nats.Conn) Transport { return Transport{kind: kindJetStream, nc: nc} }
 
 // JetStreamURL is JetStream on a connection that New opens to url with opts
-// (credentials, TLS, ...) and Close closes.
+// (credentials, TLS, ...) and Close closes. With a user (nats.UserInfo,
+// nats.Nkey) and no nats.CustomInboxPrefix among opts, the connection
+// takes the user's InboxPrefix.
 func JetStreamURL(url string, opts ...nats.Option) Transport {
 	return Transport{kind: kindJetStream, url: url, natsOpts: opts}
+}
+
+// InboxPrefix is the inbox prefix pi-node's users file lets user
+// subscribe to (the only one): a connection of your own as user, for
+// JetStream or NodeNATS, needs nats.CustomInboxPrefix(InboxPrefix(user)),
+// or no reply reaches it.
+func InboxPrefix(user string) string { return natsauth.InboxPrefix(user) }
+
+// withInboxPrefix adds the InboxPrefix of the user opts log in as, unless
+// they set a prefix or name no user.
+func withInboxPrefix(opts []nats.Option) []nats.Option {
+	o := nats.GetDefaultOptions()
+	for _, opt := range opts {
+		if opt(&o) != nil {
+			return opts // nats.Connect reports it
+		}
+	}
+	user := o.User
+	if user == "" {
+		user = o.Nkey
+	}
+	if user == "" || o.InboxPrefix != "" {
+		return opts
+	}
+	return append(slices.Clip(opts), nats.CustomInboxPrefix(InboxPrefix(user)))
 }
 
 // HTTP goes through pi-node's HTTP API at baseURL (e.g.
@@ -164,7 +193,7 @@ func (c *Client) connectJetStream(ctx context.Context, t Transport, o options) e
 	}
 	if nc == nil {
 		var err error
-		opts := t.natsOpts
+		opts := withInboxPrefix(t.natsOpts)
 		if o.tlsConfig != nil {
 			opts = append([]nats.Option{nats.Secure(o.tlsConfig)}, opts...)
 		}

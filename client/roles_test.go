@@ -64,7 +64,7 @@ func TestJetStreamRole(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	nc, err := nats.Connect(s.ClientURL(), nats.Secure(tlsCfg), nats.UserInfo("jsworker", "pw"), nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
+	nc, err := nats.Connect(s.ClientURL(), nats.Secure(tlsCfg), nats.UserInfo("jsworker", "pw"), nats.CustomInboxPrefix(client.InboxPrefix("jsworker")), nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestJetStreamRole(t *testing.T) {
 	}
 	own.Close()
 
-	wc, err := nats.Connect(s.ClientURL(), nats.Secure(tlsCfg), nats.UserInfo("worker", "pw"), nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
+	wc, err := nats.Connect(s.ClientURL(), nats.Secure(tlsCfg), nats.UserInfo("worker", "pw"), nats.CustomInboxPrefix(client.InboxPrefix("worker")), nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
 	if err != nil {
 		t.Fatal(err)
 	}

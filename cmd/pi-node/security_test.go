@@ -126,7 +126,7 @@ func dialNode(m *Main, ca, user, pw string) (*nats.Conn, error) {
 		opts = append(opts, nats.RootCAs(ca))
 	}
 	if user != "" {
-		opts = append(opts, nats.UserInfo(user, pw))
+		opts = append(opts, nats.UserInfo(user, pw), nats.CustomInboxPrefix(natsauth.InboxPrefix(user)))
 	}
 	return nats.Connect(m.NATSURL, opts...)
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pifleet/sessionlog/internal/natsauth"
 	"github.com/pifleet/sessionlog/internal/size"
 	"github.com/pifleet/sessionlog/internal/wire"
 
@@ -71,7 +72,8 @@ func DialNATS(o NATSOptions) (*NATS, error) {
 		opts = append(opts, nats.UserCredentials(o.Creds))
 	}
 	if o.User != "" {
-		opts = append(opts, nats.UserInfo(o.User, o.Password))
+		// The users file lets a user subscribe to its own inbox only.
+		opts = append(opts, nats.UserInfo(o.User, o.Password), nats.CustomInboxPrefix(natsauth.InboxPrefix(o.User)))
 	}
 	if o.TLSCert != "" {
 		opts = append(opts, nats.ClientCert(o.TLSCert, o.TLSKey))

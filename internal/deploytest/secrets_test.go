@@ -15,6 +15,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/pifleet/sessionlog/internal/natsauth"
 	"github.com/pifleet/sessionlog/internal/proctest"
 )
 
@@ -159,7 +160,7 @@ func (s *secrets) natsConnect(hostPort, user string) (*nats.Conn, error) {
 		if !ok {
 			return nil, fmt.Errorf("no password for NATS user %s", user)
 		}
-		opts = append(opts, nats.UserInfo(user, pw))
+		opts = append(opts, nats.UserInfo(user, pw), nats.CustomInboxPrefix(natsauth.InboxPrefix(user)))
 	}
 	return nats.Connect("tls://"+hostPort, opts...)
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pifleet/sessionlog/internal/natsauth"
 )
 
 // ConnConfig says how to reach a NATS server: the embedded one or an external
@@ -81,7 +83,8 @@ func (c ConnConfig) options() []nats.Option {
 	case c.Token != "":
 		opts = append(opts, nats.Token(c.Token))
 	case c.User != "":
-		opts = append(opts, nats.UserInfo(c.User, c.Password))
+		// The users file lets a user subscribe to its own inbox only.
+		opts = append(opts, nats.UserInfo(c.User, c.Password), nats.CustomInboxPrefix(natsauth.InboxPrefix(c.User)))
 	}
 	if c.CertFile != "" || c.KeyFile != "" {
 		opts = append(opts, nats.ClientCert(c.CertFile, c.KeyFile))

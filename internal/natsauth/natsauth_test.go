@@ -78,13 +78,37 @@ func TestRefusals(t *testing.T) {
 	}
 }
 
+// Inbox prefixes are one subject token after _I., none inside another's
+// (a dotted name is no other user's prefix plus a token; no name has the
+// "~" a dot becomes), and each role subscribes to its user's only.
+func TestInboxPrefix(t *testing.T) {
+	users := []string{"a", "a.b", "a_b", "alice@example.com", "w-1", natsauth.InternalUser, "UA" + strings.Repeat("B", 54)}
+	for _, u := range users {
+		p := natsauth.InboxPrefix(u)
+		if !strings.HasPrefix(p, "_I.") || strings.Count(p, ".") != 1 || strings.ContainsAny(p, "*> \t") {
+			t.Errorf("%s: prefix %q is not _I. and one token", u, p)
+		}
+		for _, o := range users {
+			if o != u && subjectMatches(p+".>", natsauth.InboxPrefix(o)+".x") {
+				t.Errorf("%s's inbox %s.> covers %s's", u, p, o)
+			}
+		}
+		for _, role := range []string{natsauth.RoleClient, natsauth.RoleReader, natsauth.RoleJetStream} {
+			sub := natsauth.Permissions(role, u, nil).Subscribe
+			if !slices.Contains(sub, p+".>") || slices.ContainsFunc(sub, func(s string) bool { return strings.HasPrefix(s, "_I") && s != p+".>" }) {
+				t.Errorf("%s as %s subscribes %v", u, role, sub)
+			}
+		}
+	}
+}
+
 // The client role calls every read and write operation and no admin one;
 // the reader only the reads; neither touches JetStream. The JetStream role
 // has its log's stream and bucket, no stream administration.
 func TestPermissions(t *testing.T) {
 	logs := []natsauth.Names{{Stream: "PI_SESSIONS", SubjectPrefix: "pi.sess", Bucket: "PI_CURSORS"}}
-	client := natsauth.Permissions(natsauth.RoleClient, logs)
-	reader := natsauth.Permissions(natsauth.RoleReader, logs)
+	client := natsauth.Permissions(natsauth.RoleClient, "u", logs)
+	reader := natsauth.Permissions(natsauth.RoleReader, "u", logs)
 	for _, o := range wire.Ops {
 		if o.HTTPOnly() {
 			continue
@@ -106,13 +130,13 @@ func TestPermissions(t *testing.T) {
 	if !slices.Contains(reader.Subscribe, "pi.sess.>") {
 		t.Errorf("reader subscribes %v, want pi.sess.>", reader.Subscribe)
 	}
-	js := natsauth.Permissions(natsauth.RoleJetStream, logs)
+	js := natsauth.Permissions(natsauth.RoleJetStream, "u", logs)
 	for _, s := range js.Publish {
 		if strings.Contains(s, "DELETE.PI_SESSIONS") && !strings.Contains(s, "CONSUMER") || strings.Contains(s, "PURGE") || strings.Contains(s, "UPDATE") || s == "$JS.API.>" {
 			t.Errorf("jetstream role may publish %s", s)
 		}
 	}
-	if natsauth.Permissions(natsauth.RoleAdmin, logs) != nil {
+	if natsauth.Permissions(natsauth.RoleAdmin, "u", logs) != nil {
 		t.Error("admin is limited")
 	}
 	// What pi-nodes say to each other (forwarded requests carry the

@@ -2,6 +2,7 @@ package natsauth
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/pifleet/sessionlog/internal/wire"
 )
@@ -22,12 +23,23 @@ type Perms struct {
 	Subscribe []string
 }
 
-// Permissions is what role may do on a server holding the session logs
-// named by logs. A client needs its inbox for every reply, so each role
-// subscribes to _INBOX.>; pi-node's micro service also answers discovery
-// ($SRV.>) to anyone who may call it.
-func Permissions(role string, logs []Names) *Perms {
-	inbox := []string{"_INBOX.>"}
+// InboxPrefix is user's inbox prefix (nats.CustomInboxPrefix): "_I." and
+// the name as one subject token, each "." written "~" (no user name has a
+// "~"), so that no user's prefix is another's or inside it. Replies to
+// user's requests, JetStream's included, go there, and only user may
+// subscribe to it: on the shared _INBOX.> any user read every other's.
+// pi-node's own user starts with "_", which no user file's name does.
+func InboxPrefix(user string) string {
+	return "_I." + strings.ReplaceAll(user, ".", "~")
+}
+
+// Permissions is what role may do as user on a server holding the session
+// logs named by logs. A client needs its inbox for every reply, so each
+// role subscribes to its own (InboxPrefix); no role publishes to another's,
+// the responders (pi-node's own user, JetStream) are unrestricted. pi-node's
+// micro service also answers discovery ($SRV.>) to anyone who may call it.
+func Permissions(role, user string, logs []Names) *Perms {
+	inbox := []string{InboxPrefix(user) + ".>"}
 	switch role {
 	case RoleClient:
 		return &Perms{Publish: append(opSubjects(wire.ScopeRead, wire.ScopeWrite), "$SRV.>"), Subscribe: inbox}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/pifleet/sessionlog/internal/natsauth"
 	"github.com/pifleet/sessionlog/internal/proctest"
 	"github.com/pifleet/sessionlog/internal/testutil"
 	"github.com/pifleet/sessionlog/internal/wire"
@@ -140,7 +141,7 @@ func natsAs(nd *piNode, s secrets, user, password string, opts ...nats.Option) (
 	opts = append([]nats.Option{nats.RootCAs(s.path("ca.pem")), nats.NoReconnect(), nats.Timeout(5 * time.Second),
 		nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {})}, opts...)
 	if user != "" {
-		opts = append(opts, nats.UserInfo(user, password))
+		opts = append(opts, nats.UserInfo(user, password), nats.CustomInboxPrefix(natsauth.InboxPrefix(user)))
 	}
 	return nats.Connect(nd.natsURL, opts...)
 }

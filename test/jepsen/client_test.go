@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/pifleet/sessionlog/internal/natsauth"
 	"github.com/pifleet/sessionlog/internal/proctest"
 	"github.com/pifleet/sessionlog/internal/wire"
 
@@ -86,7 +87,7 @@ func newClient(idx int, node *piNode, transport string, rec *recorder, seed int6
 	}
 	// Sticky: only this node's server, never one it learns of, and
 	// reconnecting to it for ever (it comes back after a kill).
-	nc, err := nats.Connect(node.natsURL, nats.UserInfo(natsUser, natsPassword), nats.IgnoreDiscoveredServers(), nats.DontRandomize(),
+	nc, err := nats.Connect(node.natsURL, nats.UserInfo(natsUser, natsPassword), nats.CustomInboxPrefix(natsauth.InboxPrefix(natsUser)), nats.IgnoreDiscoveredServers(), nats.DontRandomize(),
 		nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond), nats.Timeout(2*time.Second),
 		nats.Name(fmt.Sprintf("jepsen client %d", idx)))
 	if err != nil {
@@ -393,7 +394,7 @@ func createSessions(ctx context.Context, nodes []*piNode, rec *recorder, sids []
 func natsRouting(nodes []*piNode, n int) (map[string]map[string]int, error) {
 	out := map[string]map[string]int{}
 	for _, nd := range nodes {
-		nc, err := nats.Connect(nd.natsURL, nats.UserInfo(natsUser, natsPassword), nats.IgnoreDiscoveredServers(), nats.Timeout(2*time.Second))
+		nc, err := nats.Connect(nd.natsURL, nats.UserInfo(natsUser, natsPassword), nats.CustomInboxPrefix(natsauth.InboxPrefix(natsUser)), nats.IgnoreDiscoveredServers(), nats.Timeout(2*time.Second))
 		if err != nil {
 			return nil, err
 		}

@@ -51,7 +51,7 @@ func (s *Server) authOptions(opts *server.Options) error {
 	sys := server.NewAccount(server.DEFAULT_SYSTEM_ACCOUNT)
 	opts.Accounts, opts.SystemAccount = []*server.Account{sys}, sys.Name
 	for _, u := range s.Auth.Users {
-		perms := serverPerms(natsauth.Permissions(u.Role, s.Logs))
+		perms := serverPerms(natsauth.Permissions(u.Role, u.Name(), s.Logs))
 		var acc *server.Account // the global account
 		if u.Role == natsauth.RoleSystem {
 			acc = sys

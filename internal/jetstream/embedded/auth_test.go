@@ -59,7 +59,7 @@ func dial(t *testing.T, s *Server, user string, opts ...nats.Option) (*conn, err
 	c := &conn{}
 	opts = append(opts, nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}), nats.NoReconnect())
 	if user != "" {
-		opts = append(opts, nats.UserInfo(user, user+"-pw"))
+		opts = append(opts, nats.UserInfo(user, user+"-pw"), nats.CustomInboxPrefix(natsauth.InboxPrefix(user)))
 	}
 	nc, err := nats.Connect(s.ClientURL(), opts...)
 	if err != nil {
@@ -132,6 +132,14 @@ func TestRoles(t *testing.T) {
 		{"admin", false, "$JS.API.STREAM.INFO.PI_SESSIONS", false},
 		{"admin", false, "pi.v1.archive.run", false},
 		{"admin", true, ">", false},
+		// Replies: each user's own inbox prefix and no other.
+		{"reader", true, "_I.reader.>", false},
+		{"reader", true, "_INBOX.>", true},
+		{"reader", true, "_I.admin.>", true},
+		{"reader", true, "_I._pi-node.>", true},
+		{"client", true, "_I.*.>", true},
+		{"jetstream", true, "_I.jetstream.x", false},
+		{"jetstream", true, "_I.reader.>", true},
 	}
 	conns := map[string]*conn{}
 	for _, c := range cases {

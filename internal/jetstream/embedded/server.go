@@ -278,7 +278,10 @@ func (s *Server) checkReady(ctx context.Context) error {
 func (s *Server) clientAuth() []nats.Option {
 	switch {
 	case s.Auth != nil:
-		return []nats.Option{nats.UserInfo(natsauth.InternalUser, s.internalPass)}
+		// A prefix of its own: replies to pi-node (JetStream's, the
+		// admin restore's transcript) go to no inbox a user may read.
+		return []nats.Option{nats.UserInfo(natsauth.InternalUser, s.internalPass),
+			nats.CustomInboxPrefix(natsauth.InboxPrefix(natsauth.InternalUser))}
 	case s.Token != "":
 		return []nats.Option{nats.Token(s.Token)}
 	case s.User != "":
