@@ -13,8 +13,8 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/apiclient"
 	"github.com/pifleet/sessionlog/internal/jetstream"
-	"github.com/pifleet/sessionlog/internal/natsauth"
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/wire"
 	"github.com/pifleet/sessionlog/internal/writer"
 )
 
@@ -53,7 +53,7 @@ func JetStreamURL(url string, opts ...nats.Option) Transport {
 // subscribe to (the only one): a connection of your own as user, for
 // JetStream or NodeNATS, needs nats.CustomInboxPrefix(InboxPrefix(user)),
 // or no reply reaches it.
-func InboxPrefix(user string) string { return natsauth.InboxPrefix(user) }
+func InboxPrefix(user string) string { return wire.InboxPrefix(user) }
 
 // withInboxPrefix adds the InboxPrefix of the user opts log in as, unless
 // they set a prefix or name no user.

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pifleet/sessionlog/internal/natsauth"
 	"github.com/pifleet/sessionlog/internal/size"
 	"github.com/pifleet/sessionlog/internal/wire"
 
@@ -73,7 +72,7 @@ func DialNATS(o NATSOptions) (*NATS, error) {
 	}
 	if o.User != "" {
 		// The users file lets a user subscribe to its own inbox only.
-		opts = append(opts, nats.UserInfo(o.User, o.Password), nats.CustomInboxPrefix(natsauth.InboxPrefix(o.User)))
+		opts = append(opts, nats.UserInfo(o.User, o.Password), nats.CustomInboxPrefix(wire.InboxPrefix(o.User)))
 	}
 	if o.TLSCert != "" {
 		opts = append(opts, nats.ClientCert(o.TLSCert, o.TLSKey))

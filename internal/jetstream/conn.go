@@ -10,7 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/pifleet/sessionlog/internal/natsauth"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // ConnConfig says how to reach a NATS server: the embedded one or an external
@@ -84,7 +84,7 @@ func (c ConnConfig) options() []nats.Option {
 		opts = append(opts, nats.Token(c.Token))
 	case c.User != "":
 		// The users file lets a user subscribe to its own inbox only.
-		opts = append(opts, nats.UserInfo(c.User, c.Password), nats.CustomInboxPrefix(natsauth.InboxPrefix(c.User)))
+		opts = append(opts, nats.UserInfo(c.User, c.Password), nats.CustomInboxPrefix(wire.InboxPrefix(c.User)))
 	}
 	if c.CertFile != "" || c.KeyFile != "" {
 		opts = append(opts, nats.ClientCert(c.CertFile, c.KeyFile))

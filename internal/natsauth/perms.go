@@ -2,7 +2,6 @@ package natsauth
 
 import (
 	"slices"
-	"strings"
 
 	"github.com/pifleet/sessionlog/internal/wire"
 )
@@ -23,15 +22,10 @@ type Perms struct {
 	Subscribe []string
 }
 
-// InboxPrefix is user's inbox prefix (nats.CustomInboxPrefix): "_I." and
-// the name as one subject token, each "." written "~" (no user name has a
-// "~"), so that no user's prefix is another's or inside it. Replies to
-// user's requests, JetStream's included, go there, and only user may
-// subscribe to it: on the shared _INBOX.> any user read every other's.
-// pi-node's own user starts with "_", which no user file's name does.
-func InboxPrefix(user string) string {
-	return "_I." + strings.ReplaceAll(user, ".", "~")
-}
+// InboxPrefix is user's inbox prefix, wire.InboxPrefix: only user may
+// subscribe to it (Permissions). pi-node's own user starts with "_", which
+// no user file's name does.
+func InboxPrefix(user string) string { return wire.InboxPrefix(user) }
 
 // Permissions is what role may do as user on a server holding the session
 // logs named by logs. A client needs its inbox for every reply, so each
