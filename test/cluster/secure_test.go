@@ -228,6 +228,61 @@ func TestSecuredCluster(t *testing.T) {
 		t.Error("the reader may not follow the session subjects")
 	}
 
+	// Hardening items 2 and 4, against the real processes. A jsworker (role
+	// jetstream) stores a request in a session's subject and has a consumer
+	// deliver it to the admin operation pi.v1.archive.run: pi-node must not
+	// run a delivery as a request (before, every session was archived, as
+	// admin).
+	js, err := natsAs(nodes[0], s, "jsworker", s.read(t, "nats-jsworker.password"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer js.Close()
+	bait := testutil.SessionID(t)
+	st0, body0 := bearerDo(t, hc, worker, http.MethodPost, nodes[0].base+"/v1/sessions", createBody(bait, "/bait", time.Now()))
+	if st0 != http.StatusCreated {
+		t.Fatalf("worker create: %d %s", st0, body0)
+	}
+	if err := js.Publish("pi.sess."+testutil.SessionID(t), []byte(`{"olderThan":"0s"}`)); err != nil {
+		t.Fatal(err)
+	}
+	cons, err := js.Request("$JS.API.CONSUMER.CREATE.PI_SESSIONS", []byte(`{"stream_name":"PI_SESSIONS","config":{"deliver_subject":"pi.v1.archive.run","deliver_group":"q","ack_policy":"explicit","deliver_policy":"all"}}`), 10*time.Second)
+	if err != nil || strings.Contains(string(cons.Data), `"error"`) {
+		var data []byte
+		if cons != nil {
+			data = cons.Data
+		}
+		t.Fatalf("the jetstream role's consumer (the attack's first step): %v %s", err, data)
+	}
+	testutil.WaitFor(t, 30*time.Second, testutil.Awaiting("a node audits the delivery as not a request", func() error {
+		for _, nd := range nodes {
+			if nd.LogContains("audit: not a request") {
+				return nil
+			}
+		}
+		return errors.New("no node logged it")
+	}))
+	for _, nd := range nodes {
+		if nd.LogContains(`msg="audit: admin operation" who=nats transport=nats op=archive.run`) {
+			t.Errorf("%s ran a JetStream delivery as the admin operation archive.run:\n%s", nd.name, nd.Tail(20))
+		}
+	}
+	if st, body := bearerDo(t, hc, worker, http.MethodGet, nodes[1].base+"/v1/sessions/"+bait, nil); st != http.StatusOK {
+		t.Errorf("the session after the delivery attack: %d %s (archived?)", st, body)
+	}
+	// Each user has its own inbox: the reader may not listen on the
+	// shared one or on another user's, where the admin's replies go.
+	for _, subj := range []string{"_INBOX.>", natsauth.InboxPrefix("admin") + ".>", natsauth.InboxPrefix("worker") + ".>"} {
+		rr, err := natsAs(nodes[2], s, "reader", s.read(t, "nats-reader.password"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !deniedTo(t, rr, true, subj) {
+			t.Errorf("the reader may subscribe %s", subj)
+		}
+		rr.Close()
+	}
+
 	// pi-ctl, as an operator runs it, over both transports.
 	if out, err := runCtl(t, "ls", "--server", nodes[0].natsURL, "--user", "worker", "--password", s.read(t, "nats-worker.password"), "--tls-ca", s.path("ca.pem")); err != nil {
 		t.Errorf("pi-ctl ls over NATS: %v\n%s", err, out)
