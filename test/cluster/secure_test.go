@@ -169,6 +169,7 @@ func deniedTo(t *testing.T, nc *nats.Conn, sub bool, subject string) bool {
 // 13's list is refused, and SIGHUP rotates a token and a NATS password
 // without dropping the other clients.
 func TestSecuredCluster(t *testing.T) {
+	skipShort(t)
 	s := genSecrets(t)
 	nodes, routeAddrs, hc := startSecuredCluster(t, s)
 	admin, worker, reader := s.read(t, "http-admin.token"), s.read(t, "http-worker.token"), s.read(t, "http-reader.token")
@@ -399,6 +400,7 @@ func routeTLS(addr string, s secrets, withCert bool) error {
 // at once with the documented message; on loopback it needs nothing
 // (startSingleNode, used by other tests, passes no secret at all).
 func TestFailClosedBinary(t *testing.T) {
+	skipShort(t)
 	cmd := exec.Command(piNodeBin, "--data-dir", t.TempDir(), "--http-listen", "0.0.0.0:0", "--client-listen", "0.0.0.0:0")
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
