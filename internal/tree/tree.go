@@ -135,16 +135,7 @@ func (s *Session) AppendTreeJSON(dst []byte, nodes []Node, opt TreeJSONOptions) 
 		}
 		dst = append(dst, `{"id":`...)
 		dst = jsjson.AppendString(dst, e.ID)
-		if opt.Type {
-			dst = append(dst, `,"type":`...)
-			dst = jsjson.AppendString(dst, e.Type())
-		}
-		if opt.Label {
-			if l, ok := s.labels[e.ID]; ok {
-				dst = append(dst, `,"label":`...)
-				dst = jsjson.AppendString(dst, l.text)
-			}
-		}
+		dst = s.appendTypeLabel(dst, e, opt)
 		dst = append(dst, `,"children":[`...)
 		prev = n.Depth
 	}
@@ -152,6 +143,22 @@ func (s *Session) AppendTreeJSON(dst []byte, nodes []Node, opt TreeJSONOptions) 
 		dst = append(dst, "]}"...)
 	}
 	return append(dst, ']')
+}
+
+// appendTypeLabel appends a node's "type" and "label" fields, as opt asks,
+// for both tree forms without entries.
+func (s *Session) appendTypeLabel(dst []byte, e *Entry, opt TreeJSONOptions) []byte {
+	if opt.Type {
+		dst = append(dst, `,"type":`...)
+		dst = jsjson.AppendString(dst, e.Type())
+	}
+	if opt.Label {
+		if l, ok := s.labels[e.ID]; ok {
+			dst = append(dst, `,"label":`...)
+			dst = jsjson.AppendString(dst, l.text)
+		}
+	}
+	return dst
 }
 
 // AppendFlatTreeJSON appends the nodes AppendTreeJSON nests as one array
@@ -191,16 +198,7 @@ func (s *Session) AppendFlatTreeJSON(dst []byte, nodes []Node, opt TreeJSONOptio
 			dst = append(dst, e.Raw...)
 			dst = s.appendLabelFields(dst, e)
 		} else {
-			if opt.Type {
-				dst = append(dst, `,"type":`...)
-				dst = jsjson.AppendString(dst, e.Type())
-			}
-			if opt.Label {
-				if l, ok := s.labels[e.ID]; ok {
-					dst = append(dst, `,"label":`...)
-					dst = jsjson.AppendString(dst, l.text)
-				}
-			}
+			dst = s.appendTypeLabel(dst, e, opt)
 		}
 		dst = append(dst, `,"children":[`...)
 		if n.Children > 0 {
