@@ -28,6 +28,7 @@ import (
 // PI_NODE_SHARDS=4 the backup holds every shard's stream.
 func TestBackupRestore(t *testing.T) {
 	skipShort(t)
+	t.Parallel()
 	flags := []string{"--session-retention", "24h", "--archive-every", "1h"}
 	src := startEmbeddedClusterWith(t, 3, flags...)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)

@@ -25,6 +25,7 @@ import (
 // each is a 400 naming the depth, and the same process serves on.
 func TestDeepJSONRealNode(t *testing.T) {
 	skipShort(t)
+	t.Parallel()
 	ports := testutil.FreePorts(t, 2)
 	nd := &piNode{name: "solo", base: fmt.Sprintf("http://127.0.0.1:%d", ports[0]), natsURL: fmt.Sprintf("nats://127.0.0.1:%d", ports[1])}
 	nd.Proc = proctest.New(t, "solo", piNodeBin, "--node-name", "solo", "--data-dir", t.TempDir(),

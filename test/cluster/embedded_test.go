@@ -22,6 +22,7 @@ import (
 // writes; restarted on the same data dir it rejoins and catches up.
 func TestEmbeddedCluster(t *testing.T) {
 	skipShort(t)
+	t.Parallel()
 	nodes := startEmbeddedCluster(t, 3)
 	n1, n2, n3 := nodes[0], nodes[1], nodes[2]
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

@@ -23,6 +23,7 @@ import (
 // stream (conflicts 10071/10164).
 func TestExternalCluster(t *testing.T) {
 	skipShort(t)
+	t.Parallel()
 	servers := startNATSCluster(t, 3)
 	a := startExternalNode(t, "pi-a", servers[0].url)
 	b := startExternalNode(t, "pi-b", servers[1].url)

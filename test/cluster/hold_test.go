@@ -201,6 +201,7 @@ func heldByExactly(t *testing.T, nodes []*piNode, shards, hold int, within time.
 // lost; a node added takes its share and the others hand theirs back.
 func TestHoldShare(t *testing.T) {
 	skipShort(t)
+	t.Parallel()
 	if testShards() > 1 {
 		t.Skipf("starts its own store of 6 shards; PI_NODE_SHARDS=%d would give every node another count", testShards())
 	}

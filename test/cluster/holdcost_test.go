@@ -54,6 +54,7 @@ func readProc(t *testing.T, pid int) procFigures {
 // the writes and the catch-up) are reported beside them.
 func TestHoldShareCost(t *testing.T) {
 	skipShort(t)
+	t.Parallel()
 	if testShards() > 1 {
 		t.Skipf("starts its own store of 6 shards; PI_NODE_SHARDS=%d would give every node another count", testShards())
 	}

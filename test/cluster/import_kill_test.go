@@ -45,6 +45,7 @@ const abandonBound = 40 * time.Second
 // counts it. The killed node, started again, agrees.
 func TestKillDuringImport(t *testing.T) {
 	skipShort(t)
+	t.Parallel()
 	nodes := startEmbeddedClusterWith(t, 3, "--abandoned-import-after", abandonBound.String())
 	st := checkStreamStatus(t, nodes, nodes, "embedded-cluster")
 	var victim *piNode

@@ -65,6 +65,7 @@ func startSingleNode(t *testing.T) *piNode {
 // node waits for the import it acknowledged before it answers).
 func TestImportThenExport(t *testing.T) {
 	skipShort(t)
+	t.Parallel()
 	check := func(t *testing.T, nd *piNode, n int) {
 		sid, file := piFile(t, n)
 		res, _ := mustDo(t, "POST", nd.base+"/v1/import", file, 201)

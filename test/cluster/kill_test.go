@@ -71,6 +71,7 @@ func (p *progress) ends() []uint64 {
 // straight to the stream.
 func TestKillStreamLeader(t *testing.T) {
 	skipShort(t)
+	t.Parallel()
 	nodes := startEmbeddedCluster(t, 3)
 	bases := make([]string, len(nodes))
 	for i, nd := range nodes {

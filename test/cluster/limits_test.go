@@ -25,6 +25,7 @@ import (
 // serves again as soon as they close; every refusal is in /metrics.
 func TestConnectionLimits(t *testing.T) {
 	skipShort(t)
+	t.Parallel()
 	const maxConns, maxWatches, maxRequests = 50, 2, 1
 	ports := testutil.FreePorts(t, 3)
 	addr := fmt.Sprintf("127.0.0.1:%d", ports[0])

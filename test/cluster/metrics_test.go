@@ -22,6 +22,7 @@ import (
 // every node, and the leader label follows it.
 func TestClusterMetrics(t *testing.T) {
 	skipShort(t)
+	t.Parallel()
 	nodes := startEmbeddedCluster(t, 3)
 	var streams []string
 	leaders := func() (map[string]string, error) { // by stream, as every node agrees

@@ -30,6 +30,7 @@ import (
 // takes the migrated map from the store and serves every session.
 func TestShardMigration(t *testing.T) {
 	skipShort(t)
+	t.Parallel()
 	if testShards() != 1 {
 		t.Skipf("migrates a store of one stream; PI_NODE_SHARDS=%d starts every node on a sharded one", testShards())
 	}

@@ -56,6 +56,7 @@ var slowClient = &http.Client{Timeout: 15 * time.Second}
 // so (Pi-Stale: true, /readyz 503), as docs/API.md promises.
 func TestStoresFollowThroughNodeLoss(t *testing.T) {
 	skipShort(t)
+	t.Parallel()
 	nodes := startEmbeddedCluster(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -223,6 +224,7 @@ func consumerHosts(t *testing.T, url string) map[string]int {
 // internal/store).
 func TestStoreSeesLogEndAfterFailover(t *testing.T) {
 	skipShort(t)
+	t.Parallel()
 	nodes := startEmbeddedCluster(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -23,6 +23,7 @@ import (
 // most runs here; some runs under -race see none.
 func TestProvisionConcurrently(t *testing.T) {
 	skipShort(t)
+	t.Parallel()
 	servers := startNATSCluster(t, 3)
 	conns := make([]*pijs.Conn, len(servers))
 	for i, s := range servers {

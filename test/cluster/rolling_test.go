@@ -30,6 +30,7 @@ import (
 // serves, then hands its leaderships over, inside the shutdown budget.
 func TestStopStreamLeader(t *testing.T) {
 	skipShort(t)
+	t.Parallel()
 	const lameDuck = 2 * time.Second
 	nodes := startEmbeddedClusterWith(t, 3, "--lame-duck", lameDuck.String())
 	bases := make([]string, len(nodes))
@@ -193,6 +194,7 @@ func replicaLag(t *testing.T, nodes []*piNode, node string) string {
 // way the node exits 0.
 func TestLameDuckSignals(t *testing.T) {
 	skipShort(t)
+	t.Parallel()
 	const lameDuck = time.Minute
 	ports := testutil.FreePorts(t, 2)
 	base := fmt.Sprintf("http://127.0.0.1:%d", ports[0])

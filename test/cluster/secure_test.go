@@ -170,6 +170,7 @@ func deniedTo(t *testing.T, nc *nats.Conn, sub bool, subject string) bool {
 // without dropping the other clients.
 func TestSecuredCluster(t *testing.T) {
 	skipShort(t)
+	t.Parallel()
 	s := genSecrets(t)
 	nodes, routeAddrs, hc := startSecuredCluster(t, s)
 	admin, worker, reader := s.read(t, "http-admin.token"), s.read(t, "http-worker.token"), s.read(t, "http-reader.token")
@@ -401,6 +402,7 @@ func routeTLS(addr string, s secrets, withCert bool) error {
 // (startSingleNode, used by other tests, passes no secret at all).
 func TestFailClosedBinary(t *testing.T) {
 	skipShort(t)
+	t.Parallel()
 	cmd := exec.Command(piNodeBin, "--data-dir", t.TempDir(), "--http-listen", "0.0.0.0:0", "--client-listen", "0.0.0.0:0")
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError

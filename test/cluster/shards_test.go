@@ -49,6 +49,7 @@ type shardStatus struct {
 // --shards refuses to.
 func TestShardedCluster(t *testing.T) {
 	skipShort(t)
+	t.Parallel()
 	const shards = 4
 	nodes := startEmbeddedClusterWith(t, 3, "--shards", fmt.Sprint(shards))
 	bases := []string{nodes[0].base, nodes[1].base, nodes[2].base}

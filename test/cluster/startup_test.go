@@ -20,6 +20,7 @@ import (
 // waits forever for a server that will never accept connections.
 func TestNodeFailsFastOnBusyPort(t *testing.T) {
 	skipShort(t)
+	t.Parallel()
 	for _, which := range []string{"client", "cluster"} {
 		t.Run(which, func(t *testing.T) {
 			t.Parallel()

@@ -22,6 +22,7 @@ const sessions = 20
 // see the package documentation for its steps.
 func TestRegionFailover(t *testing.T) {
 	skipShort(t)
+	t.Parallel()
 	n := nodesPerRegion(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()

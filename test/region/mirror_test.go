@@ -34,6 +34,7 @@ import (
 //     created meanwhile never returns an entry B's mirror does not hold
 //     (no read from A's stream).
 func TestRegionMirrorIsHonest(t *testing.T) {
+	t.Parallel()
 	ctx, top := oneNodeRegions(t)
 	a, b := top.regions["A"][0], top.regions["B"][0]
 	if err := b.Stop(time.Minute); err != nil {

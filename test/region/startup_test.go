@@ -23,6 +23,7 @@ import (
 // exits 0 and says "already done", and with --json reports
 // {"changed": false}.
 func TestRegionStartupWindow(t *testing.T) {
+	t.Parallel()
 	ctx, top := oneNodeRegions(t)
 	a, b := top.regions["A"], top.regions["B"]
 	s, err := status(b[0].base)

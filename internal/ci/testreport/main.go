@@ -26,6 +26,7 @@ type event struct {
 // Suite is one run's record: a line of the record file.
 type Suite struct {
 	Name     string        `json:"name"`
+	Start    time.Time     `json:"start,omitzero"` // when the suite began: .ci/run runs suites side by side
 	Duration time.Duration `json:"duration"`
 	Packages int           `json:"packages"`
 	Run      int           `json:"run"`
@@ -73,7 +74,7 @@ func main() {
 	default:
 		start := time.Now()
 		s, err := summarize(os.Stdin, os.Stdout, *verbose)
-		s.Name, s.Duration = *suite, time.Since(start).Round(time.Second)
+		s.Name, s.Start, s.Duration = *suite, start, time.Since(start).Round(time.Second)
 		if rerr := appendRecord(*record, s); err == nil {
 			err = rerr
 		}
@@ -226,21 +227,37 @@ func printTable(w io.Writer, path string) (ok bool, err error) {
 		suites = append(suites, s)
 	}
 	ok = true
-	var total time.Duration
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "suite\tduration\tpackages\ttests run\tpassed\tfailed\tskipped")
+	// Suites run side by side, so the total is the wall time from the
+	// first suite's start to the last one's end, not the durations' sum.
+	var first, last time.Time
 	for _, s := range suites {
-		total += s.Duration
+		if s.Start.IsZero() {
+			continue
+		}
+		if first.IsZero() || s.Start.Before(first) {
+			first = s.Start
+		}
+		if end := s.Start.Add(s.Duration); end.After(last) {
+			last = end
+		}
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "suite\tstarted\tduration\tpackages\ttests run\tpassed\tfailed\tskipped")
+	for _, s := range suites {
 		if s.Note != "" {
-			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\tNOT RUN: %s\n", s.Name, s.Note)
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\tNOT RUN: %s\n", s.Name, s.Note)
 			continue
 		}
 		if len(s.Failed) > 0 {
 			ok = false
 		}
-		fmt.Fprintf(tw, "%s\t%v\t%d\t%d\t%d\t%d\t%d\n", s.Name, s.Duration, s.Packages, s.Run, s.Passed, len(s.Failed), len(s.Skipped))
+		started := "-"
+		if !s.Start.IsZero() {
+			started = "+" + s.Start.Sub(first).Round(time.Second).String()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%v\t%d\t%d\t%d\t%d\t%d\n", s.Name, started, s.Duration, s.Packages, s.Run, s.Passed, len(s.Failed), len(s.Skipped))
 	}
-	fmt.Fprintf(tw, "total\t%v\t\t\t\t\t\n", total)
+	fmt.Fprintf(tw, "wall time\t\t%v\t\t\t\t\t\n", last.Sub(first).Round(time.Second))
 	passed, failed, skipped := 0, 0, 0
 	for _, s := range suites {
 		passed, failed, skipped = passed+s.Passed, failed+len(s.Failed), skipped+len(s.Skipped)

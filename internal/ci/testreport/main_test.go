@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A go test -json stream of one package: a pass, a failure with output, a
@@ -55,7 +56,12 @@ func TestSummarize(t *testing.T) {
 
 func TestTable(t *testing.T) {
 	rec := filepath.Join(t.TempDir(), "r.jsonl")
-	if err := appendRecord(rec, Suite{Name: "unit", Packages: 3, Run: 10, Passed: 9, Skipped: []Skip{{"p.TestC", "no chromium"}}}); err != nil {
+	// Two suites side by side: the wall time is the span, not the sum.
+	t0 := time.Date(2026, 12, 5, 4, 0, 0, 0, time.UTC)
+	if err := appendRecord(rec, Suite{Name: "unit", Start: t0, Duration: 5 * time.Minute, Packages: 3, Run: 10, Passed: 9, Skipped: []Skip{{"p.TestC", "no chromium"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := appendRecord(rec, Suite{Name: "process", Start: t0.Add(time.Minute), Duration: 6 * time.Minute, Packages: 1, Run: 2, Passed: 2}); err != nil {
 		t.Fatal(err)
 	}
 	if err := appendRecord(rec, Suite{Name: "compose", Note: "no Docker engine answers"}); err != nil {
@@ -66,7 +72,7 @@ func TestTable(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("table: ok %v, %v", ok, err)
 	}
-	for _, want := range []string{"NOT RUN: no Docker engine answers", "skipped in unit: p.TestC: no chromium"} {
+	for _, want := range []string{"NOT RUN: no Docker engine answers", "skipped in unit: p.TestC: no chromium", "+1m0s", "wall time           7m0s"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}
