@@ -194,9 +194,13 @@ func (a *attack) refused(lines ...string) {
 	if _, err := a.adm.Request("pi.v1.archive.list", []byte("{}"), 10*time.Second); err != nil {
 		t.Fatalf("an admin's archive.list: %v", err)
 	}
-	if !strings.Contains(a.logs.String(), `msg="audit: admin operation" who=nats transport=nats op=archive.list outcome=not_found status=404`) {
-		t.Errorf("the admin's request was not audited:\n%s", grepLines(a.logs.String(), "audit"))
-	}
+	// The node replies, then logs the audit line: wait for it.
+	testutil.WaitFor(t, 10*time.Second, func() error {
+		if l := a.logs.String(); !strings.Contains(l, `msg="audit: admin operation" who=nats transport=nats op=archive.list outcome=not_found status=404`) {
+			return fmt.Errorf("the admin's request was not audited:\n%s", grepLines(l, "audit"))
+		}
+		return nil
+	})
 }
 
 // sessions counts the live sessions.
