@@ -33,8 +33,10 @@ import (
 // the cleanup (the CAS decides; the session is then complete or absent).
 // Half of it is the survivor's time to answer the retry with more than a
 // 503: when the killed node led the stream, a new leader takes 4-9 s, and a
-// read of the log on a survivor answered 503 after 10 s in CI.
-const abandonBound = 40 * time.Second
+// read of the log on a survivor answered 503 after 10 s in CI. It is
+// scaled (PI_TEST_SCALE) like every wait: on a slower machine the retry
+// gets as much more time as the cleanup waits longer.
+var abandonBound = testutil.Scale(40 * time.Second)
 
 // TestKillDuringImport: two 5,000-entry imports (six atomic batches each)
 // go over HTTP to one pi-node of three, which is SIGKILLed once both have
