@@ -28,6 +28,7 @@ func TestMain(m *testing.M) {
 
 func runMain(m *testing.M) int {
 	flag.Parse()
+	proctest.DefaultParallel(4) // the tests wait more than they compute
 	if testing.Short() {
 		return m.Run() // every test skips itself; building would be wasted
 	}
