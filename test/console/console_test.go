@@ -520,7 +520,9 @@ func (s *suite) large(t *testing.T) {
 		Rows                  int // in the DOM at the bottom
 		Bottom                []string
 	}
-	raw := evalJS[string](t, b, scrollJS)
+	// About 200 frames: a few seconds on an idle machine, far more when a
+	// busy CPU stretches each frame.
+	raw := evalJSWithin[string](t, b, scrollJS, testutil.Scale(time.Minute))
 	if err := json.Unmarshal([]byte(raw), &scroll); err != nil {
 		t.Fatalf("scroll measurement: %v: %s", err, raw)
 	}

@@ -21,9 +21,9 @@ import (
 	"github.com/pifleet/sessionlog/internal/testutil"
 )
 
-// actionTimeout bounds one browser action (a click, an evaluation): the
-// test's own waits have their own bounds.
-const actionTimeout = 15 * time.Second
+// actionTimeout bounds one browser action (a click, an evaluation), times
+// PI_TEST_SCALE: the test's own waits have their own bounds.
+var actionTimeout = testutil.Scale(15 * time.Second)
 
 // tokenKey is where the console keeps the token (the contract).
 const tokenKey = "pi-console-token"
@@ -169,7 +169,14 @@ func js(s string) string {
 // value.
 func evalJS[T any](t *testing.T, b *tab, expr string) T {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, actionTimeout)
+	return evalJSWithin[T](t, b, expr, actionTimeout)
+}
+
+// evalJSWithin is evalJS for an evaluation that takes many frames, such as
+// scrolling the whole tree.
+func evalJSWithin[T any](t *testing.T, b *tab, expr string, timeout time.Duration) T {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, timeout)
 	defer cancel()
 	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
 	if err != nil {
