@@ -60,6 +60,46 @@ type Archiver struct {
 	pass        chan struct{}
 	provisioned atomic.Bool
 	stats       stats
+
+	// purged: sessions this Archiver purged and sent the notice of, and
+	// when. Until the Store applies the notice it still holds the session
+	// while the log has none of it, which is also what a pass that died
+	// before its notice leaves; a session purged here is then not archived
+	// (and counted) a second time (purgedHere).
+	purgedMu sync.Mutex
+	purged   map[string]time.Time
+}
+
+// purgedMemory is how long purged remembers a session: far beyond a Store's
+// lag behind the log.
+const purgedMemory = 10 * time.Minute
+
+// notePurged records that sid's purge and notice are done.
+func (a *Archiver) notePurged(sid string) {
+	a.purgedMu.Lock()
+	defer a.purgedMu.Unlock()
+	now := a.opts.Now()
+	if a.purged == nil {
+		a.purged = map[string]time.Time{}
+	}
+	for k, at := range a.purged {
+		if now.Sub(at) > purgedMemory {
+			delete(a.purged, k)
+		}
+	}
+	a.purged[sid] = now
+}
+
+// purgedHere reports whether this Archiver purged sid, with its notice,
+// within purgedMemory; forget drops it (a restore brings the session back).
+func (a *Archiver) purgedHere(sid string, forget bool) bool {
+	a.purgedMu.Lock()
+	defer a.purgedMu.Unlock()
+	at, ok := a.purged[sid]
+	if forget {
+		delete(a.purged, sid)
+	}
+	return ok && a.opts.Now().Sub(at) <= purgedMemory
 }
 
 // New returns an Archiver of the sessions store holds, which live in log,

@@ -70,6 +70,7 @@ func (a *Archiver) Archive(ctx context.Context, sid string, cutoff time.Time) (O
 	out, n, err := a.purge(ctx, &c, data)
 	if err == nil && (out == Archived || out == Repaired) {
 		a.stats.archived(out)
+		a.notePurged(sid)
 	}
 	return out, n, err
 }
@@ -163,6 +164,10 @@ func (a *Archiver) export(ctx context.Context, sid string, cutoff time.Time) (wi
 		c.Month = session.ArchiveMonth(sid, c.Created)
 		last, err := a.b.LastSeq(ctx, sid)
 		switch {
+		case errors.Is(err, wire.ErrNotFound) && a.purgedHere(sid, false):
+			// Purged by this node, its notice out: the Store has not
+			// applied it yet (it lags under load) and will drop the session.
+			return c, nil, Gone, nil
 		case errors.Is(err, wire.ErrNotFound):
 			// Purged already (a pass that died before its notice): archive
 			// the Store's copy anyway; the notice goes out after it.

@@ -27,6 +27,7 @@ func (a *Archiver) Restore(ctx context.Context, sid string) (wire.ImportResult, 
 	if err := session.ValidSessionID(sid); err != nil {
 		return wire.ImportResult{}, err
 	}
+	a.purgedHere(sid, true) // the session comes back: a later purge is a new one
 	copies, err := a.b.Find(ctx, sid)
 	if err != nil {
 		return wire.ImportResult{}, fmt.Errorf("restore %s: %w", sid, err)
