@@ -70,6 +70,15 @@ func (st *Store) ViewOrRead(ctx context.Context, log session.Log, sid string, fn
 			return fmt.Errorf("session %s: its shard is held elsewhere and the log's leader cannot vouch for it: %v: %w", sid, err, wire.ErrUnavailable)
 		}
 	}
+	// What the body reflects, taken before the read: a sequence the node
+	// learns while the read is on its way (its own acknowledgement of a
+	// write, a leader's answer to another read, which an Unheld Store's
+	// freshness is made of; a record a held Store applies) may be one the
+	// read missed. Everything known before is in the leader's copy that
+	// Read returns, so this is a true lower bound of what the body holds.
+	st.mu.RLock()
+	fresh := st.freshnessLocked()
+	st.mu.RUnlock()
 	recs, rerr := log.Read(ctx, sid, 0)
 	if rerr != nil {
 		if errors.Is(rerr, wire.ErrNotFound) {
@@ -81,11 +90,9 @@ func (st *Store) ViewOrRead(ctx context.Context, log session.Log, sid string, fn
 	if berr != nil {
 		return berr
 	}
-	// The body is the log's copy, newer than anything applied: the Store's
-	// applied sequence is still a true lower bound of what it reflects.
-	st.mu.RLock()
-	st.markLocked(ctx)
-	st.mu.RUnlock()
+	// The body is the log's copy, newer than anything applied before the
+	// read: that is still a true lower bound of what it reflects.
+	Mark(ctx, fresh)
 	return fn(&Doc{ID: sid, Tree: t, Seqs: seqs, HeaderSeq: recs[0].Seq, LastSeq: recs[len(recs)-1].Seq, Entries: t.Len(),
 		Created: parseCreated(t.Header.Timestamp, recs[0].Time), Modified: recs[len(recs)-1].Time})
 }
