@@ -47,9 +47,17 @@ type cursorJSON struct {
 	UpdatedAt time.Time `json:"updatedAt"`
 }
 
-// NewCursors binds to cfg's bucket, which Provision created.
+// NewCursors binds to cfg's bucket, which Provision created. The lookup is
+// retried as provisioning is while the cluster answers nothing (a node
+// starting while the bucket's leader is elected, or on a loaded machine),
+// until ctx ends: a node must not exit for a request unanswered once.
 func NewCursors(ctx context.Context, js jetstream.JetStream, cfg Config) (*Cursors, error) {
-	kv, err := js.KeyValue(ctx, cfg.Bucket)
+	var kv jetstream.KeyValue
+	err := retryProvision(ctx, logger(cfg), "bind bucket "+cfg.Bucket, func(ctx context.Context) error {
+		var err error
+		kv, err = js.KeyValue(ctx, cfg.Bucket)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("cursors: bucket %s: %w", cfg.Bucket, translate(err, wire.ErrConflict))
 	}

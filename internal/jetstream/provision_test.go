@@ -149,3 +149,35 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// unansweredOnce is a JetStream whose first KeyValue lookups get no reply,
+// as on a node starting while the bucket's leader is elected or the
+// machine is loaded.
+type unansweredOnce struct {
+	jetstream.JetStream
+	misses int
+}
+
+func (u *unansweredOnce) KeyValue(ctx context.Context, bucket string) (jetstream.KeyValue, error) {
+	if u.misses > 0 {
+		u.misses--
+		return nil, context.DeadlineExceeded
+	}
+	return u.JetStream.KeyValue(ctx, bucket)
+}
+
+// TestNewCursorsRetries: binding the cursor bucket outlasts unanswered
+// lookups (pi-node exited at start with "cursors: bucket PI_CURSORS:
+// unavailable: no reply from JetStream in time" in a CI run under load).
+func TestNewCursorsRetries(t *testing.T) {
+	conn := connect(t, runServer(t).ClientURL())
+	cfg := testConfig(1)
+	provision(t, conn.JS, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	js := &unansweredOnce{JetStream: conn.JS, misses: 2}
+	c, err := NewCursors(ctx, js, cfg)
+	if err != nil || c == nil {
+		t.Fatalf("NewCursors after 2 unanswered lookups: %v", err)
+	}
+}
