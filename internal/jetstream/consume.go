@@ -23,7 +23,8 @@ type consumer struct {
 	msgs   chan jetstream.Msg
 	closed chan error // receives once if the connection closes for good
 	done   chan struct{}
-	once   sync.Once
+	halted sync.Once // closes done
+	once   sync.Once // stops consuming
 }
 
 // startConsumer creates an ordered consumer on stream with cfg and starts
@@ -110,11 +111,27 @@ func (c *consumer) tryNext() (jetstream.Msg, bool) {
 // stop ends consumption and deletes the server-side consumer (best effort:
 // an ordered consumer also expires by itself once inactive).
 func (c *consumer) stop() {
+	c.halt()
 	c.once.Do(func() {
-		close(c.done)
 		c.cc.Stop()
 		c.deleteServerSide()
 	})
+}
+
+// halt makes the handler drop what arrives from now on.
+func (c *consumer) halt() {
+	c.halted.Do(func() { close(c.done) })
+}
+
+// abandon is stop for a consumer that failed (stalled), without waiting:
+// nats.go's ordered consumer holds its lock for a whole attempt to
+// recreate itself, 10 s when its requests go unanswered (the meta leader
+// is being elected), and its Stop waits for that lock. A Store waiting
+// for it would sit still that long while the log moves on. What it has
+// delivered stays delivered, and nothing more arrives from it.
+func (c *consumer) abandon() {
+	c.halt()
+	go c.stop()
 }
 
 func (c *consumer) deleteServerSide() {

@@ -77,7 +77,14 @@ func (l *Log) follow(ctx context.Context, next *uint64, apply func([]session.Sto
 	if err != nil {
 		return err
 	}
-	defer c.stop()
+	failed := false
+	defer func() {
+		if failed {
+			c.abandon() // Follow reads on at once: see abandon
+		} else {
+			c.stop()
+		}
+	}()
 
 	// Records go to apply in groups: whatever has arrived by the time the
 	// previous group is applied, up to maxGroup. On a busy or rebuilding
@@ -90,6 +97,7 @@ func (l *Log) follow(ctx context.Context, next *uint64, apply func([]session.Sto
 	msg, nerr := c.nextWatched(ctx, stalled)
 	for {
 		if nerr != nil {
+			failed = ctx.Err() == nil
 			return nerr
 		}
 		s, err := l.decodeMsg(msg)
