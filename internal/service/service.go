@@ -38,6 +38,15 @@ type Service struct {
 	// CursorWait bounds how long a read by client cursor waits for this
 	// node to apply the entry the cursor names (default 5 s).
 	CursorWait time.Duration
+	// OwnWait bounds how long an append waits for this node's Store to
+	// apply the session's last write this node acknowledged (or the
+	// request's expectLastSeq) before it reads the session from the log;
+	// ParentWait, how long it waits for a parent this node did not write.
+	// Defaults 20 ms and 5 ms: a Store applies a write within a
+	// millisecond or so, and a parent that is not in the session at all
+	// (a client's mistake) waits ParentWait out before the log read that
+	// reports it.
+	OwnWait, ParentWait time.Duration
 
 	acks acks // this node's acknowledged writes, for read your writes
 }

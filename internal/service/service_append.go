@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -55,9 +56,20 @@ func (s *Service) Append(ctx context.Context, sid string, req wire.AppendRequest
 			wait = max(wait, *req.ExpectLastSeq)
 		}
 		if wait > 0 {
-			wctx, cancel := context.WithTimeout(ctx, expectWait)
+			wctx, cancel := context.WithTimeout(ctx, cmp.Or(s.OwnWait, expectWait))
 			_ = store.WaitAt(wctx, s.Store, wait)
 			cancel()
+		}
+		// A session this node has not seen at all, created through
+		// another node a moment ago (writers move between nodes), is
+		// waited for as a parent is (plan.Await below), rather than read
+		// from the log whole.
+		if d := drafts[0]; d.parentSet && d.parent != "" {
+			if st := s.Store.For(sid); !st.Has(sid) {
+				wctx, cancel := context.WithTimeout(ctx, cmp.Or(s.ParentWait, parentWait))
+				st.WaitForEntry(wctx, sid, d.parent)
+				cancel()
+			}
 		}
 	}
 	pl.ts = tree.FormatTimestamp(s.now()) // after the waits: entries are stamped when they are written
@@ -68,7 +80,7 @@ func (s *Service) Append(ctx context.Context, sid string, req wire.AppendRequest
 		// session up — is here within a millisecond or so; else the log
 		// is read as before.
 		plan.Await = func(ctx context.Context, id string) bool {
-			wctx, cancel := context.WithTimeout(ctx, parentWait)
+			wctx, cancel := context.WithTimeout(ctx, cmp.Or(s.ParentWait, parentWait))
 			defer cancel()
 			return s.Store.For(sid).WaitForEntry(wctx, sid, id)
 		}
@@ -155,16 +167,12 @@ func (s *Service) cursorLeaf(ctx context.Context, sid, client string) (string, b
 	return "", false, err
 }
 
-// expectWait bounds how long an append waits for this node's Store to
-// apply its expectLastSeq or this node's own last write to the session
-// before it reads from the leader.
-const expectWait = 20 * time.Millisecond
-
-// parentWait bounds how long an append waits for its parent to be applied
-// here when this node did not write it: short, as a parent that is not in
-// the session at all (a client's mistake) waits it out before the log read
-// that reports it.
-const parentWait = 5 * time.Millisecond
+// expectWait and parentWait are the defaults of Service.OwnWait and
+// Service.ParentWait.
+const (
+	expectWait = 20 * time.Millisecond
+	parentWait = 5 * time.Millisecond
+)
 
 // finish moves the client's cursor to the last entry written (the null
 // leaf when none was: a create without entries) and reports it.
