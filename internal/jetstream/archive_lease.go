@@ -38,20 +38,17 @@ func (a *Archive) Lease(ctx context.Context, holder string, ttl time.Duration) (
 		now := time.Now()
 		want := session.Lease{Holder: holder, Until: now.Add(ttl)}
 		val, _ := json.Marshal(want)
-		e, err := kv.Get(ctx, a.leaseKey())
-		switch {
-		case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrKeyDeleted):
-			_, err = kv.Create(ctx, a.leaseKey(), val)
-		case err != nil:
-			return session.Lease{}, fmt.Errorf("archiver lease: %w", translate(err, wire.ErrConflict))
-		default:
-			var cur session.Lease
-			if json.Unmarshal(e.Value(), &cur) == nil && cur.Holder != holder && now.Before(cur.Until) {
-				return cur, nil
-			}
-			_, err = kv.Update(ctx, a.leaseKey(), val, e.Revision())
+		cur, rev, found, err := a.leaseGet(ctx)
+		if err != nil {
+			return session.Lease{}, err
 		}
-		if err == nil {
+		if found && cur.Holder != holder && now.Before(cur.Until) {
+			return cur, nil
+		}
+		// rev is the last write to the key (0: none; a delete's, when it
+		// was given up): a compare-and-swap on it, as kv.Create and
+		// kv.Update do.
+		if _, err = kv.Update(ctx, a.leaseKey(), val, rev); err == nil {
 			return want, nil
 		}
 		// Someone changed it between our read and our write: read again
@@ -70,22 +67,41 @@ func (a *Archive) Unlease(ctx context.Context, holder string) error {
 	if err != nil {
 		return err
 	}
-	e, err := kv.Get(ctx, a.leaseKey())
-	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
-		return nil
-	}
+	cur, rev, found, err := a.leaseGet(ctx)
 	if err != nil {
-		return fmt.Errorf("archiver lease: %w", translate(err, wire.ErrConflict))
+		return err
 	}
-	var cur session.Lease
-	if json.Unmarshal(e.Value(), &cur) != nil || cur.Holder != holder {
+	if !found || cur.Holder != holder {
 		return nil
 	}
-	err = kv.Delete(ctx, a.leaseKey(), jetstream.LastRevision(e.Revision()))
+	err = kv.Delete(ctx, a.leaseKey(), jetstream.LastRevision(rev))
 	if err != nil && apiCode(err) != codeWrongLastSeq {
 		return fmt.Errorf("archiver lease: %w", translate(err, wire.ErrConflict))
 	}
 	return nil
+}
+
+// leaseGet reads the lease from the lease bucket's stream leader, and the
+// revision of the key's last write (0: never written). Not kv.Get: that is
+// a direct get, which a replica behind the leader may answer (the CAS then
+// fails, and a pass gives up as contended), and which nobody answers for a
+// moment after the bucket is created ("no responders": a pass right after
+// a cluster's start failed on it).
+func (a *Archive) leaseGet(ctx context.Context) (cur session.Lease, rev uint64, found bool, err error) {
+	m, err := leaderGet(ctx, a.js, a.log.api, "KV_"+a.cfg.LeaseBucket, msgGetRequest{LastFor: "$KV." + a.cfg.LeaseBucket + "." + a.leaseKey()})
+	switch {
+	case isNotFound(err):
+		return cur, 0, false, nil
+	case err != nil:
+		return cur, 0, false, fmt.Errorf("archiver lease: %w", translate(err, wire.ErrConflict))
+	}
+	if op := m.Header.Get("KV-Operation"); op == "DEL" || op == "PURGE" {
+		return cur, m.Seq, false, nil
+	}
+	if json.Unmarshal(m.Data, &cur) != nil {
+		return session.Lease{}, m.Seq, false, nil // not a lease: free, overwritten by the next
+	}
+	return cur, m.Seq, true, nil
 }
 
 // leaseBucket opens the lease bucket once.

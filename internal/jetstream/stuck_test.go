@@ -31,15 +31,9 @@ import (
 func TestFollowPastAConsumerRecreatingItself(t *testing.T) {
 	s := runServer(t)
 	drop := &dropDialer{prefix: []byte("$JS.API.CONSUMER.CREATE."), watch: []byte("$JS.API.CONSUMER.DELETE.")}
-	ccfg := NewConnConfig(s.ClientURL())
-	ccfg.Options = []nats.Option{nats.SetCustomDialer(drop)}
+	conn := drop.connect(t, s.ClientURL())
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	conn, err := Connect(ctx, ccfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
 	admin := connect(t, s.ClientURL())
 	cfg := testConfig(1)
 	provision(t, admin.JS, cfg)
@@ -146,6 +140,21 @@ type dropDialer struct {
 	watched       atomic.Int64
 }
 
+// connect is the test's connection to url through d, closed at cleanup.
+func (d *dropDialer) connect(t *testing.T, url string) *Conn {
+	t.Helper()
+	cfg := NewConnConfig(url)
+	cfg.Options = []nats.Option{nats.SetCustomDialer(d)}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := Connect(ctx, cfg)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
 func (d *dropDialer) Dial(network, address string) (net.Conn, error) {
 	c, err := net.Dial(network, address)
 	if err != nil {
@@ -204,4 +213,52 @@ func (c *dropConn) Write(p []byte) (int, error) {
 		}
 	}
 	return len(p), nil
+}
+
+// TestLeaseWithoutDirectGets: the archiver's lease is read from the lease
+// bucket's stream leader, never by a direct get (kv.Get), which a replica
+// behind the leader may answer and which nobody answers for a moment after
+// the bucket is created: a pass right after a cluster's start failed on
+// "no responders" (TestClusterArchiveAndRestore, docs/TESTING.md's
+// ledger). Here every direct get is dropped on the wire.
+func TestLeaseWithoutDirectGets(t *testing.T) {
+	s := runServer(t)
+	drop := &dropDialer{prefix: []byte("$JS.API.DIRECT.GET.")}
+	drop.block.Store(true)
+	conn := drop.connect(t, s.ClientURL())
+	ctx, cancel := context.WithTimeout(context.Background(), testutil.Scale(time.Minute))
+	defer cancel()
+	cfg := testConfig(1)
+	provision(t, conn.JS, cfg)
+	acfg := NewArchiveConfig(cfg)
+	acfg.SetStream(cfg.Stream + "_ARCHIVE")
+	a := NewArchive(NewLog(conn.JS, cfg), acfg)
+	if err := a.Provision(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Each step answers within a request's default timeout or not at all.
+	step := func(what string, fn func(context.Context) error) {
+		t.Helper()
+		sctx, cancel := context.WithTimeout(ctx, testutil.Scale(10*time.Second))
+		defer cancel()
+		if err := fn(sctx); err != nil {
+			t.Fatalf("%s: %v (direct gets dropped: %d)", what, err, drop.dropped.Load())
+		}
+	}
+	holds := func(holder, want string) func(context.Context) error {
+		return func(ctx context.Context) error {
+			l, err := a.Lease(ctx, holder, time.Minute)
+			if err == nil && l.Holder != want {
+				err = fmt.Errorf("lease held by %q, want %q", l.Holder, want)
+			}
+			return err
+		}
+	}
+	step("n1 takes the free lease", holds("n1", "n1"))
+	step("n2 finds n1 holding it", holds("n2", "n1"))
+	step("n1 renews it", holds("n1", "n1"))
+	step("n2 gives up a lease it does not hold", func(ctx context.Context) error { return a.Unlease(ctx, "n2") })
+	step("n2 still finds n1 holding it", holds("n2", "n1"))
+	step("n1 gives it up", func(ctx context.Context) error { return a.Unlease(ctx, "n1") })
+	step("n2 takes it after the delete", holds("n2", "n2"))
 }
