@@ -4,9 +4,12 @@ package cluster
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/pifleet/sessionlog/internal/proctest"
@@ -44,20 +47,30 @@ func piFile(t *testing.T, n int) (string, []byte) {
 	return sid, b.Bytes()
 }
 
-// startSingleNode starts one pi-node with its own JetStream (R1).
-func startSingleNode(t *testing.T) *piNode {
+// startSingleNode starts one pi-node with its own JetStream (R1); extra
+// flags are appended.
+func startSingleNode(t *testing.T, extra ...string) *piNode {
 	t.Helper()
 	ports := testutil.FreePorts(t, 2)
 	dataDir := t.TempDir()
 	nd := &piNode{name: "solo", base: fmt.Sprintf("http://127.0.0.1:%d", ports[0]),
 		natsURL: fmt.Sprintf("nats://127.0.0.1:%d", ports[1]), dataDir: dataDir}
-	nd.Proc = proctest.New(t, "solo", piNodeBin, "--node-name", "solo", "--data-dir", dataDir,
+	args := append([]string{"--node-name", "solo", "--data-dir", dataDir,
 		"--http-listen", fmt.Sprintf("127.0.0.1:%d", ports[0]), "--client-listen", fmt.Sprintf("127.0.0.1:%d", ports[1]),
-		"--shutdown-grace", "10s")
+		"--shutdown-grace", "10s"}, extra...)
+	nd.Proc = proctest.New(t, "solo", piNodeBin, args...)
 	nd.Start(t)
 	nd.waitReady(t)
 	return nd
 }
+
+// importWait is how long the nodes of TestImportThenExport wait for their
+// Store to apply what they acknowledged (--min-seq-timeout), and its
+// client waits longer: the test is of the wait, not of how fast a loaded
+// machine applies 5,000 entries. With the defaults (the node's 5 s, the
+// probe client's 5 s) an export under CI's load timed out in the client
+// before the node answered.
+var importWait = testutil.Scale(30 * time.Second)
 
 // TestImportThenExport: a pi file of several atomic batches, imported
 // through a node and exported from the same node at once, without minSeq,
@@ -66,13 +79,29 @@ func startSingleNode(t *testing.T) *piNode {
 func TestImportThenExport(t *testing.T) {
 	skipShort(t)
 	t.Parallel()
+	client := &http.Client{Timeout: 2 * importWait}
+	do := func(t *testing.T, method, url string, body []byte, want int) ([]byte, http.Header) {
+		t.Helper()
+		st, hdr, data, err := proctest.Do(context.Background(), client, method, url, body)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, url, err)
+		}
+		if st != want {
+			t.Fatalf("%s %s: %d, want %d: %s (Pi-Applied-Seq %s, Pi-Lag %s)", method, url, st, want, data, hdr.Get("Pi-Applied-Seq"), hdr.Get("Pi-Lag"))
+		}
+		return data, hdr
+	}
 	check := func(t *testing.T, nd *piNode, n int) {
 		sid, file := piFile(t, n)
-		res, _ := mustDo(t, "POST", nd.base+"/v1/import", file, 201)
+		start := time.Now()
+		res, _ := do(t, "POST", nd.base+"/v1/import", file, 201)
 		if !bytes.Contains(res, []byte(`"skipped":[]`)) {
 			t.Fatalf("%s: the import skipped lines of a valid file: %s", nd.name, res)
 		}
-		got, hdr := mustDo(t, "GET", nd.base+"/v1/sessions/"+sid+"/export", nil, 200)
+		imported := time.Now()
+		got, hdr := do(t, "GET", nd.base+"/v1/sessions/"+sid+"/export", nil, 200)
+		t.Logf("MEASURED %s: import of %d entries %v, export right after %v", nd.name, n,
+			imported.Sub(start).Round(time.Millisecond), time.Since(imported).Round(time.Millisecond))
 		if !bytes.Equal(got, file) {
 			t.Fatalf("%s: export right after import differs: %d bytes (%d lines), want %d (%d lines); Pi-Applied-Seq %s, Pi-Lag %s",
 				nd.name, len(got), bytes.Count(got, []byte("\n")), len(file), bytes.Count(file, []byte("\n")), hdr.Get("Pi-Applied-Seq"), hdr.Get("Pi-Lag"))
@@ -82,13 +111,13 @@ func TestImportThenExport(t *testing.T) {
 		}
 	}
 	t.Run("OneNode", func(t *testing.T) {
-		nd := startSingleNode(t)
+		nd := startSingleNode(t, "--min-seq-timeout", importWait.String())
 		for _, n := range []int{5021, 4000} {
 			check(t, nd, n)
 		}
 	})
 	t.Run("ThreeNodes", func(t *testing.T) {
-		for _, nd := range startEmbeddedCluster(t, 3) {
+		for _, nd := range startEmbeddedClusterWith(t, 3, "--min-seq-timeout", importWait.String()) {
 			check(t, nd, 5021)
 		}
 	})
