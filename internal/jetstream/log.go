@@ -143,7 +143,8 @@ func (l *Log) publishOne(ctx context.Context, sid string, expectLast uint64, m *
 	// nats.go sends the expectation header for 0 too ("0": the subject must be empty).
 	var ack *jetstream.PubAck
 	err := retryInFlight(ctx, func() (err error) {
-		ack, err = l.js.PublishMsg(ctx, m, jetstream.WithExpectLastSequencePerSubject(expectLast))
+		// No retries of nats.go's own: retryInFlight's, as for a batch.
+		ack, err = l.js.PublishMsg(ctx, m, jetstream.WithExpectLastSequencePerSubject(expectLast), jetstream.WithRetryAttempts(0))
 		return err
 	})
 	if err != nil {
@@ -161,28 +162,60 @@ func (l *Log) publishOne(ctx context.Context, sid string, expectLast uint64, m *
 }
 
 // inFlightRetries bounds how often an append refused because a write to
-// its session was still in flight is sent again.
-const inFlightRetries = 6
+// its session was still in flight is sent again; noResponderRetries, how
+// often one that nobody heard is.
+const (
+	inFlightRetries    = 6
+	noResponderRetries = 12
+)
 
-// retryInFlight sends an append again when a replicated stream's leader
-// refused it with 10164 because a write to the same subject was still in
-// flight. That is not a verdict on the expectation: nats-server acks a
-// write before it clears the write's in-flight mark, so a writer that
-// appends again the moment its ack arrives can be refused for its own
-// previous write (the R3 contract suite caught it). The refusal happens
-// before the proposal, so nothing was stored and the same message (same
-// dedupe id) may go again; once the earlier write is applied the server
-// judges the expectation itself (10071 on a real conflict). Backoff 1, 2, 4
-// ... ms with jitter, about 60 ms in all, bounded by ctx.
+// retryInFlight sends an append again when it was refused before anything
+// was stored, for a reason that passes by itself:
+//   - 10164 from a replicated stream's leader, because a write to the same
+//     subject was still in flight. That is not a verdict on the
+//     expectation: nats-server acks a write before it clears the write's
+//     in-flight mark, so a writer that appends again the moment its ack
+//     arrives can be refused for its own previous write (the R3 contract
+//     suite caught it). The refusal happens before the proposal, and once
+//     the earlier write is applied the server judges the expectation itself
+//     (10071 on a real conflict). Backoff 1, 2, 4 ... ms with jitter, about
+//     60 ms in all.
+//   - No responders: no server took the message, so nothing was stored. A
+//     stream just created is not heard on every server of a cluster at
+//     once (an append right after a cluster's provisioning met it, in
+//     TestClusterR3); the same backoff up to 250 ms, about 1 s in all, after
+//     which the stream is taken to be gone (a node cut off from the others
+//     hears nobody either) and the append unavailable.
+//
+// The same message (the same dedupe id) goes again; every wait is bounded
+// by ctx.
 func retryInFlight(ctx context.Context, publish func() error) error {
 	backoff := time.Millisecond
-	for i := 0; ; i++ {
+	inFlight, unheard := 0, 0
+	for {
 		err := publish()
-		if err == nil || apiCode(err) != codeWrongLastSeqConstant || i == inFlightRetries-1 ||
-			!session.Sleep(ctx, &backoff, 32*time.Millisecond) {
+		switch {
+		case err == nil:
+			return nil
+		case apiCode(err) == codeWrongLastSeqConstant && inFlight < inFlightRetries-1:
+			inFlight++
+			if !session.Sleep(ctx, &backoff, 32*time.Millisecond) {
+				return err
+			}
+		case unheardBy(err) && unheard < noResponderRetries-1:
+			unheard++
+			if !session.Sleep(ctx, &backoff, 250*time.Millisecond) {
+				return err
+			}
+		default:
 			return err
 		}
 	}
+}
+
+// unheardBy reports whether a publish's error says that no server took it.
+func unheardBy(err error) bool {
+	return errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse)
 }
 
 // headerReserve covers the headers added after a message is built: the

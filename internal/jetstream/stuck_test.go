@@ -3,6 +3,7 @@ package jetstream
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/testutil"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // TestFollowPastAConsumerRecreatingItself: when the ordered consumer is
@@ -261,4 +263,32 @@ func TestLeaseWithoutDirectGets(t *testing.T) {
 	step("n2 still finds n1 holding it", holds("n2", "n1"))
 	step("n1 gives it up", func(ctx context.Context) error { return a.Unlease(ctx, "n1") })
 	step("n2 takes it after the delete", holds("n2", "n2"))
+}
+
+// TestAppendRetriesUnheard: a publish that no server took stored nothing,
+// and goes again: a stream just created is not heard on every server of a
+// cluster at once (an append right after provisioning got "no responders"
+// in TestClusterR3, docs/TESTING.md's ledger). Against a subject no stream
+// holds, an append of one record and one of a batch are each sent
+// noResponderRetries times, then reported unavailable.
+func TestAppendRetriesUnheard(t *testing.T) {
+	s := runServer(t)
+	cfg := testConfig(1) // not provisioned: nobody hears its subjects
+	drop := &dropDialer{watch: []byte(cfg.SubjectPrefix + ".")}
+	conn := drop.connect(t, s.ClientURL())
+	l := NewLog(conn.JS, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), testutil.Scale(time.Minute))
+	defer cancel()
+	sid := testutil.SessionID(t)
+	for _, recs := range [][]session.Record{entryRecs("one", 1), append([]session.Record{headerRec(sid)}, entryRecs("batch", 2)...)} {
+		before := drop.watched.Load()
+		_, err := l.Append(ctx, sid, 0, recs)
+		if !errors.Is(err, wire.ErrUnavailable) {
+			t.Fatalf("append of %d records to a subject nobody hears: %v, want unavailable", len(recs), err)
+		}
+		// A batch is sent up to its first message, whose ack nobody gives.
+		if sent := drop.watched.Load() - before; sent != noResponderRetries {
+			t.Errorf("append of %d records sent %d times, want %d", len(recs), sent, noResponderRetries)
+		}
+	}
 }
