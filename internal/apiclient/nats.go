@@ -123,6 +123,10 @@ func (b *NATS) Do(ctx context.Context, req wire.Request) ([]byte, error) {
 			Message: fmt.Sprintf("%s request of %s exceeds the NATS server's max_payload of %s", op, size.Human(int64(len(data))), size.Human(limit))},
 			Hint: "send it over HTTP: pi-node takes bodies of up to 16 MiB there"}
 	}
+	wait := b.timeout // what the error says: the caller's deadline when it is sooner
+	if d, ok := ctx.Deadline(); ok {
+		wait = min(wait, time.Until(d))
+	}
 	ctx, cancel := context.WithTimeout(ctx, b.timeout)
 	defer cancel()
 	m := nats.NewMsg(subject)
@@ -146,7 +150,7 @@ func (b *NATS) Do(ctx context.Context, req wire.Request) ([]byte, error) {
 				Message: fmt.Sprintf("this NATS user may not publish to %s: its role does not allow %s", subject, op)},
 				Hint: "use a user whose role allows it (docs/SECURITY.md, NATS roles)"}
 		}
-		return nil, &UnreachableError{Where: b.where, Err: fmt.Errorf("no reply to %s within %v", subject, b.timeout), Timeout: true}
+		return nil, &UnreachableError{Where: b.where, Err: fmt.Errorf("no reply to %s within %v", subject, wait.Round(time.Millisecond)), Timeout: true}
 	case errors.Is(err, context.Canceled):
 		return nil, err
 	case err != nil:

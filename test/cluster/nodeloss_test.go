@@ -197,22 +197,25 @@ func consumerHosts(t *testing.T, url string) map[string]int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	s, err := js.Stream(ctx, "PI_SESSIONS")
-	if err != nil {
-		t.Fatal(err)
-	}
-	count := map[string]int{}
-	list := s.ListConsumers(ctx)
-	for ci := range list.Info() {
-		if ci.Cluster != nil {
-			count[ci.Cluster.Leader]++
+	// Retried: right after a node's restart the listing may go unanswered
+	// while a leader is elected (once, in CI, for 10 s).
+	var count map[string]int
+	testutil.WaitFor(t, testutil.Scale(time.Minute), func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		s, err := js.Stream(ctx, "PI_SESSIONS")
+		if err != nil {
+			return err
 		}
-	}
-	if err := list.Err(); err != nil {
-		t.Fatal(err)
-	}
+		count = map[string]int{}
+		list := s.ListConsumers(ctx)
+		for ci := range list.Info() {
+			if ci.Cluster != nil {
+				count[ci.Cluster.Leader]++
+			}
+		}
+		return list.Err()
+	})
 	return count
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/store"
+	"github.com/pifleet/sessionlog/internal/testutil"
 	"github.com/pifleet/sessionlog/internal/tree"
 	"github.com/pifleet/sessionlog/internal/wire"
 	"github.com/pifleet/sessionlog/internal/writer"
@@ -16,15 +17,20 @@ import (
 
 // testCreateRace: writers that create the same session id at once — one
 // wins, the others get ErrExists, and the log holds the winner's records.
+// Each attempt may wait a scaled minute: the test is of the race, and
+// through a pi-node under CI's load four creations at once took longer
+// than the default attempt (500 ms) for 10 s on end, so every writer gave
+// up unavailable.
 func testCreateRace(t *testing.T, e WriterEnv) {
 	ctx := ctxFor(t)
+	opts := writer.Options{Retry: writer.RetryPolicy{AttemptTimeout: testutil.Scale(time.Minute)}}
 	id := newSessionID(t)
 	var wins, exists int
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for k := range 4 {
 		wg.Go(func() {
-			w, err := writer.Create(e.Log, writer.CreateOptions{ID: id, Cwd: fmt.Sprint(k)}, writer.Options{})
+			w, err := writer.Create(e.Log, writer.CreateOptions{ID: id, Cwd: fmt.Sprint(k)}, opts)
 			if err == nil {
 				_, err = w.AppendMessage(ctx, AssistantMessage("a"))
 			}
