@@ -239,11 +239,21 @@ func checkAcked(ctx context.Context, t *testing.T, on []*piNode, all []*ackedSes
 	t.Helper()
 	for _, s := range all {
 		for _, nd := range on {
-			st, _, data, err := proctest.Do(ctx, proctest.ProbeClient, http.MethodGet,
-				fmt.Sprintf("%s/v1/sessions/%s/export?minSeq=%d", nd.base, s.id, s.last), nil)
-			if err != nil || st != http.StatusOK {
-				t.Fatalf("%s: export %s: %d %v %s", nd.name, s.id, st, err, data)
-			}
+			// A 503 is what a node answers while the stream it must ask
+			// elects a leader (a node was just killed): asked again.
+			var data []byte
+			testutil.WaitFor(t, testutil.Scale(time.Minute), func() error {
+				st, _, body, err := proctest.Do(ctx, proctest.ProbeClient, http.MethodGet,
+					fmt.Sprintf("%s/v1/sessions/%s/export?minSeq=%d", nd.base, s.id, s.last), nil)
+				if err == nil && st == http.StatusServiceUnavailable {
+					return fmt.Errorf("%s: export %s: 503 %s", nd.name, s.id, body)
+				}
+				if err != nil || st != http.StatusOK {
+					t.Fatalf("%s: export %s: %d %v %s", nd.name, s.id, st, err, body)
+				}
+				data = body
+				return nil
+			})
 			for _, id := range s.acked {
 				if !strings.Contains(string(data), `"id":"`+id+`"`) {
 					t.Fatalf("%s: session %s lacks acknowledged entry %s", nd.name, s.id, id)
