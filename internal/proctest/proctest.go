@@ -146,16 +146,45 @@ func (p *Proc) dump(cmd *exec.Cmd, exited chan struct{}) string {
 	if err != nil || int64(len(data)) < before {
 		return fmt.Sprintf("(no goroutine dump: %v)", err)
 	}
+	dump := data[before:]
 	var out []string
-	for _, g := range strings.Split(string(data[before:]), "\n\n") {
-		if strings.HasPrefix(g, "goroutine ") && strings.Contains(g, "github.com/pifleet/sessionlog/") {
+	for _, g := range strings.Split(string(dump), "\n\n") {
+		if strings.HasPrefix(g, "goroutine ") && stuckKind(g) {
 			out = append(out, g)
 		}
 	}
-	if len(out) == 0 {
-		return "(the dump holds no goroutine of this module)"
+	// The whole dump outlives the test's directories, for what the
+	// selection leaves out.
+	kept := "(the whole dump could not be kept)"
+	dir := filepath.Join(os.TempDir(), "sessionlog-dumps")
+	if os.MkdirAll(dir, 0o755) == nil {
+		path := filepath.Join(dir, fmt.Sprintf("%s-%s.txt", p.Name, time.Now().UTC().Format("20060102T150405.000000")))
+		if os.WriteFile(path, dump, 0o644) == nil {
+			kept = "the whole dump: " + path
+		}
 	}
-	return strings.Join(out, "\n\n")
+	if len(out) == 0 {
+		return "(the dump holds no goroutine of this module or of JetStream's shutdown)\n" + kept
+	}
+	return strings.Join(out, "\n\n") + "\n" + kept
+}
+
+// stuckKind reports whether a goroutine is one a hung shutdown may wait
+// for: this module's, or the NATS server's that its JetStream shutdown
+// waits for (a stream's or consumer's monitor, which may be catching up
+// from a peer, and the cluster's). The hundreds of parked connection and
+// timer goroutines around them are left out.
+func stuckKind(g string) bool {
+	for _, s := range []string{
+		"github.com/pifleet/sessionlog/",
+		").monitorStream(", ").monitorConsumer(", ").monitorCluster(",
+		").processSnapshot(", ").runCatchup(", ").shutdownRaftNodes(",
+	} {
+		if strings.Contains(g, s) {
+			return true
+		}
+	}
+	return false
 }
 
 func (p *Proc) ExitErr() error {
