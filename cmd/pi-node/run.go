@@ -425,7 +425,7 @@ func (m *Main) Close() error {
 	}
 	if m.server != nil {
 		if m.draining.Load() {
-			m.server.LameDuckShutdown()
+			errs = append(errs, m.server.LameDuckShutdown())
 		} else {
 			m.server.Shutdown()
 		}
