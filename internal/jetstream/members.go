@@ -59,6 +59,14 @@ type Members struct {
 	// Live answers with the last view it trusted.
 	selfAt   time.Time
 	lastGood []Member
+	// resumed is when this node's own record came back after a silence
+	// longer than staleView (the bucket elected a leader, the watch was
+	// restarted). The others' beats could not be heard meanwhile either,
+	// and theirs come back after ours, each on its own beat: the members
+	// of the last trusted view get a TTL from then to be heard again,
+	// instead of being taken for gone (and their shards taken over) by
+	// whoever's record came back first.
+	resumed time.Time
 }
 
 // staleView is how long Live trusts a view without this node's own record
@@ -210,7 +218,11 @@ func (ms *Members) apply(e jetstream.KeyValueEntry, initial bool) {
 		}
 		ms.seen[e.Key()] = seenMember{m, at}
 		if m.Node == ms.self {
-			ms.selfAt = ms.now()
+			now := ms.now()
+			if !ms.selfAt.IsZero() && now.Sub(ms.selfAt) > ms.stale {
+				ms.resumed = now
+			}
+			ms.selfAt = now
 		}
 	}
 	ms.notifyLocked()
@@ -244,7 +256,8 @@ func (ms *Members) Synced() bool {
 }
 
 // Live is every member heard from within the TTL, this node always among
-// them, by name.
+// them, by name. After a silence of the bucket, the TTL of the members it
+// last trusted counts from when the bucket was heard again (resumed).
 func (ms *Members) Live() []Member {
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
@@ -256,8 +269,12 @@ func (ms *Members) Live() []Member {
 	}
 	out := []Member{}
 	self := false
+	graced := func(node string) bool {
+		return !ms.resumed.IsZero() && now.Sub(ms.resumed) <= ms.ttl &&
+			slices.ContainsFunc(ms.lastGood, func(m Member) bool { return m.Node == node })
+	}
 	for _, s := range ms.seen {
-		if now.Sub(s.at) <= ms.ttl {
+		if now.Sub(s.at) <= ms.ttl || graced(s.m.Node) {
 			out = append(out, s.m)
 			self = self || s.m.Node == ms.self
 		}

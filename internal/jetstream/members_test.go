@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/pifleet/sessionlog/internal/testutil"
 )
 
@@ -105,4 +107,79 @@ func TestMembers(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// beat is a member's record as the watch delivers it.
+type beat struct {
+	node    string
+	created time.Time
+}
+
+func (b beat) Bucket() string                  { return MembersBucket }
+func (b beat) Key() string                     { return memberKey(b.node) }
+func (b beat) Value() []byte                   { return fmt.Appendf(nil, `{"node":%q,"held":[],"ready":[]}`, b.node) }
+func (b beat) Revision() uint64                { return 1 }
+func (b beat) Created() time.Time              { return b.created }
+func (b beat) Delta() uint64                   { return 0 }
+func (b beat) Operation() jetstream.KeyValueOp { return jetstream.KeyValuePut }
+
+// TestMembersAfterBucketSilence: when the members bucket goes silent (its
+// stream leader was on a node killed with SIGKILL, and a new one is being
+// elected), nobody's beat is heard, this node's own included. When the
+// bucket answers again, this node's own record may come back before the
+// others' next beats: they must not be taken for gone for a silence that
+// was the bucket's (in a CI run, n1 saw 2 of 4 live nodes, took over a
+// shard of a node it could not hear, and handed it back a beat later).
+// Each member of the last trusted view has a TTL from the bucket's return
+// to be heard again; one that is not (the node killed) is gone after it,
+// and a member gone before the silence does not come back. On a clock the
+// test turns, record by record as the watch would deliver them.
+func TestMembersAfterBucketSilence(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	ms := &Members{self: "a", ttl: MemberTTL, stale: staleView, now: func() time.Time { return now }, seen: map[string]seenMember{}, changed: make(chan struct{}), synced: true}
+	put := func(nodes ...string) {
+		for _, n := range nodes {
+			ms.apply(beat{n, now}, false)
+		}
+	}
+	live := func(want ...string) {
+		t.Helper()
+		if got := names(ms); !slices.Equal(got, want) {
+			t.Fatalf("at +%v: live %v, want %v", now.Sub(time.Unix(1_800_000_000, 0)), got, want)
+		}
+	}
+	step := func(d time.Duration) { now = now.Add(d) }
+
+	put("a", "b", "c", "d", "e")
+	live("a", "b", "c", "d", "e")
+	// e is killed; the others beat on until e's TTL has passed.
+	for range 6 {
+		step(time.Second)
+		put("a", "b", "c", "d")
+	}
+	live("a", "b", "c", "d")
+	// The bucket goes silent for 8 s: nobody is taken for gone meanwhile.
+	for range 8 {
+		step(time.Second)
+		live("a", "b", "c", "d")
+	}
+	// It answers again: a's own record first, then b's; c and d are
+	// still on their way.
+	put("a")
+	live("a", "b", "c", "d")
+	step(300 * time.Millisecond)
+	put("b")
+	live("a", "b", "c", "d")
+	// d beats again; c does not (it died during the silence): c is gone
+	// once a TTL has passed since the bucket's return, not before.
+	step(700 * time.Millisecond)
+	put("a", "b", "d")
+	for range 4 {
+		step(time.Second)
+		put("a", "b", "d")
+		live("a", "b", "c", "d")
+	}
+	step(time.Second + time.Millisecond)
+	put("a", "b", "d")
+	live("a", "b", "d")
 }
