@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,20 +35,27 @@ func sees(t *testing.T, ms *Members, within time.Duration, want ...string) {
 
 // TestMembers: nodes see each other's announcements (and what they hold);
 // one that leaves is gone at once, one that stops announcing (a kill -9)
-// once the TTL has passed; a node starting late sees the others, but not
-// a record older than the TTL.
+// once the TTL has passed and not before; a node starting late sees the
+// others, but not a record older than the TTL. Liveness is judged on a
+// clock the test turns (the nodes' records travel through a real bucket),
+// so that no judgement rests on how fast this machine is.
 func TestMembers(t *testing.T) {
 	srv := runServer(t)
 	c := connect(t, srv.ClientURL())
 	cfg := testConfig(1)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	base := time.Now()
+	var clock atomic.Int64 // how far the test has turned it: it moves only then
+	now := func() time.Time { return base.Add(time.Duration(clock.Load())) }
+	turn := func(d time.Duration) { clock.Add(int64(d)) }
+	const ttl = 5 * time.Second
 	open := func(name string) *Members {
 		ms, err := OpenMembers(ctx, c.JS, cfg, name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ms.ttl, ms.stale = 600*time.Millisecond, 2*time.Second
+		ms.ttl, ms.now = ttl, now
 		go ms.Run(ctx)
 		return ms
 	}
@@ -65,48 +73,77 @@ func TestMembers(t *testing.T) {
 			t.Fatalf("b sees a as %+v", m)
 		}
 	}
-	// b leaves: a sees it go without waiting for the TTL.
+	// b leaves: a sees it go without the clock turning.
 	if err := b.Leave(ctx); err != nil {
 		t.Fatal(err)
 	}
-	sees(t, a, 300*time.Millisecond, "a")
-	// b is back, then goes silent: it expires after the TTL.
+	sees(t, a, 5*time.Second, "a")
+	// b is back, then goes silent while a beats on: b stays up to the
+	// TTL, and is gone past it.
 	if err := b.Announce(ctx, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	sees(t, a, 5*time.Second, "a", "node.b")
-	silent := time.Now()
-	sees(t, a, 5*time.Second, "a")
-	if d := time.Since(silent); d < 500*time.Millisecond {
-		t.Fatalf("b expired %v after its last announcement, before the TTL", d)
+	announce := func(ms *Members) {
+		t.Helper()
+		if err := ms.Announce(ctx, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		// Heard back: ms's own record, at the turned clock's now.
+		testutil.WaitFor(t, 5*time.Second, func() error {
+			ms.mu.Lock()
+			defer ms.mu.Unlock()
+			if s := ms.seen[memberKey(ms.self)]; s.at.Before(now()) {
+				return fmt.Errorf("%s's own record not heard back", ms.self)
+			}
+			return nil
+		})
+	}
+	for range 4 {
+		turn(time.Second)
+		announce(a)
+	}
+	turn(500 * time.Millisecond) // b's record is 4.5 s old
+	if got := names(a); !slices.Equal(got, []string{"a", "node.b"}) {
+		t.Fatalf("a took b for gone before its TTL: %v", got)
+	}
+	for range 2 { // a beat at a time: a jump of the clock would look like the bucket's silence
+		turn(time.Second)
+		announce(a)
+	}
+	if got := names(a); !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("b silent for more than its TTL, a sees %v", got)
 	}
 	// When a's own announcements stop coming back (the bucket is electing
 	// a leader), the others' silence proves nothing: b stays.
-	if err := b.Announce(ctx, nil, nil); err != nil {
-		t.Fatal(err)
-	}
+	announce(b)
 	sees(t, a, 5*time.Second, "a", "node.b")
-	a.mu.Lock()
-	a.selfAt = time.Now().Add(-3 * time.Second) // as if a's last own record came back 3 s ago
-	a.mu.Unlock()
-	time.Sleep(time.Second) // past b's TTL: what is measured is that nothing happens
+	turn(staleView + ttl) // neither heard: a's last own record is older than staleView
 	if got := names(a); len(got) != 2 {
 		t.Fatalf("a took b for gone while it could not hear itself either: %v", got)
 	}
-	// A node starting now sees a (announcing) but not b's old record.
-	if err := a.Announce(ctx, nil, nil); err != nil {
+	// A node starting now sees a (announcing) but not b's old record. Its
+	// clock is its own, stopped a TTL and a second ahead of the wall's, so
+	// that the bucket's records, as old as the server says, are older
+	// than the TTL to it.
+	late, err := OpenMembers(ctx, c.JS, cfg, "late")
+	if err != nil {
 		t.Fatal(err)
 	}
-	late := open("late")
+	lateNow := time.Now().Add(ttl + time.Second)
+	late.ttl, late.now = ttl, func() time.Time { return lateNow }
+	go late.Run(ctx)
 	testutil.WaitFor(t, 5*time.Second, func() error {
 		if !late.Synced() {
 			return fmt.Errorf("not synced")
 		}
-		if got := names(late); !slices.Equal(got, []string{"a", "late"}) {
-			return fmt.Errorf("late sees %v", got)
-		}
 		return nil
 	})
+	if got := names(late); !slices.Equal(got, []string{"late"}) {
+		t.Fatalf("late takes the bucket's old records for live: %v", got)
+	}
+	announce(a)
+	sees(t, late, 5*time.Second, "a", "late")
 }
 
 // beat is a member's record as the watch delivers it.
