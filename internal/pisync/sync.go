@@ -133,7 +133,9 @@ type Syncer struct {
 	// unanswered holds the files whose import this process sent without
 	// hearing back (a timeout, a dropped connection): a 409 on the retry
 	// is then most likely that import, applied, and is told as imported
-	// rather than as entries the cluster already had.
+	// rather than as entries the cluster already had. A file leaves it
+	// when an import is answered or a comparison with the cluster's
+	// session has judged it (not when that comparison failed).
 	unanswered map[string]bool
 	// now and after are Once's retry clock: time.Now and time.After but in
 	// tests, which count retries against RetryFor without waiting for it.
@@ -661,19 +663,15 @@ func (s *Syncer) fresh(ctx context.Context, path string, complete []byte) (*File
 		}
 	} else {
 		err := s.importFile(ctx, path, complete, lines[hi:], h, st)
-		s.mu.Lock()
-		ours := s.unanswered[path]
-		delete(s.unanswered, path)
-		if err != nil && !apiclient.IsStatus(err, http.StatusConflict) {
-			s.unanswered[path] = true
-		}
-		s.mu.Unlock()
 		switch {
 		case err == nil:
 			return st, nil
 		case !apiclient.IsStatus(err, http.StatusConflict):
 			return nil, err // nothing is known to be in the cluster: no state
 		}
+		s.mu.Lock()
+		ours := s.unanswered[path]
+		s.mu.Unlock()
 		return s.reconcile(ctx, path, complete, lines[hi:], h, st, ours)
 	}
 	return s.reconcile(ctx, path, complete, lines[hi:], h, st, false)
@@ -688,6 +686,16 @@ func (s *Syncer) importFile(ctx context.Context, path string, complete []byte, l
 	k := len(lines) // lines[:k] are sent
 	for !s.o.DryRun {
 		body, err := s.o.Client.Do(ctx, wire.ImportRequest{File: complete[:lines[k-1].end]})
+		s.mu.Lock()
+		switch {
+		case err == nil:
+			delete(s.unanswered, path)
+		case !apiclient.IsStatus(err, http.StatusConflict) && !refusal(err):
+			// The node may have applied it: a 409 of a retry is then
+			// this import (see reconcile).
+			s.unanswered[path] = true
+		}
+		s.mu.Unlock()
 		if apiclient.IsStatus(err, http.StatusRequestEntityTooLarge) && k > 1 {
 			budget := lines[k-1].end / 2
 			for k = 1; k < len(lines) && lines[k].end <= budget; k++ {
@@ -753,8 +761,11 @@ func lastEntryID(lines []line) string {
 func (s *Syncer) reconcile(ctx context.Context, path string, complete []byte, lines []line, h header, st *FileState, ours bool) (*FileState, error) {
 	body, err := exportOf(ctx, s.o.Client, h.id)
 	if err != nil {
-		return nil, err
+		return nil, err // an unanswered import stays so: the retry judges it again
 	}
+	s.mu.Lock()
+	delete(s.unanswered, path) // judged below, once
+	s.mu.Unlock()
 	stored := parseExport(body)
 	last := lines[len(lines)-1]
 	stop := func(why string) (*FileState, error) {

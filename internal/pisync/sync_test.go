@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -549,13 +550,24 @@ func TestNewSessionInFile(t *testing.T) {
 
 // lostReply applies the first import and then answers with an error, as a
 // node that stored it but whose reply timed out.
+// lostReply loses the reply to the first import the node applied, then
+// answers the next failExports exports with a 503 (a node still catching
+// up after its restart).
 type lostReply struct {
 	apiclient.Client
-	mu   sync.Mutex
-	lost bool
+	mu          sync.Mutex
+	lost        bool
+	failExports int
 }
 
 func (c *lostReply) Do(ctx context.Context, req wire.Request) ([]byte, error) {
+	c.mu.Lock()
+	if _, ok := req.(wire.ExportRequest); ok && c.lost && c.failExports > 0 {
+		c.failExports--
+		c.mu.Unlock()
+		return nil, &apiclient.Error{Op: "export", Status: http.StatusServiceUnavailable, ErrorDetail: wire.ErrorDetail{Message: "not caught up yet"}}
+	}
+	c.mu.Unlock()
 	b, err := c.Client.Do(ctx, req)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -568,19 +580,26 @@ func (c *lostReply) Do(ctx context.Context, req wire.Request) ([]byte, error) {
 
 // TestImportReplyLost: an import the node applied but did not answer is
 // retried by the next pass, which finds the session (409) and tells it as
-// imported, not as entries the cluster already had; then new lines go on.
+// imported, not as entries the cluster already had, also when the first
+// comparison with the cluster's session failed; then new lines go on.
 func TestImportReplyLost(t *testing.T) {
 	f := newFixture(t)
 	sid, path := testutil.SessionID(t), filepath.Join(f.dir, "s.jsonl")
 	write(t, path, firstFlush(sid))
 	o := f.options()
-	o.Client = &lostReply{Client: f.c}
+	o.Client = &lostReply{Client: f.c, failExports: 1}
 	s, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if retry, _ := s.pass(context.Background(), []string{path}); len(retry) != 1 {
 		t.Fatalf("the file whose import went unanswered is not retried: %v", retry)
+	}
+	// The retry's import finds the session (409), and the export that
+	// compares it with the file fails: the next retry must still know
+	// the import was this process's own.
+	if retry, _ := s.pass(context.Background(), []string{path}); len(retry) != 1 {
+		t.Fatalf("the file whose comparison failed is not retried: %v", retry)
 	}
 	write(t, path, entryLine("a0000003", "a0000002", "user", "and then?")+"\n")
 	if err := s.Once(context.Background()); err != nil {
