@@ -76,6 +76,7 @@ func TestGrowingFileReadFromOffset(t *testing.T) {
 	if sum := s.Summary(); sum.Imported != 1 {
 		t.Fatalf("first pass: %+v", sum)
 	}
+	f.applied(sid)
 	bound := func(added int) int64 { return 4*hashWindow + int64(added) }
 	for k, next := range []string{"b0000001", "b0000002"} {
 		l := entryLine(next, parent, "user", "more") + "\n"

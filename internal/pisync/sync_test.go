@@ -67,11 +67,19 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	return &fixture{t: t, c: c, dir: t.TempDir(), state: filepath.Join(t.TempDir(), "state.json"), warn: &testutil.SyncBuffer{}}
+	f := &fixture{t: t, c: c, dir: t.TempDir(), state: filepath.Join(t.TempDir(), "state.json"), warn: &testutil.SyncBuffer{}}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the syncer's warnings:\n%s", f.warn.String())
+		}
+	})
+	return f
 }
 
+// options are pi-ctl sync's: a file the node could not take yet (a 504
+// while it applies a large import) is retried, for --retry-for's minute.
 func (f *fixture) options() Options {
-	return Options{Client: f.c, Dirs: []string{f.dir}, StatePath: f.state, Warn: func(s string) { fmt.Fprintln(f.warn, s) }}
+	return Options{Client: f.c, Dirs: []string{f.dir}, StatePath: f.state, RetryFor: testutil.Scale(time.Minute), Warn: func(s string) { fmt.Fprintln(f.warn, s) }}
 }
 
 // once runs one pass of a new Syncer (as a restarted pi-ctl would).
@@ -96,8 +104,29 @@ func (f *fixture) synced() (sid, path string) {
 	return sid, path
 }
 
+// applied waits until the node has applied everything it acknowledged of
+// session sid: a node answers 504 to what must reflect its own writes
+// past its 5 s bound, and applying megabytes under -race on a loaded
+// machine can take longer. The tests that read or append right after a
+// large import wait for it here, so they test the sync, not the node's
+// speed.
+func (f *fixture) applied(sid string) {
+	f.t.Helper()
+	testutil.WaitFor(f.t, testutil.Scale(time.Minute), func() error {
+		_, err := f.c.Do(context.Background(), wire.ExportRequest{SessionID: sid})
+		if apiclient.IsStatus(err, http.StatusGatewayTimeout) {
+			return err
+		}
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		return nil
+	})
+}
+
 func (f *fixture) export(sid string) string {
 	f.t.Helper()
+	f.applied(sid)
 	b, err := f.c.Do(context.Background(), wire.ExportRequest{SessionID: sid})
 	if err != nil {
 		f.t.Fatal(err)
