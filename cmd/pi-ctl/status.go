@@ -105,7 +105,7 @@ func writeStatus(out *strings.Builder, s *statusReply) {
 			}
 			current := 1
 			for _, f := range sh.Followers {
-				if f.Current && !f.Offline {
+				if followerState(f) == "current" {
 					current++
 				}
 			}
@@ -124,14 +124,22 @@ func writeStatus(out *strings.Builder, s *statusReply) {
 		t.row(ss.Leader, "leader", "current", "0", "-")
 	}
 	for _, f := range ss.Followers {
-		state := "catching up"
-		switch {
-		case f.Offline:
-			state = "offline"
-		case f.Current:
-			state = "current"
-		}
-		t.row(f.Name, "follower", state, strconv.FormatUint(f.Lag, 10), orDash(f.Active))
+		t.row(f.Name, "follower", followerState(f), strconv.FormatUint(f.Lag, 10), orDash(f.Active))
 	}
 	t.write(out)
+}
+
+// followerState is the node's judgement of a follower (current, lagging or
+// offline, by the bound its /readyz keeps), or for a node that does not
+// report one, the leader's raw flags.
+func followerState(f wire.PeerStatus) string {
+	switch {
+	case f.State != "":
+		return f.State
+	case f.Offline:
+		return "offline"
+	case f.Current:
+		return "current"
+	}
+	return "catching up"
 }

@@ -74,9 +74,13 @@ func (m *Main) streamStatus(ctx context.Context, name string) (wire.StreamStatus
 	var cluster string
 	if ci := info.Cluster; ci != nil {
 		cluster, out.Leader = ci.Name, ci.Leader
+		now := time.Now()
 		for _, p := range ci.Replicas {
-			out.Followers = append(out.Followers, wire.PeerStatus{Name: p.Name, Current: p.Current, Offline: p.Offline, Lag: p.Lag,
-				Active: p.Active.Round(time.Millisecond).String(), State: jetstream.ReplicaState(p, m.Config.ReadyMaxLag)})
+			// offline is the state's: the server's own flag comes minutes
+			// after a node is killed.
+			state := jetstream.ReplicaState(ci, p, m.Config.ReadyMaxLag, now)
+			out.Followers = append(out.Followers, wire.PeerStatus{Name: p.Name, Current: p.Current, Offline: state == jetstream.ReplicaOffline, Lag: p.Lag,
+				Active: jetstream.LastSeen(ci, p, now), State: state})
 		}
 	}
 	return out, cluster, nil

@@ -415,20 +415,25 @@ func ReplicaBehind(info *jetstream.StreamInfo, server string, maxLag uint64) err
 	if info == nil || info.Cluster == nil || server == "" || info.Cluster.Leader == "" || info.Cluster.Leader == server {
 		return nil // no leader is Leaderless's to report
 	}
+	now := time.Now()
 	for _, p := range info.Cluster.Replicas {
 		if p.Name != server {
 			continue
 		}
-		switch {
-		case ReplicaState(p, maxLag) == ReplicaCurrent:
+		silence, never := ReplicaSilence(info.Cluster, p, now)
+		switch ReplicaState(info.Cluster, p, maxLag, now) {
+		case ReplicaCurrent:
 			return nil
-		case p.Offline:
+		case ReplicaOffline:
+			if never {
+				return fmt.Errorf("%w: this node's replica of stream %s is offline: its leader %s has not heard from it since it was elected %v ago", wire.ErrUnavailable, info.Config.Name, info.Cluster.Leader, silence.Round(time.Millisecond))
+			}
 			return fmt.Errorf("%w: this node's replica of stream %s is offline to its leader %s", wire.ErrUnavailable, info.Config.Name, info.Cluster.Leader)
-		case p.Active > replicaSilence:
-			return fmt.Errorf("%w: this node's replica of stream %s has not been heard from by its leader %s for %v", wire.ErrUnavailable, info.Config.Name, info.Cluster.Leader, p.Active.Round(time.Millisecond))
-		default:
-			return fmt.Errorf("%w: this node's replica of stream %s is %d entries behind its leader %s (ready at %d or fewer)", wire.ErrUnavailable, info.Config.Name, p.Lag, info.Cluster.Leader, maxLag)
 		}
+		if silence > replicaSilence {
+			return fmt.Errorf("%w: this node's replica of stream %s has not been heard from by its leader %s for %v", wire.ErrUnavailable, info.Config.Name, info.Cluster.Leader, silence.Round(time.Millisecond))
+		}
+		return fmt.Errorf("%w: this node's replica of stream %s is %d entries behind its leader %s (ready at %d or fewer)", wire.ErrUnavailable, info.Config.Name, p.Lag, info.Cluster.Leader, maxLag)
 	}
 	return nil
 }
@@ -441,24 +446,62 @@ const (
 )
 
 // ReplicaState is how current a follower is by its leader's account: the
-// one classification /readyz (ReplicaBehind) and the replica metrics
-// share. Offline; lagging when more than maxLag entries behind or not
+// one classification /readyz (ReplicaBehind), the status and the replica
+// metrics share. Offline when the server says so or when not heard from
+// for replicaOffline; lagging when more than maxLag entries behind or not
 // heard from for replicaSilence; else current — a few entries in flight
 // are current, as a follower under steady writes is behind by some at
-// almost every instant.
-func ReplicaState(p *jetstream.PeerInfo, maxLag uint64) string {
+// almost every instant. ci is the leader's cluster info p comes from.
+func ReplicaState(ci *jetstream.ClusterInfo, p *jetstream.PeerInfo, maxLag uint64, now time.Time) string {
+	silence, _ := ReplicaSilence(ci, p, now)
 	switch {
-	case p.Offline:
+	case p.Offline || silence > replicaOffline:
 		return ReplicaOffline
-	case p.Active > replicaSilence || p.Lag > maxLag:
+	case silence > replicaSilence || p.Lag > maxLag:
 		return ReplicaLagging
 	}
 	return ReplicaCurrent
 }
 
+// ReplicaSilence is how long p's leader has not heard from it, and whether
+// it never has. The server reports a peer it has not heard from since it
+// became leader as active 0, the figure of one heard from this instant
+// (its peers' last-heard times are reset at each election: a killed leader
+// is never heard from by its successor, and its server is marked offline
+// only minutes later). A follower answers the leader's first heartbeat
+// within a second (current or not: a new leader of an empty stream calls
+// every peer current), so for one never heard from the silence is the
+// time since the election. Without the leader's election time (an older
+// server) it is 0: as before, the server's offline flag decides.
+func ReplicaSilence(ci *jetstream.ClusterInfo, p *jetstream.PeerInfo, now time.Time) (d time.Duration, never bool) {
+	if p.Active > 0 {
+		return p.Active, false
+	}
+	if ci == nil || ci.LeaderSince == nil {
+		return 0, false
+	}
+	return max(now.Sub(*ci.LeaderSince), 0), true
+}
+
+// LastSeen is how a status shows ReplicaSilence: "never" for a peer the
+// leader has not heard from since its election.
+func LastSeen(ci *jetstream.ClusterInfo, p *jetstream.PeerInfo, now time.Time) string {
+	d, never := ReplicaSilence(ci, p, now)
+	if never {
+		return "never"
+	}
+	return d.Round(time.Millisecond).String()
+}
+
 // replicaSilence: a leader hears from each replica every second (raft
 // heartbeats); three missed ones is a replica that is not following.
 const replicaSilence = 3 * time.Second
+
+// replicaOffline: ten missed heartbeats, longer than any election (4–9 s)
+// takes, is a replica that is gone: killed, cut off or stopped. The
+// server's own offline flag waits for the lost server's system events,
+// minutes for one that was killed.
+const replicaOffline = 10 * time.Second
 
 // leaderLease is how recently a stream leader must have heard from a
 // majority (itself included) for its state to be the log's: a follower

@@ -52,7 +52,8 @@ func TestReplicaBehind(t *testing.T) {
 
 // TestReplicaState: the one classification of a follower that /readyz and
 // pi_stream_replicas share: a few entries in flight are current; beyond
-// the bound, or silent, lagging; offline first.
+// the bound, or silent, lagging; silent for longer than an election takes,
+// offline; offline first.
 func TestReplicaState(t *testing.T) {
 	for _, c := range []struct {
 		p    jetstream.PeerInfo
@@ -63,10 +64,48 @@ func TestReplicaState(t *testing.T) {
 		{jetstream.PeerInfo{Current: false, Lag: 100}, ReplicaCurrent},
 		{jetstream.PeerInfo{Current: false, Lag: 101}, ReplicaLagging},
 		{jetstream.PeerInfo{Current: true, Active: 4 * time.Second}, ReplicaLagging},
+		{jetstream.PeerInfo{Current: true, Active: 11 * time.Second}, ReplicaOffline},
 		{jetstream.PeerInfo{Offline: true, Current: true}, ReplicaOffline},
 	} {
-		if got := ReplicaState(&c.p, 100); got != c.want {
+		if got := ReplicaState(nil, &c.p, 100, time.Now()); got != c.want {
 			t.Errorf("%+v: %s, want %s", c.p, got, c.want)
 		}
+	}
+}
+
+// TestReplicaNeverHeard: a peer the leader has not heard from since its
+// election (active 0, as nats-server reports a killed predecessor) is
+// silent since the election, not "just seen": current for the first
+// heartbeats, lagging past 3 s, offline past 10 s, "never" in the status.
+func TestReplicaNeverHeard(t *testing.T) {
+	elected := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
+	ci := &jetstream.ClusterInfo{Leader: "n2", LeaderSince: &elected}
+	dead := &jetstream.PeerInfo{Name: "n1", Lag: 21} // as the issue saw it: active 0, not offline
+	for _, c := range []struct {
+		after time.Duration
+		want  string
+	}{
+		{500 * time.Millisecond, ReplicaCurrent},
+		{4 * time.Second, ReplicaLagging},
+		{11 * time.Second, ReplicaOffline},
+		{50 * time.Second, ReplicaOffline},
+	} {
+		now := elected.Add(c.after)
+		if got := ReplicaState(ci, dead, 100, now); got != c.want {
+			t.Errorf("never heard from, %v after the election: %s, want %s", c.after, got, c.want)
+		}
+		if got := LastSeen(ci, dead, now); got != "never" {
+			t.Errorf("never heard from, %v after the election: last seen %q, want never", c.after, got)
+		}
+	}
+	heard := &jetstream.PeerInfo{Name: "n3", Active: 200 * time.Millisecond}
+	if got, seen := ReplicaState(ci, heard, 100, elected.Add(time.Minute)), LastSeen(ci, heard, elected.Add(time.Minute)); got != ReplicaCurrent || seen != "200ms" {
+		t.Errorf("heard from 200ms ago, a minute after the election: %s, %s; want current, 200ms", got, seen)
+	}
+	info := &jetstream.StreamInfo{Config: jetstream.StreamConfig{Name: "PI_SESSIONS", Replicas: 3}, Cluster: ci}
+	since := time.Now().Add(-time.Minute)
+	ci.LeaderSince, ci.Replicas = &since, []*jetstream.PeerInfo{dead, heard}
+	if err := ReplicaBehind(info, "n1", 100); err == nil || !strings.Contains(err.Error(), "has not heard from it since it was elected") {
+		t.Errorf("readiness of a replica never heard from for a minute: %v", err)
 	}
 }

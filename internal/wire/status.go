@@ -150,9 +150,11 @@ type StreamStatus struct {
 type PeerStatus struct {
 	Name    string `json:"name"`
 	Current bool   `json:"current"`
-	Offline bool   `json:"offline,omitempty"`
+	Offline bool   `json:"offline,omitempty"` // State is offline
 	Lag     uint64 `json:"lag"`
-	Active  string `json:"lastSeen"`
+	// Active is how long ago the leader last heard from it, or "never"
+	// since the leader's election.
+	Active string `json:"lastSeen"`
 	// State is current, lagging or offline by the bound /readyz keeps
 	// (pi-node's --ready-max-lag), as pi_stream_replicas counts it.
 	State string `json:"state,omitempty"`

@@ -57,10 +57,12 @@ type nodeStatus struct {
 			Messages  uint64 `json:"messages"`
 			LastSeq   uint64 `json:"lastSeq"`
 			Followers []struct {
-				Name    string  `json:"name"`
-				Current bool    `json:"current"`
-				Offline bool    `json:"offline"`
-				Lag     *uint64 `json:"lag"` // a pointer to tell "0" from "absent"
+				Name     string  `json:"name"`
+				Current  bool    `json:"current"`
+				Offline  bool    `json:"offline"`
+				Lag      *uint64 `json:"lag"` // a pointer to tell "0" from "absent"
+				LastSeen string  `json:"lastSeen"`
+				State    string  `json:"state"`
 			} `json:"followers"`
 		} `json:"stream"`
 		// With --shards: every shard's stream, its own sequences.

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -256,6 +257,7 @@ func TestKillStreamLeader(t *testing.T) {
 		return nil
 	}))
 	close(stopWatch)
+	reportedOffline(t, survivors[0], leader.name)
 
 	// Restart the killed node on its data dir, with the same flags.
 	ref, err := status(survivors[0].base)
@@ -339,6 +341,43 @@ func TestKillStreamLeader(t *testing.T) {
 	t.Log(f.report(leader.name, newLeader, runTime, writers, dups, lost, scan, rs))
 	if f.worstWriter > maxGap || f.longestGap > maxGap {
 		t.Errorf("write gap %v (longest between two acks of one writer: %v) over the %v bound", f.worstWriter, f.longestGap, maxGap)
+	}
+}
+
+// reportedOffline waits until node reports the killed node dead as
+// offline, in /v1/status and in pi-ctl status. Its new leader never heard
+// from dead, which nats-server reports as active 0: every answer on the
+// way must say so ("never"), not that dead was seen just now ("0s"), as
+// every answer did for minutes, state "current", until the server's own
+// offline flag.
+func reportedOffline(t *testing.T, node *piNode, dead string) {
+	t.Helper()
+	var seen []string // the answers' states and last-seen, in order
+	testutil.WaitFor(t, readyTimeout, testutil.Awaiting(dead+" reported offline by "+node.name, func() error {
+		st, err := status(node.base)
+		if err != nil {
+			return err
+		}
+		for _, f := range st.JetStream.Stream.Followers {
+			if f.Name != dead {
+				continue
+			}
+			if s := f.State + " " + f.LastSeen; len(seen) == 0 || seen[len(seen)-1] != s {
+				seen = append(seen, s)
+			}
+			if d, err := time.ParseDuration(f.LastSeen); f.LastSeen != "never" && (err != nil || d < time.Millisecond) {
+				t.Fatalf("%s reports %s, killed, as last seen %q (state %s); its answers so far: %q", node.name, dead, f.LastSeen, f.State, seen)
+			}
+			if f.State != "offline" || !f.Offline {
+				return fmt.Errorf("%+v", f)
+			}
+			return nil
+		}
+		return fmt.Errorf("no follower %s in %+v", dead, st.JetStream.Stream)
+	}))
+	t.Logf("%s's reports of %s, killed: %q", node.name, dead, seen)
+	if row := replicaRow(piCtlStatus(t, node.base), dead); !strings.Contains(row, "offline") {
+		t.Errorf("pi-ctl status: %s's row is %q, want offline", dead, row)
 	}
 }
 

@@ -86,14 +86,20 @@ export function mountCluster(main, route, ctx) {
     ], streams.map((x) => ({ data: { stream: x.name || '' }, cells: [
       x.name, n(x.replicas), x.leader || '—', n(x.messages), fmtBytes(x.bytes), n(x.lastSeq),
       (x.followers || []).length ? el('ul', { class: 'followers' }, x.followers.map((f) => el('li', {
-        class: f.offline ? 'bad' : (f.current ? 'ok' : 'warn'),
-        text: `${f.name}: ${f.offline ? 'offline' : (f.current ? 'current' : 'behind')} / lag ${n(f.lag)}${f.lastSeen ? ` (seen ${f.lastSeen})` : ''}`,
+        class: { offline: 'bad', current: 'ok' }[followerState(f)] || 'warn',
+        text: `${f.name}: ${followerState(f)} / lag ${n(f.lag)}${f.lastSeen ? ` (seen ${f.lastSeen === 'never' ? 'never since the election' : f.lastSeen})` : ''}`,
       }))) : '—',
     ] }))));
     if (Array.isArray(cl.members) && cl.members.length) {
       body.append(table('members', `Members (hold ${n(cl.hold)})`, [{ t: 'Node' }, { t: 'Held shards' }, { t: 'Ready shards' }],
         cl.members.map((m) => ({ data: { node: m.node }, cells: [m.node, (m.held || []).join(', '), (m.ready || []).join(', ')] }))));
     }
+  }
+
+  // The node's judgement (current, lagging or offline, the bound /readyz
+  // keeps); the leader's raw flags only from a node that sends none.
+  function followerState(f) {
+    return f.state || (f.offline ? 'offline' : (f.current ? 'current' : 'behind'));
   }
 
   async function poll() {
