@@ -1,6 +1,11 @@
 package store
 
-import "time"
+import (
+	"encoding/binary"
+	"hash/crc32"
+	"os"
+	"time"
+)
 
 // SlabsInUse counts the distinct slabs loaded sessions' lines are in.
 func SlabsInUse(st *Store) int {
@@ -28,4 +33,28 @@ func ShortIdentityTimeout(t interface{ Cleanup(func()) }, d time.Duration) {
 	was := identityTimeout
 	identityTimeout = d
 	t.Cleanup(func() { identityTimeout = was })
+}
+
+// DropPreviews rewrites the newest snapshot in dir as a version without
+// previews in its index wrote it.
+func DropPreviews(t interface{ Fatal(...any) }, dir string) {
+	sf, err := openSnapshot(dir)
+	if err != nil || sf == nil {
+		t.Fatal("no snapshot to rewrite: ", err)
+	}
+	defer sf.f.Close()
+	b, err := os.ReadFile(sf.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idxOff := int64(binary.LittleEndian.Uint64(b[len(b)-len(snapMagic)-12:]))
+	idx := encodeCatalog(sf.identity, sf.index)
+	b = append(b[:idxOff:idxOff], idx...)
+	b = binary.LittleEndian.AppendUint64(b, sf.applied)
+	b = binary.LittleEndian.AppendUint64(b, uint64(idxOff))
+	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(idx, crcTable))
+	b = append(b, snapMagic...)
+	if err := os.WriteFile(sf.path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
 }

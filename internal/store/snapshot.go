@@ -24,6 +24,13 @@ import (
 //	trailer: u64 applied, u64 index offset, u32 crc32c of the index, magic
 //
 // A block is: header seq, header line, entry count, then (seq, line) pairs.
+// The index is the catalog: per session its ids, sequences, times, cwd,
+// parent, name and labels, then per session, in the same order, the first
+// user message's preview, which a listing with previews needs of sessions
+// whose blocks were never read. The previews come last so that a node of
+// a version without them reads the file (a rollback), and a file without
+// them (written by such a node) leaves them unknown until the sessions
+// are read; the next snapshot fills them in.
 // Blocks are read lazily, when a session is first used; the index is read at
 // start. Every block and the index carry a checksum: a torn or corrupt file
 // is refused as a whole and the Store rebuilds from the log.
@@ -47,6 +54,8 @@ type snapEntry struct {
 	name               string
 	hasName            bool
 	labels             map[string]string
+	first              *string // the first user message's preview, when firstKnown
+	firstKnown         bool
 }
 
 // snapFile is an open snapshot: its index and the file to read blocks from.
@@ -160,6 +169,12 @@ func appendString(b []byte, s string) []byte {
 }
 
 func encodeIndex(identity string, index []snapEntry) []byte {
+	return appendPreviews(encodeCatalog(identity, index), index)
+}
+
+// encodeCatalog is the index without its previews (as files of an earlier
+// version have it).
+func encodeCatalog(identity string, index []snapEntry) []byte {
 	b := appendString(nil, identity)
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(index)))
 	for _, e := range index {
@@ -183,6 +198,28 @@ func encodeIndex(identity string, index []snapEntry) []byte {
 		for k, v := range e.labels {
 			b = appendString(b, k)
 			b = appendString(b, v)
+		}
+	}
+	return b
+}
+
+// Each session's preview in the index: unknown, none, or a text.
+const (
+	previewUnknown byte = iota
+	previewNone
+	previewText
+)
+
+func appendPreviews(b []byte, index []snapEntry) []byte {
+	for _, e := range index {
+		switch {
+		case !e.firstKnown:
+			b = append(b, previewUnknown)
+		case e.first == nil:
+			b = append(b, previewNone)
+		default:
+			b = append(b, previewText)
+			b = appendString(b, *e.first)
 		}
 	}
 	return b
@@ -269,10 +306,18 @@ func readIndex(f *os.File) (*snapFile, error) {
 	if crc32.Checksum(idx, crcTable) != sum {
 		return nil, fmt.Errorf("%w: index checksum", errSnapshot)
 	}
+	identity, index, err := decodeIndex(idx)
+	if err != nil {
+		return nil, err
+	}
+	return &snapFile{f: f, applied: applied, identity: identity, index: index}, nil
+}
+
+func decodeIndex(idx []byte) (string, []snapEntry, error) {
 	r := &reader{b: idx}
 	identity := r.str()
 	n := r.u32()
-	sf := &snapFile{f: f, applied: applied, identity: identity, index: make([]snapEntry, 0, min(n, 1<<20))}
+	index := make([]snapEntry, 0, min(n, 1<<20))
 	for range n {
 		e := snapEntry{id: r.str(), off: int64(r.u64()), size: r.u32(), headerSeq: r.u64(), lastSeq: r.u64()}
 		e.created = time.Unix(0, int64(r.u64()))
@@ -289,12 +334,28 @@ func readIndex(f *os.File) (*snapFile, error) {
 				e.labels[k] = r.str()
 			}
 		}
-		sf.index = append(sf.index, e)
+		index = append(index, e)
 	}
 	if r.err != nil {
-		return nil, r.err
+		return "", nil, r.err
 	}
-	return sf, nil
+	if len(r.b) == 0 {
+		return identity, index, nil // a file without previews
+	}
+	for i := range index {
+		e := &index[i]
+		switch flag := r.take(1); {
+		case len(flag) == 1 && flag[0] == previewNone:
+			e.firstKnown = true
+		case len(flag) == 1 && flag[0] == previewText:
+			first := r.str()
+			e.first, e.firstKnown = &first, true
+		}
+	}
+	if r.err != nil {
+		return "", nil, r.err
+	}
+	return identity, index, nil
 }
 
 // readBlock reads and checks one session's block.

@@ -149,6 +149,10 @@ type Store struct {
 	snapMu sync.Mutex // one snapshot writer at a time
 	snap   *snapFile  // the newest snapshot, blocks of evicted sessions
 	snapAt uint64     // st.applied when snap was taken (its own applied may be lower: snapshotApplied)
+	// previewsUnknown: sessions restored from a snapshot without previews
+	// (an earlier version's) lack them: the next snapshot is due even if
+	// nothing was applied since, as it reads their lines and fills them in.
+	previewsUnknown bool
 	// Unix nanos of SnapshotAt: an atomic, so a metrics scrape takes no lock.
 	snapTime atomic.Int64
 

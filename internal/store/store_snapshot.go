@@ -57,7 +57,8 @@ func (st *Store) restore(ctx context.Context) {
 		e := &sf.index[i]
 		st.docs[e.id] = &Doc{ID: e.id, HeaderSeq: e.headerSeq, LastSeq: e.lastSeq, Created: e.created, Modified: e.modified,
 			Entries: int(e.entries), cwd: e.cwd, parentSession: e.parentSession, name: e.name, hasName: e.hasName,
-			labels: e.labels, base: &snapRef{sf, e}}
+			labels: e.labels, first: e.first, firstKnown: e.firstKnown, base: &snapRef{sf, e}}
+		st.previewsUnknown = st.previewsUnknown || !e.firstKnown
 	}
 	st.applied, st.snap, st.snapAt, keep = sf.applied, sf, sf.applied, true
 	if fi, err := sf.f.Stat(); err == nil {
@@ -129,7 +130,7 @@ func (st *Store) Snapshot(ctx context.Context) error {
 	st.mu.RLock()
 	taken := st.opts.Now()
 	at, applied := st.applied, st.snapshotApplied()
-	if st.snap != nil && st.snapAt == at {
+	if st.snap != nil && st.snapAt == at && !st.previewsUnknown {
 		st.mu.RUnlock()
 		st.snapTime.Store(taken.UnixNano()) // still current: an idle Store's snapshot is not stale
 		return nil
@@ -215,6 +216,7 @@ func captureDoc(d *Doc) snapItem {
 	if in.Name != nil {
 		it.meta.name, it.meta.hasName = *in.Name, true
 	}
+	it.meta.first, it.meta.firstKnown = d.firstMessage(), d.Tree != nil || d.firstKnown
 	if d.Tree != nil {
 		it.meta.labels = d.Tree.Labels()
 		it.header = d.Tree.Header.Raw
@@ -267,7 +269,22 @@ func (st *Store) materialize(ctx context.Context, it *snapItem, applied uint64) 
 		s.meta.lastSeq = max(s.meta.headerSeq, s.seqs[n-1])
 	}
 	s.meta.entries = uint32(len(s.lines))
+	if !s.meta.firstKnown { // restored from a snapshot without previews: its lines are at hand
+		s.meta.first, s.meta.firstKnown = firstPreview(s.lines), true
+	}
 	return s, nil
+}
+
+// firstPreview is tree.Session.FirstMessage of a session's entry lines.
+func firstPreview(lines [][]byte) *string {
+	for _, l := range lines {
+		if e, err := tree.ParseEntry(l); err == nil {
+			if p, ok := e.UserPreview(); ok {
+				return &p
+			}
+		}
+	}
+	return nil
 }
 
 // swapSnapshot makes sf the current snapshot: evicted sessions point at its
@@ -281,8 +298,16 @@ func (st *Store) swapSnapshot(sf *snapFile) {
 	st.mu.Lock()
 	old := st.snap
 	st.snap = sf
+	unknown := false // any preview still unknown (records came since the capture)
 	for id, d := range st.docs {
 		e := byID[id]
+		if e != nil && d.HeaderSeq == e.headerSeq && d.Tree == nil && !d.firstKnown && e.firstKnown &&
+			(e.first != nil || d.LastSeq == e.lastSeq) {
+			// A preview the new file found in the lines: the first stays
+			// the first; none stays none if nothing came since.
+			d.first, d.firstKnown = e.first, true
+		}
+		unknown = unknown || d.Tree == nil && !d.firstKnown
 		if e == nil || d.HeaderSeq != e.headerSeq {
 			if d.base != nil && d.base.file == old {
 				// Its log read for the new file found nothing (purged as
@@ -312,6 +337,7 @@ func (st *Store) swapSnapshot(sf *snapFile) {
 			d.tail = slices.Clone(d.tail[k:])
 		}
 	}
+	st.previewsUnknown = unknown
 	spills := st.dropSpillsLocked()
 	st.mu.Unlock()
 	removeFiles(spills)

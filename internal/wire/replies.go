@@ -24,7 +24,8 @@ type Info struct {
 	ParentSession *string   `json:"parentSession"`
 	// FirstMessage is the preview of the first user message with text,
 	// when list was asked for it (preview) and the node knows it: always
-	// for a session in memory, not always for one evicted.
+	// for a session in memory, and for one evicted or restored from the
+	// snapshot (its index carries it; unknown only from an older snapshot).
 	FirstMessage *string `json:"firstMessage,omitempty"`
 }
 
