@@ -18,14 +18,18 @@ import (
 	"github.com/pifleet/sessionlog/internal/wire"
 )
 
-// modified is the session's last write time as the Store has it.
+// modified is the session's last write time as the Store has it (the
+// retention clock; the catalog's modified is its entries' time).
 func (f *fixture) modified(sid string) time.Time {
 	f.t.Helper()
-	d, err := f.svc.Get(context.Background(), sid)
-	if err != nil {
+	var at time.Time
+	if err := f.store.View(context.Background(), sid, func(d *store.Doc) error {
+		at = d.Modified
+		return nil
+	}); err != nil {
 		f.t.Fatal(err)
 	}
-	return d.Modified
+	return at
 }
 
 // A pass archives the sessions idle past the retention and only them; the

@@ -148,6 +148,11 @@ func (a *Archiver) export(ctx context.Context, sid string, cutoff time.Time) (wi
 		var data []byte
 		err := a.store.For(sid).View(ctx, sid, func(d *store.Doc) error {
 			c.Info = d.Info()
+			// A copy's modified is the retention clock: when the log
+			// stored the session's last record, not its entries' time
+			// (imported history is old at once), as restore's wait for
+			// the duplicate window needs it.
+			c.Modified = d.Modified
 			if c.Modified.Before(cutoff) {
 				data = d.Tree.AppendJSONL(make([]byte, 0, d.Tree.Bytes()+d.Tree.Len()+1))
 			}

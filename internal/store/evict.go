@@ -89,6 +89,7 @@ func (st *Store) reload(ctx context.Context, id string) error {
 				}
 			}
 			d.Tree, d.Seqs, d.Entries, d.tail, d.labels = t, seqs, t.Len(), nil, nil
+			d.timesFromTree()
 			st.held += int64(t.Bytes())
 			st.touch(d)
 			st.stats.reloads.Add(1)
@@ -124,6 +125,7 @@ func (st *Store) reloadFromLog(ctx context.Context, id string) error {
 			}
 			d.Tree, d.Seqs, d.LastSeq, d.Entries = s, seqs, last, s.Len()
 			d.labels, d.base, d.tail = nil, nil, nil
+			d.timesFromTree()
 			st.held += int64(s.Bytes())
 			st.touch(d)
 			st.stats.reloads.Add(1)

@@ -35,9 +35,9 @@ func ShortIdentityTimeout(t interface{ Cleanup(func()) }, d time.Duration) {
 	t.Cleanup(func() { identityTimeout = was })
 }
 
-// DropPreviews rewrites the newest snapshot in dir as a version without
-// previews in its index wrote it.
-func DropPreviews(t interface{ Fatal(...any) }, dir string) {
+// DropListing rewrites the newest snapshot in dir as a version without
+// previews and entry times in its index wrote it.
+func DropListing(t interface{ Fatal(...any) }, dir string) {
 	sf, err := openSnapshot(dir)
 	if err != nil || sf == nil {
 		t.Fatal("no snapshot to rewrite: ", err)

@@ -38,7 +38,7 @@ type pendingDoc struct {
 
 // startPending applies the header of a multi-batch session.
 func (st *Store) startPending(r *session.Stored, h tree.Header) {
-	d := &Doc{ID: r.Session, Tree: tree.NewSession(h), HeaderSeq: r.Seq, LastSeq: r.Seq, Modified: r.Time, Created: parseCreated(h.Timestamp, r.Time)}
+	d := newDoc(r, h)
 	st.held += int64(d.Tree.Bytes())
 	st.pending[r.Session] = &pendingDoc{doc: d, headerSeq: r.Seq, total: r.Total, have: 1, lastSeq: r.Seq, last: r.Time}
 }

@@ -55,7 +55,7 @@ func TestPreviewsAfterRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	store.DropPreviews(t, dir)
+	store.DropListing(t, dir)
 	old := open(t, l, opts)
 	if got, _ := old.List(ctx, store.ListFilter{Limit: 10, Preview: true}); len(got) != len(want) {
 		t.Fatalf("from a snapshot without previews: %d sessions, want %d", len(got), len(want))

@@ -26,11 +26,11 @@ import (
 // A block is: header seq, header line, entry count, then (seq, line) pairs.
 // The index is the catalog: per session its ids, sequences, times, cwd,
 // parent, name and labels, then per session, in the same order, the first
-// user message's preview, which a listing with previews needs of sessions
-// whose blocks were never read. The previews come last so that a node of
-// a version without them reads the file (a rollback), and a file without
-// them (written by such a node) leaves them unknown until the sessions
-// are read; the next snapshot fills them in.
+// user message's preview and the latest entry timestamp, which a listing
+// needs of sessions whose blocks were never read. These come last so that
+// a node of a version without them reads the file (a rollback), and a
+// file without them (written by such a node) leaves them unknown until
+// the sessions are read; the next snapshot fills them in.
 // Blocks are read lazily, when a session is first used; the index is read at
 // start. Every block and the index carry a checksum: a torn or corrupt file
 // is refused as a whole and the Store rebuilds from the log.
@@ -56,6 +56,7 @@ type snapEntry struct {
 	labels             map[string]string
 	first              *string // the first user message's preview, when firstKnown
 	firstKnown         bool
+	lastEntry          time.Time // Doc.LastEntry; zero when unknown
 }
 
 // snapFile is an open snapshot: its index and the file to read blocks from.
@@ -169,11 +170,11 @@ func appendString(b []byte, s string) []byte {
 }
 
 func encodeIndex(identity string, index []snapEntry) []byte {
-	return appendPreviews(encodeCatalog(identity, index), index)
+	return appendListing(encodeCatalog(identity, index), index)
 }
 
-// encodeCatalog is the index without its previews (as files of an earlier
-// version have it).
+// encodeCatalog is the index without its previews and entry times (as
+// files of an earlier version have it).
 func encodeCatalog(identity string, index []snapEntry) []byte {
 	b := appendString(nil, identity)
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(index)))
@@ -210,7 +211,9 @@ const (
 	previewText
 )
 
-func appendPreviews(b []byte, index []snapEntry) []byte {
+// appendListing appends the index's second part: each session's preview
+// and latest entry timestamp (0 when unknown).
+func appendListing(b []byte, index []snapEntry) []byte {
 	for _, e := range index {
 		switch {
 		case !e.firstKnown:
@@ -221,6 +224,11 @@ func appendPreviews(b []byte, index []snapEntry) []byte {
 			b = append(b, previewText)
 			b = appendString(b, *e.first)
 		}
+		var last int64
+		if !e.lastEntry.IsZero() {
+			last = e.lastEntry.UnixNano()
+		}
+		b = binary.LittleEndian.AppendUint64(b, uint64(last))
 	}
 	return b
 }
@@ -340,7 +348,7 @@ func decodeIndex(idx []byte) (string, []snapEntry, error) {
 		return "", nil, r.err
 	}
 	if len(r.b) == 0 {
-		return identity, index, nil // a file without previews
+		return identity, index, nil // a file without the second part
 	}
 	for i := range index {
 		e := &index[i]
@@ -350,6 +358,9 @@ func decodeIndex(idx []byte) (string, []snapEntry, error) {
 		case len(flag) == 1 && flag[0] == previewText:
 			first := r.str()
 			e.first, e.firstKnown = &first, true
+		}
+		if last := int64(r.u64()); last != 0 {
+			e.lastEntry = time.Unix(0, last)
 		}
 	}
 	if r.err != nil {

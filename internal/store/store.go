@@ -25,7 +25,12 @@ type Doc struct {
 	Seqs      []uint64      // stream sequence of each entry of Tree
 	HeaderSeq uint64
 	LastSeq   uint64    // the session's last sequence: its version
-	Modified  time.Time // when the log stored the last record
+	Modified  time.Time // when the log stored the last record: the retention clock
+	// LastEntry is the latest entry timestamp (the header's without
+	// entries): the catalog's modified, as pi's /resume sorts sessions,
+	// so that imported history is as old as its entries. Zero while
+	// unknown (restored from a snapshot without it): Modified stands in.
+	LastEntry time.Time
 	Created   time.Time // the header's timestamp
 	Entries   int       // entry count, also while evicted
 
@@ -55,7 +60,11 @@ type Doc struct {
 func (d *Doc) Info() wire.Info {
 	// Milliseconds, as pi's header timestamp (created) has them: both
 	// times of the record at one precision.
-	in := wire.Info{SessionID: d.ID, Created: d.Created.Truncate(time.Millisecond), Modified: d.Modified.Truncate(time.Millisecond), EntryCount: d.Entries, LastSeq: d.LastSeq}
+	modified := d.LastEntry
+	if modified.IsZero() {
+		modified = d.Modified
+	}
+	in := wire.Info{SessionID: d.ID, Created: d.Created.Truncate(time.Millisecond), Modified: modified.Truncate(time.Millisecond), EntryCount: d.Entries, LastSeq: d.LastSeq}
 	cwd, parent, name, hasName := d.cwd, d.parentSession, d.name, d.hasName
 	if d.Tree != nil {
 		cwd, parent = d.Tree.Header.Cwd, d.Tree.Header.ParentSession
@@ -149,10 +158,11 @@ type Store struct {
 	snapMu sync.Mutex // one snapshot writer at a time
 	snap   *snapFile  // the newest snapshot, blocks of evicted sessions
 	snapAt uint64     // st.applied when snap was taken (its own applied may be lower: snapshotApplied)
-	// previewsUnknown: sessions restored from a snapshot without previews
-	// (an earlier version's) lack them: the next snapshot is due even if
-	// nothing was applied since, as it reads their lines and fills them in.
-	previewsUnknown bool
+	// indexLacks: sessions restored from a snapshot without previews and
+	// entry times (an earlier version's) lack them: the next snapshot is
+	// due even if nothing was applied since, as it reads their lines and
+	// fills them in.
+	indexLacks bool
 	// Unix nanos of SnapshotAt: an atomic, so a metrics scrape takes no lock.
 	snapTime atomic.Int64
 
@@ -466,7 +476,7 @@ func (st *Store) applyOne(r *session.Stored) {
 			st.startPending(r, h)
 			return
 		}
-		d = &Doc{ID: r.Session, Tree: tree.NewSession(h), HeaderSeq: r.Seq, LastSeq: r.Seq, Modified: r.Time, Created: parseCreated(h.Timestamp, r.Time)}
+		d = newDoc(r, h)
 		st.held += int64(d.Tree.Bytes())
 		st.docs[r.Session] = d
 		st.touch(d)
@@ -509,6 +519,7 @@ func (st *Store) applyEntry(d *Doc, r *session.Stored) {
 		return
 	}
 	d.LastSeq, d.Modified = r.Seq, r.Time
+	d.noteTime(&e)
 	d.Entries++
 	if d.Tree == nil {
 		d.noteEvicted(&e)
@@ -562,6 +573,34 @@ func (st *Store) skip(r *session.Stored, err error) {
 }
 
 // parseCreated reads the header timestamp, falling back to the log's time.
+// newDoc is the Doc of a session whose header r is.
+func newDoc(r *session.Stored, h tree.Header) *Doc {
+	created := parseCreated(h.Timestamp, r.Time)
+	return &Doc{ID: r.Session, Tree: tree.NewSession(h), HeaderSeq: r.Seq, LastSeq: r.Seq, Modified: r.Time, Created: created, LastEntry: created}
+}
+
+// noteTime moves LastEntry to e's timestamp if it is later (entries of
+// several writers need not come in the order of their clocks).
+func (d *Doc) noteTime(e *tree.Entry) {
+	if ms, ok := e.TimeMillis(); ok {
+		if t := time.UnixMilli(ms); t.After(d.LastEntry) {
+			d.LastEntry = t
+		}
+	}
+}
+
+// timesFromTree sets an unknown LastEntry from the tree (a session read
+// back that was restored from a snapshot without it).
+func (d *Doc) timesFromTree() {
+	if !d.LastEntry.IsZero() {
+		return
+	}
+	d.LastEntry = d.Created
+	for i := range d.Tree.Len() {
+		d.noteTime(d.Tree.Entry(i))
+	}
+}
+
 func parseCreated(ts string, fallback time.Time) time.Time {
 	if t, err := time.Parse(time.RFC3339Nano, ts); err == nil {
 		return t

@@ -93,8 +93,10 @@ func (st *Store) ViewOrRead(ctx context.Context, log session.Log, sid string, fn
 	// The body is the log's copy, newer than anything applied before the
 	// read: that is still a true lower bound of what it reflects.
 	Mark(ctx, fresh)
-	return fn(&Doc{ID: sid, Tree: t, Seqs: seqs, HeaderSeq: recs[0].Seq, LastSeq: recs[len(recs)-1].Seq, Entries: t.Len(),
-		Created: parseCreated(t.Header.Timestamp, recs[0].Time), Modified: recs[len(recs)-1].Time})
+	d := &Doc{ID: sid, Tree: t, Seqs: seqs, HeaderSeq: recs[0].Seq, LastSeq: recs[len(recs)-1].Seq, Entries: t.Len(),
+		Created: parseCreated(t.Header.Timestamp, recs[0].Time), Modified: recs[len(recs)-1].Time}
+	d.timesFromTree()
+	return fn(d)
 }
 
 // lacks reports whether the Store has no session id (as opposed to fn

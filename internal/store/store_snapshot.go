@@ -57,8 +57,8 @@ func (st *Store) restore(ctx context.Context) {
 		e := &sf.index[i]
 		st.docs[e.id] = &Doc{ID: e.id, HeaderSeq: e.headerSeq, LastSeq: e.lastSeq, Created: e.created, Modified: e.modified,
 			Entries: int(e.entries), cwd: e.cwd, parentSession: e.parentSession, name: e.name, hasName: e.hasName,
-			labels: e.labels, first: e.first, firstKnown: e.firstKnown, base: &snapRef{sf, e}}
-		st.previewsUnknown = st.previewsUnknown || !e.firstKnown
+			labels: e.labels, first: e.first, firstKnown: e.firstKnown, LastEntry: e.lastEntry, base: &snapRef{sf, e}}
+		st.indexLacks = st.indexLacks || !e.firstKnown || e.lastEntry.IsZero()
 	}
 	st.applied, st.snap, st.snapAt, keep = sf.applied, sf, sf.applied, true
 	if fi, err := sf.f.Stat(); err == nil {
@@ -130,7 +130,7 @@ func (st *Store) Snapshot(ctx context.Context) error {
 	st.mu.RLock()
 	taken := st.opts.Now()
 	at, applied := st.applied, st.snapshotApplied()
-	if st.snap != nil && st.snapAt == at && !st.previewsUnknown {
+	if st.snap != nil && st.snapAt == at && !st.indexLacks {
 		st.mu.RUnlock()
 		st.snapTime.Store(taken.UnixNano()) // still current: an idle Store's snapshot is not stale
 		return nil
@@ -217,6 +217,7 @@ func captureDoc(d *Doc) snapItem {
 		it.meta.name, it.meta.hasName = *in.Name, true
 	}
 	it.meta.first, it.meta.firstKnown = d.firstMessage(), d.Tree != nil || d.firstKnown
+	it.meta.lastEntry = d.LastEntry
 	if d.Tree != nil {
 		it.meta.labels = d.Tree.Labels()
 		it.header = d.Tree.Header.Raw
@@ -269,22 +270,29 @@ func (st *Store) materialize(ctx context.Context, it *snapItem, applied uint64) 
 		s.meta.lastSeq = max(s.meta.headerSeq, s.seqs[n-1])
 	}
 	s.meta.entries = uint32(len(s.lines))
-	if !s.meta.firstKnown { // restored from a snapshot without previews: its lines are at hand
-		s.meta.first, s.meta.firstKnown = firstPreview(s.lines), true
+	if !s.meta.firstKnown || s.meta.lastEntry.IsZero() {
+		// Restored from a snapshot without them: its lines are at hand.
+		s.meta.first, s.meta.lastEntry = listingOf(s.lines, s.meta.created)
+		s.meta.firstKnown = true
 	}
 	return s, nil
 }
 
-// firstPreview is tree.Session.FirstMessage of a session's entry lines.
-func firstPreview(lines [][]byte) *string {
+// listingOf is what a listing shows of a session from its entry lines:
+// tree.Session.FirstMessage and Doc.LastEntry (created without entries).
+func listingOf(lines [][]byte, created time.Time) (first *string, last time.Time) {
+	d := Doc{LastEntry: created}
 	for _, l := range lines {
-		if e, err := tree.ParseEntry(l); err == nil {
-			if p, ok := e.UserPreview(); ok {
-				return &p
-			}
+		e, err := tree.ParseEntry(l)
+		if err != nil {
+			continue
 		}
+		if p, ok := e.UserPreview(); ok && first == nil {
+			first = &p
+		}
+		d.noteTime(&e)
 	}
-	return nil
+	return first, d.LastEntry
 }
 
 // swapSnapshot makes sf the current snapshot: evicted sessions point at its
@@ -307,7 +315,10 @@ func (st *Store) swapSnapshot(sf *snapFile) {
 			// the first; none stays none if nothing came since.
 			d.first, d.firstKnown = e.first, true
 		}
-		unknown = unknown || d.Tree == nil && !d.firstKnown
+		if e != nil && d.HeaderSeq == e.headerSeq && e.lastEntry.After(d.LastEntry) {
+			d.LastEntry = e.lastEntry
+		}
+		unknown = unknown || d.Tree == nil && (!d.firstKnown || d.LastEntry.IsZero())
 		if e == nil || d.HeaderSeq != e.headerSeq {
 			if d.base != nil && d.base.file == old {
 				// Its log read for the new file found nothing (purged as
@@ -337,7 +348,7 @@ func (st *Store) swapSnapshot(sf *snapFile) {
 			d.tail = slices.Clone(d.tail[k:])
 		}
 	}
-	st.previewsUnknown = unknown
+	st.indexLacks = unknown
 	spills := st.dropSpillsLocked()
 	st.mu.Unlock()
 	removeFiles(spills)

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,9 +40,11 @@ func oldPiFile(t *testing.T, at time.Time, question string) (sid string, file []
 
 // TestCatalogAfterRestart: the catalog of imported history, as a listing
 // with previews gives it (the console's sessions view, pi-ctl ls --cwd),
-// is the same after a plain restart of the node: every session keeps its
-// first message (they came back from the snapshot without their entries,
-// and its index had no previews).
+// dates each session by its last entry, as pi's /resume does, not by the
+// import (a year of history all sorted as "just now", all of it listed by
+// ls --since 1h); and it is the same after a plain restart of the node:
+// every session keeps its first message and its time (they come back from
+// the snapshot without their entries, and its index had no previews).
 func TestCatalogAfterRestart(t *testing.T) {
 	skipShort(t)
 	t.Parallel()
@@ -55,7 +58,7 @@ func TestCatalogAfterRestart(t *testing.T) {
 	wants := map[string]want{}
 	for i := range 22 {
 		q := fmt.Sprintf("question %d: why is the build red?", i)
-		sid, file, last := oldPiFile(t, time.Now().AddDate(-1, 0, i), q)
+		sid, file, last := oldPiFile(t, time.Now().AddDate(-1, 0, i).Truncate(time.Millisecond), q)
 		mustDo(t, http.MethodPost, nd.base+"/v1/import", file, http.StatusCreated)
 		wants[sid] = want{q, last}
 	}
@@ -78,14 +81,24 @@ func TestCatalogAfterRestart(t *testing.T) {
 		if len(page.Sessions) != len(wants) {
 			t.Fatalf("%s: %d sessions, want %d", when, len(page.Sessions), len(wants))
 		}
-		lacking := 0
+		lacking, dated := 0, 0
 		for _, s := range page.Sessions {
-			if w := wants[s.SessionID]; s.FirstMessage == nil || *s.FirstMessage != w.first {
+			w := wants[s.SessionID]
+			if s.FirstMessage == nil || *s.FirstMessage != w.first {
 				lacking++
 			}
+			if !s.Modified.Equal(w.last) {
+				if dated == 0 {
+					t.Errorf("%s: session %s modified %v, want its last entry's time %v", when, s.SessionID, s.Modified, w.last)
+				}
+				dated++
+			}
 		}
-		if lacking > 0 {
-			t.Errorf("%s: %d of %d sessions without their first message", when, lacking, len(wants))
+		if lacking > 0 || dated > 0 {
+			t.Errorf("%s: of %d sessions, %d without their first message, %d not dated by their last entry", when, len(wants), lacking, dated)
+		}
+		if out, err := runCtl(t, "ls", "--http", nd.base, "--since", "1h", "--all"); err != nil || strings.Contains(out, "/work/old") {
+			t.Errorf("%s: pi-ctl ls --since 1h lists sessions a year old (%v):\n%s", when, err, out)
 		}
 	}
 	check("after the import")
