@@ -99,6 +99,14 @@ func (s *Server) forward(ctx context.Context, o *op, r *request) (rep reply, err
 	if err != nil {
 		return reply{}, err, true
 	}
+	if s.tooLargeToForward(len(m.Data)) {
+		// A body the HTTP API takes (9 MiB) can be more than a NATS
+		// message (8 MiB): served here from the log, as when no holder
+		// is up, it gets the answer a holder would give — stored, or
+		// 413 for a record over the limit — where forwarding it failed
+		// with a 503 that clients retried in vain.
+		return reply{}, nil, false
+	}
 	// What this node's own reads would wait for, which the holder's
 	// Store may lack (a holder stale after an election or a partition):
 	// read your writes through this node, across a restart too.
@@ -186,6 +194,17 @@ func freshnessOf(h nats.Header, now time.Time) store.Freshness {
 		f.CaughtUpAt = now
 	}
 	return f
+}
+
+// fwdHeadroom is what a forwarded message's headers may take besides its
+// body.
+const fwdHeadroom = 4096
+
+// tooLargeToForward reports whether a body of n bytes, request or reply,
+// is too large for a NATS message between the nodes.
+func (s *Server) tooLargeToForward(n int) bool {
+	limit := s.cfg.Forward.MaxPayload()
+	return limit > 0 && int64(n)+fwdHeadroom > limit
 }
 
 // noteForwardedWrite remembers the sequence a holder acknowledged a write
@@ -348,7 +367,7 @@ func (s *Server) serveForwarded(k int, m *nats.Msg) (string, int) {
 		}
 		ctype = wire.ContentTypeJSON
 	}
-	if limit := s.cfg.Forward.MaxPayload(); limit > 0 && int64(len(body))+4096 > limit {
+	if s.tooLargeToForward(len(body)) {
 		// Bigger than a NATS message: the forwarding node reads it from
 		// the log itself.
 		out.Header.Set(hdrFwdLocal, "reply too large for NATS")
