@@ -19,9 +19,9 @@ Writes a session as pi would have written it, at pi's own path:
   DIR/--<encoded cwd>--/<timestamp>_<session id>.jsonl
 
 (DIR defaults to $PI_CODING_AGENT_DIR/sessions, else ~/.pi/agent/sessions)
-and prints that path. pi can then resume it on this machine (pi --resume,
-or pi --session PATH), and "pi-ctl sync" streams what pi adds back to the
-cluster.
+and prints that path. pi can then resume it on this machine
+(pi --session PATH, or /resume in that directory), and "pi-ctl sync"
+streams what pi adds back to the cluster.
 
 A file already at that path is replaced only when every entry in it is in
 the cluster with the same content; otherwise checkout refuses, names the

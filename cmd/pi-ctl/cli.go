@@ -42,7 +42,7 @@ var commands = []command{
 	{"import", "import pi session files or directories of them", runImport},
 	{"export", "write a session as a pi JSONL file", runExport},
 	{"sync", "stream local pi session files into the cluster, live, as pi writes them", runSync},
-	{"checkout", "write a session at pi's own path, for pi --resume on this machine", runCheckout},
+	{"checkout", "write a session at pi's own path, for pi --session PATH on this machine", runCheckout},
 	{"status", "show the node, the stream and its replicas", runStatus},
 	{"bench", "measure the node against raw JetStream (append, create, context, rebuild)", runBench},
 	{"failover", "make another region the home (cross-region deployments)", runFailover},
