@@ -82,7 +82,8 @@ secrets: build
 	$(GO) run ./deploy/natsconf $(SECRETS_DIR)/nats-auth.json > $(SECRETS_DIR)/nats-peers.conf
 	chmod 0750 $(SECRETS_DIR)
 	find $(SECRETS_DIR) -maxdepth 1 -type f -exec chmod 0640 {} +
-	@echo "secrets in $(SECRETS_DIR); unless you are root: export PI_SECRETS_GID=$$(id -g)"
+	@echo "secrets in $(SECRETS_DIR)"
+	@[ "$$(id -u)" -eq 0 ] || echo "not root: export PI_SECRETS_GID=$$(id -g) before docker compose up"
 
 compose-test:
 	test/compose/run.sh
