@@ -172,7 +172,7 @@ func TestConsole(t *testing.T) {
 		name  string
 		check func(*testing.T)
 	}{
-		{"Token", s.token}, {"Catalog", s.catalog}, {"Tree", s.tree}, {"Entry", s.entry}, {"Compaction", s.compaction}, {"Live", s.live}, {"Resume", s.resume},
+		{"Token", s.token}, {"TokenLink", s.tokenLink}, {"Catalog", s.catalog}, {"Tree", s.tree}, {"Entry", s.entry}, {"Compaction", s.compaction}, {"Live", s.live}, {"Resume", s.resume},
 		{"Large", s.large}, {"Keyboard", s.keyboard}, {"Cluster", s.cluster}, {"Export", s.export},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -71,10 +71,44 @@ func newToken(t *testing.T) string {
 // startNode starts pi-node with the console and a tokens file of a reader
 // and a writer: the console must work with the read token alone, as the
 // dashboard token docs/API.md describes.
-func startNode(t *testing.T) *node {
+func startNode(t *testing.T) *node { return startNodeAuth(t, true) }
+
+// startNodeAuth starts pi-node with the console; without tokens it has no
+// tokens file, as a node on loopback runs by default, and the node's
+// clients send no token.
+func startNodeAuth(t *testing.T, tokens bool) *node {
 	t.Helper()
 	dir := t.TempDir() // before proctest.New: the files must outlive the process
 	nd := &node{readToken: newToken(t), writeToken: newToken(t), wrongToken: newToken(t)}
+	ports := testutil.FreePorts(t, 2)
+	nd.base = fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+	nd.readClient = &http.Client{Timeout: 10 * time.Second, Transport: bearer{nd.readToken}}
+	nd.writeClient = &http.Client{Timeout: 30 * time.Second, Transport: bearer{nd.writeToken}}
+	args := []string{"--node-name", nodeName, "--console", "--data-dir", filepath.Join(dir, "data"),
+		"--http-listen", fmt.Sprintf("127.0.0.1:%d", ports[0]), "--client-listen", fmt.Sprintf("127.0.0.1:%d", ports[1]),
+		"--shutdown-grace", "10s"}
+	if tokens {
+		args = append(args, "--http-tokens", writeTokens(t, dir, nd))
+	} else {
+		nd.readToken, nd.writeToken = "", ""
+		nd.readClient = &http.Client{Timeout: 10 * time.Second}
+		nd.writeClient = &http.Client{Timeout: 30 * time.Second}
+	}
+	nd.Proc = proctest.New(t, nodeName, piNodeBin, args...)
+	nd.Start(t)
+	testutil.WaitFor(t, time.Minute, testutil.Awaiting("pi-node /readyz", func() error {
+		if !nd.Running() {
+			return fmt.Errorf("exited: %v", nd.ExitErr())
+		}
+		return proctest.Ready(nd.base)
+	}))
+	return nd
+}
+
+// writeTokens writes the --http-tokens file of nd's reader and writer
+// into dir and returns its path.
+func writeTokens(t *testing.T, dir string, nd *node) string {
+	t.Helper()
 	var file bytes.Buffer
 	fmt.Fprintln(&file, "# the console test's tokens: sha256 of each, never the token")
 	for _, tok := range []struct{ name, token, scope string }{
@@ -87,22 +121,7 @@ func startNode(t *testing.T) *node {
 	if err := os.WriteFile(tokens, file.Bytes(), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ports := testutil.FreePorts(t, 2)
-	nd.base = fmt.Sprintf("http://127.0.0.1:%d", ports[0])
-	nd.readClient = &http.Client{Timeout: 10 * time.Second, Transport: bearer{nd.readToken}}
-	nd.writeClient = &http.Client{Timeout: 30 * time.Second, Transport: bearer{nd.writeToken}}
-	nd.Proc = proctest.New(t, nodeName, piNodeBin, "--node-name", nodeName, "--console",
-		"--http-tokens", tokens, "--data-dir", filepath.Join(dir, "data"),
-		"--http-listen", fmt.Sprintf("127.0.0.1:%d", ports[0]), "--client-listen", fmt.Sprintf("127.0.0.1:%d", ports[1]),
-		"--shutdown-grace", "10s")
-	nd.Start(t)
-	testutil.WaitFor(t, time.Minute, testutil.Awaiting("pi-node /readyz", func() error {
-		if !nd.Running() {
-			return fmt.Errorf("exited: %v", nd.ExitErr())
-		}
-		return proctest.Ready(nd.base)
-	}))
-	return nd
+	return tokens
 }
 
 // call sends one API request with hc's token and returns the body of an

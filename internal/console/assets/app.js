@@ -17,6 +17,9 @@ const search = $('#search');
 const tokenClear = $('#token-clear');
 
 let view = null;      // {kind, sid, api: {update, unmount}}
+// open: the node answered without a token, as a node without --http-token(s)
+// does (docs/SECURITY.md): no form is shown until a request is refused.
+let open = false;
 let generation = 0;
 let pending = 0;
 
@@ -69,6 +72,7 @@ function showTokenForm() {
 }
 
 onAuthError((err) => {
+  open = false;
   showError(err.message);
   showTokenForm();
 });
@@ -98,9 +102,9 @@ function markNav(kind) {
 }
 
 function route(r) {
-  if (!getToken()) { showTokenForm(); return; }
+  if (!getToken() && !open) { showTokenForm(); return; }
   tokenForm.hidden = true;
-  tokenClear.hidden = false;
+  tokenClear.hidden = !getToken();
   if (view && view.kind === r.view && (r.view !== 'session' || view.sid === r.sid)) {
     view.api.update(r);
     return;
@@ -162,4 +166,32 @@ search.addEventListener('beforeinput', (e) => {
   slashAt = -1;
 });
 
-start(route);
+// tokenFromLink keeps a token a link carries (#token=…) as if it had been
+// typed, and takes it out of the address bar with replaceState, so that
+// this history entry does not hold it either.
+function tokenFromLink() {
+  const m = /^#token=(.*)$/.exec(location.hash);
+  if (!m) return;
+  let t = '';
+  try { t = decodeURIComponent(m[1]).trim(); } catch { /* a malformed escape: no token */ }
+  if (t) setToken(t);
+  history.replaceState(null, '', location.pathname + location.search);
+}
+
+// probeOpen asks the node once without a token. A node with tokens answers
+// 401, which tells nothing the login form would not; a 200 means any
+// request is served, so asking for a token would only be in the way.
+async function probeOpen() {
+  try {
+    const res = await fetch('/v1/sessions?limit=1', { cache: 'no-store' });
+    return res.ok;
+  } catch {
+    return false;
+  }
+}
+
+tokenFromLink();
+(getToken() ? Promise.resolve(false) : probeOpen()).then((o) => {
+  open = o;
+  start(route);
+});
