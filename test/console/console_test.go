@@ -666,11 +666,13 @@ func checkCatalog(t *testing.T, b *tab, list []listed, imported map[string]bool)
 		ID      string `json:"id"`
 		Entries string `json:"entries"`
 		Fork    string `json:"fork"`
+		Shown   string `json:"shown"` // the fork link's text
 	}
 	b.poll(t, "a row for every session", fmt.Sprintf(`document.querySelectorAll('table#sessions tbody tr[data-session]').length >= %d`, len(imported)), viewTimeout)
 	got := evalJS[[]catalogRow](t, b, `[...document.querySelectorAll('table#sessions tbody tr[data-session]')].map(r => ({
 		id: r.dataset.session, entries: r.querySelector('.entries')?.textContent ?? '',
-		fork: r.querySelector('a.fork-parent')?.getAttribute('href') ?? ''}))`)
+		fork: r.querySelector('a.fork-parent')?.getAttribute('href') ?? '',
+		shown: r.querySelector('a.fork-parent')?.textContent ?? ''}))`)
 	shown := map[string]catalogRow{}
 	var order []string
 	for _, r := range got {
@@ -701,12 +703,32 @@ func checkCatalog(t *testing.T, b *tab, list []listed, imported map[string]bool)
 			t.Errorf("session %s is a fork of %q: no a.fork-parent", s.SessionID, *s.ParentSession)
 		case len(ids) > 0 && r.Fork != "#/s/"+ids[len(ids)-1]:
 			t.Errorf("session %s: a.fork-parent href %q, want #/s/%s (the parent's id in %q)", s.SessionID, r.Fork, ids[len(ids)-1], *s.ParentSession)
+		case len(ids) > 0:
+			forkShown(t, s.SessionID, strings.Trim(r.Shown, "… "), ids[len(ids)-1], list)
 		}
 	}
 	for i := 1; i < len(order); i++ {
 		if a, b := modified[order[i-1]], modified[order[i]]; a.Before(b) {
 			t.Errorf("rows not newest first: %s (modified %v) above %s (%v)", order[i-1], a, order[i], b)
 			break
+		}
+	}
+}
+
+// forkShown: the fork link's text (its ellipsis trimmed) is a part of
+// the parent's id that no other listed session's id has, so that forks of
+// different parents are told apart (UUIDv7 ids of the same minute share
+// their first 8 digits).
+func forkShown(t *testing.T, sid, shown, parent string, list []listed) {
+	t.Helper()
+	if shown == "" || !strings.Contains(parent, shown) {
+		t.Errorf("session %s: a.fork-parent shows %q, not a part of its parent's id %s", sid, shown, parent)
+		return
+	}
+	for _, o := range list {
+		if o.SessionID != parent && strings.Contains(o.SessionID, shown) {
+			t.Errorf("session %s: a.fork-parent shows %q, which session %s's id has too: it does not tell the parent %s", sid, shown, o.SessionID, parent)
+			return
 		}
 	}
 }

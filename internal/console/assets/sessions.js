@@ -21,6 +21,13 @@ function sinceParam(v) {
   return v;
 }
 
+// forkTitle names the parent in full: its id, and pi's path to its file
+// when the header has one. (The link shows the id's last 12 digits: a
+// UUIDv7 starts with its time, so ids of the same minute share a prefix.)
+function forkTitle(parent, parentSession) {
+  return parentSession === parent ? parent : `${parent}\n${parentSession}`;
+}
+
 export function mountSessions(main, route, ctx) {
   let ac = new AbortController();
   let sessions = [];
@@ -93,7 +100,7 @@ export function mountSessions(main, route, ctx) {
         el('td', { class: 'modified' }, el('time', { datetime: s.modified, title: s.modified, text: fmtTime(s.modified) })),
         el('td', { class: 'first-message', title: s.firstMessage || '', text: s.firstMessage || '' }),
         el('td', { class: 'fork' }, parent
-          ? el('a', { class: 'fork-parent mono', href: sessionHref(parent), title: s.parentSession, text: parent.slice(0, 8) + '…' })
+          ? el('a', { class: 'fork-parent mono', href: sessionHref(parent), title: forkTitle(parent, s.parentSession), text: '…' + parent.slice(-12) })
           : null)));
     }
     if (!sessions.length) {
