@@ -616,6 +616,13 @@ func (s *suite) cluster(t *testing.T) {
 	if evalJS[bool](t, b, `!!document.querySelector('#cluster-note')`) {
 		t.Errorf("#cluster-note shown with a cluster in the reply: %q", evalJS[string](t, b, `document.querySelector('#cluster-note').textContent`))
 	}
+	// Every time shown has the catalog's 24-hour format, the refresh's
+	// too (it once had the locale's 12-hour clock).
+	b.poll(t, "#cluster-updated after a refresh", `!!document.querySelector('#cluster-updated').dataset.at`, viewTimeout)
+	stamp := regexp.MustCompile(`^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$`)
+	if got := evalJS[string](t, b, `document.querySelector('#cluster-updated').textContent.trim()`); !stamp.MatchString(strings.TrimPrefix(got, "updated ")) {
+		t.Errorf("#cluster-updated = %q, want \"updated YYYY-MM-DD HH:MM:SS\", the console's one format", got)
+	}
 	b.screenshot(t, "cluster")
 }
 

@@ -107,8 +107,11 @@ export function mountCluster(main, route, ctx) {
       const s = await getJSON('Reading the node status', '/v1/status', ac.signal);
       if (stopped) return;
       draw(s);
-      updated.textContent = `updated ${new Date().toLocaleTimeString()}`;
-      updated.dataset.at = new Date().toISOString();
+      // fmtTime, as every time the console shows: one 24-hour format, not
+      // the locale's clock (a 12-hour one in en-US).
+      const at = new Date().toISOString();
+      updated.textContent = `updated ${fmtTime(at)}`;
+      updated.dataset.at = at;
       ctx.clearError();
     } catch (e) {
       if (isAbort(e) || stopped) return;
