@@ -89,6 +89,11 @@ func TestMainServes(t *testing.T) {
 	if !strings.Contains(logs.String(), "pi-node ready") {
 		t.Errorf("no ready line in the log:\n%s", logs.String())
 	}
+	// Without --shards the store's count is taken: 1 for a new store,
+	// which the log must say rather than the flag's 0.
+	if !strings.Contains(logs.String(), "shards=1") || strings.Contains(logs.String(), "shards=0") {
+		t.Errorf("the log does not say the store has 1 shard:\n%s", logs.String())
+	}
 }
 
 // startMain runs a node on free ports and a temporary data directory, with

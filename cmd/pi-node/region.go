@@ -137,7 +137,9 @@ func (m *Main) backend(ctx context.Context, name string, logger *slog.Logger) (s
 	m.jsCfg.Replicas = c.Replicas
 	m.jsCfg.Logger = logger
 	if c.Region == "" {
-		logger.Info("provisioning", "stream", c.Stream, "shards", c.Shards, "bucket", c.Bucket, "replicas", c.Replicas)
+		// The shard count is logged once provisioning has found it: without
+		// --shards (c.Shards 0) it is the store's, 1 for a new one.
+		logger.Info("provisioning", "stream", c.Stream, "bucket", c.Bucket, "replicas", c.Replicas)
 		sm, err := jetstream.ProvisionShards(ctx, m.conn.JS, m.jsCfg, c.Shards)
 		if err != nil {
 			var me *jetstream.ShardMismatchError
@@ -146,6 +148,7 @@ func (m *Main) backend(ctx context.Context, name string, logger *slog.Logger) (s
 			}
 			return nil, nil, nil, err
 		}
+		logger.Info("provisioned", "stream", c.Stream, "shards", sm.Current())
 		if sm.Streams() > 1 {
 			logger.Info("the store is sharded", "map", sm.String(), "streams", sm.Streams(), "new sessions on", sm.Current())
 		}
