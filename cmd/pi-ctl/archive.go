@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/size"
+	"github.com/pifleet/sessionlog/internal/termtext"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
 
@@ -82,7 +83,7 @@ func runArchiveLs(ctx context.Context, e *env, args []string) error {
 		if s.Live {
 			note = "live: stale copy"
 		}
-		t.row(s.SessionID, cutWidth(nullable(s.Name, "-"), 40), strconv.Itoa(s.EntryCount), size.Human(s.Bytes), shortTime(s.Modified), shortTime(s.ArchivedAt), note)
+		t.row(s.SessionID, termtext.Cut(nullable(s.Name, "-"), 40), strconv.Itoa(s.EntryCount), size.Human(s.Bytes), shortTime(s.Modified), shortTime(s.ArchivedAt), note)
 	}
 	if err := t.write(e.stdout); err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/pifleet/sessionlog/internal/termtext"
 	"github.com/pifleet/sessionlog/internal/tree"
 )
 
@@ -49,46 +50,6 @@ func runFileTree(_ context.Context, e *env, args []string) error {
 	if f.Len() == 0 {
 		w.WriteString("(no entries)\n")
 	}
-	writeTree(w, f.Session, nodes, f.Len()-1, "← leaf", *width)
+	termtext.WriteTree(w, f.Session, nodes, f.Len()-1, "← leaf", *width)
 	return w.Flush()
-}
-
-// writeTree draws nodes, one line per entry, each cut to width columns
-// (0: no limit). The entries on the path to the entry at index leaf get a
-// bullet, and that entry gets mark (-1: the null leaf, nothing marked).
-// The drawing, the id, the label (up to 40 columns) and the mark are kept
-// whole; the preview takes what is left, at least 8 columns.
-func writeTree(w *bufio.Writer, s *tree.Session, nodes []tree.Node, leaf int, mark string, width int) {
-	onPath := make([]bool, s.Len())
-	for _, i := range s.PathIndices(leaf) {
-		onPath[i] = true
-	}
-	maxLevels := 40
-	if width > 0 {
-		maxLevels = width / 6 // the drawing keeps at most half the line
-	}
-	d := newTreeDrawer(nodes, maxLevels)
-	for _, n := range nodes {
-		e := s.Entry(n.Index)
-		head := d.prefix(n)
-		if onPath[n.Index] {
-			head += "• "
-		}
-		head += tree.Printable(e.ID) + " "
-		if l, ok := s.Label(e.ID); ok {
-			head += "[" + cutWidth(tree.Printable(l), 40) + "] "
-		}
-		tail := ""
-		if n.Index == leaf {
-			tail = "  " + mark
-		}
-		preview := e.Preview()
-		if width > 0 {
-			preview = cutWidth(preview, max(width-textWidth(head)-textWidth(tail), 8))
-		}
-		w.WriteString(head)
-		w.WriteString(preview)
-		w.WriteString(tail)
-		w.WriteByte('\n')
-	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/pifleet/sessionlog/internal/termtext"
 	"github.com/pifleet/sessionlog/internal/tree"
 )
 
@@ -114,7 +115,7 @@ func (p *entryPrinter) print(en seqEntry) {
 		preview = tree.Printable(string(en.Entry)) // not an entry pi could read: show what it is
 	}
 	if p.width > 0 {
-		preview = cutWidth(preview, max(p.width-textWidth(head), 8))
+		preview = termtext.Cut(preview, max(p.width-termtext.Width(head), 8))
 	}
 	p.w.WriteString(head)
 	p.w.WriteString(preview)

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/pifleet/sessionlog/internal/termtext"
 	"github.com/pifleet/sessionlog/internal/tree"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
@@ -94,12 +95,12 @@ func runLs(ctx context.Context, e *env, args []string) error {
 		}
 		t.row("ID", "NAME", "ENTRIES", "MODIFIED", "FIRST MESSAGE")
 		for k, s := range infos {
-			t.row(s.SessionID, cutWidth(nullable(s.Name, "-"), 40), strconv.Itoa(s.EntryCount), shortTime(s.Modified), cutWidth(first[k], 60))
+			t.row(s.SessionID, termtext.Cut(nullable(s.Name, "-"), 40), strconv.Itoa(s.EntryCount), shortTime(s.Modified), termtext.Cut(first[k], 60))
 		}
 	} else {
 		t.row("ID", "NAME", "ENTRIES", "MODIFIED", "CWD")
 		for _, s := range infos {
-			t.row(s.SessionID, cutWidth(nullable(s.Name, "-"), 40), strconv.Itoa(s.EntryCount), shortTime(s.Modified), orDash(tree.Printable(s.Cwd)))
+			t.row(s.SessionID, termtext.Cut(nullable(s.Name, "-"), 40), strconv.Itoa(s.EntryCount), shortTime(s.Modified), orDash(tree.Printable(s.Cwd)))
 		}
 	}
 	if err := t.write(e.stdout); err != nil {

@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/pifleet/sessionlog/internal/termtext"
 )
 
 // table lays out rows in columns two spaces apart. Unlike text/tabwriter
@@ -25,7 +27,7 @@ func (t *table) write(w io.Writer) error {
 			if k >= len(widths) {
 				widths = append(widths, 0)
 			}
-			widths[k] = max(widths[k], textWidth(c))
+			widths[k] = max(widths[k], termtext.Width(c))
 		}
 	}
 	var b strings.Builder
@@ -33,7 +35,7 @@ func (t *table) write(w io.Writer) error {
 		for k, c := range r {
 			b.WriteString(c)
 			if k < len(r)-1 {
-				b.WriteString(strings.Repeat(" ", widths[k]-textWidth(c)+2))
+				b.WriteString(strings.Repeat(" ", widths[k]-termtext.Width(c)+2))
 			}
 		}
 		b.WriteByte('\n')

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pifleet/sessionlog/internal/termtext"
 	"github.com/pifleet/sessionlog/internal/tree"
 	"github.com/pifleet/sessionlog/internal/tree/jsjson"
 )
@@ -148,7 +149,7 @@ func (t *transcript) text(s string, maxLines, cols int) {
 		shown = lines[:maxLines]
 	}
 	for _, l := range shown {
-		t.line(cutWidth(tree.Printable(l), cols))
+		t.line(termtext.Cut(tree.Printable(l), cols))
 	}
 	if left := len(lines) - len(shown); left > 0 {
 		t.line("… " + plural(left, "more line") + " (--full shows them)")

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/pifleet/sessionlog/internal/conformance"
+	"github.com/pifleet/sessionlog/internal/termtext"
 )
 
 // TestTreeWidth checks that every line fits the width, from --width and
@@ -18,7 +19,7 @@ func TestTreeWidth(t *testing.T) {
 	longest := func(out string) int {
 		n := 0
 		for _, l := range strings.Split(out, "\n") {
-			n = max(n, textWidth(l))
+			n = max(n, termtext.Width(l))
 		}
 		return n
 	}
@@ -43,25 +44,6 @@ func TestTreeWidth(t *testing.T) {
 	}
 	if n := longest(out.String()); n > 70 || n < 65 {
 		t.Errorf("$COLUMNS=70: longest line %d columns", n)
-	}
-}
-
-func TestCutWidth(t *testing.T) {
-	for _, c := range []struct {
-		in   string
-		w    int
-		want string
-	}{
-		{"hello", 10, "hello"},
-		{"hello world", 6, "hello…"},
-		{"中文中文", 5, "中文…"},
-		{"e\u0301e\u0301e\u0301", 2, "e\u0301…"},
-		{"👍👍👍", 4, "👍…"},
-		{"anything", 0, "anything"},
-	} {
-		if got := cutWidth(c.in, c.w); got != c.want || (c.w > 0 && textWidth(got) > c.w) {
-			t.Errorf("cutWidth(%q, %d) = %q (%d columns), want %q", c.in, c.w, got, textWidth(got), c.want)
-		}
 	}
 }
 
@@ -130,7 +112,7 @@ func TestCombTree(t *testing.T) {
 		t.Fatalf("%d lines, want %d", len(lines), 2*depth)
 	}
 	for i, l := range lines {
-		if w := textWidth(l); w > 80 {
+		if w := termtext.Width(l); w > 80 {
 			t.Fatalf("line %d is %d columns wide: %q", i+1, w, l)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/pifleet/sessionlog/internal/pisync"
+	"github.com/pifleet/sessionlog/internal/termtext"
 	"github.com/pifleet/sessionlog/internal/tree"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
@@ -97,7 +98,7 @@ func runTree(ctx context.Context, e *env, args []string) error {
 	if f.Len() == 0 {
 		w.WriteString("(no entries)\n")
 	}
-	writeTree(w, f.Session, f.Tree(), leaf, mark, *width)
+	termtext.WriteTree(w, f.Session, f.Tree(), leaf, mark, *width)
 	if haveCursor && cur.LeafID == nil {
 		fmt.Fprintf(w, "(%s is at the null leaf: before the first entry)\n", tree.Printable(*client))
 	}

@@ -1,4 +1,4 @@
-package main
+package termtext
 
 import (
 	"strings"
@@ -47,8 +47,8 @@ func runeWidth(r rune) int {
 	return 1
 }
 
-// textWidth is the number of terminal columns s takes.
-func textWidth(s string) int {
+// Width is the number of terminal columns s takes.
+func Width(s string) int {
 	n := 0
 	for _, r := range s {
 		n += runeWidth(r)
@@ -56,10 +56,10 @@ func textWidth(s string) int {
 	return n
 }
 
-// cutWidth cuts s to at most w columns, ending it with "…" when something
+// Cut cuts s to at most w columns, ending it with "…" when something
 // was cut. w <= 0 means no limit.
-func cutWidth(s string, w int) string {
-	if w <= 0 || textWidth(s) <= w {
+func Cut(s string, w int) string {
+	if w <= 0 || Width(s) <= w {
 		return s
 	}
 	var b strings.Builder
