@@ -1,13 +1,15 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/pifleet/sessionlog/client"
+	"github.com/pifleet/sessionlog/internal/termtext"
+	"github.com/pifleet/sessionlog/internal/tree"
 )
 
 // agent runs turns of the loop and narrates what reaches the log.
@@ -98,37 +100,19 @@ func find(nodes []*client.Node, id string) *client.Node {
 	return nil
 }
 
-// printTree draws the tree as pi's /tree does: a chain of single children
-// stays at its parent's indentation, the children of a branch point get
-// connectors, and a gutter runs down to a connector's next sibling.
-func printTree(out io.Writer, nodes []*client.Node, indent string) {
-	line := func(n *client.Node) string {
-		label := ""
-		if n.Label != "" {
-			label = "  [" + n.Label + "]"
-		}
-		return n.ID + " " + truncate(n.Preview, 64) + label
+// printTree draws the session's tree as pi-ctl tree does (its layout is
+// pi's /tree), from what the session would export, with the Writer's leaf
+// marked.
+func printTree(out io.Writer, s *client.Session) error {
+	f, err := tree.Read(s.Export(), tree.ReadOptions{})
+	if err != nil {
+		return err
 	}
-	if len(nodes) == 1 {
-		fmt.Fprintf(out, "%s%s\n", indent, line(nodes[0]))
-		printTree(out, nodes[0].Children, indent)
-		return
+	leaf, ok := f.Index(s.LeafID())
+	if !ok {
+		leaf = -1
 	}
-	for i, n := range nodes {
-		conn, next := "├─ ", indent+"│  "
-		if i == len(nodes)-1 {
-			conn, next = "└─ ", indent+"   "
-		}
-		fmt.Fprintf(out, "%s%s%s\n", indent, conn, line(n))
-		printTree(out, n.Children, next)
-	}
-}
-
-// truncate cuts s to n runes.
-func truncate(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return strings.TrimSpace(string(r[:n-1])) + "…"
+	w := bufio.NewWriter(out)
+	termtext.WriteTree(w, f.Session, f.Tree(), leaf, "← leaf", 100)
+	return w.Flush()
 }

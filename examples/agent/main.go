@@ -79,7 +79,9 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 	}
 
 	a.printf("\ntree (leaf %s):\n", s.LeafID())
-	printTree(out, s.Tree(), "")
+	if err := printTree(out, s); err != nil {
+		return err
+	}
 	ctxt := s.BuildContext()
 	a.printf("\ncontext at the leaf: %d messages, model %s/%s, thinking %s\n",
 		len(ctxt.Messages), ctxt.Model.Provider, ctxt.Model.ModelID, ctxt.ThinkingLevel)
