@@ -118,5 +118,9 @@
 // Every method reports the package's sentinels — ErrNotFound, ErrExists,
 // ErrConflict, ErrInvalid (a *FieldError names the input), ErrTooLarge,
 // ErrUnavailable, ErrTimeout, ErrUnauthorized, ErrCursorMoved — whatever
-// the transport: test them with errors.Is.
+// the transport: test them with errors.Is. A server certificate the client
+// does not trust (https or NATS over TLS without the CA that signed it:
+// WithTLSConfig, nats.RootCAs) is none of them: it is returned at once,
+// not retried as ErrUnavailable is, and unwraps to the
+// *tls.CertificateVerificationError (errors.As).
 package client

@@ -45,14 +45,22 @@ func (b *apiBackend) do(ctx context.Context, req wire.Request) ([]byte, error) {
 
 func (b *apiBackend) close() { b.c.Close() }
 
+// caHint is pi-ctl's advice on an untrusted certificate.
+const caHint = "pass the CA that signed pi-node's certificate with --tls-ca FILE or $PI_CTL_TLS_CA (gen-secrets wrote it as ca.pem)"
+
 // hint replaces the transport's advice with pi-ctl's, in terms of its
 // flags and environment. Errors without advice keep none.
 func (b *apiBackend) hint(err error) error {
 	var ue *apiclient.UnreachableError
 	var ae *apiclient.Error
+	var ce *apiclient.CertificateError
 	switch {
 	case err == nil:
 		return nil
+	case errors.As(err, &ce):
+		c := *ce
+		c.Hint = caHint
+		return &c
 	case errors.As(err, &ue):
 		u := *ue
 		switch {

@@ -43,7 +43,8 @@ type connFlags struct {
 }
 
 // addConnFlags registers the connection options on fs. The environment
-// ($PI_CTL_SERVER, $PI_CTL_HTTP, $PI_CTL_TOKEN, $PI_CTL_PASSWORD) is read
+// ($PI_CTL_SERVER, $PI_CTL_HTTP, $PI_CTL_TOKEN, $PI_CTL_PASSWORD,
+// $PI_CTL_TLS_CA) is read
 // by open, after parsing, so that a flag given on the command line wins
 // over it.
 func addConnFlags(fs *flag.FlagSet) *connFlags {
@@ -55,7 +56,7 @@ func addConnFlags(fs *flag.FlagSet) *connFlags {
 	fs.StringVar(&c.passwordFile, "password-file", "", "read the NATS password for --user from `FILE` (e.g. gen-secrets' nats-worker.password); default $PI_CTL_PASSWORD")
 	fs.StringVar(&c.tlsCert, "tls-cert", "", "client certificate `FILE` (NATS, or https with --http)")
 	fs.StringVar(&c.tlsKey, "tls-key", "", "client key `FILE` for --tls-cert")
-	fs.StringVar(&c.tlsCA, "tls-ca", "", "CA `FILE` that signed the server's certificate")
+	fs.StringVar(&c.tlsCA, "tls-ca", "", "CA `FILE` that signed the server's certificate (default $PI_CTL_TLS_CA), e.g. gen-secrets' ca.pem")
 	fs.StringVar(&c.http, "http", "", "talk HTTP to pi-node at `URL` instead of NATS (default $PI_CTL_HTTP)")
 	fs.StringVar(&c.token, "token", "", "bearer `TOKEN` for --http (default $PI_CTL_TOKEN)")
 	fs.DurationVar(&c.timeout, "timeout", 10*time.Second, "give up on a request (and on connecting) after `D`")
@@ -83,6 +84,9 @@ func (c *connFlags) open(ctx context.Context, e *env, fs *flag.FlagSet) (backend
 		return nil, usagef(fs.Name(), "--password needs --user")
 	case c.consistency != "" && c.consistency != wire.ConsistencyStrong:
 		return nil, usagef(fs.Name(), "--consistency takes %q (or nothing), not %q", wire.ConsistencyStrong, c.consistency)
+	}
+	if !set["tls-ca"] {
+		c.tlsCA = e.getenv("PI_CTL_TLS_CA") // a private CA: set once for the shell, as the URL and token
 	}
 	httpURL := c.http
 	if httpURL == "" && !set["server"] {
@@ -120,8 +124,12 @@ func (c *connFlags) open(ctx context.Context, e *env, fs *flag.FlagSet) (backend
 		TLSCert: c.tlsCert, TLSKey: c.tlsKey, TLSCA: c.tlsCA, Timeout: c.timeout, MinSeq: c.minSeq, Consistency: c.consistency,
 		Reconnect: c.reconnect})
 	var ue *apiclient.UnreachableError
-	if errors.As(err, &ue) {
+	var ce *apiclient.CertificateError
+	switch {
+	case errors.As(err, &ue):
 		ue.Hint = "is pi-node running? point --server or $PI_CTL_SERVER at its NATS server, or use --http URL"
+	case errors.As(err, &ce):
+		ce.Hint = caHint
 	}
 	if err != nil {
 		return nil, err

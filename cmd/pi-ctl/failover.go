@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -64,7 +65,7 @@ func addAdminFlags(fs *flag.FlagSet, timeout time.Duration) *adminFlags {
 	fs.StringVar(&a.passwordFile, "password-file", "", "read the NATS password for --user from `FILE` (e.g. the Secret's nats-admin.password), so that it is not in the command line; default $PI_CTL_PASSWORD")
 	fs.StringVar(&a.tlsCert, "tls-cert", "", "client certificate `FILE`")
 	fs.StringVar(&a.tlsKey, "tls-key", "", "client key `FILE` for --tls-cert")
-	fs.StringVar(&a.tlsCA, "tls-ca", "", "CA `FILE` that signed the server's certificate")
+	fs.StringVar(&a.tlsCA, "tls-ca", "", "CA `FILE` that signed the server's certificate (default $PI_CTL_TLS_CA)")
 	fs.StringVar(&a.bucket, "region-bucket", region.DefaultRecordBucket, "KV bucket of the region record (pi-node's --region-bucket)")
 	fs.DurationVar(&a.timeout, "timeout", timeout, "give up after `D` (every step can be run again)")
 	fs.BoolVar(&a.json, "json", false, "print the report as JSON")
@@ -119,7 +120,7 @@ func (a *adminFlags) connect(ctx context.Context, e *env, fs *flag.FlagSet) (*je
 	}
 	cc := jetstream.NewConnConfig(natsServer(e, a.server))
 	cc.Name, cc.CredsFile, cc.User, cc.Password = "pi-ctl", a.creds, a.user, password
-	cc.CertFile, cc.KeyFile, cc.CAFile = a.tlsCert, a.tlsKey, a.tlsCA
+	cc.CertFile, cc.KeyFile, cc.CAFile = a.tlsCert, a.tlsKey, cmp.Or(a.tlsCA, e.getenv("PI_CTL_TLS_CA"))
 	cc.APITimeout = 5 * time.Second
 	dctx, cancel := context.WithTimeout(ctx, min(a.timeout, 10*time.Second))
 	defer cancel()

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -9,6 +11,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/pifleet/sessionlog/client"
 )
@@ -33,15 +37,30 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 	httpURL := fs.String("http", envOr("PI_CTL_HTTP", "http://127.0.0.1:8080"), "pi-node's HTTP API `URL` (default $PI_CTL_HTTP, else http://127.0.0.1:8080)")
 	natsURL := fs.String("nats", "", "write on JetStream directly through the NATS server at `URL` (instead of --http)")
 	token := fs.String("token", os.Getenv("PI_CTL_TOKEN"), "bearer `TOKEN` of pi-node's HTTP API (default $PI_CTL_TOKEN)")
+	tlsCA := fs.String("tls-ca", os.Getenv("PI_CTL_TLS_CA"), "CA `FILE` that signed pi-node's certificate, for https (default $PI_CTL_TLS_CA)")
 	clientID := fs.String("client", "agent-1", "the worker's cursor client `ID`")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	opts := []client.Option{client.WithToken(*token)}
+	var natsOpts []nats.Option
+	if *tlsCA != "" {
+		pem, err := os.ReadFile(*tlsCA)
+		if err != nil {
+			return fmt.Errorf("--tls-ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return fmt.Errorf("--tls-ca %s: no PEM certificate in it", *tlsCA)
+		}
+		opts = append(opts, client.WithTLSConfig(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}))
+		natsOpts = append(natsOpts, nats.RootCAs(*tlsCA))
+	}
 	tr, via := client.HTTP(*httpURL), *httpURL
 	if *natsURL != "" {
-		tr, via = client.JetStreamURL(*natsURL), *natsURL+" (JetStream)"
+		tr, via = client.JetStreamURL(*natsURL, natsOpts...), *natsURL+" (JetStream)"
 	}
-	c, err := client.New(ctx, tr, client.WithToken(*token))
+	c, err := client.New(ctx, tr, opts...)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,8 @@
 package apiclient
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -38,11 +40,14 @@ type Error struct {
 	Hint string `json:"-"`
 }
 
-func (e *Error) Error() string {
-	if e.Hint != "" {
-		return e.Message + " (" + e.Hint + ")"
+func (e *Error) Error() string { return withHint(e.Message, e.Hint) }
+
+// withHint is msg with the advice after it, if any.
+func withHint(msg, hint string) string {
+	if hint != "" {
+		return msg + " (" + hint + ")"
 	}
-	return e.Message
+	return msg
 }
 
 // Unwrap returns the sentinel of the status (see Error).
@@ -90,15 +95,41 @@ type UnreachableError struct {
 }
 
 func (e *UnreachableError) Error() string {
-	msg := fmt.Sprintf("cannot reach pi-node at %s: %v", e.Where, e.Err)
-	if e.Hint != "" {
-		msg += " (" + e.Hint + ")"
-	}
-	return msg
+	return withHint(fmt.Sprintf("cannot reach pi-node at %s: %v", e.Where, e.Err), e.Hint)
 }
 
 // Unwrap returns the cause and wire.ErrUnavailable.
 func (e *UnreachableError) Unwrap() []error { return []error{e.Err, wire.ErrUnavailable} }
+
+// CertificateError means the server's TLS certificate was not trusted (a
+// *tls.CertificateVerificationError: signed by an unknown authority, for
+// another name, expired). Nothing reached pi-node, and no retry can
+// change that: unlike an UnreachableError it is not wire.ErrUnavailable,
+// so writers and followers give up at once. It unwraps to the cause.
+type CertificateError struct {
+	Where string // the URL tried
+	Err   error
+	Hint  string // what the user can do (see Error.Hint)
+}
+
+func (e *CertificateError) Error() string {
+	return withHint(fmt.Sprintf("pi-node at %s: its TLS certificate is not trusted: %v", e.Where, e.Err), e.Hint)
+}
+
+func (e *CertificateError) Unwrap() error { return e.Err }
+
+// certificateError returns err as a *CertificateError when a certificate
+// check failed, else nil.
+func certificateError(where string, err error) *CertificateError {
+	var cv *tls.CertificateVerificationError
+	var ua x509.UnknownAuthorityError
+	var hn x509.HostnameError
+	var ci x509.CertificateInvalidError
+	if errors.As(err, &cv) || errors.As(err, &ua) || errors.As(err, &hn) || errors.As(err, &ci) {
+		return &CertificateError{Where: where, Err: err, Hint: "give the CA that signed its certificate (TLSCA; pi-ctl's --tls-ca or $PI_CTL_TLS_CA)"}
+	}
+	return nil
+}
 
 // Temporary reports whether a retry may succeed: no reply, or a node that
 // is unavailable or behind (502, 503, 504). Followers keep going through

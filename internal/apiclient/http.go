@@ -202,6 +202,9 @@ func (b *HTTP) unreachable(ctx context.Context, err error) error {
 	if errors.As(err, &ne) && ne.Timeout() {
 		return &UnreachableError{Where: b.base, Err: errors.New("no reply in time"), Timeout: true}
 	}
+	if ce := certificateError(b.base, unwrapURLError(err)); ce != nil {
+		return ce // not "is pi-node running?": it is, and it answered
+	}
 	return &UnreachableError{Where: b.base, Err: unwrapURLError(err), Hint: "is pi-node running at this URL?"}
 }
 

@@ -81,6 +81,9 @@ func DialNATS(o NATSOptions) (*NATS, error) {
 		opts = append(opts, nats.RootCAs(o.TLSCA))
 	}
 	nc, err := nats.Connect(o.URL, opts...)
+	if ce := certificateError(o.URL, err); ce != nil {
+		return nil, ce
+	}
 	if err != nil {
 		return nil, &UnreachableError{Where: o.URL, Err: err, Hint: "is pi-node's NATS server running at this URL?"}
 	}

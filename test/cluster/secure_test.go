@@ -64,6 +64,43 @@ func runCtl(t *testing.T, args ...string) (string, error) {
 	return string(out), err
 }
 
+// privateCA: a client without the cluster's CA is told at once that the
+// certificate is not trusted and where to give the CA — not "is pi-node
+// running?", and not after retrying for 10 s as if it were an outage —
+// and $PI_CTL_TLS_CA gives it as --tls-ca does: pi-ctl over HTTPS and
+// NATS, and examples/agent (the Go client) over HTTPS.
+func privateCA(t *testing.T, s secrets, nd *piNode, admin, worker string) {
+	t.Helper()
+	agent, err := proctest.BuildInto(binDir, proctest.Bin{Name: "agent", Pkg: "github.com/pifleet/sessionlog/examples/agent"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(ca, bin string, args ...string) (string, error) {
+		cmd := exec.Command(bin, args...)
+		cmd.Env = append(os.Environ(), "PI_CTL_SERVER=", "PI_CTL_HTTP=", "PI_CTL_TOKEN=", "PI_CTL_PASSWORD=", "PI_CTL_TLS_CA="+ca)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	for _, c := range []struct {
+		name string
+		bin  string
+		args []string
+	}{
+		{"pi-ctl over HTTPS", piCtl(t), []string{"status", "--http", nd.base, "--token", admin}},
+		{"pi-ctl over NATS", piCtl(t), []string{"ls", "--server", nd.natsURL, "--user", "worker", "--password", s.read(t, "nats-worker.password")}},
+		{"examples/agent over HTTPS", agent, []string{"--http", nd.base, "--token", worker}},
+	} {
+		out, err := run("", c.bin, c.args...)
+		if err == nil || !strings.Contains(out, "certificate is not trusted") || !strings.Contains(out, "PI_CTL_TLS_CA") ||
+			strings.Contains(out, "is pi-node running") || strings.Contains(out, "unavailable") {
+			t.Errorf("%s without the CA: %v, want a certificate error that names $PI_CTL_TLS_CA, at once:\n%s", c.name, err, out)
+		}
+		if out, err := run(s.path("ca.pem"), c.bin, c.args...); err != nil {
+			t.Errorf("%s with $PI_CTL_TLS_CA: %v\n%s", c.name, err, out)
+		}
+	}
+}
+
 // startSecuredCluster starts three pi-nodes with everything gen-secrets
 // made: HTTPS with scoped tokens, NATS users over TLS, mutual TLS and
 // credentials on the routes.
@@ -292,6 +329,7 @@ func TestSecuredCluster(t *testing.T) {
 	if out, err := runCtl(t, "status", "--http", nodes[0].base, "--token", admin, "--tls-ca", s.path("ca.pem")); err != nil {
 		t.Errorf("pi-ctl status over HTTPS: %v\n%s", err, out)
 	}
+	privateCA(t, s, nodes[0], admin, worker)
 
 	// HTTP scopes.
 	created := struct {
