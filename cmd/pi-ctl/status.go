@@ -22,6 +22,8 @@ type statusReply struct {
 	Version   string                `json:"version"`
 	Store     wire.StoreStatus      `json:"store"`
 	JetStream *wire.JetStreamStatus `json:"jetstream"`
+	// Cluster is what every token gets; jetstream only an admin's.
+	Cluster *wire.ClusterStatus `json:"cluster"`
 }
 
 const statusHelp = `Usage: pi-ctl status [--json]
@@ -32,6 +34,8 @@ side: the mode, the stream (messages, bytes, sequences, replicas, leader)
 and every replica of it with its lag, as the stream's leader reports them.
 
 Over NATS any pi-node may answer; --http asks the one at that URL.
+With a token that is not an admin's the backend's details (addresses,
+bucket, messages) are left out; the replicas are shown all the same.
 --json prints the API's JSON.
 `
 
@@ -71,6 +75,14 @@ func writeStatus(out *strings.Builder, s *statusReply) {
 	keyValues(out, kv...)
 	js := s.JetStream
 	if js == nil {
+		// Not an admin token: the replicas all the same, and a word on
+		// what is missing rather than nothing.
+		if c := s.Cluster; c != nil && len(c.Streams) > 0 {
+			out.WriteByte('\n')
+			keyValues(out, "jetstream", c.Mode+" (the backend's addresses and configuration need an admin token)",
+				"replicas", fmt.Sprintf("%d, leader %s", c.Streams[0].Replicas, orDash(c.Streams[0].Leader)))
+			writeReplicas(out, st, c.Streams)
+		}
 		return
 	}
 	out.WriteByte('\n')
@@ -92,13 +104,23 @@ func writeStatus(out *strings.Builder, s *statusReply) {
 	if js.ShardMap != "" {
 		keyValues(out, "shard map", js.ShardMap+" (pi-ctl shards)")
 	}
-	if len(js.Shards) > 1 {
+	streams := js.Shards
+	if len(streams) == 0 {
+		streams = []wire.StreamStatus{js.Stream}
+	}
+	writeReplicas(out, st, streams)
+}
+
+// writeReplicas renders a row per shard (when there are several), then
+// the replicas of shard 0's stream.
+func writeReplicas(out *strings.Builder, st *wire.StoreStatus, streams []wire.StreamStatus) {
+	if len(streams) > 1 {
 		// One row per shard: where its writes go, and how far each
 		// shard's Store is.
 		out.WriteByte('\n')
 		t := &table{}
 		t.row("SHARD", "STREAM", "LEADER", "REPLICAS", "LAST SEQ", "STORE LAG", "SESSIONS")
-		for k, sh := range js.Shards {
+		for k, sh := range streams {
 			lag, sessions := "-", "-"
 			if k < len(st.Shards) {
 				lag, sessions = strconv.FormatUint(st.Shards[k].Lag, 10), strconv.Itoa(st.Shards[k].Sessions)
@@ -114,6 +136,7 @@ func writeStatus(out *strings.Builder, s *statusReply) {
 		}
 		t.write(out)
 	}
+	ss := &streams[0]
 	if ss.Leader == "" && len(ss.Followers) == 0 {
 		return
 	}

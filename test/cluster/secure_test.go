@@ -330,6 +330,12 @@ func TestSecuredCluster(t *testing.T) {
 		t.Errorf("pi-ctl status over HTTPS: %v\n%s", err, out)
 	}
 	privateCA(t, s, nodes[0], admin, worker)
+	// A token that is not admin's sees the replicas as well, and is told
+	// what it does not see (its status had no replica table at all).
+	if out, err := runCtl(t, "status", "--http", nodes[0].base, "--token", worker, "--tls-ca", s.path("ca.pem")); err != nil ||
+		!strings.Contains(out, "REPLICA") || !strings.Contains(out, "need an admin token") || strings.Count(out, " follower ") != 2 {
+		t.Errorf("pi-ctl status with the worker's token: %v, want the replica table and a word on what needs an admin token:\n%s", err, out)
+	}
 
 	// HTTP scopes.
 	created := struct {
