@@ -10,4 +10,6 @@ if [ -z "${PI_NODE_BIN:-}" ]; then
   export PI_NODE_BIN="$tmp/pi-node"
 fi
 tsc -p .
+# pi-ai's own message types must type-check against the client (test/types).
+tsc -p test/types
 node --test --test-concurrency=2 test/*.test.mjs

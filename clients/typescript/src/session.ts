@@ -2,9 +2,9 @@ import type { SessionLog } from "./client.js";
 import { ConflictError, NotFoundError, SessionLogError, makeError } from "./errors.js";
 import { entryId, uuidv7 } from "./ids.js";
 import type {
-  AgentMessage,
   ContentBlock,
   Cursor,
+  MessageLike,
   SessionContext,
   SessionEntry,
   SessionHeader,
@@ -293,8 +293,12 @@ export class Session {
 
   // ------------------------------------------------------------------ appends
 
-  /** Appends a message as a child of the leaf; the first assistant message stores the session. Returns the entry id. */
-  async appendMessage(message: AgentMessage): Promise<string> {
+  /**
+   * Appends a message as a child of the leaf; the first assistant message
+   * stores the session. Returns the entry id. Generic, so that a message
+   * literal keeps its own fields and pi-ai's message types pass uncast.
+   */
+  async appendMessage<M extends MessageLike>(message: M): Promise<string> {
     return (await this.appendMessages([message]))[0] as string;
   }
 
@@ -302,7 +306,7 @@ export class Session {
    * Appends several messages as one atomic chain (an assistant message and
    * its tool results): each a child of the one before, the first of the leaf.
    */
-  appendMessages(messages: AgentMessage[]): Promise<string[]> {
+  appendMessages<M extends MessageLike>(messages: readonly M[]): Promise<string[]> {
     if (messages.length === 0) return Promise.reject(localError("invalid", "entries: nothing to append", "entries"));
     return this.appendDrafts(messages.map((message) => ({ type: "message", message })));
   }
@@ -334,9 +338,9 @@ export class Session {
   }
 
   /** Injects an extension's message into the context. */
-  async appendCustomMessageEntry(
+  async appendCustomMessageEntry<C extends ContentBlock>(
     customType: string,
-    content: string | ContentBlock[],
+    content: string | readonly C[],
     display: boolean,
     details?: unknown,
   ): Promise<string> {

@@ -1,15 +1,26 @@
 /** pi's session shapes (pi-mono packages/coding-agent session-manager.ts) and pi-node's replies (docs/API.md). */
 
-/** pi's AgentMessage: any object with a role (user, assistant, toolResult, bashExecution, custom, ...). */
+/** pi's AgentMessage as read back: any object with a role (user, assistant, toolResult, bashExecution, custom, ...). */
 export interface AgentMessage {
   role: string;
   [key: string]: unknown;
 }
 
-/** A text or image block of a user message, a tool result or a custom message. */
+/**
+ * What the append methods take: any object with a role. No index
+ * signature, so pi-ai's `UserMessage`, `AssistantMessage` and
+ * `ToolResultMessage` (interfaces, which TypeScript gives none) pass as
+ * they are; pi-node checks the roles it knows (docs/API.md).
+ */
+export interface MessageLike {
+  role: string;
+}
+
+/** A text or image block of a user message, a tool result or a custom message (pi-ai's TextContent, ImageContent). */
 export type ContentBlock =
-  | { type: "text"; text: string; [key: string]: unknown }
-  | { type: "image"; data: string; mimeType: string; [key: string]: unknown };
+  | { type: "text"; text: string; textSignature?: string }
+  | { type: "image"; data: string; mimeType: string };
+
 
 /** The first line of a pi session file. */
 export interface SessionHeader {
