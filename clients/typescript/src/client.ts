@@ -3,6 +3,8 @@ import { SSEParser } from "./sse.js";
 import { Session, type CreateOptions, type OpenOptions } from "./session.js";
 import type {
   Cursor,
+  Fresh,
+  Freshness,
   ForkResult,
   ImportResult,
   SeqEntry,
@@ -172,9 +174,9 @@ export class SessionLog {
   }
 
   /** One page of sessions, in id (creation) order. */
-  list(opts: ListOptions = {}): Promise<SessionPage> {
+  list(opts: ListOptions = {}): Promise<Fresh<SessionPage>> {
     const since = opts.since instanceof Date ? opts.since.toISOString() : opts.since;
-    return this.request<SessionPage>("GET", "/v1/sessions", {
+    return this.read<SessionPage>("/v1/sessions", {
       query: {
         limit: opts.limit,
         cursor: opts.cursor,
@@ -202,8 +204,8 @@ export class SessionLog {
   }
 
   /** The session's list record with its header, labels and default leaf. */
-  get(sessionId: string, opts: { minSeq?: number; consistency?: "strong"; signal?: AbortSignal } = {}): Promise<SessionDetails> {
-    return this.request("GET", `/v1/sessions/${enc(sessionId)}`, {
+  get(sessionId: string, opts: { minSeq?: number; consistency?: "strong"; signal?: AbortSignal } = {}): Promise<Fresh<SessionDetails>> {
+    return this.read(`/v1/sessions/${enc(sessionId)}`, {
       query: { minSeq: this.minSeq(sessionId, opts.minSeq), consistency: opts.consistency },
       signal: opts.signal,
     });
@@ -213,40 +215,40 @@ export class SessionLog {
   entries(
     sessionId: string,
     opts: { afterSeq?: number; limit?: number; minSeq?: number; signal?: AbortSignal } = {},
-  ): Promise<{ entries: SeqEntry[]; lastSeq: number }> {
-    return this.request("GET", `/v1/sessions/${enc(sessionId)}/entries`, {
+  ): Promise<Fresh<{ entries: SeqEntry[]; lastSeq: number }>> {
+    return this.read(`/v1/sessions/${enc(sessionId)}/entries`, {
       query: { afterSeq: opts.afterSeq, limit: opts.limit, minSeq: this.minSeq(sessionId, opts.minSeq) },
       signal: opts.signal,
     });
   }
 
-  /** Every entry with seq > afterSeq, reading page after page up to the session's lastSeq. */
+  /** Every entry with seq > afterSeq, reading page after page up to the session's lastSeq; the freshness is the last page's. */
   async allEntries(
     sessionId: string,
     opts: { afterSeq?: number; minSeq?: number; signal?: AbortSignal } = {},
-  ): Promise<{ entries: SeqEntry[]; lastSeq: number }> {
+  ): Promise<Fresh<{ entries: SeqEntry[]; lastSeq: number }>> {
     const out: SeqEntry[] = [];
     let after = opts.afterSeq ?? 0;
     for (;;) {
       const page = await this.entries(sessionId, { afterSeq: after, limit: 10_000, minSeq: opts.minSeq, signal: opts.signal });
       out.push(...page.entries);
       const last = page.entries[page.entries.length - 1];
-      if (!last || last.seq >= page.lastSeq) return { entries: out, lastSeq: page.lastSeq };
+      if (!last || last.seq >= page.lastSeq) return withFreshness({ entries: out, lastSeq: page.lastSeq }, page.freshness);
       after = last.seq;
     }
   }
 
   /** pi's getTree(): every entry in a tree, roots in file order, children by timestamp, labels resolved. */
-  tree(sessionId: string, opts: LeafOptions = {}): Promise<{ tree: SessionTreeNode[]; leafId: string | null }> {
-    return this.request("GET", `/v1/sessions/${enc(sessionId)}/tree`, {
+  tree(sessionId: string, opts: LeafOptions = {}): Promise<Fresh<{ tree: SessionTreeNode[]; leafId: string | null }>> {
+    return this.read(`/v1/sessions/${enc(sessionId)}/tree`, {
       query: { include: "entries", ...leafQuery(opts), minSeq: this.minSeq(sessionId, opts.minSeq) },
       signal: opts.signal,
     });
   }
 
   /** What pi would send the model at a leaf (buildSessionContext); `format: "llm"` as pi's convertToLlm. */
-  context(sessionId: string, opts: LeafOptions & { format?: "agent" | "llm" } = {}): Promise<SessionContext> {
-    return this.request("GET", `/v1/sessions/${enc(sessionId)}/context`, {
+  context(sessionId: string, opts: LeafOptions & { format?: "agent" | "llm" } = {}): Promise<Fresh<SessionContext>> {
+    return this.read(`/v1/sessions/${enc(sessionId)}/context`, {
       query: { ...leafQuery(opts), minSeq: this.minSeq(sessionId, opts.minSeq), format: opts.format },
       signal: opts.signal,
     });
@@ -519,6 +521,17 @@ export class SessionLog {
    * `retry: false`.
    */
   async request<T>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
+    return (await this.exchange<T>(method, path, opts)).body;
+  }
+
+  /** A GET of a JSON object with the freshness headers of its reply attached. */
+  private async read<T extends object>(path: string, opts: RequestOptions): Promise<Fresh<T>> {
+    const r = await this.exchange<T>("GET", path, opts);
+    return withFreshness(r.body, freshnessOf(r.headers));
+  }
+
+  /** {@link request}, keeping the reply's headers. */
+  private async exchange<T>(method: string, path: string, opts: RequestOptions): Promise<{ body: T; headers: Headers }> {
     const url = this.url(path, opts.query);
     const headers = this.headers(opts.headers);
     let body: string | undefined;
@@ -545,7 +558,7 @@ export class SessionLog {
     headers: Record<string, string>,
     body: string | undefined,
     opts: RequestOptions,
-  ): Promise<T> {
+  ): Promise<{ body: T; headers: Headers }> {
     const l = linked(opts.signal, this.retry.attemptTimeoutMs);
     try {
       let res: Response;
@@ -560,10 +573,11 @@ export class SessionLog {
         throw new UnavailableError("unavailable", 0, `${method} ${url}: no reply: ${String(err)}`, { cause: err });
       }
       if (!res.ok) throw decodeError(res.status, text);
-      if (opts.text) return text as unknown as T;
-      if (text === "") return undefined as unknown as T;
+      const reply = (b: unknown) => ({ body: b as T, headers: res.headers });
+      if (opts.text) return reply(text);
+      if (text === "") return reply(undefined);
       try {
-        return JSON.parse(text) as T;
+        return reply(JSON.parse(text));
       } catch (err) {
         throw makeError("internal", res.status, `${method} ${url}: the reply is not JSON`, { cause: err });
       }
@@ -571,6 +585,29 @@ export class SessionLog {
       l.clear();
     }
   }
+}
+
+/** The freshness headers of a reply (docs/API.md, Freshness of reads); without them it claims nothing. */
+function freshnessOf(h: Headers): Freshness {
+  const applied = Number(h.get("Pi-Applied-Seq") ?? "");
+  const lagText = h.get("Pi-Lag");
+  const lag = lagText !== null && lagText !== "" && Number.isSafeInteger(Number(lagText)) ? Number(lagText) : "unknown";
+  const known = h.get("Pi-Applied-Seq") !== null && Number.isSafeInteger(applied);
+  const f: Freshness = {
+    appliedSeq: known ? applied : 0,
+    lag: known ? lag : "unknown",
+    stale: !known || h.get("Pi-Stale") === "true",
+  };
+  const node = h.get("Pi-Node");
+  if (node) f.node = node;
+  const servedBy = h.get("Pi-Served-By");
+  if (servedBy) f.servedBy = servedBy;
+  return f;
+}
+
+/** body with `freshness` attached, non-enumerable so that the body serializes as the server sent it. */
+function withFreshness<T extends object>(body: T, freshness: Freshness): Fresh<T> {
+  return Object.defineProperty(body, "freshness", { value: freshness, enumerable: false }) as Fresh<T>;
 }
 
 function enc(s: string): string {

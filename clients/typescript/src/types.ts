@@ -21,7 +21,6 @@ export type ContentBlock =
   | { type: "text"; text: string; textSignature?: string }
   | { type: "image"; data: string; mimeType: string };
 
-
 /** The first line of a pi session file. */
 export interface SessionHeader {
   type: "session";
@@ -186,3 +185,24 @@ export interface ForkResult {
   sessionId: string;
   lastSeq: number;
 }
+
+/**
+ * What a read reflects: pi-node's freshness headers, taken with the data
+ * (docs/API.md, Freshness of reads). Pass `appliedSeq` as `minSeq` to a
+ * later read of the same session for monotonic reads on any node.
+ */
+export interface Freshness {
+  /** `Pi-Applied-Seq`: every record of the log up to this sequence is in the body (0 when the reply had none). */
+  appliedSeq: number;
+  /** `Pi-Lag`: records the node knew to exist and had not applied; `"unknown"` before it learned the log's end (or when the reply had none). */
+  lag: number | "unknown";
+  /** `Pi-Stale`: the node has not been caught up with the log for over 1 s (true too when the reply had no freshness headers). */
+  stale: boolean;
+  /** `Pi-Node`: the node that answered. */
+  node?: string;
+  /** `Pi-Served-By`: the holder a node that holds a share of the shards forwarded the read to; absent when it answered itself. */
+  servedBy?: string;
+}
+
+/** A read's reply with the freshness of its answer (a non-enumerable property: `JSON.stringify` and spreads leave it out). */
+export type Fresh<T> = T & { readonly freshness: Freshness };
