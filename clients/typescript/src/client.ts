@@ -1,6 +1,13 @@
 import { SessionLogError, UnavailableError, decodeError, isRetryable, makeError } from "./errors.js";
 import { SSEParser } from "./sse.js";
-import { Session, type CreateOptions, type OpenOptions } from "./session.js";
+import {
+  Session,
+  type ContinueOptions,
+  type CreateOptions,
+  type ForkFromOptions,
+  type InMemoryOptions,
+  type OpenOptions,
+} from "./session.js";
 import type {
   Cursor,
   Fresh,
@@ -171,6 +178,47 @@ export class SessionLog {
   /** Resumes a stored session: at the client's cursor with `clientId`, else at pi's default leaf (the last entry). */
   open(sessionId: string, opts: OpenOptions = {}): Promise<Session> {
     return Session.open(this, sessionId, opts);
+  }
+
+  /**
+   * pi's continueRecent: opens the stored session of `cwd` (the header's,
+   * exactly) modified last, or, when the cwd has none, creates one there
+   * (pending until its first assistant message, as {@link create}). It
+   * lists every session of the cwd to find it. A session another worker
+   * still holds pending is not stored, so not found.
+   */
+  async continueRecent(cwd: string, opts: ContinueOptions = {}): Promise<Session> {
+    let recent: SessionInfo | undefined;
+    for await (const s of this.listAll({ cwd, signal: opts.signal })) {
+      // Ties go to the later-created session: the list is in creation order.
+      if (!recent || Date.parse(s.modified) >= Date.parse(recent.modified)) recent = s;
+    }
+    if (recent) return this.open(recent.sessionId, opts);
+    return this.create({ cwd, clientId: opts.clientId, exclusive: opts.exclusive });
+  }
+
+  /**
+   * pi's inMemory: a session that is never stored. Its appends stay in this
+   * process (no request, whatever the messages), as do its branches and
+   * {@link Session.createBranchedSession}; {@link Session.buildSessionContext}
+   * still asks pi-node to compute the context (`POST /v1/context`, which
+   * stores nothing). No cursor: it has no clientId.
+   */
+  inMemory(opts: InMemoryOptions = {}): Session {
+    return Session.create(this, { cwd: opts.cwd, id: opts.id, parentSession: opts.parentSession, persist: false });
+  }
+
+  /**
+   * pi's forkFrom: a new session in `targetCwd` holding every entry of
+   * `sourceSessionId` — its whole tree, with the same ids — its header's
+   * `parentSession` the source's id, stored at once (one create request,
+   * so within pi-node's body limit, else a TooLargeError) and opened at its
+   * last entry (with `clientId`, the cursor is set there). Unlike
+   * {@link fork} (pi's createBranchedSession), which keeps only the path
+   * to one entry, nothing of the source is left out. The source is unchanged.
+   */
+  forkFrom(sourceSessionId: string, targetCwd: string, opts: ForkFromOptions = {}): Promise<Session> {
+    return Session.forkFrom(this, sourceSessionId, targetCwd, opts);
   }
 
   /** One page of sessions, in id (creation) order. */

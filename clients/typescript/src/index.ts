@@ -15,7 +15,7 @@ export type {
   WatchOptions,
 } from "./client.js";
 export { Session } from "./session.js";
-export type { ContextOptions, CreateOptions, OpenOptions } from "./session.js";
+export type { ContextOptions, ContinueOptions, CreateOptions, ForkFromOptions, InMemoryOptions, OpenOptions } from "./session.js";
 export {
   ConflictError,
   ForbiddenError,

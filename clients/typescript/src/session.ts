@@ -40,6 +40,20 @@ export interface OpenOptions {
   signal?: AbortSignal;
 }
 
+/** Options of {@link SessionLog.inMemory}: a new session's header. */
+export type InMemoryOptions = Pick<CreateOptions, "cwd" | "id" | "parentSession">;
+
+/** Options of {@link SessionLog.continueRecent}: those of the open, or of the create when the cwd has no session. */
+export type ContinueOptions = Pick<OpenOptions, "clientId" | "exclusive" | "signal">;
+
+/** Options of {@link SessionLog.forkFrom}. */
+export interface ForkFromOptions extends ContinueOptions {
+  /** The new session's id, a lower-case UUID (default a new UUIDv7). */
+  id?: string;
+  /** Read the source at least up to this log sequence (another worker's lastSeq). */
+  minSeq?: number;
+}
+
 /** Options of the context reads. */
 export interface ContextOptions {
   /** `llm`: the messages as pi's convertToLlm gives them to a provider. */
@@ -80,6 +94,7 @@ export class Session {
   private header: SessionHeader;
   private readonly clientId: string | undefined;
   private readonly exclusive: boolean;
+  private readonly persist: boolean;
   private entries: SessionEntry[] = [];
   private byId = new Map<string, SessionEntry>();
   private seqs = new Map<string, number>();
@@ -92,15 +107,16 @@ export class Session {
   private rev: number | undefined; // the cursor's revision, when known
   private queue: Promise<unknown> = Promise.resolve();
 
-  private constructor(log: SessionLog, header: SessionHeader, opts: { clientId?: string; exclusive?: boolean }) {
+  private constructor(log: SessionLog, header: SessionHeader, opts: { clientId?: string; exclusive?: boolean; persist?: boolean }) {
     this.log = log;
     this.header = header;
     this.clientId = opts.clientId;
     this.exclusive = opts.exclusive ?? false;
+    this.persist = opts.persist ?? true;
   }
 
   /** @internal */
-  static create(log: SessionLog, opts: CreateOptions): Session {
+  static create(log: SessionLog, opts: CreateOptions & { persist?: boolean }): Session {
     if (opts.clientId !== undefined) checkClientId(opts.clientId);
     const id = opts.id ?? uuidv7();
     if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(id)) {
@@ -115,6 +131,20 @@ export class Session {
     };
     if (opts.parentSession !== undefined) header.parentSession = opts.parentSession;
     return new Session(log, header, opts);
+  }
+
+  /**
+   * @internal pi's forkFrom: a new session in `targetCwd` holding every
+   * entry of the source (its whole tree, ids kept), its parentSession the
+   * source's id, stored at once in one create request.
+   */
+  static async forkFrom(log: SessionLog, sourceId: string, targetCwd: string, opts: ForkFromOptions): Promise<Session> {
+    const target = Session.create(log, { cwd: targetCwd, id: opts.id, parentSession: sourceId, clientId: opts.clientId });
+    const source = await log.allEntries(sourceId, { minSeq: opts.minSeq, signal: opts.signal });
+    const r = await log.createSession(target.header, source.entries.map((e) => e.entry), { client: opts.clientId, signal: opts.signal });
+    const s = await Session.open(log, target.header.id, { clientId: opts.clientId, exclusive: opts.exclusive, minSeq: r.lastSeq, signal: opts.signal });
+    if (s.clientId && s.rev === undefined) await s.moveCursor(); // a server without create's "client"
+    return s;
   }
 
   /** @internal */
@@ -165,9 +195,13 @@ export class Session {
   getClientId(): string | undefined {
     return this.clientId;
   }
-  /** Whether the session is stored (false until its first assistant message). */
+  /** Whether the session is stored (false until its first assistant message, and always for an in-memory one). */
   isFlushed(): boolean {
     return this.flushed;
+  }
+  /** pi's isPersisted: false for a session of {@link SessionLog.inMemory}, which is never stored. */
+  isPersisted(): boolean {
+    return this.persist;
   }
   /** The session's version as this Session knows it: the log sequence after its last write or read (0 while pending). */
   get lastSeq(): number {
@@ -418,7 +452,13 @@ export class Session {
         return s;
       }
       const path = this.getBranch(leafId).filter((e) => e.type !== "label");
-      const s = Session.create(this.log, { cwd: this.header.cwd, parentSession: this.header.id, clientId: this.clientId, exclusive: this.exclusive });
+      const s = Session.create(this.log, {
+        cwd: this.header.cwd,
+        parentSession: this.header.id,
+        clientId: this.clientId,
+        exclusive: this.exclusive,
+        persist: this.persist,
+      });
       for (const e of path) s.addLocal(e);
       const ids = new Set(path.map((e) => e.id));
       for (const [targetId, label] of this.labels) {
@@ -516,7 +556,7 @@ export class Session {
     const leaf = this.leafId;
     if (!this.flushed) {
       for (const e of batch) this.addLocal(e);
-      if (!this.entries.some(isAssistant)) return batch.map((e) => e.id);
+      if (!this.persist || !this.entries.some(isAssistant)) return batch.map((e) => e.id);
       try {
         const r = await this.log.createSession(this.header, this.entries, { client: this.clientId });
         this.flushed = true;
