@@ -7,19 +7,20 @@ import (
 	"testing"
 
 	"github.com/pifleet/sessionlog/internal/api"
+	"github.com/pifleet/sessionlog/internal/apispec"
 )
 
 // TestCORS: a page of an allowed origin gets its preflights answered and
 // may read the replies' headers; any other origin's preflight is refused,
-// and without --http-cors-origins nothing changes. (Preflights are not in
-// docs/openapi.yaml, so this server is not wrapped in its validator.)
+// and without --http-cors-origins nothing changes. Every exchange is held
+// to docs/openapi.yaml, preflights and the CORS headers included.
 func TestCORS(t *testing.T) {
 	e := newEnv(t, func(c *api.Config) { c.Token = "s3cret" })
 	srv, err := api.New(api.Config{Service: e.svc, NodeName: "n1", Token: "s3cret", CORSOrigins: []string{"https://app.example", "http://localhost:5173"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(srv.Handler())
+	hs := httptest.NewServer(apispec.Middleware(t, srv.Handler()))
 	t.Cleanup(hs.Close)
 	send := func(method, path string, header ...string) *http.Response {
 		t.Helper()
@@ -74,7 +75,7 @@ func TestCORS(t *testing.T) {
 	rec := httptest.NewRecorder()
 	req := httptest.NewRequest("GET", "/v1/status", nil)
 	req.Header.Set("Origin", "https://app.example")
-	mixed.Handler().ServeHTTP(rec, req)
+	apispec.Middleware(t, mixed.Handler()).ServeHTTP(rec, req)
 	if rec.Header().Get("Access-Control-Allow-Origin") != "https://app.example" {
 		t.Fatalf("mixed-case origin: %v", rec.Header())
 	}
@@ -86,7 +87,7 @@ func TestCORS(t *testing.T) {
 	rec = httptest.NewRecorder()
 	req = httptest.NewRequest("GET", "/v1/status", nil)
 	req.Header.Set("Origin", "https://anywhere.example")
-	star.Handler().ServeHTTP(rec, req)
+	apispec.Middleware(t, star.Handler()).ServeHTTP(rec, req)
 	if rec.Header().Get("Access-Control-Allow-Origin") != "*" {
 		t.Fatalf(`"*": %v`, rec.Header())
 	}

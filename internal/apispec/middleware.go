@@ -8,6 +8,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -23,7 +24,8 @@ const maxBuffered = 32 << 20
 // Middleware serves h, validating every request and its response against
 // the spec and reporting each mismatch with t.Errorf. A request the spec
 // accepts must get a response the spec declares for it (status, headers,
-// body). A request the spec rejects — the tests send malformed ones on
+// body), with no header the spec does not declare for that response beyond
+// HTTP's framing (framingHeaders). A request the spec rejects — the tests send malformed ones on
 // purpose — must get a 4xx whose body is an ErrorBody: the server must
 // refuse what the contract does not allow, in the contract's error shape.
 // Streams (watch's text/event-stream) and JSONL bodies are checked for
@@ -164,6 +166,10 @@ type exchange struct {
 func (ex *exchange) checkResponse(req *http.Request, status int, header http.Header, body []byte, streamed bool) {
 	what := ex.method + " " + ex.path
 	ctype, _, _ := mime.ParseMediaType(header.Get("Content-Type"))
+	if extra := ex.s.undeclaredHeaders(req, status, header); len(extra) > 0 {
+		slices.Sort(extra)
+		ex.report("apispec: %s → %d: headers the spec does not declare for this response: %s", what, status, strings.Join(extra, ", "))
+	}
 	if len(ex.reqErrs) > 0 {
 		if status < 400 || status > 499 {
 			ex.report("apispec: %s → %d: the spec rejects the request, so the server must answer 4xx:%s", what, status, describe(ex.reqErrs))

@@ -48,6 +48,8 @@ func TestMiddlewareCatches(t *testing.T) {
 			map[string]string{"Pi-Applied-Seq": "3", "Pi-Lag": "0"}, ""},
 		{"missing read header", "GET", "/v1/sessions/" + sid + "/cursors", "", 200, "application/json", `{"cursors":[]}`,
 			map[string]string{"Pi-Lag": "0"}, "Pi-Applied-Seq"},
+		{"undeclared header", "GET", "/v1/sessions/" + sid + "/cursors", "", 200, "application/json", `{"cursors":[]}`,
+			map[string]string{"Pi-Applied-Seq": "3", "Pi-Lag": "0", "X-Powered-By": "pi"}, "X-Powered-By"},
 		{"wrong reply", "GET", "/v1/sessions/" + sid + "/cursors", "", 200, "application/json", `{"cursors":[{"client":"c"}]}`,
 			map[string]string{"Pi-Applied-Seq": "3", "Pi-Lag": "0"}, "does not match"},
 		{"undeclared status", "GET", "/v1/sessions/" + sid + "/cursors", "", 418, "application/json", `{"error":{"code":"invalid","message":"m"}}`,
