@@ -15,6 +15,9 @@ import (
 func TestSchemasOfNewShapes(t *testing.T) {
 	s := apispec.Load(t)
 	const entry = `{"type":"message","id":"a","parentId":null,"timestamp":"t","message":{"role":"user","content":"q"}}`
+	const detail = `{"sessionId":"01a22ba6-0000-7000-8000-000000000001","name":null,"cwd":"/w","created":"2026-11-30T09:49:55.817Z",` +
+		`"modified":"2026-11-30T09:49:55.817Z","entryCount":0,"lastSeq":1,"parentSession":null,"headerSeq":1,` +
+		`"header":{"type":"session","id":"01a22ba6-0000-7000-8000-000000000001"},"labels":{},"leafId":null`
 	cases := []struct {
 		schema, value string
 		valid         bool
@@ -24,8 +27,13 @@ func TestSchemasOfNewShapes(t *testing.T) {
 		{"TreeReply", `{"tree":[{"entry":` + entry + `,"children":[{"id":"b","type":"message","children":[]}]}],"leafId":null}`, false}, // shapes mixed
 		{"TreeReply", `{"tree":[{"id":"a","type":"message"}],"leafId":"a"}`, false},                                                     // no children
 		{"TreeReply", `{"tree":[{"entry":` + entry + `,"id":"a","children":[]}],"leafId":"a"}`, false},                                  // both shapes at once
-		{"WriteResult", `{"sessionId":"01a22ba6-0000-7000-8000-000000000001","lastSeq":3,"entries":[{"id":"a","seq":3}],"cursor":{"client":"w1","leafId":"a","seq":3,"revision":1,"updatedAt":"2026-11-30T09:49:55.817Z"}}`, true},
-		{"WriteResult", `{"lastSeq":3,"entries":[],"cursor":{"client":"w1","leafId":"a"}}`, false},
+		{"CreateResult", `{"sessionId":"01a22ba6-0000-7000-8000-000000000001","lastSeq":3,"entries":[{"id":"a","seq":3}],"cursor":{"client":"w1","leafId":"a","seq":3,"revision":1,"updatedAt":"2026-11-30T09:49:55.817Z"}}`, true},
+		{"CreateResult", `{"lastSeq":3,"entries":[]}`, false}, // create names the new session
+		{"AppendResult", `{"lastSeq":3,"entries":[{"id":"a","seq":3}]}`, true},
+		{"AppendResult", `{"sessionId":"01a22ba6-0000-7000-8000-000000000001","lastSeq":3,"entries":[]}`, false}, // the path names it
+		{"AppendResult", `{"lastSeq":3,"entries":[],"cursor":{"client":"w1","leafId":"a"}}`, false},
+		{"Detail", detail + `}`, true},
+		{"Detail", detail + `,"firstMessage":"q"}`, false}, // list's preview only
 		{"ContextBuildRequest", `{"entries":[]}`, true},
 		{"ContextBuildRequest", `{"entries":[` + entry + `],"leaf":null,"format":"llm"}`, true},
 		{"ContextBuildRequest", `{"leaf":"a"}`, false},
