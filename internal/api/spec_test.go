@@ -18,6 +18,7 @@ import (
 // The statuses are checked here; the shapes by the middleware.
 func TestSpecCorners(t *testing.T) {
 	e := newEnv(t, func(c *api.Config) {
+		c.Insecure = []string{"HTTP on 127.0.0.1:0 without a token"} // status's insecure, as pi-node --insecure reports it
 		c.Status = func(context.Context) (any, error) {
 			return wire.JetStreamStatus{Mode: "embedded", Stream: wire.StreamStatus{Name: "PI_SESSIONS", Replicas: 1}}, nil
 		}

@@ -188,6 +188,8 @@ func (ex *exchange) checkResponse(req *http.Request, status int, header http.Hea
 	ex.s.mu.Unlock()
 	if len(errs) > 0 {
 		ex.report("apispec: %s → %d: the response does not match the spec:%s\n\tbody: %.400s", what, status, describe(errs), body)
+	} else if !streamed {
+		ex.s.observe(req, status, body)
 	}
 	if status >= 400 && !streamed {
 		ex.checkErrorBody(what, status, ctype, body)

@@ -96,3 +96,31 @@ func TestMiddlewareCatches(t *testing.T) {
 		})
 	}
 }
+
+// TestUnobserved: a property of a reply the spec declares and no reply
+// carried is named, with the objects of top-level arrays; one that came
+// is not.
+func TestUnobserved(t *testing.T) {
+	h := apispec.Middleware(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Pi-Applied-Seq", "3")
+		w.Header().Set("Pi-Lag", "0")
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"cursors":[]}`)
+	}))
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	resp, err := srv.Client().Get(srv.URL + "/v1/sessions/" + sid + "/cursors")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	got := strings.Join(apispec.Unobserved(), "\n")
+	const op = "GET /v1/sessions/{id}/cursors 200: "
+	if !strings.Contains(got, op+"cursors[].client") || !strings.Contains(got, op+"cursors[].revision") {
+		t.Errorf("Unobserved does not name the cursors' fields no reply had:\n%s", got)
+	}
+	if strings.Contains(got, op+"cursors\n") || strings.HasSuffix(got, op+"cursors") {
+		t.Errorf("Unobserved names cursors, which the reply had:\n%s", got)
+	}
+}
