@@ -212,7 +212,7 @@ export class SessionLog {
    * pi's forkFrom: a new session in `targetCwd` holding every entry of
    * `sourceSessionId` — its whole tree, with the same ids — its header's
    * `parentSession` the source's id, stored at once (one create request,
-   * so within pi-node's body limit, else a TooLargeError) and opened at its
+   * so within pi-node's body and atomic batch limits, else a TooLargeError) and opened at its
    * last entry (with `clientId`, the cursor is set there). Unlike
    * {@link fork} (pi's createBranchedSession), which keeps only the path
    * to one entry, nothing of the source is left out. The source is unchanged.
