@@ -1,4 +1,4 @@
-import { SessionLogError, UnavailableError, decodeError, isRetryable, makeError } from "./errors.js";
+import { CertificateError, SessionLogError, UnavailableError, certificateProblem, decodeError, isRetryable, makeError } from "./errors.js";
 import { SSEParser } from "./sse.js";
 import {
   Session,
@@ -618,6 +618,11 @@ export class SessionLog {
         if (opts.signal?.aborted) throw err;
         if (err instanceof SessionLogError) throw err;
         if (l.signal.aborted && l.signal.reason instanceof SessionLogError) throw l.signal.reason;
+        const cert = certificateProblem(err);
+        if (cert) {
+          throw new CertificateError("certificate", 0,
+            `${method} ${url}: pi-node's TLS certificate is not trusted (${cert}): give the CA that signed it (Node.js: NODE_EXTRA_CA_CERTS=ca.pem)`, { cause: err });
+        }
         throw new UnavailableError("unavailable", 0, `${method} ${url}: no reply: ${String(err)}`, { cause: err });
       }
       if (!res.ok) throw decodeError(res.status, text);

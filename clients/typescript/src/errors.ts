@@ -13,7 +13,8 @@ export type ErrorCode =
   | "unauthorized"
   | "forbidden"
   | "timeout"
-  | "internal";
+  | "internal"
+  | "certificate";
 
 /** The body of every error reply: `{"error":{code,message,field?,lastSeq?,revision?}}`. */
 export interface ErrorBody {
@@ -73,6 +74,39 @@ export class ForbiddenError extends SessionLogError {}
 export class TimeoutError extends SessionLogError {}
 /** 500: anything else. */
 export class InternalError extends SessionLogError {}
+/**
+ * No reply (status 0) because the server's TLS certificate is not trusted:
+ * signed by a private CA the runtime does not know, for another name, or
+ * expired. The client's own code, not the API's. Not retried: no retry can
+ * change it. In Node.js, trust a private CA with `NODE_EXTRA_CA_CERTS=ca.pem`.
+ * A browser gives no reason for a failed fetch: there it is an
+ * {@link UnavailableError}.
+ */
+export class CertificateError extends SessionLogError {}
+
+// Node's (OpenSSL's) codes of a certificate that failed verification.
+const certificateCodes = new Set([
+  "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+  "SELF_SIGNED_CERT_IN_CHAIN",
+  "DEPTH_ZERO_SELF_SIGNED_CERT",
+  "UNABLE_TO_GET_ISSUER_CERT",
+  "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+  "CERT_HAS_EXPIRED",
+  "CERT_NOT_YET_VALID",
+  "CERT_UNTRUSTED",
+  "CERT_REJECTED",
+  "CERT_SIGNATURE_FAILURE",
+  "ERR_TLS_CERT_ALTNAME_INVALID",
+]);
+
+/** The certificate code in a failed fetch's cause chain (Node's fetch: TypeError "fetch failed", its cause the TLS error), if any. */
+export function certificateProblem(err: unknown): string | undefined {
+  for (let e = err, depth = 0; e && typeof e === "object" && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === "string" && certificateCodes.has(code)) return code;
+  }
+  return undefined;
+}
 
 type ErrorClass = new (
   code: ErrorCode,
@@ -91,6 +125,7 @@ const byCode: Record<ErrorCode, ErrorClass> = {
   forbidden: ForbiddenError,
   timeout: TimeoutError,
   internal: InternalError,
+  certificate: CertificateError,
 };
 
 const byStatus: Record<number, ErrorCode> = {
@@ -151,6 +186,6 @@ export function decodeError(status: number, body: string): SessionLogError {
 
 /** Whether a failed request may be sent again as it was: no reply, a 5xx, or the codes unavailable and timeout. */
 export function isRetryable(err: unknown): boolean {
-  if (!(err instanceof SessionLogError)) return false;
+  if (!(err instanceof SessionLogError) || err instanceof CertificateError) return false;
   return err.status === 0 || err.status >= 500 || err.code === "unavailable" || err.code === "timeout";
 }

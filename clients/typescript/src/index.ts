@@ -17,6 +17,7 @@ export type {
 export { Session } from "./session.js";
 export type { ContextOptions, ContinueOptions, CreateOptions, ForkFromOptions, InMemoryOptions, OpenOptions } from "./session.js";
 export {
+  CertificateError,
   ConflictError,
   ForbiddenError,
   InternalError,

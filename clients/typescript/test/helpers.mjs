@@ -2,8 +2,9 @@
 // front of it that can drop replies or cut streams.
 import { spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
+import https from "node:https";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -42,9 +43,10 @@ export const sha256 = (s) => createHash("sha256").update(s).digest("hex");
 /**
  * Starts pi-node (PI_NODE_BIN) on free ports with a temp --data-dir and an
  * admin --http-token; tokens: [{name, token, scopes}] go to an --http-tokens
- * file; args: more flags. Returns {url, token, stop, output}.
+ * file; args: more flags; tls: {cert, key} files serve HTTPS (readiness
+ * is asked trusting cert, as a CA). Returns {url, token, stop, output}.
  */
-export async function startNode({ tokens = [], args: extra = [] } = {}) {
+export async function startNode({ tokens = [], args: extra = [], tls } = {}) {
   const bin = process.env.PI_NODE_BIN;
   if (!bin) throw new Error("PI_NODE_BIN is not set: build pi-node with go build -o /tmp/pi-node ./cmd/pi-node");
   const dir = mkdtempSync(join(tmpdir(), "pi-node-ts-"));
@@ -59,6 +61,7 @@ export async function startNode({ tokens = [], args: extra = [] } = {}) {
     "--log-level", "warn",
     ...extra,
   ];
+  if (tls) args.push("--http-tls-cert", tls.cert, "--http-tls-key", tls.key);
   if (tokens.length > 0) {
     const file = join(dir, "tokens.jsonl");
     writeFileSync(file, tokens.map((t) => JSON.stringify({ name: t.name, sha256: sha256(t.token), scopes: t.scopes })).join("\n") + "\n");
@@ -70,10 +73,12 @@ export async function startNode({ tokens = [], args: extra = [] } = {}) {
   proc.stderr.on("data", (b) => (output += b));
   let exited = false;
   const exit = new Promise((resolve) => proc.on("exit", (code, sig) => { exited = true; resolve({ code, sig }); }));
-  const url = `http://127.0.0.1:${httpPort}`;
+  const url = `${tls ? "https" : "http"}://127.0.0.1:${httpPort}`;
+  const ca = tls ? readFileSync(tls.cert) : undefined;
   try {
     await waitFor(async () => {
       if (exited) throw new Error(`pi-node exited:\n${output}`);
+      if (ca) return (await httpsStatus(`${url}/readyz`, ca)) === 200;
       const r = await fetch(`${url}/readyz`);
       return r.status === 200;
     }, { what: "pi-node /readyz" });
@@ -95,6 +100,16 @@ export async function startNode({ tokens = [], args: extra = [] } = {}) {
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** The status of a GET over HTTPS that trusts ca (fetch takes no CA). */
+function httpsStatus(url, ca) {
+  return new Promise((resolve, reject) => {
+    https.get(url, { ca }, (res) => {
+      res.resume();
+      resolve(res.statusCode);
+    }).on("error", reject);
+  });
 }
 
 /**
