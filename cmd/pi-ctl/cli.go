@@ -61,7 +61,8 @@ const topIntro = `pi-ctl operates sessionlog, the replicated store for pi sessio
 
 Every command but "file" talks to a pi-node: over NATS (--server, default
 nats://127.0.0.1:4222, or $PI_CTL_SERVER) or over HTTP (--http URL or
-$PI_CTL_HTTP, with --token or $PI_CTL_TOKEN when the node requires one).`
+$PI_CTL_HTTP, with --token or $PI_CTL_TOKEN when the node requires one);
+a private CA's certificate with --tls-ca or $PI_CTL_TLS_CA.`
 
 // run is pi-ctl without the process: it returns the exit code (0 ok,
 // 1 invalid input or problems found, 2 usage error) and prints every error
