@@ -45,8 +45,12 @@ func TestServerRead(t *testing.T) {
 		if len(page.Sessions) != 1 || !strings.Contains(string(page.Sessions[0]), sid) || page.Next != "" {
 			t.Errorf("ls --json: %+v", page)
 		}
-		if out := pictl("ls", "--cwd", cwd, "--since", "1h"); !strings.Contains(out, sid) {
-			t.Errorf("ls --since 1h misses the session:\n%s", out)
+		// Dated by its entries (2026-01-01), not by the import.
+		if out := pictl("ls", "--cwd", cwd, "--since", "2026-01-01T00:00:00Z"); !strings.Contains(out, sid) {
+			t.Errorf("ls --since its entries' day misses the session:\n%s", out)
+		}
+		if out := pictl("ls", "--cwd", cwd, "--since", "1h"); strings.Contains(out, sid) {
+			t.Errorf("ls --since 1h lists a session whose entries are of 2026-01-01:\n%s", out)
 		}
 		if out := pictl("ls", "--cwd", cwd, "--since", "2999-01-01T00:00:00Z"); lineCount(out) != 1 {
 			t.Errorf("ls --since the future lists sessions:\n%s", out)
