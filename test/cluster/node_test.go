@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -210,13 +209,7 @@ func startExternalNode(t *testing.T, name, natsURL string) *piNode {
 // what it prints, one line per replica of the stream among it.
 func piCtlStatus(t *testing.T, base string) string {
 	t.Helper()
-	cmd := exec.Command(piCtl(t), "status", "--http", base)
-	cmd.Env = append(os.Environ(), "PI_CTL_SERVER=", "PI_CTL_HTTP=", "PI_CTL_TOKEN=")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("pi-ctl status --http %s: %v\n%s", base, err, out)
-	}
-	return string(out)
+	return piCtlOut(t, "status", "--http", base)
 }
 
 // replicaRow returns the row of pi-ctl status's replica table for node.
