@@ -317,10 +317,16 @@ func (st *Store) watchLag(ctx context.Context) {
 	for {
 		// A bounded poll: one sent as a leader dies would otherwise wait out
 		// the API timeout, freezing what the Store believes is the log's end.
-		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		start := st.opts.Now()
+		pctx, cancel := context.WithTimeout(ctx, pollTimeout)
 		last, err := st.feed.LastSeq(pctx)
 		cancel()
-		if err == nil {
+		// An answer read after the poll's bound is no news of the log's end
+		// now: a process paused with the poll in flight (SIGSTOP, a stalled
+		// VM) reads it on waking, seconds old, and taking it for the end as
+		// of now made a Store that slept through seconds of writes read as
+		// current (Pi-Lag 0, not stale: the Jepsen suite's honest-lag).
+		if err == nil && st.opts.Now().Sub(start) <= pollTimeout {
 			st.stats.logLastSeq.Store(last)
 			st.stats.polledAt.Store(st.opts.Now().UnixNano()) // after: see caughtUpLocked
 			st.noteFirstEnd(last)
@@ -341,6 +347,10 @@ func (st *Store) watchLag(ctx context.Context) {
 	}
 }
 
+// pollTimeout bounds a poll of the log's end, and how old its answer may
+// be when read.
+const pollTimeout = time.Second
+
 // caughtUpLocked records when the Store was last caught up: if it has
 // applied everything it knows the log to hold, it is current as of the
 // moment the last poll of the log's end was answered — not now. While
@@ -348,7 +358,7 @@ func (st *Store) watchLag(ctx context.Context) {
 // records the Store applies meanwhile are no news of the log's end, and a
 // read must not look fresh for them (Pi-Stale, /readyz). The answer's time,
 // not the request's: the end it names is at most the poll's duration old
-// (under a second, its timeout), and a loaded machine's slow polls would
+// (pollTimeout at most: watchLag drops a later answer), and a loaded machine's slow polls would
 // otherwise age every Store past Pi-Stale's second. Under st.mu.
 func (st *Store) caughtUpLocked() {
 	// polledAt before logLastSeq, which is stored before it: a poll time
