@@ -50,8 +50,9 @@ type ConflictError = wire.ConflictError
 type FieldError = wire.FieldError
 
 // RetryPolicy bounds a Session's optimistic append loop: Attempts (default
-// 20), Backoff and MaxBackoff after ErrUnavailable (50 ms doubling to 2 s),
-// AttemptTimeout of one publish (2 s), UnavailableFor (give up with
+// 100), Backoff and MaxBackoff after ErrUnavailable (50 ms doubling to
+// 500 ms), AttemptTimeout of one publish (500 ms, plus 1 ms per record and
+// 500 ms per MiB), UnavailableFor (give up with
 // ErrUnavailable after 10 s of unavailability) and ConflictBackoff between
 // conflicts (2 ms doubling, with jitter). The zero value is the default.
 type RetryPolicy = writer.RetryPolicy

@@ -68,7 +68,7 @@ func (l *casLoop) attempt(ctx context.Context) (seqs []uint64, done bool, err er
 	recs := l.plan.Records()
 	timeout := l.pol.AttemptTimeout
 	if timeout <= 0 {
-		timeout = 500*time.Millisecond + time.Duration(len(recs))*time.Millisecond
+		timeout = defaultAttemptTimeout(recs)
 	}
 	actx, cancel := context.WithTimeout(ctx, timeout)
 	seqs, err = l.log.Append(actx, l.sid, l.expect, recs)
@@ -96,6 +96,20 @@ func (l *casLoop) attempt(ctx context.Context) (seqs []uint64, done bool, err er
 	default:
 		return nil, true, err
 	}
+}
+
+// defaultAttemptTimeout is 500 ms, plus 1 ms per record and 500 ms per
+// MiB: the leader answers once the batch is replicated and synced, which
+// for a batch of several MiB takes seconds on a loaded machine. (With 500
+// ms and a millisecond per record, an append of two 4.4 MiB entries timed
+// out, was retried, and its reading of what was missed timed out in turn
+// until it gave up with 503.)
+func defaultAttemptTimeout(recs []session.Record) time.Duration {
+	bytes := 0
+	for _, r := range recs {
+		bytes += len(r.Data)
+	}
+	return 500*time.Millisecond + time.Duration(len(recs))*time.Millisecond + time.Duration(bytes)*500*time.Millisecond/(1<<20)
 }
 
 // conflict reads what the plan missed and lets it reconcile.

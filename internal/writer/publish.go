@@ -18,7 +18,8 @@ type RetryPolicy struct {
 	// MaxBackoff.
 	Backoff, MaxBackoff time.Duration
 	// AttemptTimeout bounds one publish (default 500 ms plus 1 ms per
-	// record, tens of times a normal append's latency): a publish sent to a
+	// record and 500 ms per MiB, tens of times a normal append's latency;
+	// reading what a conflict missed gets as long, 2 s at least): a publish sent to a
 	// leader that just died or stepped down gets no answer at all, and the
 	// retry after the timeout reaches the new leader, so this bounds how much
 	// a write gap exceeds the election itself. UnavailableFor bounds the
