@@ -42,6 +42,7 @@ func New(t *testing.T, name, bin string, args ...string) *Proc {
 		p.Kill()
 		if t.Failed() {
 			t.Logf("--- %s: last lines of %s\n%s", p.Name, p.logPath, p.Tail(60))
+			keepLog(t, p)
 		}
 	})
 	return p
@@ -246,4 +247,25 @@ func (p *Proc) Pid() int {
 		return 0
 	}
 	return p.cmd.Process.Pid
+}
+
+// keepLog copies a failed test's process log whole into $PI_TEST_LOG_DIR,
+// when set: the tail above is often not where a rare failure began, and
+// t.TempDir is gone once the test ends.
+func keepLog(t *testing.T, p *Proc) {
+	dir := os.Getenv("PI_TEST_LOG_DIR")
+	if dir == "" {
+		return
+	}
+	data, err := os.ReadFile(p.logPath)
+	if err == nil {
+		err = os.MkdirAll(dir, 0o755)
+	}
+	if err == nil {
+		name := strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()) + "-" + p.Name + ".log"
+		err = os.WriteFile(filepath.Join(dir, name), data, 0o644)
+	}
+	if err != nil {
+		t.Logf("keeping %s's log: %v", p.Name, err)
+	}
 }

@@ -36,6 +36,8 @@ type nodeStatus struct {
 		Lag            uint64 `json:"lag"`
 		Sessions       int    `json:"sessions"`
 		SkippedRecords uint64 `json:"skippedRecords"`
+		// LastFollowError names its shard on a sharded store.
+		LastFollowError string `json:"lastFollowError"`
 		// With --shards (PI_NODE_SHARDS): each shard's Store, its
 		// sequences qualified.
 		Shards []struct {

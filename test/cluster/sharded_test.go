@@ -107,7 +107,15 @@ func (s nodeStatus) elsewhere(seq uint64) bool {
 func (s nodeStatus) lacks(ends []uint64) error {
 	for _, end := range ends {
 		if got := s.appliedAt(end); got < end {
-			return fmt.Errorf("applied %d of %d", got, end)
+			// Which shard, how the node holds it and why its Store last
+			// stopped following: what a failure's log cannot say later.
+			k := session.SeqShard(end)
+			hold := ""
+			if k < len(s.Store.Shards) {
+				hold = s.Store.Shards[k].Holding
+			}
+			return fmt.Errorf("applied %d of %d (shard %d, sequence %d, holding %q, last follow error %q)",
+				got, end, k, session.RawSeq(end), hold, s.Store.LastFollowError)
 		}
 	}
 	return nil
