@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/pifleet/sessionlog/internal/service"
+	"github.com/pifleet/sessionlog/internal/wire"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -98,7 +99,7 @@ type Config struct {
 	Holding Holding
 	// Forward is the connection forwarded requests go out and come in on.
 	Forward *nats.Conn
-	// ForwardPrefix is their subjects' prefix (default DefaultForwardPrefix).
+	// ForwardPrefix is their subjects' prefix (default wire.DefaultForwardPrefix).
 	ForwardPrefix string
 	// Insecure lists what the node exposes without protection because it
 	// was started with --insecure; /v1/status shows it to everyone.
@@ -175,7 +176,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Now = time.Now
 	}
 	if cfg.ForwardPrefix == "" {
-		cfg.ForwardPrefix = DefaultForwardPrefix
+		cfg.ForwardPrefix = wire.DefaultForwardPrefix
 	}
 	s := &Server{cfg: cfg, svc: cfg.Service, log: cfg.Logger}
 	s.fwd.sem = make(chan struct{}, fwdConcurrency)

@@ -19,7 +19,7 @@ import (
 
 // corsExposed are the response headers a page may read: the freshness and
 // node of every reply (fetch hides all but a few by default).
-var corsExposed = strings.Join([]string{hdrApplied, hdrLag, hdrStale, hdrNode, hdrServedBy, "WWW-Authenticate"}, ", ")
+var corsExposed = strings.Join([]string{hdrApplied, hdrLag, hdrStale, hdrNode, wire.HeaderServedBy, "WWW-Authenticate"}, ", ")
 
 // corsMaxAge is how long (seconds) a browser may cache a preflight.
 const corsMaxAge = "600"

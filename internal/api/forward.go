@@ -20,7 +20,8 @@ import (
 // Holding is which shards this node serves from memory when it holds only
 // a share of them (pi-node's --hold). A request for a session on a shard it
 // does not serve is forwarded over NATS to one that does — the holders of
-// shard k answer on ForwardPrefix.<k>.<op> in one queue group — and, when
+// shard k answer on wire.ForwardSubject in one queue group (the protocol is
+// declared in internal/wire; this file is its transport) — and, when
 // none answers, served here from the log (store.Unheld).
 type Holding interface {
 	// Shard is session sid's shard.
@@ -28,27 +29,6 @@ type Holding interface {
 	// Serves reports whether this node holds shard k and has caught up on it.
 	Serves(k int) bool
 }
-
-// DefaultForwardPrefix is the subject prefix of forwarded requests:
-// pi.fwd.<shard>.<op>. Only pi-nodes may publish there (natsauth's roles
-// grant clients the pi.v1 operations alone): a forwarded request carries
-// the principal the forwarding node authenticated.
-const DefaultForwardPrefix = "pi.fwd"
-
-// Headers of forwarded requests and their replies.
-const (
-	hdrFwdWho    = "Pi-Fwd-Who"    // the principal's name, for the audit log
-	hdrFwdScopes = "Pi-Fwd-Scopes" // its scopes, comma-separated
-	hdrFwdCwd    = "Pi-Fwd-Cwd"    // its cwdPrefix (a tenant token)
-	hdrFwdWait   = "Pi-Fwd-Wait"   // a sequence the forwarding node must see: a write it acknowledged, what its last read reflected, or the log's end when it started
-	hdrFwdShard  = "Pi-Fwd-Shard"  // list: the one shard to list
-	hdrFwdStatus = "Pi-Fwd-Status" // the reply's HTTP status
-	hdrFwdType   = "Pi-Fwd-Type"   // its content type
-	hdrFwdFile   = "Pi-Fwd-File"   // its download name
-	hdrFwdLocal  = "Pi-Fwd-Local"  // the holder could not answer (too large, not serving): serve it locally
-	// hdrServedBy names the node that answered a forwarded request.
-	hdrServedBy = "Pi-Served-By"
-)
 
 // fwdConcurrency bounds the forwarded requests one node runs at once.
 const fwdConcurrency = 256
@@ -95,7 +75,7 @@ func (s *Server) forward(ctx context.Context, o *op, r *request) (rep reply, err
 	if h.Serves(k) {
 		return reply{}, nil, false
 	}
-	m, err := s.fwdMsg(ctx, fmt.Sprintf("%s.%d.%s", s.cfg.ForwardPrefix, k, o.Name), r)
+	m, err := s.fwdMsg(ctx, wire.ForwardSubject(s.cfg.ForwardPrefix, k, o.Name), r)
 	if err != nil {
 		return reply{}, err, true
 	}
@@ -115,7 +95,7 @@ func (s *Server) forward(ctx context.Context, o *op, r *request) (rep reply, err
 		return reply{}, err, true
 	}
 	if wait > 0 {
-		m.Header.Set(hdrFwdWait, strconv.FormatUint(wait, 10))
+		m.Header.Set(wire.HeaderFwdWait, strconv.FormatUint(wait, 10))
 	}
 	// Bounded: a holder killed with the request in hand never answers.
 	fctx, cancel := context.WithTimeout(ctx, s.cfg.MinSeqTimeout+fwdSlack)
@@ -128,7 +108,7 @@ func (s *Server) forward(ctx context.Context, o *op, r *request) (rep reply, err
 		return reply{}, nil, false // a read is safe to serve here instead
 	case err != nil:
 		return reply{}, fmt.Errorf("forwarding %s to a holder of shard %d: %v: %w", o.Name, k, err, wire.ErrUnavailable), true
-	case res.Header.Get(hdrFwdLocal) != "":
+	case res.Header.Get(wire.HeaderFwdLocal) != "":
 		return reply{}, nil, false
 	}
 	rep, err = s.fwdReply(res)
@@ -155,17 +135,17 @@ func (s *Server) fwdMsg(ctx context.Context, subject string, r *request) (*nats.
 	m := nats.NewMsg(subject)
 	m.Data = data
 	p := principalOf(ctx)
-	m.Header.Set(hdrFwdWho, p.name)
-	m.Header.Set(hdrFwdScopes, strings.Join(p.scopes, ","))
+	m.Header.Set(wire.HeaderFwdWho, p.name)
+	m.Header.Set(wire.HeaderFwdScopes, strings.Join(p.scopes, ","))
 	if p.cwdPrefix != "" {
-		m.Header.Set(hdrFwdCwd, p.cwdPrefix)
+		m.Header.Set(wire.HeaderFwdCwd, p.cwdPrefix)
 	}
 	return m, nil
 }
 
 // fwdReply turns a holder's reply into this node's.
 func (s *Server) fwdReply(res *nats.Msg) (reply, error) {
-	status, err := strconv.Atoi(res.Header.Get(hdrFwdStatus))
+	status, err := strconv.Atoi(res.Header.Get(wire.HeaderFwdStatus))
 	if err != nil {
 		return reply{}, fmt.Errorf("a forwarded request's reply has no status: %w", wire.ErrUnavailable)
 	}
@@ -176,7 +156,7 @@ func (s *Server) fwdReply(res *nats.Msg) (reply, error) {
 		}
 		return reply{}, fe
 	}
-	rep := reply{raw: res.Data, ctype: res.Header.Get(hdrFwdType), filename: res.Header.Get(hdrFwdFile),
+	rep := reply{raw: res.Data, ctype: res.Header.Get(wire.HeaderFwdType), filename: res.Header.Get(wire.HeaderFwdFile),
 		servedBy: res.Header.Get(hdrNode)}
 	rep.fresh = freshnessOf(res.Header, s.cfg.Now())
 	return rep, nil
@@ -236,13 +216,13 @@ func (s *Server) ServeShard(k int) error {
 	if f.subs[k] != nil {
 		return nil
 	}
-	subject := fmt.Sprintf("%s.%d.>", s.cfg.ForwardPrefix, k)
-	sub, err := s.cfg.Forward.QueueSubscribe(subject, "pi-node", func(m *nats.Msg) {
+	subject := wire.ForwardShardPrefix(s.cfg.ForwardPrefix, k) + ">"
+	sub, err := s.cfg.Forward.QueueSubscribe(subject, wire.ForwardQueue, func(m *nats.Msg) {
 		// The principal travels in headers, which a stored record can
 		// carry too: only another node's request is believed.
 		if why := notARequest(m.Reply); why != "" {
 			// A consumer's delivery keeps the stored message's subject.
-			name, ok := strings.CutPrefix(m.Subject, fmt.Sprintf("%s.%d.", s.cfg.ForwardPrefix, k))
+			name, ok := strings.CutPrefix(m.Subject, wire.ForwardShardPrefix(s.cfg.ForwardPrefix, k))
 			if !ok {
 				name = "-"
 			}
@@ -316,7 +296,7 @@ const transportForward = "forward"
 func (s *Server) serveForwarded(k int, m *nats.Msg) (string, int) {
 	ctx, cancel := context.WithTimeout(s.base, natsTimeout)
 	defer cancel()
-	name := strings.TrimPrefix(m.Subject, fmt.Sprintf("%s.%d.", s.cfg.ForwardPrefix, k))
+	name := strings.TrimPrefix(m.Subject, wire.ForwardShardPrefix(s.cfg.ForwardPrefix, k))
 	o := opNamed(name)
 	out := nats.NewMsg(m.Reply)
 	if s.cfg.NodeName != "" {
@@ -325,15 +305,15 @@ func (s *Server) serveForwarded(k int, m *nats.Msg) (string, int) {
 	fail := func(err error) (string, int) {
 		ae := s.mapError(transportForward, name, err)
 		out.Data, _ = wire.EncodeJSON(ae.body)
-		out.Header.Set(hdrFwdStatus, strconv.Itoa(ae.status))
+		out.Header.Set(wire.HeaderFwdStatus, strconv.Itoa(ae.status))
 		_ = m.RespondMsg(out)
 		return name, ae.status
 	}
 	if o == nil {
 		return fail(wire.Invalid("subject", fmt.Sprintf("%q is not an operation", name)))
 	}
-	p := &principal{name: "fwd:" + m.Header.Get(hdrFwdWho), cwdPrefix: m.Header.Get(hdrFwdCwd)}
-	if sc := m.Header.Get(hdrFwdScopes); sc != "" {
+	p := &principal{name: "fwd:" + m.Header.Get(wire.HeaderFwdWho), cwdPrefix: m.Header.Get(wire.HeaderFwdCwd)}
+	if sc := m.Header.Get(wire.HeaderFwdScopes); sc != "" {
 		p.scopes = strings.Split(sc, ",")
 	}
 	ctx = context.WithValue(withPrincipal(ctx, p), forwardedKey{}, k)
@@ -341,15 +321,15 @@ func (s *Server) serveForwarded(k int, m *nats.Msg) (string, int) {
 	if err := decodeJSON(m.Data, r); err != nil {
 		return fail(err)
 	}
-	if v := m.Header.Get(hdrFwdWait); v != "" {
+	if v := m.Header.Get(wire.HeaderFwdWait); v != "" {
 		seq, _ := strconv.ParseUint(v, 10, 64)
 		ctx = context.WithValue(ctx, fwdWaitKey{}, seq)
 	}
-	if v := m.Header.Get(hdrFwdShard); v != "" {
+	if v := m.Header.Get(wire.HeaderFwdShard); v != "" {
 		only, err := strconv.Atoi(v)
 		if err != nil || !s.cfg.Holding.Serves(only) {
 			// Handed back a moment ago: the caller asks another holder.
-			out.Header.Set(hdrFwdLocal, "not serving shard "+v)
+			out.Header.Set(wire.HeaderFwdLocal, "not serving shard "+v)
 			_ = m.RespondMsg(out)
 			return name, http.StatusServiceUnavailable
 		}
@@ -370,15 +350,15 @@ func (s *Server) serveForwarded(k int, m *nats.Msg) (string, int) {
 	if s.tooLargeToForward(len(body)) {
 		// Bigger than a NATS message: the forwarding node reads it from
 		// the log itself.
-		out.Header.Set(hdrFwdLocal, "reply too large for NATS")
+		out.Header.Set(wire.HeaderFwdLocal, "reply too large for NATS")
 		_ = m.RespondMsg(out)
 		return name, o.Status
 	}
 	out.Data = body
-	out.Header.Set(hdrFwdStatus, strconv.Itoa(o.Status))
-	out.Header.Set(hdrFwdType, ctype)
+	out.Header.Set(wire.HeaderFwdStatus, strconv.Itoa(o.Status))
+	out.Header.Set(wire.HeaderFwdType, ctype)
 	if rep.filename != "" {
-		out.Header.Set(hdrFwdFile, rep.filename)
+		out.Header.Set(wire.HeaderFwdFile, rep.filename)
 	}
 	if o.Method == http.MethodGet {
 		for k, v := range s.readHeaders(rep.fresh) {
@@ -467,11 +447,11 @@ func (s *Server) listShared(ctx context.Context, r *request, f store.ListFilter)
 func (s *Server) listShard(ctx context.Context, r *request, f store.ListFilter, k int, own *store.Store) (wire.ListReply, store.Freshness, error) {
 	var out wire.ListReply
 	for range 3 {
-		m, err := s.fwdMsg(ctx, fmt.Sprintf("%s.%d.%s", s.cfg.ForwardPrefix, k, wire.OpList.Name), r)
+		m, err := s.fwdMsg(ctx, wire.ForwardSubject(s.cfg.ForwardPrefix, k, wire.OpList.Name), r)
 		if err != nil {
 			return out, store.Freshness{}, err
 		}
-		m.Header.Set(hdrFwdShard, strconv.Itoa(k))
+		m.Header.Set(wire.HeaderFwdShard, strconv.Itoa(k))
 		fctx, cancel := context.WithTimeout(ctx, s.cfg.MinSeqTimeout+fwdSlack)
 		res, err := s.cfg.Forward.RequestMsgWithContext(fctx, m)
 		cancel()
@@ -485,7 +465,7 @@ func (s *Server) listShard(ctx context.Context, r *request, f store.ListFilter, 
 			return out, store.Freshness{}, fmt.Errorf("no node serves shard %d right now (its holders are down or catching up): %w", k, wire.ErrUnavailable)
 		case err != nil:
 			return out, store.Freshness{}, fmt.Errorf("listing shard %d at a holder: %v: %w", k, err, wire.ErrUnavailable)
-		case res.Header.Get(hdrFwdLocal) != "":
+		case res.Header.Get(wire.HeaderFwdLocal) != "":
 			continue
 		}
 		rep, err := s.fwdReply(res)

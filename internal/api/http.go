@@ -133,7 +133,7 @@ func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, o *op) int {
 	}
 	s.auditAdmin(p, transportHTTP, o.Name, o.Status, nil)
 	if rep.servedBy != "" {
-		w.Header().Set(hdrServedBy, rep.servedBy)
+		w.Header().Set(wire.HeaderServedBy, rep.servedBy)
 	}
 	if o.Status == http.StatusNoContent {
 		w.WriteHeader(o.Status)

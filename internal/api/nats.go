@@ -252,7 +252,7 @@ func (s *Server) natsReply(nc *nats.Conn, o *op, req micro.Request) (*op, int) {
 	}
 	h := s.natsHeaders()
 	if rep.servedBy != "" {
-		h[hdrServedBy] = []string{rep.servedBy}
+		h[wire.HeaderServedBy] = []string{rep.servedBy}
 	}
 	if o.Method == http.MethodGet {
 		for k, v := range s.readHeaders(rep.fresh) {

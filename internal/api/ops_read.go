@@ -25,7 +25,7 @@ func (s *Server) list(ctx context.Context, r *request) (reply, error) {
 	case one: // a holder's part of another node's catalog
 		all := s.svc.Store.All()
 		if k < 0 || k >= len(all) {
-			return reply{}, wire.Invalid(hdrFwdShard, fmt.Sprintf("this store has %d shard(s), not %d", len(all), k+1))
+			return reply{}, wire.Invalid(wire.HeaderFwdShard, fmt.Sprintf("this store has %d shard(s), not %d", len(all), k+1))
 		}
 		infos, next = store.List(ctx, store.Subset{all[k]}, f)
 	case s.cfg.Holding != nil && s.cfg.Forward != nil && !forwarded(ctx):
