@@ -51,13 +51,22 @@ func Poll(timeout time.Duration, cond func() error) (time.Duration, error) {
 	start := time.Now()
 	deadline := start.Add(Scale(timeout))
 	wait := firstInterval
-	for {
+	var first error
+	for polls := 1; ; polls++ {
 		err := cond()
 		if err == nil {
 			return time.Since(start), nil
 		}
+		if first == nil {
+			first = err
+		}
 		if time.Now().After(deadline) {
-			return time.Since(start), err
+			if err.Error() == first.Error() {
+				return time.Since(start), fmt.Errorf("%w (the same in all %d polls)", err, polls)
+			}
+			// A rare failure's cause is often in how the wait began, not
+			// in the last poll's view.
+			return time.Since(start), fmt.Errorf("%w (the last of %d polls; the first said: %v)", err, polls, first)
 		}
 		time.Sleep(wait)
 		wait = min(wait*3/2, maxInterval)

@@ -3,6 +3,7 @@ package testutil
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -20,8 +21,17 @@ func TestPoll(t *testing.T) {
 		t.Fatalf("Poll: %v after %d calls, %v", err, n, d)
 	}
 	last := errors.New("still not")
-	if _, err := Poll(30*time.Millisecond, func() error { return last }); err != last {
-		t.Fatalf("Poll after its timeout: %v, want the last error", err)
+	if _, err := Poll(30*time.Millisecond, func() error { return last }); !errors.Is(err, last) || !strings.Contains(err.Error(), "the same in all") {
+		t.Fatalf("Poll after its timeout: %v, want the last error, the same in every poll", err)
+	}
+	// A wait whose view changed names its first view too.
+	calls := 0
+	_, err = Poll(30*time.Millisecond, func() error {
+		calls++
+		return fmt.Errorf("call %d", calls)
+	})
+	if want := fmt.Sprintf("call %d (the last of %d polls; the first said: call 1)", calls, calls); calls < 2 || err == nil || err.Error() != want {
+		t.Fatalf("Poll after its timeout: %v, want %q", err, want)
 	}
 }
 
