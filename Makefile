@@ -47,7 +47,7 @@ SECRETS_NAMES ?= pi-node-1,pi-node-2,pi-node-3
 all: build
 
 build:
-	$(GO) build -ldflags='$(LDFLAGS)' -o bin/ ./cmd/pi-node ./cmd/pi-ctl
+	$(GO) build -ldflags='$(LDFLAGS)' -o bin/ ./cmd/pi-node ./cmd/pi-ctl ./cmd/pi-bench
 
 test:
 	$(GO) test -race ./...

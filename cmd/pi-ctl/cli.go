@@ -2,11 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
-	"fmt"
 	"io"
-	"strings"
+
+	"github.com/pifleet/sessionlog/internal/cli"
 )
 
 // env is all a command may touch of the outside world, so tests drive the
@@ -44,7 +43,6 @@ var commands = []command{
 	{"sync", "stream local pi session files into the cluster, live, as pi writes them", runSync},
 	{"checkout", "write a session at pi's own path, for pi --session PATH on this machine", runCheckout},
 	{"status", "show the node, the stream and its replicas", runStatus},
-	{"bench", "measure the node against raw JetStream (append, create, context, rebuild)", runBench},
 	{"failover", "make another region the home (cross-region deployments)", runFailover},
 	{"failback", "merge a returned region's entries into the home and make it a mirror again", runFailback},
 	{"shards", "show the shard map, or spread new sessions over more shards (migrate)", runShards},
@@ -68,147 +66,38 @@ a private CA's certificate with --tls-ca or $PI_CTL_TLS_CA.`
 // 1 invalid input or problems found, 2 usage error) and prints every error
 // exactly once, as one line on stderr.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
-	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
-	err := dispatch(ctx, e, "pi-ctl", topIntro, commands, args)
-	var ue *usageError
-	var ie *inputError
-	switch {
-	case err == nil, errors.Is(err, flag.ErrHelp):
-		return 0
-	case errors.Is(err, errReported):
-		return 1
-	case errors.As(err, &ue):
-		fmt.Fprintln(stderr, ue.Error())
-		return 2
-	case errors.As(err, &ie):
-		fmt.Fprintln(stderr, ie.Error())
-		return 1
+	if len(args) > 0 && args[0] == "bench" {
+		// An operator's habit gets a pointer, not a bare "unknown command".
+		return cli.Exit(stderr, "pi-ctl", usagef("pi-ctl", "unknown command %q: the benchmarks moved to pi-bench (pi-bench append|create|context|rebuild)", args[0]))
 	}
-	fmt.Fprintf(stderr, "pi-ctl: %v\n", err)
-	return 1
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
+	return cli.Exit(stderr, "pi-ctl", dispatch(ctx, e, "pi-ctl", topIntro, commands, args))
 }
 
 // dispatch runs the command of table named by args[0]; path ("pi-ctl",
 // "pi-ctl file") names the level in help and errors.
 func dispatch(ctx context.Context, e *env, path, intro string, table []command, args []string) error {
-	if len(args) == 0 {
-		return usagef(path, "missing command")
-	}
-	switch args[0] {
-	case "-h", "-help", "--help", "help":
-		return commandList(e.stdout, path, intro, table)
-	}
-	for _, c := range table {
-		if c.name == args[0] {
-			return c.run(ctx, e, args[1:])
-		}
-	}
-	return usagef(path, "unknown command %q", args[0])
-}
-
-// commandList is the --help of a level with subcommands.
-func commandList(w io.Writer, path, intro string, table []command) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s\n\nUsage: %s COMMAND [ARGS]\n\nCommands:\n", intro, path)
-	for _, c := range table {
-		fmt.Fprintf(&b, "  %-11s %s\n", c.name, c.summary)
-	}
-	fmt.Fprintf(&b, "\nRun '%s COMMAND --help' for the details of a command.\n", path)
-	_, err := io.WriteString(w, b.String())
+	c, err := cli.Pick(e.stdout, path, intro, table, command.row, args)
 	if err != nil {
 		return err
 	}
-	return flag.ErrHelp
+	return c.run(ctx, e, args[1:])
 }
 
-// usageError is a wrong invocation (exit 2). It names the command and points
-// at its help, on one line.
-type usageError struct{ path, msg string }
+func (c command) row() (name, summary string) { return c.name, c.summary }
 
-func (e *usageError) Error() string {
-	return fmt.Sprintf("%s: %s (see '%s --help')", e.path, e.msg, e.path)
-}
+// The framework's pieces (internal/cli, shared with pi-bench) under the
+// names pi-ctl's commands use.
+var (
+	usagef      = cli.Usagef
+	newFlags    = cli.NewFlags
+	errReported = cli.ErrReported
+)
 
-func usagef(path, format string, args ...any) error {
-	return &usageError{path: path, msg: fmt.Sprintf(format, args...)}
-}
+// inputError is a problem with one line of an input file (exit 1).
+type inputError = cli.InputError
 
-// inputError is a problem with one line of an input file, printed like a
-// compiler's diagnostics: FILE:LINE: reason.
-type inputError struct {
-	file   string
-	line   int
-	reason string
-}
-
-func (e *inputError) Error() string { return fmt.Sprintf("%s:%d: %s", e.file, e.line, e.reason) }
-
-// errReported means the command has already printed its findings (one line
-// each on stderr); run exits 1 and adds nothing.
-var errReported = errors.New("problems reported")
-
-// newFlags returns a FlagSet that prints nothing by itself: parseArgs prints
-// help on stdout and reports errors once, through run.
-func newFlags(path string) *flag.FlagSet {
-	fs := flag.NewFlagSet(path, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
-	return fs
-}
-
-// parseArgs parses args for a leaf command whose usage text is help. Flags
-// may come before or after the positional arguments ("tree FILE --json" and
-// "tree --json FILE" both work); "--" ends the flags. It returns one
-// positional argument per name in names, or a usage error naming what is
-// missing. The last name may be "[NAME]" (optional), "NAME..." (one or
-// more) or "[NAME...]" (any number). On -h/--help it prints help
-// and the flag defaults to stdout and returns flag.ErrHelp (exit 0).
+// parseArgs is cli.ParseArgs printing help on e's stdout.
 func parseArgs(e *env, fs *flag.FlagSet, help string, args []string, names ...string) ([]string, error) {
-	var pos []string
-	for {
-		err := fs.Parse(args)
-		if errors.Is(err, flag.ErrHelp) {
-			var b strings.Builder
-			b.WriteString(help)
-			b.WriteString("\nFlags:\n")
-			fs.SetOutput(&b)
-			fs.PrintDefaults()
-			fs.SetOutput(io.Discard)
-			if _, werr := io.WriteString(e.stdout, b.String()); werr != nil {
-				return nil, werr
-			}
-			return nil, flag.ErrHelp
-		}
-		if err != nil {
-			return nil, usagef(fs.Name(), "%v", err)
-		}
-		rest := fs.Args()
-		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
-			pos = append(pos, rest...)
-			break
-		}
-		if len(rest) == 0 {
-			break
-		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
-	}
-	least, most := len(names), len(names)
-	if n := len(names); n > 0 {
-		switch last := names[n-1]; {
-		case strings.HasPrefix(last, "[") && strings.HasSuffix(last, "...]"):
-			least, most = least-1, -1
-		case strings.HasPrefix(last, "["):
-			least--
-		case strings.HasSuffix(last, "..."):
-			most = -1
-		}
-	}
-	switch {
-	case len(pos) < least:
-		return nil, usagef(fs.Name(), "missing %s", strings.TrimSuffix(names[len(pos)], "..."))
-	case most >= 0 && len(pos) > most:
-		return nil, usagef(fs.Name(), "unexpected argument %q", pos[most])
-	}
-	return pos, nil
+	return cli.ParseArgs(e.stdout, fs, help, args, names...)
 }

@@ -49,6 +49,21 @@ func TestUsageErrors(t *testing.T) {
 	}
 }
 
+// TestBenchMoved: "pi-ctl bench" is a usage error like any unknown
+// command, whose one line points at pi-bench, and help no longer lists it.
+func TestBenchMoved(t *testing.T) {
+	for _, args := range [][]string{{"bench"}, {"bench", "append", "--embedded"}, {"bench", "--help"}} {
+		r := runCLI(t, "", args...)
+		l := lines(r.stderr)
+		if r.code != 2 || len(l) != 1 || !strings.Contains(l[0], `unknown command "bench"`) || !strings.Contains(l[0], "moved to pi-bench") || r.stdout != "" {
+			t.Errorf("pi-ctl %q: exit %d, stdout %q, stderr %q; want exit 2 and one line pointing at pi-bench", args, r.code, r.stdout, r.stderr)
+		}
+	}
+	if top := runCLI(t, "", "--help").stdout; strings.Contains(top, "  bench ") {
+		t.Errorf("top-level help lists bench:\n%s", top)
+	}
+}
+
 // TestHelp: --help and -h work on every level, exit 0, print to stdout.
 func TestHelp(t *testing.T) {
 	for _, args := range [][]string{

@@ -69,7 +69,7 @@ func loadSession(e *env, name string, opt tree.ReadOptions) (*tree.File, error) 
 func asInputError(name string, err error) error {
 	var le *tree.LineError
 	if errors.As(err, &le) {
-		return &inputError{file: name, line: le.Line, reason: le.Reason}
+		return &inputError{File: name, Line: le.Line, Reason: le.Reason}
 	}
 	return fmt.Errorf("%s: %w", name, err)
 }

@@ -3,10 +3,10 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync"
 
+	"github.com/pifleet/sessionlog/internal/cli"
 	"github.com/pifleet/sessionlog/internal/tree"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
@@ -101,7 +101,7 @@ type progress struct {
 	shown bool
 }
 
-const barCells = 30
+const barCells = cli.BarCells
 
 func (p *progress) draw(done int) {
 	if p == nil || p.total == 0 {
@@ -125,13 +125,5 @@ func (p *progress) clear() {
 	p.shown = false
 }
 
-// isTerminal reports whether w is a terminal (a character device), where
-// a progress bar helps; in a pipe or a file it would only be noise.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
+// isTerminal reports whether w is a terminal, where a progress bar helps.
+var isTerminal = cli.IsTerminal

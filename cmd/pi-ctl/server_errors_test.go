@@ -191,7 +191,7 @@ func TestServerHelp(t *testing.T) {
 		if !strings.Contains(top, "  "+c.name+" ") {
 			t.Errorf("top-level help does not list %q", c.name)
 		}
-		if c.name == "file" || c.name == "cursor" || c.name == "archive" || c.name == "bench" || c.name == "failover" || c.name == "failback" || c.name == "shards" || c.name == "backup" || c.name == "restore" || c.name == "token" ||
+		if c.name == "file" || c.name == "cursor" || c.name == "archive" || c.name == "failover" || c.name == "failback" || c.name == "shards" || c.name == "backup" || c.name == "restore" || c.name == "token" ||
 			c.name == "nats-user" || c.name == "gen-secrets" {
 			continue // no pi-node API: offline, a subcommand table, or JetStream itself (region_test.go)
 		}
@@ -212,11 +212,6 @@ func TestServerHelp(t *testing.T) {
 	for _, c := range cursorCommands {
 		if h := mustRun(t, "cursor", c.name, "-h"); !strings.Contains(h, "Usage: pi-ctl cursor "+c.name) {
 			t.Errorf("cursor %s --help:\n%s", c.name, h)
-		}
-	}
-	for _, c := range benchCommands {
-		if h := mustRun(t, "bench", c.name, "-h"); !strings.Contains(h, "Usage: pi-ctl bench "+c.name) {
-			t.Errorf("bench %s --help:\n%s", c.name, h)
 		}
 	}
 	for _, c := range tokenCommands {

@@ -6,52 +6,21 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pifleet/sessionlog/internal/termtext"
+	"github.com/pifleet/sessionlog/internal/cli"
 )
 
-// table lays out rows in columns two spaces apart. Unlike text/tabwriter
-// it measures terminal columns, so session names in CJK or with emoji do
-// not push the columns after them out of line.
-type table struct {
-	rows [][]string
-}
+// table is cli.Table under the names pi-ctl's commands use: rows in
+// columns two spaces apart, measured in terminal columns.
+type table struct{ cli.Table }
 
 // row adds a row; the first row added is the heading.
-func (t *table) row(cells ...string) { t.rows = append(t.rows, cells) }
+func (t *table) row(cells ...string) { t.Row(cells...) }
 
 // write prints the table; the last column is not padded.
-func (t *table) write(w io.Writer) error {
-	var widths []int
-	for _, r := range t.rows {
-		for k, c := range r {
-			if k >= len(widths) {
-				widths = append(widths, 0)
-			}
-			widths[k] = max(widths[k], termtext.Width(c))
-		}
-	}
-	var b strings.Builder
-	for _, r := range t.rows {
-		for k, c := range r {
-			b.WriteString(c)
-			if k < len(r)-1 {
-				b.WriteString(strings.Repeat(" ", widths[k]-termtext.Width(c)+2))
-			}
-		}
-		b.WriteByte('\n')
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
-}
+func (t *table) write(w io.Writer) error { return t.Write(w) }
 
 // writeJSON prints a JSON reply as the node sent it, on its own line.
-func writeJSON(w io.Writer, body []byte) error {
-	if len(body) == 0 || body[len(body)-1] != '\n' {
-		body = append(body[:len(body):len(body)], '\n')
-	}
-	_, err := w.Write(body)
-	return err
-}
+var writeJSON = cli.WriteJSON
 
 // keyValues prints "key  value" lines with the keys in one column, the
 // layout of "file info".

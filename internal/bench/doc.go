@@ -1,6 +1,6 @@
 // Package bench measures pi-node against raw JetStream doing the same
 // work, in the same process and on the same server, and reports both with
-// their ratio. It is what `pi-ctl bench` runs; docs/BENCHMARKS.md has the
+// their ratio. It is what `pi-bench` runs; docs/BENCHMARKS.md has the
 // figures of a reference machine and how each was obtained.
 //
 // Scenarios (each RunX returns a Result: one Row per way of doing the

@@ -104,7 +104,7 @@ func Open(ctx context.Context, o EnvOptions) (e *Env, err error) {
 		}
 	}
 	cc := jetstream.NewConnConfig(server)
-	cc.Name, cc.CredsFile, cc.User, cc.Password = "pi-ctl bench raw", o.Creds, o.User, o.Password
+	cc.Name, cc.CredsFile, cc.User, cc.Password = "pi-bench raw", o.Creds, o.User, o.Password
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if e.Raw, err = jetstream.Connect(cctx, cc); err != nil {
@@ -118,7 +118,7 @@ func Open(ctx context.Context, o EnvOptions) (e *Env, err error) {
 	for k := 1; k < o.Shards; k++ {
 		e.Shards = append(e.Shards, jetstream.NewLog(e.Raw.JS, cfg.Shard(k)))
 	}
-	if e.NATS, err = apiclient.DialNATS(apiclient.NATSOptions{URL: server, Name: "pi-ctl bench", Creds: o.Creds, User: o.User, Password: o.Password}); err != nil {
+	if e.NATS, err = apiclient.DialNATS(apiclient.NATSOptions{URL: server, Name: "pi-bench", Creds: o.Creds, User: o.User, Password: o.Password}); err != nil {
 		return nil, err
 	}
 	return e, nil

@@ -226,7 +226,7 @@ func (e *Env) cpuNames() []string {
 	for _, p := range e.procs {
 		out = append(out, p.name)
 	}
-	return append(out, "pi-ctl bench (the clients)")
+	return append(out, "pi-bench (the clients)")
 }
 
 // cpuFigures reports the CPU each process spent per operation of w, and

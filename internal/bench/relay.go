@@ -46,7 +46,7 @@ const (
 // on its own goroutine, as pi-node handles its API requests, so concurrent
 // writers are not serialized.
 func startRelay(ctx context.Context, cc jetstream.ConnConfig, cfg jetstream.Config) (*relay, error) {
-	cc.Name = "pi-ctl bench relay"
+	cc.Name = "pi-bench relay"
 	// Its own connection for requests and publishes alike, as a node has.
 	conn, err := jetstream.Connect(ctx, cc)
 	if err != nil {

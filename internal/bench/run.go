@@ -8,7 +8,7 @@ import (
 )
 
 // Progress is told how far the current phase of a scenario is: done of
-// total operations. pi-ctl draws it on a terminal; nil draws nothing.
+// total operations. pi-bench draws it on a terminal; nil draws nothing.
 type Progress func(phase string, done, total int)
 
 func (p Progress) report(phase string, done, total int) {

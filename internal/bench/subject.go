@@ -68,7 +68,7 @@ func (p *inproc) start(ctx context.Context) (startup, error) {
 	}
 	s.service = time.Since(t)
 	var err error
-	p.client, err = apiclient.DialNATS(apiclient.NATSOptions{URL: p.n.NATSURL, Name: "pi-ctl bench"})
+	p.client, err = apiclient.DialNATS(apiclient.NATSOptions{URL: p.n.NATSURL, Name: "pi-bench"})
 	return s, err
 }
 

@@ -53,7 +53,7 @@ func (p *proc) start(ctx context.Context) (startup, error) {
 	defer tick.Stop()
 	for {
 		if p.client == nil {
-			if c, err := apiclient.DialNATS(apiclient.NATSOptions{URL: p.nats, Name: "pi-ctl bench", Timeout: 10 * time.Second}); err == nil {
+			if c, err := apiclient.DialNATS(apiclient.NATSOptions{URL: p.nats, Name: "pi-bench", Timeout: 10 * time.Second}); err == nil {
 				p.client = c
 			}
 		}

@@ -8,7 +8,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/bench"
 )
 
-// The bench command at toy sizes, so that CI runs every scenario end to
+// The scenarios at toy sizes, so that CI runs every scenario end to
 // end; the figures themselves are not checked (machines vary).
 
 func benchJSON(t *testing.T, args ...string) *bench.Result {
@@ -16,18 +16,18 @@ func benchJSON(t *testing.T, args ...string) *bench.Result {
 	out := mustRun(t, append(args, "--json")...)
 	var res bench.Result
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
-		t.Fatalf("pi-ctl %s: not JSON: %v\n%s", strings.Join(args, " "), err, out)
+		t.Fatalf("pi-bench %s: not JSON: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	for _, r := range res.Rows {
 		if r.Ops == 0 || r.Rate <= 0 {
-			t.Errorf("pi-ctl %s: row %+v did nothing", strings.Join(args, " "), r)
+			t.Errorf("pi-bench %s: row %+v did nothing", strings.Join(args, " "), r)
 		}
 	}
 	return &res
 }
 
 func TestBenchEmbedded(t *testing.T) {
-	out := mustRun(t, "bench", "append", "--embedded", "--sync", "interval", "--sessions", "2", "--entries", "3",
+	out := mustRun(t, "append", "--embedded", "--sync", "interval", "--sessions", "2", "--entries", "3",
 		"--concurrency", "2", "--size", "200", "--baseline", "jsonl")
 	for _, want := range []string{"append: sessions 2", "raw JetStream", "node, NATS API", "node, HTTP API",
 		"pi jsonl file + fsync", "VS RAW", "× rate", "throughput vs raw, node, NATS API"} {
@@ -35,11 +35,11 @@ func TestBenchEmbedded(t *testing.T) {
 			t.Errorf("bench append output lacks %q:\n%s", want, out)
 		}
 	}
-	res := benchJSON(t, "bench", "create", "--embedded", "--sync", "interval", "--sessions", "2", "--backlog", "4", "--transports", "raw,nats")
+	res := benchJSON(t, "create", "--embedded", "--sync", "interval", "--sessions", "2", "--backlog", "4", "--transports", "raw,nats")
 	if len(res.Rows) != 2 || res.Rows[1].Vs != "raw JetStream" || res.Rows[1].RateRatio <= 0 {
 		t.Errorf("bench create: %+v", res.Rows)
 	}
-	res = benchJSON(t, "bench", "context", "--embedded", "--sync", "interval", "--sessions", "2", "--entries", "5", "--requests", "6")
+	res = benchJSON(t, "context", "--embedded", "--sync", "interval", "--sessions", "2", "--entries", "5", "--requests", "6")
 	if len(res.Rows) != 4 {
 		t.Errorf("bench context: %+v", res.Rows)
 	}
@@ -49,7 +49,7 @@ func TestBenchEmbedded(t *testing.T) {
 // binary, restarted from its snapshot, with its memory read from /proc.
 func TestBenchRebuildProcess(t *testing.T) {
 	bin := builtBinary(t, "pi-node")
-	res := benchJSON(t, "bench", "rebuild", "--pi-node", bin, "--data-dir", t.TempDir(), "--sessions", "8", "--entries", "80",
+	res := benchJSON(t, "rebuild", "--pi-node", bin, "--data-dir", t.TempDir(), "--sessions", "8", "--entries", "80",
 		"--settle=false", "--idle=-1s", "--reads", "4", "--samples", "2", "--sync", "interval")
 	if len(res.Rows) != 7 || res.Row("node rebuild from the stream").RateRatio <= 0 {
 		t.Errorf("bench rebuild rows: %+v", res.Rows)
@@ -68,7 +68,7 @@ func TestBenchRebuildProcess(t *testing.T) {
 // read from /proc: the server's for every row, and the second node's in
 // the raw rows (it applies every record without serving any).
 func TestBenchAppendProcesses(t *testing.T) {
-	res := benchJSON(t, "bench", "append", "--pi-node", builtBinary(t, "pi-node"), "--nats-server", builtBinary(t, "nats-server"),
+	res := benchJSON(t, "append", "--pi-node", builtBinary(t, "pi-node"), "--nats-server", builtBinary(t, "nats-server"),
 		"--nodes", "2", "--data-dir", t.TempDir(), "--sync", "interval", "--sessions", "4", "--entries", "100",
 		"--concurrency", "4", "--size", "200", "--transports", "raw,nats,http")
 	cpu := map[string]float64{}
@@ -77,7 +77,7 @@ func TestBenchAppendProcesses(t *testing.T) {
 			cpu[rest] = f.Value
 		}
 	}
-	for _, proc := range []string{"nats-server", "pi-node 1", "pi-node 2", "pi-ctl bench (the clients)"} {
+	for _, proc := range []string{"nats-server", "pi-node 1", "pi-node 2", "pi-bench (the clients)"} {
 		for _, way := range []string{"raw JetStream", "node, NATS API", "node, HTTP API"} {
 			if _, ok := cpu[proc+", "+way]; !ok {
 				t.Errorf("no CPU per append of %s for %s: %v", proc, way, cpu)
@@ -99,33 +99,39 @@ func TestBenchAppendProcesses(t *testing.T) {
 
 func TestBenchUsage(t *testing.T) {
 	for _, args := range [][]string{
-		{"bench"},
-		{"bench", "frobnicate"},
-		{"bench", "append", "--embedded", "--server", "nats://127.0.0.1:1"},
-		{"bench", "append", "--data-dir", "/tmp/x"},
-		{"bench", "append", "--embedded", "--baseline", "csv"},
-		{"bench", "append", "--embedded", "--baseline", "jsonl,mysql"},
-		{"bench", "append", "--embedded", "--postgres-dsn", "host=/tmp"},
-		{"bench", "create", "--embedded", "--baseline", "postgres"},
-		{"bench", "append", "--embedded", "--concurrency", "1,0"},
-		{"bench", "create", "--embedded", "--sync", "sometimes"},
-		{"bench", "rebuild", "--memory-budget", "lots"},
-		{"bench", "append", "--pi-node", "/bin/true"},
-		{"bench", "append", "--pi-node", "/bin/true", "--nats-server", "/bin/true", "--embedded"},
-		{"bench", "append", "--embedded", "--nodes", "2"},
+		{},
+		{"frobnicate"},
+		{"append", "--embedded", "--server", "nats://127.0.0.1:1"},
+		{"append", "--data-dir", "/tmp/x"},
+		{"append", "--embedded", "--baseline", "csv"},
+		{"append", "--embedded", "--baseline", "jsonl,mysql"},
+		{"append", "--embedded", "--postgres-dsn", "host=/tmp"},
+		{"create", "--embedded", "--baseline", "postgres"},
+		{"append", "--embedded", "--concurrency", "1,0"},
+		{"create", "--embedded", "--sync", "sometimes"},
+		{"rebuild", "--memory-budget", "lots"},
+		{"append", "--pi-node", "/bin/true"},
+		{"append", "--pi-node", "/bin/true", "--nats-server", "/bin/true", "--embedded"},
+		{"append", "--embedded", "--nodes", "2"},
 	} {
-		r := runCLI(t, "", args...)
-		if r.code != 2 || len(lines(r.stderr)) != 1 || !strings.Contains(r.stderr, "--help") {
-			t.Errorf("pi-ctl %q: exit %d, stderr %q; want exit 2 and one line with a hint", args, r.code, r.stderr)
+		code, _, stderr := piBench(args...)
+		if code != 2 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "--help") {
+			t.Errorf("pi-bench %q: exit %d, stderr %q; want exit 2 and one line with a hint", args, code, stderr)
 		}
 	}
-	for _, args := range [][]string{{"bench", "--help"}, {"bench", "append", "--help"}, {"bench", "rebuild", "-h"}} {
-		r := runCLI(t, "", args...)
-		if r.code != 0 || !strings.Contains(r.stdout, "Usage: pi-ctl bench") {
-			t.Errorf("pi-ctl %q: exit %d, stdout %.80q", args, r.code, r.stdout)
+	for _, args := range [][]string{{"--help"}, {"append", "--help"}, {"rebuild", "-h"}} {
+		code, stdout, _ := piBench(args...)
+		if code != 0 || !strings.Contains(stdout, "Usage: pi-bench") {
+			t.Errorf("pi-bench %q: exit %d, stdout %.80q", args, code, stdout)
 		}
 	}
-	if top := runCLI(t, "", "--help").stdout; !strings.Contains(top, "  bench ") {
-		t.Errorf("top-level help does not list bench:\n%s", top)
+	top := mustRun(t, "--help")
+	for _, c := range scenarios {
+		if !strings.Contains(top, "  "+c.name+" ") {
+			t.Errorf("help does not list %q:\n%s", c.name, top)
+		}
+		if h := mustRun(t, c.name, "-h"); !strings.Contains(h, "Usage: pi-bench "+c.name) {
+			t.Errorf("%s --help:\n%s", c.name, h)
+		}
 	}
 }

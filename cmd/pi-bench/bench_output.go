@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/pifleet/sessionlog/internal/bench"
+	"github.com/pifleet/sessionlog/internal/cli"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
 
@@ -20,7 +21,7 @@ func printResult(e *env, res *bench.Result, asJSON bool) error {
 		if err != nil {
 			return err
 		}
-		return writeJSON(e.stdout, b)
+		return cli.WriteJSON(e.stdout, b)
 	}
 	var out strings.Builder
 	params := make([]string, len(res.Params))
@@ -28,38 +29,38 @@ func printResult(e *env, res *bench.Result, asJSON bool) error {
 		params[i] = fmt.Sprintf("%s %v", p.Name, p.Value)
 	}
 	fmt.Fprintf(&out, "%s: %s\n\n", res.Scenario, strings.Join(params, ", "))
-	t := &table{}
+	t := &cli.Table{}
 	unit := "OPS"
 	if len(res.Rows) > 0 {
 		unit = strings.ToUpper(res.Rows[0].Unit)
 	}
-	t.row("", unit, "TIME", unit+"/S", "P50", "P99", "MAX", "VS RAW")
+	t.Row("", unit, "TIME", unit+"/S", "P50", "P99", "MAX", "VS RAW")
 	for _, r := range res.Rows {
-		t.row(r.Name, strconv.Itoa(r.Ops), fmt.Sprintf("%.2f s", r.Seconds), rate(r.Rate),
+		t.Row(r.Name, strconv.Itoa(r.Ops), fmt.Sprintf("%.2f s", r.Seconds), rate(r.Rate),
 			latency(r.P50Ms), latency(r.P99Ms), latency(r.MaxMs), ratios(r))
 	}
-	t.write(&out)
-	var targets, figures table
-	targets.row("TARGET", "VALUE", "WANT", "")
+	t.Write(&out)
+	var targets, figures cli.Table
+	targets.Row("TARGET", "VALUE", "WANT", "")
 	for _, f := range res.Figures {
 		v := value(f.Value, f.Unit)
 		if f.Met == nil {
-			figures.row(f.Name, v)
+			figures.Row(f.Name, v)
 			continue
 		}
 		verdict := "met"
 		if !*f.Met {
 			verdict = "NOT MET"
 		}
-		targets.row(f.Name, v, f.Target, verdict)
+		targets.Row(f.Name, v, f.Target, verdict)
 	}
-	if len(targets.rows) > 1 {
+	if len(targets.Rows) > 1 {
 		out.WriteByte('\n')
-		targets.write(&out)
+		targets.Write(&out)
 	}
-	if len(figures.rows) > 0 {
+	if len(figures.Rows) > 0 {
 		out.WriteByte('\n')
-		figures.write(&out)
+		figures.Write(&out)
 	}
 	for _, n := range res.Notes {
 		fmt.Fprintf(&out, "\nnote: %s\n", n)
@@ -139,7 +140,7 @@ type benchProgress struct {
 // newBenchProgress returns the progress line of a scenario, or nil when
 // it would only be noise: with --json, or when stderr is no terminal.
 func newBenchProgress(e *env, asJSON bool) *benchProgress {
-	if asJSON || !isTerminal(e.stderr) {
+	if asJSON || !cli.IsTerminal(e.stderr) {
 		return nil
 	}
 	return &benchProgress{w: e.stderr}
@@ -151,8 +152,8 @@ func (p *benchProgress) report(phase string, done, total int) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	full := barCells * min(done, total) / total
-	fmt.Fprintf(p.w, "\r\x1b[K%s [%s%s] %d/%d", phase, strings.Repeat("#", full), strings.Repeat("·", barCells-full), done, total)
+	full := cli.BarCells * min(done, total) / total
+	fmt.Fprintf(p.w, "\r\x1b[K%s [%s%s] %d/%d", phase, strings.Repeat("#", full), strings.Repeat("·", cli.BarCells-full), done, total)
 	p.shown = true
 }
 

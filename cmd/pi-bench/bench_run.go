@@ -10,9 +10,10 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/bench"
+	"github.com/pifleet/sessionlog/internal/cli"
 )
 
-const benchAppendHelp = `Usage: pi-ctl bench append [flags]
+const benchAppendHelp = `Usage: pi-bench append [flags]
 
 Appends --entries entries, one request each, to each of --sessions
 sessions, --concurrency sessions at a time, through the node's append
@@ -53,10 +54,10 @@ publish each session to its shard's stream, as the node does. Rows are
 named by their shard count, and every row at more than one shard is also
 given as a ratio to the same row at one shard.
 
-  pi-ctl bench append --embedded --sessions 100 --concurrency 100 --baseline jsonl
-  pi-ctl bench append --embedded --cas=false        # explicit parents, no expectLastSeq
-  pi-ctl bench append --embedded --cas=false --shards 1,2,4,8 --concurrency 16,64 --baseline postgres
-  pi-ctl bench append --pi-node ./pi-node --nats-server ./nats-server --nodes 3 --cas=false
+  pi-bench append --embedded --sessions 100 --concurrency 100 --baseline jsonl
+  pi-bench append --embedded --cas=false        # explicit parents, no expectLastSeq
+  pi-bench append --embedded --cas=false --shards 1,2,4,8 --concurrency 16,64 --baseline postgres
+  pi-bench append --pi-node ./pi-node --nats-server ./nats-server --nodes 3 --cas=false
 `
 
 // positiveList parses "1,16,64" into positive integers.
@@ -73,7 +74,7 @@ func positiveList(s string) ([]int, error) {
 }
 
 func runBenchAppend(ctx context.Context, e *env, args []string) error {
-	fs := newFlags("pi-ctl bench append")
+	fs := cli.NewFlags("pi-bench append")
 	bf := addBenchFlags(fs)
 	var o bench.AppendOptions
 	fs.IntVar(&o.Sessions, "sessions", 100, "sessions to write")
@@ -85,7 +86,7 @@ func runBenchAppend(ctx context.Context, e *env, args []string) error {
 	base := fs.String("baseline", "", "jsonl: add pi's local file (appendFileSync per entry, with and without fsync); postgres: add PostgreSQL (a row per entry, a durable commit per append); both: jsonl,postgres")
 	shards := fs.String("shards", "1", "with --embedded or --pi-node: the node's --shards; a comma-separated list (1,2,4,8) runs each in turn, on a node and store of its own, and reports each as a ratio to 1 shard")
 	dsn := fs.String("postgres-dsn", "", "with --baseline postgres: the PostgreSQL server to use (a pgx DSN; default: a private server of Debian's postgresql package, started in a temporary directory on a Unix socket)")
-	if _, err := parseArgs(e, fs, benchAppendHelp, args); err != nil {
+	if _, err := cli.ParseArgs(e.stdout, fs, benchAppendHelp, args); err != nil {
 		return err
 	}
 	var err error
@@ -94,7 +95,7 @@ func runBenchAppend(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if *dsn != "" && !postgres {
-		return usagef(fs.Name(), "--postgres-dsn goes with --baseline postgres")
+		return cli.Usagef(fs.Name(), "--postgres-dsn goes with --baseline postgres")
 	}
 	if postgres {
 		o.PostgresDSN = *dsn
@@ -109,11 +110,11 @@ func runBenchAppend(ctx context.Context, e *env, args []string) error {
 	}
 	ws, err := positiveList(*writers)
 	if err != nil {
-		return usagef(fs.Name(), "--concurrency %q: %v", *writers, err)
+		return cli.Usagef(fs.Name(), "--concurrency %q: %v", *writers, err)
 	}
 	ss, err := positiveList(*shards)
 	if err != nil {
-		return usagef(fs.Name(), "--shards %q: %v", *shards, err)
+		return cli.Usagef(fs.Name(), "--shards %q: %v", *shards, err)
 	}
 	o.Transports = bf.list()
 	run := func(env *bench.Env) (*bench.Result, error) { return bench.RunAppendSweep(ctx, env, o, ws) }
@@ -121,7 +122,7 @@ func runBenchAppend(ctx context.Context, e *env, args []string) error {
 		return runScenario(ctx, e, fs, bf, run)
 	}
 	if !bf.embedded && bf.piNode == "" {
-		return usagef(fs.Name(), "--shards configures the node of --embedded or --pi-node")
+		return cli.Usagef(fs.Name(), "--shards configures the node of --embedded or --pi-node")
 	}
 	// A node and a store of their own per shard count: the counts are
 	// fixed at provisioning.
@@ -141,7 +142,7 @@ func runBenchAppend(ctx context.Context, e *env, args []string) error {
 	return printResult(e, bench.MergeShards(results, ss), bf.asJSON)
 }
 
-const benchCreateHelp = `Usage: pi-ctl bench create [flags]
+const benchCreateHelp = `Usage: pi-bench create [flags]
 
 Creates --sessions sessions, each with a backlog of --backlog entries in
 the same write (pi's delayed flush: everything before the first assistant
@@ -151,11 +152,11 @@ expecting an empty subject). Latency is per creation.
 --baseline jsonl adds pi's file: one appendFileSync per line (and one fsync
 at the end).
 
-  pi-ctl bench create --embedded --backlog 100 --baseline jsonl
+  pi-bench create --embedded --backlog 100 --baseline jsonl
 `
 
 func runBenchCreate(ctx context.Context, e *env, args []string) error {
-	fs := newFlags("pi-ctl bench create")
+	fs := cli.NewFlags("pi-bench create")
 	bf := addBenchFlags(fs)
 	var o bench.CreateOptions
 	fs.IntVar(&o.Sessions, "sessions", 200, "sessions to create")
@@ -164,7 +165,7 @@ func runBenchCreate(ctx context.Context, e *env, args []string) error {
 	fs.IntVar(&o.Concurrency, "concurrency", 4, "creations at once")
 	fs.IntVar(&o.Size, "size", 1024, "bytes of JSON per entry")
 	base := fs.String("baseline", "", "jsonl: add pi's local file")
-	if _, err := parseArgs(e, fs, benchCreateHelp, args); err != nil {
+	if _, err := cli.ParseArgs(e.stdout, fs, benchCreateHelp, args); err != nil {
 		return err
 	}
 	var err error
@@ -175,7 +176,7 @@ func runBenchCreate(ctx context.Context, e *env, args []string) error {
 	return runScenario(ctx, e, fs, bf, func(env *bench.Env) (*bench.Result, error) { return bench.RunCreate(ctx, env, o) })
 }
 
-const benchContextHelp = `Usage: pi-ctl bench context [flags]
+const benchContextHelp = `Usage: pi-bench context [flags]
 
 Loads --sessions sessions of --entries realistic entries (not timed), then
 reads pi's context at --requests random leaves of random sessions: the
@@ -184,11 +185,11 @@ engine's own call, without a transport). The raw equivalent is what a
 client with only JetStream must do for the same answer: read the session
 from the stream leader and build the context itself.
 
-  pi-ctl bench context --embedded --sessions 100 --entries 1000
+  pi-bench context --embedded --sessions 100 --entries 1000
 `
 
 func runBenchContext(ctx context.Context, e *env, args []string) error {
-	fs := newFlags("pi-ctl bench context")
+	fs := cli.NewFlags("pi-bench context")
 	bf := addBenchFlags(fs)
 	var o bench.ContextOptions
 	fs.IntVar(&o.Sessions, "sessions", 100, "sessions to load")
@@ -197,7 +198,7 @@ func runBenchContext(ctx context.Context, e *env, args []string) error {
 	fs.IntVar(&o.Rounds, "rounds", 3, "turns the ways take, each round a share of the work (so drift favours none)")
 	fs.IntVar(&o.Concurrency, "concurrency", 1, "reads at once")
 	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the sessions and of the leaves read")
-	if _, err := parseArgs(e, fs, benchContextHelp, args); err != nil {
+	if _, err := cli.ParseArgs(e.stdout, fs, benchContextHelp, args); err != nil {
 		return err
 	}
 	o.Transports = bf.list()
@@ -240,7 +241,7 @@ func scenario(ctx context.Context, e *env, fs *flag.FlagSet, bf *benchFlags, run
 	return res, nil
 }
 
-const benchRebuildHelp = `Usage: pi-ctl bench rebuild [flags]
+const benchRebuildHelp = `Usage: pi-bench rebuild [flags]
 
 Loads --entries realistic entries in --sessions interleaved sessions into
 --data-dir (reused as it is when it holds this very load), then starts a
@@ -253,12 +254,12 @@ session against a raw filtered read of that session, and the time until
 caught up. After a fresh load it first waits out JetStream's 2-minute
 duplicate window (--settle), as a production restart would find it.
 
-  pi-ctl bench rebuild --data-dir /var/tmp/pi-bench   # a million entries
-  pi-ctl bench rebuild --pi-node ./pi-node --memory-budget 512MiB
+  pi-bench rebuild --data-dir /var/tmp/pi-bench   # a million entries
+  pi-bench rebuild --pi-node ./pi-node --memory-budget 512MiB
 `
 
 func runBenchRebuild(ctx context.Context, e *env, args []string) error {
-	fs := newFlags("pi-ctl bench rebuild")
+	fs := cli.NewFlags("pi-bench rebuild")
 	var o bench.RebuildOptions
 	fs.IntVar(&o.Sessions, "sessions", 50000, "sessions to load")
 	fs.IntVar(&o.Entries, "entries", 1000000, "entries to load, in all")
@@ -274,7 +275,7 @@ func runBenchRebuild(ctx context.Context, e *env, args []string) error {
 	fs.DurationVar(&o.Idle, "idle", 11*time.Second, "leave the node idle this long before reading its memory (JetStream caches blocks it read for 10 s; negative: not at all)")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the first start's rebuild to `FILE` (node in this process only)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
-	if _, err := parseArgs(e, fs, benchRebuildHelp, args); err != nil {
+	if _, err := cli.ParseArgs(e.stdout, fs, benchRebuildHelp, args); err != nil {
 		return err
 	}
 	var err error

@@ -8,27 +8,12 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/bench"
+	"github.com/pifleet/sessionlog/internal/cli"
 	"github.com/pifleet/sessionlog/internal/size"
 )
 
-// benchCommands are the scenarios of "pi-ctl bench".
-var benchCommands = []command{
-	{"append", "append entries one by one: node (NATS, HTTP) vs raw JetStream publish with CAS", runBenchAppend},
-	{"create", "create sessions with a backlog: node vs one raw atomic batch", runBenchCreate},
-	{"context", "read contexts at random leaves: node vs a raw read built client-side", runBenchContext},
-	{"rebuild", "start a node over a large log, restart it: rebuild rate, memory, first reads", runBenchRebuild},
-}
-
-const benchIntro = `pi-ctl bench measures pi-node against the raw JetStream doing the same work,
-in the same process and on the same server, and prints both with their ratio.
-
-The node is a running pi-node (--server, the NATS URL of its server, which
-the raw side uses too; --http for its HTTP API), or one started in this
-process with --embedded. rebuild always starts its own node.`
-
-func runBench(ctx context.Context, e *env, args []string) error {
-	return dispatch(ctx, e, "pi-ctl bench", benchIntro, benchCommands, args)
-}
+// defaultServer is where pi-node's embedded NATS server listens by default.
+const defaultServer = "nats://127.0.0.1:4222"
 
 // benchFlags are the options every scenario but rebuild shares: where the
 // node is, and how to print.
@@ -88,13 +73,13 @@ func (b *benchFlags) open(ctx context.Context, e *env, fs *flag.FlagSet) (*bench
 	procs := b.piNode != "" || b.natsServer != ""
 	switch {
 	case procs && (b.piNode == "" || b.natsServer == ""):
-		return nil, usagef(fs.Name(), "--pi-node and --nats-server go together")
+		return nil, cli.Usagef(fs.Name(), "--pi-node and --nats-server go together")
 	case procs && b.embedded:
-		return nil, usagef(fs.Name(), "--embedded starts a node in this process, --pi-node runs processes: one of them")
+		return nil, cli.Usagef(fs.Name(), "--embedded starts a node in this process, --pi-node runs processes: one of them")
 	case set["nodes"] && (!procs || b.nodes < 1):
-		return nil, usagef(fs.Name(), "--nodes is a positive number of --pi-node processes")
+		return nil, cli.Usagef(fs.Name(), "--nodes is a positive number of --pi-node processes")
 	case procs && set["memory-budget"]:
-		return nil, usagef(fs.Name(), "--memory-budget configures the node of --embedded")
+		return nil, cli.Usagef(fs.Name(), "--memory-budget configures the node of --embedded")
 	}
 	if procs {
 		o.Procs = &bench.ProcOptions{PiNode: b.piNode, NATSServer: b.natsServer, Nodes: b.nodes}
@@ -102,13 +87,13 @@ func (b *benchFlags) open(ctx context.Context, e *env, fs *flag.FlagSet) (*bench
 	if b.embedded || procs {
 		for _, f := range []string{"server", "http", "token", "creds", "user", "password", "stream", "subject-prefix"} {
 			if set[f] {
-				return nil, usagef(fs.Name(), "--%s is for a running node; --embedded and --pi-node start their own", f)
+				return nil, cli.Usagef(fs.Name(), "--%s is for a running node; --embedded and --pi-node start their own", f)
 			}
 		}
 	} else {
 		for _, f := range []string{"data-dir", "sync", "memory-budget"} {
 			if set[f] {
-				return nil, usagef(fs.Name(), "--%s configures the node of --embedded or --pi-node", f)
+				return nil, cli.Usagef(fs.Name(), "--%s configures the node of --embedded or --pi-node", f)
 			}
 		}
 		o.Server, o.HTTP, o.Token = cmp.Or(b.server, e.getenv("PI_CTL_SERVER"), defaultServer), cmp.Or(b.http, e.getenv("PI_CTL_HTTP")), cmp.Or(b.token, e.getenv("PI_CTL_TOKEN"))
@@ -136,10 +121,10 @@ func (b *benchFlags) list() []string {
 // of a node the bench starts.
 func nodeSettings(fs *flag.FlagSet, sync, budget string) (syncAlways bool, bytes int64, err error) {
 	if sync != "always" && sync != "interval" {
-		return false, 0, usagef(fs.Name(), "--sync must be always or interval, not %q", sync)
+		return false, 0, cli.Usagef(fs.Name(), "--sync must be always or interval, not %q", sync)
 	}
 	if bytes, err = size.Parse(budget); err != nil {
-		return false, 0, usagef(fs.Name(), "--memory-budget: %v", err)
+		return false, 0, cli.Usagef(fs.Name(), "--memory-budget: %v", err)
 	}
 	return sync == "always", bytes, nil
 }
@@ -165,7 +150,7 @@ func baselines(fs *flag.FlagSet, v string, withPostgres bool) (jsonl, postgres b
 		case b == "postgres" && withPostgres:
 			postgres = true
 		default:
-			return false, false, usagef(fs.Name(), "--baseline must be %s, not %q", want, b)
+			return false, false, cli.Usagef(fs.Name(), "--baseline must be %s, not %q", want, b)
 		}
 	}
 	return jsonl, postgres, nil
