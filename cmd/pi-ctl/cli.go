@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"io"
+	"strings"
 
 	"github.com/pifleet/sessionlog/internal/cli"
 )
@@ -67,8 +68,13 @@ a private CA's certificate with --tls-ca or $PI_CTL_TLS_CA.`
 // exactly once, as one line on stderr.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	if len(args) > 0 && args[0] == "bench" {
-		// An operator's habit gets a pointer, not a bare "unknown command".
-		return cli.Exit(stderr, "pi-ctl", usagef("pi-ctl", "unknown command %q: the benchmarks moved to pi-bench (pi-bench append|create|context|rebuild)", args[0]))
+		// An operator's habit gets a pointer, not a bare "unknown command":
+		// pi-bench takes what followed "bench" as it is.
+		run := "pi-bench append|create|context|rebuild"
+		if len(args) > 1 {
+			run = "pi-bench " + strings.Join(args[1:], " ")
+		}
+		return cli.Exit(stderr, "pi-ctl", usagef("pi-ctl", "unknown command %q: the benchmarks moved to their own binary: run '%s'", args[0], run))
 	}
 	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
 	return cli.Exit(stderr, "pi-ctl", dispatch(ctx, e, "pi-ctl", topIntro, commands, args))
