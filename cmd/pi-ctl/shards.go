@@ -119,7 +119,7 @@ func runShards(ctx context.Context, e *env, args []string) error {
 }
 
 type shardsReport struct {
-	Map           string         `json:"map"` // session.Map's encoding
+	Map           string         `json:"map"` // shard.Map's encoding
 	Was           string         `json:"was,omitempty"`
 	Changed       bool           `json:"changed"`
 	Function      string         `json:"function"`

@@ -13,6 +13,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/archive"
 	"github.com/pifleet/sessionlog/internal/jetstream"
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/shard"
 )
 
 // ArchiveConfig is the retention part of Config (docs/OPERATIONS.md,
@@ -84,7 +85,7 @@ func (m *Main) newArchiver(ctx context.Context, log session.Log, name string, lo
 	for k, l := range m.streams() {
 		shards = append(shards, jetstream.NewArchive(l, m.shardArchiveConfig(k)))
 	}
-	b, err := session.NewShardedArchive(m.sharded.Map(), shards)
+	b, err := shard.NewArchive(m.sharded.Map(), shards)
 	if err != nil {
 		return nil, err
 	}

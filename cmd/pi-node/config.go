@@ -13,7 +13,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/api"
 	"github.com/pifleet/sessionlog/internal/console"
-	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/shard"
 	"github.com/pifleet/sessionlog/internal/size"
 )
 
@@ -54,7 +54,7 @@ type Config struct {
 
 	// Stream and bucket.
 	Replicas      int
-	Shards        int // streams new sessions are spread over (session.Map); 0: the store's, 1 for a new one
+	Shards        int // streams new sessions are spread over (shard.Map); 0: the store's, 1 for a new one
 	Hold          int // nodes that hold each shard in memory (hold.go); 0: 2 with shards, every node without
 	Stream        string
 	SubjectPrefix string
@@ -244,8 +244,8 @@ func (c *Config) check() error {
 		return fmt.Errorf("--max-connections, --max-watches and --max-requests must be positive, not %d, %d and %d", c.MaxConnections, c.MaxWatches, c.MaxRequests)
 	case c.AbandonedAfter <= 0:
 		return fmt.Errorf("--abandoned-import-after must be positive, not %v", c.AbandonedAfter)
-	case c.Shards < 0 || c.Shards > session.MaxShards:
-		return fmt.Errorf("--shards must be 1 to %d (or absent: the store's), not %d", session.MaxShards, c.Shards)
+	case c.Shards < 0 || c.Shards > shard.Max:
+		return fmt.Errorf("--shards must be 1 to %d (or absent: the store's), not %d", shard.Max, c.Shards)
 	case c.Hold < 0:
 		return fmt.Errorf("--hold must be at least 1 (or absent), not %d", c.Hold)
 	case c.Shards > 1 && c.Region != "":

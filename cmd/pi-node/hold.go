@@ -9,13 +9,14 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/jetstream"
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/shard"
 	"github.com/pifleet/sessionlog/internal/store"
 )
 
 // holder runs this node's share of the shards (--hold H below the node
 // count): the live pi-nodes announce themselves in the members bucket,
 // each shard is held by the H of highest rendezvous weight
-// (session.Holders), and this node follows only the shards it is one of
+// (shard.Holders), and this node follows only the shards it is one of
 // those for. A shard it takes over is served — forwarded requests answered,
 // its reads trusted by /readyz — once its Store has caught up (snapshot
 // and tail); a shard it no longer holds is handed back once every one of
@@ -83,7 +84,7 @@ func names(live []jetstream.Member) []string {
 func (h *holder) wanted(names []string, n int) map[int]bool {
 	out := map[int]bool{}
 	for k := range n {
-		if slices.Contains(session.Holders(k, names, h.hold), h.m.name) {
+		if slices.Contains(shard.Holders(k, names, h.hold), h.m.name) {
 			out[k] = true
 		}
 	}
@@ -191,7 +192,7 @@ func (h *holder) rebalance(ctx context.Context) {
 		}
 		switch {
 		case want[k] && !st.Held():
-			feed := logs[k].(*session.ShardLog)
+			feed := logs[k].(*shard.Log)
 			next := h.m.newStore(k, feed, h.log, h.logger, h.heldCount()+1)
 			if err := next.Open(ctx); err != nil {
 				h.logger.Warn("taking a shard over", "shard", k, "err", err)
@@ -205,7 +206,7 @@ func (h *holder) rebalance(ctx context.Context) {
 			h.logger.Info("taking a shard over", "shard", k, "members", len(live))
 			h.take(ctx, k, next)
 		case !want[k] && st.Held():
-			others := session.Holders(k, nodes, h.hold)
+			others := shard.Holders(k, nodes, h.hold)
 			handed := true
 			for _, n := range others {
 				handed = handed && slices.Contains(readyAt[n], k)
@@ -303,7 +304,7 @@ func (h *holder) handBack(k int, st *store.Store) {
 	}
 	_ = h.m.api.StopShard(k)
 	h.switching.Unlock()
-	feed := h.m.sharded.Logs()[k].(*session.ShardLog) // k was routed to already: it is in the router
+	feed := h.m.sharded.Logs()[k].(*shard.Log) // k was routed to already: it is in the router
 	if _, err := h.m.stores.Replace(k, store.Unheld(feed)); err != nil {
 		return
 	}

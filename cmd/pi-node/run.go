@@ -27,6 +27,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/region"
 	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/shard"
 	"github.com/pifleet/sessionlog/internal/store"
 )
 
@@ -49,10 +50,10 @@ type Main struct {
 	jsCfg          jetstream.Config
 	region         *region.Node
 	name           string
-	stores         *store.Set              // one per shard stream
-	holder         *holder                 // --hold: this node's share of the shards (hold.go), or nil
-	sharded        *session.Sharded        // the Service's log, outside region mode
-	archives       *session.ShardedArchive // the archive per shard stream, outside region mode
+	stores         *store.Set     // one per shard stream
+	holder         *holder        // --hold: this node's share of the shards (hold.go), or nil
+	sharded        *shard.Sharded // the Service's log, outside region mode
+	archives       *shard.Archive // the archive per shard stream, outside region mode
 	archiveCfg     jetstream.ArchiveConfig
 	archiver       *archiverJob
 	api            *api.Server
@@ -141,7 +142,7 @@ func (m *Main) Run(ctx context.Context) error {
 	// must not hold up a shutdown, nor outlive the Store and connection.
 	bgCtx, stopBG := context.WithCancel(ctx)
 	m.stopBG = stopBG
-	sm := session.OneMap(1)
+	sm := shard.OneMap(1)
 	if m.sharded != nil {
 		sm = m.sharded.Map()
 	}
@@ -193,7 +194,7 @@ func (m *Main) Run(ctx context.Context) error {
 	if m.sharded != nil {
 		// pi-ctl shards migrate adds shards to a running store: the Stores
 		// and the archive above grow with it.
-		watch := jetstream.WatchShards(m.conn.JS, m.jsCfg, m.sharded, func(next session.Map, added []*session.ShardLog) error {
+		watch := jetstream.WatchShards(m.conn.JS, m.jsCfg, m.sharded, func(next shard.Map, added []*shard.Log) error {
 			return m.growShards(bgCtx, next, added, log, logger)
 		})
 		m.bg.Go(func() { watch.Run(bgCtx) })
@@ -542,7 +543,7 @@ func (m *Main) streams() []*jetstream.Log {
 	}
 	var out []*jetstream.Log
 	for _, l := range m.sharded.Logs() {
-		out = append(out, l.(*session.ShardLog).Log.(*jetstream.Log))
+		out = append(out, l.(*shard.Log).Log.(*jetstream.Log))
 	}
 	return out
 }
@@ -555,7 +556,7 @@ func (m *Main) streams() []*jetstream.Log {
 // epoch begins in the future (jetstream.MigrateLead), so nothing is routed
 // to the new streams before every node has them. Called by one MapWatch,
 // one map at a time.
-func (m *Main) growShards(ctx context.Context, next session.Map, added []*session.ShardLog, log session.Log, logger *slog.Logger) error {
+func (m *Main) growShards(ctx context.Context, next shard.Map, added []*shard.Log, log session.Log, logger *slog.Logger) error {
 	// Checked before anything changes: the Stores, the archive and the
 	// router grow in step, so none of the Grows can refuse half-way.
 	if cur := m.sharded.Map(); !m.stores.Map().Equal(cur) {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/api"
 	"github.com/pifleet/sessionlog/internal/service"
-	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/shard"
 	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/testutil"
 )
@@ -98,12 +98,12 @@ func TestForwardedReadAfterRestart(t *testing.T) {
 	appendVia(p.front, sid, "before-kill")
 	// The front, killed and restarted: a new Service, nothing remembered,
 	// Unheld Stores as before.
-	logs := p.front.svc.Log.(*session.Sharded).Logs()
+	logs := p.front.svc.Log.(*shard.Sharded).Logs()
 	var unheld []*store.Store
 	for _, l := range logs {
-		unheld = append(unheld, store.Unheld(l.(*session.ShardLog)))
+		unheld = append(unheld, store.Unheld(l.(*shard.Log)))
 	}
-	set, err := store.NewSet(session.OneMap(len(logs)), unheld)
+	set, err := store.NewSet(shard.OneMap(len(logs)), unheld)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,8 +127,8 @@ func TestForwardedReadWhileTaking(t *testing.T) {
 	p, sid := rywForward(t)
 	p.gatesOpen(false)
 	wr := appendVia(p.front, sid, "while-unheld")
-	k := session.OneMap(2).Of(sid)
-	sl := p.front.svc.Log.(*session.Sharded).Logs()[k].(*session.ShardLog)
+	k := shard.OneMap(2).Of(sid)
+	sl := p.front.svc.Log.(*shard.Sharded).Logs()[k].(*shard.Log)
 	taking := store.New(sl, store.Options{Log: sl, Writer: sl})
 	if err := taking.Open(context.Background()); err != nil {
 		t.Fatal(err)

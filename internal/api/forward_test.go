@@ -12,6 +12,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/api"
 	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/shard"
 	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/testutil"
 )
@@ -22,7 +23,7 @@ type holding struct {
 	serves map[int]bool
 }
 
-func (h *holding) Shard(sid string) int { return session.OneMap(h.n).Of(sid) }
+func (h *holding) Shard(sid string) int { return shard.OneMap(h.n).Of(sid) }
 func (h *holding) Serves(k int) bool    { return h.serves[k] }
 
 // forwardPair is two API servers over one log of two shards on one NATS
@@ -55,10 +56,10 @@ func newForwardPair(t *testing.T, mods ...func(*api.Config)) *forwardPair {
 	var gates []*gatedFeed
 	for k := range n {
 		m := session.NewMemLog(1000, maxRecord)
-		sl := &session.ShardLog{Log: m, Feed: m, Shard: k}
+		sl := &shard.Log{Log: m, Feed: m, Shard: k}
 		g := &gatedFeed{MemLog: m}
 		gates = append(gates, g)
-		for _, feed := range []session.Feed{sl, &session.ShardLog{Log: m, Feed: g, Shard: k}} {
+		for _, feed := range []session.Feed{sl, &shard.Log{Log: m, Feed: g, Shard: k}} {
 			st := store.New(feed, store.Options{Log: sl, Writer: sl})
 			if err := st.Open(context.Background()); err != nil {
 				t.Fatal(err)
@@ -72,13 +73,13 @@ func newForwardPair(t *testing.T, mods ...func(*api.Config)) *forwardPair {
 		}
 		logs, unheld = append(logs, sl), append(unheld, store.Unheld(sl))
 	}
-	all, err := session.NewSharded(session.OneMap(n), logs)
+	all, err := shard.NewSharded(shard.OneMap(n), logs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := &forwardPair{nc: conn(), gates: gates}
 	mk := func(name string, stores []*store.Store, h *holding) *env {
-		set, err := store.NewSet(session.OneMap(n), stores)
+		set, err := store.NewSet(shard.OneMap(n), stores)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/apispec"
 	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/shard"
 	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/testutil"
 	"github.com/pifleet/sessionlog/internal/wire"
@@ -87,7 +88,7 @@ func newShardedEnv(t *testing.T, n int, mods ...func(*api.Config)) *env {
 	e := &env{t: t, cursors: &faultyCursors{MemCursors: session.NewMemCursors()}, logs: &testutil.SyncBuffer{}}
 	for k := range n {
 		m := session.NewMemLog(1000, maxRecord)
-		sl := &session.ShardLog{Log: m, Feed: m, Shard: k}
+		sl := &shard.Log{Log: m, Feed: m, Shard: k}
 		st := store.New(sl, store.Options{Log: sl, Writer: sl})
 		if err := st.Open(context.Background()); err != nil {
 			t.Fatal(err)
@@ -96,11 +97,11 @@ func newShardedEnv(t *testing.T, n int, mods ...func(*api.Config)) *env {
 		logs, stores, e.shards = append(logs, sl), append(stores, st), append(e.shards, m)
 	}
 	e.log = e.shards[0]
-	all, err := session.NewSharded(session.OneMap(n), logs)
+	all, err := shard.NewSharded(shard.OneMap(n), logs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, err := store.NewSet(session.OneMap(n), stores)
+	set, err := store.NewSet(shard.OneMap(n), stores)
 	if err != nil {
 		t.Fatal(err)
 	}

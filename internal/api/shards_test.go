@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/shard"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
 
@@ -20,12 +20,12 @@ func TestShardedAPI(t *testing.T) {
 	onShard := make([]int, n)
 	for i := range sessions {
 		r := e.create(userMsg("", fmt.Sprint("hi ", i)), assistantMsg("hello"))
-		k := session.ShardOf(r.SessionID, n)
-		if session.SeqShard(r.LastSeq) != k {
-			t.Fatalf("session %s (shard %d) written at %d, a sequence of shard %d", r.SessionID, k, r.LastSeq, session.SeqShard(r.LastSeq))
+		k := shard.Of(r.SessionID, n)
+		if shard.OfSeq(r.LastSeq) != k {
+			t.Fatalf("session %s (shard %d) written at %d, a sequence of shard %d", r.SessionID, k, r.LastSeq, shard.OfSeq(r.LastSeq))
 		}
-		if last, err := e.shards[k].SessionLastSeq(t.Context(), r.SessionID); err != nil || last != session.RawSeq(r.LastSeq) {
-			t.Fatalf("shard %d's log has %s at %d, %v; want %d", k, r.SessionID, last, err, session.RawSeq(r.LastSeq))
+		if last, err := e.shards[k].SessionLastSeq(t.Context(), r.SessionID); err != nil || last != shard.Raw(r.LastSeq) {
+			t.Fatalf("shard %d's log has %s at %d, %v; want %d", k, r.SessionID, last, err, shard.Raw(r.LastSeq))
 		}
 		onShard[k]++
 		res = append(res, r)
@@ -40,7 +40,7 @@ func TestShardedAPI(t *testing.T) {
 	// as minSeq, and linearizable.
 	a, b := res[0], res[1]
 	for _, r := range res[1:] {
-		if session.SeqShard(r.LastSeq) != session.SeqShard(a.LastSeq) {
+		if shard.OfSeq(r.LastSeq) != shard.OfSeq(a.LastSeq) {
 			b = r
 			break
 		}
@@ -54,7 +54,7 @@ func TestShardedAPI(t *testing.T) {
 	}
 	e.ok(200, "GET", "/v1/sessions/"+a.SessionID+"?consistency=strong", nil, nil)
 	// A sequence of a shard the log does not have is no position at all.
-	e.fails(400, wire.CodeInvalid, "minSeq", "GET", fmt.Sprintf("/v1/sessions/%s?minSeq=%d", a.SessionID, session.ShardSeq(9, 1)), nil)
+	e.fails(400, wire.CodeInvalid, "minSeq", "GET", fmt.Sprintf("/v1/sessions/%s?minSeq=%d", a.SessionID, shard.Seq(9, 1)), nil)
 	// Appending with another shard's sequence as the expectation: a
 	// conflict, as any sequence that is not the session's last.
 	e.fails(409, wire.CodeConflict, "", "POST", "/v1/sessions/"+a.SessionID+"/entries",
@@ -92,10 +92,10 @@ func TestShardedAPI(t *testing.T) {
 	}
 	total := 0
 	for k, sh := range st.Store.Shards {
-		if sh.Shard != k || sh.Sessions != onShard[k] || sh.Applied != 0 && session.SeqShard(sh.Applied) != k {
+		if sh.Shard != k || sh.Sessions != onShard[k] || sh.Applied != 0 && shard.OfSeq(sh.Applied) != k {
 			t.Fatalf("status shard %d: %+v, want %d sessions", k, sh, onShard[k])
 		}
-		total += int(session.RawSeq(sh.Applied))
+		total += int(shard.Raw(sh.Applied))
 	}
 	if st.Store.Applied != uint64(total) || st.Store.Lag != 0 {
 		t.Fatalf("status store applied %d lag %d, want the shards' sum %d and 0", st.Store.Applied, st.Store.Lag, total)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/shard"
 	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/wire"
 	"github.com/pifleet/sessionlog/internal/writer"
@@ -35,7 +36,7 @@ type Options struct {
 	Retry writer.RetryPolicy
 	// Serves, on a node that holds a share of the shards, lists the shards
 	// it serves: a pass archives only those, each under a lease of its own
-	// (the archive must be a *session.ShardedArchive whose shards' leases
+	// (the archive must be a *shard.Archive whose shards' leases
 	// are distinct), so that every shard is archived by one of its holders.
 	// Nil: every shard, under the one lease.
 	Serves func() []int
@@ -218,7 +219,7 @@ func (a *Archiver) pass1(ctx context.Context, olderThan time.Duration) (wire.Arc
 // under that shard's lease; a shard whose lease another holder has is
 // that holder's to archive.
 func (a *Archiver) passShards(ctx context.Context, res wire.ArchivePass, start time.Time) (wire.ArchivePass, error) {
-	sh, ok := a.b.(*session.ShardedArchive)
+	sh, ok := a.b.(*shard.Archive)
 	if !ok {
 		return res, errors.New("archive: Options.Serves needs a sharded archive")
 	}

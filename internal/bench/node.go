@@ -16,6 +16,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/jetstream/embedded"
 	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/shard"
 	"github.com/pifleet/sessionlog/internal/store"
 )
 
@@ -52,9 +53,9 @@ type Node struct {
 	Service *service.Service
 	// With Shards above 1: every shard's log and Store, and the log over
 	// all of them.
-	ShardLogs []*session.ShardLog
+	ShardLogs []*shard.Log
 	Stores    *store.Set
-	sharded   *session.Sharded
+	sharded   *shard.Sharded
 
 	server *embedded.Server
 	api    *api.Server
@@ -114,7 +115,7 @@ func (n *Node) StartService(ctx context.Context) error {
 	}
 	var log session.Log = n.Log
 	var stores []*store.Store
-	sm := session.OneMap(1)
+	sm := shard.OneMap(1)
 	if len(n.ShardLogs) == 0 {
 		so := store.Options{MemoryBudget: n.Opts.MemoryBudget, Log: n.Log, SnapshotEvery: n.Opts.SnapshotEvery}
 		if n.Opts.SnapshotEvery > 0 {

@@ -14,6 +14,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/apiclient"
 	"github.com/pifleet/sessionlog/internal/jetstream"
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/shard"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
 
@@ -68,7 +69,7 @@ type rawSink struct {
 	js  natsjs.JetStream
 	log *jetstream.Log
 	// shards, when more than one, are every shard's log: a session's
-	// messages go to its own (session.ShardOf), as the node's do.
+	// messages go to its own (shard.Of), as the node's do.
 	shards []*jetstream.Log
 	cas    bool
 	// noDedupe leaves the Nats-Msg-Id header out of appends.
@@ -78,7 +79,7 @@ type rawSink struct {
 // logFor is the log of sid's shard.
 func (s *rawSink) logFor(sid string) *jetstream.Log {
 	if len(s.shards) > 1 {
-		return s.shards[session.ShardOf(sid, len(s.shards))]
+		return s.shards[shard.Of(sid, len(s.shards))]
 	}
 	return s.log
 }

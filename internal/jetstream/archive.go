@@ -120,11 +120,11 @@ func (a *Archive) DuplicateWindow() time.Duration { return a.log.cfg.Duplicates 
 
 // copySubject is where copies of the session go: its month and shard.
 func (a *Archive) copySubject(sid, month string) string {
-	return a.cfg.SubjectPrefix + "." + month + "." + shard(sid)
+	return a.cfg.SubjectPrefix + "." + month + "." + idTail(sid)
 }
 
-// shard is the last two hex digits of the id: random in v4 and v7 ids.
-func shard(sid string) string { return strings.ToLower(sid[len(sid)-2:]) }
+// idTail is the last two hex digits of the id: random in v4 and v7 ids.
+func idTail(sid string) string { return strings.ToLower(sid[len(sid)-2:]) }
 
 // Put stores data as a copy of c.SessionID up to c.LastSeq: one message, or
 // one atomic batch of parts when it exceeds the message size, so a copy is

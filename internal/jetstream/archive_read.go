@@ -52,7 +52,7 @@ func (a *Archive) Find(ctx context.Context, sid string) ([]wire.ArchiveCopy, err
 		month = session.ArchiveMonth(sid, time.Time{})
 	}
 	out := []wire.ArchiveCopy{}
-	err := a.scan(ctx, a.cfg.SubjectPrefix+"."+month+"."+shard(sid), 1, func(c wire.ArchiveCopy) bool {
+	err := a.scan(ctx, a.cfg.SubjectPrefix+"."+month+"."+idTail(sid), 1, func(c wire.ArchiveCopy) bool {
 		if c.SessionID == sid {
 			out = append(out, c)
 		}

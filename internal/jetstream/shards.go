@@ -14,13 +14,14 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/shard"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // Metadata keys of the shard map on shard 0's stream (PI_SESSIONS): how
 // many shards new sessions are spread over, which function places a
 // session on one, and, once the count has changed (pi-ctl shards
-// migrate), every epoch of the map (session.Map's encoding). A stream
+// migrate), every epoch of the map (shard.Map's encoding). A stream
 // without them is a store of one shard, as every store provisioned before
 // shards existed is.
 const (
@@ -61,26 +62,26 @@ func (e *ShardMismatchError) Error() string {
 }
 
 // shardMap reads the shard map of shard 0's stream config.
-func shardMap(sc jetstream.StreamConfig) (session.Map, string, error) {
+func shardMap(sc jetstream.StreamConfig) (shard.Map, string, error) {
 	v, ok := sc.Metadata[MetaShards]
 	if !ok {
-		return session.OneMap(1), session.ShardFunction, nil
+		return shard.OneMap(1), shard.Function, nil
 	}
 	n, err := strconv.Atoi(v)
-	if err != nil || session.ValidShards(n) != nil {
-		return session.Map{}, "", fmt.Errorf("stream %s: metadata %s is %q, want a shard count from 1 to %d", sc.Name, MetaShards, v, session.MaxShards)
+	if err != nil || shard.ValidCount(n) != nil {
+		return shard.Map{}, "", fmt.Errorf("stream %s: metadata %s is %q, want a shard count from 1 to %d", sc.Name, MetaShards, v, shard.Max)
 	}
 	f := sc.Metadata[MetaShardFunction]
 	if f == "" {
-		f = session.ShardFunction
+		f = shard.Function
 	}
-	m := session.OneMap(n)
+	m := shard.OneMap(n)
 	if e, ok := sc.Metadata[MetaShardEpochs]; ok {
-		if m, err = session.ParseMap(e); err != nil {
-			return session.Map{}, "", fmt.Errorf("stream %s: metadata %s: %w", sc.Name, MetaShardEpochs, err)
+		if m, err = shard.ParseMap(e); err != nil {
+			return shard.Map{}, "", fmt.Errorf("stream %s: metadata %s: %w", sc.Name, MetaShardEpochs, err)
 		}
 		if m.Current() != n {
-			return session.Map{}, "", fmt.Errorf("stream %s: metadata %s is %d, but the last epoch of %s %q has %d", sc.Name, MetaShards, n, MetaShardEpochs, e, m.Current())
+			return shard.Map{}, "", fmt.Errorf("stream %s: metadata %s is %d, but the last epoch of %s %q has %d", sc.Name, MetaShards, n, MetaShardEpochs, e, m.Current())
 		}
 	}
 	return m, f, nil
@@ -89,19 +90,19 @@ func shardMap(sc jetstream.StreamConfig) (session.Map, string, error) {
 // mapOf is the shard map of shard 0's stream config, refused (a
 // *ShardMismatchError) when it names a function other than the one its
 // epochs need: a store made by a later version, or edited by hand.
-func mapOf(sc jetstream.StreamConfig) (session.Map, error) {
+func mapOf(sc jetstream.StreamConfig) (shard.Map, error) {
 	m, f, err := shardMap(sc)
 	if err != nil {
-		return session.Map{}, err
+		return shard.Map{}, err
 	}
 	if f != m.Function() {
-		return session.Map{}, &ShardMismatchError{Stream: sc.Name, Have: m.Current(), Want: m.Current(), HaveFunc: f, WantFunc: m.Function()}
+		return shard.Map{}, &ShardMismatchError{Stream: sc.Name, Have: m.Current(), Want: m.Current(), HaveFunc: f, WantFunc: m.Function()}
 	}
 	return m, nil
 }
 
 // mapMetadata is the metadata recording m.
-func mapMetadata(m session.Map) map[string]string {
+func mapMetadata(m shard.Map) map[string]string {
 	md := map[string]string{MetaShards: strconv.Itoa(m.Current()), MetaShardFunction: m.Function()}
 	if len(m.Epochs) > 1 {
 		md[MetaShardEpochs] = m.String()
@@ -116,18 +117,18 @@ func mapMetadata(m session.Map) map[string]string {
 // is refused with a *ShardMismatchError and nothing is created. Shard 0's
 // stream is made first and carries the map. Safe from every node at once,
 // like Provision.
-func ProvisionShards(ctx context.Context, js jetstream.JetStream, cfg Config, n int) (session.Map, error) {
+func ProvisionShards(ctx context.Context, js jetstream.JetStream, cfg Config, n int) (shard.Map, error) {
 	if n != 0 {
-		if err := session.ValidShards(n); err != nil {
-			return session.Map{}, err
+		if err := shard.ValidCount(n); err != nil {
+			return shard.Map{}, err
 		}
 	}
 	if err := cfg.validate(); err != nil {
-		return session.Map{}, err
+		return shard.Map{}, err
 	}
 	log := logger(cfg)
 	sc := cfg.streamConfig()
-	var m session.Map
+	var m shard.Map
 	if err := retryProvision(ctx, log, "stream "+sc.Name, func(ctx context.Context) error {
 		have, err := js.Stream(ctx, sc.Name)
 		switch {
@@ -142,7 +143,7 @@ func ProvisionShards(ctx context.Context, js jetstream.JetStream, cfg Config, n 
 			m = hm
 			return ensureStream(ctx, js, sc) // its map is checked: the rest of its config
 		case errors.Is(err, jetstream.ErrStreamNotFound):
-			m = session.OneMap(max(n, 1))
+			m = shard.OneMap(max(n, 1))
 			want := sc
 			want.Metadata = mapMetadata(m)
 			return ensureStream(ctx, js, want)
@@ -150,10 +151,10 @@ func ProvisionShards(ctx context.Context, js jetstream.JetStream, cfg Config, n 
 			return err
 		}
 	}); err != nil {
-		return session.Map{}, err
+		return shard.Map{}, err
 	}
 	if err := ensureShardStreams(ctx, js, cfg, 1, m.Streams()); err != nil {
-		return session.Map{}, err
+		return shard.Map{}, err
 	}
 	bc := cfg.bucketConfig()
 	return m, retryProvision(ctx, log, "bucket "+bc.Bucket, func(ctx context.Context) error {
@@ -193,51 +194,51 @@ func compareShards(have, want jetstream.StreamConfig) error {
 // ReadMap reads the shard map of the store on cfg's stream: one shard for
 // a store made before shards (no map). wire.ErrNotFound (via Classify)
 // when the stream does not exist.
-func ReadMap(ctx context.Context, js jetstream.JetStream, cfg Config) (session.Map, error) {
+func ReadMap(ctx context.Context, js jetstream.JetStream, cfg Config) (shard.Map, error) {
 	s, err := js.Stream(ctx, cfg.Stream)
 	if err != nil {
-		return session.Map{}, fmt.Errorf("stream %s: %w", cfg.Stream, Classify(err))
+		return shard.Map{}, fmt.Errorf("stream %s: %w", cfg.Stream, Classify(err))
 	}
 	return mapOf(s.CachedInfo().Config)
 }
 
 // Migrate changes the store's shard count to n for the sessions whose ids
-// are made from at on (session.Map.Grow): it creates the streams the new
+// are made from at on (shard.Map.Grow): it creates the streams the new
 // count needs, then records the map on shard 0's stream. Sessions made
 // before at stay on their shards for good. Every pi-node and Go client
 // reads the map again every few seconds (MapWatch) and must know it before
 // at; Migrate refuses an at less than MigrateLead away. Migrating to the
 // current count changes nothing and returns the map.
-func Migrate(ctx context.Context, js jetstream.JetStream, cfg Config, n int, at time.Time) (session.Map, error) {
+func Migrate(ctx context.Context, js jetstream.JetStream, cfg Config, n int, at time.Time) (shard.Map, error) {
 	return migrate(ctx, js, cfg, n, at, MigrateLead)
 }
 
 // migrate is Migrate with the lead it requires.
-func migrate(ctx context.Context, js jetstream.JetStream, cfg Config, n int, at time.Time, minLead time.Duration) (session.Map, error) {
-	if err := session.ValidShards(n); err != nil {
-		return session.Map{}, err
+func migrate(ctx context.Context, js jetstream.JetStream, cfg Config, n int, at time.Time, minLead time.Duration) (shard.Map, error) {
+	if err := shard.ValidCount(n); err != nil {
+		return shard.Map{}, err
 	}
 	s, err := js.Stream(ctx, cfg.Stream)
 	if err != nil {
-		return session.Map{}, fmt.Errorf("stream %s: %w", cfg.Stream, Classify(err))
+		return shard.Map{}, fmt.Errorf("stream %s: %w", cfg.Stream, Classify(err))
 	}
 	sc := s.CachedInfo().Config
 	if sc.Mirror != nil || len(sc.Sources) > 0 || sc.Sealed {
-		return session.Map{}, fmt.Errorf("%w: stream %s is a mirror, sourced or sealed (a cross-region deployment's?): cross-region mode takes one shard for now", wire.ErrInvalid, sc.Name)
+		return shard.Map{}, fmt.Errorf("%w: stream %s is a mirror, sourced or sealed (a cross-region deployment's?): cross-region mode takes one shard for now", wire.ErrInvalid, sc.Name)
 	}
 	cur, err := mapOf(sc)
 	if err != nil {
-		return session.Map{}, err
+		return shard.Map{}, err
 	}
 	if cur.Current() == n {
 		return cur, nil
 	}
 	if lead := time.Until(at); lead < minLead-leadSlack {
-		return session.Map{}, fmt.Errorf("%w: the new map must start at least %v from now (every node and client reads the map every %v), not %v", wire.ErrInvalid, minLead, MapEvery, lead.Round(time.Second))
+		return shard.Map{}, fmt.Errorf("%w: the new map must start at least %v from now (every node and client reads the map every %v), not %v", wire.ErrInvalid, minLead, MapEvery, lead.Round(time.Second))
 	}
 	next, err := cur.Grow(n, at)
 	if err != nil {
-		return session.Map{}, err
+		return shard.Map{}, err
 	}
 	// The new streams as shard 0's, whatever the caller's defaults.
 	base := cfg
@@ -246,7 +247,7 @@ func migrate(ctx context.Context, js jetstream.JetStream, cfg Config, n int, at 
 		base.SubjectPrefix = strings.TrimSuffix(sc.Subjects[0], ".*")
 	}
 	if err := ensureShardStreams(ctx, js, base, cur.Streams(), next.Streams()); err != nil {
-		return session.Map{}, err
+		return shard.Map{}, err
 	}
 	for k, v := range mapMetadata(next) {
 		if sc.Metadata == nil {
@@ -255,11 +256,11 @@ func migrate(ctx context.Context, js jetstream.JetStream, cfg Config, n int, at 
 		sc.Metadata[k] = v
 	}
 	if _, err := js.UpdateStream(ctx, sc); err != nil {
-		return session.Map{}, fmt.Errorf("record the shard map %s on stream %s: %w", next, sc.Name, Classify(err))
+		return shard.Map{}, fmt.Errorf("record the shard map %s on stream %s: %w", next, sc.Name, Classify(err))
 	}
 	got, err := ReadMap(ctx, js, cfg)
 	if err != nil {
-		return session.Map{}, err
+		return shard.Map{}, err
 	}
 	if !got.Equal(next) {
 		return got, fmt.Errorf("%w: stream %s records the shard map %s, not %s: another migration ran at the same time", wire.ErrConflict, sc.Name, got, next)
@@ -280,7 +281,7 @@ const (
 
 // MapWatch keeps a process's shard map current: it reads the store's map
 // every MapEvery (Run) and calls grow with each map that extends the one in
-// force (session.Extends); a map that does not (a store made again, a hand
+// force (shard.Extends); a map that does not (a store made again, a hand
 // edit) is logged and ignored, since following it would move sessions.
 // Fresh, called before every write, reads the map at once when it has not
 // been confirmed for MapMaxAge: a process that was suspended, or cut off
@@ -289,9 +290,9 @@ const (
 type MapWatch struct {
 	js        jetstream.JetStream
 	cfg       Config
-	grow      func(session.Map) error
+	grow      func(shard.Map) error
 	mu        sync.Mutex // serialises checks
-	cur       session.Map
+	cur       shard.Map
 	confirmed atomic.Int64 // unix nanos of the last read of the map that answered
 }
 
@@ -309,8 +310,8 @@ const MapMaxAge = MigrateLead - leadSlack - 2*MapEvery
 // a map that grew, prepare (if not nil) is given the logs of the streams
 // it adds before all routes to them: pi-node opens a Store on each, so
 // that a write routed there finds the Store that waits for it.
-func WatchShards(js jetstream.JetStream, cfg Config, all *session.Sharded, prepare func(next session.Map, added []*session.ShardLog) error) *MapWatch {
-	w := newMapWatch(js, cfg, all.Map(), func(next session.Map) error {
+func WatchShards(js jetstream.JetStream, cfg Config, all *shard.Sharded, prepare func(next shard.Map, added []*shard.Log) error) *MapWatch {
+	w := newMapWatch(js, cfg, all.Map(), func(next shard.Map) error {
 		added := ShardLogs(js, cfg, len(all.Logs()), next.Streams())
 		if prepare != nil {
 			if err := prepare(next, added); err != nil {
@@ -324,7 +325,7 @@ func WatchShards(js jetstream.JetStream, cfg Config, all *session.Sharded, prepa
 }
 
 // newMapWatch watches cfg's store, whose map cur was read just now.
-func newMapWatch(js jetstream.JetStream, cfg Config, cur session.Map, grow func(session.Map) error) *MapWatch {
+func newMapWatch(js jetstream.JetStream, cfg Config, cur shard.Map, grow func(shard.Map) error) *MapWatch {
 	w := &MapWatch{js: js, cfg: cfg, grow: grow, cur: cur}
 	w.confirmed.Store(time.Now().UnixNano())
 	return w
@@ -369,7 +370,7 @@ func (w *MapWatch) check(ctx context.Context) error {
 	}
 	log := logger(w.cfg)
 	if !m.Equal(w.cur) {
-		if err := session.Extends(w.cur, m); err != nil {
+		if err := shard.Extends(w.cur, m); err != nil {
 			log.Error("the store's shard map changed in a way that would move sessions; keeping the one this process started with", "have", w.cur.String(), "found", m.String(), "err", err)
 			return err
 		}
@@ -385,22 +386,22 @@ func (w *MapWatch) check(ctx context.Context) error {
 }
 
 // ShardLogs returns the logs of shards from..to-1 of cfg, each qualifying
-// its sequences (session.ShardLog).
-func ShardLogs(js jetstream.JetStream, cfg Config, from, to int) []*session.ShardLog {
-	var out []*session.ShardLog
+// its sequences (shard.Log).
+func ShardLogs(js jetstream.JetStream, cfg Config, from, to int) []*shard.Log {
+	var out []*shard.Log
 	for k := from; k < to; k++ {
 		l := NewLog(js, cfg.Shard(k))
-		out = append(out, &session.ShardLog{Log: l, Feed: l, Shard: k})
+		out = append(out, &shard.Log{Log: l, Feed: l, Shard: k})
 	}
 	return out
 }
 
 // NewShards returns the log of each shard stream of m, each qualifying its
-// sequences (session.ShardLog), and the log over all of them
-// (session.Sharded) that routes each session to its shard.
-func NewShards(js jetstream.JetStream, cfg Config, m session.Map) ([]*session.ShardLog, *session.Sharded) {
+// sequences (shard.Log), and the log over all of them
+// (shard.Sharded) that routes each session to its shard.
+func NewShards(js jetstream.JetStream, cfg Config, m shard.Map) ([]*shard.Log, *shard.Sharded) {
 	shards := ShardLogs(js, cfg, 0, m.Streams())
-	all, err := session.NewSharded(m, AsLogs(shards))
+	all, err := shard.NewSharded(m, AsLogs(shards))
 	if err != nil {
 		panic(err) // as many logs as streams, by construction
 	}
@@ -408,7 +409,7 @@ func NewShards(js jetstream.JetStream, cfg Config, m session.Map) ([]*session.Sh
 }
 
 // AsLogs is shards as session.Logs.
-func AsLogs(shards []*session.ShardLog) []session.Log {
+func AsLogs(shards []*shard.Log) []session.Log {
 	out := make([]session.Log, len(shards))
 	for k, sh := range shards {
 		out[k] = sh

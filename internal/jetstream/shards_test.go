@@ -12,6 +12,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/session/sessiontest"
+	"github.com/pifleet/sessionlog/internal/shard"
 	"github.com/pifleet/sessionlog/internal/testutil"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
@@ -43,7 +44,7 @@ func TestShardsContract(t *testing.T) {
 		sessiontest.TestLog(t, func(t *testing.T) (session.Log, session.Feed) {
 			cfg := testConfig(1)
 			provisionShards(t, conn, cfg, 3)
-			shards, _ := NewShards(conn.JS, cfg, session.OneMap(3))
+			shards, _ := NewShards(conn.JS, cfg, shard.OneMap(3))
 			return shards[2], shards[2]
 		})
 	})
@@ -51,7 +52,7 @@ func TestShardsContract(t *testing.T) {
 		sessiontest.TestLogWrites(t, func(t *testing.T) session.Log {
 			cfg := testConfig(1)
 			provisionShards(t, conn, cfg, 3)
-			_, all := NewShards(conn.JS, cfg, session.OneMap(3))
+			_, all := NewShards(conn.JS, cfg, shard.OneMap(3))
 			return all
 		})
 	})
@@ -76,7 +77,7 @@ func TestProvisionShardMap(t *testing.T) {
 			t.Fatalf("shard %d's subjects %v", k, subj)
 		}
 	}
-	if m, err := ReadMap(ctx, conn.JS, cfg); err != nil || !m.Equal(session.OneMap(4)) {
+	if m, err := ReadMap(ctx, conn.JS, cfg); err != nil || !m.Equal(shard.OneMap(4)) {
 		t.Fatalf("ReadMap = %v, %v; want 4 shards", m, err)
 	}
 	if _, err := ProvisionShards(ctx, conn.JS, cfg, 4); err != nil {
@@ -104,7 +105,7 @@ func TestProvisionShardMap(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = conn.JS.DeleteStream(context.Background(), legacy.Stream) })
-	if m, err := ReadMap(ctx, conn.JS, legacy); err != nil || !m.Equal(session.OneMap(1)) {
+	if m, err := ReadMap(ctx, conn.JS, legacy); err != nil || !m.Equal(shard.OneMap(1)) {
 		t.Fatalf("ReadMap of a stream without a map = %v, %v; want 1 shard", m, err)
 	}
 	if err := Provision(ctx, conn.JS, legacy); err != nil {
@@ -225,13 +226,13 @@ func TestMigrate(t *testing.T) {
 	shards := map[int]bool{}
 	for range 16 {
 		sid := testutil.SessionID(t)
-		want := session.ShardOf(sid, 4)
+		want := shard.Of(sid, 4)
 		got, err := all.Append(ctx, sid, 0, []session.Record{headerRec(sid)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if session.SeqShard(got[0]) != want {
-			t.Fatalf("new session %s stored on shard %d, want %d", sid, session.SeqShard(got[0]), want)
+		if shard.OfSeq(got[0]) != want {
+			t.Fatalf("new session %s stored on shard %d, want %d", sid, shard.OfSeq(got[0]), want)
 		}
 		if _, err := NewLog(conn.JS, cfg.Shard(want)).SessionLastSeq(ctx, sid); err != nil {
 			t.Fatalf("new session %s not on shard %d's stream: %v", sid, want, err)

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/shard"
 	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
@@ -62,7 +62,7 @@ func (s *Service) noteAck(sid string, seq uint64) {
 		a.m, a.prune = make(map[string]uint64), minAckPrune
 	}
 	a.m[sid] = max(a.m[sid], seq)
-	k := session.SeqShard(seq)
+	k := shard.OfSeq(seq)
 	for len(a.max) <= k {
 		a.max = append(a.max, 0)
 	}
@@ -232,9 +232,9 @@ func (b *Barrier) Raise(seq uint64, field, why string, args ...any) {
 	if seq == 0 {
 		return
 	}
-	k := session.SeqShard(seq)
+	k := shard.OfSeq(seq)
 	for i := range b.Waits {
-		if session.SeqShard(b.Waits[i].Seq) == k {
+		if shard.OfSeq(b.Waits[i].Seq) == k {
 			if seq > b.Waits[i].Seq {
 				b.Waits[i] = Wait{Seq: seq, Reason: fmt.Sprintf(why, args...), Field: field}
 			}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/shard"
 	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
@@ -19,10 +20,10 @@ func TestOwnAckAcrossHandBack(t *testing.T) {
 	const n = 2
 	var logs []session.Log
 	var stores []*store.Store
-	var feeds []*session.ShardLog
+	var feeds []*shard.Log
 	for k := range n {
 		m := session.NewMemLog(1000, 8<<20)
-		sl := &session.ShardLog{Log: m, Feed: m, Shard: k}
+		sl := &shard.Log{Log: m, Feed: m, Shard: k}
 		st := store.New(sl, store.Options{Log: sl})
 		if err := st.Open(context.Background()); err != nil {
 			t.Fatal(err)
@@ -30,11 +31,11 @@ func TestOwnAckAcrossHandBack(t *testing.T) {
 		t.Cleanup(func() { _ = st.Close() })
 		logs, stores, feeds = append(logs, sl), append(stores, st), append(feeds, sl)
 	}
-	all, err := session.NewSharded(session.OneMap(n), logs)
+	all, err := shard.NewSharded(shard.OneMap(n), logs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, err := store.NewSet(session.OneMap(n), stores)
+	set, err := store.NewSet(shard.OneMap(n), stores)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ import (
 type Service struct {
 	Log session.Log
 	// Store is the read model: one *store.Store, or a store.Set of one
-	// per shard of a sharded Log (session.Sharded).
+	// per shard of a sharded Log (shard.Sharded).
 	Store store.Shards
 	// ReadLog, when set, is where a read finds a session this node's Store
 	// has not applied yet (store.Store.ViewOrRead); default Log. In a

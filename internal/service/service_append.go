@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/shard"
 	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/tree"
 	"github.com/pifleet/sessionlog/internal/wire"
@@ -22,13 +23,13 @@ import (
 // result, so a client may retry after a timeout; the same id with other
 // content is ErrConflict.
 func (s *Service) Append(ctx context.Context, sid string, req wire.AppendRequest) (wire.WriteResult, error) {
-	if sh, ok := s.Log.(*session.Sharded); ok && req.ExpectLastSeq != nil && *req.ExpectLastSeq != 0 {
-		if k := sh.Shard(sid); session.SeqShard(*req.ExpectLastSeq) != k {
+	if sh, ok := s.Log.(*shard.Sharded); ok && req.ExpectLastSeq != nil && *req.ExpectLastSeq != 0 {
+		if k := sh.Shard(sid); shard.OfSeq(*req.ExpectLastSeq) != k {
 			// A sequence of another shard is never this session's last: the
 			// conflict any stale expectation gets, without reading the log
 			// at a position that is not the session's.
 			return wire.WriteResult{}, wire.Field("expectLastSeq", fmt.Errorf("%w: %d is a sequence of shard %d; session %s is on shard %d",
-				wire.ErrConflict, *req.ExpectLastSeq, session.SeqShard(*req.ExpectLastSeq), sid, k))
+				wire.ErrConflict, *req.ExpectLastSeq, shard.OfSeq(*req.ExpectLastSeq), sid, k))
 		}
 	}
 	drafts, err := s.checkAppend(sid, req)

@@ -27,5 +27,6 @@
 //
 // internal/writer appends (the agent side), internal/store holds the trees a
 // node serves (the read model), internal/service answers requests with both.
+// internal/shard spreads a log over several streams, wrapping these contracts.
 // This package imports only internal/tree and internal/wire.
 package session

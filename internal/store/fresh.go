@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/shard"
 )
 
 // Freshness is how current a read was: what the Store had applied when it
@@ -30,7 +30,7 @@ type Freshness struct {
 // Lag is how many records the node knew to exist and had not applied.
 func (f Freshness) Lag() uint64 {
 	if f.Known > f.Applied {
-		return session.RawSeq(f.Known) - session.RawSeq(f.Applied) // see Stats.Lag
+		return shard.Raw(f.Known) - shard.Raw(f.Applied) // see Stats.Lag
 	}
 	return 0
 }

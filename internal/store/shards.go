@@ -8,13 +8,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/shard"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // Shards is the read model of a log in shards: one Store per shard, each
 // following its shard's stream with qualified sequences
-// (session.ShardLog). A *Store is the Shards of a log of one shard, so
+// (shard.Log). A *Store is the Shards of a log of one shard, so
 // what reads through Shards works unchanged without them. The functions
 // below answer for all shards at once (stats, the catalog, waits by
 // sequence).
@@ -34,12 +34,12 @@ func (st *Store) For(string) *Store { return st }
 // Set is the Shards of a sharded log: a Store per shard stream, sessions
 // placed by the store's shard map. It grows when the map does (Grow).
 type Set struct {
-	tab *session.ShardTable[*Store]
+	tab *shard.Table[*Store]
 }
 
 // NewSet places sessions by m over stores, one per shard stream.
-func NewSet(m session.Map, stores []*Store) (*Set, error) {
-	tab, err := session.NewShardTable(m, stores)
+func NewSet(m shard.Map, stores []*Store) (*Set, error) {
+	tab, err := shard.NewTable(m, stores)
 	if err != nil {
 		return nil, err
 	}
@@ -47,9 +47,9 @@ func NewSet(m session.Map, stores []*Store) (*Set, error) {
 }
 
 // Grow changes the map to m, which must extend the current one
-// (session.Extends), with the Stores of the streams it adds (opened by the
+// (shard.Extends), with the Stores of the streams it adds (opened by the
 // caller: their reads answer as soon as they are in the Set).
-func (s *Set) Grow(m session.Map, more []*Store) error { return s.tab.Grow(m, more) }
+func (s *Set) Grow(m shard.Map, more []*Store) error { return s.tab.Grow(m, more) }
 
 // Replace puts st in shard k's place and returns the Store it replaces:
 // a node that takes a shard over puts a Store that follows it there, one
@@ -57,7 +57,7 @@ func (s *Set) Grow(m session.Map, more []*Store) error { return s.tab.Grow(m, mo
 func (s *Set) Replace(k int, st *Store) (*Store, error) { return s.tab.Replace(k, st) }
 
 // Map is the shard map the Set places sessions by.
-func (s *Set) Map() session.Map { return s.tab.Map() }
+func (s *Set) Map() shard.Map { return s.tab.Map() }
 
 // All returns the Stores, by shard (none for a nil Set); see Shards.
 func (s *Set) All() []*Store {
@@ -82,11 +82,11 @@ func (s *Set) Shard(sid string) int {
 // At returns the Store of the shard seq belongs to, or an error naming
 // the shard when the log has no such shard.
 func At(sh Shards, seq uint64) (*Store, error) {
-	if st, ok := sh.(*Store); ok && session.SeqShard(seq) == 0 {
+	if st, ok := sh.(*Store); ok && shard.OfSeq(seq) == 0 {
 		return st, nil // unsharded: no slice per call on the append path
 	}
 	all := sh.All()
-	k := session.SeqShard(seq)
+	k := shard.OfSeq(seq)
 	if k >= len(all) {
 		return nil, fmt.Errorf("%w: sequence %d is of shard %d; this store has %d shard(s)", wire.ErrInvalid, seq, k, len(all))
 	}
@@ -132,8 +132,8 @@ func StatsOf(sh Shards) Stats {
 			continue // a shard held elsewhere: nothing here to count or wait for
 		}
 		s := st.Stats()
-		out.Applied += session.RawSeq(s.Applied)
-		out.LogLastSeq += session.RawSeq(s.LogLastSeq)
+		out.Applied += shard.Raw(s.Applied)
+		out.LogLastSeq += shard.Raw(s.LogLastSeq)
 		out.Lag += s.Lag
 		ups = append(ups, s.CaughtUpAt)
 		out.Sessions += s.Sessions
@@ -200,8 +200,8 @@ func Combine(fs ...Freshness) Freshness {
 	out := Freshness{EndKnown: true}
 	var ups []time.Time
 	for _, f := range fs {
-		out.Applied += session.RawSeq(f.Applied)
-		out.Known += session.RawSeq(max(f.Known, f.Applied))
+		out.Applied += shard.Raw(f.Applied)
+		out.Known += shard.Raw(max(f.Known, f.Applied))
 		out.EndKnown = out.EndKnown && f.EndKnown
 		ups = append(ups, f.CaughtUpAt)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/shard"
 	"github.com/pifleet/sessionlog/internal/tree"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
@@ -399,7 +400,7 @@ func (st *Store) WaitFor(ctx context.Context, seq uint64) error {
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return fmt.Errorf("%w: waiting for sequence %d, applied %d (%d behind)", wire.ErrTimeout, seq, applied, session.RawSeq(seq)-session.RawSeq(applied))
+			return fmt.Errorf("%w: waiting for sequence %d, applied %d (%d behind)", wire.ErrTimeout, seq, applied, shard.Raw(seq)-shard.Raw(applied))
 		}
 	}
 }

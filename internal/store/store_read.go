@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/shard"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
 
@@ -216,8 +217,8 @@ func (st *Store) Stats() Stats {
 	s.LogLastSeq = st.known()
 	if s.LogLastSeq > s.Applied {
 		// In the shard's own numbering: a shard's Store that applied
-		// nothing yet is at 0, not at the shard's base (session.ShardSeq).
-		s.Lag = session.RawSeq(s.LogLastSeq) - session.RawSeq(s.Applied)
+		// nothing yet is at 0, not at the shard's base (shard.Seq).
+		s.Lag = shard.Raw(s.LogLastSeq) - shard.Raw(s.Applied)
 	}
 	if ns := st.stats.caughtUpAt.Load(); ns != 0 {
 		s.CaughtUpAt = time.Unix(0, ns)

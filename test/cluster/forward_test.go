@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/proctest"
-	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/shard"
 	"github.com/pifleet/sessionlog/internal/testutil"
 )
 
@@ -36,7 +36,7 @@ func TestForwardLargeBodies(t *testing.T) {
 	hc := &http.Client{Timeout: time.Minute}
 
 	sid := testutil.SessionID(t)
-	k := session.ShardOf(sid, shards)
+	k := shard.Of(sid, shards)
 	var holder, other *piNode
 	for _, nd := range nodes {
 		if slices.Contains(by[k], nd.name) {

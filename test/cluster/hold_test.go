@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/proctest"
-	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/shard"
 	"github.com/pifleet/sessionlog/internal/testutil"
 )
 
@@ -172,7 +172,7 @@ func sharesBudget(t *testing.T, sts map[string]holdStatus, budget int64) {
 }
 
 // heldByExactly waits until every shard is served by exactly the hold of
-// nodes that the map assigns it among them (session.Holders), and returns
+// nodes that the map assigns it among them (shard.Holders), and returns
 // who serves what and how long that took. A count of hold alone is not
 // enough: a node whose heartbeat a loaded machine delayed drops out of the
 // others' view of the members for a moment, and another takes its shard
@@ -191,7 +191,7 @@ func heldByExactly(t *testing.T, nodes []*piNode, shards, hold int, within time.
 			return err
 		}
 		for k, ns := range by {
-			want := session.Holders(k, names, hold)
+			want := shard.Holders(k, names, hold)
 			if len(ns) != hold || len(want) != hold {
 				return fmt.Errorf("shard %d served by %v, the map assigns %v", k, ns, want)
 			}
@@ -251,7 +251,7 @@ func TestHoldShare(t *testing.T) {
 				// only its share holds fewer than all of them: ids drawn at
 				// random left a shard empty now and then.
 				s := &ackedSession{id: testutil.SessionID(t)}
-				for session.ShardOf(s.id, shards) != (w*3+i)%shards {
+				for shard.Of(s.id, shards) != (w*3+i)%shards {
 					s.id = testutil.SessionID(t)
 				}
 				seq, err := createSession(ctx, hc, live, w, s.id, "/work/"+s.id[:8], time.Now())
@@ -331,7 +331,7 @@ func TestHoldShare(t *testing.T) {
 		st := sts[nd.name]
 		want := 0
 		for _, s := range all {
-			if slices.Contains(by[session.ShardOf(s.id, shards)], nd.name) {
+			if slices.Contains(by[shard.Of(s.id, shards)], nd.name) {
 				want++
 			}
 		}

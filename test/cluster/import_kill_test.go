@@ -21,8 +21,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pifleet/sessionlog/internal/proctest"
-	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/session/sessiontest"
+	"github.com/pifleet/sessionlog/internal/shard"
 	"github.com/pifleet/sessionlog/internal/testutil"
 )
 
@@ -199,7 +199,7 @@ func TestKillDuringImport(t *testing.T) {
 		}
 		stream, subject := streamFor(retried)
 		last, err := stream.GetLastMsgForSubject(ctx, subject)
-		if err != nil || session.ShardSeq(session.ShardOf(retried, testShards()), last.Sequence) != res.LastSeq {
+		if err != nil || shard.Seq(shard.Of(retried, testShards()), last.Sequence) != res.LastSeq {
 			t.Fatalf("import answered lastSeq %d; the session's last record is at %v (%v)", res.LastSeq, last, err)
 		}
 	}

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/proctest"
-	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/shard"
 	"github.com/pifleet/sessionlog/internal/testutil"
 
 	"github.com/nats-io/nats.go"
@@ -36,14 +36,14 @@ const (
 type progress struct {
 	acks    atomic.Int64
 	perNode [3]atomic.Int64
-	maxSeq  [session.MaxShards]atomic.Uint64 // the highest sequence acknowledged so far, by shard
+	maxSeq  [shard.Max]atomic.Uint64 // the highest sequence acknowledged so far, by shard
 }
 
 // acked counts a that node acknowledged at seq.
 func (p *progress) acked(node int, seq uint64) {
 	p.acks.Add(1)
 	p.perNode[node].Add(1)
-	m := &p.maxSeq[session.SeqShard(seq)]
+	m := &p.maxSeq[shard.OfSeq(seq)]
 	for {
 		cur := m.Load()
 		if seq <= cur || m.CompareAndSwap(cur, seq) {
@@ -114,7 +114,7 @@ func TestKillStreamLeader(t *testing.T) {
 		}()
 	}
 	probeSID := testutil.SessionID(t)
-	for session.ShardOf(probeSID, testShards()) != 0 {
+	for shard.Of(probeSID, testShards()) != 0 {
 		probeSID = testutil.SessionID(t) // on the stream whose leader is killed
 	}
 	if _, err := createSession(ctx, hc, bases, 0, probeSID, "/probe", time.Now()); err != nil {

@@ -16,7 +16,7 @@ import (
 
 	"github.com/pifleet/sessionlog/client"
 	"github.com/pifleet/sessionlog/internal/proctest"
-	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/shard"
 	"github.com/pifleet/sessionlog/internal/testutil"
 )
 
@@ -109,7 +109,7 @@ func TestShardMigration(t *testing.T) {
 		t.Fatalf("pi-ctl shards migrate --json: %v\n%s", err, out)
 	}
 	start := *rep.Epochs[1].From
-	m, err := session.ParseMap(rep.Map)
+	m, err := shard.ParseMap(rep.Map)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,9 +142,9 @@ func TestShardMigration(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := session.ShardOf(fresh[i], 4)
-		if m.Of(fresh[i]) != want || session.SeqShard(last) != want {
-			t.Fatalf("new session %s stored at %d, on shard %d; want shard %d", fresh[i], last, session.SeqShard(last), want)
+		want := shard.Of(fresh[i], 4)
+		if m.Of(fresh[i]) != want || shard.OfSeq(last) != want {
+			t.Fatalf("new session %s stored at %d, on shard %d; want shard %d", fresh[i], last, shard.OfSeq(last), want)
 		}
 		onShard[want]++
 	}
@@ -161,8 +161,8 @@ func TestShardMigration(t *testing.T) {
 		if err != nil {
 			t.Fatalf("the Go client creating a session after the migration: %v", err)
 		}
-		if want := session.ShardOf(s.ID(), 4); session.SeqShard(w.Seq) != want {
-			t.Fatalf("the Go client stored new session %s at %d (shard %d), want shard %d", s.ID(), w.Seq, session.SeqShard(w.Seq), want)
+		if want := shard.Of(s.ID(), 4); shard.OfSeq(w.Seq) != want {
+			t.Fatalf("the Go client stored new session %s at %d (shard %d), want shard %d", s.ID(), w.Seq, shard.OfSeq(w.Seq), want)
 		}
 		fresh = append(fresh, s.ID())
 	}
@@ -199,7 +199,7 @@ func TestShardMigration(t *testing.T) {
 				}
 				return nil
 			}))
-			if k, want := session.SeqShard(lastSeq), m.Of(sid); k != want {
+			if k, want := shard.OfSeq(lastSeq), m.Of(sid); k != want {
 				t.Fatalf("%s: session %s is at %d, on shard %d; the map says %d", when, sid, lastSeq, k, want)
 			}
 		}
@@ -207,7 +207,7 @@ func TestShardMigration(t *testing.T) {
 	check("after the migration")
 	for _, sid := range old {
 		got, err := readEntries(ctx, bases[0], sid)
-		if err != nil || session.SeqShard(got.lastSeq) != 0 {
+		if err != nil || shard.OfSeq(got.lastSeq) != 0 {
 			t.Fatalf("session %s, made before the migration: at %d (%v), want shard 0", sid, got.lastSeq, err)
 		}
 	}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/proctest"
-	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/shard"
 	"github.com/pifleet/sessionlog/internal/testutil"
 
 	"github.com/nats-io/nats.go"
@@ -60,7 +60,7 @@ func TestStoresFollowThroughNodeLoss(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	sid := testutil.SessionID(t)
-	for session.ShardOf(sid, testShards()) != 0 {
+	for shard.Of(sid, testShards()) != 0 {
 		sid = testutil.SessionID(t) // on the stream whose consumers the rounds look at
 	}
 	all := []string{nodes[0].base, nodes[1].base, nodes[2].base}
@@ -246,7 +246,7 @@ func TestStoreSeesLogEndAfterFailover(t *testing.T) {
 		}
 	}
 	sid := testutil.SessionID(t)
-	for session.ShardOf(sid, testShards()) != 0 {
+	for shard.Of(sid, testShards()) != 0 {
 		sid = testutil.SessionID(t) // on the stream whose leader is killed
 	}
 	if _, err := createSession(ctx, proctest.ProbeClient, survivors, 0, sid, "/failover", time.Now()); err != nil {

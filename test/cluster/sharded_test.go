@@ -7,13 +7,13 @@ import (
 	"os"
 	"strconv"
 
-	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/shard"
 )
 
 // The tests of this package run as they are on a sharded store when
 // PI_NODE_SHARDS is set (every pi-node they start reads it, as it reads
 // every flag from PI_NODE_<FLAG>): .ci/run runs them again with 4. A
-// sequence is then one shard's (session.ShardSeq), and what the tests
+// sequence is then one shard's (shard.Seq), and what the tests
 // compare with "the log's last sequence" they compare per shard with the
 // helpers below.
 
@@ -28,7 +28,7 @@ func testShards() int {
 
 // streamOf is the stream and subject of session sid.
 func streamOf(sid string) (stream, subject string) {
-	k := session.ShardOf(sid, testShards())
+	k := shard.Of(sid, testShards())
 	if k == 0 {
 		return "PI_SESSIONS", "pi.sess." + sid
 	}
@@ -49,7 +49,7 @@ func streams() []string {
 // which says nothing of another shard's minSeq (the node waited for that
 // one all the same), and the catalog's is a sum of every shard's.
 func covers(applied, minSeq uint64) bool {
-	return session.SeqShard(applied) != session.SeqShard(minSeq) || applied >= minSeq
+	return shard.OfSeq(applied) != shard.OfSeq(minSeq) || applied >= minSeq
 }
 
 // appliedAt is the node's Store position in seq's shard; seq itself for a
@@ -59,7 +59,7 @@ func (s nodeStatus) appliedAt(seq uint64) uint64 {
 	if s.elsewhere(seq) {
 		return seq
 	}
-	if k := session.SeqShard(seq); k < len(s.Store.Shards) {
+	if k := shard.OfSeq(seq); k < len(s.Store.Shards) {
 		return s.Store.Shards[k].Applied
 	}
 	return s.Store.Applied
@@ -71,7 +71,7 @@ func (s nodeStatus) logLastAt(seq uint64) uint64 {
 	if s.elsewhere(seq) {
 		return seq
 	}
-	if k := session.SeqShard(seq); k < len(s.Store.Shards) {
+	if k := shard.OfSeq(seq); k < len(s.Store.Shards) {
 		return s.Store.Shards[k].LogLastSeq
 	}
 	return s.Store.LogLastSeq
@@ -84,7 +84,7 @@ func (s nodeStatus) logEnds() []uint64 {
 	}
 	out := make([]uint64, len(s.JetStream.Shards))
 	for k, sh := range s.JetStream.Shards {
-		out[k] = session.ShardSeq(k, sh.LastSeq)
+		out[k] = shard.Seq(k, sh.LastSeq)
 	}
 	return out
 }
@@ -92,13 +92,13 @@ func (s nodeStatus) logEnds() []uint64 {
 // holds reports whether the node holds session sid's shard in memory (on
 // a sharded store each node holds a share: --hold defaults to 2).
 func (s nodeStatus) holds(sid string) bool {
-	k := session.ShardOf(sid, testShards())
+	k := shard.Of(sid, testShards())
 	return k >= len(s.Store.Shards) || s.Store.Shards[k].Holding != "elsewhere"
 }
 
 // elsewhere reports whether seq's shard is one the node does not hold.
 func (s nodeStatus) elsewhere(seq uint64) bool {
-	k := session.SeqShard(seq)
+	k := shard.OfSeq(seq)
 	return k < len(s.Store.Shards) && s.Store.Shards[k].Holding == "elsewhere"
 }
 
@@ -109,13 +109,13 @@ func (s nodeStatus) lacks(ends []uint64) error {
 		if got := s.appliedAt(end); got < end {
 			// Which shard, how the node holds it and why its Store last
 			// stopped following: what a failure's log cannot say later.
-			k := session.SeqShard(end)
+			k := shard.OfSeq(end)
 			hold := ""
 			if k < len(s.Store.Shards) {
 				hold = s.Store.Shards[k].Holding
 			}
 			return fmt.Errorf("applied %d of %d (shard %d, sequence %d, holding %q, last follow error %q)",
-				got, end, k, session.RawSeq(end), hold, s.Store.LastFollowError)
+				got, end, k, shard.Raw(end), hold, s.Store.LastFollowError)
 		}
 	}
 	return nil
@@ -144,7 +144,7 @@ func (s logScan) shard0() logScan {
 	out := s
 	out.recs = nil
 	for _, r := range s.recs {
-		if session.SeqShard(r.seq) == 0 {
+		if shard.OfSeq(r.seq) == 0 {
 			out.recs = append(out.recs, r)
 		}
 	}
@@ -158,7 +158,7 @@ func onShard0(ws []*writer) []*writer {
 	}
 	var out []*writer
 	for _, w := range ws {
-		if session.ShardOf(w.sid, testShards()) == 0 {
+		if shard.Of(w.sid, testShards()) == 0 {
 			out = append(out, w)
 		}
 	}

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/proctest"
-	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/shard"
 	"github.com/pifleet/sessionlog/internal/testutil"
 )
 
@@ -132,8 +132,8 @@ func TestShardedCluster(t *testing.T) {
 						t.Error(err)
 						return
 					}
-					if k := session.ShardOf(s.id, shards); session.SeqShard(wr.LastSeq) != k {
-						t.Errorf("session %s of shard %d acknowledged at %d, a sequence of shard %d", s.id, k, wr.LastSeq, session.SeqShard(wr.LastSeq))
+					if k := shard.Of(s.id, shards); shard.OfSeq(wr.LastSeq) != k {
+						t.Errorf("session %s of shard %d acknowledged at %d, a sequence of shard %d", s.id, k, wr.LastSeq, shard.OfSeq(wr.LastSeq))
 					}
 					s.acked, s.last, parent = append(s.acked, e.ID), wr.LastSeq, e.ID
 				}
@@ -161,7 +161,7 @@ func TestShardedCluster(t *testing.T) {
 
 	onShard := make([]int, shards)
 	for _, s := range all {
-		onShard[session.ShardOf(s.id, shards)]++
+		onShard[shard.Of(s.id, shards)]++
 	}
 	for k, n := range onShard {
 		if n == 0 {

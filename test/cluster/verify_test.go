@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/shard"
 	"github.com/pifleet/sessionlog/internal/testutil"
 
 	"github.com/nats-io/nats.go"
@@ -159,7 +159,7 @@ func scanStream(t *testing.T, url string, ends []uint64, probeSID string) logSca
 	var scan logScan
 	seen := map[string]int{}
 	for k, stream := range streams() {
-		lastSeq := session.RawSeq(ends[k])
+		lastSeq := shard.Raw(ends[k])
 		cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{})
 		if err != nil {
 			t.Fatal(err)
@@ -182,7 +182,7 @@ func scanStream(t *testing.T, url string, ends []uint64, probeSID string) logSca
 				}
 				scan.msgs++
 				at = meta.Sequence.Stream
-				seq := session.ShardSeq(k, at)
+				seq := shard.Seq(k, at)
 				scan.lastSeq = max(scan.lastSeq, seq)
 				id := msg.Headers().Get(jetstream.MsgIDHeader)
 				if seen[id]++; seen[id] == 2 {

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/proctest"
-	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/shard"
 	"github.com/pifleet/sessionlog/internal/testutil"
 )
 
@@ -186,7 +186,7 @@ func (s nodeStatus) logEnds() []uint64 {
 	}
 	out := make([]uint64, len(s.JetStream.Shards))
 	for k, sh := range s.JetStream.Shards {
-		out[k] = session.ShardSeq(k, sh.LastSeq)
+		out[k] = shard.Seq(k, sh.LastSeq)
 		if k < len(s.Store.Shards) {
 			out[k] = max(out[k], s.Store.Shards[k].LogLastSeq)
 		}
@@ -197,10 +197,10 @@ func (s nodeStatus) logEnds() []uint64 {
 // appliedAt is the node's Store position in seq's shard; seq itself for a
 // shard it does not hold (its reads there are the log's).
 func (s nodeStatus) appliedAt(seq uint64) uint64 {
-	if k := session.SeqShard(seq); k < len(s.Store.Shards) && s.Store.Shards[k].Holding == "elsewhere" {
+	if k := shard.OfSeq(seq); k < len(s.Store.Shards) && s.Store.Shards[k].Holding == "elsewhere" {
 		return seq
 	}
-	if k := session.SeqShard(seq); k < len(s.Store.Shards) {
+	if k := shard.OfSeq(seq); k < len(s.Store.Shards) {
 		return s.Store.Shards[k].Applied
 	}
 	return s.Store.Applied

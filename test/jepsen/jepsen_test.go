@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/proctest"
-	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/shard"
 	"github.com/pifleet/sessionlog/internal/testutil"
 
 	"github.com/google/uuid"
@@ -133,7 +133,7 @@ func TestJepsen(t *testing.T) {
 	for _, op := range ops {
 		if op.Outcome == OK && op.Kind != KindRead {
 			maxAcked = max(maxAcked, op.Seq)
-			acked[session.SeqShard(op.Seq)] = max(acked[session.SeqShard(op.Seq)], op.Seq)
+			acked[shard.OfSeq(op.Seq)] = max(acked[shard.OfSeq(op.Seq)], op.Seq)
 		}
 	}
 	ends := converge(t, nodes, acked)
@@ -144,7 +144,7 @@ func TestJepsen(t *testing.T) {
 		names[i] = nd.name
 		final[nd.name] = map[string][]Entry{}
 		for _, sid := range sids {
-			log, err := finalLog(nd, sid, ends[session.ShardOf(sid, len(ends))])
+			log, err := finalLog(nd, sid, ends[shard.Of(sid, len(ends))])
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -15,7 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pifleet/sessionlog/internal/proctest"
-	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/shard"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
 
@@ -48,7 +48,7 @@ func TestPartitionedLeaderSaysStale(t *testing.T) {
 	}
 	shards := max(1, len(st.JetStream.Shards))
 	var sid string
-	for sid == "" || session.ShardOf(sid, shards) != 0 { // on the stream whose leader is cut (PI_SESSIONS)
+	for sid == "" || shard.Of(sid, shards) != 0 { // on the stream whose leader is cut (PI_SESSIONS)
 		id, err := uuid.NewV7()
 		if err != nil {
 			t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/jetstream/embedded"
 	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/shard"
 	"github.com/pifleet/sessionlog/internal/store"
 )
 
@@ -48,7 +49,7 @@ type Node struct {
 	// With Options.Shards above 1: Log and Store are shard 0's, Stores
 	// every shard's, and Sharded the log over all of them.
 	Stores  *store.Set
-	Sharded *session.Sharded
+	Sharded *shard.Sharded
 
 	server *embedded.Server
 	conn   *jetstream.Conn
@@ -111,7 +112,7 @@ func StartDir(ctx context.Context, dir string, o Options) (n *Node, err error) {
 	if shards == 1 {
 		stores = []*store.Store{store.New(n.Log, store.Options{Log: n.Log})}
 	} else {
-		var logs []*session.ShardLog
+		var logs []*shard.Log
 		logs, n.Sharded = jetstream.NewShards(n.conn.JS, n.Config, sm)
 		for _, l := range logs {
 			stores = append(stores, store.New(l, store.Options{Log: l, Writer: l}))

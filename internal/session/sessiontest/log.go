@@ -34,8 +34,8 @@ func TestLog(t *testing.T, newLog func(t *testing.T) (session.Log, session.Feed)
 }
 
 // TestLogWrites checks the clauses of the session.Log contract that need
-// no Feed, for a log that has none of its own: session.Sharded, whose
-// shards each have theirs (each checked by TestLog as a session.ShardLog).
+// no Feed, for a log that has none of its own: shard.Sharded, whose
+// shards each have theirs (each checked by TestLog as a shard.Log).
 func TestLogWrites(t *testing.T, newLog func(t *testing.T) session.Log) {
 	both := func(t *testing.T) (session.Log, session.Feed) { return newLog(t), nil }
 	t.Run("CreateIsExclusive", func(t *testing.T) { testCreateExclusive(t, both) })

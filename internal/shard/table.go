@@ -1,4 +1,4 @@
-package session
+package shard
 
 import (
 	"fmt"
@@ -6,28 +6,28 @@ import (
 	"sync"
 )
 
-// ShardTable holds one T per shard stream of a store and places sessions
+// Table holds one T per shard stream of a store and places sessions
 // on them by the store's shard map; it grows when the map does (Grow).
-// The router over the shards' logs (Sharded), the archive (ShardedArchive)
+// The router over the shards' logs (Sharded), the archive (Archive)
 // and the read model (store.Set) are each one, so that they check and grow
 // alike. Its slice is replaced, never written in place: All hands it out.
-type ShardTable[T any] struct {
+type Table[T any] struct {
 	mu    sync.RWMutex
 	m     Map
 	items []T
 }
 
-// NewShardTable places sessions by m over items, one per shard stream.
-func NewShardTable[T any](m Map, items []T) (*ShardTable[T], error) {
+// NewTable places sessions by m over items, one per shard stream.
+func NewTable[T any](m Map, items []T) (*Table[T], error) {
 	if len(items) != m.Streams() {
 		return nil, fmt.Errorf("shard map %s has %d streams, not %d", m, m.Streams(), len(items))
 	}
-	return &ShardTable[T]{m: m, items: slices.Clone(items)}, nil
+	return &Table[T]{m: m, items: slices.Clone(items)}, nil
 }
 
 // Grow changes the map to next, which must extend the current one
 // (Extends), with one more item per stream it adds.
-func (t *ShardTable[T]) Grow(next Map, more []T) error {
+func (t *Table[T]) Grow(next Map, more []T) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if err := Extends(t.m, next); err != nil {
@@ -41,21 +41,21 @@ func (t *ShardTable[T]) Grow(next Map, more []T) error {
 }
 
 // Map is the map the table places sessions by now.
-func (t *ShardTable[T]) Map() Map {
+func (t *Table[T]) Map() Map {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	return t.m
 }
 
 // All is every shard's item, by shard; not to be written.
-func (t *ShardTable[T]) All() []T {
+func (t *Table[T]) All() []T {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	return t.items
 }
 
 // Route is session sid's shard and its item.
-func (t *ShardTable[T]) Route(sid string) (T, int) {
+func (t *Table[T]) Route(sid string) (T, int) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	k := t.m.Of(sid)
@@ -63,7 +63,7 @@ func (t *ShardTable[T]) Route(sid string) (T, int) {
 }
 
 // Replace puts item in shard k's place and returns the one it replaces.
-func (t *ShardTable[T]) Replace(k int, item T) (T, error) {
+func (t *Table[T]) Replace(k int, item T) (T, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var old T

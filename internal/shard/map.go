@@ -1,4 +1,4 @@
-package session
+package shard
 
 import (
 	"fmt"
@@ -10,15 +10,15 @@ import (
 )
 
 // EpochFunction names the placement of a store whose shard count changed
-// (pi-ctl shards migrate): ShardOf over the count of the epoch the
+// (pi-ctl shards migrate): Of over the count of the epoch the
 // session id's UUIDv7 time falls in. A node or client that knows only
-// ShardFunction refuses such a store instead of looking for its sessions
+// Function refuses such a store instead of looking for its sessions
 // where they are not.
 const EpochFunction = "fnv1a32-uuidv7-epochs"
 
 // Map is where a store's sessions live: epochs, the first from the
 // beginning of time, each placing the sessions whose ids were made from
-// its start on over its count of shards (ShardOf). A session stays on the
+// its start on over its count of shards (Of). A session stays on the
 // shard it was placed on for good, so changing the count only adds an
 // epoch, which applies to ids made after a time every node and writer
 // learns of beforehand; the sessions before it stay where they are. An id
@@ -58,7 +58,7 @@ func (m Map) Of(sid string) int {
 			}
 		}
 	}
-	return ShardOf(sid, e.Shards)
+	return Of(sid, e.Shards)
 }
 
 // Streams is how many shard streams the map uses: the most any epoch has.
@@ -76,13 +76,13 @@ func (m Map) Current() int {
 	return es[len(es)-1].Shards
 }
 
-// Function is the placement function the map needs (ShardFunction for a
+// Function is the placement function the map needs (Function for a
 // map of one epoch).
 func (m Map) Function() string {
 	if len(m.epochs()) > 1 {
 		return EpochFunction
 	}
-	return ShardFunction
+	return Function
 }
 
 // Equal reports whether m and o place every session alike.
@@ -130,10 +130,10 @@ func ParseMap(s string) (Map, error) {
 	return m, m.Validate()
 }
 
-// Validate checks the map: counts from 1 to MaxShards, starts ascending.
+// Validate checks the map: counts from 1 to Max, starts ascending.
 func (m Map) Validate() error {
 	for i, e := range m.Epochs {
-		if err := ValidShards(e.Shards); err != nil {
+		if err := ValidCount(e.Shards); err != nil {
 			return fmt.Errorf("shard map %s: epoch %d: %w", m, i, err)
 		}
 		switch {

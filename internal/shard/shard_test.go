@@ -1,4 +1,4 @@
-package session_test
+package shard_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/session/sessiontest"
+	"github.com/pifleet/sessionlog/internal/shard"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
 
@@ -29,8 +30,8 @@ func TestShardOfIsFixed(t *testing.T) {
 		{"019a0000-0000-7000-8000-000000000001", 6, 2},
 		{"019a0000-0000-7000-8000-000000000001", 256, 224},
 	} {
-		if got := session.ShardOf(c.sid, c.n); got != c.want {
-			t.Errorf("ShardOf(%s, %d) = %d, want %d", c.sid, c.n, got, c.want)
+		if got := shard.Of(c.sid, c.n); got != c.want {
+			t.Errorf("shard.Of(%s, %d) = %d, want %d", c.sid, c.n, got, c.want)
 		}
 	}
 }
@@ -40,7 +41,7 @@ func TestShardOfIsFixed(t *testing.T) {
 func TestShardOfSpreads(t *testing.T) {
 	var count [4]int
 	for i := range 4000 {
-		count[session.ShardOf(fmt.Sprintf("019a%04x-0000-7000-8000-%012x", i/7, i*7919), 4)]++
+		count[shard.Of(fmt.Sprintf("019a%04x-0000-7000-8000-%012x", i/7, i*7919), 4)]++
 	}
 	for k, c := range count {
 		if c < 800 || c > 1333 {
@@ -50,18 +51,18 @@ func TestShardOfSpreads(t *testing.T) {
 }
 
 func TestShardSeq(t *testing.T) {
-	q := session.ShardSeq(5, 42)
-	if session.SeqShard(q) != 5 || session.RawSeq(q) != 42 {
-		t.Fatalf("ShardSeq(5, 42) = %d: shard %d, raw %d", q, session.SeqShard(q), session.RawSeq(q))
+	q := shard.Seq(5, 42)
+	if shard.OfSeq(q) != 5 || shard.Raw(q) != 42 {
+		t.Fatalf("shard.Seq(5, 42) = %d: shard %d, raw %d", q, shard.OfSeq(q), shard.Raw(q))
 	}
-	if session.ShardSeq(0, 42) != 42 || session.ShardSeq(7, 0) != 0 {
+	if shard.Seq(0, 42) != 42 || shard.Seq(7, 0) != 0 {
 		t.Fatal("shard 0 must be the stream's own numbering and 0 must stay 0")
 	}
-	if top := session.ShardSeq(session.MaxShards-1, 1<<session.ShardBits-1); top >= 1<<53 {
+	if top := shard.Seq(shard.Max-1, 1<<shard.Bits-1); top >= 1<<53 {
 		t.Fatalf("the highest qualified sequence %d is not exact in JavaScript", top)
 	}
-	if session.ValidShards(0) == nil || session.ValidShards(session.MaxShards+1) == nil || session.ValidShards(1) != nil {
-		t.Fatal("ValidShards bounds")
+	if shard.ValidCount(0) == nil || shard.ValidCount(shard.Max+1) == nil || shard.ValidCount(1) != nil {
+		t.Fatal("shard.ValidCount bounds")
 	}
 }
 
@@ -70,19 +71,19 @@ func TestShardSeq(t *testing.T) {
 func TestShardLogContract(t *testing.T) {
 	sessiontest.TestLog(t, func(t *testing.T) (session.Log, session.Feed) {
 		l := session.NewMemLog(1000, 8<<20)
-		s := &session.ShardLog{Log: l, Feed: l, Shard: 3}
+		s := &shard.Log{Log: l, Feed: l, Shard: 3}
 		return s, s
 	})
 }
 
-func newSharded(n int) (*session.Sharded, []*session.MemLog) {
+func newSharded(n int) (*shard.Sharded, []*session.MemLog) {
 	logs := make([]session.Log, n)
 	mems := make([]*session.MemLog, n)
 	for k := range n {
 		mems[k] = session.NewMemLog(1000, 8<<20)
-		logs[k] = &session.ShardLog{Log: mems[k], Feed: mems[k], Shard: k}
+		logs[k] = &shard.Log{Log: mems[k], Feed: mems[k], Shard: k}
 	}
-	all, err := session.NewSharded(session.OneMap(n), logs)
+	all, err := shard.NewSharded(shard.OneMap(n), logs)
 	if err != nil {
 		panic(err)
 	}
@@ -106,7 +107,7 @@ func TestShardedRoutes(t *testing.T) {
 	var sids [4]string
 	for i := 0; sids[0] == "" || sids[1] == "" || sids[2] == "" || sids[3] == ""; i++ {
 		sid := fmt.Sprintf("019a0000-0000-7000-8000-%012x", i)
-		if k := session.ShardOf(sid, 4); sids[k] == "" {
+		if k := shard.Of(sid, 4); sids[k] == "" {
 			sids[k] = sid
 		}
 	}
@@ -116,8 +117,8 @@ func TestShardedRoutes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if session.SeqShard(seqs[0]) != k || session.RawSeq(seqs[0]) != 1 {
-			t.Fatalf("session of shard %d stored at %d (shard %d, raw %d)", k, seqs[0], session.SeqShard(seqs[0]), session.RawSeq(seqs[0]))
+		if shard.OfSeq(seqs[0]) != k || shard.Raw(seqs[0]) != 1 {
+			t.Fatalf("session of shard %d stored at %d (shard %d, raw %d)", k, seqs[0], shard.OfSeq(seqs[0]), shard.Raw(seqs[0]))
 		}
 		for j, m := range mems {
 			_, err := m.SessionLastSeq(ctx, sid)
@@ -132,11 +133,11 @@ func TestShardedRoutes(t *testing.T) {
 	}
 	// Shard 1's sequence as the expectation of a shard 2 session: a
 	// conflict, never a write at shard 2's raw position 1.
-	_, err := all.Append(ctx, sids[2], session.ShardSeq(1, 1), []session.Record{{Type: "message", ID: "aaaaaaaa", Data: []byte(`{"type":"message","id":"aaaaaaaa","parentId":null}`)}})
+	_, err := all.Append(ctx, sids[2], shard.Seq(1, 1), []session.Record{{Type: "message", ID: "aaaaaaaa", Data: []byte(`{"type":"message","id":"aaaaaaaa","parentId":null}`)}})
 	if !errors.Is(err, wire.ErrConflict) {
 		t.Fatalf("append with another shard's sequence: %v, want ErrConflict", err)
 	}
-	if _, err := all.Read(ctx, sids[2], session.ShardSeq(1, 1)); !errors.Is(err, wire.ErrInvalid) {
+	if _, err := all.Read(ctx, sids[2], shard.Seq(1, 1)); !errors.Is(err, wire.ErrInvalid) {
 		t.Fatalf("read after another shard's sequence: %v, want ErrInvalid", err)
 	}
 	// Purging from shard 3 notices it on shard 3's feed, qualified.
@@ -147,7 +148,7 @@ func TestShardedRoutes(t *testing.T) {
 	fctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
-		_ = all.Logs()[3].(*session.ShardLog).Follow(fctx, 1, func(recs []session.Stored) error {
+		_ = all.Logs()[3].(*shard.Log).Follow(fctx, 1, func(recs []session.Stored) error {
 			if recs[0].Session == session.PurgeToken {
 				got <- recs
 				cancel()
@@ -156,8 +157,8 @@ func TestShardedRoutes(t *testing.T) {
 		})
 	}()
 	notice := (<-got)[0]
-	want := session.PurgeRecord(sids[3], session.ShardSeq(3, 1))
-	if notice.Seq != session.ShardSeq(3, 2) || string(notice.Data) != string(want.Data) {
-		t.Fatalf("purge notice %d %s, want %d %s", notice.Seq, notice.Data, session.ShardSeq(3, 2), want.Data)
+	want := session.PurgeRecord(sids[3], shard.Seq(3, 1))
+	if notice.Seq != shard.Seq(3, 2) || string(notice.Data) != string(want.Data) {
+		t.Fatalf("purge notice %d %s, want %d %s", notice.Seq, notice.Data, shard.Seq(3, 2), want.Data)
 	}
 }
