@@ -23,13 +23,11 @@ import (
 // result, so a client may retry after a timeout; the same id with other
 // content is ErrConflict.
 func (s *Service) Append(ctx context.Context, sid string, req wire.AppendRequest) (wire.WriteResult, error) {
-	if sh, ok := s.Log.(*shard.Sharded); ok && req.ExpectLastSeq != nil && *req.ExpectLastSeq != 0 {
-		if k := sh.Shard(sid); shard.OfSeq(*req.ExpectLastSeq) != k {
-			// A sequence of another shard is never this session's last: the
-			// conflict any stale expectation gets, without reading the log
-			// at a position that is not the session's.
-			return wire.WriteResult{}, wire.Field("expectLastSeq", fmt.Errorf("%w: %d is a sequence of shard %d; session %s is on shard %d",
-				wire.ErrConflict, *req.ExpectLastSeq, shard.OfSeq(*req.ExpectLastSeq), sid, k))
+	if req.ExpectLastSeq != nil {
+		// Before anything is read at the expectation: another shard's
+		// sequence is no position of this session.
+		if err := shard.CheckExpect(s.Log, sid, *req.ExpectLastSeq); err != nil {
+			return wire.WriteResult{}, err
 		}
 	}
 	drafts, err := s.checkAppend(sid, req)

@@ -259,11 +259,35 @@ func (s *Sharded) Append(ctx context.Context, sid string, expectLast uint64, rec
 		}
 	}
 	l, k := s.tab.Route(sid)
-	if expectLast != 0 && OfSeq(expectLast) != k {
-		return nil, wire.Field("expectLastSeq", fmt.Errorf("%w: %d is a sequence of shard %d; session %s is on shard %d",
-			wire.ErrConflict, expectLast, OfSeq(expectLast), sid, k))
+	if err := foreignExpect(sid, k, expectLast); err != nil {
+		return nil, err
 	}
 	return l.Append(ctx, sid, expectLast, recs)
+}
+
+// CheckExpect is Append's refusal of expectLast, the expectation of an
+// append to session sid, when l is Sharded and expectLast is a sequence
+// of another shard; nil otherwise. A caller that reads at the expectation
+// before it appends asks first: the Service waits for its Store to reach
+// it, and the writer's CAS loop, on the conflict, would read after it and
+// turn the conflict into Read's ErrInvalid.
+func CheckExpect(l session.Log, sid string, expectLast uint64) error {
+	s, ok := l.(*Sharded)
+	if !ok {
+		return nil
+	}
+	return foreignExpect(sid, s.Shard(sid), expectLast)
+}
+
+// foreignExpect refuses an expectation of a shard other than k, sid's: a
+// sequence of another shard is never the session's last, so it gets the
+// conflict any stale expectation gets.
+func foreignExpect(sid string, k int, expectLast uint64) error {
+	if expectLast == 0 || OfSeq(expectLast) == k {
+		return nil
+	}
+	return wire.Field("expectLastSeq", fmt.Errorf("%w: %d is a sequence of shard %d; session %s is on shard %d",
+		wire.ErrConflict, expectLast, OfSeq(expectLast), sid, k))
 }
 
 // Read reads sid's shard; see session.Log.

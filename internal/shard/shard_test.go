@@ -137,6 +137,15 @@ func TestShardedRoutes(t *testing.T) {
 	if !errors.Is(err, wire.ErrConflict) {
 		t.Fatalf("append with another shard's sequence: %v, want ErrConflict", err)
 	}
+	if cerr := shard.CheckExpect(all, sids[2], shard.Seq(1, 1)); cerr == nil || cerr.Error() != err.Error() {
+		t.Fatalf("CheckExpect = %v, want Append's %v", cerr, err)
+	}
+	if err := shard.CheckExpect(all, sids[2], shard.Seq(2, 1)); err != nil {
+		t.Fatalf("CheckExpect of the session's own shard: %v", err)
+	}
+	if err := shard.CheckExpect(mems[0], sids[2], shard.Seq(1, 1)); err != nil {
+		t.Fatalf("CheckExpect of a log that is not sharded: %v", err)
+	}
 	if _, err := all.Read(ctx, sids[2], shard.Seq(1, 1)); !errors.Is(err, wire.ErrInvalid) {
 		t.Fatalf("read after another shard's sequence: %v, want ErrInvalid", err)
 	}
