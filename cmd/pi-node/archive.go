@@ -95,7 +95,7 @@ func (m *Main) newArchiver(ctx context.Context, log session.Log, name string, lo
 		Logger: logger.With("component", "archiver"),
 	}
 	if h := m.holder; h != nil {
-		opts.Serves = h.servedShards
+		opts.Serves = h.Served
 	}
 	a := archive.New(m.stores, log, b, opts)
 	if c.SessionRetention > 0 {

@@ -55,7 +55,7 @@ type Config struct {
 	// Stream and bucket.
 	Replicas      int
 	Shards        int // streams new sessions are spread over (shard.Map); 0: the store's, 1 for a new one
-	Hold          int // nodes that hold each shard in memory (hold.go); 0: 2 with shards, every node without
+	Hold          int // nodes that hold each shard in memory (shard.Holder); 0: 2 with shards, every node without
 	Stream        string
 	SubjectPrefix string
 	Bucket        string

@@ -50,10 +50,10 @@ type Main struct {
 	jsCfg          jetstream.Config
 	region         *region.Node
 	name           string
-	stores         *store.Set     // one per shard stream
-	holder         *holder        // --hold: this node's share of the shards (hold.go), or nil
-	sharded        *shard.Sharded // the Service's log, outside region mode
-	archives       *shard.Archive // the archive per shard stream, outside region mode
+	stores         *store.Set                  // one per shard stream
+	holder         *shard.Holder[*store.Store] // --hold: this node's share of the shards, or nil
+	sharded        *shard.Sharded              // the Service's log, outside region mode
+	archives       *shard.Archive              // the archive per shard stream, outside region mode
 	archiveCfg     jetstream.ArchiveConfig
 	archiver       *archiverJob
 	api            *api.Server
@@ -153,9 +153,11 @@ func (m *Main) Run(ctx context.Context) error {
 			return err
 		}
 		m.bg.Go(func() { members.Run(bgCtx) })
-		m.holder = &holder{m: m, members: members, hold: hold, log: log, logger: logger,
-			serving: map[int]bool{}, taking: map[int]context.CancelFunc{}}
-		stores = m.holder.initial(ctx, feeds)
+		m.holder = &shard.Holder[*store.Store]{Node: name, Hold: hold, Members: members, Logs: m.sharded,
+			NewStore: func(k int, feed *shard.Log, n int) *store.Store { return m.newStore(k, feed, log, logger, n) },
+			Unheld:   func(feed *shard.Log) *store.Store { return store.Unheld(feed) },
+			Budget:   c.MemoryBudget, Beat: jetstream.MemberBeat, Logger: logger}
+		stores = m.holder.Initial(ctx)
 		logger.Info("holding a share of the shards", "hold", hold, "shards", len(feeds), "held", heldCount(stores))
 	} else {
 		for k, feed := range feeds {
@@ -164,6 +166,9 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	if m.stores, err = store.NewSet(sm, stores); err != nil {
 		return err
+	}
+	if m.holder != nil {
+		m.holder.Stores = m.stores
 	}
 	if m.region != nil {
 		// A region failover may hand the Store a stream of another
@@ -213,6 +218,9 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if m.holder != nil {
+		m.holder.Serving = m.api
+	}
 	if m.natsAudit != nil {
 		m.api.Registry().MustRegister(m.natsAudit)
 	}
@@ -257,7 +265,7 @@ func (m *Main) Run(ctx context.Context) error {
 		return fmt.Errorf("start NATS micro service: %w", err)
 	}
 	if m.holder != nil {
-		m.bg.Go(func() { m.holder.run(bgCtx) })
+		m.bg.Go(func() { m.holder.Run(bgCtx) })
 	}
 	logger.Info("pi-node ready", "version", buildinfo.Get().Version, "node", name, "http", m.HTTPAddr, "https", m.certs != nil, "metrics", m.metricsAt(), "nats", m.NATSURL, "monitor", m.MonitorAddr, "mode", m.mode())
 	return nil
@@ -566,7 +574,7 @@ func (m *Main) growShards(ctx context.Context, next shard.Map, added []*shard.Lo
 	var archives []session.Archive
 	for _, sh := range added {
 		if m.holder != nil {
-			// Its holders take it on their next look (holder.rebalance);
+			// Its holders take it on their next look (shard.Holder's rebalance);
 			// the new epoch begins far enough ahead for that.
 			stores = append(stores, store.Unheld(sh))
 			archives = append(archives, jetstream.NewArchive(sh.Log.(*jetstream.Log), m.shardArchiveConfig(sh.Shard)))

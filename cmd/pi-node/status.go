@@ -40,8 +40,8 @@ func (m *Main) status(ctx context.Context) (any, error) {
 		return out, err
 	}
 	if h := m.holder; h != nil {
-		out.Hold = h.hold
-		for _, mb := range h.members.Live() {
+		out.Hold = h.Hold
+		for _, mb := range h.Members.Live() {
 			out.Members = append(out.Members, wire.MemberStatus{Node: mb.Node, Held: mb.Held, Ready: mb.Ready})
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/pifleet/sessionlog/internal/shard"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
 
@@ -25,21 +26,11 @@ const (
 	MemberTTL     = 5 * time.Second
 )
 
-// Member is one pi-node as it announces itself in the members bucket.
-type Member struct {
-	Node string `json:"node"`
-	// Ready lists the shards the node serves from memory, caught up: the
-	// ones whose forwarded requests it answers.
-	Ready []int `json:"ready"`
-	// Held lists the shards the node follows, ready or still catching up.
-	Held []int `json:"held"`
-}
-
 // Members is the cluster's pi-nodes as they announce themselves in a KV
-// bucket (PI_NODES, in memory, history 1): each node puts its Member under
-// its name every beat, and every node watches the bucket. Whether a member
-// is live is judged by when this node last heard from it, so clocks need
-// not agree.
+// bucket (PI_NODES, in memory, history 1): each node puts its
+// shard.Member under its name every beat, and every node watches the
+// bucket. Whether a member is live is judged by when this node last heard
+// from it, so clocks need not agree.
 type Members struct {
 	kv    jetstream.KeyValue
 	log   *slog.Logger
@@ -58,7 +49,7 @@ type Members struct {
 	// bucket's stream is electing a leader, the watch has stalled), and
 	// Live answers with the last view it trusted.
 	selfAt   time.Time
-	lastGood []Member
+	lastGood []shard.Member
 	// resumed is when this node's own record came back after a silence
 	// longer than staleView (the bucket elected a leader, the watch was
 	// restarted). The others' beats could not be heard meanwhile either,
@@ -74,7 +65,7 @@ type Members struct {
 const staleView = 3 * MemberBeat
 
 type seenMember struct {
-	m  Member
+	m  shard.Member
 	at time.Time
 }
 
@@ -98,8 +89,10 @@ func OpenMembers(ctx context.Context, js jetstream.JetStream, cfg Config, self s
 	return &Members{kv: kv, log: logger(cfg), self: self, ttl: MemberTTL, stale: staleView, now: time.Now, seen: map[string]seenMember{}, changed: make(chan struct{})}, nil
 }
 
+var _ shard.Members = (*Members)(nil) // what a shard.Holder reads
+
 // memberKey is a node's key: its name with what a KV key may not hold
-// replaced (the Member inside keeps the name as it is).
+// replaced (the shard.Member inside keeps the name as it is).
 func memberKey(node string) string {
 	return strings.Map(func(r rune) rune {
 		switch {
@@ -112,7 +105,7 @@ func memberKey(node string) string {
 
 // Announce puts this node's record: it is live, holds held and serves ready.
 func (ms *Members) Announce(ctx context.Context, held, ready []int) error {
-	b, err := json.Marshal(Member{Node: ms.self, Held: nonNil(held), Ready: nonNil(ready)})
+	b, err := json.Marshal(shard.Member{Node: ms.self, Held: nonNil(held), Ready: nonNil(ready)})
 	if err != nil {
 		return err
 	}
@@ -200,7 +193,7 @@ func (ms *Members) apply(e jetstream.KeyValueEntry, initial bool) {
 	if e.Operation() != jetstream.KeyValuePut {
 		delete(ms.seen, e.Key())
 	} else {
-		var m Member
+		var m shard.Member
 		if json.Unmarshal(e.Value(), &m) != nil || m.Node == "" {
 			return
 		}
@@ -258,7 +251,7 @@ func (ms *Members) Synced() bool {
 // Live is every member heard from within the TTL, this node always among
 // them, by name. After a silence of the bucket, the TTL of the members it
 // last trusted counts from when the bucket was heard again (resumed).
-func (ms *Members) Live() []Member {
+func (ms *Members) Live() []shard.Member {
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
 	now := ms.now()
@@ -267,11 +260,11 @@ func (ms *Members) Live() []Member {
 		// bucket's, not theirs. Nobody is taken for gone meanwhile.
 		return slices.Clone(ms.lastGood)
 	}
-	out := []Member{}
+	out := []shard.Member{}
 	self := false
 	graced := func(node string) bool {
 		return !ms.resumed.IsZero() && now.Sub(ms.resumed) <= ms.ttl &&
-			slices.ContainsFunc(ms.lastGood, func(m Member) bool { return m.Node == node })
+			slices.ContainsFunc(ms.lastGood, func(m shard.Member) bool { return m.Node == node })
 	}
 	for _, s := range ms.seen {
 		if now.Sub(s.at) <= ms.ttl || graced(s.m.Node) {
@@ -280,9 +273,9 @@ func (ms *Members) Live() []Member {
 		}
 	}
 	if !self {
-		out = append(out, Member{Node: ms.self, Held: []int{}, Ready: []int{}})
+		out = append(out, shard.Member{Node: ms.self, Held: []int{}, Ready: []int{}})
 	}
-	slices.SortFunc(out, func(a, b Member) int { return strings.Compare(a.Node, b.Node) })
+	slices.SortFunc(out, func(a, b shard.Member) int { return strings.Compare(a.Node, b.Node) })
 	if self && now.Sub(ms.selfAt) <= ms.stale {
 		ms.lastGood = slices.Clone(out)
 	}

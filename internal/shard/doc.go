@@ -19,7 +19,13 @@
 // With --hold H a node holds only some shards in memory: Holders picks
 // the H live nodes of highest rendezvous weight for each shard, so every
 // node computes the same holders from the same member list and a node's
-// arrival or departure moves only the shards it gains or held.
+// arrival or departure moves only the shards it gains or held. Holder
+// runs a node's share: it takes a shard over (a Store that follows it,
+// served once caught up) and hands one back once its new holders serve
+// it. It reaches the members, the Stores and the serving of forwarded
+// requests through interfaces declared here (Members, Stores, Serving),
+// which cmd/pi-node fills with jetstream.Members, store.Set and
+// api.Server.
 //
 // # What it does not contain
 //
@@ -27,5 +33,6 @@
 // are internal/jetstream's, the Store set and Unheld Stores are
 // internal/store's, forwarding a request to a shard's holders is
 // internal/api's. This package imports only internal/session and
-// internal/wire, so that those can import it.
+// internal/wire, so that those can import it (jetstream and store do, for
+// the map and Log).
 package shard
