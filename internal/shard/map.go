@@ -2,6 +2,7 @@ package shard
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -169,4 +170,14 @@ func IDTime(sid string) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return time.UnixMilli(int64(ms)), true
+}
+
+// Extends checks that next keeps every epoch of cur (so every session of
+// cur is where it was) and only adds later ones.
+func Extends(cur, next Map) error {
+	ce, ne := cur.epochs(), next.epochs()
+	if len(ne) < len(ce) || !slices.EqualFunc(ce, ne[:len(ce)], func(a, b Epoch) bool { return a.Shards == b.Shards && a.From.Equal(b.From) }) {
+		return fmt.Errorf("%w: shard map %s does not extend %s: sessions placed by it would move", wire.ErrConflict, next, cur)
+	}
+	return nil
 }
