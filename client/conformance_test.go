@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pifleet/sessionlog/internal/apiclient/apitest"
 	"github.com/pifleet/sessionlog/internal/conformance"
+	"github.com/pifleet/sessionlog/internal/nodetest"
 	"github.com/pifleet/sessionlog/internal/tree"
 )
 
@@ -26,9 +26,9 @@ import (
 func TestConformanceReplay(t *testing.T) {
 	dir := conformance.Dir(t)
 	// A node per transport: the cases keep pi's session ids.
-	nodes := map[string]*apitest.Node{}
+	nodes := map[string]*nodetest.Node{}
 	for _, kind := range transportKinds {
-		nodes[kind] = apitest.Start(t, apitest.Options{})
+		nodes[kind] = nodetest.Start(t, nodetest.Options{})
 	}
 	replayed := 0
 	for _, c := range conformance.Cases(t, dir, "pi-v3") {
@@ -78,7 +78,7 @@ func replayable(ops tree.Value) bool {
 }
 
 // replay runs ops through a Session whose ids and clock are pi's.
-func replay(t *testing.T, n *apitest.Node, kind string, ops tree.Value, file []byte) *Session {
+func replay(t *testing.T, n *nodetest.Node, kind string, ops tree.Value, file []byte) *Session {
 	t.Helper()
 	ctx := context.Background()
 	f, err := tree.Read(file, tree.ReadOptions{Strict: true})

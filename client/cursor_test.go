@@ -5,14 +5,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pifleet/sessionlog/internal/apiclient/apitest"
+	"github.com/pifleet/sessionlog/internal/nodetest"
 )
 
 // TestCursors: a client's cursor follows its writes and moves, resumes on
 // another transport, and a cursor another writer moved is reported — with
 // the write done — until the Session adopts or overwrites it.
 func TestCursors(t *testing.T) {
-	n := apitest.Start(t, apitest.Options{})
+	n := nodetest.Start(t, nodetest.Options{})
 	ctx := ctxT(t)
 	w7, err := dial(t, n, "HTTP").Create(WithClientID("worker-7"))
 	if err != nil {
@@ -99,7 +99,7 @@ func TestCursors(t *testing.T) {
 // assistant message on the path, stored at once with one; labels come
 // along; the cursor client carries over.
 func TestFork(t *testing.T) {
-	n := apitest.Start(t, apitest.Options{})
+	n := nodetest.Start(t, nodetest.Options{})
 	for _, kind := range transportKinds {
 		t.Run(kind, func(t *testing.T) {
 			ctx := ctxT(t)

@@ -9,14 +9,14 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/pifleet/sessionlog/internal/apiclient/apitest"
 	"github.com/pifleet/sessionlog/internal/jetstream/embedded/embeddedtest"
+	"github.com/pifleet/sessionlog/internal/nodetest"
 )
 
 // TestEntryTypes writes every entry type with pi's single-entry methods
 // and reads them back as pi's getters and buildSessionContext see them.
 func TestEntryTypes(t *testing.T) {
-	n := apitest.Start(t, apitest.Options{})
+	n := nodetest.Start(t, nodetest.Options{})
 	ctx := ctxT(t)
 	s, err := dial(t, n, "NodeNATS").Create(WithParentSession("01a22ba6-0000-7000-8000-000000000001"))
 	if err != nil {
@@ -115,7 +115,7 @@ func TestJetStreamProvision(t *testing.T) {
 // the node waits for a write it has not applied is internal/api's
 // TestStrongRead, with a Store held back.)
 func TestOpenLatest(t *testing.T) {
-	n := apitest.Start(t, apitest.Options{})
+	n := nodetest.Start(t, nodetest.Options{})
 	ctx := ctxT(t)
 	w := dial(t, n, "JetStream")
 	s, err := w.Create()

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/client"
-	"github.com/pifleet/sessionlog/internal/apiclient/apitest"
+	"github.com/pifleet/sessionlog/internal/nodetest"
 )
 
 // The examples talk to the pi-node whose HTTP API is at $PI_CTL_HTTP (e.g.
@@ -31,7 +31,7 @@ func run(m *testing.M) int {
 	defer os.RemoveAll(dir)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	n, err := apitest.StartDir(ctx, dir, apitest.Options{})
+	n, err := nodetest.StartDir(ctx, dir, nodetest.Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start pi-node:", err)
 		return 1

@@ -11,8 +11,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/pifleet/sessionlog/internal/apiclient/apitest"
-	"github.com/pifleet/sessionlog/internal/session/sessiontest"
+	"github.com/pifleet/sessionlog/internal/enginetest"
+	"github.com/pifleet/sessionlog/internal/nodetest"
 	"github.com/pifleet/sessionlog/internal/tree"
 )
 
@@ -21,22 +21,22 @@ import (
 // writer.Writer, the delayed flush and CAS loop written once, behind the
 // JetStream log and behind the API's.
 func TestWriterContract(t *testing.T) {
-	n := apitest.Start(t, apitest.Options{})
+	n := nodetest.Start(t, nodetest.Options{})
 	for _, kind := range transportKinds {
 		t.Run(kind, func(t *testing.T) {
-			sessiontest.TestWriter(t, func(t *testing.T) sessiontest.WriterEnv {
+			enginetest.TestWriter(t, func(t *testing.T) enginetest.WriterEnv {
 				c := dial(t, n, kind)
-				return sessiontest.WriterEnv{Log: c.log, Feed: n.Log}
+				return enginetest.WriterEnv{Log: c.log, Feed: n.Log}
 			})
 		})
 	}
 	// The same over a store of three shards: the JetStream transport
 	// finds the shard map, the API routes each session to its stream.
-	ns := apitest.Start(t, apitest.Options{Shards: 3})
+	ns := nodetest.Start(t, nodetest.Options{Shards: 3})
 	for _, kind := range transportKinds {
 		t.Run(kind+"/shards=3", func(t *testing.T) {
-			sessiontest.TestWriter(t, func(t *testing.T) sessiontest.WriterEnv {
-				return sessiontest.WriterEnv{Log: dial(t, ns, kind).log}
+			enginetest.TestWriter(t, func(t *testing.T) enginetest.WriterEnv {
+				return enginetest.WriterEnv{Log: dial(t, ns, kind).log}
 			})
 		})
 	}
@@ -47,7 +47,7 @@ var transportKinds = []string{"JetStream", "HTTP", "NodeNATS"}
 
 // dial connects a Client of the given transport to node n, closed at
 // cleanup.
-func dial(t *testing.T, n *apitest.Node, kind string, opts ...Option) *Client {
+func dial(t *testing.T, n *nodetest.Node, kind string, opts ...Option) *Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -101,7 +101,7 @@ func must(t *testing.T) func(Written, error) Written {
 // TestKilledWorkerLeavesNothing: a worker that dies before its first
 // assistant message leaves no session and no cursor, on any transport.
 func TestKilledWorkerLeavesNothing(t *testing.T) {
-	n := apitest.Start(t, apitest.Options{})
+	n := nodetest.Start(t, nodetest.Options{})
 	for _, kind := range transportKinds {
 		t.Run(kind, func(t *testing.T) {
 			ctx := ctxT(t)
@@ -137,7 +137,7 @@ func TestKilledWorkerLeavesNothing(t *testing.T) {
 // transports append at once; nothing is lost or doubled, each keeps its
 // own branch, and all of them — and pi-node — end with the same file.
 func TestTwoTransportsConverge(t *testing.T) {
-	n := apitest.Start(t, apitest.Options{})
+	n := nodetest.Start(t, nodetest.Options{})
 	ctx := ctxT(t)
 	first, err := dial(t, n, "HTTP").Create(WithCwd("/repo"))
 	if err != nil {
@@ -204,7 +204,7 @@ func TestTwoTransportsConverge(t *testing.T) {
 // TestConflictSemantics: a Session that missed other writers' entries
 // still appends under its own leaf, learns what it missed, and says so.
 func TestConflictSemantics(t *testing.T) {
-	n := apitest.Start(t, apitest.Options{})
+	n := nodetest.Start(t, nodetest.Options{})
 	for _, kind := range transportKinds {
 		t.Run(kind, func(t *testing.T) {
 			ctx := ctxT(t)
@@ -240,7 +240,7 @@ func TestConflictSemantics(t *testing.T) {
 // TestArguments: JSON arguments of any Go type are stored as pi writes
 // them; bad ones are errors that name them, and store nothing.
 func TestArguments(t *testing.T) {
-	n := apitest.Start(t, apitest.Options{})
+	n := nodetest.Start(t, nodetest.Options{})
 	ctx := ctxT(t)
 	s, err := dial(t, n, "HTTP").Create()
 	if err != nil {

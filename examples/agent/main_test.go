@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pifleet/sessionlog/internal/apiclient/apitest"
+	"github.com/pifleet/sessionlog/internal/nodetest"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/agent.golden")
@@ -25,7 +25,7 @@ func TestAgent(t *testing.T) {
 	golden := filepath.Join("testdata", "agent.golden")
 	for _, transport := range []string{"http", "nats"} {
 		t.Run(transport, func(t *testing.T) {
-			n := apitest.Start(t, apitest.Options{Token: "t0ken"})
+			n := nodetest.Start(t, nodetest.Options{Token: "t0ken"})
 			url := map[string]string{"http": n.HTTPURL, "nats": n.NATSURL}[transport]
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()

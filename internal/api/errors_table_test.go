@@ -14,8 +14,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 
-	"github.com/pifleet/sessionlog/internal/apiclient/apitest"
 	"github.com/pifleet/sessionlog/internal/apispec"
+	"github.com/pifleet/sessionlog/internal/nodetest"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
 
@@ -59,14 +59,14 @@ type errCase struct {
 // nats.go text in the message, and nothing stored by a request that failed.
 func TestErrorsTable(t *testing.T) {
 	const token = "s3cret"
-	n := apitest.Start(t, apitest.Options{Token: token})
+	n := nodetest.Start(t, nodetest.Options{Token: token})
 	nc, err := nats.Connect(n.NATSURL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer nc.Close()
 	ctx := context.Background()
-	// apitest's pi-node is not ours to wrap: the client holds its traffic
+	// nodetest's pi-node is not ours to wrap: the client holds its traffic
 	// to docs/openapi.yaml instead.
 	hc := &http.Client{Timeout: time.Minute, Transport: apispec.Transport(t, nil)}
 	sendHTTP := func(r httpReq) (int, []byte) {

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/apiclient"
-	"github.com/pifleet/sessionlog/internal/apiclient/apitest"
+	"github.com/pifleet/sessionlog/internal/nodetest"
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/testutil"
 	"github.com/pifleet/sessionlog/internal/wire"
@@ -19,7 +19,7 @@ import (
 // TestCursorsOverAPI: get, CAS update, put, list, delete and the polling
 // watch over both transports, against the KV-backed cursors underneath.
 func TestCursorsOverAPI(t *testing.T) {
-	n := apitest.Start(t, apitest.Options{})
+	n := nodetest.Start(t, nodetest.Options{})
 	for name, c := range transports(t, n) {
 		t.Run(name, func(t *testing.T) {
 			ctx := ctxT(t)

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/pifleet/sessionlog/internal/apiclient"
-	"github.com/pifleet/sessionlog/internal/apiclient/apitest"
+	"github.com/pifleet/sessionlog/internal/nodetest"
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/testutil"
 	"github.com/pifleet/sessionlog/internal/wire"
@@ -18,7 +18,7 @@ import (
 // and rebuilds the same header), reports sequences as the stream has them,
 // and reads back what a conflict was about.
 func TestLogOverAPI(t *testing.T) {
-	n := apitest.Start(t, apitest.Options{})
+	n := nodetest.Start(t, nodetest.Options{})
 	for name, c := range transports(t, n) {
 		t.Run(name, func(t *testing.T) {
 			ctx := ctxT(t)
@@ -94,7 +94,7 @@ func TestLogOverAPI(t *testing.T) {
 // the sequences the Log reports are the ones the stream holds — also when
 // the writer is the engine's import, which hands the Log the whole session.
 func TestCreateWholeOverAPI(t *testing.T) {
-	n := apitest.Start(t, apitest.Options{MaxBatch: 10})
+	n := nodetest.Start(t, nodetest.Options{MaxBatch: 10})
 	for name, c := range transports(t, n) {
 		t.Run(name, func(t *testing.T) {
 			ctx := ctxT(t)

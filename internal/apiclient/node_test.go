@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/apiclient"
-	"github.com/pifleet/sessionlog/internal/apiclient/apitest"
+	"github.com/pifleet/sessionlog/internal/nodetest"
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/testutil"
 	"github.com/pifleet/sessionlog/internal/tree"
@@ -19,7 +19,7 @@ import (
 )
 
 // transports returns a client of each kind for node n.
-func transports(t *testing.T, n *apitest.Node) map[string]apiclient.Client {
+func transports(t *testing.T, n *nodetest.Node) map[string]apiclient.Client {
 	t.Helper()
 	h, err := apiclient.NewHTTP(apiclient.HTTPOptions{URL: n.HTTPURL, Token: n.Token, Timeout: 10 * time.Second})
 	if err != nil {
@@ -67,7 +67,7 @@ func entry(t *testing.T, id, parent string) session.Record {
 // TestErrorsFromNode: pi-node's error replies unwrap to the engine's
 // sentinels on both transports.
 func TestErrorsFromNode(t *testing.T) {
-	n := apitest.Start(t, apitest.Options{})
+	n := nodetest.Start(t, nodetest.Options{})
 	for name, c := range transports(t, n) {
 		t.Run(name, func(t *testing.T) {
 			ctx := ctxT(t)
@@ -100,7 +100,7 @@ func TestErrorsFromNode(t *testing.T) {
 			}
 		})
 	}
-	tok := apitest.Start(t, apitest.Options{Token: "s3cret"})
+	tok := nodetest.Start(t, nodetest.Options{Token: "s3cret"})
 	h, _ := apiclient.NewHTTP(apiclient.HTTPOptions{URL: tok.HTTPURL})
 	if _, err := h.Do(ctxT(t), wire.StatusRequest{}); !errors.Is(err, wire.ErrUnauthorized) {
 		t.Fatalf("no token: %v", err)

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/pifleet/sessionlog/internal/apiclient"
-	"github.com/pifleet/sessionlog/internal/apiclient/apitest"
+	"github.com/pifleet/sessionlog/internal/nodetest"
 	"github.com/pifleet/sessionlog/internal/testutil"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
@@ -17,7 +17,7 @@ import (
 // not matter here (a missing session, a node without archive): it must be
 // pi-node's own reply, not "no route", no responders or a foreign body.
 func TestReachesWire(t *testing.T) {
-	n := apitest.Start(t, apitest.Options{})
+	n := nodetest.Start(t, nodetest.Options{})
 	sid := testutil.SessionID(t)
 	for name, c := range transports(t, n) {
 		for _, req := range wire.Requests() {

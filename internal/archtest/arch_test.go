@@ -156,3 +156,26 @@ func TestDocGo(t *testing.T) {
 		}
 	}
 }
+
+// testKit matches the packages that exist for tests: the suites and
+// in-process nodes others' tests import (enginetest, nodetest,
+// embeddedtest, jstest), and testutil.
+var testKit = regexp.MustCompile(`(test|testutil)$`)
+
+// TestNoTestKitInProduction: no package's non-test files import a test
+// kit. A kit imports the layers it drives, so one imported by production
+// code would draw an arrow back up the layers (and link test code into a
+// binary).
+func TestNoTestKitInProduction(t *testing.T) {
+	for _, line := range goList(t, "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "./...") {
+		fields := strings.Fields(line)
+		if testKit.MatchString(fields[0]) {
+			continue
+		}
+		for _, imp := range fields[1:] {
+			if strings.HasPrefix(imp, module) && testKit.MatchString(imp) {
+				t.Errorf("%s imports the test kit %s", strings.TrimPrefix(fields[0], module), strings.TrimPrefix(imp, module))
+			}
+		}
+	}
+}

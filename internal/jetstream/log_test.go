@@ -5,15 +5,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pifleet/sessionlog/internal/enginetest"
 	"github.com/pifleet/sessionlog/internal/session"
-	"github.com/pifleet/sessionlog/internal/session/sessiontest"
 )
 
 // runSuites runs the session conformance suites against the adapter on a
 // fresh stream and bucket per subtest.
 func runSuites(t *testing.T, conn *Conn, replicas int) {
 	t.Run("Log", func(t *testing.T) {
-		sessiontest.TestLog(t, func(t *testing.T) (session.Log, session.Feed) {
+		enginetest.TestLog(t, func(t *testing.T) (session.Log, session.Feed) {
 			cfg := testConfig(replicas)
 			provision(t, conn.JS, cfg)
 			l := NewLog(conn.JS, cfg)
@@ -21,7 +21,7 @@ func runSuites(t *testing.T, conn *Conn, replicas int) {
 		})
 	})
 	t.Run("Cursors", func(t *testing.T) {
-		sessiontest.TestCursors(t, func(t *testing.T) session.Cursors {
+		enginetest.TestCursors(t, func(t *testing.T) session.Cursors {
 			cfg := testConfig(replicas)
 			provision(t, conn.JS, cfg)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -10,8 +10,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/pifleet/sessionlog/internal/enginetest"
 	"github.com/pifleet/sessionlog/internal/session"
-	"github.com/pifleet/sessionlog/internal/session/sessiontest"
 	"github.com/pifleet/sessionlog/internal/shard"
 	"github.com/pifleet/sessionlog/internal/testutil"
 	"github.com/pifleet/sessionlog/internal/wire"
@@ -41,7 +41,7 @@ func TestShardsContract(t *testing.T) {
 	s := runServer(t)
 	conn := connect(t, s.ClientURL())
 	t.Run("Shard", func(t *testing.T) {
-		sessiontest.TestLog(t, func(t *testing.T) (session.Log, session.Feed) {
+		enginetest.TestLog(t, func(t *testing.T) (session.Log, session.Feed) {
 			cfg := testConfig(1)
 			provisionShards(t, conn, cfg, 3)
 			shards, _ := NewShards(conn.JS, cfg, shard.OneMap(3))
@@ -49,7 +49,7 @@ func TestShardsContract(t *testing.T) {
 		})
 	})
 	t.Run("Sharded", func(t *testing.T) {
-		sessiontest.TestLogWrites(t, func(t *testing.T) session.Log {
+		enginetest.TestLogWrites(t, func(t *testing.T) session.Log {
 			cfg := testConfig(1)
 			provisionShards(t, conn, cfg, 3)
 			_, all := NewShards(conn.JS, cfg, shard.OneMap(3))

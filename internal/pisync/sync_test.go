@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/apiclient"
-	"github.com/pifleet/sessionlog/internal/apiclient/apitest"
+	"github.com/pifleet/sessionlog/internal/nodetest"
 	"github.com/pifleet/sessionlog/internal/testutil"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
@@ -61,7 +61,7 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	n := apitest.Start(t, apitest.Options{})
+	n := nodetest.Start(t, nodetest.Options{})
 	c, err := apiclient.NewHTTP(apiclient.HTTPOptions{URL: n.HTTPURL, Timeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -499,7 +499,7 @@ func TestRecoveredFile(t *testing.T) {
 // with the cluster from its entries when its export does not fit, and
 // checked out the same way; every copy is the file byte for byte.
 func TestLargeOverNATS(t *testing.T) {
-	n := apitest.Start(t, apitest.Options{MaxPayload: 256 << 10})
+	n := nodetest.Start(t, nodetest.Options{MaxPayload: 256 << 10})
 	nc, err := apiclient.DialNATS(apiclient.NATSOptions{URL: n.NATSURL, Timeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)

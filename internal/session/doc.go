@@ -10,7 +10,7 @@
 // reads, purge); Feed is the read side (the whole log in sequence order, for
 // Stores); Cursors holds each client's leaf per session; Archive holds copies
 // of idle sessions for internal/archive (checked there, against JetStream).
-// Their doc comments state the contract; sessiontest checks the first three
+// Their doc comments state the contract; internal/enginetest checks the first three
 // for internal/jetstream (the real one) and MemLog / MemCursors here, and
 // runs the Writer over internal/apiclient's (through pi-node's API).
 //

@@ -39,7 +39,7 @@ type Stored struct {
 // internal/apiclient (through pi-node's API: the public client's HTTP and
 // NATS-API transports) and MemLog (tests).
 //
-// Contract, checked for every implementation by sessiontest.TestLog:
+// Contract, checked for every implementation by enginetest.TestLog:
 //   - Append stores all recs of one call at the end of the session, contiguous
 //     and in order, or none of them (atomic). It returns each record's sequence.
 //   - expectLast is the last sequence of this session the caller has seen; 0
@@ -121,7 +121,7 @@ type CursorEntry struct {
 	Cursor
 }
 
-// Cursors stores per-(session, client) leaves. Contract (sessiontest.TestCursors):
+// Cursors stores per-(session, client) leaves. Contract (enginetest.TestCursors):
 //   - Get returns wire.ErrNotFound for a missing or deleted cursor.
 //   - Put stores unconditionally; Update stores only if the current revision is
 //     expectRev (0: only if absent), else wire.ErrConflict. Both return the new revision.

@@ -19,7 +19,7 @@ var (
 
 // MemLog is an in-memory Log and Feed with the same contract as the JetStream
 // adapter, for tests of the engine and as the reference implementation that
-// sessiontest.TestLog is first run against. The zero value is not usable; call
+// enginetest.TestLog is first run against. The zero value is not usable; call
 // NewMemLog.
 //
 // Like JetStream, sequences are log-wide and never reused (a Purge does not

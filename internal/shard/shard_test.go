@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/pifleet/sessionlog/internal/enginetest"
 	"github.com/pifleet/sessionlog/internal/session"
-	"github.com/pifleet/sessionlog/internal/session/sessiontest"
 	"github.com/pifleet/sessionlog/internal/shard"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
@@ -69,7 +69,7 @@ func TestShardSeq(t *testing.T) {
 // One shard of a sharded log keeps the whole Log and Feed contract with its
 // sequences qualified (purge notices included).
 func TestShardLogContract(t *testing.T) {
-	sessiontest.TestLog(t, func(t *testing.T) (session.Log, session.Feed) {
+	enginetest.TestLog(t, func(t *testing.T) (session.Log, session.Feed) {
 		l := session.NewMemLog(1000, 8<<20)
 		s := &shard.Log{Log: l, Feed: l, Shard: 3}
 		return s, s
@@ -93,7 +93,7 @@ func newSharded(n int) (*shard.Sharded, []*session.MemLog) {
 // The log over all shards keeps the Log contract: every clause a Feed is
 // not needed for.
 func TestShardedContract(t *testing.T) {
-	sessiontest.TestLogWrites(t, func(t *testing.T) session.Log {
+	enginetest.TestLogWrites(t, func(t *testing.T) session.Log {
 		all, _ := newSharded(4)
 		return all
 	})

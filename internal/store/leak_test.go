@@ -8,8 +8,8 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/pifleet/sessionlog/internal/enginetest"
 	"github.com/pifleet/sessionlog/internal/session"
-	"github.com/pifleet/sessionlog/internal/session/sessiontest"
 	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/writer"
 )
@@ -42,7 +42,7 @@ func writeSessions(t *testing.T, log session.Log, n int) uint64 {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, m := range [][]byte{sessiontest.UserMessage("q"), sessiontest.AssistantMessage("a")} {
+		for _, m := range [][]byte{enginetest.UserMessage("q"), enginetest.AssistantMessage("a")} {
 			if _, err := w.AppendMessage(ctx, m); err != nil {
 				t.Fatal(err)
 			}

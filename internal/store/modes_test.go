@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pifleet/sessionlog/internal/enginetest"
 	"github.com/pifleet/sessionlog/internal/session"
-	"github.com/pifleet/sessionlog/internal/session/sessiontest"
 	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/testutil"
 	"github.com/pifleet/sessionlog/internal/writer"
@@ -21,7 +21,7 @@ func TestSnapshotModes(t *testing.T) {
 	l := session.NewMemLog(smallBatch, 1<<20)
 	for i := range 3 {
 		sid := testutil.SessionID(t)
-		if _, err := writer.Import(ctx, l, sessiontest.SessionFile(sid, 5, uint32(i)), nil, writer.RetryPolicy{}); err != nil {
+		if _, err := writer.Import(ctx, l, enginetest.SessionFile(sid, 5, uint32(i)), nil, writer.RetryPolicy{}); err != nil {
 			t.Fatal(err)
 		}
 	}

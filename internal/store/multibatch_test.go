@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pifleet/sessionlog/internal/enginetest"
 	"github.com/pifleet/sessionlog/internal/jetstream"
 	"github.com/pifleet/sessionlog/internal/jetstream/embedded/embeddedtest"
 	"github.com/pifleet/sessionlog/internal/jetstream/jstest"
 	"github.com/pifleet/sessionlog/internal/session"
-	"github.com/pifleet/sessionlog/internal/session/sessiontest"
 	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/testutil"
 	"github.com/pifleet/sessionlog/internal/wire"
@@ -177,7 +177,7 @@ func TestMultiBatchNeverPartial(t *testing.T) {
 			ctx := ctxT(t)
 			l := newLog(t)
 			for k := range 3 {
-				if _, err := writer.Import(ctx, l, sessiontest.SessionFile(testutil.SessionID(t), 30, uint32(100+k)), nil, writer.RetryPolicy{}); err != nil {
+				if _, err := writer.Import(ctx, l, enginetest.SessionFile(testutil.SessionID(t), 30, uint32(100+k)), nil, writer.RetryPolicy{}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -223,7 +223,7 @@ func TestMultiBatchNeverPartial(t *testing.T) {
 				}
 				steps = append(steps, step{seqs[len(seqs)-1], st.Stats().Pending})
 			}}
-			res, err := writer.Import(ctx, hl, sessiontest.SessionFile(sid, 400, 1), nil, writer.RetryPolicy{})
+			res, err := writer.Import(ctx, hl, enginetest.SessionFile(sid, 400, 1), nil, writer.RetryPolicy{})
 			close(stop)
 			wg.Wait()
 			if err != nil {
@@ -280,11 +280,11 @@ func TestAbandonedImportPurged(t *testing.T) {
 			stores := []*store.Store{open(t, l, opts), open(t, l, opts)}
 
 			kept := testutil.SessionID(t)
-			if _, err := writer.Import(ctx, l, sessiontest.SessionFile(kept, 45, 2), nil, writer.RetryPolicy{}); err != nil {
+			if _, err := writer.Import(ctx, l, enginetest.SessionFile(kept, 45, 2), nil, writer.RetryPolicy{}); err != nil {
 				t.Fatal(err)
 			}
 			sid := testutil.SessionID(t)
-			if _, err := writer.Import(ctx, &dyingLog{Log: l, n: 2}, sessiontest.SessionFile(sid, 45, 1), nil, quick); !errors.Is(err, wire.ErrUnavailable) {
+			if _, err := writer.Import(ctx, &dyingLog{Log: l, n: 2}, enginetest.SessionFile(sid, 45, 1), nil, quick); !errors.Is(err, wire.ErrUnavailable) {
 				t.Fatalf("dying import: %v", err)
 			}
 			prefix, err := l.Read(ctx, sid, 0)
@@ -363,7 +363,7 @@ func TestAbandonedClaimAckLost(t *testing.T) {
 			ctx := ctxT(t)
 			l := newLog(t)
 			sid := testutil.SessionID(t)
-			if _, err := writer.Import(ctx, &dyingLog{Log: l, n: 2}, sessiontest.SessionFile(sid, 45, 1), nil, quick); !errors.Is(err, wire.ErrUnavailable) {
+			if _, err := writer.Import(ctx, &dyingLog{Log: l, n: 2}, enginetest.SessionFile(sid, 45, 1), nil, quick); !errors.Is(err, wire.ErrUnavailable) {
 				t.Fatalf("dying import: %v", err)
 			}
 			logs := &testutil.SyncBuffer{}
@@ -398,7 +398,7 @@ func TestClaimedLeftoverPurged(t *testing.T) {
 	ctx := ctxT(t)
 	l := session.NewMemLog(smallBatch, 1<<20)
 	sid := testutil.SessionID(t)
-	if _, err := writer.Import(ctx, &dyingLog{Log: l, n: 2}, sessiontest.SessionFile(sid, 45, 1), nil, quick); err == nil {
+	if _, err := writer.Import(ctx, &dyingLog{Log: l, n: 2}, enginetest.SessionFile(sid, 45, 1), nil, quick); err == nil {
 		t.Fatal("dying import succeeded")
 	}
 	recs, err := l.Read(ctx, sid, 0)
@@ -438,12 +438,12 @@ func TestSnapshotMidImport(t *testing.T) {
 			l := newLog(t)
 			dir := t.TempDir()
 			before, after := testutil.SessionID(t), testutil.SessionID(t)
-			files := map[string][]byte{before: sessiontest.SessionFile(before, 5, 10), after: sessiontest.SessionFile(after, 5, 11)}
+			files := map[string][]byte{before: enginetest.SessionFile(before, 5, 10), after: enginetest.SessionFile(after, 5, 11)}
 			if _, err := writer.Import(ctx, l, files[before], nil, writer.RetryPolicy{}); err != nil {
 				t.Fatal(err)
 			}
 			sid := testutil.SessionID(t)
-			files[sid] = sessiontest.SessionFile(sid, 45, 1)
+			files[sid] = enginetest.SessionFile(sid, 45, 1)
 			if _, err := writer.Import(ctx, &dyingLog{Log: l, n: 2}, files[sid], nil, quick); err == nil {
 				t.Fatal("dying import succeeded")
 			}

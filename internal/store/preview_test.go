@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pifleet/sessionlog/internal/enginetest"
 	"github.com/pifleet/sessionlog/internal/session"
-	"github.com/pifleet/sessionlog/internal/session/sessiontest"
 	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/writer"
 )
@@ -26,9 +26,9 @@ func TestPreviewsAfterRestart(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		msgs := [][]byte{sessiontest.AssistantMessage("hello")}
+		msgs := [][]byte{enginetest.AssistantMessage("hello")}
 		if first != "" {
-			msgs = [][]byte{sessiontest.UserMessage(first), sessiontest.AssistantMessage("a"), sessiontest.UserMessage("second")}
+			msgs = [][]byte{enginetest.UserMessage(first), enginetest.AssistantMessage("a"), enginetest.UserMessage("second")}
 		}
 		for _, m := range msgs {
 			if _, err := w.AppendMessage(ctx, m); err != nil {

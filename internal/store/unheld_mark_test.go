@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/pifleet/sessionlog/internal/enginetest"
 	"github.com/pifleet/sessionlog/internal/session"
-	"github.com/pifleet/sessionlog/internal/session/sessiontest"
 	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/writer"
 )
@@ -39,7 +39,7 @@ func TestUnheldReadMarkDescribesTheBody(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range [][]byte{sessiontest.UserMessage("q"), sessiontest.AssistantMessage("a")} {
+	for _, m := range [][]byte{enginetest.UserMessage("q"), enginetest.AssistantMessage("a")} {
 		if _, err := w.AppendMessage(ctx, m); err != nil {
 			t.Fatal(err)
 		}
@@ -50,7 +50,7 @@ func TestUnheldReadMarkDescribesTheBody(t *testing.T) {
 	st := store.Unheld(l)
 	var acked uint64
 	log := afterRead{Log: l, then: func() {
-		if _, err := w.AppendMessage(ctx, sessiontest.UserMessage("q2")); err != nil {
+		if _, err := w.AppendMessage(ctx, enginetest.UserMessage("q2")); err != nil {
 			t.Error(err)
 		}
 		acked = w.LastSeq()

@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pifleet/sessionlog/internal/enginetest"
 	"github.com/pifleet/sessionlog/internal/jetstream"
 	"github.com/pifleet/sessionlog/internal/jetstream/embedded/embeddedtest"
 	"github.com/pifleet/sessionlog/internal/jetstream/jstest"
 	"github.com/pifleet/sessionlog/internal/session"
-	"github.com/pifleet/sessionlog/internal/session/sessiontest"
 	"github.com/pifleet/sessionlog/internal/testutil"
 	"github.com/pifleet/sessionlog/internal/tree"
 	"github.com/pifleet/sessionlog/internal/wire"
@@ -76,7 +76,7 @@ func TestMultiBatchImport(t *testing.T) {
 func testHeaderCountsRecords(t *testing.T, l session.Log) {
 	ctx := context.Background()
 	sid := testutil.SessionID(t)
-	file := sessiontest.SessionFile(sid, 45, 1)
+	file := enginetest.SessionFile(sid, 45, 1)
 	res, err := writer.Import(ctx, l, file, nil, writer.RetryPolicy{})
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +96,7 @@ func testHeaderCountsRecords(t *testing.T, l session.Log) {
 	}
 	// One batch is atomic by itself: no count.
 	small := testutil.SessionID(t)
-	if _, err := writer.Import(ctx, l, sessiontest.SessionFile(small, 9, 2), nil, writer.RetryPolicy{}); err != nil {
+	if _, err := writer.Import(ctx, l, enginetest.SessionFile(small, 9, 2), nil, writer.RetryPolicy{}); err != nil {
 		t.Fatal(err)
 	}
 	if recs, err := l.Read(ctx, small, 0); err != nil || recs[0].Total != 0 {
@@ -110,7 +110,7 @@ func testHeaderCountsRecords(t *testing.T, l session.Log) {
 func testRetryAfterCrash(t *testing.T, l session.Log) {
 	ctx := context.Background()
 	sid := testutil.SessionID(t)
-	file := sessiontest.SessionFile(sid, 45, 3)
+	file := enginetest.SessionFile(sid, 45, 3)
 	_, err := writer.Import(ctx, &dyingLog{Log: l, n: 2}, file, nil, quick)
 	if !errors.Is(err, wire.ErrUnavailable) {
 		t.Fatalf("dying import: %v; want ErrUnavailable", err)
@@ -154,12 +154,12 @@ func testRetryAfterCrash(t *testing.T, l session.Log) {
 func testOtherRecordsExist(t *testing.T, l session.Log) {
 	ctx := context.Background()
 	sid := testutil.SessionID(t)
-	if _, err := writer.Import(ctx, &dyingLog{Log: l, n: 2}, sessiontest.SessionFile(sid, 45, 4), nil, quick); err == nil {
+	if _, err := writer.Import(ctx, &dyingLog{Log: l, n: 2}, enginetest.SessionFile(sid, 45, 4), nil, quick); err == nil {
 		t.Fatal("dying import succeeded")
 	}
 	for _, other := range [][]byte{
-		sessiontest.SessionFile(sid, 45, 5), // same header, other entries
-		sessiontest.SessionFile(sid, 44, 4), // a prefix of it, but another count
+		enginetest.SessionFile(sid, 45, 5), // same header, other entries
+		enginetest.SessionFile(sid, 44, 4), // a prefix of it, but another count
 	} {
 		if _, err := writer.Import(ctx, l, other, nil, writer.RetryPolicy{}); !errors.Is(err, wire.ErrExists) {
 			t.Fatalf("import over another import's prefix: %v; want ErrExists", err)
@@ -177,7 +177,7 @@ func testFencedAfterPurge(t *testing.T, l session.Log) {
 	ctx := context.Background()
 	for _, claim := range []bool{false, true} {
 		sid := testutil.SessionID(t)
-		if _, err := writer.Import(ctx, &dyingLog{Log: l, n: 2}, sessiontest.SessionFile(sid, 45, 6), nil, quick); err == nil {
+		if _, err := writer.Import(ctx, &dyingLog{Log: l, n: 2}, enginetest.SessionFile(sid, 45, 6), nil, quick); err == nil {
 			t.Fatal("dying import succeeded")
 		}
 		recs, err := l.Read(ctx, sid, 0)
@@ -202,7 +202,7 @@ func testFencedAfterPurge(t *testing.T, l session.Log) {
 // testForkInBatches: a fork beyond one batch goes the same way as an import.
 func testForkInBatches(t *testing.T, l session.Log) {
 	ctx := context.Background()
-	src := sessiontest.SessionFile(testutil.SessionID(t), 45, 7)
+	src := enginetest.SessionFile(testutil.SessionID(t), 45, 7)
 	f, err := tree.Read(src, tree.ReadOptions{})
 	if err != nil {
 		t.Fatal(err)

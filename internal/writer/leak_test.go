@@ -6,8 +6,8 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/pifleet/sessionlog/internal/enginetest"
 	"github.com/pifleet/sessionlog/internal/session"
-	"github.com/pifleet/sessionlog/internal/session/sessiontest"
 	"github.com/pifleet/sessionlog/internal/writer"
 )
 
@@ -21,18 +21,18 @@ func TestWriterStartsNoGoroutines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, err := w.AppendMessage(ctx, sessiontest.UserMessage("q"))
+	q, err := w.AppendMessage(ctx, enginetest.UserMessage("q"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.AppendMessage(ctx, sessiontest.AssistantMessage("a")); err != nil {
+	if _, err := w.AppendMessage(ctx, enginetest.AssistantMessage("a")); err != nil {
 		t.Fatal(err)
 	}
 	w2, err := writer.Open(ctx, l, w.ID(), writer.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w2.AppendMessage(ctx, sessiontest.UserMessage("more")); err != nil {
+	if _, err := w2.AppendMessage(ctx, enginetest.UserMessage("more")); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Sync(ctx); err != nil {

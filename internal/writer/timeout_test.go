@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pifleet/sessionlog/internal/enginetest"
 	"github.com/pifleet/sessionlog/internal/session"
-	"github.com/pifleet/sessionlog/internal/session/sessiontest"
 	"github.com/pifleet/sessionlog/internal/testutil"
 	"github.com/pifleet/sessionlog/internal/writer"
 )
@@ -47,11 +47,11 @@ func TestLargeAppendAttempt(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), testutil.Scale(time.Minute))
 	defer cancel()
 	big := strings.Repeat("x", 44<<20/10)
-	if _, err := w.AppendMessage(ctx, sessiontest.UserMessage(big)); err != nil {
+	if _, err := w.AppendMessage(ctx, enginetest.UserMessage(big)); err != nil {
 		t.Fatal(err)
 	}
 	// The flush: the header and both entries, 8.8 MiB, in one batch.
-	if _, err := w.AppendMessage(ctx, sessiontest.AssistantMessage(big)); err != nil {
+	if _, err := w.AppendMessage(ctx, enginetest.AssistantMessage(big)); err != nil {
 		t.Fatalf("append of 8.8 MiB: %v", err)
 	}
 }

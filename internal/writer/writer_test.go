@@ -4,26 +4,26 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pifleet/sessionlog/internal/enginetest"
 	"github.com/pifleet/sessionlog/internal/jetstream/embedded/embeddedtest"
 	"github.com/pifleet/sessionlog/internal/jetstream/jstest"
 	"github.com/pifleet/sessionlog/internal/session"
-	"github.com/pifleet/sessionlog/internal/session/sessiontest"
 )
 
-// The writer contract (sessiontest.TestWriter) on the engine's own logs;
+// The writer contract (enginetest.TestWriter) on the engine's own logs;
 // the public client runs it over its transports too (client/).
 
 func TestWriterMem(t *testing.T) {
-	sessiontest.TestWriter(t, func(t *testing.T) sessiontest.WriterEnv {
+	enginetest.TestWriter(t, func(t *testing.T) enginetest.WriterEnv {
 		l := session.NewMemLog(1000, 8<<20)
-		return sessiontest.WriterEnv{Log: l, Feed: l}
+		return enginetest.WriterEnv{Log: l, Feed: l}
 	})
 }
 
 func TestWriterJetStream(t *testing.T) {
-	sessiontest.TestWriter(t, func(t *testing.T) sessiontest.WriterEnv {
+	enginetest.TestWriter(t, func(t *testing.T) enginetest.WriterEnv {
 		l, _ := jstest.Backend(t, 1, embeddedtest.RunServer(t, true).ClientURL())
-		return sessiontest.WriterEnv{Log: l, Feed: l}
+		return enginetest.WriterEnv{Log: l, Feed: l}
 	})
 }
 
@@ -31,9 +31,9 @@ func TestWriterJetStream(t *testing.T) {
 // conflicts also come back as 10164 and reads must go to the leader.
 func TestWriterJetStreamR3(t *testing.T) {
 	urls := embeddedtest.URLs(embeddedtest.RunCluster(t, 3, nil))
-	sessiontest.TestWriter(t, func(t *testing.T) sessiontest.WriterEnv {
+	enginetest.TestWriter(t, func(t *testing.T) enginetest.WriterEnv {
 		// Each test gets its own stream (names derived from the test) on the shared cluster.
 		l, _ := jstest.BackendNamed(t, 3, strings.NewReplacer("/", "_").Replace(t.Name()), urls...)
-		return sessiontest.WriterEnv{Log: l, Feed: l}
+		return enginetest.WriterEnv{Log: l, Feed: l}
 	})
 }

@@ -20,8 +20,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/pifleet/sessionlog/internal/enginetest"
 	"github.com/pifleet/sessionlog/internal/proctest"
-	"github.com/pifleet/sessionlog/internal/session/sessiontest"
 	"github.com/pifleet/sessionlog/internal/shard"
 	"github.com/pifleet/sessionlog/internal/testutil"
 )
@@ -61,7 +61,7 @@ func TestKillDuringImport(t *testing.T) {
 	}
 	const n = 5000
 	retried, left := testutil.SessionID(t), testutil.SessionID(t)
-	files := map[string][]byte{retried: sessiontest.SessionFile(retried, n, 1), left: sessiontest.SessionFile(left, n, 2)}
+	files := map[string][]byte{retried: enginetest.SessionFile(retried, n, 1), left: enginetest.SessionFile(left, n, 2)}
 
 	// Readers on every node, over HTTP, until the end.
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
