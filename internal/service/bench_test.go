@@ -39,8 +39,9 @@ var (
 	benchData benchLog
 )
 
-// benchEntries is 200,000 by default; PI_BENCH_ENTRIES=1000000 for the
-// million-entry figures of docs/BENCHMARKS.md.
+// benchEntries is 200,000 by default (PI_BENCH_ENTRIES sets it): the
+// million-entry figures of docs/BENCHMARKS.md are pi-bench rebuild's, with
+// the node as a process.
 func benchEntries() int {
 	if n, err := strconv.Atoi(os.Getenv("PI_BENCH_ENTRIES")); err == nil && n > 0 {
 		return n
