@@ -5,14 +5,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"slices"
 	"syscall"
 
 	"github.com/pifleet/sessionlog/internal/buildinfo"
+	"github.com/pifleet/sessionlog/internal/node"
 )
 
 func main() {
@@ -22,11 +21,19 @@ func main() {
 		fmt.Println("pi-node", buildinfo.Get())
 		return
 	}
-	m := NewMain(os.Stdout, os.Stderr)
-	if err := m.Config.ParseFlags(os.Args[1:], os.Getenv, os.Stderr); err != nil {
+	cfg := node.DefaultConfig()
+	if err := cfg.ParseFlags(os.Args[1:], os.Getenv, os.Stderr); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			os.Exit(0)
 		}
+		fmt.Fprintln(os.Stderr, "pi-node:", err)
+		os.Exit(2)
+	}
+	cfg.LogOutput = os.Stderr
+	// The node's own logger is made by Open; this one, alike, logs what
+	// happens around it (ParseFlags checked the level and format).
+	logger, err := node.NewLogger(os.Stderr, cfg.LogLevel, cfg.LogFormat)
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "pi-node:", err)
 		os.Exit(2)
 	}
@@ -36,56 +43,35 @@ func main() {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if err := m.Run(ctx); err != nil {
-		m.Logger.Error("start failed", "err", err)
-		m.Close()
+	n, err := node.Open(ctx, cfg)
+	if err != nil {
+		logger.Error("start failed", "err", err)
 		os.Exit(1)
 	}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP) // --http-tokens, --http-tls-cert
-	go m.reloadOn(ctx, hup)
+	go n.ReloadOn(ctx, hup)
 	select {
 	case sig := <-sigs:
-		m.Logger.Info("shutting down", "signal", sig.String())
+		logger.Info("shutting down", "signal", sig.String())
 		if sig == syscall.SIGTERM {
 			lctx, cancel := context.WithCancel(context.Background())
 			go func() {
 				<-sigs
 				cancel()
 			}()
-			if err := m.LameDuck(lctx, m.Config.LameDuck); err != nil {
-				m.Logger.Warn("lame duck: stopping the NATS service", "err", err)
+			if err := n.LameDuck(lctx, cfg.LameDuck); err != nil {
+				logger.Warn("lame duck: stopping the NATS service", "err", err)
 			}
 			cancel()
 		}
-	case msg := <-m.Fatal():
-		m.Logger.Error("shutting down: the embedded NATS server hit a fatal error", "err", msg)
-		_ = m.Close()
+	case msg := <-n.Fatal():
+		logger.Error("shutting down: the embedded NATS server hit a fatal error", "err", msg)
+		_ = n.Close(context.Background())
 		os.Exit(1)
 	}
-	if err := m.Close(); err != nil {
-		m.Logger.Error("shutdown", "err", err)
+	if err := n.Close(context.Background()); err != nil {
+		logger.Error("shutdown", "err", err)
 		os.Exit(1)
 	}
-}
-
-// newLogger builds the slog logger the flags ask for.
-func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
-	lvl, err := parseLevel(level)
-	if err != nil {
-		return nil, err
-	}
-	opts := &slog.HandlerOptions{Level: lvl}
-	if format == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
-	}
-	return slog.New(slog.NewTextHandler(w, opts)), nil
-}
-
-func parseLevel(s string) (slog.Level, error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(s)); err != nil {
-		return 0, fmt.Errorf("--log-level must be debug, info, warn or error, not %q", s)
-	}
-	return l, nil
 }

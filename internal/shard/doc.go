@@ -24,7 +24,7 @@
 // served once caught up) and hands one back once its new holders serve
 // it. It reaches the members, the Stores and the serving of forwarded
 // requests through interfaces declared here (Members, Stores, Serving),
-// which cmd/pi-node fills with jetstream.Members, store.Set and
+// which internal/node fills with jetstream.Members, store.Set and
 // api.Server.
 //
 // # What it does not contain

@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"context"
@@ -20,8 +20,8 @@ import (
 // elections JetStream announces.
 func TestStreamMetrics(t *testing.T) {
 	const limit = 256 << 20
-	m, logs := startMain(t, func(c *Config) { c.Shards, c.MaxFileStore = 2, limit })
-	t.Cleanup(func() { _ = m.Close() })
+	m, logs := startNode(t, func(c *Config) { c.Shards, c.MaxFileStore = 2, limit })
+	t.Cleanup(func() { _ = m.Close(context.Background()) })
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Log(logs.String())
@@ -95,8 +95,8 @@ func TestStreamMetrics(t *testing.T) {
 // the scrape, which still succeeds, with the stream leaderless and the
 // failure counted.
 func TestStreamMetricsDegraded(t *testing.T) {
-	m, _ := startMain(t, func(c *Config) { c.SnapshotInterval = 0 })
-	t.Cleanup(func() { _ = m.Close() }) // the Store's last snapshot fails without its stream: not this test's
+	m, _ := startNode(t, func(c *Config) { c.SnapshotInterval = 0 })
+	t.Cleanup(func() { _ = m.Close(context.Background()) }) // the Store's last snapshot fails without its stream: not this test's
 	base := "http://" + m.HTTPAddr
 	name := m.Config.Stream
 	got := scrape(t, base)

@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"context"
@@ -67,7 +67,7 @@ type archiverJob struct {
 // operations) in cross-region mode, where the log is not a plain stream.
 // With a retention, the archive is provisioned now, so that a
 // misconfiguration stops the start instead of every pass.
-func (m *Main) newArchiver(ctx context.Context, log session.Log, name string, logger *slog.Logger) (api.Archive, error) {
+func (m *Node) newArchiver(ctx context.Context, log session.Log, name string, logger *slog.Logger) (api.Archive, error) {
 	c := m.Config.ArchiveConfig
 	if m.region != nil {
 		if c.SessionRetention > 0 {
@@ -110,7 +110,7 @@ func (m *Main) newArchiver(ctx context.Context, log session.Log, name string, lo
 }
 
 // startArchiver adds the archiver's metrics and starts its passes.
-func (m *Main) startArchiver() {
+func (m *Node) startArchiver() {
 	j := m.archiver
 	if j == nil {
 		return
@@ -127,7 +127,7 @@ func (m *Main) startArchiver() {
 
 // stopArchiver ends a pass in flight (each session is left consistent) and
 // waits for it.
-func (m *Main) stopArchiver() {
+func (m *Node) stopArchiver() {
 	if j := m.archiver; j != nil && j.cancel != nil {
 		j.cancel()
 		<-j.done
@@ -137,7 +137,7 @@ func (m *Main) stopArchiver() {
 // shardArchiveConfig is the archive configuration of shard k's archive:
 // the deployment's, and with --hold a lease of the shard's own, so that
 // one of its holders archives it (archive.Options.Serves).
-func (m *Main) shardArchiveConfig(k int) jetstream.ArchiveConfig {
+func (m *Node) shardArchiveConfig(k int) jetstream.ArchiveConfig {
 	c := m.archiveCfg
 	if m.holder != nil {
 		c.LeaseKey = "archiver-" + strconv.Itoa(k)

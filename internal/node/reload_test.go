@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"context"
@@ -86,10 +86,10 @@ func TestHTTPSTokensReload(t *testing.T) {
 	cert, key := selfSigned(t, dir, 1)
 	tokensFile := filepath.Join(dir, "tokens")
 	writeFile(t, tokensFile, "# test\n"+tokenLines(map[string][]string{"reader": {"read"}, "worker": {"read", "write"}}))
-	m, logs := startMain(t, func(c *Config) {
+	m, logs := startNode(t, func(c *Config) {
 		c.HTTPTokens, c.HTTPTLSCert, c.HTTPTLSKey = tokensFile, cert, key
 	})
-	t.Cleanup(func() { _ = m.Close() })
+	t.Cleanup(func() { _ = m.Close(context.Background()) })
 	base := "https://" + m.HTTPAddr
 	ctx := context.Background()
 
@@ -172,7 +172,7 @@ func TestHTTPSTokensReload(t *testing.T) {
 	hup := make(chan os.Signal, 1)
 	sigCtx, stop := context.WithCancel(ctx)
 	defer stop()
-	go m.reloadOn(sigCtx, hup)
+	go m.ReloadOn(sigCtx, hup)
 	// A new handshake gets the new certificate (the old CA no longer
 	// verifies it; the new one does).
 	pool2 := x509.NewCertPool()

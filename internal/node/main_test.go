@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"context"
@@ -61,7 +61,7 @@ func TestParseFlagsErrors(t *testing.T) {
 // TestMainServes starts a whole node on free ports, writes and reads a
 // session over HTTP, and shuts down cleanly.
 func TestMainServes(t *testing.T) {
-	m, logs := startMain(t, func(*Config) {})
+	m, logs := startNode(t, func(*Config) {})
 	base := "http://" + m.HTTPAddr
 	created := createSession(t, base)
 	resp, err := http.Get(fmt.Sprintf("%s/v1/sessions/%s/context?minSeq=%d", base, created.SessionID, created.LastSeq))
@@ -83,7 +83,7 @@ func TestMainServes(t *testing.T) {
 			t.Errorf("%s: %d", path, resp.StatusCode)
 		}
 	}
-	if err := m.Close(); err != nil {
+	if err := m.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(logs.String(), "pi-node ready") {
@@ -96,20 +96,22 @@ func TestMainServes(t *testing.T) {
 	}
 }
 
-// startMain runs a node on free ports and a temporary data directory, with
+// startNode runs a node on free ports and a temporary data directory, with
 // tune's changes to the configuration; the test closes it.
-func startMain(t *testing.T, tune func(*Config)) (*Main, *testutil.SyncBuffer) {
+func startNode(t *testing.T, tune func(*Config)) (*Node, *testutil.SyncBuffer) {
 	t.Helper()
 	logs := &testutil.SyncBuffer{} // the node logs while the test reads
-	m := NewMain(io.Discard, logs)
-	m.Config.DataDir = t.TempDir()
-	m.Config.HTTPListen = "127.0.0.1:0"
-	m.Config.ClientListen = "127.0.0.1:0"
-	m.Config.NodeName = "t1"
-	tune(&m.Config)
+	c := DefaultConfig()
+	c.DataDir = t.TempDir()
+	c.HTTPListen = "127.0.0.1:0"
+	c.ClientListen = "127.0.0.1:0"
+	c.NodeName = "t1"
+	c.LogOutput = logs
+	tune(&c)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel) // Run's context lives as long as the node
-	if err := m.Run(ctx); err != nil {
+	t.Cleanup(cancel) // Open's context lives as long as the node
+	m, err := Open(ctx, c)
+	if err != nil {
 		t.Fatal(err)
 	}
 	return m, logs
@@ -149,11 +151,11 @@ func TestMetricsListen(t *testing.T) {
 	}, io.Discard); err != nil || c.MetricsListen != "127.0.0.1:9464" {
 		t.Fatalf("PI_NODE_METRICS_LISTEN: %q, %v", c.MetricsListen, err)
 	}
-	m, logs := startMain(t, func(c *Config) { c.MetricsListen = "127.0.0.1:0" })
+	m, logs := startNode(t, func(c *Config) { c.MetricsListen = "127.0.0.1:0" })
 	closed := false // a second Close would wait for the servers again
 	t.Cleanup(func() {
 		if !closed {
-			_ = m.Close()
+			_ = m.Close(context.Background())
 		}
 	})
 	if m.MetricsAddr == "" || m.MetricsAddr == m.HTTPAddr {
@@ -184,7 +186,7 @@ func TestMetricsListen(t *testing.T) {
 		t.Errorf("the ready line does not say where /metrics is:\n%s", logs.String())
 	}
 	closed = true
-	if err := m.Close(); err != nil {
+	if err := m.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := http.Get(metrics + "/healthz"); err == nil {
@@ -205,11 +207,11 @@ func httpGet(t *testing.T, url string) (int, string) {
 }
 
 // TestNATSFatalStopsNode: a fatal error of the embedded server (which only
-// logs it and goes on) reaches Main.Fatal, on which main stops the node
+// logs it and goes on) reaches Node.Fatal, on which main stops the node
 // with a failure status, and the log names it.
 func TestNATSFatalStopsNode(t *testing.T) {
-	m, logs := startMain(t, func(*Config) {})
-	t.Cleanup(func() { _ = m.Close() })
+	m, logs := startNode(t, func(*Config) {})
+	t.Cleanup(func() { _ = m.Close(context.Background()) })
 	select {
 	case msg := <-m.Fatal():
 		t.Fatalf("a fatal error before any: %q", msg)
@@ -222,7 +224,7 @@ func TestNATSFatalStopsNode(t *testing.T) {
 			t.Fatalf("Fatal delivered %q", msg)
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatal("the server's fatal error did not reach Main.Fatal")
+		t.Fatal("the server's fatal error did not reach Node.Fatal")
 	}
 	if !strings.Contains(logs.String(), "fatal: Error listening on gateway port: 7222") {
 		t.Fatalf("the log does not name the fatal error:\n%s", logs.String())
@@ -233,8 +235,8 @@ func TestNATSFatalStopsNode(t *testing.T) {
 // once it has started (a leader elected is what an operator looks for),
 // and its start-up banner at debug.
 func TestNATSNoticesAtInfo(t *testing.T) {
-	m, logs := startMain(t, func(*Config) {})
-	t.Cleanup(func() { _ = m.Close() })
+	m, logs := startNode(t, func(*Config) {})
+	t.Cleanup(func() { _ = m.Close(context.Background()) })
 	if strings.Contains(logs.String(), "Starting nats-server") {
 		t.Fatalf("the start-up banner is logged above debug:\n%s", logs.String())
 	}
@@ -249,13 +251,13 @@ func TestNATSNoticesAtInfo(t *testing.T) {
 // disk is not filled), and what was stored stays readable.
 func TestMaxFileStore(t *testing.T) {
 	const limit = 2 << 20
-	m, logs := startMain(t, func(c *Config) { c.MaxFileStore = limit })
+	m, logs := startNode(t, func(c *Config) { c.MaxFileStore = limit })
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Log(logs.String())
 		}
 	})
-	t.Cleanup(func() { _ = m.Close() })
+	t.Cleanup(func() { _ = m.Close(context.Background()) })
 	if got := m.server.NATS().JetStreamConfig().MaxStore; got != limit {
 		t.Fatalf("the server's JetStream file storage limit is %d, want %d", got, limit)
 	}
@@ -299,10 +301,10 @@ func TestMaxFileStore(t *testing.T) {
 // scrapes /varz and /jsz); without it there is none. With --nats-url it is
 // refused: the external servers have their own.
 func TestMonitorListen(t *testing.T) {
-	m, _ := startMain(t, func(c *Config) { c.MonitorListen = "127.0.0.1:0" })
-	t.Cleanup(func() { _ = m.Close() })
+	m, _ := startNode(t, func(c *Config) { c.MonitorListen = "127.0.0.1:0" })
+	t.Cleanup(func() { _ = m.Close(context.Background()) })
 	if m.MonitorAddr == "" {
-		t.Fatal("no monitoring address after Run")
+		t.Fatal("no monitoring address after Open")
 	}
 	var varz struct {
 		ServerName string `json:"server_name"`
@@ -346,8 +348,8 @@ func TestMonitorListen(t *testing.T) {
 		t.Fatalf("/healthz: %+v", health)
 	}
 
-	plain, _ := startMain(t, func(c *Config) {})
-	t.Cleanup(func() { _ = plain.Close() })
+	plain, _ := startNode(t, func(c *Config) {})
+	t.Cleanup(func() { _ = plain.Close(context.Background()) })
 	if plain.MonitorAddr != "" {
 		t.Fatalf("monitoring on %s without --monitor-listen", plain.MonitorAddr)
 	}

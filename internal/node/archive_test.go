@@ -1,6 +1,7 @@
-package main
+package node
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -39,7 +40,7 @@ func TestArchiveFlags(t *testing.T) {
 // A node with a retention archives an idle session by itself and exports
 // its counters; the archive operations answer over HTTP.
 func TestMainArchives(t *testing.T) {
-	m, logs := startMain(t, func(c *Config) {
+	m, logs := startNode(t, func(c *Config) {
 		c.Sync = "interval"
 		c.SessionRetention = 100 * time.Millisecond
 		c.ArchiveEvery = 50 * time.Millisecond
@@ -47,7 +48,7 @@ func TestMainArchives(t *testing.T) {
 	closed := false
 	defer func() {
 		if !closed {
-			m.Close()
+			m.Close(context.Background())
 		}
 	}()
 	base := "http://" + m.HTTPAddr
@@ -87,7 +88,7 @@ func TestMainArchives(t *testing.T) {
 		return fmt.Errorf("metrics without the archiver's counter:\n%s", body)
 	})
 	closed = true
-	if err := m.Close(); err != nil {
+	if err := m.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 }

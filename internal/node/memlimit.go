@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"fmt"
@@ -54,7 +54,7 @@ func memoryLimit(flag string, getenv func(string) string, cgroupFile string) (in
 }
 
 // applyMemoryLimit sets the runtime's soft limit as memoryLimit decides.
-func (m *Main) applyMemoryLimit() error {
+func (m *Node) applyMemoryLimit() error {
 	limit, from, err := memoryLimit(m.Config.GoMemoryLimit, os.Getenv, cgroupMemoryMax)
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"context"
@@ -76,7 +76,7 @@ func TestFailClosed(t *testing.T) {
 
 // A node with --insecure says so at start and on /v1/status.
 func TestInsecureShown(t *testing.T) {
-	m, logs := startMain(t, func(c *Config) { c.HTTPListen, c.Insecure = "0.0.0.0:0", true })
+	m, logs := startNode(t, func(c *Config) { c.HTTPListen, c.Insecure = "0.0.0.0:0", true })
 	var st wire.StatusReply
 	if err := json.Unmarshal([]byte(getBody(t, "http://"+m.HTTPAddr+"/v1/status")), &st); err != nil {
 		t.Fatal(err)
@@ -87,21 +87,21 @@ func TestInsecureShown(t *testing.T) {
 	if !strings.Contains(logs.String(), "--insecure: the HTTP API on 0.0.0.0:0 has no auth") {
 		t.Errorf("no warning at start:\n%s", logs.String())
 	}
-	m.Close()
+	m.Close(context.Background())
 }
 
-// securedMain is a node whose NATS port has users and TLS: worker
+// securedNode is a node whose NATS port has users and TLS: worker
 // (client role) and reader, password = name.
-func securedMain(t *testing.T) (m *Main, logs *testutil.SyncBuffer, authFile, caFile string) {
+func securedNode(t *testing.T) (m *Node, logs *testutil.SyncBuffer, authFile, caFile string) {
 	t.Helper()
 	dir := t.TempDir()
 	authFile = filepath.Join(dir, "auth.json")
 	writeAuth(t, authFile, map[string]string{"worker": "worker", "reader": "reader"})
 	cert, key := selfSigned(t, dir, 1)
-	m, logs = startMain(t, func(c *Config) {
+	m, logs = startNode(t, func(c *Config) {
 		c.NATSAuth, c.NATSTLSCert, c.NATSTLSKey = authFile, cert, key
 	})
-	t.Cleanup(func() { m.Close() })
+	t.Cleanup(func() { m.Close(context.Background()) })
 	return m, logs, authFile, cert
 }
 
@@ -120,7 +120,7 @@ func writeAuth(t *testing.T, path string, users map[string]string) {
 	writeFile(t, path, string(f.Marshal()))
 }
 
-func dialNode(m *Main, ca, user, pw string) (*nats.Conn, error) {
+func dialNode(m *Node, ca, user, pw string) (*nats.Conn, error) {
 	opts := []nats.Option{nats.NoReconnect(), nats.Timeout(5 * time.Second), nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {})}
 	if ca != "" {
 		opts = append(opts, nats.RootCAs(ca))
@@ -135,7 +135,7 @@ func dialNode(m *Main, ca, user, pw string) (*nats.Conn, error) {
 // calls the API over TLS and no more; refusals are audited and counted;
 // a reload rotates a password, closing only that user's connections.
 func TestSecuredNATS(t *testing.T) {
-	m, logs, authFile, ca := securedMain(t)
+	m, logs, authFile, ca := securedNode(t)
 	if _, err := dialNode(m, ca, "", ""); err == nil {
 		t.Error("a client without credentials connected")
 	}

@@ -1,10 +1,11 @@
-package main
+package node
 
 import (
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
@@ -95,6 +96,9 @@ type Config struct {
 
 	LogLevel  string
 	LogFormat string
+	// LogOutput is where the node logs (no flag: pi-node's is its stderr);
+	// nil is os.Stderr.
+	LogOutput io.Writer
 
 	// Cross-region mode (region.go).
 	RegionConfig
@@ -280,6 +284,35 @@ func (c *Config) check() error {
 		return fmt.Errorf("--http-cors-origins: %w", err)
 	}
 	return c.checkExposure()
+}
+
+// logOutput is LogOutput, os.Stderr when unset.
+func (c *Config) logOutput() io.Writer {
+	if c.LogOutput == nil {
+		return os.Stderr
+	}
+	return c.LogOutput
+}
+
+// NewLogger builds the slog logger --log-level and --log-format ask for.
+func NewLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+	lvl, err := parseLevel(level)
+	if err != nil {
+		return nil, err
+	}
+	opts := &slog.HandlerOptions{Level: lvl}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return slog.New(slog.NewTextHandler(w, opts)), nil
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return 0, fmt.Errorf("--log-level must be debug, info, warn or error, not %q", s)
+	}
+	return l, nil
 }
 
 // corsOrigins is --http-cors-origins as a list.

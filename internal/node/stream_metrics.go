@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"context"
@@ -24,7 +24,7 @@ import (
 // each scrape (the same stream info /v1/status asks for), within
 // scrapeBudget: a stream without a leader must not hold the scrape up.
 type streamCollector struct {
-	m         *Main
+	m         *Node
 	elections *elections // nil: the advisories could not be subscribed to
 	errors    atomic.Uint64
 }
@@ -64,7 +64,7 @@ var replicaStates = []string{jetstream.ReplicaCurrent, jetstream.ReplicaLagging,
 // streamCollector returns the node's collector, subscribed to the
 // leader-elected advisories until ctx ends (Close ends it before the
 // connection).
-func (m *Main) streamCollector(ctx context.Context) *streamCollector {
+func (m *Node) streamCollector(ctx context.Context) *streamCollector {
 	c := &streamCollector{m: m}
 	e, err := watchElections(m.conn.NC)
 	if err != nil {
@@ -192,7 +192,7 @@ func replicaCounts(st wire.StreamStatus) [3]int {
 
 // sessionStreams are the streams the Stores follow, by shard: every
 // shard's, or in a region the one the record says.
-func (m *Main) sessionStreams() []string {
+func (m *Node) sessionStreams() []string {
 	cfg := m.streamConfig()
 	out := make([]string, max(1, len(m.streams())))
 	for k := range out {
@@ -204,7 +204,7 @@ func (m *Main) sessionStreams() []string {
 // storage is JetStream's file storage in use and its limit (0: none): the
 // embedded server's own (what --max-file-store caps), or with --nats-url
 // the account's.
-func (m *Main) storage(ctx context.Context) (used uint64, limit int64, err error) {
+func (m *Node) storage(ctx context.Context) (used uint64, limit int64, err error) {
 	if m.server != nil {
 		ns := m.server.NATS()
 		if ns == nil {

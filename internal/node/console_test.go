@@ -1,6 +1,7 @@
-package main
+package node
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -11,7 +12,7 @@ import (
 // API they call still wants one.
 func TestConsoleFlag(t *testing.T) {
 	for _, on := range []bool{false, true} {
-		m, _ := startMain(t, func(c *Config) {
+		m, _ := startNode(t, func(c *Config) {
 			c.Console = on
 			c.HTTPToken = "s3cret-and-long-enough"
 		})
@@ -26,6 +27,6 @@ func TestConsoleFlag(t *testing.T) {
 		if code, _ := httpGet(t, base+"/v1/sessions"); code != http.StatusUnauthorized {
 			t.Errorf("console %v: /v1/sessions without a token: %d, want 401", on, code)
 		}
-		_ = m.Close()
+		_ = m.Close(context.Background())
 	}
 }

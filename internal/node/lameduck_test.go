@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"context"
@@ -25,11 +25,11 @@ import (
 // mode, which tells the NATS clients before it closes them, all within
 // the documented budget.
 func TestLameDuck(t *testing.T) {
-	m, _ := startMain(t, func(*Config) {})
+	m, _ := startNode(t, func(*Config) {})
 	closed := false
 	t.Cleanup(func() {
 		if !closed {
-			_ = m.Close()
+			_ = m.Close(context.Background())
 		}
 	})
 	base := "http://" + m.HTTPAddr
@@ -81,7 +81,7 @@ func TestLameDuck(t *testing.T) {
 	}
 	began = time.Now()
 	closed = true
-	if err := m.Close(); err != nil {
+	if err := m.Close(context.Background()); err != nil {
 		t.Errorf("Close: %v", err)
 	}
 	took := time.Since(began)
@@ -108,7 +108,9 @@ func errString(err error) string {
 // are current; once they have been, a replica behind keeps it ready for
 // electionGrace (a burst, a slow disk), not longer.
 func TestReplicaReady(t *testing.T) {
-	m := NewMain(io.Discard, io.Discard)
+	c := DefaultConfig()
+	c.LogOutput = io.Discard
+	m := newNode(c)
 	behind := errors.New("this node's replica of stream PI_SESSIONS is 500 entries behind")
 	if err := m.replicaReady(behind); err != behind {
 		t.Fatalf("behind since start: %v, want not ready", err)

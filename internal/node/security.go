@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"crypto/tls"
@@ -135,7 +135,7 @@ func loadCA(flag, path string) (*x509.CertPool, error) {
 // configuration: the users file (auth, loaded) with the session logs its
 // roles may reach, TLS on the client listener, mutual TLS on routes and
 // gateways.
-func (m *Main) secureEmbedded(s *embedded.Server, auth *natsauth.File) error {
+func (m *Node) secureEmbedded(s *embedded.Server, auth *natsauth.File) error {
 	c := &m.Config
 	if auth != nil {
 		s.Auth, s.Logs = auth, m.logNames()
@@ -165,7 +165,7 @@ func (m *Main) secureEmbedded(s *embedded.Server, auth *natsauth.File) error {
 
 // logNames are the session logs on this server, for the roles' subjects:
 // the configured one, or in cross-region mode every region's copy.
-func (m *Main) logNames() []natsauth.Names {
+func (m *Node) logNames() []natsauth.Names {
 	c := &m.Config
 	n := natsauth.Names{Stream: c.Stream, SubjectPrefix: c.SubjectPrefix, Bucket: c.Bucket}
 	if c.Region == "" {
@@ -191,7 +191,7 @@ func (m *Main) logNames() []natsauth.Names {
 }
 
 // reloadNATS reads the users file and the NATS certificates again.
-func (m *Main) reloadNATS() []error {
+func (m *Node) reloadNATS() []error {
 	var errs []error
 	if m.Config.NATSAuth != "" && m.server != nil {
 		auth, err := m.Config.loadAuth()

@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"context"
@@ -130,7 +130,7 @@ type feedLog interface {
 // cursors and the Stores' feeds: one stream and bucket; with --shards, a
 // stream per shard, the log routing each session to its own; or, in a
 // region, the region.Node's switchable ones.
-func (m *Main) backend(ctx context.Context, name string, logger *slog.Logger) (session.Log, []feedLog, session.Cursors, error) {
+func (m *Node) backend(ctx context.Context, name string, logger *slog.Logger) (session.Log, []feedLog, session.Cursors, error) {
 	c := &m.Config
 	m.jsCfg = jetstream.NewConfig()
 	m.jsCfg.Stream, m.jsCfg.SubjectPrefix, m.jsCfg.Bucket = c.Stream, c.SubjectPrefix, c.Bucket
@@ -173,7 +173,7 @@ func (m *Main) backend(ctx context.Context, name string, logger *slog.Logger) (s
 
 // streamConfig is the stream this node's Store follows now, for status
 // and readiness: in a region it changes with the region record.
-func (m *Main) streamConfig() jetstream.Config {
+func (m *Node) streamConfig() jetstream.Config {
 	if m.region != nil {
 		return m.region.FeedConfig()
 	}

@@ -1,6 +1,7 @@
-package main
+package node
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -87,8 +88,8 @@ func newAttack(t *testing.T) *attack {
 	}
 	writeFile(t, auth, string(f.Marshal()))
 	// Two shards held by this one node: it answers pi.fwd.<k>.<op>.
-	m, logs := startMain(t, func(c *Config) { c.NATSAuth, c.Shards, c.Hold = auth, 2, 1 })
-	t.Cleanup(func() { m.Close() })
+	m, logs := startNode(t, func(c *Config) { c.NATSAuth, c.Shards, c.Hold = auth, 2, 1 })
+	t.Cleanup(func() { m.Close(context.Background()) })
 	a := &attack{t: t, logs: logs, base: "http://" + m.HTTPAddr}
 	for range liveSessions {
 		createSession(t, a.base)

@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 )
 
 // loadTokens reads --http-tokens; nil when it is not set.
-func (m *Main) loadTokens() (*api.Tokens, error) {
+func (m *Node) loadTokens() (*api.Tokens, error) {
 	if m.Config.HTTPTokens == "" {
 		return nil, nil
 	}
@@ -20,7 +20,7 @@ func (m *Main) loadTokens() (*api.Tokens, error) {
 // again (SIGHUP).
 // What does not load keeps its previous version, and the error is logged
 // and returned; what loads is in force for the next request.
-func (m *Main) Reload() error {
+func (m *Node) Reload() error {
 	var errs []error
 	if m.Config.HTTPTokens != "" && m.api != nil {
 		t, err := m.loadTokens()
@@ -44,8 +44,8 @@ func (m *Main) Reload() error {
 	return errors.Join(errs...)
 }
 
-// reloadOn calls Reload for every signal on sig (SIGHUP) until ctx ends.
-func (m *Main) reloadOn(ctx context.Context, sig <-chan os.Signal) {
+// ReloadOn calls Reload for every signal on sig (SIGHUP) until ctx ends.
+func (m *Node) ReloadOn(ctx context.Context, sig <-chan os.Signal) {
 	for {
 		select {
 		case <-ctx.Done():

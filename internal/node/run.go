@@ -1,10 +1,9 @@
-package main
+package node
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -31,44 +30,42 @@ import (
 	"github.com/pifleet/sessionlog/internal/store"
 )
 
-// Main is one pi-node: parse flags into Config, Run, and Close on a signal.
-// End-to-end tests drive the same Main with ports 0.
-type Main struct {
+// Node is one pi-node, started by Open and stopped by Close (doc.go).
+type Node struct {
 	Config Config
 	Logger *slog.Logger
 
-	// Where the node listens, once Run returned (ports resolved).
+	// Where the node listens, once Open returned (ports resolved).
 	HTTPAddr    string
 	MetricsAddr string // "" without --metrics-listen
 	MonitorAddr string // "" without --monitor-listen
 	NATSURL     string
 
-	stdout, stderr io.Writer
-	fatal          chan string // the embedded server's first fatal error (Fatal)
-	server         *embedded.Server
-	conn           *jetstream.Conn
-	jsCfg          jetstream.Config
-	region         *region.Node
-	name           string
-	stores         *store.Set                  // one per shard stream
-	holder         *shard.Holder[*store.Store] // --hold: this node's share of the shards, or nil
-	sharded        *shard.Sharded              // the Service's log, outside region mode
-	archives       *shard.Archive              // the archive per shard stream, outside region mode
-	archiveCfg     jetstream.ArchiveConfig
-	archiver       *archiverJob
-	api            *api.Server
-	http           *http.Server
-	metricsHTTP    *http.Server // --metrics-listen's, or nil
-	metricsErr     chan error
-	micro          micro.Service
-	certs          *certReloader          // --http-tls-cert (reload.go)
-	natsCerts      *certReloader          // --nats-tls-cert (security.go)
-	peerCerts      *certReloader          // --cluster-tls-cert
-	natsAudit      *prometheus.CounterVec // pi_nats_auth_total, with an embedded server
-	serveErr       chan error
-	stopBG         context.CancelFunc // ends the background work below
-	bg             sync.WaitGroup     // releaseAfterRebuild
-	leaderless     atomic.Int64       // unix nanos since the stream has had no leader (0: it has one)
+	fatal       chan string // the embedded server's first fatal error (Fatal)
+	server      *embedded.Server
+	conn        *jetstream.Conn
+	jsCfg       jetstream.Config
+	region      *region.Node
+	name        string
+	stores      *store.Set                  // one per shard stream
+	holder      *shard.Holder[*store.Store] // --hold: this node's share of the shards, or nil
+	sharded     *shard.Sharded              // the Service's log, outside region mode
+	archives    *shard.Archive              // the archive per shard stream, outside region mode
+	archiveCfg  jetstream.ArchiveConfig
+	archiver    *archiverJob
+	api         *api.Server
+	http        *http.Server
+	metricsHTTP *http.Server // --metrics-listen's, or nil
+	metricsErr  chan error
+	micro       micro.Service
+	certs       *certReloader          // --http-tls-cert (reload.go)
+	natsCerts   *certReloader          // --nats-tls-cert (security.go)
+	peerCerts   *certReloader          // --cluster-tls-cert
+	natsAudit   *prometheus.CounterVec // pi_nats_auth_total, with an embedded server
+	serveErr    chan error
+	stopBG      context.CancelFunc // ends the background work below
+	bg          sync.WaitGroup     // releaseAfterRebuild
+	leaderless  atomic.Int64       // unix nanos since the stream has had no leader (0: it has one)
 	// Readiness of this node's own replicas (replicaReady): caughtUp once
 	// they have all been current since start; behindSince when one fell
 	// behind after that (0: none).
@@ -77,18 +74,30 @@ type Main struct {
 	draining    atomic.Bool // LameDuck has begun: not ready, the server goes in lame-duck mode
 }
 
-// NewMain returns a Main with the default configuration.
-func NewMain(stdout, stderr io.Writer) *Main {
-	return &Main{Config: DefaultConfig(), stdout: stdout, stderr: stderr, Logger: slog.New(slog.NewTextHandler(stderr, nil)),
-		fatal: make(chan string, 1)}
+// Open starts a node as c says and returns once it serves: JetStream ready
+// (embedded or external), stream and bucket provisioned, the Stores
+// following the log, the HTTP API and the NATS micro service listening.
+// ctx bounds the start and the node's background work: a node whose ctx
+// has ended still serves, but no longer looks after its shards until
+// Close. When the start fails, what had started is closed again.
+func Open(ctx context.Context, c Config) (*Node, error) {
+	m := newNode(c)
+	if err := m.start(ctx); err != nil {
+		_ = m.Close(context.Background()) // the start's error is the one to report
+		return nil, err
+	}
+	return m, nil
 }
 
-// Run starts the node and returns once it serves: JetStream ready (embedded
-// or external), stream and bucket provisioned, the Store following the log,
-// the HTTP API and the NATS micro service listening.
-func (m *Main) Run(ctx context.Context) error {
+// newNode is a node of configuration c, not started.
+func newNode(c Config) *Node {
+	return &Node{Config: c, Logger: slog.New(slog.NewTextHandler(c.logOutput(), nil)), fatal: make(chan string, 1)}
+}
+
+// start is Open's work, on a node Close can clean up after if it fails.
+func (m *Node) start(ctx context.Context) error {
 	c := &m.Config
-	logger, err := newLogger(m.stderr, c.LogLevel, c.LogFormat)
+	logger, err := NewLogger(c.logOutput(), c.LogLevel, c.LogFormat)
 	if err != nil {
 		return err
 	}
@@ -138,7 +147,7 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	m.name = name
-	// Until Run's ctx ends or Close, whichever comes first: its 12 s timer
+	// Until Open's ctx ends or Close, whichever comes first: its 12 s timer
 	// must not hold up a shutdown, nor outlive the Store and connection.
 	bgCtx, stopBG := context.WithCancel(ctx)
 	m.stopBG = stopBG
@@ -273,7 +282,7 @@ func (m *Main) Run(ctx context.Context) error {
 
 // startEmbedded starts the embedded JetStream server (alone or as a member
 // of an embedded cluster) and waits until JetStream is really ready.
-func (m *Main) startEmbedded(ctx context.Context, name string, auth *natsauth.File) error {
+func (m *Node) startEmbedded(ctx context.Context, name string, auth *natsauth.File) error {
 	c := &m.Config
 	host, port, err := splitHostPort(c.ClientListen)
 	if err != nil {
@@ -324,14 +333,14 @@ func (m *Main) startEmbedded(ctx context.Context, name string, auth *natsauth.Fi
 }
 
 // metricsAt is where /metrics is served, for the ready line.
-func (m *Main) metricsAt() string {
+func (m *Node) metricsAt() string {
 	if m.MetricsAddr != "" {
 		return m.MetricsAddr
 	}
 	return m.HTTPAddr
 }
 
-func (m *Main) mode() string {
+func (m *Node) mode() string {
 	switch {
 	case m.server == nil:
 		return "external"
@@ -347,7 +356,7 @@ func (m *Main) mode() string {
 // only logs one (it calls its logger's Fatalf and goes on, its state
 // undefined: a listener gone, JetStream not started): the node must stop
 // with a failure rather than serve on top of it.
-func (m *Main) Fatal() <-chan string { return m.fatal }
+func (m *Node) Fatal() <-chan string { return m.fatal }
 
 // LameDuck is the first part of a graceful stop (SIGTERM): /readyz answers
 // 503, HTTP answers carry Connection: close, and the NATS micro service
@@ -355,7 +364,7 @@ func (m *Main) Fatal() <-chan string { return m.fatal }
 // once. HTTP requests are still served for delay (or until ctx ends: a
 // second signal), the time a load balancer or Kubernetes' endpoints take
 // to stop sending any; Close then does the rest.
-func (m *Main) LameDuck(ctx context.Context, delay time.Duration) error {
+func (m *Node) LameDuck(ctx context.Context, delay time.Duration) error {
 	m.draining.Store(true)
 	m.Logger.Info("lame duck: not ready, withdrawing the NATS service, HTTP closing connections; stopping after the delay", "delay", delay)
 	if m.http != nil {
@@ -379,13 +388,14 @@ func (m *Main) LameDuck(ctx context.Context, delay time.Duration) error {
 // last snapshots (together within ShutdownGrace), closes the connection and
 // shuts the embedded server down (after LameDuck, in lame-duck mode: its
 // leaderships handed over, its clients told); it returns once every
-// goroutine Run started has ended. Safe to call after a failed Run.
-func (m *Main) Close() error {
+// goroutine Open started has ended. ctx may cut the drain and the
+// snapshots shorter than ShutdownGrace.
+func (m *Node) Close(ctx context.Context) error {
 	if m.stopBG != nil {
 		m.stopBG()
 		m.bg.Wait()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), m.Config.ShutdownGrace)
+	ctx, cancel := context.WithTimeout(ctx, m.Config.ShutdownGrace)
 	defer cancel()
 	var errs []error
 	if m.micro != nil {
@@ -473,7 +483,7 @@ func splitHostPort(hp string) (string, int, error) {
 // rebuild allocates about as much again as it keeps (parsing, grown maps),
 // and with the default GOGC the process would hold that as resident memory
 // until the next collections. One forced collection, once, is cheap next to that.
-func (m *Main) releaseAfterRebuild(ctx context.Context) {
+func (m *Node) releaseAfterRebuild(ctx context.Context) {
 	// The lines sit among the freed buffers of the messages they came in:
 	// packed together (the Store does it once caught up), those spans
 	// empty and can be returned.
@@ -502,7 +512,7 @@ func (m *Main) releaseAfterRebuild(ctx context.Context) {
 // and elections settle, then every 5 minutes (a failover piles leaders on
 // the survivors; the returning server gets its share back). Every node
 // looks, and whoever looks first moves.
-func (m *Main) balanceLeaders(ctx context.Context) {
+func (m *Node) balanceLeaders(ctx context.Context) {
 	for attempt := 0; ; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		moved, err := jetstream.BalanceLeaders(actx, m.conn.JS, m.jsCfg, len(m.streams()))
@@ -526,7 +536,7 @@ func (m *Main) balanceLeaders(ctx context.Context) {
 }
 
 // newStore makes the Store of shard k (of n at the start), following feed.
-func (m *Main) newStore(k int, feed feedLog, log session.Log, logger *slog.Logger, n int) *store.Store {
+func (m *Node) newStore(k int, feed feedLog, log session.Log, logger *slog.Logger, n int) *store.Store {
 	c := &m.Config
 	so := store.Options{MemoryBudget: c.MemoryBudget / int64(n), Log: feed, Logger: logger, SnapshotEvery: c.SnapshotInterval,
 		Writer: log, AbandonedAfter: c.AbandonedAfter}
@@ -545,7 +555,7 @@ func (m *Main) newStore(k int, feed feedLog, log session.Log, logger *slog.Logge
 }
 
 // streams is every shard's stream, by shard (none in region mode).
-func (m *Main) streams() []*jetstream.Log {
+func (m *Node) streams() []*jetstream.Log {
 	if m.sharded == nil {
 		return nil
 	}
@@ -564,7 +574,7 @@ func (m *Main) streams() []*jetstream.Log {
 // epoch begins in the future (jetstream.MigrateLead), so nothing is routed
 // to the new streams before every node has them. Called by one MapWatch,
 // one map at a time.
-func (m *Main) growShards(ctx context.Context, next shard.Map, added []*shard.Log, log session.Log, logger *slog.Logger) error {
+func (m *Node) growShards(ctx context.Context, next shard.Map, added []*shard.Log, log session.Log, logger *slog.Logger) error {
 	// Checked before anything changes: the Stores, the archive and the
 	// router grow in step, so none of the Grows can refuse half-way.
 	if cur := m.sharded.Map(); !m.stores.Map().Equal(cur) {
@@ -596,7 +606,7 @@ func (m *Main) growShards(ctx context.Context, next shard.Map, added []*shard.Lo
 		}
 		return err
 	}
-	return m.archives.Grow(next, archives) // made before the watch started (Run)
+	return m.archives.Grow(next, archives) // made before the watch started (start)
 }
 
 // storeDir is the snapshot directory of shard k's Store, under --data-dir:
@@ -614,7 +624,7 @@ const blockCacheExpiry = 12 * time.Second
 
 // holding is the API's Holding: the holder, or none (every node holds
 // every shard).
-func (m *Main) holding() api.Holding {
+func (m *Node) holding() api.Holding {
 	if m.holder == nil {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 
 // status reports the mode and the stream as the leader sees it: replicas,
 // leader, each follower's lag, messages and bytes.
-func (m *Main) status(ctx context.Context) (any, error) {
+func (m *Node) status(ctx context.Context) (any, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	cfg := m.streamConfig()
@@ -60,7 +60,7 @@ func (m *Main) status(ctx context.Context) (any, error) {
 }
 
 // streamStatus is one stream as its leader reports it, and the cluster's name.
-func (m *Main) streamStatus(ctx context.Context, name string) (wire.StreamStatus, string, error) {
+func (m *Node) streamStatus(ctx context.Context, name string) (wire.StreamStatus, string, error) {
 	s, err := m.conn.JS.Stream(ctx, name) // its answer is the stream's info: one request
 	if err != nil {
 		return wire.StreamStatus{}, "", fmt.Errorf("stream %s: %w", name, err)
@@ -91,7 +91,7 @@ func (m *Main) streamStatus(ctx context.Context, name string) (wire.StreamStatus
 // a region the stream is the one the Store follows, and the home's bucket
 // is not required: a mirror region serves reads while its home is down,
 // once its mirror has caught up with the home (region.Node.Ready).
-func (m *Main) ready(ctx context.Context) error {
+func (m *Node) ready(ctx context.Context) error {
 	if m.draining.Load() {
 		return errors.New("shutting down (lame duck)")
 	}
@@ -129,7 +129,7 @@ func (m *Main) ready(ctx context.Context) error {
 // backendReady checks the streams the Stores follow (and their leaders)
 // and, outside region mode, the cursor bucket. behind is the first of them
 // whose replica on this node's embedded server is not current.
-func (m *Main) backendReady(ctx context.Context) (behind, err error) {
+func (m *Node) backendReady(ctx context.Context) (behind, err error) {
 	var self string // the embedded server's name: the replicas that are this node's
 	if m.server != nil {
 		self = m.server.ServerName
@@ -167,7 +167,7 @@ func (m *Main) backendReady(ctx context.Context) (behind, err error) {
 // while this one is the replica a majority needs), and one that falls
 // behind later stays ready for electionGrace first: a burst of writes or
 // a slow disk is not a reason to pull it out of service.
-func (m *Main) replicaReady(behind error) error {
+func (m *Node) replicaReady(behind error) error {
 	if behind == nil {
 		m.caughtUp.Store(true)
 		m.behindSince.Store(0)

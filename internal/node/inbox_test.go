@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"context"
@@ -36,8 +36,8 @@ func TestInboxIsolation(t *testing.T) {
 	}
 	writeFile(t, authFile, string(f.Marshal()))
 	cert, key := selfSigned(t, dir, 1)
-	m, _ := startMain(t, func(c *Config) { c.NATSAuth, c.NATSTLSCert, c.NATSTLSKey = authFile, cert, key })
-	t.Cleanup(func() { m.Close() })
+	m, _ := startNode(t, func(c *Config) { c.NATSAuth, c.NATSTLSCert, c.NATSTLSKey = authFile, cert, key })
+	t.Cleanup(func() { m.Close(context.Background()) })
 	ctx := context.Background()
 
 	r, err := dialNode(m, cert, "reader", "reader")
