@@ -94,6 +94,10 @@ type Config struct {
 	// prometheus-nats-exporter, next to the node.
 	MonitorListen string
 
+	// No flag: tests of clients shrink them to reach the limits quickly.
+	MaxBatch   int   // the atomic batch limit (jetstream.Config); 0: the default
+	MaxPayload int32 // the embedded server's max_payload; 0: pi-node's 8 MiB
+
 	LogLevel  string
 	LogFormat string
 	// LogOutput is where the node logs (no flag: pi-node's is its stderr);

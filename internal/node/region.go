@@ -135,6 +135,9 @@ func (m *Node) backend(ctx context.Context, name string, logger *slog.Logger) (s
 	m.jsCfg = jetstream.NewConfig()
 	m.jsCfg.Stream, m.jsCfg.SubjectPrefix, m.jsCfg.Bucket = c.Stream, c.SubjectPrefix, c.Bucket
 	m.jsCfg.Replicas = c.Replicas
+	if c.MaxBatch > 0 {
+		m.jsCfg.MaxBatch = c.MaxBatch
+	}
 	m.jsCfg.Logger = logger
 	if c.Region == "" {
 		// The shard count is logged once provisioning has found it: without

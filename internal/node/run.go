@@ -293,6 +293,9 @@ func (m *Node) startEmbedded(ctx context.Context, name string, auth *natsauth.Fi
 	s.SyncAlways = c.Sync == "always"
 	s.SyncInterval = c.SyncInterval
 	s.MaxStore = c.MaxFileStore
+	if c.MaxPayload > 0 {
+		s.MaxPayload = c.MaxPayload
+	}
 	if c.MonitorListen != "" {
 		if s.MonitorHost, s.MonitorPort, err = splitHostPort(c.MonitorListen); err != nil {
 			return fmt.Errorf("--monitor-listen: %w", err)

@@ -2,19 +2,11 @@ package nodetest
 
 import (
 	"context"
-	"fmt"
-	"net"
-	"net/http"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/micro"
-
-	"github.com/pifleet/sessionlog/internal/api"
 	"github.com/pifleet/sessionlog/internal/jetstream"
-	"github.com/pifleet/sessionlog/internal/jetstream/embedded"
-	"github.com/pifleet/sessionlog/internal/service"
-	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/node"
 	"github.com/pifleet/sessionlog/internal/shard"
 	"github.com/pifleet/sessionlog/internal/store"
 )
@@ -51,12 +43,8 @@ type Node struct {
 	Stores  *store.Set
 	Sharded *shard.Sharded
 
-	server *embedded.Server
-	conn   *jetstream.Conn
-	api    *api.Server
-	http   *http.Server
-	served chan error
-	micro  micro.Service
+	node *node.Node
+	stop context.CancelFunc // ends the node's background work, after Close
 }
 
 // Start starts a node with its data in t.TempDir() and stops it at cleanup.
@@ -73,102 +61,43 @@ func Start(t testing.TB, o Options) *Node {
 }
 
 // StartDir starts a node with its data in dir (for TestMain, which has no
-// testing.T); Close stops it.
-func StartDir(ctx context.Context, dir string, o Options) (n *Node, err error) {
-	n = &Node{Token: o.Token, Config: jetstream.NewConfig()}
-	if o.MaxBatch > 0 {
-		n.Config.MaxBatch = o.MaxBatch
-	}
-	defer func() {
-		if err != nil {
-			n.Close()
-		}
-	}()
-	n.server = embedded.NewServer(dir)
+// testing.T); ctx bounds the start, and Close stops the node.
+func StartDir(ctx context.Context, dir string, o Options) (*Node, error) {
+	c := node.DefaultConfig()
+	c.DataDir, c.NodeName, c.HTTPToken = dir, "apitest", o.Token
+	c.ClientListen, c.HTTPListen = "127.0.0.1:0", "127.0.0.1:0"
 	// No fsync per write (pi-node's default is one): durability is not
 	// what these tests check.
-	n.server.ServerName, n.server.Port, n.server.SyncAlways = "apitest", -1, false
-	if o.MaxPayload > 0 {
-		n.server.MaxPayload = o.MaxPayload
-	}
-	if err := n.server.Start(ctx); err != nil {
-		return nil, err
-	}
-	n.NATSURL = n.server.ClientURL()
-	if n.conn, err = jetstream.Connect(ctx, jetstream.NewConnConfig(n.NATSURL)); err != nil {
-		return nil, err
-	}
-	shards := max(o.Shards, 1)
-	sm, err := jetstream.ProvisionShards(ctx, n.conn.JS, n.Config, shards)
+	c.Sync = "interval"
+	c.SnapshotInterval = 0
+	c.GoMemoryLimit = "0" // the test process's, not the node's to set
+	c.LogLevel = "warn"
+	c.MaxBatch, c.MaxPayload, c.Shards = o.MaxBatch, o.MaxPayload, o.Shards
+	// The node's background work lives until Close, not as long as ctx.
+	life, stop := context.WithCancel(context.WithoutCancel(ctx))
+	started := context.AfterFunc(ctx, stop)
+	nd, err := node.Open(life, c)
+	started()
 	if err != nil {
+		stop()
 		return nil, err
 	}
-	n.Log = jetstream.NewLog(n.conn.JS, n.Config)
-	if n.Cursors, err = jetstream.NewCursors(ctx, n.conn.JS, n.Config); err != nil {
-		return nil, err
+	n := &Node{HTTPURL: "http://" + nd.HTTPAddr, NATSURL: nd.NATSURL, Token: o.Token, node: nd, stop: stop,
+		Config: nd.JetStreamConfig(), Stores: nd.Stores()}
+	n.Log = jetstream.NewLog(nd.Conn().JS, n.Config)
+	n.Store = n.Stores.All()[0]
+	if o.Shards > 1 {
+		n.Sharded = nd.Sharded()
 	}
-	var log session.Log = n.Log
-	var stores []*store.Store
-	if shards == 1 {
-		stores = []*store.Store{store.New(n.Log, store.Options{Log: n.Log})}
-	} else {
-		var logs []*shard.Log
-		logs, n.Sharded = jetstream.NewShards(n.conn.JS, n.Config, sm)
-		for _, l := range logs {
-			stores = append(stores, store.New(l, store.Options{Log: l, Writer: l}))
-		}
-		log = n.Sharded
-	}
-	if n.Stores, err = store.NewSet(sm, stores); err != nil {
-		return nil, err
-	}
-	n.Store = stores[0]
-	for _, st := range stores {
-		if err := st.Open(ctx); err != nil {
-			return nil, err
-		}
-	}
-	svc := &service.Service{Log: log, Store: n.Stores, Cursors: n.Cursors}
-	if n.api, err = api.New(api.Config{Service: svc, NodeName: "apitest", Token: o.Token}); err != nil {
-		return nil, err
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, fmt.Errorf("http listen: %w", err)
-	}
-	n.HTTPURL = "http://" + ln.Addr().String()
-	n.http = n.api.HTTPServer(ln.Addr().String())
-	n.served = make(chan error, 1)
-	go func() { n.served <- n.http.Serve(ln) }()
-	if n.micro, err = n.api.StartNATS(n.conn.NC); err != nil {
+	if n.Cursors, err = jetstream.NewCursors(ctx, nd.Conn().JS, n.Config); err != nil {
+		n.Close()
 		return nil, err
 	}
 	return n, nil
 }
 
-// Close stops the node as pi-node does: the micro service, the HTTP
-// server, the API, the Store, the connection, the server. It is safe to
-// call on a node that failed to start.
+// Close stops the node as pi-node does (node.Node.Close).
 func (n *Node) Close() {
-	if n.micro != nil {
-		_ = n.micro.Stop()
-	}
-	if n.http != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_ = n.http.Shutdown(ctx)
-		cancel()
-		<-n.served // http.ErrServerClosed
-	}
-	if n.api != nil {
-		_ = n.api.Close()
-	}
-	for _, st := range n.Stores.All() {
-		_ = st.Close()
-	}
-	if n.conn != nil {
-		n.conn.Close()
-	}
-	if n.server != nil {
-		n.server.Shutdown()
-	}
+	_ = n.node.Close(context.Background())
+	n.stop()
 }
