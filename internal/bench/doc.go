@@ -25,7 +25,7 @@
 // local file, is the optional baseline of the write scenarios.
 //
 // The node is a running pi-node (Open with a server URL), or one started
-// in this process (Node, wired as cmd/pi-node wires it), or for the
+// in this process (Node, opened by internal/node as pi-node is), or for the
 // rebuild scenario the pi-node binary run as a process. The package's
 // go test benchmarks pair the session engine itself (Writer, Store,
 // Service) with raw JetStream in the same loop.

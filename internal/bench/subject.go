@@ -99,11 +99,11 @@ func (p *inproc) stop(res *Result, when string, held int64) (time.Duration, erro
 	}
 	withStore := heapAfterGC()
 	t := time.Now()
-	err := p.n.StopService()
 	// The micro service's Stop only starts draining its subscriptions,
-	// whose handlers reach the Store; closing the node's connection drops
-	// them at once, so the collection below can free the Store.
-	p.n.Conn.Close()
+	// whose handlers reach the Store; StopService closes the node's
+	// connection too, which drops them at once, so the collection below
+	// can free the Store.
+	err := p.n.StopService()
 	d := time.Since(t)
 	serverOnly := heapAfterGC()
 	t = time.Now()

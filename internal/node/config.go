@@ -14,6 +14,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/api"
 	"github.com/pifleet/sessionlog/internal/console"
+	"github.com/pifleet/sessionlog/internal/jetstream/embedded"
 	"github.com/pifleet/sessionlog/internal/shard"
 	"github.com/pifleet/sessionlog/internal/size"
 )
@@ -93,6 +94,13 @@ type Config struct {
 	// endpoints (/varz, /jsz, /healthz): for NATS tooling such as
 	// prometheus-nats-exporter, next to the node.
 	MonitorListen string
+
+	// Server, when set (no flag), is an embedded server the caller has
+	// started: the node runs on it as on its own, but leaves it running at
+	// Close, and the settings of an embedded server above do not apply.
+	// pi-bench times the server's start apart from the node's, and weighs
+	// the node's memory against the server's.
+	Server *embedded.Server
 
 	// No flag: tests of clients shrink them to reach the limits quickly.
 	MaxBatch   int   // the atomic batch limit (jetstream.Config); 0: the default

@@ -2,6 +2,7 @@ package node
 
 import (
 	"github.com/pifleet/sessionlog/internal/jetstream"
+	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/shard"
 	"github.com/pifleet/sessionlog/internal/store"
 )
@@ -14,6 +15,9 @@ func (m *Node) Conn() *jetstream.Conn { return m.conn }
 
 // JetStreamConfig is the node's stream and bucket (shard 0's stream).
 func (m *Node) JetStreamConfig() jetstream.Config { return m.jsCfg }
+
+// Service is what the API serves.
+func (m *Node) Service() *service.Service { return m.svc }
 
 // Stores is the Store of every shard.
 func (m *Node) Stores() *store.Set { return m.stores }

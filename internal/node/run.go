@@ -53,6 +53,7 @@ type Node struct {
 	archives    *shard.Archive              // the archive per shard stream, outside region mode
 	archiveCfg  jetstream.ArchiveConfig
 	archiver    *archiverJob
+	svc         *service.Service
 	api         *api.Server
 	http        *http.Server
 	metricsHTTP *http.Server // --metrics-listen's, or nil
@@ -121,10 +122,14 @@ func (m *Node) start(ctx context.Context) error {
 	urls := splitList(c.NATSURL)
 	cc := jetstream.NewConnConfig(urls...)
 	cc.Name = "pi-node " + name
-	if len(urls) == 0 {
+	if c.Server != nil {
+		m.server = c.Server
+	} else if len(urls) == 0 {
 		if err := m.startEmbedded(ctx, name, auth); err != nil {
 			return err
 		}
+	}
+	if m.server != nil {
 		// In process: pi-node's own connection crosses no network and
 		// needs no credential of the users file, nor the client TLS.
 		cc.URLs = []string{m.server.InProcessURL()}
@@ -200,7 +205,7 @@ func (m *Node) start(ctx context.Context) error {
 	if m.region != nil {
 		readLog = feeds[0]
 	}
-	svc := &service.Service{Log: log, ReadLog: readLog, Store: m.stores, Cursors: cursors, CursorWait: c.MinSeqTimeout}
+	m.svc = &service.Service{Log: log, ReadLog: readLog, Store: m.stores, Cursors: cursors, CursorWait: c.MinSeqTimeout}
 	archive, err := m.newArchiver(ctx, log, name, logger)
 	if err != nil {
 		return err
@@ -218,7 +223,7 @@ func (m *Node) start(ctx context.Context) error {
 		return err
 	}
 	m.api, err = api.New(api.Config{
-		Service: svc, NodeName: name, Token: c.HTTPToken, Tokens: tokens, MinSeqTimeout: c.MinSeqTimeout,
+		Service: m.svc, NodeName: name, Token: c.HTTPToken, Tokens: tokens, MinSeqTimeout: c.MinSeqTimeout,
 		MaxConnections: c.MaxConnections, MaxWatches: c.MaxWatches, MaxRequests: c.MaxRequests,
 		Status: m.status, Ready: m.ready, Archive: archive, Logger: logger,
 		MetricsElsewhere: c.MetricsListen != "", Insecure: insecure, CORSOrigins: c.corsOrigins(), Console: c.consoleHandler(),
@@ -445,7 +450,7 @@ func (m *Node) Close(ctx context.Context) error {
 	if m.conn != nil {
 		m.conn.Close()
 	}
-	if m.server != nil {
+	if m.server != nil && m.Config.Server == nil {
 		if m.draining.Load() {
 			errs = append(errs, m.server.LameDuckShutdown())
 		} else {
