@@ -7,7 +7,8 @@
 //   - the logger and the Go memory limit, before anything allocates much;
 //   - JetStream: an embedded server (alone, clustered or in a region, with
 //     its users, TLS and audit of refusals) or a connection to an external
-//     cluster; the node's own connection to an embedded one is in-process;
+//     cluster, or a server its caller started (Config.Server, left running
+//     at Close); the node's own connection to an embedded one is in-process;
 //   - the backend: the shards' streams and the cursor bucket provisioned,
 //     or in region mode the region's Log, Feed and Cursors (region.go);
 //   - the Stores, one per shard (with --hold only the shards this node
