@@ -172,8 +172,19 @@ func (c *cluster) dumpLogs() {
 	if out, err := c.run("ps"); err == nil {
 		c.t.Logf("compose ps:\n%s", out)
 	}
-	out, _ := c.run("logs", "--no-color", "--tail=60")
+	// Few lines inline: CI shows the end of a failed test's output, and 60
+	// lines per container pushed the failure itself out of it (stop 46's
+	// TestComposeRegion). Every line goes to $PI_TEST_LOG_DIR when set.
+	out, _ := c.run("logs", "--no-color", "--tail=15")
 	c.t.Logf("compose logs (last lines per node):\n%s", out)
+	if dir := os.Getenv("PI_TEST_LOG_DIR"); dir != "" {
+		all, _ := c.run("logs", "--no-color")
+		name := filepath.Join(dir, strings.ReplaceAll(c.t.Name(), "/", "_")+"-compose.log")
+		if err := os.MkdirAll(dir, 0o755); err == nil {
+			err = os.WriteFile(name, []byte(all), 0o644)
+			c.t.Logf("compose logs, whole: %s (%v)", name, err)
+		}
+	}
 }
 
 // discover finds the containers, their published HTTP ports and the

@@ -285,11 +285,17 @@ func createSession(t *testing.T, n *node, sid string) {
 // mirrorReads writes through the home's node and reads the entry in the
 // mirror region: polled without minSeq (the mirror's lag as a reader sees
 // it), and with the write's lastSeq as minSeq (read your writes across
-// regions: the mirror keeps the home's sequences).
+// regions: the mirror keeps the home's sequences). What must never happen
+// is a read with minSeq answered 200 without the entry; a 504 (the node's
+// bounded wait for minSeq ran out, on a loaded machine) is asked again, as
+// docs/API.md tells clients, and counted. How long the mirror takes is
+// measured and reported, never judged: the plain reads poll within a
+// scaled minute.
 func mirrorReads(t *testing.T, home, mirror *node, sid string) {
 	t.Helper()
 	const probes = 20
 	var plain, withMinSeq []time.Duration
+	retried := 0
 	for i := range probes {
 		id := fmt.Sprintf("probe-%02d", i)
 		r, err := home.do(http.MethodPost, "/v1/sessions/"+sid+"/entries", entryBody(id), 30*time.Second)
@@ -304,43 +310,55 @@ func mirrorReads(t *testing.T, home, mirror *node, sid string) {
 			t.Fatal(err)
 		}
 		path := fmt.Sprintf("/v1/sessions/%s/entries?afterSeq=%d", sid, rep.LastSeq-1)
-		if i%2 == 1 {
+		strong := i%2 == 1
+		if strong {
 			path += fmt.Sprintf("&minSeq=%d", rep.LastSeq)
 		}
-		// Polled every 2 ms: the lag is a few of them. A read with minSeq
-		// waits on the node and must succeed at the first request.
+		// Polled every 2 ms: the lag is a few of them when idle.
 		tick := time.NewTicker(2 * time.Millisecond)
+		deadline := acked.Add(testutil.Scale(time.Minute))
 		for {
-			r, err := mirror.do(http.MethodGet, path, nil, 10*time.Second)
+			r, err := mirror.do(http.MethodGet, path, nil, 30*time.Second)
 			if err == nil && r.status == http.StatusOK && bytes.Contains(r.body, []byte(`"id":"`+id+`"`)) {
 				break
 			}
-			if i%2 == 1 {
-				t.Fatalf("%s in %s with minSeq=%d: %v %v", id, mirror.name, rep.LastSeq, r, err)
+			if strong {
+				if err == nil && r.status == http.StatusOK {
+					t.Fatalf("%s in %s with minSeq=%d: 200 without the entry: %s", id, mirror.name, rep.LastSeq, r.body)
+				}
+				if err != nil || r.status != http.StatusGatewayTimeout {
+					t.Fatalf("%s in %s with minSeq=%d: %v %v", id, mirror.name, rep.LastSeq, r, err)
+				}
+				retried++
 			}
-			if time.Since(acked) > 10*time.Second {
-				t.Fatalf("%s, written in %s, not served by %s within 10 s: %v %v", id, home.name, mirror.name, r, err)
+			if time.Now().After(deadline) {
+				t.Fatalf("%s, written in %s, not served by %s within %v: %v %v", id, home.name, mirror.name, testutil.Scale(time.Minute), r, err)
 			}
 			<-tick.C
 		}
 		tick.Stop()
-		if i%2 == 1 {
+		if strong {
 			withMinSeq = append(withMinSeq, time.Since(acked))
 		} else {
 			plain = append(plain, time.Since(acked))
 		}
 	}
-	t.Logf("measured: write acked by %s -> served by %s (through published ports and docker-proxy), %d probes: p50 %s, max %s; with minSeq: p50 %s, max %s",
-		home.name, mirror.name, len(plain), pct(plain, 50), pct(plain, 100), pct(withMinSeq, 50), pct(withMinSeq, 100))
+	t.Logf("measured: write acked by %s -> served by %s (through published ports and docker-proxy), %d probes: p50 %s, max %s; with minSeq: p50 %s, max %s (%d reads answered 504 and asked again)",
+		home.name, mirror.name, len(plain), pct(plain, 50), pct(plain, 100), pct(withMinSeq, 50), pct(withMinSeq, 100), retried)
 }
 
 // everyAcked returns nil when each appender has k acks received after
-// since, else the state of one that has not.
+// since, else the states of those that have not.
 func everyAcked(aps []*appender, k int, since time.Time) error {
+	var behind []string
 	for _, a := range aps {
 		if a.ackedSince(since) < k {
-			return fmt.Errorf("writer %s: %s", a.prefix, a.state())
+			behind = append(behind, fmt.Sprintf("writer %s: %s", a.prefix, a.state()))
 		}
+	}
+	if len(behind) > 0 {
+		// Every writer behind, not the first: which region's are is the clue.
+		return fmt.Errorf("%d of %d writers under %d acks: %s", len(behind), len(aps), k, strings.Join(behind, "; "))
 	}
 	return nil
 }
