@@ -33,7 +33,10 @@ type archivedPage struct {
 func TestArchiveCommands(t *testing.T) {
 	_, vs := v3Vectors(t)
 	n := startNode(t, "archive", "", "--session-retention", "300ms", "--archive-every", "100ms")
-	conn := []string{"--http", n.httpURL}
+	// A node archiving every 100 ms under -race on a loaded machine took
+	// over pi-ctl's default 10 s to answer an import (CI: "no reply in
+	// time (raise --timeout if the node is busy)"): as the message says.
+	conn := []string{"--http", n.httpURL, "--timeout", testutil.Scale(time.Minute).String()}
 	want := map[string]bool{}
 	for _, v := range vs[:3] {
 		mustRun(t, withFlags(conn, "import", v.file)...)
