@@ -35,7 +35,7 @@ type Proc struct {
 
 // New prepares a process; Start runs it. Cleanup kills it (if still
 // running) and, when the test failed, logs the tail of its output.
-func New(t *testing.T, name, bin string, args ...string) *Proc {
+func New(t testing.TB, name, bin string, args ...string) *Proc {
 	t.Helper()
 	p := &Proc{Name: name, bin: bin, args: args, logPath: filepath.Join(t.TempDir(), name+".log")}
 	t.Cleanup(func() {
@@ -49,7 +49,7 @@ func New(t *testing.T, name, bin string, args ...string) *Proc {
 }
 
 // Start runs the process once more with the same arguments.
-func (p *Proc) Start(t *testing.T) {
+func (p *Proc) Start(t testing.TB) {
 	t.Helper()
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -252,7 +252,7 @@ func (p *Proc) Pid() int {
 // keepLog copies a failed test's process log whole into $PI_TEST_LOG_DIR,
 // when set: the tail above is often not where a rare failure began, and
 // t.TempDir is gone once the test ends.
-func keepLog(t *testing.T, p *Proc) {
+func keepLog(t testing.TB, p *Proc) {
 	dir := os.Getenv("PI_TEST_LOG_DIR")
 	if dir == "" {
 		return
