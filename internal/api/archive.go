@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
@@ -32,12 +33,12 @@ func (s *Server) archive() (Archive, error) {
 	return s.cfg.Archive, nil
 }
 
-func (s *Server) archiveList(ctx context.Context, r *request) (reply, error) {
+func (s *Server) archiveList(ctx context.Context, r *wire.ArchiveListRequest) (reply, error) {
 	a, err := s.archive()
 	if err != nil {
 		return reply{}, err
 	}
-	if err := r.pageLimit(); err != nil {
+	if err := pageLimit(r.Limit); err != nil {
 		return reply{}, err
 	}
 	var from uint64
@@ -57,8 +58,8 @@ func (s *Server) archiveList(ctx context.Context, r *request) (reply, error) {
 	return jsonReply(out)
 }
 
-func (s *Server) archiveRestore(ctx context.Context, r *request) (reply, error) {
-	if err := r.checkSession(); err != nil {
+func (s *Server) archiveRestore(ctx context.Context, r *wire.ArchiveRestoreRequest) (reply, error) {
+	if err := session.ValidSessionID(r.SessionID); err != nil {
 		return reply{}, err
 	}
 	a, err := s.archive()
@@ -72,15 +73,15 @@ func (s *Server) archiveRestore(ctx context.Context, r *request) (reply, error) 
 	return jsonReply(wire.RestoreReply{SessionID: res.SessionID, EntryCount: res.Entries, LastSeq: res.LastSeq})
 }
 
-func (s *Server) archiveRun(ctx context.Context, r *request) (reply, error) {
+func (s *Server) archiveRun(ctx context.Context, r *wire.ArchiveRunRequest) (reply, error) {
 	a, err := s.archive()
 	if err != nil {
 		return reply{}, err
 	}
 	older := a.Retention()
-	if r.Older != "" {
-		if older, err = time.ParseDuration(r.Older); err != nil || older < 0 {
-			return reply{}, wire.Invalid("olderThan", fmt.Sprintf("%q is not a duration like 720h", r.Older))
+	if r.OlderThan != "" {
+		if older, err = time.ParseDuration(r.OlderThan); err != nil || older < 0 {
+			return reply{}, wire.Invalid("olderThan", fmt.Sprintf("%q is not a duration like 720h", r.OlderThan))
 		}
 	} else if older == 0 {
 		return reply{}, wire.Invalid("olderThan", "required: this node has no --session-retention to default to")

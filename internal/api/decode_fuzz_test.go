@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -11,17 +12,18 @@ import (
 	"github.com/pifleet/sessionlog/internal/wire"
 )
 
-// FuzzDecode feeds arbitrary bodies to decodeJSON, the decoder of every
-// JSON request (HTTP, NATS, forwarded), and each entry it accepts to the
-// entry path (tree.ParseEntry and tree.CheckLine, what appends and the
-// Store run). The seed corpus is testdata/fuzz/FuzzDecode. It checks:
+// FuzzDecode feeds arbitrary bodies to the decode of every operation with
+// a JSON body or none (HTTP, NATS, forwarded: decodeJSON decodes them all),
+// and each entry create accepts to the entry path (tree.ParseEntry and
+// tree.CheckLine, what appends and the Store run). The seed corpus is
+// testdata/fuzz/FuzzDecode. It checks:
 //   - nothing panics or overflows the stack;
 //   - a body nested deeper than tree.MaxDepth is refused with the depth
 //     error, whatever else is wrong with it;
-//   - otherwise decodeJSON agrees with encoding/json (the documented
-//     rules; segmentio's decoder only runs first for speed), and an
-//     accepted body round-trips: encoding what was decoded and decoding
-//     that again gives the same request;
+//   - otherwise decode agrees with encoding/json (the documented rules;
+//     segmentio's decoder only runs first for speed), and an accepted body
+//     round-trips: encoding what was decoded and decoding that again gives
+//     the same request;
 //   - the line scanner refuses at or before the offset CheckDepth names.
 //
 // In CI: go test -run '^$' -fuzz '^FuzzDecode$' -fuzztime 20s ./internal/api/
@@ -29,48 +31,58 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{"entries":[{"type":"message","message":{"role":"user","content":"hi","timestamp":1}}],"leaf":null}`))
 	f.Add([]byte(`{"entries":[],"x":` + strings.Repeat("[", tree.MaxDepth+1) + "}"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var r request
-		err := decodeJSON(data, &r)
-		if err != nil && !errors.Is(err, wire.ErrInvalid) {
-			t.Fatalf("error %v is not ErrInvalid", err)
-		}
 		checkLine(t, data)
-
-		if de := tree.CheckDepth(data); de != nil {
-			if err == nil || err.Error() != "body: "+de.Error() {
-				t.Fatalf("deep body: %v, want %v", err, de)
+		for i := range ops {
+			if ops[i].Body != wire.JSONLBody { // import's body is a file
+				fuzzDecode(t, &ops[i], data)
 			}
-			return
-		}
-		var ref request
-		refErr := json.Unmarshal(data, &ref)
-		if len(bytes.TrimSpace(data)) == 0 {
-			refErr = nil // an empty body is an empty object
-		}
-		if (err == nil) != (refErr == nil) {
-			t.Fatalf("decodeJSON: %v; encoding/json: %v", err, refErr)
-		}
-		if err != nil {
-			return
-		}
-		enc := mustEncode(t, &r)
-		if want := mustEncode(t, &ref); !bytes.Equal(enc, want) {
-			t.Fatalf("decoded as %s; encoding/json decodes %s", enc, want)
-		}
-		var again request
-		if err := decodeJSON(enc, &again); err != nil {
-			t.Fatalf("%s does not decode again: %v", enc, err)
-		}
-		if got := mustEncode(t, &again); !bytes.Equal(got, enc) {
-			t.Fatalf("round trip: %s, then %s", enc, got)
-		}
-		for _, e := range r.Entries {
-			checkLine(t, e)
-		}
-		if r.Header != nil {
-			checkLine(t, r.Header)
 		}
 	})
+}
+
+// fuzzDecode checks o's decode of data as FuzzDecode says.
+func fuzzDecode(t *testing.T, o *op, data []byte) {
+	r, err := o.decode(data, nil, nil)
+	if err != nil && !errors.Is(err, wire.ErrInvalid) {
+		t.Fatalf("%s: error %v is not ErrInvalid", o.Name, err)
+	}
+	if de := tree.CheckDepth(data); de != nil {
+		if err == nil || err.Error() != "body: "+de.Error() {
+			t.Fatalf("%s: deep body: %v, want %v", o.Name, err, de)
+		}
+		return
+	}
+	zero, _ := o.decode(nil, nil, nil)
+	ref := reflect.New(reflect.TypeOf(zero).Elem()).Interface()
+	refErr := json.Unmarshal(data, ref)
+	if len(bytes.TrimSpace(data)) == 0 {
+		refErr = nil // an empty body is an empty object
+	}
+	if (err == nil) != (refErr == nil) {
+		t.Fatalf("%s: decode: %v; encoding/json: %v", o.Name, err, refErr)
+	}
+	if err != nil {
+		return
+	}
+	enc := mustEncode(t, r)
+	if want := mustEncode(t, ref); !bytes.Equal(enc, want) {
+		t.Fatalf("%s: decoded as %s; encoding/json decodes %s", o.Name, enc, want)
+	}
+	again, err := o.decode(enc, nil, nil)
+	if err != nil {
+		t.Fatalf("%s: %s does not decode again: %v", o.Name, enc, err)
+	}
+	if got := mustEncode(t, again); !bytes.Equal(got, enc) {
+		t.Fatalf("%s: round trip: %s, then %s", o.Name, enc, got)
+	}
+	if c, ok := r.(*wire.CreateRequest); ok {
+		for _, e := range c.Entries {
+			checkLine(t, e)
+		}
+		if c.Header != nil {
+			checkLine(t, c.Header)
+		}
+	}
 }
 
 // checkLine runs b through the entry path: a line CheckDepth refuses is
@@ -91,7 +103,7 @@ func checkLine(t *testing.T, b []byte) {
 	}
 }
 
-func mustEncode(t *testing.T, r *request) []byte {
+func mustEncode(t *testing.T, r any) []byte {
 	b, err := json.Marshal(r)
 	if err != nil {
 		t.Fatalf("encoding %+v: %v", r, err)

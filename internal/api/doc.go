@@ -1,7 +1,7 @@
 // Package api serves the session engine (internal/service) over HTTP/JSON
 // and as a NATS micro service. The contract is internal/wire's: both
 // transports serve its operation table (ops.go pairs each operation with
-// its handler), decode into one request type (request.go) and map errors
+// its handler), decode into its typed request (request.go) and map errors
 // with wire.StatusOf, so a body, a result and an error look the same on
 // either; the package holds no business logic of its own. docs/API.md is
 // the user-facing reference.

@@ -1,7 +1,5 @@
 package api
 
-import "reflect"
-
 // Routes returns the patterns the HTTP mux serves besides its catch-all.
 func (s *Server) Routes() []string {
 	var out []string
@@ -10,6 +8,3 @@ func (s *Server) Routes() []string {
 	}
 	return out
 }
-
-// RequestType is the type every request decodes into, on both transports.
-var RequestType = reflect.TypeFor[request]()

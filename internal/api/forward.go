@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
@@ -63,19 +64,20 @@ func (e *forwardedError) Error() string { return e.body.Error.Message }
 // what a holder of its shard serves.
 func perSession(o wire.Op) bool { return strings.Contains(o.Path, "{id}") }
 
-// forward sends r to a holder of its session's shard when this node does
-// not serve it; done is false when r is to be served here: the node
-// serves the shard, the request was forwarded to it, or no holder answers.
-func (s *Server) forward(ctx context.Context, o *op, r *request) (rep reply, err error, done bool) {
+// forward sends req, about session sid, to a holder of its session's shard
+// when this node does not serve it; done is false when req is to be served
+// here: the node serves the shard, the request was forwarded to it, or no
+// holder answers.
+func (s *Server) forward(ctx context.Context, o *op, req any, sid string) (rep reply, err error, done bool) {
 	h := s.cfg.Holding
-	if h == nil || s.cfg.Forward == nil || forwarded(ctx) || !perSession(o.Op) || r.checkSession() != nil {
+	if h == nil || s.cfg.Forward == nil || forwarded(ctx) || !perSession(o.Op) || session.ValidSessionID(sid) != nil {
 		return reply{}, nil, false
 	}
-	k := h.Shard(r.SessionID)
+	k := h.Shard(sid)
 	if h.Serves(k) {
 		return reply{}, nil, false
 	}
-	m, err := s.fwdMsg(ctx, wire.ForwardSubject(s.cfg.ForwardPrefix, k, o.Name), r)
+	m, err := s.fwdMsg(ctx, wire.ForwardSubject(s.cfg.ForwardPrefix, k, o.Name), req)
 	if err != nil {
 		return reply{}, err, true
 	}
@@ -90,7 +92,7 @@ func (s *Server) forward(ctx context.Context, o *op, r *request) (rep reply, err
 	// What this node's own reads would wait for, which the holder's
 	// Store may lack (a holder stale after an election or a partition):
 	// read your writes through this node, across a restart too.
-	wait, err := s.svc.ForwardWait(ctx, r.SessionID, o.LogRead())
+	wait, err := s.svc.ForwardWait(ctx, sid, o.LogRead())
 	if err != nil {
 		return reply{}, err, true
 	}
@@ -115,20 +117,20 @@ func (s *Server) forward(ctx context.Context, o *op, r *request) (rep reply, err
 	switch {
 	case err != nil:
 	case o.Method != http.MethodGet:
-		s.noteForwardedWrite(r.SessionID, rep.raw)
+		s.noteForwardedWrite(sid, rep.raw)
 	case rep.fresh.Applied > 0:
 		// Monotonic reads through this node: its next read of the
 		// session may reach another holder, which must have applied as
 		// much as this one reflected.
-		s.svc.NoteAck(r.SessionID, rep.fresh.Applied)
+		s.svc.NoteAck(sid, rep.fresh.Applied)
 	}
 	return rep, err, true
 }
 
-// fwdMsg is the request as a holder decodes it: the NATS body, and the
-// principal in headers.
-func (s *Server) fwdMsg(ctx context.Context, subject string, r *request) (*nats.Msg, error) {
-	data, err := json.Marshal(r)
+// fwdMsg is the request req (a *wire.*Request) as a holder decodes it:
+// the NATS body, and the principal in headers.
+func (s *Server) fwdMsg(ctx context.Context, subject string, req any) (*nats.Msg, error) {
+	data, err := json.Marshal(req)
 	if err != nil {
 		return nil, err
 	}
@@ -317,8 +319,8 @@ func (s *Server) serveForwarded(k int, m *nats.Msg) (string, int) {
 		p.scopes = strings.Split(sc, ",")
 	}
 	ctx = context.WithValue(withPrincipal(ctx, p), forwardedKey{}, k)
-	r := &request{}
-	if err := decodeJSON(m.Data, r); err != nil {
+	r, err := o.decode(m.Data, nil, nil)
+	if err != nil {
 		return fail(err)
 	}
 	if v := m.Header.Get(wire.HeaderFwdWait); v != "" {
@@ -389,7 +391,7 @@ func opNamed(name string) *op {
 // holders, merged in id order and cut at the limit as store.List merges
 // shards. A shard no node serves fails the list (503): a catalog without
 // it would look complete and not be.
-func (s *Server) listShared(ctx context.Context, r *request, f store.ListFilter) ([]wire.Info, string, error) {
+func (s *Server) listShared(ctx context.Context, r *wire.ListRequest, f store.ListFilter) ([]wire.Info, string, error) {
 	all := s.svc.Store.All()
 	var local store.Subset
 	var remote []int
@@ -444,7 +446,7 @@ func (s *Server) listShared(ctx context.Context, r *request, f store.ListFilter)
 // shard back a moment ago says so and another is asked; when none is up,
 // this node's own Store of the shard answers if it follows the shard
 // (taking it over: its freshness headers say how far it is).
-func (s *Server) listShard(ctx context.Context, r *request, f store.ListFilter, k int, own *store.Store) (wire.ListReply, store.Freshness, error) {
+func (s *Server) listShard(ctx context.Context, r *wire.ListRequest, f store.ListFilter, k int, own *store.Store) (wire.ListReply, store.Freshness, error) {
 	var out wire.ListReply
 	for range 3 {
 		m, err := s.fwdMsg(ctx, wire.ForwardSubject(s.cfg.ForwardPrefix, k, wire.OpList.Name), r)

@@ -160,37 +160,22 @@ func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, o *op) int {
 	return o.Status
 }
 
-// httpRequest reads the body (bounded), then lets query and then path
-// parameters override body fields of the same name: the path names the
-// resource, so it wins.
-func (s *Server) httpRequest(w http.ResponseWriter, r *http.Request, o *op) (*request, error) {
-	req := &request{}
+// httpRequest reads the body (bounded) and decodes it, the query and the
+// path into o's request.
+func (s *Server) httpRequest(w http.ResponseWriter, r *http.Request, o *op) (any, error) {
+	var data []byte
 	switch o.Body {
 	case wire.JSONBody, wire.JSONLBody:
 		limit := s.cfg.MaxBody
 		if o.Body == wire.JSONLBody {
 			limit = s.cfg.MaxImportBody
 		}
-		data, err := readBody(w, r, limit)
-		if err != nil {
-			return nil, err
-		}
-		if o.Body == wire.JSONLBody {
-			req.data = data
-		} else if err := decodeJSON(data, req); err != nil {
+		var err error
+		if data, err = readBody(w, r, limit); err != nil {
 			return nil, err
 		}
 	}
-	if err := applyQuery(r.URL.Query(), req); err != nil {
-		return nil, err
-	}
-	if v := r.PathValue("id"); v != "" {
-		req.SessionID = v
-	}
-	if v := r.PathValue("client"); v != "" {
-		req.Client = v
-	}
-	return req, nil
+	return o.decode(data, r.PathValue, r.URL.Query())
 }
 
 // readBody reads at most limit bytes; a longer body is ErrTooLarge. A

@@ -210,25 +210,13 @@ func (s *Server) serveNATS(nc *nats.Conn, o *op, req micro.Request) {
 func (s *Server) natsReply(nc *nats.Conn, o *op, req micro.Request) (*op, int) {
 	ctx, cancel := context.WithTimeout(s.base, natsTimeout)
 	defer cancel()
-	r := &request{}
+	var r any
 	var err error
-	switch {
-	case o.Body == wire.JSONLBody && int64(len(req.Data())) > s.cfg.MaxImportBody,
-		o.Body != wire.JSONLBody && int64(len(req.Data())) > s.cfg.MaxBody:
+	if o.Body == wire.JSONLBody && int64(len(req.Data())) > s.cfg.MaxImportBody ||
+		o.Body != wire.JSONLBody && int64(len(req.Data())) > s.cfg.MaxBody {
 		err = wire.Field("body", fmt.Errorf("larger than the limit: %w", wire.ErrTooLarge))
-	case o.Body == wire.JSONLBody:
-		// The body is the file: its flags come as headers.
-		r.data = req.Data()
-		if v := req.Headers().Get(wire.HeaderStrict); v != "" {
-			r.Strict, err = parseBool(wire.HeaderStrict, v)
-		}
-	default:
-		err = decodeJSON(req.Data(), r)
-		if err == nil && o.Name == wire.OpContext.Name && r.SessionID == "" && r.Entries != nil {
-			// pi.v1.context with entries instead of a session: the NATS
-			// form of POST /v1/context.
-			o = opContextBuild
-		}
+	} else {
+		o, r, err = natsRequest(o, req)
 	}
 	var rep reply
 	if err == nil {
@@ -263,6 +251,35 @@ func (s *Server) natsReply(nc *nats.Conn, o *op, req micro.Request) (*op, int) {
 		s.log.Warn("reply failed", keyTransport, transportNATS, keyOp, o.Name, keyErr, err)
 	}
 	return o, o.Status // as HTTP would answer, so metrics compare across transports
+}
+
+// natsRequest decodes req's body into o's request, or into context.build's
+// when it is pi.v1.context with entries instead of a session (the NATS
+// form of POST /v1/context), which it returns as the operation to run.
+func natsRequest(o *op, req micro.Request) (*op, any, error) {
+	r, err := o.decode(req.Data(), nil, nil)
+	if err != nil {
+		return o, nil, err
+	}
+	switch r := r.(type) {
+	case *wire.ImportRequest:
+		// The body is the file: its flags come as headers.
+		if v := req.Headers().Get(wire.HeaderStrict); v != "" {
+			r.Strict, err = parseBool(wire.HeaderStrict, v)
+		}
+	case *wire.ContextRequest:
+		if r.SessionID != "" {
+			break
+		}
+		b, err := opContextBuild.decode(req.Data(), nil, nil)
+		if err != nil {
+			return o, nil, err
+		}
+		if b.(*wire.ContextBuildRequest).Entries != nil {
+			return opContextBuild, b, nil
+		}
+	}
+	return o, r, err
 }
 
 // natsHeaders are the headers of every NATS reply: the node's name.

@@ -6,19 +6,34 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
+	"reflect"
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/service"
+	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/tree"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
 
-// op is one operation of wire's table with the method that serves it on
-// both transports.
+// op is one operation of wire's table with what serves it on both
+// transports: decode builds its typed request (a *wire.*Request), run
+// serves that.
 type op struct {
 	wire.Op
-	run func(s *Server, ctx context.Context, r *request) (reply, error)
+	decode func(body []byte, path func(string) string, q url.Values) (any, error)
+	run    func(s *Server, ctx context.Context, req any) (reply, error)
+}
+
+// handle is the op of o served by run, on requests of run's type.
+func handle[T any](o wire.Op, run func(*Server, context.Context, *T) (reply, error)) op {
+	return op{Op: o,
+		decode: func(body []byte, path func(string) string, q url.Values) (any, error) {
+			return decode[T](body, path, q)
+		},
+		run: func(s *Server, ctx context.Context, req any) (reply, error) { return run(s, ctx, req.(*T)) },
+	}
 }
 
 // reply is an operation's result: a value to encode as JSON, or bytes to
@@ -40,48 +55,73 @@ func jsonReply(v any) (reply, error) { return reply{value: v}, nil }
 // ops serves wire.Ops on both transports, every one but watch (HTTP
 // only: see watch.go). TestServesWire checks that none is missing.
 var ops = []op{
-	{wire.OpCreate, (*Server).create},
-	{wire.OpAppend, (*Server).appendEntries},
-	{wire.OpList, (*Server).list},
-	{wire.OpGet, (*Server).get},
-	{wire.OpEntries, (*Server).entries},
-	{wire.OpTree, (*Server).tree},
-	{wire.OpContext, (*Server).contextJSON},
-	{wire.OpContextBuild, (*Server).contextBuild},
-	{wire.OpCursorGet, (*Server).cursorGet},
-	{wire.OpCursorSet, (*Server).cursorSet},
-	{wire.OpCursorDelete, (*Server).cursorDelete},
-	{wire.OpCursorList, (*Server).cursorList},
-	{wire.OpFork, (*Server).fork},
-	{wire.OpExport, (*Server).export},
-	{wire.OpImport, (*Server).importFile},
-	{wire.OpStatus, (*Server).status},
-	{wire.OpArchiveList, (*Server).archiveList},
-	{wire.OpArchiveRestore, (*Server).archiveRestore},
-	{wire.OpArchiveRun, (*Server).archiveRun},
+	handle(wire.OpCreate, (*Server).create),
+	handle(wire.OpAppend, (*Server).appendEntries),
+	handle(wire.OpList, (*Server).list),
+	handle(wire.OpGet, (*Server).get),
+	handle(wire.OpEntries, (*Server).entries),
+	handle(wire.OpTree, (*Server).tree),
+	handle(wire.OpContext, (*Server).contextJSON),
+	handle(wire.OpContextBuild, (*Server).contextBuild),
+	handle(wire.OpCursorGet, (*Server).cursorGet),
+	handle(wire.OpCursorSet, (*Server).cursorSet),
+	handle(wire.OpCursorDelete, (*Server).cursorDelete),
+	handle(wire.OpCursorList, (*Server).cursorList),
+	handle(wire.OpFork, (*Server).fork),
+	handle(wire.OpExport, (*Server).export),
+	handle(wire.OpImport, (*Server).importFile),
+	handle(wire.OpStatus, (*Server).status),
+	handle(wire.OpArchiveList, (*Server).archiveList),
+	handle(wire.OpArchiveRestore, (*Server).archiveRestore),
+	handle(wire.OpArchiveRun, (*Server).archiveRun),
+}
+
+// params are what call reads of every request before its operation runs:
+// the fields of these names, where its type has them.
+type params struct {
+	SessionID   string
+	MinSeq      uint64
+	Consistency string
+}
+
+// paramsOf reads params from req, a *wire.*Request.
+func paramsOf(req any) params {
+	var p params
+	v := reflect.ValueOf(req).Elem()
+	if f := v.FieldByName("SessionID"); f.IsValid() {
+		p.SessionID = f.String()
+	}
+	if f := v.FieldByName("MinSeq"); f.IsValid() {
+		p.MinSeq = f.Uint()
+	}
+	if f := v.FieldByName("Consistency"); f.IsValid() {
+		p.Consistency = f.String()
+	}
+	return p
 }
 
 // call runs o for r on either transport: first the wait for what the read
 // must reflect (minSeq; for log reads also this node's own writes and, with
 // consistency=strong, the leader's last sequence), bounded by
 // MinSeqTimeout, then the operation, whose reads record what they saw.
-func (s *Server) call(ctx context.Context, o *op, r *request) (reply, error) {
-	if rep, err, done := s.forward(ctx, o, r); done {
+func (s *Server) call(ctx context.Context, o *op, req any) (reply, error) {
+	r := paramsOf(req)
+	if rep, err, done := s.forward(ctx, o, req, r.SessionID); done {
 		return rep, err
 	}
 	if err := s.await(ctx, o.Op, r); err != nil {
 		return reply{}, err
 	}
-	if err := s.confine(ctx, o.Op, r); err != nil {
+	if err := s.confine(ctx, o.Op, req); err != nil {
 		return reply{}, notFoundField(o.Op, err)
 	}
 	if o.Method != http.MethodGet {
 		// Only reads carry freshness headers: no mark on a write's path.
-		rep, err := o.run(s, ctx, r)
+		rep, err := o.run(s, ctx, req)
 		return rep, notFoundField(o.Op, err)
 	}
 	ctx, mark := store.WithReadMark(ctx)
-	rep, err := o.run(s, ctx, r)
+	rep, err := o.run(s, ctx, req)
 	if f, ok := mark.Freshness(); ok {
 		rep.fresh = f
 	} else if r.SessionID != "" {
@@ -110,7 +150,7 @@ func notFoundField(o wire.Op, err error) error {
 // reflect: read your writes (minSeq: the lastSeq a write returned, possibly
 // on another node; and the writes this node acknowledged itself), and
 // linearizability on request.
-func (s *Server) await(ctx context.Context, o wire.Op, r *request) error {
+func (s *Server) await(ctx context.Context, o wire.Op, r params) error {
 	var b service.Barrier
 	b.Raise(r.MinSeq, "minSeq", "minSeq %d", r.MinSeq)
 	if o.LogRead() {
@@ -149,20 +189,20 @@ func (s *Server) await(ctx context.Context, o wire.Op, r *request) error {
 	return nil
 }
 
-func (s *Server) create(ctx context.Context, r *request) (reply, error) {
-	res, err := s.svc.Create(ctx, wire.CreateRequest{Header: r.Header, Entries: r.Entries, Client: r.Client})
+func (s *Server) create(ctx context.Context, r *wire.CreateRequest) (reply, error) {
+	res, err := s.svc.Create(ctx, *r)
 	if err != nil {
 		return reply{}, err
 	}
 	return jsonReply(res)
 }
 
-func (s *Server) appendEntries(ctx context.Context, r *request) (reply, error) {
-	if err := r.checkSession(); err != nil {
+func (s *Server) appendEntries(ctx context.Context, r *wire.AppendRequest) (reply, error) {
+	if err := session.ValidSessionID(r.SessionID); err != nil {
 		return reply{}, err
 	}
 	start := time.Now()
-	res, err := s.svc.Append(ctx, r.SessionID, wire.AppendRequest{Entries: r.Entries, ExpectLastSeq: r.ExpectLastSeq, Client: r.Client})
+	res, err := s.svc.Append(ctx, r.SessionID, *r)
 	s.metrics.observeAppend(time.Since(start), err)
 	if err != nil {
 		return reply{}, err
@@ -170,8 +210,8 @@ func (s *Server) appendEntries(ctx context.Context, r *request) (reply, error) {
 	return jsonReply(res)
 }
 
-func (s *Server) fork(ctx context.Context, r *request) (reply, error) {
-	if err := r.checkSession(); err != nil {
+func (s *Server) fork(ctx context.Context, r *wire.ForkRequest) (reply, error) {
+	if err := session.ValidSessionID(r.SessionID); err != nil {
 		return reply{}, err
 	}
 	if r.EntryID == "" {
@@ -184,11 +224,11 @@ func (s *Server) fork(ctx context.Context, r *request) (reply, error) {
 	return jsonReply(wire.ForkReply{SessionID: id, LastSeq: last})
 }
 
-func (s *Server) importFile(ctx context.Context, r *request) (reply, error) {
-	if len(bytes.TrimSpace(r.data)) == 0 {
+func (s *Server) importFile(ctx context.Context, r *wire.ImportRequest) (reply, error) {
+	if len(bytes.TrimSpace(r.File)) == 0 {
 		return reply{}, wire.Invalid("body", "required: a pi session file (JSONL)")
 	}
-	res, err := s.svc.Import(ctx, wire.ImportRequest{File: r.data, Strict: r.Strict})
+	res, err := s.svc.Import(ctx, *r)
 	if err != nil {
 		return reply{}, err
 	}

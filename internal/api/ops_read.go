@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/store"
 
 	"github.com/pifleet/sessionlog/internal/wire"
@@ -13,8 +14,8 @@ import (
 // minSeq wait of call. Cursor operations are here too: cursors are read
 // and written in the KV bucket, and a set checks the leaf against the Store.
 
-func (s *Server) list(ctx context.Context, r *request) (reply, error) {
-	f, err := r.filter()
+func (s *Server) list(ctx context.Context, r *wire.ListRequest) (reply, error) {
+	f, err := filter(r, principalOf(ctx).cwdPrefix)
 	if err != nil {
 		return reply{}, err
 	}
@@ -41,8 +42,8 @@ func (s *Server) list(ctx context.Context, r *request) (reply, error) {
 	return jsonReply(wire.ListReply{Sessions: infos, Next: next})
 }
 
-func (s *Server) get(ctx context.Context, r *request) (reply, error) {
-	if err := r.checkSession(); err != nil {
+func (s *Server) get(ctx context.Context, r *wire.GetRequest) (reply, error) {
+	if err := session.ValidSessionID(r.SessionID); err != nil {
 		return reply{}, err
 	}
 	d, err := s.svc.Get(ctx, r.SessionID)
@@ -55,8 +56,8 @@ func (s *Server) get(ctx context.Context, r *request) (reply, error) {
 // maxEntriesLimit is the most entries one entries request returns.
 const maxEntriesLimit = 10000
 
-func (s *Server) entries(ctx context.Context, r *request) (reply, error) {
-	if err := r.checkSession(); err != nil {
+func (s *Server) entries(ctx context.Context, r *wire.EntriesRequest) (reply, error) {
+	if err := session.ValidSessionID(r.SessionID); err != nil {
 		return reply{}, err
 	}
 	if r.Limit < 0 {
@@ -74,44 +75,44 @@ func (s *Server) entries(ctx context.Context, r *request) (reply, error) {
 	return jsonReply(wire.EntriesReply{Entries: es, LastSeq: last})
 }
 
-func (s *Server) tree(ctx context.Context, r *request) (reply, error) {
-	if err := r.checkSession(); err != nil {
+func (s *Server) tree(ctx context.Context, r *wire.TreeRequest) (reply, error) {
+	if err := session.ValidSessionID(r.SessionID); err != nil {
 		return reply{}, err
 	}
-	if err := r.checkClient(false); err != nil {
+	if err := checkClient(r.Client, false); err != nil {
 		return reply{}, err
 	}
-	entries, err := r.withEntries()
+	entries, err := includeEntries(r.Include)
 	if err != nil {
 		return reply{}, err
 	}
-	flat, err := r.flat()
+	flat, err := flatForm(r.Form)
 	if err != nil {
 		return reply{}, err
 	}
-	b, err := s.svc.TreeJSON(ctx, r.SessionID, r.leaf(), entries, flat)
+	b, err := s.svc.TreeJSON(ctx, r.SessionID, leafOf(r.Leaf, r.Client), entries, flat)
 	return reply{raw: b, ctype: wire.ContentTypeJSON}, err
 }
 
-func (s *Server) contextJSON(ctx context.Context, r *request) (reply, error) {
-	if err := r.checkSession(); err != nil {
+func (s *Server) contextJSON(ctx context.Context, r *wire.ContextRequest) (reply, error) {
+	if err := session.ValidSessionID(r.SessionID); err != nil {
 		return reply{}, err
 	}
-	if err := r.checkClient(false); err != nil {
+	if err := checkClient(r.Client, false); err != nil {
 		return reply{}, err
 	}
-	llm, err := r.llm()
+	llm, err := llmFormat(r.Format)
 	if err != nil {
 		return reply{}, err
 	}
-	b, err := s.svc.ContextJSON(ctx, r.SessionID, r.leaf(), llm)
+	b, err := s.svc.ContextJSON(ctx, r.SessionID, leafOf(r.Leaf, r.Client), llm)
 	return reply{raw: b, ctype: wire.ContentTypeJSON}, err
 }
 
 // contextBuild is context over the request's entries: nothing stored is
 // read, so there is nothing to wait for or confine.
-func (s *Server) contextBuild(_ context.Context, r *request) (reply, error) {
-	llm, err := r.llm()
+func (s *Server) contextBuild(_ context.Context, r *wire.ContextBuildRequest) (reply, error) {
+	llm, err := llmFormat(r.Format)
 	if err != nil {
 		return reply{}, err
 	}
@@ -119,24 +120,16 @@ func (s *Server) contextBuild(_ context.Context, r *request) (reply, error) {
 	return reply{raw: b, ctype: wire.ContentTypeJSON}, err
 }
 
-func (s *Server) export(ctx context.Context, r *request) (reply, error) {
-	if err := r.checkSession(); err != nil {
+func (s *Server) export(ctx context.Context, r *wire.ExportRequest) (reply, error) {
+	if err := session.ValidSessionID(r.SessionID); err != nil {
 		return reply{}, err
 	}
 	b, err := s.svc.Export(ctx, r.SessionID)
 	return reply{raw: b, ctype: wire.ContentTypeJSONL, filename: r.SessionID + ".jsonl"}, err
 }
 
-// checkCursorKey validates the session and client of a cursor operation.
-func (r *request) checkCursorKey() error {
-	if err := r.checkSession(); err != nil {
-		return err
-	}
-	return r.checkClient(true)
-}
-
-func (s *Server) cursorGet(ctx context.Context, r *request) (reply, error) {
-	if err := r.checkCursorKey(); err != nil {
+func (s *Server) cursorGet(ctx context.Context, r *wire.CursorGetRequest) (reply, error) {
+	if err := checkCursorKey(r.SessionID, r.Client); err != nil {
 		return reply{}, err
 	}
 	c, err := s.svc.GetCursor(ctx, r.SessionID, r.Client)
@@ -148,8 +141,8 @@ func (s *Server) cursorGet(ctx context.Context, r *request) (reply, error) {
 
 // cursorSet moves a cursor. leafId is required so that a body that forgot
 // it cannot silently reset the client to the null leaf.
-func (s *Server) cursorSet(ctx context.Context, r *request) (reply, error) {
-	if err := r.checkCursorKey(); err != nil {
+func (s *Server) cursorSet(ctx context.Context, r *wire.CursorSetRequest) (reply, error) {
+	if err := checkCursorKey(r.SessionID, r.Client); err != nil {
 		return reply{}, err
 	}
 	if !r.LeafID.Set {
@@ -167,8 +160,8 @@ func (s *Server) cursorSet(ctx context.Context, r *request) (reply, error) {
 
 // cursorDelete removes a cursor: HTTP answers 204 without a body, NATS
 // answers {} (a micro reply needs a body to be told from no reply).
-func (s *Server) cursorDelete(ctx context.Context, r *request) (reply, error) {
-	if err := r.checkCursorKey(); err != nil {
+func (s *Server) cursorDelete(ctx context.Context, r *wire.CursorDeleteRequest) (reply, error) {
+	if err := checkCursorKey(r.SessionID, r.Client); err != nil {
 		return reply{}, err
 	}
 	if err := s.svc.DeleteCursor(ctx, r.SessionID, r.Client); err != nil {
@@ -177,8 +170,8 @@ func (s *Server) cursorDelete(ctx context.Context, r *request) (reply, error) {
 	return jsonReply(struct{}{})
 }
 
-func (s *Server) cursorList(ctx context.Context, r *request) (reply, error) {
-	if err := r.checkSession(); err != nil {
+func (s *Server) cursorList(ctx context.Context, r *wire.CursorListRequest) (reply, error) {
+	if err := session.ValidSessionID(r.SessionID); err != nil {
 		return reply{}, err
 	}
 	cs, err := s.svc.ListCursors(ctx, r.SessionID)

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"reflect"
 	"strconv"
+	"strings"
 	"time"
 
 	fastjson "github.com/segmentio/encoding/json"
@@ -19,60 +20,37 @@ import (
 	"github.com/pifleet/sessionlog/internal/wire"
 )
 
-// request is every input an operation may take. HTTP fills it from the
-// JSON body, then the path and the query; NATS decodes it from the message
-// body, where path and query parameters are plain fields. Fields an
-// operation does not use are ignored, as are unknown JSON fields.
-type request struct {
-	// Path parameters (NATS: body fields).
-	SessionID string `json:"sessionId"`
-	Client    string `json:"client"` // also the append body's cursor client
-
-	// Query parameters (NATS: body fields).
-	MinSeq   uint64          `json:"minSeq"`
-	AfterSeq uint64          `json:"afterSeq"`
-	Limit    int             `json:"limit"`
-	Leaf     wire.NullableID `json:"leaf,omitzero"`
-	Format   string          `json:"format"`
-	Cursor   string          `json:"cursor"`
-	Name     string          `json:"name"`
-	Cwd      string          `json:"cwd"`
-	Label    string          `json:"label"`
-	Since    string          `json:"since"`
-	Preview  bool            `json:"preview"`   // list
-	Include  string          `json:"include"`   // tree
-	Form     string          `json:"form"`      // tree
-	Month    string          `json:"month"`     // archive.list
-	Older    string          `json:"olderThan"` // archive.run
-	// Consistency of a log read: "" or wire.ConsistencyStrong.
-	Consistency string `json:"consistency"`
-	Strict      bool   `json:"strict"` // import (NATS: the Pi-Strict header)
-	// cwdPrefix confines list to a tenant token's sessions (tenant.go);
-	// set by the server, never by the client.
-	cwdPrefix string
-
-	// Bodies of create, append, cursor.set and fork.
-	Header         json.RawMessage   `json:"header,omitempty"`
-	Entries        []json.RawMessage `json:"entries,omitempty"`
-	ExpectLastSeq  *uint64           `json:"expectLastSeq"`
-	LeafID         wire.NullableID   `json:"leafId,omitzero"`
-	ExpectRevision *uint64           `json:"expectRevision"`
-	EntryID        string            `json:"entryId"`
-
-	// data is the raw body of import (pi JSONL).
-	data []byte
-}
-
-// leaf turns the leaf and client parameters into the engine's selector:
-// an explicit leaf wins over the client's cursor.
-func (r *request) leaf() service.Leaf {
-	return service.Leaf{ID: r.Leaf.ID, Null: r.Leaf.Null, Client: r.Client}
+// decode builds an operation's typed request T (a wire.*Request) from
+// what a transport received: the JSON body (an import's is the file
+// itself), then the query and then the path, each overriding the fields of
+// the same name before it: the path names the resource, so it wins. NATS
+// and forwarded requests have a body only, where path and query parameters
+// are plain fields. Unknown fields and parameters are ignored.
+func decode[T any](body []byte, path func(string) string, q url.Values) (*T, error) {
+	r := new(T)
+	if ir, ok := any(r).(*wire.ImportRequest); ok {
+		ir.File = body // its flags come in the query (HTTP) or headers (NATS)
+	} else if err := decodeJSON(body, r); err != nil {
+		return nil, err
+	}
+	v := reflect.ValueOf(r).Elem()
+	if err := applyQuery(q, v); err != nil {
+		return nil, err
+	}
+	if path != nil {
+		for i := range v.NumField() {
+			if w := v.Type().Field(i).Tag.Get("path"); w != "" && path(w) != "" {
+				v.Field(i).SetString(path(w))
+			}
+		}
+	}
+	return r, nil
 }
 
 // decodeJSON decodes a request body into r. An empty body is an empty
 // object; unknown fields are ignored; everything else names what is wrong.
 // Every JSON body goes through it: HTTP, NATS and forwarded requests.
-func decodeJSON(data []byte, r *request) error {
+func decodeJSON(data []byte, r any) error {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil
 	}
@@ -130,52 +108,45 @@ func kindName(t reflect.Type) string {
 	return "a " + t.Kind().String()
 }
 
-// applyQuery copies query parameters over r. A parameter that is present
-// but malformed is an error naming it.
-func applyQuery(q url.Values, r *request) error {
-	uints := []struct {
-		name string
-		dst  *uint64
-	}{{"minSeq", &r.MinSeq}, {"afterSeq", &r.AfterSeq}}
-	for _, u := range uints {
-		if v := q.Get(u.name); v != "" {
-			n, err := strconv.ParseUint(v, 10, 64)
-			if err != nil {
-				return wire.Invalid(u.name, fmt.Sprintf("%q is not a non-negative integer", v))
+// applyQuery copies the query parameters named as the JSON fields of the
+// request v over them. A parameter that is present but malformed is an
+// error naming it.
+func applyQuery(q url.Values, v reflect.Value) error {
+	for i := range v.NumField() {
+		name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ",")
+		if name == "" || name == "-" || !q.Has(name) {
+			continue
+		}
+		s, f := q.Get(name), v.Field(i)
+		switch f.Addr().Interface().(type) {
+		case *uint64: // minSeq, afterSeq
+			if s == "" {
+				continue
 			}
-			*u.dst = n
-		}
-	}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			return wire.Invalid("limit", fmt.Sprintf("%q is not a positive integer", v))
-		}
-		r.Limit = n
-	}
-	if q.Has("leaf") {
-		r.Leaf.Parse(q.Get("leaf"))
-	}
-	bools := []struct {
-		name string
-		dst  *bool
-	}{{"strict", &r.Strict}, {"preview", &r.Preview}}
-	for _, p := range bools {
-		if q.Has(p.name) {
-			b, err := parseBool(p.name, q.Get(p.name))
+			n, err := strconv.ParseUint(s, 10, 64)
+			if err != nil {
+				return wire.Invalid(name, fmt.Sprintf("%q is not a non-negative integer", s))
+			}
+			f.SetUint(n)
+		case *int: // limit
+			if s == "" {
+				continue
+			}
+			n, err := strconv.Atoi(s)
+			if err != nil || n < 1 {
+				return wire.Invalid(name, fmt.Sprintf("%q is not a positive integer", s))
+			}
+			f.SetInt(int64(n))
+		case *wire.NullableID: // leaf
+			f.Addr().Interface().(*wire.NullableID).Parse(s)
+		case *bool: // strict, preview
+			b, err := parseBool(name, s)
 			if err != nil {
 				return err
 			}
-			*p.dst = b
-		}
-	}
-	strs := []struct {
-		name string
-		dst  *string
-	}{{"client", &r.Client}, {"format", &r.Format}, {"cursor", &r.Cursor}, {"name", &r.Name}, {"cwd", &r.Cwd}, {"label", &r.Label}, {"since", &r.Since}, {"month", &r.Month}, {"olderThan", &r.Older}, {"consistency", &r.Consistency}, {"include", &r.Include}, {"form", &r.Form}}
-	for _, p := range strs {
-		if q.Has(p.name) {
-			*p.dst = q.Get(p.name)
+			f.SetBool(b)
+		case *string:
+			f.SetString(s)
 		}
 	}
 	return nil
@@ -192,26 +163,37 @@ func parseBool(name, v string) (bool, error) {
 	return false, wire.Invalid(name, fmt.Sprintf("%q: must be true or false", v))
 }
 
-// checkSession validates the session id of a per-session operation.
-func (r *request) checkSession() error { return session.ValidSessionID(r.SessionID) }
-
-// checkClient validates an optional client id (required when need).
-func (r *request) checkClient(need bool) error {
-	if r.Client == "" && !need {
-		return nil
-	}
-	return session.ValidClientID(r.Client)
+// leafOf turns the leaf and client parameters into the engine's selector:
+// an explicit leaf wins over the client's cursor.
+func leafOf(leaf wire.NullableID, client string) service.Leaf {
+	return service.Leaf{ID: leaf.ID, Null: leaf.Null, Client: client}
 }
 
-// llm reads the context format: "agent" (default) or "llm".
-func (r *request) llm() (bool, error) {
-	switch r.Format {
+// checkClient validates an optional client id (required when need).
+func checkClient(client string, need bool) error {
+	if client == "" && !need {
+		return nil
+	}
+	return session.ValidClientID(client)
+}
+
+// checkCursorKey validates the session and client of a cursor operation.
+func checkCursorKey(sid, client string) error {
+	if err := session.ValidSessionID(sid); err != nil {
+		return err
+	}
+	return checkClient(client, true)
+}
+
+// llmFormat reads the context format: "agent" (default) or "llm".
+func llmFormat(format string) (bool, error) {
+	switch format {
 	case "", "agent":
 		return false, nil
 	case "llm":
 		return true, nil
 	}
-	return false, wire.Invalid("format", fmt.Sprintf(`%q: must be "agent" or "llm"`, r.Format))
+	return false, wire.Invalid("format", fmt.Sprintf(`%q: must be "agent" or "llm"`, format))
 }
 
 // maxPageLimit is the largest limit of list and archive.list: a page is
@@ -219,39 +201,40 @@ func (r *request) llm() (bool, error) {
 const maxPageLimit = 1000
 
 // pageLimit checks the limit of a paged listing: 1–1000, or absent.
-func (r *request) pageLimit() error {
-	if r.Limit < 0 || r.Limit > maxPageLimit {
-		return wire.Invalid("limit", fmt.Sprintf("%d: must be 1–%d (the page size; page on with cursor)", r.Limit, maxPageLimit))
+func pageLimit(limit int) error {
+	if limit < 0 || limit > maxPageLimit {
+		return wire.Invalid("limit", fmt.Sprintf("%d: must be 1–%d (the page size; page on with cursor)", limit, maxPageLimit))
 	}
 	return nil
 }
 
-// withEntries reads tree's include: "" or "entries".
-func (r *request) withEntries() (bool, error) {
-	switch r.Include {
+// includeEntries reads tree's include: "" or "entries".
+func includeEntries(include string) (bool, error) {
+	switch include {
 	case "":
 		return false, nil
 	case wire.TreeIncludeEntries:
 		return true, nil
 	}
-	return false, wire.Invalid("include", fmt.Sprintf(`%q: must be "entries" (pi's getTree() nodes) or absent`, r.Include))
+	return false, wire.Invalid("include", fmt.Sprintf(`%q: must be "entries" (pi's getTree() nodes) or absent`, include))
 }
 
-// flat reads tree's form: "flat" or absent (nested).
-func (r *request) flat() (bool, error) {
-	switch r.Form {
+// flatForm reads tree's form: "flat" or absent (nested).
+func flatForm(form string) (bool, error) {
+	switch form {
 	case "":
 		return false, nil
 	case wire.TreeFormFlat:
 		return true, nil
 	}
-	return false, wire.Invalid("form", fmt.Sprintf(`%q: must be "flat" (the nodes as one list, children as ids) or absent (nested)`, r.Form))
+	return false, wire.Invalid("form", fmt.Sprintf(`%q: must be "flat" (the nodes as one list, children as ids) or absent (nested)`, form))
 }
 
-// filter builds a list filter, validating limit and since.
-func (r *request) filter() (store.ListFilter, error) {
-	f := store.ListFilter{Name: r.Name, Cwd: r.Cwd, CwdPrefix: r.cwdPrefix, Label: r.Label, After: r.Cursor, Limit: r.Limit, Preview: r.Preview}
-	if err := r.pageLimit(); err != nil {
+// filter builds a list filter, validating limit and since; cwdPrefix
+// confines it to a tenant token's sessions (tenant.go).
+func filter(r *wire.ListRequest, cwdPrefix string) (store.ListFilter, error) {
+	f := store.ListFilter{Name: r.Name, Cwd: r.Cwd, CwdPrefix: cwdPrefix, Label: r.Label, After: r.Cursor, Limit: r.Limit, Preview: r.Preview}
+	if err := pageLimit(r.Limit); err != nil {
 		return f, err
 	}
 	if r.Since != "" {

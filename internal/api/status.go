@@ -50,7 +50,7 @@ func (s *Server) readHeaders(f store.Freshness) map[string][]string {
 	return h
 }
 
-func (s *Server) status(ctx context.Context, _ *request) (reply, error) {
+func (s *Server) status(ctx context.Context, _ *wire.StatusRequest) (reply, error) {
 	st := store.StatsOf(s.svc.Store)
 	b := buildinfo.Get()
 	out := wire.StatusReply{Node: s.cfg.NodeName, Service: ServiceName, Version: ServiceVersion,

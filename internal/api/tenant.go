@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/tree"
 	"github.com/pifleet/sessionlog/internal/wire"
@@ -17,45 +18,43 @@ import (
 // tenant's id is the 409 of any existing id: that an id exists is told
 // (docs/API.md), nothing of its session. Tokens without a prefix, and the
 // NATS transport, are not confined.
-func (s *Server) confine(ctx context.Context, o wire.Op, r *request) error {
+func (s *Server) confine(ctx context.Context, o wire.Op, req any) error {
 	prefix := principalOf(ctx).cwdPrefix
 	if prefix == "" {
 		return nil
 	}
-	switch {
-	case o.Name == wire.OpList.Name:
-		r.cwdPrefix = prefix
-		return nil
-	case o.Name == wire.OpStatus.Name:
-		return nil
-	case o.Name == wire.OpCreate.Name:
+	switch r := req.(type) {
+	case *wire.ListRequest, *wire.StatusRequest:
+		return nil // list reads the prefix itself
+	case *wire.CreateRequest:
 		h, err := s.svc.Header(r.Header)
 		if err != nil {
 			return err
 		}
 		return checkCwd(h.Cwd, prefix, "header.cwd")
-	case o.Name == wire.OpImport.Name:
-		f, err := tree.Read(r.data, tree.ReadOptions{Strict: r.Strict, Validate: true})
+	case *wire.ImportRequest:
+		f, err := tree.Read(r.File, tree.ReadOptions{Strict: r.Strict, Validate: true})
 		if err != nil {
 			return nil // the import fails the same way
 		}
 		return checkCwd(f.Header.Cwd, prefix, "cwd")
-	case perSession(o):
-		return s.confineSession(ctx, prefix, r)
+	}
+	if perSession(o) {
+		return s.confineSession(ctx, prefix, paramsOf(req).SessionID)
 	}
 	// Admin operations without a session: a tenant token cannot be admin
 	// (ParseTokens), so this is not reached.
 	return fmt.Errorf("operation %s is not for a token confined to %s: %w", o.Name, prefix, wire.ErrForbidden)
 }
 
-// confineSession is nil when r's session is the tenant's, and the error of
+// confineSession is nil when session sid is the tenant's, and the error of
 // a missing session otherwise.
-func (s *Server) confineSession(ctx context.Context, prefix string, r *request) error {
-	if err := r.checkSession(); err != nil {
+func (s *Server) confineSession(ctx context.Context, prefix, sid string) error {
+	if err := session.ValidSessionID(sid); err != nil {
 		return err
 	}
 	var cwd string
-	err := s.svc.Store.For(r.SessionID).ViewOrRead(ctx, s.svc.Reads(), r.SessionID, func(d *store.Doc) error {
+	err := s.svc.Store.For(sid).ViewOrRead(ctx, s.svc.Reads(), sid, func(d *store.Doc) error {
 		cwd = d.Info().Cwd
 		return nil
 	})
@@ -64,7 +63,7 @@ func (s *Server) confineSession(ctx context.Context, prefix string, r *request) 
 	}
 	if !store.CwdUnder(cwd, prefix) {
 		// The very error of a session that does not exist.
-		return fmt.Errorf("session %s: %w", r.SessionID, wire.ErrNotFound)
+		return fmt.Errorf("session %s: %w", sid, wire.ErrNotFound)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
@@ -39,11 +40,10 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request) int {
 		return s.writeError(w, op, err)
 	}
 	defer s.watchLim.release()
-	req := &request{}
-	if err := applyQuery(r.URL.Query(), req); err != nil {
+	req, err := decode[wire.WatchRequest](nil, r.PathValue, r.URL.Query())
+	if err != nil {
 		return s.writeError(w, op, err)
 	}
-	req.SessionID = r.PathValue("id")
 	if v := r.Header.Get("Last-Event-ID"); v != "" {
 		n, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
@@ -51,12 +51,12 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request) int {
 		}
 		req.AfterSeq = n
 	}
-	if err := req.checkSession(); err != nil {
+	if err := session.ValidSessionID(req.SessionID); err != nil {
 		return s.writeError(w, op, err)
 	}
 	// The first page is read before any byte is sent, so that an unknown
 	// session (or a minSeq timeout) is still a proper JSON error.
-	if err := s.await(r.Context(), wire.OpWatch, req); err != nil {
+	if err := s.await(r.Context(), wire.OpWatch, paramsOf(req)); err != nil {
 		return s.writeError(w, op, err)
 	}
 	if err := s.confine(withPrincipal(r.Context(), p), wire.OpWatch, req); err != nil {

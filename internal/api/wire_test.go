@@ -2,7 +2,6 @@ package api_test
 
 import (
 	"net/http"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -53,40 +52,6 @@ func TestServesWire(t *testing.T) {
 			t.Errorf("%s %s: %s", o.Method, path, b)
 		}
 	}
-}
-
-// TestRequestFields: every field of every wire request decodes into the
-// server's request with the same JSON name and type, so a typed client and
-// the server cannot drift apart.
-func TestRequestFields(t *testing.T) {
-	server := map[string]reflect.Type{}
-	for i := range api.RequestType.NumField() {
-		f := api.RequestType.Field(i)
-		if name := jsonName(f); name != "" {
-			server[name] = f.Type
-		}
-	}
-	for _, r := range wire.Requests() {
-		rt := reflect.TypeOf(r)
-		for i := range rt.NumField() {
-			f := rt.Field(i)
-			name := jsonName(f)
-			if name == "" {
-				continue
-			}
-			if st, ok := server[name]; !ok || st != f.Type {
-				t.Errorf("%s: field %s (%s) is decoded by the server as %v", r.Op().Name, name, f.Type, st)
-			}
-		}
-	}
-}
-
-func jsonName(f reflect.StructField) string {
-	name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-	if name == "-" || !f.IsExported() {
-		return ""
-	}
-	return name
 }
 
 func sorted(s []string) []string { return slices.Sorted(slices.Values(s)) }
