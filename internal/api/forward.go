@@ -118,7 +118,7 @@ func (s *Server) forward(ctx context.Context, o *op, req any, sid string) (rep r
 	case err != nil:
 	case o.Method != http.MethodGet:
 		s.noteForwardedWrite(sid, rep.raw)
-	case rep.fresh.Applied > 0:
+	case rep.fresh.Applied > 0: // set by fwdReply
 		// Monotonic reads through this node: its next read of the
 		// session may reach another holder, which must have applied as
 		// much as this one reflected.
@@ -160,7 +160,8 @@ func (s *Server) fwdReply(res *nats.Msg) (reply, error) {
 	}
 	rep := reply{raw: res.Data, ctype: res.Header.Get(wire.HeaderFwdType), filename: res.Header.Get(wire.HeaderFwdFile),
 		servedBy: res.Header.Get(hdrNode)}
-	rep.fresh = freshnessOf(res.Header, s.cfg.Now())
+	f := freshnessOf(res.Header, s.cfg.Now())
+	rep.fresh = &f
 	return rep, nil
 }
 
@@ -363,7 +364,7 @@ func (s *Server) serveForwarded(k int, m *nats.Msg) (string, int) {
 		out.Header.Set(wire.HeaderFwdFile, rep.filename)
 	}
 	if o.Method == http.MethodGet {
-		for k, v := range s.readHeaders(rep.fresh) {
+		for k, v := range s.readHeaders(*rep.fresh) {
 			out.Header[k] = v
 		}
 	}
@@ -390,8 +391,8 @@ func opNamed(name string) *op {
 // own shards' pages and, for each other shard, a page from one of its
 // holders, merged in id order and cut at the limit as store.List merges
 // shards. A shard no node serves fails the list (503): a catalog without
-// it would look complete and not be.
-func (s *Server) listShared(ctx context.Context, r *wire.ListRequest, f store.ListFilter) ([]wire.Info, string, error) {
+// it would look complete and not be. Its freshness is that of every part.
+func (s *Server) listShared(ctx context.Context, r *wire.ListRequest, f store.ListFilter) ([]wire.Info, string, store.Freshness, error) {
 	all := s.svc.Store.All()
 	var local store.Subset
 	var remote []int
@@ -409,12 +410,9 @@ func (s *Server) listShared(ctx context.Context, r *wire.ListRequest, f store.Li
 	var fresh []store.Freshness
 	more := false
 	if len(local) > 0 {
-		mctx, mark := store.WithReadMark(ctx)
-		page, next := store.List(mctx, local, f)
+		page, next, fr := store.List(local, f)
 		infos, more = append(infos, page...), next != ""
-		if fr, ok := mark.Freshness(); ok {
-			fresh = append(fresh, fr)
-		}
+		fresh = append(fresh, fr)
 	}
 	type part struct {
 		page  wire.ListReply
@@ -432,14 +430,13 @@ func (s *Server) listShared(ctx context.Context, r *wire.ListRequest, f store.Li
 	wg.Wait()
 	for _, p := range parts {
 		if p.err != nil {
-			return nil, "", p.err
+			return nil, "", store.Freshness{}, p.err
 		}
 		infos, more = append(infos, p.page.Sessions...), more || p.page.Next != ""
 		fresh = append(fresh, p.fresh)
 	}
-	store.Mark(ctx, store.Combine(fresh...))
 	infos, next := store.MergePages(infos, more, f.Limit)
-	return infos, next, nil
+	return infos, next, store.Combine(fresh...), nil
 }
 
 // listShard is shard k's page from one of its holders. One that handed the
@@ -459,9 +456,8 @@ func (s *Server) listShard(ctx context.Context, r *wire.ListRequest, f store.Lis
 		cancel()
 		switch {
 		case errors.Is(err, nats.ErrNoResponders) && own.Held():
-			mctx, mark := store.WithReadMark(ctx)
-			out.Sessions, out.Next = store.List(mctx, store.Subset{own}, f) // the request's own filter (since, tenant) included
-			fr, _ := mark.Freshness()
+			var fr store.Freshness
+			out.Sessions, out.Next, fr = store.List(store.Subset{own}, f) // the request's own filter (since, tenant) included
 			return out, fr, nil
 		case errors.Is(err, nats.ErrNoResponders):
 			return out, store.Freshness{}, fmt.Errorf("no node serves shard %d right now (its holders are down or catching up): %w", k, wire.ErrUnavailable)
@@ -477,7 +473,7 @@ func (s *Server) listShard(ctx context.Context, r *wire.ListRequest, f store.Lis
 		if err := json.Unmarshal(rep.raw, &out); err != nil {
 			return out, store.Freshness{}, fmt.Errorf("shard %d's page: %v: %w", k, err, wire.ErrUnavailable)
 		}
-		return out, rep.fresh, nil
+		return out, *rep.fresh, nil
 	}
 	return out, store.Freshness{}, fmt.Errorf("shard %d changed hands three times while listing it: %w", k, wire.ErrUnavailable)
 }

@@ -148,7 +148,7 @@ func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, o *op) int {
 	}
 	w.Header().Set("Content-Type", ctype)
 	if o.Method == http.MethodGet {
-		for k, v := range s.readHeaders(rep.fresh) {
+		for k, v := range s.readHeaders(*rep.fresh) {
 			w.Header()[k] = v
 		}
 	}

@@ -243,7 +243,7 @@ func (s *Server) natsReply(nc *nats.Conn, o *op, req micro.Request) (*op, int) {
 		h[wire.HeaderServedBy] = []string{rep.servedBy}
 	}
 	if o.Method == http.MethodGet {
-		for k, v := range s.readHeaders(rep.fresh) {
+		for k, v := range s.readHeaders(*rep.fresh) {
 			h[k] = v
 		}
 	}

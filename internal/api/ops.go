@@ -43,9 +43,10 @@ type reply struct {
 	raw      []byte
 	ctype    string
 	filename string // HTTP: offered as a download under this name
-	// fresh is what the body reflects (see store.Freshness): the
-	// freshness headers of a read.
-	fresh store.Freshness
+	// fresh is what the body of a read reflects (see store.Freshness),
+	// for its freshness headers; nil when it read no session (call fills
+	// in the Store's).
+	fresh *store.Freshness
 	// servedBy is the node that answered a forwarded request (forward.go).
 	servedBy string
 }
@@ -103,7 +104,7 @@ func paramsOf(req any) params {
 // call runs o for r on either transport: first the wait for what the read
 // must reflect (minSeq; for log reads also this node's own writes and, with
 // consistency=strong, the leader's last sequence), bounded by
-// MinSeqTimeout, then the operation, whose reads record what they saw.
+// MinSeqTimeout, then the operation, whose reads return what they saw.
 func (s *Server) call(ctx context.Context, o *op, req any) (reply, error) {
 	r := paramsOf(req)
 	if rep, err, done := s.forward(ctx, o, req, r.SessionID); done {
@@ -115,19 +116,14 @@ func (s *Server) call(ctx context.Context, o *op, req any) (reply, error) {
 	if err := s.confine(ctx, o.Op, req); err != nil {
 		return reply{}, notFoundField(o.Op, err)
 	}
-	if o.Method != http.MethodGet {
-		// Only reads carry freshness headers: no mark on a write's path.
-		rep, err := o.run(s, ctx, req)
-		return rep, notFoundField(o.Op, err)
-	}
-	ctx, mark := store.WithReadMark(ctx)
 	rep, err := o.run(s, ctx, req)
-	if f, ok := mark.Freshness(); ok {
-		rep.fresh = f
-	} else if r.SessionID != "" {
-		rep.fresh = s.svc.Store.For(r.SessionID).Freshness()
-	} else {
-		rep.fresh = store.FreshnessOf(s.svc.Store)
+	if o.Method == http.MethodGet && rep.fresh == nil {
+		// Only reads carry freshness headers.
+		f := store.FreshnessOf(s.svc.Store)
+		if r.SessionID != "" {
+			f = s.svc.Store.For(r.SessionID).Freshness()
+		}
+		rep.fresh = &f
 	}
 	return rep, notFoundField(o.Op, err)
 }

@@ -21,6 +21,7 @@ func (s *Server) list(ctx context.Context, r *wire.ListRequest) (reply, error) {
 	}
 	var infos []wire.Info
 	var next string
+	var fresh store.Freshness
 	k, one := ctx.Value(fwdShardKey{}).(int)
 	switch {
 	case one: // a holder's part of another node's catalog
@@ -28,29 +29,29 @@ func (s *Server) list(ctx context.Context, r *wire.ListRequest) (reply, error) {
 		if k < 0 || k >= len(all) {
 			return reply{}, wire.Invalid(wire.HeaderFwdShard, fmt.Sprintf("this store has %d shard(s), not %d", len(all), k+1))
 		}
-		infos, next = store.List(ctx, store.Subset{all[k]}, f)
+		infos, next, fresh = store.List(store.Subset{all[k]}, f)
 	case s.cfg.Holding != nil && s.cfg.Forward != nil && !forwarded(ctx):
-		if infos, next, err = s.listShared(ctx, r, f); err != nil {
+		if infos, next, fresh, err = s.listShared(ctx, r, f); err != nil {
 			return reply{}, err
 		}
 	default:
-		infos, next = s.svc.List(ctx, f)
+		infos, next, fresh = s.svc.List(f)
 	}
 	if infos == nil {
 		infos = []wire.Info{}
 	}
-	return jsonReply(wire.ListReply{Sessions: infos, Next: next})
+	return reply{value: wire.ListReply{Sessions: infos, Next: next}, fresh: &fresh}, nil
 }
 
 func (s *Server) get(ctx context.Context, r *wire.GetRequest) (reply, error) {
 	if err := session.ValidSessionID(r.SessionID); err != nil {
 		return reply{}, err
 	}
-	d, err := s.svc.Get(ctx, r.SessionID)
+	d, f, err := s.svc.Get(ctx, r.SessionID)
 	if err != nil {
 		return reply{}, err
 	}
-	return jsonReply(d)
+	return reply{value: d, fresh: &f}, nil
 }
 
 // maxEntriesLimit is the most entries one entries request returns.
@@ -65,14 +66,14 @@ func (s *Server) entries(ctx context.Context, r *wire.EntriesRequest) (reply, er
 	}
 	// A client asking for more than one reply holds wants the most it
 	// can get: the maximum, not an error.
-	es, last, err := s.svc.Entries(ctx, r.SessionID, r.AfterSeq, min(r.Limit, maxEntriesLimit))
+	page, f, err := s.svc.Entries(ctx, r.SessionID, r.AfterSeq, min(r.Limit, maxEntriesLimit))
 	if err != nil {
 		return reply{}, err
 	}
-	if es == nil {
-		es = []wire.SeqEntry{}
+	if page.Entries == nil {
+		page.Entries = []wire.SeqEntry{}
 	}
-	return jsonReply(wire.EntriesReply{Entries: es, LastSeq: last})
+	return reply{value: page, fresh: &f}, nil
 }
 
 func (s *Server) tree(ctx context.Context, r *wire.TreeRequest) (reply, error) {
@@ -90,8 +91,8 @@ func (s *Server) tree(ctx context.Context, r *wire.TreeRequest) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	b, err := s.svc.TreeJSON(ctx, r.SessionID, leafOf(r.Leaf, r.Client), entries, flat)
-	return reply{raw: b, ctype: wire.ContentTypeJSON}, err
+	b, f, err := s.svc.TreeJSON(ctx, r.SessionID, leafOf(r.Leaf, r.Client), entries, flat)
+	return reply{raw: b, ctype: wire.ContentTypeJSON, fresh: &f}, err
 }
 
 func (s *Server) contextJSON(ctx context.Context, r *wire.ContextRequest) (reply, error) {
@@ -105,8 +106,8 @@ func (s *Server) contextJSON(ctx context.Context, r *wire.ContextRequest) (reply
 	if err != nil {
 		return reply{}, err
 	}
-	b, err := s.svc.ContextJSON(ctx, r.SessionID, leafOf(r.Leaf, r.Client), llm)
-	return reply{raw: b, ctype: wire.ContentTypeJSON}, err
+	b, f, err := s.svc.ContextJSON(ctx, r.SessionID, leafOf(r.Leaf, r.Client), llm)
+	return reply{raw: b, ctype: wire.ContentTypeJSON, fresh: &f}, err
 }
 
 // contextBuild is context over the request's entries: nothing stored is
@@ -124,8 +125,8 @@ func (s *Server) export(ctx context.Context, r *wire.ExportRequest) (reply, erro
 	if err := session.ValidSessionID(r.SessionID); err != nil {
 		return reply{}, err
 	}
-	b, err := s.svc.Export(ctx, r.SessionID)
-	return reply{raw: b, ctype: wire.ContentTypeJSONL, filename: r.SessionID + ".jsonl"}, err
+	b, f, err := s.svc.Export(ctx, r.SessionID)
+	return reply{raw: b, ctype: wire.ContentTypeJSONL, filename: r.SessionID + ".jsonl", fresh: &f}, err
 }
 
 func (s *Server) cursorGet(ctx context.Context, r *wire.CursorGetRequest) (reply, error) {
@@ -174,12 +175,12 @@ func (s *Server) cursorList(ctx context.Context, r *wire.CursorListRequest) (rep
 	if err := session.ValidSessionID(r.SessionID); err != nil {
 		return reply{}, err
 	}
-	cs, err := s.svc.ListCursors(ctx, r.SessionID)
+	cs, f, err := s.svc.ListCursors(ctx, r.SessionID)
 	if err != nil {
 		return reply{}, err
 	}
 	if cs == nil {
 		cs = []wire.CursorView{}
 	}
-	return jsonReply(wire.CursorsReply{Cursors: cs})
+	return reply{value: wire.CursorsReply{Cursors: cs}, fresh: &f}, nil
 }

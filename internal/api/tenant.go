@@ -54,7 +54,7 @@ func (s *Server) confineSession(ctx context.Context, prefix, sid string) error {
 		return err
 	}
 	var cwd string
-	err := s.svc.Store.For(sid).ViewOrRead(ctx, s.svc.Reads(), sid, func(d *store.Doc) error {
+	_, err := s.svc.Store.For(sid).ViewOrRead(ctx, s.svc.Reads(), sid, func(d *store.Doc) error {
 		cwd = d.Info().Cwd
 		return nil
 	})

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/session"
-	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
 
@@ -63,8 +62,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request) int {
 		return s.writeError(w, op, notFoundField(wire.OpWatch, err))
 	}
 	changed := s.svc.Store.For(req.SessionID).Changed()
-	mctx, mark := store.WithReadMark(r.Context())
-	page, _, err := s.svc.Entries(mctx, req.SessionID, req.AfterSeq, watchPage)
+	first, f, err := s.svc.Entries(r.Context(), req.SessionID, req.AfterSeq, watchPage)
 	if err != nil {
 		return s.writeError(w, op, notFoundField(wire.OpWatch, err))
 	}
@@ -73,10 +71,6 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request) int {
 	h := w.Header()
 	// The freshness of the first page, as every read's (later events
 	// carry their own seq as id).
-	f, ok := mark.Freshness()
-	if !ok {
-		f = s.svc.Store.For(req.SessionID).Freshness()
-	}
 	for k, v := range s.readHeaders(f) {
 		h[k] = v
 	}
@@ -91,7 +85,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request) int {
 	defer stop()
 	beat := time.NewTicker(s.cfg.Heartbeat)
 	defer beat.Stop()
-	after := req.AfterSeq
+	after, page := req.AfterSeq, first.Entries
 	buf := []byte(": watching\n\n") // so the headers go out even with no entries yet
 	for {
 		for _, e := range page {
@@ -108,7 +102,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request) int {
 			}
 		}
 		changed = s.svc.Store.For(req.SessionID).Changed()
-		page, _, err = s.svc.Entries(ctx, req.SessionID, after, watchPage)
+		next, _, err := s.svc.Entries(ctx, req.SessionID, after, watchPage)
 		if err != nil {
 			// Purged, or the client left: the stream just ends.
 			if !errors.Is(err, context.Canceled) {
@@ -116,6 +110,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request) int {
 			}
 			return http.StatusOK
 		}
+		page = next.Entries
 	}
 }
 

@@ -151,7 +151,7 @@ func (f *fixture) wait(st *store.Store, seq uint64) {
 func (f *fixture) export(st *store.Store, sid string) string {
 	f.t.Helper()
 	svc := service.Service{Log: f.log, Store: st}
-	data, err := svc.Export(context.Background(), sid)
+	data, _, err := svc.Export(context.Background(), sid)
 	if err != nil {
 		f.t.Fatalf("export %s: %v", sid, err)
 	}

@@ -118,7 +118,8 @@ func BenchmarkContext(b *testing.B) {
 		read reader
 	}{
 		{"store", func(ctx context.Context, _ int, sid, leaf string) ([]byte, error) {
-			return n.Service.ContextJSON(ctx, sid, service.Leaf{ID: leaf}, false)
+			b, _, err := n.Service.ContextJSON(ctx, sid, service.Leaf{ID: leaf}, false)
+			return b, err
 		}},
 		{"nats-api", apiContext([]apiclient.Client{api})},
 		{"raw", rawContext(n.Log)},

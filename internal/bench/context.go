@@ -98,7 +98,8 @@ func RunContext(ctx context.Context, e *Env, o ContextOptions) (*Result, error) 
 	if e.Node != nil {
 		svc := e.Node.Service
 		ways = append(ways, way{"node engine, in-process", KindNode, rawReadName, func(ctx context.Context, _ int, sid, leaf string) ([]byte, error) {
-			return svc.ContextJSON(ctx, sid, service.Leaf{ID: leaf}, false)
+			b, _, err := svc.ContextJSON(ctx, sid, service.Leaf{ID: leaf}, false)
+			return b, err
 		}})
 	}
 	rounds := max(1, min(o.Rounds, o.Requests))

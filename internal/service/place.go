@@ -150,7 +150,8 @@ func (t *storeTarget) Absorb(ms []session.Stored) {
 }
 
 func (t *storeTarget) With(ctx context.Context, fn func(writer.View) error) error {
-	return t.s.doc(ctx, t.sid, func(d *store.Doc) error { return fn(overlay{t, d}) })
+	_, err := t.s.doc(ctx, t.sid, func(d *store.Doc) error { return fn(overlay{t, d}) })
+	return err
 }
 
 // overlay is a storeTarget's view while its Doc is held.

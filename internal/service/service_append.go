@@ -196,7 +196,7 @@ func (s *Service) finish(ctx context.Context, sid, client string, res []wire.Ent
 
 // doc runs fn with the session: the Store's copy, or the read log's (see
 // store.Store.ViewOrRead).
-func (s *Service) doc(ctx context.Context, sid string, fn func(d *store.Doc) error) error {
+func (s *Service) doc(ctx context.Context, sid string, fn func(d *store.Doc) error) (store.Freshness, error) {
 	return s.Store.For(sid).ViewOrRead(ctx, s.Reads(), sid, fn)
 }
 

@@ -31,22 +31,24 @@ func (s *Service) GetCursor(ctx context.Context, sid, client string) (wire.Curso
 	return cursorView(e), nil
 }
 
-// ListCursors returns the session's cursors by client id.
-func (s *Service) ListCursors(ctx context.Context, sid string) ([]wire.CursorView, error) {
+// ListCursors returns the session's cursors by client id, and the
+// freshness of the Store's look at the session.
+func (s *Service) ListCursors(ctx context.Context, sid string) ([]wire.CursorView, store.Freshness, error) {
 	// A session that does not exist has no cursors: 404, like every other
 	// per-session operation, not an empty list.
-	if err := s.doc(ctx, sid, func(*store.Doc) error { return nil }); err != nil {
-		return nil, err
+	f, err := s.doc(ctx, sid, func(*store.Doc) error { return nil })
+	if err != nil {
+		return nil, f, err
 	}
 	es, err := s.Cursors.List(ctx, sid)
 	if err != nil {
-		return nil, err
+		return nil, f, err
 	}
 	out := make([]wire.CursorView, len(es))
 	for k, e := range es {
 		out[k] = cursorView(e)
 	}
-	return out, nil
+	return out, f, nil
 }
 
 // SetCursor moves a client's cursor to leafID ("" = null). With expectRev it
@@ -56,7 +58,7 @@ func (s *Service) SetCursor(ctx context.Context, sid, client, leafID string, exp
 		return wire.CursorView{}, err
 	}
 	var seq uint64
-	err := s.doc(ctx, sid, func(d *store.Doc) error {
+	_, err := s.doc(ctx, sid, func(d *store.Doc) error {
 		if leafID != "" && !d.Tree.Has(leafID) {
 			return wire.Invalid("leafId", fmt.Sprintf("entry %q is not in session %s", leafID, sid))
 		}

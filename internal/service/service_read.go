@@ -15,10 +15,13 @@ import (
 	"github.com/pifleet/sessionlog/internal/writer"
 )
 
+// The reads of a session return the freshness of what they read (see
+// store.Freshness) beside it: a reply's freshness headers describe its body.
+
 // Get returns the session's detail.
-func (s *Service) Get(ctx context.Context, sid string) (wire.Detail, error) {
+func (s *Service) Get(ctx context.Context, sid string) (wire.Detail, store.Freshness, error) {
 	var out wire.Detail
-	err := s.doc(ctx, sid, func(d *store.Doc) error {
+	f, err := s.doc(ctx, sid, func(d *store.Doc) error {
 		out.Info = d.Info()
 		out.HeaderSeq = d.HeaderSeq
 		out.Header = append(json.RawMessage(nil), d.Tree.Header.Raw...)
@@ -28,25 +31,24 @@ func (s *Service) Get(ctx context.Context, sid string) (wire.Detail, error) {
 		}
 		return nil
 	})
-	return out, err
+	return out, f, err
 }
 
 // List returns a page of the catalog.
-func (s *Service) List(ctx context.Context, f store.ListFilter) ([]wire.Info, string) {
-	return store.List(ctx, s.Store, f)
+func (s *Service) List(f store.ListFilter) ([]wire.Info, string, store.Freshness) {
+	return store.List(s.Store, f)
 }
 
 // Entries returns up to limit entries with Seq > afterSeq, and the
 // session's last sequence.
-func (s *Service) Entries(ctx context.Context, sid string, afterSeq uint64, limit int) ([]wire.SeqEntry, uint64, error) {
+func (s *Service) Entries(ctx context.Context, sid string, afterSeq uint64, limit int) (wire.EntriesReply, store.Freshness, error) {
 	if limit <= 0 {
 		limit = 1000
 	}
 	limit = min(limit, 10000)
-	var out []wire.SeqEntry
-	var last uint64
-	err := s.doc(ctx, sid, func(d *store.Doc) error {
-		last = d.LastSeq
+	var out wire.EntriesReply
+	f, err := s.doc(ctx, sid, func(d *store.Doc) error {
+		out.LastSeq = d.LastSeq
 		// Seqs increase: binary search the start.
 		lo, hi := 0, len(d.Seqs)
 		for lo < hi {
@@ -57,12 +59,12 @@ func (s *Service) Entries(ctx context.Context, sid string, afterSeq uint64, limi
 				hi = m
 			}
 		}
-		for i := lo; i < len(d.Seqs) && len(out) < limit; i++ {
-			out = append(out, wire.SeqEntry{Seq: d.Seqs[i], Entry: append(json.RawMessage(nil), d.Tree.Entry(i).Raw...)})
+		for i := lo; i < len(d.Seqs) && len(out.Entries) < limit; i++ {
+			out.Entries = append(out.Entries, wire.SeqEntry{Seq: d.Seqs[i], Entry: append(json.RawMessage(nil), d.Tree.Entry(i).Raw...)})
 		}
 		return nil
 	})
-	return out, last, err
+	return out, f, err
 }
 
 // Leaf selects the leaf of a tree or context request.
@@ -126,9 +128,9 @@ func leafIndex(t *tree.Session, l Leaf) (int, error) {
 // with entries, the nodes are pi's getTree() ones ({"entry","label"?,
 // "labelTimestamp"?,"children"}). flat returns wire.TreeFlatReply's
 // {"nodes","roots","leafId"} instead, the same nodes in one list.
-func (s *Service) TreeJSON(ctx context.Context, sid string, l Leaf, entries, flat bool) ([]byte, error) {
+func (s *Service) TreeJSON(ctx context.Context, sid string, l Leaf, entries, flat bool) ([]byte, store.Freshness, error) {
 	var out []byte
-	err := s.atLeaf(ctx, sid, l, func(d *store.Doc, i int) {
+	f, err := s.atLeaf(ctx, sid, l, func(d *store.Doc, i int) {
 		nodes := d.Tree.Tree()
 		opt := tree.TreeJSONOptions{Type: true, Label: true, Entries: entries}
 		if flat {
@@ -158,15 +160,15 @@ func (s *Service) TreeJSON(ctx context.Context, sid string, l Leaf, entries, fla
 		}
 		out = append(out, '}')
 	})
-	return out, err
+	return out, f, err
 }
 
 // atLeaf runs fn with the session and the index of the leaf l selects (-1:
 // the null leaf), once l is resolved (a client's cursor waited for).
-func (s *Service) atLeaf(ctx context.Context, sid string, l Leaf, fn func(d *store.Doc, i int)) error {
+func (s *Service) atLeaf(ctx context.Context, sid string, l Leaf, fn func(d *store.Doc, i int)) (store.Freshness, error) {
 	l, err := s.resolve(ctx, sid, l)
 	if err != nil {
-		return err
+		return store.Freshness{}, err
 	}
 	return s.doc(ctx, sid, func(d *store.Doc) error {
 		i, err := leafIndex(d.Tree, l)
@@ -180,13 +182,13 @@ func (s *Service) atLeaf(ctx context.Context, sid string, l Leaf, fn func(d *sto
 // ContextJSON returns pi's context for the leaf as
 // {"leafId","path","thinkingLevel","model","messages"}; llm converts the
 // messages as pi's convertToLlm does.
-func (s *Service) ContextJSON(ctx context.Context, sid string, l Leaf, llm bool) ([]byte, error) {
+func (s *Service) ContextJSON(ctx context.Context, sid string, l Leaf, llm bool) ([]byte, store.Freshness, error) {
 	var out []byte
-	err := s.atLeaf(ctx, sid, l, func(d *store.Doc, i int) {
+	f, err := s.atLeaf(ctx, sid, l, func(d *store.Doc, i int) {
 		c := d.Tree.ContextAt(i)
 		out = c.AppendJSON(make([]byte, 0, c.SizeHint()), tree.ContextOptions{LLM: llm})
 	})
-	return out, err
+	return out, f, err
 }
 
 // BuildContextJSON returns pi's context, as ContextJSON, over entries
@@ -217,13 +219,13 @@ func (s *Service) BuildContextJSON(entries []json.RawMessage, leaf wire.Nullable
 }
 
 // Export returns the session as a pi v3 JSONL file.
-func (s *Service) Export(ctx context.Context, sid string) ([]byte, error) {
+func (s *Service) Export(ctx context.Context, sid string) ([]byte, store.Freshness, error) {
 	var out []byte
-	err := s.doc(ctx, sid, func(d *store.Doc) error {
+	f, err := s.doc(ctx, sid, func(d *store.Doc) error {
 		out = d.Tree.AppendJSONL(make([]byte, 0, d.Tree.Bytes()+d.Tree.Len()+1))
 		return nil
 	})
-	return out, err
+	return out, f, err
 }
 
 // Import stores a pi JSONL file (any version) as a new session. Like pi
@@ -242,7 +244,7 @@ func (s *Service) Import(ctx context.Context, req wire.ImportRequest) (wire.Impo
 // Fork stores the path to entryID as a new session (pi's createBranchedSession).
 func (s *Service) Fork(ctx context.Context, sid, entryID string) (string, uint64, error) {
 	var src *tree.Session
-	err := s.doc(ctx, sid, func(d *store.Doc) error {
+	_, err := s.doc(ctx, sid, func(d *store.Doc) error {
 		if !d.Tree.Has(entryID) {
 			return wire.Field("entryId", fmt.Errorf("entry %q is not in the session: %w", entryID, wire.ErrNotFound))
 		}

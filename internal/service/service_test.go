@@ -83,7 +83,7 @@ func testImportExportConformance(t *testing.T, b backend) {
 				continue
 			}
 			// export(import(x)) == x, except a repeated identical header line.
-			got, err := svc.Export(ctx, res.SessionID)
+			got, _, err := svc.Export(ctx, res.SessionID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -168,7 +168,7 @@ func testServiceErrors(t *testing.T, b backend) {
 			return err
 		}, wire.ErrInvalid, "entries[0].targetId"},
 		{"cursors of an unknown session", func() error {
-			_, err := svc.ListCursors(ctx, testutil.SessionID(t))
+			_, _, err := svc.ListCursors(ctx, testutil.SessionID(t))
 			return err
 		}, wire.ErrNotFound, ""},
 		{"import without header", func() error {
@@ -184,7 +184,7 @@ func testServiceErrors(t *testing.T, b backend) {
 			return err
 		}, wire.ErrInvalid, "line 1"},
 		{"import existing", func() error {
-			data, _ := svc.Export(ctx, sid)
+			data, _, _ := svc.Export(ctx, sid)
 			_, err := svc.Import(ctx, wire.ImportRequest{File: data})
 			return err
 		}, wire.ErrExists, ""},

@@ -36,7 +36,7 @@ func (f Freshness) Lag() uint64 {
 }
 
 // Freshness returns the Store's freshness now (for replies that read no
-// session: a read's own is in its ReadMark). Cheap: for every response.
+// session: a read returns its own). Cheap: for every response.
 func (st *Store) Freshness() Freshness {
 	st.mu.RLock()
 	defer st.mu.RUnlock()
@@ -76,45 +76,6 @@ func (st *Store) polled() bool { return st.stats.polledAt.Load() != 0 }
 // known is the highest sequence the Store knows the log to hold.
 func (st *Store) known() uint64 {
 	return max(st.stats.logLastSeq.Load(), st.stats.noted.Load())
-}
-
-type readMarkKey struct{}
-
-// ReadMark records the freshness of the reads made with the context
-// WithReadMark returns (the last one wins: a request reads its session
-// once, after any waits). One request's goroutine uses it at a time.
-type ReadMark struct {
-	f   Freshness
-	set bool
-}
-
-// WithReadMark returns a context whose Store reads (View, ViewOrRead,
-// List) record in the mark what they reflected, so that a reply's
-// freshness headers describe its body, not the Store's state when the
-// reply is written.
-func WithReadMark(ctx context.Context) (context.Context, *ReadMark) {
-	m := &ReadMark{}
-	return context.WithValue(ctx, readMarkKey{}, m), m
-}
-
-// Mark records f in ctx's mark, if any: a read assembled from several
-// places (the catalog of a node holding a share) says what all of it
-// reflected.
-func Mark(ctx context.Context, f Freshness) {
-	if m, ok := ctx.Value(readMarkKey{}).(*ReadMark); ok {
-		m.f, m.set = f, true
-	}
-}
-
-// Freshness returns what the last read reflected; false when none was made.
-func (m *ReadMark) Freshness() (Freshness, bool) { return m.f, m.set }
-
-// markLocked records the Store's freshness in ctx's mark, if any; under
-// st.mu, so that it is the state the read saw.
-func (st *Store) markLocked(ctx context.Context) {
-	if m, ok := ctx.Value(readMarkKey{}).(*ReadMark); ok {
-		m.f, m.set = st.freshnessLocked(), true
-	}
 }
 
 // LogLastSeq asks the log for its last sequence now (from its leader) and

@@ -13,10 +13,11 @@ import (
 	"github.com/pifleet/sessionlog/internal/wire"
 )
 
-// TestReadMark: a read's mark names the sequence its data reflected (not
-// the Store's state afterwards), and the lag counts sequences the node was
-// told of (its own acknowledged writes) before the log's end shows them.
-func TestReadMark(t *testing.T) {
+// TestReadFreshness: a read's freshness names the sequence its data
+// reflected (not the Store's state afterwards), and the lag counts
+// sequences the node was told of (its own acknowledged writes) before the
+// log's end shows them.
+func TestReadFreshness(t *testing.T) {
 	ctx := context.Background()
 	l := session.NewMemLog(1000, 1<<20)
 	st := store.New(slowFeed{l}, store.Options{Log: l}) // LastSeq never answers: only notes move Known
@@ -29,19 +30,15 @@ func TestReadMark(t *testing.T) {
 
 	infos, _ := st.List(ctx, store.ListFilter{})
 	sid := infos[0].SessionID
-	mctx, mark := store.WithReadMark(ctx)
-	if _, ok := mark.Freshness(); ok {
-		t.Fatal("a mark with no read says it has one")
-	}
 	var seen uint64
-	if err := st.View(mctx, sid, func(d *store.Doc) error { seen = d.LastSeq; return nil }); err != nil {
+	f, err := st.ViewOrRead(ctx, l, sid, func(d *store.Doc) error { seen = d.LastSeq; return nil })
+	if err != nil {
 		t.Fatal(err)
 	}
-	more := writeSessions(t, l, 1) // applied after the read: not in its mark
+	more := writeSessions(t, l, 1) // applied after the read: not in its freshness
 	testutil.WaitFor(t, 5*time.Second, func() error { return st.WaitFor(ctx, more) })
-	f, ok := mark.Freshness()
-	if !ok || f.Applied != last || f.Applied < seen {
-		t.Fatalf("mark %+v (set %v): want Applied %d, what the read saw", f, ok, last)
+	if f.Applied != last || f.Applied < seen {
+		t.Fatalf("freshness %+v: want Applied %d, what the read saw", f, last)
 	}
 
 	if lag := st.Freshness().Lag(); lag != 0 {

@@ -143,7 +143,7 @@ func (o *observer) look(ctx context.Context) error {
 		return err
 	}
 	n = 0
-	err = o.st.ViewOrRead(ctx, o.log, o.sid, func(d *store.Doc) error { n = d.Tree.Len(); return nil })
+	_, err = o.st.ViewOrRead(ctx, o.log, o.sid, func(d *store.Doc) error { n = d.Tree.Len(); return nil })
 	if err != nil && !errors.Is(err, wire.ErrNotFound) {
 		return err
 	}

@@ -220,11 +220,12 @@ func (s Subset) All() []*Store { return s }
 func (s Subset) For(string) *Store { return s[0] }
 
 // List is the catalog of every shard, in id order, paged as Store.List
-// pages one Store: each shard's next page, merged, cut at the limit.
-func List(ctx context.Context, sh Shards, f ListFilter) ([]wire.Info, string) {
+// pages one Store: each shard's next page, merged, cut at the limit; and
+// the freshness of the whole read, not the last shard's.
+func List(sh Shards, f ListFilter) ([]wire.Info, string, Freshness) {
 	all := sh.All()
 	if len(all) == 1 {
-		return all[0].List(ctx, f)
+		return all[0].list(f)
 	}
 	if f.Limit <= 0 {
 		f.Limit = 100
@@ -233,13 +234,12 @@ func List(ctx context.Context, sh Shards, f ListFilter) ([]wire.Info, string) {
 	var out []wire.Info
 	more := false
 	for _, st := range all {
-		page, next := st.List(ctx, f)
+		page, next, _ := st.list(f)
 		out = append(out, page...)
 		more = more || next != ""
 	}
-	// Freshness of the whole read, not the last shard's.
-	Mark(ctx, FreshnessOf(sh))
-	return MergePages(out, more, f.Limit)
+	out, next := MergePages(out, more, f.Limit)
+	return out, next, FreshnessOf(sh)
 }
 
 // MergePages is one page of the catalog from the pages of several shards

@@ -19,46 +19,55 @@ import (
 // keep d or anything in it past its return, and must not call the Store.
 // ErrNotFound when the Store has no such session.
 func (st *Store) View(ctx context.Context, id string, fn func(d *Doc) error) error {
+	_, err := st.view(ctx, id, fn)
+	return err
+}
+
+// view is View, which also returns the freshness of what fn saw: taken
+// under the same lock, so that a reply's freshness headers describe its
+// body, not the Store's state when the reply is written.
+func (st *Store) view(ctx context.Context, id string, fn func(d *Doc) error) (Freshness, error) {
 	if err := session.ValidSessionID(id); err != nil {
-		return err
+		return Freshness{}, err
 	}
 	for range 3 {
 		st.mu.RLock()
 		d := st.docs[id]
 		if d == nil {
 			st.mu.RUnlock()
-			return fmt.Errorf("session %s: %w", id, wire.ErrNotFound)
+			return Freshness{}, fmt.Errorf("session %s: %w", id, wire.ErrNotFound)
 		}
 		if d.Tree != nil {
 			st.touch(d)
-			st.markLocked(ctx)
+			f := st.freshnessLocked()
 			err := fn(d)
 			st.mu.RUnlock()
-			return err
+			return f, err
 		}
 		st.mu.RUnlock()
 		if err := st.reload(ctx, id); err != nil {
-			return err
+			return Freshness{}, err
 		}
 	}
-	return fmt.Errorf("session %s: evicted again while loading; raise the memory budget: %w", id, wire.ErrUnavailable)
+	return Freshness{}, fmt.Errorf("session %s: evicted again while loading; raise the memory budget: %w", id, wire.ErrUnavailable)
 }
 
 // ViewOrRead runs fn with the Store's copy of the session, or — when this node's
 // Store has not seen the session yet (created through another node a moment
 // ago) — with the log's authoritative copy. Either way fn sees a complete
-// session, never a missing one that exists.
-func (st *Store) ViewOrRead(ctx context.Context, log session.Log, sid string, fn func(d *Doc) error) error {
-	err := st.View(ctx, sid, fn)
+// session, never a missing one that exists. It returns the freshness of
+// what fn saw (see view).
+func (st *Store) ViewOrRead(ctx context.Context, log session.Log, sid string, fn func(d *Doc) error) (Freshness, error) {
+	f, err := st.view(ctx, sid, fn)
 	if !errors.Is(err, wire.ErrNotFound) {
-		return err
+		return f, err
 	}
 	if !st.lacks(sid) {
 		// Either fn's own not-found (an unknown entry), or the Store
 		// applied the session between the two looks (it was created a
 		// moment ago): look once more, which settles both.
-		if err = st.View(ctx, sid, fn); !errors.Is(err, wire.ErrNotFound) || !st.lacks(sid) {
-			return err
+		if f, err = st.view(ctx, sid, fn); !errors.Is(err, wire.ErrNotFound) || !st.lacks(sid) {
+			return f, err
 		}
 	}
 	if st.unheld {
@@ -68,7 +77,7 @@ func (st *Store) ViewOrRead(ctx context.Context, log session.Log, sid string, fn
 		// deposed leader would serve what the majority has moved past,
 		// with nothing to say so.
 		if _, err := st.LogLastSeq(ctx); err != nil {
-			return fmt.Errorf("session %s: its shard is held elsewhere and the log's leader cannot vouch for it: %v: %w", sid, err, wire.ErrUnavailable)
+			return Freshness{}, fmt.Errorf("session %s: its shard is held elsewhere and the log's leader cannot vouch for it: %v: %w", sid, err, wire.ErrUnavailable)
 		}
 	}
 	// What the body reflects, taken before the read: a sequence the node
@@ -83,21 +92,20 @@ func (st *Store) ViewOrRead(ctx context.Context, log session.Log, sid string, fn
 	recs, rerr := log.Read(ctx, sid, 0)
 	if rerr != nil {
 		if errors.Is(rerr, wire.ErrNotFound) {
-			return fmt.Errorf("session %s: %w", sid, wire.ErrNotFound)
+			return Freshness{}, fmt.Errorf("session %s: %w", sid, wire.ErrNotFound)
 		}
-		return rerr
+		return Freshness{}, rerr
 	}
 	t, seqs, berr := session.Build(recs)
 	if berr != nil {
-		return berr
+		return Freshness{}, berr
 	}
 	// The body is the log's copy, newer than anything applied before the
-	// read: that is still a true lower bound of what it reflects.
-	Mark(ctx, fresh)
+	// read: fresh is still a true lower bound of what it reflects.
 	d := &Doc{ID: sid, Tree: t, Seqs: seqs, HeaderSeq: recs[0].Seq, LastSeq: recs[len(recs)-1].Seq, Entries: t.Len(),
 		Created: parseCreated(t.Header.Timestamp, recs[0].Time), Modified: recs[len(recs)-1].Time}
 	d.timesFromTree()
-	return fn(d)
+	return fresh, fn(d)
 }
 
 // lacks reports whether the Store has no session id (as opposed to fn
@@ -138,14 +146,20 @@ func CwdUnder(cwd, prefix string) bool {
 
 // List returns sessions in id order (UUIDv7 ids sort by creation time) and
 // the cursor for the next page ("" on the last page).
-func (st *Store) List(ctx context.Context, f ListFilter) ([]wire.Info, string) {
+func (st *Store) List(_ context.Context, f ListFilter) ([]wire.Info, string) {
+	infos, next, _ := st.list(f)
+	return infos, next
+}
+
+// list is List, which also returns the freshness of the page (see view).
+func (st *Store) list(f ListFilter) ([]wire.Info, string, Freshness) {
 	if f.Limit <= 0 {
 		f.Limit = 100
 	}
 	f.Limit = min(f.Limit, 1000)
 	st.mu.RLock()
 	defer st.mu.RUnlock()
-	st.markLocked(ctx)
+	fresh := st.freshnessLocked()
 	ids := make([]string, 0, len(st.docs))
 	for id := range st.docs {
 		if id > f.After {
@@ -170,12 +184,12 @@ func (st *Store) List(ctx context.Context, f ListFilter) ([]wire.Info, string) {
 		out = append(out, in)
 		if len(out) == f.Limit {
 			if k < len(ids)-1 {
-				return out, id
+				return out, id, fresh
 			}
 			break
 		}
 	}
-	return out, ""
+	return out, "", fresh
 }
 
 // Stats are the Store's counters, for metrics and status.
