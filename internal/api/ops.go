@@ -26,8 +26,13 @@ type op struct {
 	run    func(s *Server, ctx context.Context, req any) (reply, error)
 }
 
-// handle is the op of o served by run, on requests of run's type.
-func handle[T any](o wire.Op, run func(*Server, context.Context, *T) (reply, error)) op {
+// handle is the op of o served by run, on requests of run's type, which
+// must be o's.
+func handle[T wire.Request](o wire.Op, run func(*Server, context.Context, *T) (reply, error)) op {
+	var zero T
+	if zero.Op().Name != o.Name {
+		panic("api: " + o.Name + " served on " + zero.Op().Name + "'s request") // a programming error, caught by every test
+	}
 	return op{Op: o,
 		decode: func(body []byte, path func(string) string, q url.Values) (any, error) {
 			return decode[T](body, path, q)
@@ -101,7 +106,7 @@ func paramsOf(req any) params {
 	return p
 }
 
-// call runs o for r on either transport: first the wait for what the read
+// call runs o for req on either transport: first the wait for what the read
 // must reflect (minSeq; for log reads also this node's own writes and, with
 // consistency=strong, the leader's last sequence), bounded by
 // MinSeqTimeout, then the operation, whose reads return what they saw.
