@@ -182,6 +182,14 @@ func TestErrorsTable(t *testing.T) {
 		{name: "unknown parent", req: wire.AppendRequest{SessionID: sid, Entries: entries(`{"type":"message","parentId":"nope","message":{"role":"user","content":"x"}}`)}, status: 400, code: "invalid", field: "entries[0].parentId"},
 		{name: "label of an unknown entry", req: wire.AppendRequest{SessionID: sid, Entries: entries(`{"type":"label","targetId":"nope","label":"x"}`)}, status: 400, code: "invalid", field: "entries[0].targetId"},
 		{name: "entry without type", req: wire.AppendRequest{SessionID: sid, Entries: entries(user("ok"), `{"message":{}}`)}, status: 400, code: "invalid", field: "entries[1].type"},
+		// pi 1.1's appendContextEdit refuses these four (p05-context-edits'
+		// refused calls): a bad replacement, an unknown target, a target
+		// off the branch, a target without model content.
+		{name: "context edit with a bad replacement", req: wire.AppendRequest{SessionID: sid, Entries: entries(`{"type":"context_edit","targetId":"u1","replacement":{"content":{"type":"text"}}}`)}, status: 400, code: "invalid", field: "entries[0].replacement.content"},
+		{name: "context edit of an unknown entry", req: wire.AppendRequest{SessionID: sid, Entries: entries(`{"type":"context_edit","targetId":"nope","replacement":null}`)}, status: 400, code: "invalid", field: "entries[0].targetId"},
+		{name: "context edit off the branch", req: wire.AppendRequest{SessionID: sid, Entries: entries(`{"type":"message","id":"o1","parentId":"u1","message":{"role":"user","content":"other"}}`, `{"type":"context_edit","parentId":"a1","targetId":"o1","replacement":null}`)}, status: 400, code: "invalid", field: "entries[1].targetId"},
+		{name: "context edit of a model change", req: wire.AppendRequest{SessionID: sid, Entries: entries(`{"type":"model_change","id":"m1","provider":"p","modelId":"m"}`, `{"type":"context_edit","targetId":"m1","replacement":null}`)}, status: 400, code: "invalid", field: "entries[1].targetId"},
+		{name: "context edit off the branch (create)", req: wire.CreateRequest{Entries: entries(`{"type":"message","id":"q1","message":{"role":"user","content":"a"}}`, `{"type":"message","id":"q2","parentId":null,"message":{"role":"user","content":"b"}}`, `{"type":"context_edit","targetId":"q1","replacement":null}`)}, status: 400, code: "invalid", field: "entries[2].targetId"},
 		{name: "no entries", req: wire.AppendRequest{SessionID: sid}, status: 400, code: "invalid", field: "entries"},
 		{name: "header version", req: wire.CreateRequest{Header: json.RawMessage(`{"version":2}`)}, status: 400, code: "invalid", field: "header.version"},
 		{name: "bad limit", h: &httpReq{method: "GET", path: "/v1/sessions?limit=0"}, n: &natsReq{op: "list", body: []byte(`{"limit":-1}`)}, status: 400, code: "invalid", field: "limit"},

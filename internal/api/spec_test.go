@@ -37,6 +37,12 @@ func TestSpecCorners(t *testing.T) {
 		`{"type":"label","id":"l1","targetId":"u1","label":"start"}`,
 		`{"type":"session_info","id":"i1","name":"corners"}`,
 		`{"type":"future_type","id":"f1","anything":[1,2]}`,
+		// pi 1.1's entries, and a role this build does not know.
+		`{"type":"message","id":"y1","message":{"role":"system","content":"","sections":{"preamble":"be brief"},"toolsAdded":[{"name":"read"}],"timestamp":6}}`,
+		`{"type":"usage","id":"g1","kind":"cache_warm","provider":"p","model":"m","usage":{"input":0,"output":0,"cacheRead":5,"cacheWrite":0,"totalTokens":5,"cost":{"input":0,"output":0,"cacheRead":0.1,"cacheWrite":0,"total":0.1}}}`,
+		`{"type":"context_edit","id":"e1","targetId":"r1","replacement":{"content":[{"type":"text","text":"[elided]"}]}}`,
+		`{"type":"message","id":"z1","message":{"role":"robot","content":"beep"}}`,
+		`{"type":"message","id":"a2","message":{"role":"assistant","content":[],"provider":"p","model":"m","thinkingLevel":"high","responseModel":"m-1"}}`,
 	}
 	res := e.create(entries...)
 	sid := res.SessionID

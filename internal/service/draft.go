@@ -22,6 +22,11 @@ type draft struct {
 	// labelTarget is a label entry's targetId: it must exist, as pi's
 	// appendLabelChange demands.
 	labelTarget string
+	// edit is set for a context_edit: its target must exist, be on the
+	// branch the edit is appended to and carry model content, as pi's
+	// appendContextEdit demands (editTarget).
+	edit       bool
+	editTarget string
 }
 
 // clientIDPattern restricts ids that clients choose: they travel in message
@@ -81,7 +86,23 @@ func parseDraft(field string, raw []byte) (draft, error) {
 	if err := tree.CheckEntry(&v); err != nil {
 		return d, wire.InvalidShape(field, err)
 	}
+	if t.Str == "context_edit" {
+		tg, _ := v.Get("targetId") // a string: CheckEntry requires it
+		d.edit, d.editTarget = true, tg.Str
+	}
 	return d, nil
+}
+
+// checkEdit checks a context_edit's target for an edit that is a child of
+// parent (see tree.CheckEditTarget).
+func (d *draft) checkEdit(field, parent string, lookup func(string) *tree.Entry) error {
+	if !d.edit {
+		return nil
+	}
+	if err := tree.CheckEditTarget(d.editTarget, parent, lookup); err != nil {
+		return wire.InvalidShape(field, err)
+	}
+	return nil
 }
 
 // build returns the entry's line: the client's bytes when it gave id,

@@ -33,7 +33,7 @@ func (p *placement) Place(v writer.View, _ bool) ([]tree.Entry, []uint64, error)
 	var out, stored []tree.Entry
 	var seqs []uint64
 	firstStored := -1
-	inBatch := map[string]bool{}
+	inBatch := map[string]*tree.Entry{}
 	for k := range p.drafts {
 		d, field := &p.drafts[k], fmt.Sprintf("entries[%d]", k)
 		if d.parentSet {
@@ -55,7 +55,7 @@ func (p *placement) Place(v writer.View, _ bool) ([]tree.Entry, []uint64, error)
 			return nil, nil, err
 		}
 		out = append(out, *e)
-		inBatch[e.ID] = true
+		inBatch[e.ID] = e
 		parent = e.ID
 	}
 	switch {
@@ -87,18 +87,30 @@ func storedAs(v writer.View, d *draft, field string) (*tree.Entry, uint64, bool,
 
 // build makes the entry of d as a child of parent. Parent and label target
 // must be in v or earlier in the batch; inBatch holds the batch's ids.
-func (p *placement) build(v writer.View, d *draft, field, parent string, inBatch map[string]bool) (*tree.Entry, error) {
-	known := func(id string) bool { _, _, ok := v.Lookup(id); return ok || inBatch[id] }
+func (p *placement) build(v writer.View, d *draft, field, parent string, inBatch map[string]*tree.Entry) (*tree.Entry, error) {
+	lookup := func(id string) *tree.Entry {
+		if e, _, ok := v.Lookup(id); ok {
+			return e
+		}
+		return inBatch[id]
+	}
+	known := func(id string) bool { return lookup(id) != nil }
 	if parent != "" && !known(parent) {
 		return nil, &writer.UnknownEntryError{ID: parent, Err: wire.Invalid(field+".parentId", fmt.Sprintf("unknown parent %q", parent))}
 	}
 	if t := d.labelTarget; t != "" && !known(t) {
 		return nil, &writer.UnknownEntryError{ID: t, Err: wire.Invalid(field+".targetId", fmt.Sprintf("unknown entry %q", t))}
 	}
+	if d.edit && !known(d.editTarget) {
+		return nil, &writer.UnknownEntryError{ID: d.editTarget, Err: d.checkEdit(field, parent, lookup)}
+	}
+	if err := d.checkEdit(field, parent, lookup); err != nil {
+		return nil, err
+	}
 	id := d.id
 	if id == "" {
 		id = p.ids.New(known)
-	} else if inBatch[id] {
+	} else if inBatch[id] != nil {
 		return nil, wire.Invalid(field+".id", fmt.Sprintf("duplicate id %q in the request", id))
 	}
 	e, err := d.build(id, parent, p.ts)

@@ -131,6 +131,12 @@ func (s *Service) draftSession(h tree.Header, entries []json.RawMessage, orphans
 		if d.labelTarget != "" && !orphans && !sess.Has(d.labelTarget) {
 			return nil, wire.Invalid(field+".targetId", fmt.Sprintf("unknown entry %q (it must be an earlier entry of this request)", d.labelTarget))
 		}
+		if !orphans {
+			lookup := func(id string) *tree.Entry { e, _ := sess.Get(id); return e }
+			if err := d.checkEdit(field, parent, lookup); err != nil {
+				return nil, err
+			}
+		}
 		e, err := d.build(id, parent, ts)
 		if err != nil {
 			return nil, wire.Invalid(field, err.Error())

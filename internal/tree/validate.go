@@ -137,6 +137,18 @@ func (c *checker) entry(v *Value) {
 	if c.err != nil {
 		return
 	}
+	switch t.Str {
+	case "context_edit":
+		c.contextEdit(v)
+		return
+	case "usage":
+		c.req(v, "", "kind", KindString)
+		c.req(v, "", "provider", KindString)
+		c.req(v, "", "model", KindString)
+		c.req(v, "", "usage", KindObject)
+		c.opt(v, "", "note", KindString)
+		return
+	}
 	switch kindOf(t.Str) {
 	case KindMessage:
 		if m := c.req(v, "", "message", KindObject); m != nil {
@@ -151,10 +163,21 @@ func (c *checker) entry(v *Value) {
 		c.opt(v, "", "firstKeptEntryId", KindString)
 		c.req(v, "", "tokensBefore", KindNumber)
 		c.opt(v, "", "fromHook", KindBool)
+		c.opt(v, "", "usage", KindObject)
+		// pi 1.1's checkpoint of the system prompt, emitted before the
+		// summary: a system message.
+		if m := c.opt(v, "", "systemMessage", KindObject); m != nil {
+			if r, ok := m.Get("role"); !ok || r.Kind != KindString || r.Str != "system" {
+				c.fail("systemMessage.role", `must be "system"`)
+				return
+			}
+			c.message(m, "systemMessage")
+		}
 	case KindBranchSummary:
 		c.req(v, "", "summary", KindString)
 		c.req(v, "", "fromId", KindString)
 		c.opt(v, "", "fromHook", KindBool)
+		c.opt(v, "", "usage", KindObject)
 	case KindModelChange:
 		c.req(v, "", "provider", KindString)
 		c.req(v, "", "modelId", KindString)
@@ -173,18 +196,21 @@ func (c *checker) entry(v *Value) {
 }
 
 // messageRoles are the roles pi writes, in pi's order, for messages.
-var messageRoles = []string{"user", "assistant", "toolResult", "bashExecution", "custom", "branchSummary", "compactionSummary"}
+var messageRoles = []string{"user", "assistant", "toolResult", "system", "bashExecution", "custom", "branchSummary", "compactionSummary"}
 
-// message checks an AgentMessage: pi-ai's UserMessage, AssistantMessage
-// and ToolResultMessage, and the coding agent's own roles.
+// message checks an AgentMessage: pi-ai's UserMessage, AssistantMessage,
+// ToolResultMessage and SystemMessage, and the coding agent's own roles.
+// Any other role passes unchecked: a newer pi may write roles this build
+// does not know (pi 1.1 added "system"), and a store that validates must
+// never refuse what pi writes.
 func (c *checker) message(m *Value, path string) {
 	r, ok := m.Get("role")
 	switch {
 	case !ok:
-		c.fail(join(path, "role"), "required: one of "+strings.Join(messageRoles, ", "))
+		c.fail(join(path, "role"), "required: a string such as "+strings.Join(messageRoles, ", "))
 		return
 	case r.Kind != KindString:
-		c.fail(join(path, "role"), "must be a string (one of "+strings.Join(messageRoles, ", ")+"), not "+kindNoun(r.Kind))
+		c.fail(join(path, "role"), "must be a string (such as "+strings.Join(messageRoles, ", ")+"), not "+kindNoun(r.Kind))
 		return
 	}
 	c.opt(m, path, "timestamp", KindNumber)
@@ -199,11 +225,16 @@ func (c *checker) message(m *Value, path string) {
 		c.opt(m, path, "usage", KindObject)
 		c.opt(m, path, "stopReason", KindString)
 		c.opt(m, path, "errorMessage", KindString)
+		c.opt(m, path, "thinkingLevel", KindString)
+		c.opt(m, path, "responseModel", KindString)
 	case "toolResult":
 		c.req(m, path, "toolCallId", KindString)
 		c.req(m, path, "toolName", KindString)
 		c.content(m, path, "toolResult", false, "text", "image")
 		c.opt(m, path, "isError", KindBool)
+		c.opt(m, path, "usage", KindObject)
+	case "system":
+		c.systemMessage(m, path)
 	case "bashExecution":
 		c.req(m, path, "command", KindString)
 		c.req(m, path, "output", KindString)
@@ -224,8 +255,68 @@ func (c *checker) message(m *Value, path string) {
 	case "compactionSummary":
 		c.req(m, path, "summary", KindString)
 		c.req(m, path, "tokensBefore", KindNumber)
+	}
+}
+
+// systemMessage checks pi 1.1's SystemMessage: content a string (pi
+// writes "") or an array, sections mapping names to text (null removes a
+// section), and the tools added and removed, each an object with a name.
+// Content may be missing: pi's context gives such a message content "".
+func (c *checker) systemMessage(m *Value, path string) {
+	if f, ok := m.Get("content"); ok && f.Kind != KindString && f.Kind != KindNull && f.Kind != KindArray {
+		c.fail(join(path, "content"), "must be a string or an array, not "+kindNoun(f.Kind))
+		return
+	}
+	if s := c.opt(m, path, "sections", KindObject); s != nil {
+		for i := range s.Obj {
+			if k := s.Obj[i].Val.Kind; k != KindString && k != KindNull {
+				c.fail(join(join(path, "sections"), s.Obj[i].Key), "must be a string or null (to remove the section), not "+kindNoun(k))
+				return
+			}
+		}
+	}
+	for _, key := range []string{"toolsAdded", "toolsRemoved"} {
+		tools := c.opt(m, path, key, KindArray)
+		if tools == nil {
+			continue
+		}
+		for i := range tools.Arr {
+			p := index(join(path, key), i)
+			if tools.Arr[i].Kind != KindObject {
+				c.fail(p, "a tool must be an object with a name, not "+kindNoun(tools.Arr[i].Kind))
+				return
+			}
+			c.req(&tools.Arr[i], p, "name", KindString)
+		}
+	}
+}
+
+// contextEdit checks pi 1.1's context_edit as appendContextEdit does: a
+// targetId, and a replacement that is null (the target's messages are
+// left out) or {content} with string or array content. Whether the target
+// exists, is on the branch and contributes model content depends on the
+// session: see EditTargetError.
+func (c *checker) contextEdit(v *Value) {
+	c.req(v, "", "targetId", KindString)
+	if c.err != nil {
+		return
+	}
+	const want = "null or an object {content} whose content is a string or an array"
+	r, ok := v.Get("replacement")
+	switch {
+	case !ok:
+		c.fail("replacement", "required: "+want)
+	case r.Kind == KindNull:
+	case r.Kind != KindObject:
+		c.fail("replacement", "must be "+want+", not "+kindNoun(r.Kind))
 	default:
-		c.fail(join(path, "role"), strconv.Quote(r.Str)+" is not a role pi writes (one of "+strings.Join(messageRoles, ", ")+")")
+		content, ok := r.Get("content")
+		switch {
+		case !ok:
+			c.fail("replacement.content", "required: a string or an array (the replacement must be "+want+")")
+		case content.Kind != KindString && content.Kind != KindArray:
+			c.fail("replacement.content", "must be a string or an array, not "+kindNoun(content.Kind))
+		}
 	}
 }
 
@@ -295,4 +386,47 @@ func (c *checker) block(b *Value, path, owner string, allowed []string) {
 		c.req(b, path, "arguments", KindObject)
 		c.opt(b, path, "thoughtSignature", KindString)
 	}
+}
+
+// Editable reports whether pi's appendContextEdit accepts e as the target
+// of an edit: it contributes model content (a user, assistant or
+// toolResult message, or a custom_message).
+func (e *Entry) Editable() bool {
+	switch e.Kind {
+	case KindCustomMessage:
+		return true
+	case KindMessage:
+		return e.Role == RoleUser || e.Role == RoleAssistant || e.Role == RoleToolResult
+	}
+	return false
+}
+
+// CheckEditTarget checks the target of a context_edit appended as a child
+// of parent ("" for a root) as pi's appendContextEdit does: the target
+// exists, is on the branch the edit ends (parent or one of its ancestors),
+// and contributes model content. lookup finds an entry by id (nil when
+// unknown). The error is a *ShapeError at "targetId".
+func CheckEditTarget(target, parent string, lookup func(id string) *Entry) error {
+	t := lookup(target)
+	if t == nil {
+		return &ShapeError{Path: "targetId", Reason: "unknown entry " + strconv.Quote(target)}
+	}
+	// Walk up from parent; seen guards against a cycle of parent ids,
+	// which a file can hold and pi's loop would not survive.
+	seen := map[string]bool{}
+	for id := parent; id != "" && !seen[id]; {
+		if id == target {
+			if !t.Editable() {
+				return &ShapeError{Path: "targetId", Reason: "entry " + strconv.Quote(target) + " does not contribute editable model content (edit a user, assistant or toolResult message or a custom_message)"}
+			}
+			return nil
+		}
+		seen[id] = true
+		e := lookup(id)
+		if e == nil {
+			break
+		}
+		id = e.ParentID
+	}
+	return &ShapeError{Path: "targetId", Reason: "entry " + strconv.Quote(target) + " is not on the branch the edit is appended to"}
 }

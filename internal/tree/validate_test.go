@@ -35,8 +35,6 @@ func TestCheckEntryRejects(t *testing.T) {
 		{`{"type":"message","parentId":5,"message":{"role":"user","content":"hi"}}`, "parentId"},
 		{`{"type":"message","timestamp":1,"message":{"role":"user","content":"hi"}}`, "timestamp"},
 		{`{"type":"message","message":{}}`, "message.role"},
-		{`{"type":"message","message":{"role":"robot","content":"hi"}}`, "message.role"},
-		{`{"type":"message","message":{"role":"hookMessage","content":"hi"}}`, "message.role"},
 		{`{"type":"message","message":{"role":"user"}}`, "message.content"},
 		{`{"type":"message","message":{"role":"user","content":{}}}`, "message.content"},
 		{`{"type":"message","message":{"role":"user","content":"hi","timestamp":"2026"}}`, "message.timestamp"},
@@ -79,6 +77,32 @@ func TestCheckEntryRejects(t *testing.T) {
 		{`{"type":"session_info","name":false}`, "name"},
 		{`{"type":"custom"}`, "customType"},
 		{`{"type":"custom","customType":1}`, "customType"},
+		// pi 1.1's entries and fields: pi's appendContextEdit refuses a
+		// replacement that is not null and not {content} with string or
+		// array content.
+		{`{"type":"context_edit","replacement":null}`, "targetId"},
+		{`{"type":"context_edit","targetId":7,"replacement":null}`, "targetId"},
+		{`{"type":"context_edit","targetId":"t"}`, "replacement"},
+		{`{"type":"context_edit","targetId":"t","replacement":"x"}`, "replacement"},
+		{`{"type":"context_edit","targetId":"t","replacement":{}}`, "replacement.content"},
+		{`{"type":"context_edit","targetId":"t","replacement":{"content":{"type":"text"}}}`, "replacement.content"},
+		{`{"type":"usage","provider":"p","model":"m","usage":{}}`, "kind"},
+		{`{"type":"usage","kind":"k","model":"m","usage":{}}`, "provider"},
+		{`{"type":"usage","kind":"k","provider":"p","usage":{}}`, "model"},
+		{`{"type":"usage","kind":"k","provider":"p","model":"m"}`, "usage"},
+		{`{"type":"usage","kind":"k","provider":"p","model":"m","usage":{},"note":1}`, "note"},
+		{`{"type":"message","message":{"role":"system","content":5}}`, "message.content"},
+		{`{"type":"message","message":{"role":"system","content":"","sections":[]}}`, "message.sections"},
+		{`{"type":"message","message":{"role":"system","content":"","sections":{"a":1}}}`, "message.sections.a"},
+		{`{"type":"message","message":{"role":"system","content":"","toolsAdded":[{"description":"d"}]}}`, "message.toolsAdded[0].name"},
+		{`{"type":"message","message":{"role":"system","content":"","toolsRemoved":["read"]}}`, "message.toolsRemoved[0]"},
+		{`{"type":"message","message":{"role":"assistant","content":[],"provider":"p","model":"m","thinkingLevel":1}}`, "message.thinkingLevel"},
+		{`{"type":"message","message":{"role":"assistant","content":[],"provider":"p","model":"m","responseModel":null}}`, "message.responseModel"},
+		{`{"type":"message","message":{"role":"toolResult","toolCallId":"c","toolName":"read","content":[],"usage":1}}`, "message.usage"},
+		{`{"type":"compaction","summary":"s","tokensBefore":1,"usage":[]}`, "usage"},
+		{`{"type":"compaction","summary":"s","tokensBefore":1,"systemMessage":{"role":"user","content":"hi"}}`, "systemMessage.role"},
+		{`{"type":"compaction","summary":"s","tokensBefore":1,"systemMessage":{"role":"system","sections":{"a":false}}}`, "systemMessage.sections.a"},
+		{`{"type":"branch_summary","summary":"s","fromId":"root","usage":"free"}`, "usage"},
 	} {
 		err := tree.CheckLine([]byte(tc.line))
 		var se *tree.ShapeError
@@ -120,6 +144,23 @@ func TestCheckEntryAccepts(t *testing.T) {
 		`{"type":"something_new","message":7,"whatever":{}}`,
 		`{"type":"model_change","provider":"p","modelId":"m","extra":[null]}`,
 		`{"type":"message","message":{"role":"user","content":"hi","novel":true}}`,
+		// Roles a newer pi may write pass unchecked, as unknown entry
+		// types do: pi 1.1 added "system", and a store refusing it lost
+		// every descendant of such a line (issue 34). hookMessage is
+		// version 2's custom role.
+		`{"type":"message","message":{"role":"robot","content":"hi"}}`,
+		`{"type":"message","message":{"role":"hookMessage","content":"hi"}}`,
+		// pi 1.1's entries and fields.
+		`{"type":"context_edit","targetId":"t","replacement":null}`,
+		`{"type":"context_edit","targetId":"t","replacement":{"content":"x"}}`,
+		`{"type":"context_edit","targetId":"t","replacement":{"content":[{"type":"text","text":"x"}]}}`,
+		`{"type":"usage","kind":"cache_warm","provider":"p","model":"m","usage":{"input":0,"cost":{"total":0}},"note":"n"}`,
+		`{"type":"message","message":{"role":"system"}}`,
+		`{"type":"message","message":{"role":"system","content":"","sections":{"a":"x","b":null},"toolsAdded":[{"name":"read","parameters":{}}],"toolsRemoved":[{"name":"write"}],"timestamp":1}}`,
+		`{"type":"message","message":{"role":"assistant","content":[],"provider":"p","model":"m","thinkingLevel":"high","responseModel":"m-2026"}}`,
+		`{"type":"message","message":{"role":"toolResult","toolCallId":"c","toolName":"n","content":[],"usage":{"input":1}}}`,
+		`{"type":"compaction","summary":"s","firstKeptEntryId":"c1","tokensBefore":1,"usage":{},"systemMessage":{"role":"system","content":"","sections":{"a":"x"},"timestamp":1}}`,
+		`{"type":"branch_summary","summary":"s","fromId":"root","usage":{}}`,
 	} {
 		line = strings.Replace(line, `{"type":`, `{`+head+`,"type":`, 1)
 		if err := tree.CheckLine([]byte(line)); err != nil {
@@ -132,15 +173,20 @@ func TestCheckEntryAccepts(t *testing.T) {
 // for the older files.
 func TestCheckEntryVectors(t *testing.T) {
 	dir := conformance.Dir(t)
-	// The sets of the pi versions this store reads today; pi-v3-1.1 (pi
-	// 1.1.0's files: system messages, context edits, refused files) is
-	// not one of them yet.
+	// Every set but pi 1.1's refused files (p13: files pi will not open).
 	var files []string
-	for _, set := range []string{"pi-v1", "pi-v2", "pi-v3"} {
+	for _, set := range []string{"pi-v1", "pi-v2", "pi-v3", "pi-v3-1.1"} {
 		more, _ := filepath.Glob(filepath.Join(dir, set, "*", "*.jsonl"))
-		files = append(files, more...)
+		if len(more) == 0 {
+			t.Fatalf("no %s files under %s", set, dir)
+		}
+		for _, p := range more {
+			if filepath.Base(filepath.Dir(p)) != "p13-refused-files" {
+				files = append(files, p)
+			}
+		}
 	}
-	if len(files) < 20 {
+	if len(files) < 40 {
 		t.Fatalf("found %d vector files under %s", len(files), dir)
 	}
 	for _, p := range files {
@@ -281,5 +327,104 @@ func TestCheckEntryMutations(t *testing.T) {
 				t.Errorf("%s without optional %s: %v", tc.line, m.Key, err)
 			}
 		}
+	}
+}
+
+// TestCheckEditTargetVectors replays pi 1.1's calls: every context edit pi
+// stored passes CheckEntry and CheckEditTarget against the session as it
+// stood, and every edit pi refused is refused for pi's reason.
+func TestCheckEditTargetVectors(t *testing.T) {
+	dir := conformance.Dir(t)
+	reasons := map[string]string{
+		"not found":                   "unknown entry",
+		"is not on the active branch": "is not on the branch",
+		"does not contribute":         "does not contribute editable model content",
+	}
+	stored, refused := 0, 0
+	for _, c := range conformance.Cases(t, dir, "pi-v3-1.1") {
+		data, err := os.ReadFile(filepath.Join(c, "session.jsonl"))
+		if os.IsNotExist(err) {
+			continue
+		}
+		f, err := tree.Read(data, tree.ReadOptions{})
+		if err != nil {
+			t.Fatalf("%s: %v", c, err)
+		}
+		ops := conformance.MustValue(t, conformance.MustRead(t, filepath.Join(c, "ops.json")))
+		created := map[string]bool{} // the entries that existed at the call
+		lookup := func(id string) *tree.Entry {
+			if !created[id] {
+				return nil
+			}
+			e, _ := f.Get(id)
+			return e
+		}
+		leaf := ""
+	replay:
+		for _, op := range ops.Arr {
+			name, _ := conformance.Field(op, "op")
+			result, _ := conformance.Field(op, "result")
+			switch name.Str {
+			case "createBranchedSession", "openExistingFile":
+				break replay // the file is another session from here on
+			case "branch":
+				id, _ := conformance.Field(op, "id")
+				leaf = id.Str
+				continue
+			case "resetLeaf":
+				leaf = ""
+				continue
+			case "appendContextEdit":
+				if msg, ok := conformance.Field(op, "error"); ok {
+					refused++
+					target, _ := conformance.Field(op, "targetId")
+					repl, _ := conformance.Field(op, "replacement")
+					edit := tree.Value{Kind: tree.KindObject}
+					edit.Set("type", tree.Value{Kind: tree.KindString, Str: "context_edit"})
+					edit.Set("targetId", target)
+					edit.Set("replacement", repl)
+					if strings.HasPrefix(msg.Str, "Context edit replacement") {
+						var se *tree.ShapeError
+						if err := tree.CheckLine(edit.AppendJSON(nil)); !errors.As(err, &se) || !strings.HasPrefix(se.Path, "replacement") {
+							t.Errorf("%s: %s: CheckLine gave %v, want a replacement error", c, msg.Str, err)
+						}
+						continue
+					}
+					err := tree.CheckEditTarget(target.Str, leaf, lookup)
+					matched := false
+					for piSays, weSay := range reasons {
+						if strings.Contains(msg.Str, piSays) {
+							matched = true
+							if err == nil || !strings.Contains(err.Error(), weSay) || !strings.HasPrefix(err.Error(), "targetId: ") {
+								t.Errorf("%s: pi: %s; CheckEditTarget: %v", c, msg.Str, err)
+							}
+						}
+					}
+					if !matched {
+						t.Errorf("%s: pi's error %q is none this test knows", c, msg.Str)
+					}
+					continue
+				}
+				e, ok := f.Get(result.Str)
+				if !ok {
+					t.Fatalf("%s: edit %s is not in the file", c, result.Str)
+				}
+				stored++
+				if err := tree.CheckLine(e.Raw); err != nil {
+					t.Errorf("%s: %s: %v", c, e.Raw, err)
+				}
+				v := conformance.MustValue(t, e.Raw)
+				target, _ := conformance.Field(v, "targetId")
+				if err := tree.CheckEditTarget(target.Str, leaf, lookup); err != nil {
+					t.Errorf("%s: pi stored %s: %v", c, e.Raw, err)
+				}
+			}
+			if result.Kind == tree.KindString {
+				created[result.Str], leaf = true, result.Str
+			}
+		}
+	}
+	if stored < 20 || refused != 4 {
+		t.Errorf("checked %d stored and %d refused edits, want at least 20 and 4", stored, refused)
 	}
 }
