@@ -1,7 +1,10 @@
 package conformance
 
 import (
+	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -59,6 +62,13 @@ func CheckSession(t *testing.T, s *tree.Session, exp tree.Value) {
 	if want, ok := Field(exp, "tree"); ok {
 		CheckJSON(t, "tree", s.AppendTreeJSON(nil, s.Tree(), tree.TreeJSONOptions{}), want)
 	}
+	// pi 1.1's vectors: the header's cwd, and the usage breakdown.
+	if want, ok := Field(exp, "cwd"); ok && want.Str != s.Header.Cwd {
+		t.Errorf("cwd %q, want %q", s.Header.Cwd, want.Str)
+	}
+	if want, ok := Field(exp, "usageBreakdown"); ok {
+		CheckJSON(t, "usageBreakdown", tree.AppendUsageJSON(nil, s.UsageBreakdown()), want)
+	}
 }
 
 func sortedKeys(m map[string]string) []string {
@@ -115,6 +125,10 @@ func CheckContext(t *testing.T, s *tree.Session, want tree.Value, withIDs bool) 
 		case "llmMessages":
 			g, _ := Field(gotLLM, "messages")
 			d = Diff(name+".llmMessages", g, m.Val)
+		case "contextEntryIds":
+			if withIDs {
+				d = Diff(name+".contextEntryIds", StringsValue(c.EntryIDs), m.Val)
+			}
 		default:
 			d = fmt.Sprintf("%s: unknown expected field %q", name, m.Key)
 		}
@@ -141,4 +155,106 @@ func MapIDs(t *testing.T, s *tree.Session, piFile []byte, ours string) string {
 		pairs = append(pairs, `"`+s.Entry(i).ID+`"`, `"`+pf.Entry(i).ID+`"`)
 	}
 	return strings.NewReplacer(pairs...).Replace(ours)
+}
+
+// StringsValue is ss as a JSON array value.
+func StringsValue(ss []string) tree.Value {
+	v := tree.Value{Kind: tree.KindArray, Arr: make([]tree.Value, len(ss))}
+	for k, s := range ss {
+		v.Arr[k] = tree.Value{Kind: tree.KindString, Str: s}
+	}
+	return v
+}
+
+// RefusedFile is one file of pi 1.1's p13-refused-files: a file pi will
+// not open (Refused), or a zero-byte file it accepts.
+type RefusedFile struct {
+	Path    string
+	Data    []byte
+	Refused bool // pi's SessionManager.open throws "not a valid pi session"
+}
+
+// IsRefusedFiles reports whether a case folder holds such files (its
+// expected.json lists "refused") rather than one session.
+func IsRefusedFiles(dir string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, "expected.json"))
+	if err != nil {
+		return false
+	}
+	v, err := jsjson.ParseValue(b)
+	if err != nil {
+		return false
+	}
+	_, ok := v.Get("refused")
+	return ok
+}
+
+// RefusedFiles loads the files of a refused-files case, checking that
+// there are some of both kinds.
+func RefusedFiles(t testing.TB, dir string) []RefusedFile {
+	t.Helper()
+	exp := MustValue(t, MustRead(t, filepath.Join(dir, "expected.json")))
+	list, _ := Field(exp, "refused")
+	var out []RefusedFile
+	refused := 0
+	for _, r := range list.Arr {
+		file, _ := Field(r, "file")
+		openErr, _ := Field(r, "openError")
+		f := RefusedFile{Path: filepath.Join(dir, file.Str), Refused: openErr.Kind == tree.KindString}
+		f.Data = MustRead(t, f.Path)
+		if f.Refused {
+			refused++
+		} else if len(f.Data) != 0 {
+			t.Fatalf("%s: pi accepts it, but it is not the zero-byte file", f.Path)
+		}
+		out = append(out, f)
+	}
+	if refused == 0 || refused == len(out) {
+		t.Fatalf("%s: %d files, %d refused: want both kinds", dir, len(out), refused)
+	}
+	return out
+}
+
+// Damaged reports whether a case is a file damaged after pi wrote it (its
+// first call opens an existing file holding lines pi skips): the only
+// vectors whose file has lines that are not entries.
+func Damaged(t testing.TB, dir string) bool {
+	t.Helper()
+	ops := MustValue(t, MustRead(t, filepath.Join(dir, "ops.json")))
+	if len(ops.Arr) == 0 {
+		return false
+	}
+	op, _ := Field(ops.Arr[0], "op")
+	content, _ := Field(ops.Arr[0], "fileContent")
+	return op.Str == "openExistingFile" && content.Str != ""
+}
+
+// ExportOf is what exporting the file f read from data must give: data
+// without its blank lines, the lines Read skipped and repeated identical
+// headers — for pi's own files, data itself (but repeated headers).
+func ExportOf(data []byte, f *tree.File) []byte {
+	skipped := map[int]bool{}
+	for _, s := range f.Skipped {
+		skipped[s.Line] = true
+	}
+	var want []byte
+	header := false
+	for k, line := range bytes.SplitAfter(data, []byte("\n")) {
+		body := bytes.TrimSuffix(line, []byte("\n"))
+		switch {
+		case len(bytes.TrimSpace(body)) == 0, skipped[k+1]:
+		case bytes.Equal(body, f.Header.Raw):
+			if !header {
+				want = append(want, body...)
+				want = append(want, '\n')
+			}
+			header = true
+		default:
+			// pi appends "\n" to an unterminated last line when it opens
+			// the file; export ends every line.
+			want = append(want, body...)
+			want = append(want, '\n')
+		}
+	}
+	return want
 }

@@ -2,9 +2,11 @@ package tree_test
 
 import (
 	"bytes"
+	"errors"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/pifleet/sessionlog/internal/conformance"
@@ -13,23 +15,23 @@ import (
 
 func TestConformance(t *testing.T) {
 	dir := conformance.Dir(t)
-	t.Run("pi-v3", func(t *testing.T) {
-		cases := conformance.Cases(t, dir, "pi-v3")
-		if len(cases) == 0 {
-			t.Fatal("no pi-v3 cases")
-		}
-		for _, c := range cases {
-			t.Run(filepath.Base(c), func(t *testing.T) { runV3Case(t, c) })
-		}
-	})
-	for _, v := range []string{"pi-v1", "pi-v2"} {
+	// pi 0.73.1's files and pi 1.1's, by the same rules; migrations from
+	// versions 1 and 2.
+	for _, v := range []string{"pi-v3", "pi-v3-1.1", "pi-v1", "pi-v2"} {
 		t.Run(v, func(t *testing.T) {
 			cases := conformance.Cases(t, dir, v)
 			if len(cases) == 0 {
 				t.Fatalf("no %s cases", v)
 			}
 			for _, c := range cases {
-				t.Run(filepath.Base(c), func(t *testing.T) { runMigrationCase(t, c) })
+				run := runV3Case
+				switch {
+				case v == "pi-v1" || v == "pi-v2":
+					run = runMigrationCase
+				case conformance.IsRefusedFiles(c):
+					run = runRefusedCase
+				}
+				t.Run(filepath.Base(c), func(t *testing.T) { run(t, c) })
 			}
 		})
 	}
@@ -52,16 +54,11 @@ func runV3Case(t *testing.T, dir string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(f.Skipped) != 0 {
+		if len(f.Skipped) != 0 && !conformance.Damaged(t, dir) {
 			t.Errorf("pi's own file has skipped lines: %v", f.Skipped)
 		}
 		s = f.Session
-		// Export reproduces the file, minus repeated identical headers.
-		for k, line := range bytes.SplitAfter(data, []byte("\n")) {
-			if k == 0 || !bytes.Equal(bytes.TrimSuffix(line, []byte("\n")), s.Header.Raw) {
-				want = append(want, line...)
-			}
-		}
+		want = conformance.ExportOf(data, f)
 	}
 	check := func() {
 		t.Helper()
@@ -131,5 +128,22 @@ func runMigrationCase(t *testing.T, dir string) {
 	}
 	if got != string(want) {
 		t.Errorf("migrated file differs from pi's:\n got: %.600s\nwant: %.600s", got, want)
+	}
+}
+
+// runRefusedCase: the files pi 1.1 refuses to open are refused, naming the
+// line; the zero-byte file pi accepts (it writes a new header into it)
+// holds no session to read, and Read says so.
+func runRefusedCase(t *testing.T, dir string) {
+	for _, f := range conformance.RefusedFiles(t, dir) {
+		_, err := tree.Read(f.Data, tree.ReadOptions{})
+		var le *tree.LineError
+		if !errors.As(err, &le) || le.Line < 1 {
+			t.Errorf("%s: %v, want a *LineError naming the line", filepath.Base(f.Path), err)
+			continue
+		}
+		if !f.Refused && !strings.Contains(le.Reason, "empty file") {
+			t.Errorf("%s: %v, want an empty file", filepath.Base(f.Path), err)
+		}
 	}
 }

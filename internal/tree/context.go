@@ -10,7 +10,8 @@ import (
 // Context is pi's buildSessionContext for one leaf: the path, the thinking
 // level and model in effect, and the messages to send (AgentMessages). The
 // messages are raw JSON: message entries contribute their "message" value
-// untouched; summaries and custom messages are built as pi builds them.
+// untouched unless an edit or a missing content changes it; summaries and
+// custom messages are built as pi builds them.
 type Context struct {
 	LeafID   string   // "" with Null set for the state after resetLeaf
 	Null     bool     // the leaf is null: empty context
@@ -18,6 +19,10 @@ type Context struct {
 	Thinking []byte   // JSON value of the thinking level; nil when undefined
 	Model    []byte   // JSON object {"provider","modelId"}, or nil for null
 	Messages []Message
+	// EntryIDs are pi 1.1's buildContextEntries: the entries selected for
+	// the context (the latest compaction first, then what it keeps and
+	// what follows it), before edits are applied.
+	EntryIDs []string
 }
 
 // Message is one AgentMessage of a context.
@@ -25,6 +30,9 @@ type Message struct {
 	JSON []byte // the message as pi returns it
 	Role Role
 	src  *Entry // the entry it came from
+	// edited: JSON is not what src holds (a context_edit or pi's default
+	// content), so conversions read JSON, not src.
+	edited bool
 }
 
 var (
@@ -34,11 +42,17 @@ var (
 
 // NullContext is the context of the null leaf (before the first entry).
 func NullContext() Context {
-	return Context{Null: true, Path: []string{}, Thinking: jsonOff}
+	return Context{Null: true, Path: []string{}, Thinking: jsonOff, EntryIDs: []string{}}
 }
 
 // ContextAt builds the context for the entry at index leaf; a negative leaf
 // is the null leaf. It costs O(depth) plus the size of the messages.
+//
+// One rule set serves pi 0.73.1's files and pi 1.1's: what 1.1 changed
+// (system messages, context edits, a compaction's systemMessage, default
+// content) concerns entries and fields 0.73.1 never writes, and the
+// selection is 0.73.1's with system messages left out of a compaction's
+// kept range.
 func (s *Session) ContextAt(leaf int) Context {
 	if leaf < 0 || leaf >= len(s.entries) {
 		return NullContext()
@@ -47,6 +61,7 @@ func (s *Session) ContextAt(leaf int) Context {
 	c := Context{LeafID: s.entries[leaf].ID, Path: make([]string, len(idx)), Thinking: jsonOff}
 	var model *Entry
 	compaction := -1
+	edits := false
 	for k, i := range idx {
 		e := &s.entries[i]
 		c.Path[k] = e.ID
@@ -57,19 +72,61 @@ func (s *Session) ContextAt(leaf int) Context {
 			model = e
 		case e.Kind == KindCompaction:
 			compaction = k
+		case e.Kind == KindContextEdit:
+			edits = true
 		}
 	}
 	if model != nil {
 		c.Model = modelJSON(model)
 	}
-	if compaction < 0 {
-		c.Messages = make([]Message, 0, len(idx))
-		for _, i := range idx {
-			c.Messages = appendMessage(c.Messages, &s.entries[i])
-		}
-		return c
+	sel := s.selection(idx, compaction)
+	c.EntryIDs = make([]string, len(sel))
+	for k, i := range sel {
+		c.EntryIDs[k] = s.entries[i].ID
 	}
+	// Only edits that are themselves selected count; for each target the
+	// last one in selection order wins.
+	var edit map[string]*Entry
+	if edits {
+		for _, i := range sel {
+			if e := &s.entries[i]; e.Kind == KindContextEdit {
+				if edit == nil {
+					edit = make(map[string]*Entry)
+				}
+				if t, ok := e.str(fTarget); ok {
+					edit[t] = e
+				}
+			}
+		}
+	}
+	c.Messages = make([]Message, 0, len(sel)+1)
+	for k, i := range sel {
+		e := &s.entries[i]
+		if e.Kind == KindCompaction && k > 0 {
+			continue // only the first compaction of the selection speaks
+		}
+		n := len(c.Messages)
+		if e.Kind == KindCompaction {
+			c.Messages = appendCompaction(c.Messages, e)
+		} else {
+			c.Messages = appendMessage(c.Messages, e)
+		}
+		if ed := edit[e.ID]; ed != nil {
+			c.Messages = applyEdit(c.Messages, n, ed)
+		}
+	}
+	return c
+}
 
+// selection is pi 1.1's buildContextEntries over the path idx whose latest
+// compaction is at idx[compaction] (-1: none): that compaction, then the
+// path entries from its firstKeptEntryId up to it except system messages,
+// then every entry after it. A firstKeptEntryId not on the path before it
+// (pi 1.1's retain-none writes the compaction's own id) keeps nothing.
+func (s *Session) selection(idx []int32, compaction int) []int32 {
+	if compaction < 0 {
+		return idx
+	}
 	comp := &s.entries[idx[compaction]]
 	// pi looks the compaction up again by id: with repeated ids that can be an
 	// earlier entry on the path.
@@ -80,8 +137,6 @@ func (s *Session) ContextAt(leaf int) Context {
 			break
 		}
 	}
-	// Messages before the compaction are kept from the first entry with the
-	// id firstKeptEntryId on; none if it is not on the path before it.
 	kept := at
 	if firstKept, ok := comp.str(fCFirstKept); ok {
 		for k, i := range idx[:at] {
@@ -91,15 +146,14 @@ func (s *Session) ContextAt(leaf int) Context {
 			}
 		}
 	}
-	c.Messages = make([]Message, 1, len(idx)-kept)
-	c.Messages[0] = Message{JSON: compactionSummaryJSON(comp), Role: roleCompactionSummary, src: comp}
+	sel := make([]int32, 0, 1+len(idx)-kept)
+	sel = append(sel, idx[compaction])
 	for _, i := range idx[kept:at] {
-		c.Messages = appendMessage(c.Messages, &s.entries[i])
+		if e := &s.entries[i]; e.Kind != KindMessage || e.Role != RoleSystem {
+			sel = append(sel, i)
+		}
 	}
-	for _, i := range idx[at+1:] {
-		c.Messages = appendMessage(c.Messages, &s.entries[i])
-	}
-	return c
+	return append(sel, idx[at+1:]...)
 }
 
 // Roles of messages that only contexts create.
@@ -108,12 +162,47 @@ const (
 	roleCompactionSummary
 )
 
+// appendCompaction appends what a compaction at the head of a selection
+// says: its systemMessage when it has one (pi 1.1's checkpoint of the
+// system prompt), then its summary.
+func appendCompaction(ms []Message, e *Entry) []Message {
+	if sm := e.field(fCSystem); jsjson.Truthy(sm) {
+		ms = append(ms, Message{JSON: sm, Role: roleOfMessage(sm), src: e, edited: true})
+	}
+	return append(ms, Message{JSON: compactionSummaryJSON(e), Role: roleCompactionSummary, src: e})
+}
+
+// roleOfMessage reads the role of a message object.
+func roleOfMessage(raw []byte) Role {
+	r := messageFields(raw)["role"]
+	if len(r) == 0 || r[0] != '"' {
+		return RoleNone
+	}
+	return roleOf(jsjson.ToString(r))
+}
+
 func appendMessage(ms []Message, e *Entry) []Message {
 	switch e.Kind {
 	case KindMessage:
 		raw := e.field(fMessage)
 		if raw == nil {
 			raw = jsonNull // pi pushes undefined; JSON.stringify writes null
+		}
+		// pi 1.1 gives a message without content (absent or null) the
+		// content its role's readers expect.
+		if len(raw) > 0 && raw[0] == '{' {
+			var def []byte
+			switch e.Role {
+			case RoleSystem:
+				def = []byte(`""`)
+			case RoleUser, RoleAssistant, RoleToolResult:
+				def = []byte(`[]`)
+			}
+			if def != nil {
+				if c := messageFields(raw)["content"]; c == nil || string(c) == "null" {
+					return append(ms, Message{JSON: setMember(raw, "content", def), Role: e.Role, src: e, edited: true})
+				}
+			}
 		}
 		return append(ms, Message{JSON: raw, Role: e.Role, src: e})
 	case KindCustomMessage:
@@ -124,6 +213,98 @@ func appendMessage(ms []Message, e *Entry) []Message {
 		}
 	}
 	return ms
+}
+
+// applyEdit applies a context_edit to the messages ms[from:] of its
+// target, as pi 1.1's projectContextEntry does: a null replacement drops
+// them; otherwise the content of user, assistant, toolResult and custom
+// messages is replaced, a string becoming one text block for assistant
+// and toolResult.
+func applyEdit(ms []Message, from int, ed *Entry) []Message {
+	repl := ed.field(fReplacement)
+	if string(repl) == "null" {
+		return ms[:from]
+	}
+	var content []byte
+	if len(repl) > 0 && repl[0] == '{' {
+		content = messageFields(repl)["content"]
+	}
+	for k := from; k < len(ms); k++ {
+		m := &ms[k]
+		switch m.Role {
+		case RoleUser, RoleAssistant, RoleToolResult, RoleCustom:
+		default:
+			continue
+		}
+		c := content
+		if (m.Role == RoleAssistant || m.Role == RoleToolResult) && len(c) > 0 && c[0] == '"' {
+			c = textContent(jsjson.ToString(c))
+		}
+		// {...message, content}: undefined content leaves the key out.
+		if c == nil {
+			m.JSON = deleteMember(m.JSON, "content")
+		} else {
+			m.JSON = setMember(m.JSON, "content", c)
+		}
+		m.edited = true
+	}
+	return ms
+}
+
+// setMember returns a copy of the object raw with key set to v, as a
+// spread with an override writes it: where raw has key (its first place:
+// JSON.parse keeps one property of duplicate keys, at the first), else last.
+func setMember(raw []byte, key string, v []byte) []byte {
+	return rewriteMember(raw, key, v)
+}
+
+// deleteMember returns a copy of the object raw without key.
+func deleteMember(raw []byte, key string) []byte { return rewriteMember(raw, key, nil) }
+
+// rewriteMember copies the object raw with key's value v (nil: key left out).
+func rewriteMember(raw []byte, key string, v []byte) []byte {
+	out := append(make([]byte, 0, len(raw)+len(v)+len(key)+4), '{')
+	done := false
+	put := func(kraw, val []byte) {
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = append(out, kraw...)
+		out = append(out, ':')
+		out = append(out, val...)
+	}
+	eachMember(raw, func(k string, kraw, val []byte) {
+		if k != key {
+			put(kraw, val)
+		} else if !done && v != nil {
+			put(kraw, v)
+		}
+		done = done || k == key
+	})
+	if !done && v != nil {
+		put(jsjson.AppendString(nil, key), v)
+	}
+	return append(out, '}')
+}
+
+// eachMember calls fn with each top-level member of the object raw: its
+// decoded key, the key as written (quoted) and the raw value.
+func eachMember(raw []byte, fn func(key string, kraw, val []byte)) {
+	s := scanner{data: raw}
+	s.ws()
+	_ = s.members(func(key []byte, escaped bool, v int) (bool, error) {
+		k := string(key)
+		if escaped {
+			k, _ = unquoteRaw(key)
+		}
+		if err := s.value(); err != nil {
+			return true, err
+		}
+		// key is the text between the quotes, a slice of raw.
+		ks := cap(raw) - cap(key)
+		fn(k, raw[ks-1:ks+len(key)+1], raw[v:s.pos])
+		return true, nil
+	})
 }
 
 // obj builds a JSON object the way JSON.stringify writes a JS object literal:
@@ -169,9 +350,13 @@ func modelJSON(e *Entry) []byte {
 }
 
 func customMessageJSON(e *Entry) []byte {
+	content := e.field(fCMContent)
+	if content == nil || string(content) == "null" {
+		content = []byte(`[]`) // pi 1.1: entry.content ?? []
+	}
 	return newObj(len(e.Raw)).str("role", "custom").
 		raw("customType", e.field(fCMCustomType)).
-		raw("content", e.field(fCMContent)).
+		raw("content", content).
 		raw("display", e.field(fCMDisplay)).
 		raw("details", e.field(fCMDetails)).
 		raw("timestamp", millisJSON(e.ms)).done()

@@ -12,8 +12,9 @@ import (
 // Kind is an entry's type, decoded once when the line is read.
 type Kind uint8
 
-// The nine entry types of pi v3, and Unknown for any other type (kept and
-// passed through untouched, like pi does).
+// The entry types of pi v3 (nine in pi 0.73.1; context_edit and usage
+// since pi 1.1), and Unknown for any other type (kept and passed through
+// untouched, like pi does).
 const (
 	KindUnknown Kind = iota
 	KindMessage
@@ -25,6 +26,8 @@ const (
 	KindLabel
 	KindSessionInfo
 	KindCustom
+	KindContextEdit
+	KindUsage
 )
 
 var kindNames = [...]string{
@@ -38,6 +41,8 @@ var kindNames = [...]string{
 	KindLabel:               "label",
 	KindSessionInfo:         "session_info",
 	KindCustom:              "custom",
+	KindContextEdit:         "context_edit",
+	KindUsage:               "usage",
 }
 
 func (k Kind) String() string {
@@ -68,6 +73,7 @@ const (
 	RoleBashExecution
 	RoleCustom
 	RoleOther
+	RoleSystem // pi 1.1
 )
 
 func roleOf(name string) Role {
@@ -82,6 +88,8 @@ func roleOf(name string) Role {
 		return RoleBashExecution
 	case "custom":
 		return RoleCustom
+	case "system":
+		return RoleSystem
 	}
 	return RoleOther
 }
@@ -108,9 +116,13 @@ const (
 	// KindCustomMessage
 	fCMCustomType, fCMContent, fCMDisplay, fCMDetails = 0, 1, 2, 3
 	// KindCompaction
-	fCSummary, fCFirstKept, fCTokens = 0, 1, 2
+	fCSummary, fCFirstKept, fCTokens, fCSystem = 0, 1, 2, 3
 	// KindBranchSummary
 	fBSummary, fBFromID = 0, 1
+	// KindContextEdit (fTarget, as a label's)
+	fReplacement = 1
+	// KindUsage (fProvider, as a model_change's)
+	fUModel, fUUsage = 1, 2
 	// KindModelChange
 	fProvider, fModelID = 0, 1
 	// KindThinkingLevelChange
@@ -172,6 +184,7 @@ type lineFields struct {
 	summary, firstKept, tokensBefore, fromID          span
 	provider, modelID, thinkingLevel, targetID, label span
 	name, version, cwd, parentSession                 span
+	systemMessage, replacement, model, usage          span // pi 1.1
 }
 
 // scanLine validates one line and collects its fields. It refuses anything
@@ -257,6 +270,14 @@ func scanLine(line []byte) (lineFields, error) {
 			dst = &lf.cwd
 		case "parentSession":
 			dst = &lf.parentSession
+		case "systemMessage":
+			dst = &lf.systemMessage
+		case "replacement":
+			dst = &lf.replacement
+		case "model":
+			dst = &lf.model
+		case "usage":
+			dst = &lf.usage
 		default:
 			return false, nil
 		}
@@ -341,7 +362,7 @@ func newEntry(line []byte, lf *lineFields) (Entry, error) {
 	case KindCustomMessage:
 		e.f = [4]span{lf.customType, lf.content, lf.display, lf.details}
 	case KindCompaction:
-		e.f[fCSummary], e.f[fCFirstKept], e.f[fCTokens] = lf.summary, lf.firstKept, lf.tokensBefore
+		e.f = [4]span{lf.summary, lf.firstKept, lf.tokensBefore, lf.systemMessage}
 	case KindBranchSummary:
 		e.f[fBSummary], e.f[fBFromID] = lf.summary, lf.fromID
 	case KindModelChange:
@@ -352,6 +373,10 @@ func newEntry(line []byte, lf *lineFields) (Entry, error) {
 		e.f[fTarget], e.f[fLabel] = lf.targetID, lf.label
 	case KindSessionInfo:
 		e.f[fName] = lf.name
+	case KindContextEdit:
+		e.f[fTarget], e.f[fReplacement] = lf.targetID, lf.replacement
+	case KindUsage:
+		e.f[fProvider], e.f[fUModel], e.f[fUUsage] = lf.provider, lf.model, lf.usage
 	case KindCustom, KindUnknown:
 		e.f[fType], e.f[fCustomType] = lf.typ, lf.customType
 	}

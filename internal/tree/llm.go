@@ -16,14 +16,14 @@ const (
 )
 
 // LLMMessages converts the context's messages as pi's convertToLlm does:
-// user, assistant and toolResult pass through; bashExecution becomes a user
+// user, assistant, toolResult and (pi 1.1) system pass through; bashExecution becomes a user
 // text message (or is dropped when excludeFromContext); custom messages and
 // summaries become user messages; anything else is dropped.
 func (c *Context) LLMMessages() []Message {
 	out := make([]Message, 0, len(c.Messages))
 	for _, m := range c.Messages {
 		switch m.Role {
-		case RoleUser, RoleAssistant, RoleToolResult:
+		case RoleUser, RoleAssistant, RoleToolResult, RoleSystem:
 			out = append(out, m)
 		case RoleBashExecution:
 			f := messageFields(m.JSON)
@@ -33,8 +33,11 @@ func (c *Context) LLMMessages() []Message {
 			out = append(out, userText(bashExecutionText(f), f["timestamp"], m.src))
 		case RoleCustom:
 			var content, ts []byte
-			if m.src.Kind == KindCustomMessage {
+			if m.src.Kind == KindCustomMessage && !m.edited {
 				content, ts = m.src.field(fCMContent), millisJSON(m.src.ms)
+				if content == nil || string(content) == "null" {
+					content = []byte(`[]`) // as customMessageJSON
+				}
 			} else {
 				f := messageFields(m.JSON)
 				content, ts = f["content"], f["timestamp"]
@@ -103,18 +106,6 @@ func isJSZero(raw []byte) bool {
 // Only used for the rare roles convertToLlm rewrites.
 func messageFields(raw []byte) map[string][]byte {
 	m := make(map[string][]byte)
-	s := scanner{data: raw}
-	s.ws()
-	_ = s.members(func(key []byte, escaped bool, v int) (bool, error) {
-		k := string(key)
-		if escaped {
-			k, _ = unquoteRaw(key)
-		}
-		if err := s.value(); err != nil {
-			return true, err
-		}
-		m[k] = raw[v:s.pos]
-		return true, nil
-	})
+	eachMember(raw, func(k string, _, val []byte) { m[k] = val })
 	return m
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/tree"
 	"os"
 	"path/filepath"
+	"regexp"
 	"testing"
 	"time"
 )
@@ -22,6 +23,9 @@ func replayOps(t *testing.T, dir string) (*tree.Session, string) {
 	exp := conformance.MustValue(t, conformance.MustRead(t, filepath.Join(dir, "expected.json")))
 	sid, _ := conformance.Field(exp, "sessionId")
 	seen := entryTimes(ops, exp)
+	// pi 1.1's calls where they differ from 0.73.1's.
+	v11 := filepath.Base(filepath.Dir(dir)) == "pi-v3-1.1"
+	checkpoints := compactionCheckpoints(ops, exp)
 	var s *tree.Session
 	leaf := ""
 	var clock float64
@@ -94,14 +98,54 @@ func replayOps(t *testing.T, dir string) (*tree.Session, string) {
 			e, err = tree.NewThinkingLevelChange(meta(), str("thinkingLevel"))
 		case "appendCompaction":
 			tb, _ := conformance.Field(op, "tokensBefore")
-			e, err = tree.NewCompaction(meta(), str("summary"), str("firstKeptEntryId"), tb.Num, raw("details"), optBool("fromHook"))
+			if !v11 {
+				e, err = tree.NewCompaction(meta(), str("summary"), str("firstKeptEntryId"), tb.Num, raw("details"), optBool("fromHook"))
+				break
+			}
+			// pi 1.1: null keeps nothing (the compaction's own id); the
+			// checkpoint of the system prompt is pi-ai's merge of the
+			// system messages, read from the context at the compaction.
+			m := meta()
+			o := entryObject("compaction", m, op, "summary", "firstKeptEntryId", "tokensBefore", "details", "usage", "fromHook")
+			if fk, _ := o.Get("firstKeptEntryId"); fk == nil || fk.Kind == tree.KindNull {
+				o.Set("firstKeptEntryId", tree.Value{Kind: tree.KindString, Str: m.ID})
+			}
+			if sm, ok := checkpoints[m.ID]; ok {
+				o.Set("systemMessage", sm)
+			}
+			e, err = tree.ParseEntry(o.AppendJSON(nil))
+		case "appendUsage":
+			o := entryObject("usage", meta(), op, "kind", "provider", "model", "usage", "note")
+			if n, _ := o.Get("note"); n != nil && n.Kind == tree.KindString && n.Str == "" {
+				o.Delete("note") // pi leaves an empty note out
+			}
+			e, err = tree.ParseEntry(o.AppendJSON(nil))
+		case "appendContextEdit":
+			m := meta()
+			o := entryObject("context_edit", m, op, "targetId", "replacement")
+			// pi stores a string replacement of an assistant or toolResult
+			// message as one text block.
+			target, _ := s.Get(str("targetId"))
+			if r, _ := o.Get("replacement"); target != nil && r != nil && r.Kind == tree.KindObject && (target.Role == tree.RoleAssistant || target.Role == tree.RoleToolResult) {
+				if c, _ := r.Get("content"); c != nil && c.Kind == tree.KindString {
+					block := tree.Value{Kind: tree.KindObject}
+					block.Set("type", tree.Value{Kind: tree.KindString, Str: "text"})
+					block.Set("text", *c)
+					r.Set("content", tree.Value{Kind: tree.KindArray, Arr: []tree.Value{block}})
+				}
+			}
+			e, err = tree.ParseEntry(o.AppendJSON(nil))
 		case "appendCustomEntry":
 			e, err = tree.NewCustomEntry(meta(), str("customType"), raw("data"))
 		case "appendCustomMessageEntry":
 			d, _ := conformance.Field(op, "display")
 			e, err = tree.NewCustomMessage(meta(), str("customType"), raw("content"), d.Bool, raw("details"))
 		case "appendSessionInfo":
-			e, err = tree.NewSessionInfo(meta(), str("name"))
+			name := str("name")
+			if v11 {
+				name = crlfRuns.ReplaceAllString(name, " ") // pi 1.1 folds them
+			}
+			e, err = tree.NewSessionInfo(meta(), name)
 		case "appendLabelChange":
 			var label *string
 			if v, ok := conformance.Field(op, "label"); ok {
@@ -110,9 +154,15 @@ func replayOps(t *testing.T, dir string) (*tree.Session, string) {
 			e, err = tree.NewLabel(meta(), str("targetId"), label)
 		case "branchWithSummary":
 			from := "root"
+			if v11 && leaf != "" {
+				from = leaf // pi 1.1: the leaf left behind
+			}
 			leaf = ""
 			if v, _ := conformance.Field(op, "id"); v.Kind == tree.KindString {
-				from, leaf = v.Str, v.Str
+				if !v11 {
+					from = v.Str
+				}
+				leaf = v.Str
 			}
 			e, err = tree.NewBranchSummary(meta(), from, str("summary"), raw("details"), optBool("fromHook"))
 		default:
@@ -128,6 +178,54 @@ func replayOps(t *testing.T, dir string) (*tree.Session, string) {
 		t.Fatal("ops.json creates no session")
 	}
 	return s, leaf
+}
+
+var crlfRuns = regexp.MustCompile(`[\r\n]+`)
+
+// entryObject builds an entry as pi 1.1 writes one: type, id, parentId,
+// timestamp, then the call's arguments named by keys, those it has.
+func entryObject(typ string, m tree.Meta, op tree.Value, keys ...string) tree.Value {
+	o := tree.Value{Kind: tree.KindObject}
+	o.Set("type", tree.Value{Kind: tree.KindString, Str: typ})
+	o.Set("id", tree.Value{Kind: tree.KindString, Str: m.ID})
+	if m.ParentID == "" {
+		o.Set("parentId", tree.Value{Kind: tree.KindNull})
+	} else {
+		o.Set("parentId", tree.Value{Kind: tree.KindString, Str: m.ParentID})
+	}
+	o.Set("timestamp", tree.Value{Kind: tree.KindString, Str: m.Timestamp})
+	for _, k := range keys {
+		if v, ok := conformance.Field(op, k); ok {
+			o.Set(k, v)
+		}
+	}
+	return o
+}
+
+// compactionCheckpoints reads, from the contexts of expected.json, the
+// systemMessage of each compaction that has one: the first message of the
+// context at the compaction, when it is a system message.
+func compactionCheckpoints(ops, exp tree.Value) map[string]tree.Value {
+	comps := map[string]bool{}
+	for _, op := range ops.Arr {
+		name, _ := conformance.Field(op, "op")
+		if id, ok := conformance.Field(op, "result"); ok && name.Str == "appendCompaction" {
+			comps[id.Str] = true
+		}
+	}
+	out := map[string]tree.Value{}
+	ctxs, _ := conformance.Field(exp, "contexts")
+	for _, c := range ctxs.Arr {
+		leaf, _ := conformance.Field(c, "leafId")
+		msgs, _ := conformance.Field(c, "messages")
+		if !comps[leaf.Str] || len(msgs.Arr) < 2 {
+			continue
+		}
+		if r, _ := conformance.Field(msgs.Arr[0], "role"); r.Str == "system" {
+			out[leaf.Str] = msgs.Arr[0]
+		}
+	}
+	return out
 }
 
 // entryTimes reads, from the contexts of expected.json, the times of the
