@@ -20,7 +20,9 @@ resetLeaf.
 
 --llm converts the messages as pi's convertToLlm does (summaries and custom
 messages become user messages). --json prints {"leafId","path",
-"thinkingLevel","model","messages"}. The text transcript cuts long tool
+"thinkingLevel","model","contextEntryIds","messages"}; contextEntryIds are
+the entries selected for the context before edits apply (pi 1.1's
+buildContextEntries). The text transcript cuts long tool
 output, thinking and arguments; --full prints everything.
 `
 
@@ -45,7 +47,7 @@ func runFileContext(_ context.Context, e *env, args []string) error {
 	}
 	c := f.ContextAt(i)
 	if *asJSON {
-		out := c.AppendJSON(nil, tree.ContextOptions{LLM: *llm})
+		out := c.AppendJSON(nil, tree.ContextOptions{LLM: *llm, EntryIDs: true})
 		_, err := e.stdout.Write(append(out, '\n'))
 		return err
 	}

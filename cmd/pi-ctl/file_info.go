@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,8 +23,11 @@ by type and the shape of the tree.
 sourceVersion, migrated, name (null when unnamed), leafId (null when there
 are no entries), labels, entryCount, countsByType, cwd, created (the
 header's timestamp), parentSession (or null), roots, leaves, branchPoints,
-depth (entries on the longest path), duplicateHeaders and skippedLines
-([{"line","reason"}]).
+depth (entries on the longest path), duplicateHeaders, skippedLines
+([{"line","reason"}]) and usageBreakdown ([{"key","cost","tokens"}]: pi
+1.1's cost and tokens per provider/model over every entry, highest cost
+first; "Tools/summaries" for tool results, branch summaries and
+compactions).
 `
 
 func runFileInfo(_ context.Context, e *env, args []string) error {
@@ -120,7 +124,9 @@ func appendInfoJSON(b []byte, f *tree.File, st shape) []byte {
 		b = strconv.AppendInt(append(b, `{"line":`...), int64(s.Line), 10)
 		b = append(jsjson.AppendString(append(b, `,"reason":`...), s.Reason), '}')
 	}
-	return append(b, "]}"...)
+	b = append(b, `],"usageBreakdown":`...)
+	b = tree.AppendUsageJSON(b, f.UsageBreakdown())
+	return append(b, '}')
 }
 
 func appendStringMap(b []byte, m map[string]string) []byte {
@@ -179,6 +185,12 @@ func infoText(f *tree.File, st shape) string {
 	}
 	for _, id := range slices.Sorted(maps.Keys(labels)) {
 		line(key, "%s %s", tree.Printable(id), strconv.Quote(labels[id])) // quoted: labels may be blank
+		key = ""
+	}
+	// pi 1.1's usage breakdown; files of 0.73.1 have none to show.
+	key = "usage"
+	for _, u := range f.UsageBreakdown() {
+		line(key, "%s  $%s  %s tokens", tree.Printable(u.Key), jsjson.FormatNumber(math.Round(u.Cost*10000)/10000), jsjson.FormatNumber(u.Tokens))
 		key = ""
 	}
 	if n := f.DuplicateHeaders; n > 0 {

@@ -378,11 +378,13 @@ func compactionSummaryJSON(e *Entry) []byte {
 
 // ContextOptions select the shape AppendJSON writes.
 type ContextOptions struct {
-	LLM bool // messages converted by pi's convertToLlm
+	LLM      bool // messages converted by pi's convertToLlm
+	EntryIDs bool // add "contextEntryIds" (pi 1.1's buildContextEntries)
 }
 
-// AppendJSON appends {"leafId","path","thinkingLevel","model","messages"},
-// the shape of the conformance vectors' contexts.
+// AppendJSON appends {"leafId","path","thinkingLevel","model","messages"}
+// (and "contextEntryIds" when asked), the shape of the conformance
+// vectors' contexts.
 func (c *Context) AppendJSON(dst []byte, opt ContextOptions) []byte {
 	dst = append(dst, `{"leafId":`...)
 	if c.Null {
@@ -390,14 +392,7 @@ func (c *Context) AppendJSON(dst []byte, opt ContextOptions) []byte {
 	} else {
 		dst = jsjson.AppendString(dst, c.LeafID)
 	}
-	dst = append(dst, `,"path":[`...)
-	for k, id := range c.Path {
-		if k > 0 {
-			dst = append(dst, ',')
-		}
-		dst = jsjson.AppendString(dst, id)
-	}
-	dst = append(dst, ']')
+	dst = appendIDs(append(dst, `,"path":`...), c.Path)
 	if c.Thinking != nil {
 		dst = append(dst, `,"thinkingLevel":`...)
 		dst = append(dst, c.Thinking...)
@@ -407,6 +402,9 @@ func (c *Context) AppendJSON(dst []byte, opt ContextOptions) []byte {
 		dst = append(dst, "null"...)
 	} else {
 		dst = append(dst, c.Model...)
+	}
+	if opt.EntryIDs {
+		dst = appendIDs(append(dst, `,"contextEntryIds":`...), c.EntryIDs)
 	}
 	dst = append(dst, `,"messages":`...)
 	if opt.LLM {
@@ -440,6 +438,18 @@ func AppendMessagesJSON(dst []byte, ms []Message) []byte {
 			dst = append(dst, ',')
 		}
 		dst = append(dst, ms[k].JSON...)
+	}
+	return append(dst, ']')
+}
+
+// appendIDs appends ids as a JSON array of strings.
+func appendIDs(dst []byte, ids []string) []byte {
+	dst = append(dst, '[')
+	for k, id := range ids {
+		if k > 0 {
+			dst = append(dst, ',')
+		}
+		dst = jsjson.AppendString(dst, id)
 	}
 	return append(dst, ']')
 }
