@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/pifleet/sessionlog/internal/conformance"
@@ -22,9 +23,10 @@ type importResult struct {
 	SourceVersion int    `json:"sourceVersion"`
 }
 
-// TestConformanceV3 imports every public v3 vector over HTTP, exports it
-// back byte for byte, and checks the session, the tree and every context
-// pi computed against the API's answers, as JSON values.
+// TestConformanceV3 imports every public v3 vector of pi 0.73.1 and pi
+// 1.1 over HTTP, exports it back byte for byte, and checks the session,
+// the tree and every context pi computed against the API's answers, as
+// JSON values. The files pi 1.1 refuses to open are refused.
 func TestConformanceV3(t *testing.T) {
 	t.Run("shards=1", func(t *testing.T) { conformanceV3(t, newEnv(t)) })
 	// Over a sharded log: the vectors' sessions spread over the shards,
@@ -35,7 +37,16 @@ func TestConformanceV3(t *testing.T) {
 func conformanceV3(t *testing.T, e *env) {
 	dir := conformance.Dir(t)
 	n := 0
-	for _, c := range conformance.Cases(t, dir, "pi-v3") {
+	var cases []string
+	for _, set := range []string{"pi-v3", "pi-v3-1.1"} {
+		cases = append(cases, conformance.Cases(t, dir, set)...)
+	}
+	for _, c := range cases {
+		if conformance.IsRefusedFiles(c) {
+			n++
+			t.Run(filepath.Base(c), func(t *testing.T) { importRefused(t, e, c) })
+			continue
+		}
 		data, err := os.ReadFile(filepath.Join(c, "session.jsonl"))
 		if os.IsNotExist(err) {
 			continue // pi wrote no file (p03-no-assistant)
@@ -48,17 +59,23 @@ func conformanceV3(t *testing.T, e *env) {
 			base := "/v1/sessions/" + res.SessionID
 			q := fmt.Sprintf("?minSeq=%d", res.LastSeq)
 
-			// export(import(x)) == x, but for pi's repeated identical header.
+			// export(import(x)) == x, but for pi's repeated identical
+			// header (and, for the damaged file, the lines pi skips).
+			f, err := tree.Read(data, tree.ReadOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
 			got := e.ok(200, "GET", base+"/export"+q, nil, nil)
-			header := data[:bytes.IndexByte(data, '\n')+1]
-			want := append(append([]byte{}, header...), bytes.ReplaceAll(data[len(header):], header, nil)...)
-			if !bytes.Equal(got, want) {
+			if want := conformance.ExportOf(data, f); !bytes.Equal(got, want) {
 				t.Errorf("export differs from the imported file (%d bytes, want %d)", len(got), len(want))
 			}
 
 			detail := conformance.MustValue(t, e.ok(200, "GET", base, nil, nil))
-			for _, k := range []string{"sessionId", "name", "entryCount", "labels", "leafId"} {
-				want, _ := conformance.Field(exp, k)
+			for _, k := range []string{"sessionId", "name", "entryCount", "labels", "leafId", "cwd"} {
+				want, ok := conformance.Field(exp, k)
+				if !ok && k == "cwd" {
+					continue // pi 0.73.1's vectors do not list it
+				}
 				if d := conformance.Diff(k, fieldOf(detail, k), want); d != "" {
 					t.Error(d)
 				}
@@ -70,7 +87,10 @@ func conformanceV3(t *testing.T, e *env) {
 			}
 
 			// include=entries: pi's getTree() nodes, each entry as stored.
-			lines := entryLines(data)
+			lines := make([][]byte, f.Len())
+			for i := range f.Len() {
+				lines[i] = f.Entry(i).Raw
+			}
 			full := conformance.MustValue(t, e.ok(200, "GET", base+"/tree?include=entries", nil, nil))
 			if d := conformance.Diff("tree?include=entries", entryIDsAndChildren(fieldOf(full, "tree")), wantTree); d != "" {
 				t.Error(d)
@@ -116,8 +136,34 @@ func conformanceV3(t *testing.T, e *env) {
 			}
 		})
 	}
-	if n < 10 {
+	if n < 30 {
 		t.Fatalf("only %d v3 vectors with a session file in %s", n, dir)
+	}
+}
+
+// importRefused: an import refuses the files pi 1.1 refuses to open (a
+// non-empty file without a valid header), naming the line — or the body,
+// when no line holds anything — and stores nothing. A zero-byte file,
+// which pi accepts by writing a new header into it, holds no session: the
+// import refuses it too, naming the body (a new empty session is POST
+// /v1/sessions).
+func importRefused(t *testing.T, e *env, dir string) {
+	for _, f := range conformance.RefusedFiles(t, dir) {
+		code, b := e.do("POST", "/v1/import", f.Data)
+		var er struct {
+			Error struct{ Code, Field, Message string }
+		}
+		if err := json.Unmarshal(b, &er); err != nil || code != 400 || er.Error.Code != "invalid" {
+			t.Errorf("%s: %d %s, want 400 invalid", filepath.Base(f.Path), code, b)
+			continue
+		}
+		want := "line "
+		if len(bytes.TrimSpace(f.Data)) == 0 {
+			want = "body"
+		}
+		if !strings.HasPrefix(er.Error.Field, want) || er.Error.Message == "" {
+			t.Errorf("%s: field %q (%s), want %q…", filepath.Base(f.Path), er.Error.Field, er.Error.Message, want)
+		}
 	}
 }
 
@@ -140,6 +186,8 @@ func checkContextWith(t *testing.T, path string, get func(format string) []byte,
 		switch key {
 		case "llmMessages":
 			got, key = llm, "messages"
+		case "contextEntryIds":
+			continue // pi 1.1's selection is not part of the API's context
 		case "pathLength":
 			p, _ := conformance.Field(agent, "path")
 			if float64(len(p.Arr)) != m.Val.Num {
@@ -183,19 +231,6 @@ func TestConformanceMigrations(t *testing.T) {
 			})
 		}
 	}
-}
-
-// entryLines returns a pi file's entry lines: every line but the header
-// (and pi's repeated copies of it) and blank ones.
-func entryLines(data []byte) [][]byte {
-	var out [][]byte
-	for _, l := range bytes.Split(data, []byte("\n")) {
-		if len(bytes.TrimSpace(l)) == 0 || bytes.Contains(l, []byte(`"type":"session"`)) {
-			continue
-		}
-		out = append(out, l)
-	}
-	return out
 }
 
 // entryIDsAndChildren reduces getTree() nodes ({entry,children,...}) to
