@@ -22,7 +22,8 @@ resetLeaf.
 messages become user messages). --json prints {"leafId","path",
 "thinkingLevel","model","contextEntryIds","messages"}; contextEntryIds are
 the entries selected for the context before edits apply (pi 1.1's
-buildContextEntries). The text transcript cuts long tool
+buildContextEntries). The transcript ends with the session's usage by
+provider/model, as "file info" shows it. The text transcript cuts long tool
 output, thinking and arguments; --full prints everything.
 `
 
@@ -60,6 +61,14 @@ func runFileContext(_ context.Context, e *env, args []string) error {
 	t := transcript{w: w, full: *full}
 	for k := range msgs {
 		t.message(k+1, msgs[k].JSON)
+	}
+	// pi 1.1's usage breakdown, of the whole session as pi's /session
+	// shows it (not of this context).
+	if usage := f.UsageBreakdown(); len(usage) > 0 {
+		w.WriteString("\nusage of the session:\n")
+		for _, u := range usage {
+			w.WriteString("  " + usageText(u) + "\n")
+		}
 	}
 	return w.Flush()
 }

@@ -190,7 +190,7 @@ func infoText(f *tree.File, st shape) string {
 	// pi 1.1's usage breakdown; files of 0.73.1 have none to show.
 	key = "usage"
 	for _, u := range f.UsageBreakdown() {
-		line(key, "%s  $%s  %s tokens", tree.Printable(u.Key), jsjson.FormatNumber(math.Round(u.Cost*10000)/10000), jsjson.FormatNumber(u.Tokens))
+		line(key, "%s", usageText(u))
 		key = ""
 	}
 	if n := f.DuplicateHeaders; n > 0 {
@@ -219,4 +219,10 @@ func plural(n int, noun string) string {
 		return strconv.Itoa(n) + " " + strings.TrimSuffix(noun, "y") + "ies"
 	}
 	return strconv.Itoa(n) + " " + noun + "s"
+}
+
+// usageText is one row of pi's usage breakdown: "provider/model  $cost
+// N tokens", the cost rounded to 1/100 of a cent.
+func usageText(u tree.UsageTotal) string {
+	return fmt.Sprintf("%s  $%s  %s tokens", tree.Printable(u.Key), jsjson.FormatNumber(math.Round(u.Cost*10000)/10000), jsjson.FormatNumber(u.Tokens))
 }

@@ -18,6 +18,8 @@ func TestGolden(t *testing.T) {
 	v3 := filepath.Join(conformance.Dir(t), "pi-v3")
 	auth := filepath.Join(v3, "example-auth-salt-debugging", "session.jsonl")
 	branching := filepath.Join(v3, "p08-branching", "session.jsonl")
+	// pi 1.1: system messages, a context edit, usage entries.
+	auth11 := filepath.Join(conformance.Dir(t), "pi-v3-1.1", "example-auth-salt-debugging-1.1", "session.jsonl")
 	for _, c := range []struct {
 		golden string
 		args   []string
@@ -30,6 +32,9 @@ func TestGolden(t *testing.T) {
 		{"tree-p08-branching-w60", []string{"file", "tree", branching, "--width", "60"}},
 		{"info-p08-branching", []string{"file", "info", branching}},
 		{"context-p08-branching", []string{"file", "context", branching, "--leaf", "3ef4a429"}},
+		{"info-auth-salt-1.1", []string{"file", "info", auth11}},
+		{"context-auth-salt-1.1", []string{"file", "context", auth11}},
+		{"context-auth-salt-1.1-llm", []string{"file", "context", auth11, "--llm"}},
 	} {
 		t.Run(c.golden, func(t *testing.T) { checkGolden(t, c.golden, mustRun(t, c.args...)) })
 	}

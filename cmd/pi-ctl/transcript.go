@@ -55,6 +55,10 @@ func (t *transcript) message(n int, raw []byte) {
 		}
 		t.heading(n, "toolResult", joinNonEmpty(" · ", about, msgTime(&v)))
 		t.content(&v, maxOutputLines)
+	case "system":
+		// pi 1.1: a change of the system prompt, by section and tool.
+		t.heading(n, "system", msgTime(&v))
+		t.systemMessage(&v)
 	case "bashExecution":
 		t.heading(n, "bash", msgTime(&v))
 		t.text("$ "+strOf(&v, "command"), 0, 0)
@@ -177,4 +181,35 @@ func stopNote(reason string) string {
 		return ""
 	}
 	return "stopped: " + tree.Printable(reason)
+}
+
+// systemMessage renders pi 1.1's system message: each section set (its
+// text cut) or removed, the tools added and removed, and any content.
+func (t *transcript) systemMessage(v *tree.Value) {
+	if secs, ok := v.Get("sections"); ok && secs.Kind == tree.KindObject {
+		for _, m := range secs.Obj {
+			if m.Val.Kind != tree.KindString {
+				t.line("section " + tree.Printable(m.Key) + " removed")
+				continue
+			}
+			t.line("section " + tree.Printable(m.Key) + ":")
+			t.text(m.Val.Str, maxThinking, maxLineCols)
+		}
+	}
+	for _, k := range []struct{ key, sign string }{{"toolsAdded", "+"}, {"toolsRemoved", "-"}} {
+		tools, ok := v.Get(k.key)
+		if !ok || tools.Kind != tree.KindArray || len(tools.Arr) == 0 {
+			continue
+		}
+		names := make([]string, 0, len(tools.Arr))
+		for i := range tools.Arr {
+			names = append(names, k.sign+tree.Printable(strOf(&tools.Arr[i], "name")))
+		}
+		t.line("tools " + strings.Join(names, " "))
+	}
+	if c := strOf(v, "content"); c != "" {
+		t.text(c, maxOutputLines, maxLineCols)
+	} else if c, ok := v.Get("content"); ok && c.Kind == tree.KindArray {
+		t.content(v, maxOutputLines)
+	}
 }
