@@ -198,10 +198,8 @@ func appendMessage(ms []Message, e *Entry) []Message {
 			case RoleUser, RoleAssistant, RoleToolResult:
 				def = []byte(`[]`)
 			}
-			if def != nil {
-				if c := messageFields(raw)["content"]; c == nil || string(c) == "null" {
-					return append(ms, Message{JSON: setMember(raw, "content", def), Role: e.Role, src: e, edited: true})
-				}
+			if c := e.field(fMsgContent); def != nil && (c == nil || string(c) == "null") {
+				return append(ms, Message{JSON: setMember(raw, "content", def), Role: e.Role, src: e, edited: true})
 			}
 		}
 		return append(ms, Message{JSON: raw, Role: e.Role, src: e})

@@ -112,7 +112,7 @@ type Entry struct {
 // Field slots in Entry.f, by kind.
 const (
 	// KindMessage
-	fMessage, fMsgProvider, fMsgModel = 0, 1, 2
+	fMessage, fMsgProvider, fMsgModel, fMsgContent = 0, 1, 2, 3
 	// KindCustomMessage
 	fCMCustomType, fCMContent, fCMDisplay, fCMDetails = 0, 1, 2, 3
 	// KindCompaction
@@ -179,7 +179,7 @@ type Header struct {
 // lineFields collects the spans of every member any algorithm reads.
 type lineFields struct {
 	typ, id, parentID, timestamp                      span
-	message, role, msgProvider, msgModel              span
+	message, role, msgProvider, msgModel, msgContent  span
 	customType, content, display, details             span
 	summary, firstKept, tokensBefore, fromID          span
 	provider, modelID, thinkingLevel, targetID, label span
@@ -218,8 +218,10 @@ func scanLine(line []byte) (lineFields, error) {
 			dst = &lf.timestamp
 		case "message":
 			if s.data[v] == '{' {
-				// Read the message's role, provider and model in the same pass.
-				lf.role, lf.msgProvider, lf.msgModel = span{}, span{}, span{}
+				// Read the message's role, provider, model and content
+				// (whether it has one: pi 1.1 supplies a default) in the
+				// same pass.
+				lf.role, lf.msgProvider, lf.msgModel, lf.msgContent = span{}, span{}, span{}, span{}
 				err := s.members(func(key []byte, escaped bool, v2 int) (bool, error) {
 					switch {
 					case keyIs(key, escaped, "role"):
@@ -228,13 +230,15 @@ func scanLine(line []byte) (lineFields, error) {
 						return true, s.capture(&lf.msgProvider, v2)
 					case keyIs(key, escaped, "model"):
 						return true, s.capture(&lf.msgModel, v2)
+					case keyIs(key, escaped, "content"):
+						return true, s.capture(&lf.msgContent, v2)
 					}
 					return false, nil
 				})
 				lf.message = mkspan(v, s.pos)
 				return true, err
 			}
-			lf.role, lf.msgProvider, lf.msgModel = span{}, span{}, span{}
+			lf.role, lf.msgProvider, lf.msgModel, lf.msgContent = span{}, span{}, span{}, span{}
 			dst = &lf.message
 		case "customType":
 			dst = &lf.customType
@@ -358,7 +362,7 @@ func newEntry(line []byte, lf *lineFields) (Entry, error) {
 		if r, ok := decodeString(line, lf.role); ok {
 			e.Role = roleOf(r)
 		}
-		e.f[fMsgProvider], e.f[fMsgModel] = lf.msgProvider, lf.msgModel
+		e.f[fMsgProvider], e.f[fMsgModel], e.f[fMsgContent] = lf.msgProvider, lf.msgModel, lf.msgContent
 	case KindCustomMessage:
 		e.f = [4]span{lf.customType, lf.content, lf.display, lf.details}
 	case KindCompaction:
