@@ -80,9 +80,12 @@ func (s *Session) ContextAt(leaf int) Context {
 		c.Model = modelJSON(model)
 	}
 	sel := s.selection(idx, compaction)
-	c.EntryIDs = make([]string, len(sel))
-	for k, i := range sel {
-		c.EntryIDs[k] = s.entries[i].ID
+	c.EntryIDs = c.Path // without a compaction the selection is the path
+	if compaction >= 0 {
+		c.EntryIDs = make([]string, len(sel))
+		for k, i := range sel {
+			c.EntryIDs[k] = s.entries[i].ID
+		}
 	}
 	// Only edits that are themselves selected count; for each target the
 	// last one in selection order wins.
