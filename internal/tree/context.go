@@ -29,10 +29,11 @@ type Context struct {
 type Message struct {
 	JSON []byte // the message as pi returns it
 	Role Role
-	src  *Entry // the entry it came from
 	// edited: JSON is not what src holds (a context_edit or pi's default
-	// content), so conversions read JSON, not src.
+	// content), so conversions read JSON, not src. Beside Role, so the
+	// two share a word.
 	edited bool
+	src    *Entry // the entry it came from
 }
 
 var (
