@@ -170,7 +170,7 @@ const (
 // says: its systemMessage when it has one (pi 1.1's checkpoint of the
 // system prompt), then its summary.
 func appendCompaction(ms []Message, e *Entry) []Message {
-	if sm := e.field(fCSystem); jsjson.Truthy(sm) {
+	if sm := messageFields(e.Raw)["systemMessage"]; jsjson.Truthy(sm) {
 		ms = append(ms, Message{JSON: sm, Role: roleOfMessage(sm), src: e, edited: true})
 	}
 	return append(ms, Message{JSON: compactionSummaryJSON(e), Role: roleCompactionSummary, src: e})
@@ -223,7 +223,7 @@ func appendMessage(ms []Message, e *Entry) []Message {
 // messages is replaced, a string becoming one text block for assistant
 // and toolResult.
 func applyEdit(ms []Message, from int, ed *Entry) []Message {
-	repl := ed.field(fReplacement)
+	repl := messageFields(ed.Raw)["replacement"]
 	if string(repl) == "null" {
 		return ms[:from]
 	}

@@ -116,13 +116,13 @@ const (
 	// KindCustomMessage
 	fCMCustomType, fCMContent, fCMDisplay, fCMDetails = 0, 1, 2, 3
 	// KindCompaction
-	fCSummary, fCFirstKept, fCTokens, fCSystem = 0, 1, 2, 3
+	fCSummary, fCFirstKept, fCTokens = 0, 1, 2
 	// KindBranchSummary
 	fBSummary, fBFromID = 0, 1
-	// KindContextEdit (fTarget, as a label's)
-	fReplacement = 1
-	// KindUsage (fProvider, as a model_change's)
-	fUModel, fUUsage = 1, 2
+	// KindContextEdit: fTarget, as a label's. Its replacement, a
+	// compaction's systemMessage and a usage entry's fields are read
+	// from the line when needed: rare entries, and every line read would
+	// carry their spans meanwhile.
 	// KindModelChange
 	fProvider, fModelID = 0, 1
 	// KindThinkingLevelChange
@@ -184,7 +184,6 @@ type lineFields struct {
 	summary, firstKept, tokensBefore, fromID          span
 	provider, modelID, thinkingLevel, targetID, label span
 	name, version, cwd, parentSession                 span
-	systemMessage, replacement, model, usage          span // pi 1.1
 }
 
 // scanLine validates one line and collects its fields. It refuses anything
@@ -274,14 +273,6 @@ func scanLine(line []byte) (lineFields, error) {
 			dst = &lf.cwd
 		case "parentSession":
 			dst = &lf.parentSession
-		case "systemMessage":
-			dst = &lf.systemMessage
-		case "replacement":
-			dst = &lf.replacement
-		case "model":
-			dst = &lf.model
-		case "usage":
-			dst = &lf.usage
 		default:
 			return false, nil
 		}
@@ -366,7 +357,7 @@ func newEntry(line []byte, lf *lineFields) (Entry, error) {
 	case KindCustomMessage:
 		e.f = [4]span{lf.customType, lf.content, lf.display, lf.details}
 	case KindCompaction:
-		e.f = [4]span{lf.summary, lf.firstKept, lf.tokensBefore, lf.systemMessage}
+		e.f[fCSummary], e.f[fCFirstKept], e.f[fCTokens] = lf.summary, lf.firstKept, lf.tokensBefore
 	case KindBranchSummary:
 		e.f[fBSummary], e.f[fBFromID] = lf.summary, lf.fromID
 	case KindModelChange:
@@ -378,9 +369,7 @@ func newEntry(line []byte, lf *lineFields) (Entry, error) {
 	case KindSessionInfo:
 		e.f[fName] = lf.name
 	case KindContextEdit:
-		e.f[fTarget], e.f[fReplacement] = lf.targetID, lf.replacement
-	case KindUsage:
-		e.f[fProvider], e.f[fUModel], e.f[fUUsage] = lf.provider, lf.model, lf.usage
+		e.f[fTarget] = lf.targetID
 	case KindCustom, KindUnknown:
 		e.f[fType], e.f[fCustomType] = lf.typ, lf.customType
 	}

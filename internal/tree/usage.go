@@ -50,8 +50,9 @@ func (s *Session) UsageBreakdown() []UsageTotal {
 			}
 			key = jsjson.ToString(f["provider"]) + "/" + jsjson.ToString(model)
 		case KindUsage:
-			key = jsjson.ToString(e.field(fProvider)) + "/" + jsjson.ToString(e.field(fUModel))
-			usage = e.field(fUUsage)
+			f := messageFields(e.Raw)
+			key = jsjson.ToString(f["provider"]) + "/" + jsjson.ToString(f["model"])
+			usage = f["usage"]
 		case KindBranchSummary, KindCompaction:
 			key, usage = toolsKey, messageFields(e.Raw)["usage"]
 		default:
