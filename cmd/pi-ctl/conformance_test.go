@@ -22,7 +22,7 @@ func TestFileConformanceV3(t *testing.T) {
 	for _, dir := range cases {
 		if conformance.IsRefusedFiles(dir) {
 			ran++
-			t.Run(filepath.Base(dir), func(t *testing.T) { checkRefusedFiles(t, dir) })
+			t.Run(conformance.CaseName(dir), func(t *testing.T) { checkRefusedFiles(t, dir) })
 			continue
 		}
 		session := filepath.Join(dir, "session.jsonl")
@@ -30,7 +30,7 @@ func TestFileConformanceV3(t *testing.T) {
 			continue // pi wrote no file for this case (fileWritten: false)
 		}
 		ran++
-		t.Run(filepath.Base(dir), func(t *testing.T) {
+		t.Run(conformance.CaseName(dir), func(t *testing.T) {
 			t.Parallel()
 			exp := conformance.MustValue(t, conformance.MustRead(t, filepath.Join(dir, "expected.json")))
 			run := mustRun

@@ -44,7 +44,7 @@ func conformanceV3(t *testing.T, e *env) {
 	for _, c := range cases {
 		if conformance.IsRefusedFiles(c) {
 			n++
-			t.Run(filepath.Base(c), func(t *testing.T) { importRefused(t, e, c) })
+			t.Run(conformance.CaseName(c), func(t *testing.T) { importRefused(t, e, c) })
 			continue
 		}
 		data, err := os.ReadFile(filepath.Join(c, "session.jsonl"))
@@ -53,7 +53,7 @@ func conformanceV3(t *testing.T, e *env) {
 		}
 		n++
 		exp := conformance.MustValue(t, conformance.MustRead(t, filepath.Join(c, "expected.json")))
-		t.Run(filepath.Base(c), func(t *testing.T) {
+		t.Run(conformance.CaseName(c), func(t *testing.T) {
 			var res importResult
 			e.ok(201, "POST", "/v1/import", data, &res)
 			base := "/v1/sessions/" + res.SessionID

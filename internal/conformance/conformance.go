@@ -173,3 +173,9 @@ func CheckJSON(t *testing.T, what string, got []byte, want tree.Value) {
 		t.Error(d)
 	}
 }
+
+// CaseName is "<set>/<case>" of a case folder, a subtest name that tells
+// pi-v3/p01-basic from pi-v3-1.1/p01-basic.
+func CaseName(dir string) string {
+	return filepath.Base(filepath.Dir(dir)) + "/" + filepath.Base(dir)
+}
