@@ -80,6 +80,17 @@ func conformanceV3(t *testing.T, e *env) {
 					t.Error(d)
 				}
 			}
+			if _, ok := conformance.Field(detail, "usageBreakdown"); ok {
+				t.Error("get without include=usage carries usageBreakdown")
+			}
+			// pi 1.1's getUsageCostBreakdown, asked for; pi 0.73.1's
+			// vectors have none to compare.
+			if want, ok := conformance.Field(exp, "usageBreakdown"); ok {
+				withUsage := conformance.MustValue(t, e.ok(200, "GET", base+"?include=usage", nil, nil))
+				if d := conformance.Diff("usageBreakdown", fieldOf(withUsage, "usageBreakdown"), want); d != "" {
+					t.Error(d)
+				}
+			}
 			tr := conformance.MustValue(t, e.ok(200, "GET", base+"/tree", nil, nil))
 			wantTree, _ := conformance.Field(exp, "tree")
 			if d := conformance.Diff("tree", idsAndChildren(fieldOf(tr, "tree")), wantTree); d != "" {

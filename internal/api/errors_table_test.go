@@ -196,6 +196,7 @@ func TestErrorsTable(t *testing.T) {
 		{name: "limit over a page", req: wire.ListRequest{Limit: 5000}, status: 400, code: "invalid", field: "limit"},
 		{name: "bad since", req: wire.ListRequest{Since: "yesterday"}, status: 400, code: "invalid", field: "since"},
 		{name: "bad include (tree)", req: wire.TreeRequest{SessionID: sid, Include: "all"}, status: 400, code: "invalid", field: "include"},
+		{name: "bad include (get)", req: wire.GetRequest{SessionID: sid, Include: "entries"}, status: 400, code: "invalid", field: "include"},
 		{name: "bad client (create)", req: wire.CreateRequest{Client: "a.b"}, status: 400, code: "invalid", field: "client"},
 		{name: "context of no entries", req: wire.ContextBuildRequest{}, status: 400, code: "invalid", field: "entries"},
 		{name: "context at a leaf not given", req: wire.ContextBuildRequest{Entries: entries(user("x")), Leaf: wire.EntryID("nope")}, status: 400, code: "invalid", field: "leaf"},

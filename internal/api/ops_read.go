@@ -47,7 +47,15 @@ func (s *Server) get(ctx context.Context, r *wire.GetRequest) (reply, error) {
 	if err := session.ValidSessionID(r.SessionID); err != nil {
 		return reply{}, err
 	}
-	d, f, err := s.svc.Get(ctx, r.SessionID)
+	var usage bool
+	switch r.Include {
+	case "":
+	case wire.GetIncludeUsage:
+		usage = true
+	default:
+		return reply{}, wire.Invalid("include", fmt.Sprintf(`%q: must be "usage" (pi's usage breakdown) or absent`, r.Include))
+	}
+	d, f, err := s.svc.Get(ctx, r.SessionID, usage)
 	if err != nil {
 		return reply{}, err
 	}

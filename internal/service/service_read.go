@@ -19,7 +19,7 @@ import (
 // store.Freshness) beside it: a reply's freshness headers describe its body.
 
 // Get returns the session's detail.
-func (s *Service) Get(ctx context.Context, sid string) (wire.Detail, store.Freshness, error) {
+func (s *Service) Get(ctx context.Context, sid string, usage bool) (wire.Detail, store.Freshness, error) {
 	var out wire.Detail
 	f, err := s.doc(ctx, sid, func(d *store.Doc) error {
 		out.Info = d.Info()
@@ -28,6 +28,13 @@ func (s *Service) Get(ctx context.Context, sid string) (wire.Detail, store.Fresh
 		out.Labels = d.Tree.Labels()
 		if l := d.Tree.LeafID(); l != "" {
 			out.LeafID = &l
+		}
+		if usage {
+			rows := []wire.UsageRow{}
+			for _, u := range d.Tree.UsageBreakdown() {
+				rows = append(rows, wire.UsageRow{Key: u.Key, Cost: u.Cost, Tokens: u.Tokens})
+			}
+			out.UsageBreakdown = &rows
 		}
 		return nil
 	})

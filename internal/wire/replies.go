@@ -85,6 +85,19 @@ type Detail struct {
 	Header    json.RawMessage   `json:"header"`
 	Labels    map[string]string `json:"labels"`
 	LeafID    *string           `json:"leafId"` // pi's default leaf (the last entry); null without entries
+	// UsageBreakdown is pi 1.1's getUsageCostBreakdown over every entry,
+	// on any branch; only with include=usage ([] when nothing was spent).
+	UsageBreakdown *[]UsageRow `json:"usageBreakdown,omitempty"`
+}
+
+// UsageRow is one row of a usage breakdown, as pi 1.1 computes it: the
+// cost and tokens spent under a key, "provider/model" or
+// "Tools/summaries" (tool results, branch summaries and compactions),
+// highest cost first.
+type UsageRow struct {
+	Key    string  `json:"key"`
+	Cost   float64 `json:"cost"`
+	Tokens float64 `json:"tokens"`
 }
 
 // SeqEntry is one stored entry with its log sequence: an element of the

@@ -137,10 +137,16 @@ type ListRequest struct {
 
 // GetRequest asks for a session's detail.
 type GetRequest struct {
-	SessionID   string `json:"sessionId,omitempty" path:"id"`
+	SessionID string `json:"sessionId,omitempty" path:"id"`
+	// Include "usage" (GetIncludeUsage) adds pi 1.1's usage breakdown,
+	// which reads every entry's usage: not in every get.
+	Include     string `json:"include,omitempty"`
 	Consistency string `json:"consistency,omitempty"` // "strong": see ConsistencyStrong
 	MinSeq      uint64 `json:"minSeq,omitempty"`
 }
+
+// GetIncludeUsage is GetRequest.Include for Detail.UsageBreakdown.
+const GetIncludeUsage = "usage"
 
 // EntriesRequest asks for the entries with seq > AfterSeq, at most Limit.
 type EntriesRequest struct {
