@@ -14,8 +14,8 @@ export type {
   SessionLogOptions,
   WatchOptions,
 } from "./client.js";
-export { Session } from "./session.js";
-export type { ContextOptions, ContinueOptions, CreateOptions, ForkFromOptions, InMemoryOptions, OpenOptions } from "./session.js";
+export { Session, replaySystemMessages } from "./session.js";
+export type { ContextEditReplacement, ContextOptions, ContinueOptions, CreateOptions, ForkFromOptions, InMemoryOptions, OpenOptions } from "./session.js";
 export {
   CertificateError,
   ConflictError,

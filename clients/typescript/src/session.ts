@@ -2,6 +2,7 @@ import type { SessionLog } from "./client.js";
 import { ConflictError, NotFoundError, SessionLogError, makeError } from "./errors.js";
 import { entryId, uuidv7 } from "./ids.js";
 import type {
+  AgentMessage,
   ContentBlock,
   Cursor,
   MessageLike,
@@ -9,6 +10,10 @@ import type {
   SessionEntry,
   SessionHeader,
   SessionTreeNode,
+  SystemMessage,
+  ToolDeclaration,
+  Usage,
+  UsageEntry,
 } from "./types.js";
 
 /** Options of {@link SessionLog.create}. */
@@ -27,6 +32,13 @@ export interface CreateOptions {
    * (with the session's `lastSeq`) instead of a branch.
    */
   exclusive?: boolean;
+  /**
+   * When a new session is stored: at its first `"assistant"` message (the
+   * default, pi 0.73.1's rule and this store's: a turn that never got a reply
+   * leaves nothing), or at its first `"user"` message, as pi 1.1 writes its
+   * file (the prompt survives a first turn that never completes).
+   */
+  flushAt?: "assistant" | "user";
 }
 
 /** Options of {@link SessionLog.open}. */
@@ -42,6 +54,9 @@ export interface OpenOptions {
 
 /** Options of {@link SessionLog.inMemory}: a new session's header. */
 export type InMemoryOptions = Pick<CreateOptions, "cwd" | "id" | "parentSession">;
+
+/** pi 1.1's appendContextEdit replacement: null leaves the target out of the context. */
+export type ContextEditReplacement = { content: string | readonly ContentBlock[] } | null;
 
 /** Options of {@link SessionLog.continueRecent}: those of the open, or of the create when the cwd has no session. */
 export type ContinueOptions = Pick<OpenOptions, "clientId" | "exclusive" | "signal">;
@@ -63,8 +78,7 @@ export interface ContextOptions {
 
 type Draft = Record<string, unknown> & { type: string };
 
-const isAssistant = (e: SessionEntry) =>
-  e.type === "message" && (e as { message?: { role?: unknown } }).message?.role === "assistant";
+const roleOf = (e: SessionEntry): unknown => (e.type === "message" ? (e as { message?: { role?: unknown } }).message?.role : undefined);
 
 function localError(code: "not_found" | "invalid", message: string, field?: string): SessionLogError {
   return makeError(code, 0, message, field === undefined ? {} : { field });
@@ -95,6 +109,7 @@ export class Session {
   private readonly clientId: string | undefined;
   private readonly exclusive: boolean;
   private readonly persist: boolean;
+  private readonly flushAt: "assistant" | "user";
   private entries: SessionEntry[] = [];
   private byId = new Map<string, SessionEntry>();
   private seqs = new Map<string, number>();
@@ -107,12 +122,20 @@ export class Session {
   private rev: number | undefined; // the cursor's revision, when known
   private queue: Promise<unknown> = Promise.resolve();
 
-  private constructor(log: SessionLog, header: SessionHeader, opts: { clientId?: string; exclusive?: boolean; persist?: boolean }) {
+  private constructor(
+    log: SessionLog,
+    header: SessionHeader,
+    opts: { clientId?: string; exclusive?: boolean; persist?: boolean; flushAt?: "assistant" | "user" },
+  ) {
     this.log = log;
     this.header = header;
     this.clientId = opts.clientId;
     this.exclusive = opts.exclusive ?? false;
     this.persist = opts.persist ?? true;
+    this.flushAt = opts.flushAt ?? "assistant";
+    if (this.flushAt !== "assistant" && this.flushAt !== "user") {
+      throw localError("invalid", `flushAt: must be "assistant" or "user": ${JSON.stringify(opts.flushAt)}`, "flushAt");
+    }
   }
 
   /** @internal */
@@ -320,6 +343,20 @@ export class Session {
     });
   }
 
+  /**
+   * pi 1.1's getCurrentSystemMessage over the context at the leaf: every
+   * system message replayed into one (content appended, sections patched by
+   * name, tools removed then added by name), or undefined when there is
+   * none. Asks the server only when the branch holds a system message or a
+   * compaction's checkpoint: without either the context has none.
+   */
+  private async currentSystemMessage(): Promise<SystemMessage | undefined> {
+    const has = this.getBranch().some((e) => roleOf(e) === "system" || (e.type === "compaction" && e["systemMessage"] !== undefined));
+    if (!has) return undefined;
+    const ctx = await this.buildSessionContext();
+    return replaySystemMessages(ctx.messages);
+  }
+
   /** The session as pi's JSONL file, as this Session holds it. */
   toJSONL(): string {
     return [this.header, ...this.entries].map((e) => `${JSON.stringify(e)}\n`).join("");
@@ -355,15 +392,73 @@ export class Session {
     return this.one({ type: "model_change", provider, modelId });
   }
 
-  /** Records a compaction: a summary of the path before `firstKeptEntryId`. */
-  async appendCompaction(
+  /**
+   * Records a compaction: a summary of the path before `firstKeptEntryId`
+   * (null: it keeps nothing, pi 1.1's retain-none, stored as the
+   * compaction's own id). As pi 1.1 does, it checkpoints the system prompt
+   * and tools of the context at the leaf (`systemMessage`) when the context
+   * has any; `usage` is what the summarizing call cost.
+   */
+  appendCompaction(
     summary: string,
-    firstKeptEntryId: string,
+    firstKeptEntryId: string | null,
     tokensBefore: number,
     details?: unknown,
     fromHook?: boolean,
+    usage?: Usage,
   ): Promise<string> {
-    return this.one({ type: "compaction", summary, firstKeptEntryId, tokensBefore, details, fromHook });
+    return this.serial(async () => {
+      const system = await this.currentSystemMessage();
+      const e = this.build({ type: "compaction", summary, firstKeptEntryId: "", tokensBefore, details, usage, fromHook }, false, this.leafId);
+      const c = e as SessionEntry & { firstKeptEntryId: string; systemMessage?: SystemMessage };
+      c.firstKeptEntryId = firstKeptEntryId ?? e.id;
+      if (system) c.systemMessage = { ...system, timestamp: Date.parse(e.timestamp) };
+      return (await this.write([e]))[0] as string;
+    });
+  }
+
+  /**
+   * pi 1.1's appendContextEdit: a branch-local edit of an earlier entry's
+   * model content, on the active branch — a user, assistant or toolResult
+   * message or a custom_message. `null` leaves it out of the context; a
+   * string for an assistant or toolResult message becomes one text block,
+   * as pi stores it. The entry itself never changes.
+   */
+  appendContextEdit(targetId: string, replacement: ContextEditReplacement): Promise<string> {
+    return this.serial(async () => {
+      const r = replacement as unknown;
+      if (
+        r !== null &&
+        (typeof r !== "object" || !("content" in (r as object)) || (typeof (r as { content: unknown }).content !== "string" && !Array.isArray((r as { content: unknown }).content)))
+      ) {
+        throw localError("invalid", "replacement: Context edit replacement must be null or contain string/array content", "replacement");
+      }
+      await this.need(targetId);
+      if (!this.getBranch().some((e) => e.id === targetId)) {
+        throw localError("invalid", `targetId: Entry ${targetId} is not on the active branch`, "targetId");
+      }
+      const target = this.byId.get(targetId) as SessionEntry;
+      const role = target.type === "custom_message" ? "custom" : roleOf(target);
+      if (role !== "custom" && role !== "user" && role !== "assistant" && role !== "toolResult") {
+        throw localError("invalid", `targetId: Entry ${targetId} does not contribute editable model content`, "targetId");
+      }
+      let stored = replacement;
+      if (stored !== null && typeof stored.content === "string" && (role === "assistant" || role === "toolResult")) {
+        stored = { content: [{ type: "text", text: stored.content }] };
+      }
+      return (await this.write([this.build({ type: "context_edit", targetId, replacement: stored }, false, this.leafId)]))[0] as string;
+    });
+  }
+
+  /**
+   * pi 1.1's appendUsage: what a model call outside the conversation cost
+   * (a cache warm-up, a side task); never in the context. Returns the entry,
+   * as pi does.
+   */
+  appendUsage(kind: string, provider: string, model: string, usage: Usage, note?: string): Promise<UsageEntry> {
+    return this.appendDrafts([{ type: "usage", kind, provider, model, usage, ...(note ? { note } : {}) }]).then(
+      (ids) => this.byId.get(ids[0] as string) as UsageEntry,
+    );
   }
 
   /** Stores an extension's state (never in the LLM context). */
@@ -381,9 +476,9 @@ export class Session {
     return this.one({ type: "custom_message", customType, content, display, details }, true);
   }
 
-  /** Names the session (stored trimmed; the last one wins). */
+  /** Names the session (runs of CR and LF folded to one space, then trimmed, as pi 1.1 stores it; the last one wins). */
   async appendSessionInfo(name: string): Promise<string> {
-    return this.one({ type: "session_info", name: name.trim() });
+    return this.one({ type: "session_info", name: name.replace(/[\r\n]+/g, " ").trim() });
   }
 
   /** Sets (or with undefined or "" clears) the label of an entry, which must exist. */
@@ -419,14 +514,19 @@ export class Session {
     });
   }
 
-  /** pi's branchWithSummary: moves the leaf to `branchFromId` (null: before the first entry) and appends a branch_summary there. */
-  branchWithSummary(branchFromId: string | null, summary: string, details?: unknown, fromHook?: boolean): Promise<string> {
+  /**
+   * pi's branchWithSummary: moves the leaf to `branchFromId` (null: before
+   * the first entry) and appends a branch_summary there. Its `fromId` is the
+   * leaf left behind ("root" when there was none), as pi 1.1 writes it;
+   * `usage` is what the summarizing call cost.
+   */
+  branchWithSummary(branchFromId: string | null, summary: string, details?: unknown, fromHook?: boolean, usage?: Usage): Promise<string> {
     return this.serial(async () => {
       if (branchFromId !== null) await this.need(branchFromId);
       const prev = this.leafId;
       this.leafId = branchFromId;
       try {
-        const e = this.build({ type: "branch_summary", fromId: branchFromId ?? "root", summary, details, fromHook }, false, branchFromId);
+        const e = this.build({ type: "branch_summary", fromId: prev ?? "root", summary, details, usage, fromHook }, false, branchFromId);
         return (await this.write([e]))[0] as string;
       } catch (err) {
         this.leafId = prev;
@@ -437,10 +537,13 @@ export class Session {
 
   /**
    * pi's createBranchedSession: a new session holding the path from the root
-   * to `leafId` (labels on it re-created at its end), its parent this one.
+   * to `leafId`, its parent this one, as pi 1.1 writes it: label entries
+   * are left out and the path re-chained over them (no orphans), a
+   * compaction whose firstKeptEntryId is a left-out label points at the
+   * next entry kept, and the labels of the path are re-created at its end.
    * A stored session is forked on the server (and the new one opened with
    * this Session's clientId, its cursor on its last entry); a pending one in
-   * memory, as pi does, and stays pending until its first assistant message.
+   * memory, as pi does, and stays pending until it holds what stores it.
    */
   createBranchedSession(leafId: string, opts: { signal?: AbortSignal } = {}): Promise<Session> {
     return this.serial(async () => {
@@ -451,16 +554,16 @@ export class Session {
         if (s.clientId && s.rev === undefined) await s.moveCursor();
         return s;
       }
-      const path = this.getBranch(leafId).filter((e) => e.type !== "label");
       const s = Session.create(this.log, {
         cwd: this.header.cwd,
         parentSession: this.header.id,
         clientId: this.clientId,
         exclusive: this.exclusive,
         persist: this.persist,
+        flushAt: this.flushAt,
       });
-      for (const e of path) s.addLocal(e);
-      const ids = new Set(path.map((e) => e.id));
+      for (const e of forkPath(this.getBranch(leafId))) s.addLocal(e);
+      const ids = new Set(s.entries.map((e) => e.id));
       for (const [targetId, label] of this.labels) {
         if (!ids.has(targetId)) continue;
         s.addLocal(s.build({ type: "label", targetId, label }, false, s.leafId));
@@ -486,6 +589,12 @@ export class Session {
   }
 
   // ------------------------------------------------------------------ internals
+
+  /** Whether a pending session is stored once it holds e (see {@link CreateOptions.flushAt}). */
+  private flushes(e: SessionEntry): boolean {
+    const role = roleOf(e);
+    return role === "assistant" || (this.flushAt === "user" && role === "user");
+  }
 
   private serial<T>(fn: () => Promise<T>): Promise<T> {
     const run = this.queue.then(fn, fn);
@@ -556,7 +665,7 @@ export class Session {
     const leaf = this.leafId;
     if (!this.flushed) {
       for (const e of batch) this.addLocal(e);
-      if (!this.persist || !this.entries.some(isAssistant)) return batch.map((e) => e.id);
+      if (!this.persist || !this.entries.some((e) => this.flushes(e))) return batch.map((e) => e.id);
       try {
         const r = await this.log.createSession(this.header, this.entries, { client: this.clientId });
         this.flushed = true;
@@ -665,6 +774,65 @@ export class Session {
       throw err;
     }
   }
+}
+
+/**
+ * The path of a fork as pi 1.1 writes it: labels left out, each entry's
+ * parent the entry kept before it, and a compaction's firstKeptEntryId
+ * that names a left-out label moved to the next entry kept.
+ */
+function forkPath(path: readonly SessionEntry[]): SessionEntry[] {
+  const kept = path.filter((e) => e.type !== "label");
+  const dropped = new Set(path.filter((e) => e.type === "label").map((e) => e.id));
+  return kept.map((e, i) => {
+    const out = { ...e, parentId: i === 0 ? null : (kept[i - 1] as SessionEntry).id } as SessionEntry;
+    const first = e["firstKeptEntryId"];
+    if (e.type === "compaction" && typeof first === "string" && dropped.has(first)) {
+      const at = path.findIndex((x) => x.id === first);
+      const next = path.slice(at + 1).find((x) => x.type !== "label");
+      if (next) out["firstKeptEntryId"] = next.id;
+    }
+    return out;
+  });
+}
+
+/** See {@link Session.currentSystemMessage}. */
+export function replaySystemMessages(messages: readonly AgentMessage[]): SystemMessage | undefined {
+  const content: string[] = [];
+  const sections = new Map<string, string>();
+  const tools = new Map<string, ToolDeclaration>();
+  let timestamp: number | undefined;
+  for (const m of messages) {
+    if (m.role !== "system") continue;
+    const sm = m as SystemMessage;
+    timestamp ??= sm.timestamp;
+    const text = textOf(sm.content as unknown);
+    if (text.length > 0) content.push(text);
+    for (const [name, value] of Object.entries(sm.sections ?? {})) {
+      if (value === null) sections.delete(name);
+      else sections.set(name, value);
+    }
+    for (const t of sm.toolsRemoved ?? []) tools.delete(t.name);
+    for (const t of sm.toolsAdded ?? []) tools.set(t.name, t);
+  }
+  if (timestamp === undefined && tools.size === 0) return undefined;
+  return {
+    role: "system",
+    content: content.join("\n\n"),
+    ...(sections.size > 0 ? { sections: Object.fromEntries(sections) } : {}),
+    ...(tools.size > 0 ? { toolsAdded: [...tools.values()] } : {}),
+    timestamp: timestamp ?? 0,
+  };
+}
+
+/** pi-ai's contentText: a string as it is, else the text blocks joined by newlines. */
+function textOf(content: unknown): string {
+  if (typeof content === "string") return content;
+  if (!Array.isArray(content)) return "";
+  return content
+    .filter((b): b is { type: "text"; text: string } => b?.type === "text" && typeof b.text === "string")
+    .map((b) => b.text)
+    .join("\n");
 }
 
 function checkClientId(id: string): void {

@@ -54,20 +54,79 @@ export interface ModelChangeEntry extends SessionEntryBase {
   provider: string;
   modelId: string;
 }
+/**
+ * pi-ai's Usage: tokens and cost of one model call (pi 1.1 records it on
+ * assistant messages, compactions, branch summaries and usage entries).
+ */
+export interface Usage {
+  input: number;
+  output: number;
+  cacheRead: number;
+  cacheWrite: number;
+  totalTokens: number;
+  cost: { input: number; output: number; cacheRead: number; cacheWrite: number; total: number };
+  [key: string]: unknown;
+}
+
+/** A tool as a system message declares it (pi-ai's Tool: name, description, JSON schema). */
+export interface ToolDeclaration {
+  name: string;
+  description?: string;
+  parameters?: unknown;
+  [key: string]: unknown;
+}
+
+/**
+ * pi 1.1's system message: the system prompt as messages of the transcript.
+ * `content` is appended to the prompt, `sections` patch named sections
+ * (null removes one), tools are added and removed by name.
+ */
+export interface SystemMessage {
+  role: "system";
+  content: string;
+  sections?: Record<string, string | null>;
+  toolsAdded?: ToolDeclaration[];
+  toolsRemoved?: ToolDeclaration[];
+  timestamp: number;
+  [key: string]: unknown;
+}
+
 export interface CompactionEntry extends SessionEntryBase {
   type: "compaction";
   summary: string;
+  /** The first entry kept after the summary; the compaction's own id when it keeps nothing (pi 1.1's retain-none). */
   firstKeptEntryId: string;
   tokensBefore: number;
   details?: unknown;
+  /** pi 1.1: what the summarizing call cost. */
+  usage?: Usage;
   fromHook?: boolean;
+  /** pi 1.1: the system prompt and tools at the compaction, replayed into one message (the context emits it before the summary). */
+  systemMessage?: SystemMessage;
 }
 export interface BranchSummaryEntry extends SessionEntryBase {
   type: "branch_summary";
+  /** The leaf that was left (pi 1.1; "root" when there was none). pi 0.73.1 wrote the target here. */
   fromId: string;
   summary: string;
   details?: unknown;
+  usage?: Usage;
   fromHook?: boolean;
+}
+/** pi 1.1: a branch-local edit of an earlier entry's model content (null: leave the entry out of the context). */
+export interface ContextEditEntry extends SessionEntryBase {
+  type: "context_edit";
+  targetId: string;
+  replacement: { content: string | ContentBlock[] } | null;
+}
+/** pi 1.1: usage of a model call outside the conversation (a cache warm-up, a side task); never in the context. */
+export interface UsageEntry extends SessionEntryBase {
+  type: "usage";
+  kind: string;
+  provider: string;
+  model: string;
+  usage: Usage;
+  note?: string;
 }
 export interface CustomEntry extends SessionEntryBase {
   type: "custom";
@@ -101,7 +160,9 @@ export type SessionEntry =
   | CustomEntry
   | CustomMessageEntry
   | LabelEntry
-  | SessionInfoEntry;
+  | SessionInfoEntry
+  | ContextEditEntry
+  | UsageEntry;
 
 /** pi's getTree() node. */
 export interface SessionTreeNode {
