@@ -44,7 +44,7 @@ function piLines(text) {
   });
 }
 
-const shape = (nodes) => nodes.map((n) => ({ id: n.id, children: shape(n.children) }));
+const shape = (nodes) => nodes.map((n) => ({ id: n.entry.id, children: shape(n.children) }));
 
 test("the public pi 1.1.0 vectors, through the client", async (t) => {
   const names = cases();
