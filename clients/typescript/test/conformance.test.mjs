@@ -11,9 +11,14 @@ import { fileURLToPath } from "node:url";
 import { SessionLog } from "../dist/index.js";
 import { startNode } from "./helpers.mjs";
 
-// The vectors sit beside the repository (shared/ next to the clone), as
-// the Go tests find them (internal/conformance).
-const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..", "..", "shared", "conformance");
+// The vectors as the Go tests find them (internal/conformance.Dir):
+// $PI_CONFORMANCE_DIR, else shared/ beside the clone, else the copy in
+// testdata/conformance.
+const repo = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
+const root =
+  process.env.PI_CONFORMANCE_DIR ||
+  [join(repo, "..", "shared", "conformance"), join(repo, "testdata", "conformance")].find((d) => existsSync(join(d, "pi-v3-1.1"))) ||
+  join(repo, "testdata", "conformance");
 const set = join(root, "pi-v3-1.1");
 
 let node, log;
@@ -25,7 +30,7 @@ after(async () => node && (await node.stop()));
 
 /** The cases of the set that hold a session file. */
 function cases() {
-  if (!existsSync(set)) throw new Error(`${set}: the conformance vectors are not there (they sit in shared/ beside the clone)`);
+  if (!existsSync(set)) throw new Error(`${set}: the conformance vectors are not there (shared/ beside the clone, or testdata/conformance)`);
   return readdirSync(set)
     .filter((c) => existsSync(join(set, c, "session.jsonl")))
     .sort();
