@@ -173,7 +173,7 @@ func TestConsole(t *testing.T) {
 		check func(*testing.T)
 	}{
 		{"Token", s.token}, {"TokenLink", s.tokenLink}, {"Catalog", s.catalog}, {"Tree", s.tree}, {"Entry", s.entry}, {"Compaction", s.compaction}, {"Live", s.live}, {"Resume", s.resume},
-		{"Large", s.large}, {"Keyboard", s.keyboard}, {"Cluster", s.cluster}, {"Export", s.export},
+		{"Large", s.large}, {"Keyboard", s.keyboard}, {"Cluster", s.cluster}, {"Export", s.export}, {"Pi11", s.pi11},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			defer s.b.checkProblems(t)

@@ -251,10 +251,13 @@ type vector struct {
 
 // loadVectors reads every pi-v3 case that has a session file (one where pi
 // wrote none has nothing to import).
-func loadVectors(t *testing.T) []*vector {
+func loadVectors(t *testing.T) []*vector { return loadVectorSet(t, "pi-v3") }
+
+// loadVectorSet reads every case of one vector set that has a session file.
+func loadVectorSet(t *testing.T, set string) []*vector {
 	t.Helper()
 	var out []*vector
-	for _, dir := range conformance.Cases(t, conformance.Dir(t), "pi-v3") {
+	for _, dir := range conformance.Cases(t, conformance.Dir(t), set) {
 		path := filepath.Join(dir, "session.jsonl")
 		if _, err := os.Stat(path); err != nil {
 			continue
@@ -287,7 +290,7 @@ func loadVectors(t *testing.T) []*vector {
 		out = append(out, v)
 	}
 	if len(out) == 0 {
-		t.Fatal("no pi-v3 conformance case with a session.jsonl")
+		t.Fatalf("no %s conformance case with a session.jsonl", set)
 	}
 	return out
 }

@@ -19,7 +19,7 @@ export async function loadContext(sid, source, signal) {
   return { agent, llm };
 }
 
-function drawColumn(col, title, reply, cutInfo) {
+function drawColumn(col, title, reply, cut) {
   clear(col);
   const msgs = Array.isArray(reply.messages) ? reply.messages : [];
   const sizes = msgs.map(tokens); // each message's, once: a JSON.stringify each
@@ -36,9 +36,9 @@ function drawColumn(col, title, reply, cutInfo) {
           '≈', el('span', { class: 'tokens', dataset: { tokens: String(sizes[i]) }, text: String(sizes[i]) }), ' tok')),
       el('div', { class: 'message-body', text: messageText(m) }));
     const out = [div];
-    if (i === 0 && cutInfo) {
+    if (cut && i === cut.at) {
       div.classList.add('compacted');
-      out.push(el('div', { class: 'cut', role: 'separator', text: cutInfo }));
+      out.push(el('div', { class: 'cut', role: 'separator', text: cut.text }));
     }
     return out;
   };
@@ -78,7 +78,7 @@ export function drawContext(section, raw, model) {
 
   // the compaction cut: the context starts with the summary of the newest
   // compaction on the path; what is before it was summarised away.
-  let cutInfo = '';
+  let cut = null;
   const msgs = Array.isArray(agent.messages) ? agent.messages : [];
   const path = Array.isArray(agent.path) ? agent.path : [];
   let compaction = null;
@@ -86,11 +86,24 @@ export function drawContext(section, raw, model) {
     const n = model.get(path[i]);
     if (n && n.entry.type === 'compaction') { compaction = n.entry; break; }
   }
-  if (msgs.length && msgs[0].role === 'compactionSummary') {
-    cutInfo = '✂ compaction cut: the history before this point is replaced by the summary above' +
-      (compaction ? ` (compaction ${compaction.id}, kept from ${compaction.firstKeptEntryId || '—'}` +
-        `, ${compaction.tokensBefore ?? '?'} tokens before)` : '');
+  // pi 1.1 puts the compaction's checkpoint of the system prompt first.
+  const at = msgs.length && msgs[0].role === 'system' ? 1 : 0;
+  if (msgs[at] && msgs[at].role === 'compactionSummary') {
+    const kept = compaction && compaction.firstKeptEntryId === compaction.id ? 'keeping nothing before it'
+      : `kept from ${(compaction && compaction.firstKeptEntryId) || '—'}`;
+    cut = {
+      at,
+      text: '✂ compaction cut: the history before this point is replaced by the summary above' +
+        (compaction ? ` (compaction ${compaction.id}, ${kept}, ${compaction.tokensBefore ?? '?'} tokens before)` : ''),
+    };
   }
+  // pi 1.1's context edits on the path: the latest per target applies.
+  const edits = new Map();
+  for (const id of path) {
+    const n = model.get(id);
+    if (n && n.entry.type === 'context_edit' && n.entry.targetId) edits.set(n.entry.targetId, n.entry);
+  }
+  const editNote = [...edits.values()].map((e) => `${e.targetId} ${e.replacement == null ? 'left out' : 'replaced'}`).join(', ');
   const info = section.querySelector('#context-info');
   clear(info);
   info.append(...[
@@ -99,9 +112,10 @@ export function drawContext(section, raw, model) {
     el('span', { text: `thinking ${agent.thinkingLevel ?? '—'}` }),
     el('span', { text: `${path.length} entries on the path` }),
     compaction ? el('span', { class: 'cut-note', text: `compaction ${compaction.id} on the path` }) : null,
+    edits.size ? el('span', { class: 'edit-note', title: 'context_edit entries on the path: the model sees these entries replaced or not at all (when the edit is in the context\'s range)', text: `${edits.size} edited: ${editNote}` }) : null,
   ].filter(Boolean));
-  drawColumn(section.querySelector('#context-agent'), 'Agent messages', agent, cutInfo);
-  drawColumn(section.querySelector('#context-llm'), 'LLM messages', llm, cutInfo);
+  drawColumn(section.querySelector('#context-agent'), 'Agent messages', agent, cut);
+  drawColumn(section.querySelector('#context-llm'), 'LLM messages', llm, cut);
 }
 
 export function clearContext(section, note) {

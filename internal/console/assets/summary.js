@@ -63,8 +63,38 @@ function messageSummary(m) {
     }
     case 'branchSummary': return `branch summary: ${m.summary || ''}`;
     case 'compactionSummary': return `compaction summary: ${m.summary || ''}`;
+    case 'system': return systemSummary(m);
     default: return firstText(m.content) || m.role || 'message';
   }
+}
+
+// toolNames lists the names of a system message's tool declarations.
+function toolNames(tools) {
+  return Array.isArray(tools) ? tools.map((t) => (t && t.name) || '?').join(', ') : '';
+}
+
+// systemSummary: pi 1.1's system message — what it changes of the prompt
+// (content appended, sections set or removed) and of the tools.
+function systemSummary(m) {
+  const parts = [];
+  const t = typeof m.content === 'string' ? m.content : firstText(m.content);
+  if (t) parts.push(t);
+  const secs = m.sections && typeof m.sections === 'object' ? Object.entries(m.sections) : [];
+  const set = secs.filter(([, v]) => v !== null).map(([k]) => k);
+  const gone = secs.filter(([, v]) => v === null).map(([k]) => k);
+  if (set.length) parts.push(`sections ${set.join(', ')}`);
+  if (gone.length) parts.push(`− sections ${gone.join(', ')}`);
+  if (toolNames(m.toolsAdded)) parts.push(`+ tools ${toolNames(m.toolsAdded)}`);
+  if (toolNames(m.toolsRemoved)) parts.push(`− tools ${toolNames(m.toolsRemoved)}`);
+  return `system: ${parts.join(' · ') || '(empty)'}`;
+}
+
+// usageText: a pi-ai Usage as tokens and cost.
+export function usageText(u) {
+  if (!u || typeof u !== 'object') return '';
+  const tok = ['input', 'output', 'cacheRead', 'cacheWrite'].reduce((n, k) => n + (Number(u[k]) || 0), 0);
+  const cost = u.cost && Number(u.cost.total);
+  return `${tok} tokens${cost ? ` · $${cost.toFixed(4)}` : ''}`;
 }
 
 // summarize an entry on one line.
@@ -88,6 +118,18 @@ export function summarize(entry) {
     case 'custom_message': {
       const t = firstText(entry.content);
       s = `${entry.customType || 'custom_message'}${t ? ': ' + t : ''}`;
+      break;
+    }
+    case 'context_edit': {
+      const r = entry.replacement;
+      const t = r && (typeof r.content === 'string' ? r.content : firstText(r.content));
+      s = r === null || r === undefined ? `edit of ${entry.targetId}: left out of the context`
+        : `edit of ${entry.targetId}: replaced${t ? ' with “' + clip(t, 120) + '”' : ''}`;
+      break;
+    }
+    case 'usage': {
+      const note = entry.note ? ` (${entry.note})` : '';
+      s = `usage ${entry.kind || ''}: ${entry.provider || ''}/${entry.model || ''} · ${usageText(entry.usage)}${note}`;
       break;
     }
     default: s = entry.type || 'entry';
@@ -123,6 +165,15 @@ export function messageText(m) {
       parts.push(`[${m.toolName || 'tool'}${m.isError ? ', error' : ''}]`);
       add(m.content);
       break;
+    case 'system': {
+      add(m.content);
+      for (const [k, v] of Object.entries(m.sections && typeof m.sections === 'object' ? m.sections : {})) {
+        parts.push(v === null ? `[section ${k} removed]` : `[section ${k}]\n${v}`);
+      }
+      if (toolNames(m.toolsAdded)) parts.push(`[tools added] ${toolNames(m.toolsAdded)}`);
+      if (toolNames(m.toolsRemoved)) parts.push(`[tools removed] ${toolNames(m.toolsRemoved)}`);
+      break;
+    }
     default:
       add(m.content);
   }

@@ -18,13 +18,25 @@ export class TreeModel {
     this.nodes = new Map();
     this.roots = [];
     this.collapsed = new Set();
+    this.edits = new Map(); // target id -> how many context_edit entries name it
     this.version = 0;
   }
+
+  // noteEdit counts a pi 1.1 context_edit against its target.
+  noteEdit(entry) {
+    if (entry && entry.type === 'context_edit' && entry.targetId) {
+      this.edits.set(entry.targetId, (this.edits.get(entry.targetId) || 0) + 1);
+    }
+  }
+
+  // editCount: the context edits of id (on any branch).
+  editCount(id) { return this.edits.get(id) || 0; }
 
   // load pi's getTree() nodes ({entry, label?, children}), iteratively.
   load(tree) {
     this.nodes.clear();
     this.roots = [];
+    this.edits.clear();
     const stack = [];
     for (let i = tree.length - 1; i >= 0; i--) stack.push([tree[i], null]);
     while (stack.length) {
@@ -32,6 +44,7 @@ export class TreeModel {
       const entry = t.entry || {};
       const node = { id: entry.id, entry, label: t.label ?? null, parent, children: [] };
       this.nodes.set(node.id, node);
+      this.noteEdit(entry);
       if (parent) parent.children.push(node); else this.roots.push(node);
       const kids = t.children || [];
       for (let i = kids.length - 1; i >= 0; i--) stack.push([kids[i], node]);
@@ -63,6 +76,7 @@ export class TreeModel {
       const target = this.nodes.get(entry.targetId);
       if (target) target.label = entry.label ? entry.label : null;
     }
+    this.noteEdit(entry);
     this.version++;
     return true;
   }
@@ -242,6 +256,10 @@ export class TreeView {
     e.append(el('span', { class: 'summary', text: summarize(entry) }));
     if (collapsed) e.append(el('span', { class: 'hidden-count', text: `+${countBelow(node)}` }));
     if (node.label) e.append(el('span', { class: 'label', text: node.label }));
+    const edits = this.model.editCount(node.id);
+    if (edits) {
+      e.append(el('span', { class: 'edited', title: `${edits} context edit${edits > 1 ? 's' : ''}: on the branches ${edits > 1 ? 'they are' : 'it is'} on, the model sees this entry replaced or not at all`, text: 'edited' }));
+    }
     if (node.id === marks.leafId) e.append(el('span', { class: 'leaf-mark', title: 'default leaf', text: 'leaf' }));
     const cs = marks.cursors.get(node.id);
     if (cs) for (const c of cs) e.append(el('span', { class: 'cursor', dataset: { client: c }, title: `cursor of ${c}`, text: c }));
@@ -278,7 +296,7 @@ const KIND = {
   user: 'user', assistant: 'asst', toolResult: 'tool', bashExecution: 'bash', custom: 'cust',
   branchSummary: 'bsum', compactionSummary: 'csum', branch_summary: 'branch', compaction: 'compact',
   model_change: 'model', thinking_level_change: 'think', label: 'label', session_info: 'info',
-  custom_message: 'cmsg',
+  custom_message: 'cmsg', system: 'sys', context_edit: 'edit', usage: 'usage',
 };
 
 function kindLabel(type) { return KIND[type] || type.slice(0, 7); }
