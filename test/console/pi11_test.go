@@ -5,9 +5,15 @@ package console
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // line is what the checks read of a pi 1.1 session line.
@@ -46,8 +52,9 @@ func fileLines(t *testing.T, file []byte) []line {
 // (pi-v3-1.1): a context edit names its target and marks it edited in the
 // tree, and the context says which entries the edits on its path change;
 // a system message shows its sections and tools; a usage entry its model
-// and cost; a compaction's checkpoint of the system prompt comes first in
-// the context, the cut after the summary.
+// and cost, and the session's usage rolls up per model (pi's breakdown,
+// following live appends); a compaction's checkpoint of the system prompt
+// comes first in the context, the cut after the summary.
 func (s *suite) pi11(t *testing.T) {
 	b := s.b
 	byName := map[string]*vector{}
@@ -204,5 +211,60 @@ func (s *suite) pi11(t *testing.T) {
 		if want := "usage " + u.Kind + ": " + u.Provider + "/" + u.Model + " · "; !strings.HasPrefix(summary, want) || !strings.Contains(summary, "tokens") {
 			t.Errorf("the usage entry's row says %q, want %q… with its tokens", summary, want)
 		}
+
+		// The roll-up per model: pi's usageBreakdown, row for row.
+		var exp struct {
+			Usage []usageRow `json:"usageBreakdown"`
+		}
+		if err := json.Unmarshal(usage.expected, &exp); err != nil || len(exp.Usage) == 0 {
+			t.Fatalf("p08-usage: expected.json's usageBreakdown: %v (%d rows)", err, len(exp.Usage))
+		}
+		if got := usagePanel(t, b); !sameUsage(got, exp.Usage) {
+			t.Errorf("the usage panel shows %v, want pi's breakdown %v", got, exp.Usage)
+		}
+
+		// A usage entry appended live moves its model's row.
+		sid := usage.exp.SessionID
+		leaf := s.nd.leaf(t, sid)
+		body := fmt.Sprintf(`{"entries":[{"type":"usage","id":"feedc0de","parentId":%q,"timestamp":%q,"kind":"live","provider":"console","model":"test-model",`+
+			`"usage":{"input":1000,"output":234,"cacheRead":0,"cacheWrite":0,"totalTokens":1234,"cost":{"input":1,"output":1,"cacheRead":0,"cacheWrite":0,"total":2}}}]}`,
+			leaf, time.Now().UTC().Format(time.RFC3339Nano))
+		s.nd.call(t, s.nd.writeClient, http.MethodPost, "/v1/sessions/"+sid+"/entries", []byte(body), http.StatusOK)
+		b.poll(t, "the live usage in the panel", `!!document.querySelector('#usage tr[data-key="console/test-model"]')`, viewTimeout)
+		got := usagePanel(t, b)
+		want := slices.Clone(exp.Usage)
+		at, _ := slices.BinarySearchFunc(want, 2.0, func(r usageRow, cost float64) int { return cmp.Compare(cost, r.Cost) })
+		want = slices.Insert(want, at, usageRow{Key: "console/test-model", Cost: 2, Tokens: 1234})
+		if !sameUsage(got, want) {
+			t.Errorf("after a live usage entry of $2 and 1234 tokens the panel shows %v, want %v", got, want)
+		}
 	})
+}
+
+// usageRow is a row of a usage breakdown: pi's, or the console's panel.
+type usageRow struct {
+	Key    string  `json:"key"`
+	Cost   float64 `json:"cost"`
+	Tokens float64 `json:"tokens"`
+}
+
+// usagePanel reads the session view's usage rows (cost as shown, to 4
+// decimals).
+func usagePanel(t *testing.T, b *tab) []usageRow {
+	t.Helper()
+	return evalJS[[]usageRow](t, b, `[...document.querySelectorAll('#usage tbody tr')].map(r => ({key: r.dataset.key,
+		tokens: Number(r.children[1].textContent), cost: Number(r.children[2].textContent.replace('$', ''))}))`)
+}
+
+// sameUsage: the rows in order, tokens exact, cost as the panel rounds it.
+func sameUsage(got, want []usageRow) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	for i := range got {
+		if got[i].Key != want[i].Key || got[i].Tokens != want[i].Tokens || math.Abs(got[i].Cost-want[i].Cost) > 0.00005 {
+			return false
+		}
+	}
+	return true
 }

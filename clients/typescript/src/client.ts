@@ -251,10 +251,17 @@ export class SessionLog {
     }
   }
 
-  /** The session's list record with its header, labels and default leaf. */
-  get(sessionId: string, opts: { minSeq?: number; consistency?: "strong"; signal?: AbortSignal } = {}): Promise<Fresh<SessionDetails>> {
+  /**
+   * The session's list record with its header, labels and default leaf;
+   * `include: "usage"` adds `usageBreakdown`, pi 1.1's usage and cost per
+   * model over every entry.
+   */
+  get(
+    sessionId: string,
+    opts: { minSeq?: number; consistency?: "strong"; include?: "usage"; signal?: AbortSignal } = {},
+  ): Promise<Fresh<SessionDetails>> {
     return this.read(`/v1/sessions/${enc(sessionId)}`, {
-      query: { minSeq: this.minSeq(sessionId, opts.minSeq), consistency: opts.consistency },
+      query: { minSeq: this.minSeq(sessionId, opts.minSeq), consistency: opts.consistency, include: opts.include },
       signal: opts.signal,
     });
   }

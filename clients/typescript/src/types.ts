@@ -209,6 +209,17 @@ export interface SessionDetails extends SessionInfo {
   header: SessionHeader;
   labels: Record<string, string>;
   leafId: string | null;
+  /** With `include: "usage"`: pi 1.1's getUsageCostBreakdown over every entry, the highest cost first. */
+  usageBreakdown?: UsageRow[];
+}
+
+/** One row of pi 1.1's usage breakdown: `provider/model`, or `Tools/summaries`. */
+export interface UsageRow {
+  key: string;
+  /** The sum of usage.cost.total (dollars). */
+  cost: number;
+  /** input + output + cacheRead + cacheWrite. */
+  tokens: number;
 }
 
 /** One page of `list`. */

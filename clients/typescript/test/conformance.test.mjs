@@ -63,6 +63,8 @@ test("the public pi 1.1.0 vectors, through the client", async (t) => {
       assert.equal(imp.sessionId, want.sessionId);
 
       const got = await log.get(want.sessionId);
+      assert.ok(!("usageBreakdown" in got), "only asked for");
+      assert.deepEqual((await log.get(want.sessionId, { include: "usage" })).usageBreakdown, want.usageBreakdown, "usageBreakdown");
       assert.equal(got.name, want.name, "name");
       assert.equal(got.cwd, want.cwd, "cwd");
       assert.equal(got.leafId, want.leafId, "leafId");

@@ -45,6 +45,8 @@ export function mountSession(main, route, ctx) {
   // ---- DOM ----
   const title = el('h1', { id: 'session-title', text: sid });
   const meta = el('div', { class: 'meta' });
+  // pi 1.1's usage per model (get's include=usage), shown when anything was spent.
+  const usageEl = el('details', { id: 'usage', class: 'usage', hidden: true });
   const live = el('span', { id: 'live', class: 'live', 'data-state': 'off', role: 'status', text: 'off' });
   const exportA = el('a', { id: 'export', class: 'button', download: `${sid}.jsonl`, 'aria-disabled': 'true', text: 'Export' });
   const branchA = el('a', { id: 'export-branch', class: 'button', 'aria-disabled': 'true', text: 'Export branch' });
@@ -70,7 +72,7 @@ export function mountSession(main, route, ctx) {
 
   main.append(el('div', { class: 'session-view' },
     el('div', { class: 'session-head' },
-      el('div', { class: 'titles' }, title, meta),
+      el('div', { class: 'titles' }, title, meta, usageEl),
       el('div', { class: 'actions' }, live, exportA, branchA)),
     el('div', { class: 'session-body' },
       el('div', { class: 'tree-pane' },
@@ -311,6 +313,31 @@ export function mountSession(main, route, ctx) {
     ].filter(Boolean));
   }
 
+  // drawUsage shows the usage breakdown: a line with the total, opening
+  // to a row per provider/model (and Tools/summaries), highest cost first.
+  function drawUsage(rows) {
+    clear(usageEl);
+    usageEl.hidden = !Array.isArray(rows) || rows.length === 0;
+    if (usageEl.hidden) return;
+    const cost = rows.reduce((n, r) => n + r.cost, 0);
+    const tokens = rows.reduce((n, r) => n + r.tokens, 0);
+    usageEl.append(el('summary', { text: `usage: $${cost.toFixed(4)} · ${tokens} tokens · ${rows.length} ${rows.length === 1 ? 'model' : 'models'}` }),
+      el('table', { class: 'usage-rows' },
+        el('thead', null, el('tr', null, el('th', { text: 'model' }), el('th', { text: 'tokens' }), el('th', { text: 'cost' }))),
+        el('tbody', null, ...rows.map((r) => el('tr', { dataset: { key: r.key } },
+          el('td', { text: r.key }), el('td', { class: 'num', text: String(r.tokens) }), el('td', { class: 'num', text: `$${r.cost.toFixed(4)}` }))))));
+  }
+
+  // refreshUsage reads the breakdown again after live entries that carry
+  // usage, once for a burst of them.
+  function refreshUsage() {
+    clearTimeout(state.usageTimer);
+    state.usageTimer = setTimeout(() => ctx.track((async () => {
+      const info = await getJSON('Reading the usage', sessionPath(sid) + qs({ include: 'usage' }), ac.signal);
+      drawUsage(info.usageBreakdown);
+    })()), 500);
+  }
+
   // ---- cursors ----
   function setCursors(list) {
     const key = JSON.stringify(list.map((c) => [c.client, c.leafId]));
@@ -361,12 +388,14 @@ export function mountSession(main, route, ctx) {
     state.queue = [];
     const wasBottom = view.atBottom();
     let added = 0;
+    let usageMoved = false;
     for (const entry of batch) {
       if (!model.add(entry)) continue;
       added++;
       state.newestId = entry.id;
       state.leafId = entry.id;
       if (entry.type === 'session_info' && typeof entry.name === 'string') state.name = entry.name || null;
+      if (carriesUsage(entry)) usageMoved = true;
     }
     if (!added) return;
     view.refresh();
@@ -380,6 +409,7 @@ export function mountSession(main, route, ctx) {
     drawHead();
     drawSources();
     markExportStale();
+    if (usageMoved) refreshUsage();
     // entries are immutable: the selected one's JSON and path stay; the
     // default leaf's context moves with the append (a cursor's moves with
     // the cursor: setCursors)
@@ -461,11 +491,12 @@ export function mountSession(main, route, ctx) {
 
   // ---- load ----
   async function load() {
-    const info = await getJSON('Loading the session', sessionPath(sid), ac.signal);
+    const info = await getJSON('Loading the session', sessionPath(sid) + qs({ include: 'usage' }), ac.signal);
     state.info = info;
     state.leafId = info.leafId ?? null;
     state.name = info.name ?? null;
     drawHead();
+    drawUsage(info.usageBreakdown);
     const [tree, cursors] = await Promise.all([
       getJSON('Loading the tree', sessionPath(sid) + '/tree' + qs({ include: 'entries' }), ac.signal),
       getJSON('Reading the cursors', sessionPath(sid) + '/cursors', ac.signal).catch((e) => {
@@ -531,6 +562,7 @@ export function mountSession(main, route, ctx) {
       clearInterval(state.pollTimer);
       clearTimeout(state.ctxTimer);
       clearTimeout(state.flushTimer);
+      clearTimeout(state.usageTimer);
       document.removeEventListener('visibilitychange', onVisible);
       document.removeEventListener('keydown', onDocKey);
       view.destroy();
@@ -538,4 +570,12 @@ export function mountSession(main, route, ctx) {
       if (state.branchUrl) URL.revokeObjectURL(state.branchUrl);
     },
   };
+}
+
+// carriesUsage: an entry that pi 1.1's usage breakdown counts.
+function carriesUsage(entry) {
+  if (!entry) return false;
+  if (entry.type === 'usage') return true;
+  const u = entry.type === 'message' ? entry.message && entry.message.usage : entry.usage;
+  return !!u;
 }
