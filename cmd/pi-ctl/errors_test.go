@@ -176,7 +176,7 @@ func TestEmptySession(t *testing.T) {
 	}{
 		{[]string{"file", "tree", file}, "(no entries)\n"},
 		{[]string{"file", "tree", file, "--json"}, "[]\n"},
-		{[]string{"file", "context", file, "--json"}, `{"leafId":null,"path":[],"thinkingLevel":"off","model":null,"messages":[]}` + "\n"},
+		{[]string{"file", "context", file, "--json"}, `{"leafId":null,"path":[],"thinkingLevel":"off","model":null,"contextEntryIds":[],"messages":[]}` + "\n"},
 		{[]string{"file", "check", file}, "ok: 0 entries\n"},
 	} {
 		if got := mustRun(t, c.args...); got != c.want {

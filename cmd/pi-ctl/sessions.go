@@ -116,9 +116,12 @@ const showHelp = `Usage: pi-ctl show SID [--json]
 
 Shows one session: id, name, working directory, creation and last
 modification, fork parent, number of entries and the log sequence of the
-last one, pi's default leaf (the last entry) and the labels.
+last one, pi's default leaf (the last entry), the labels and, when the
+session spent any, its usage by provider/model (pi 1.1's usage
+breakdown, as "file info" shows it).
 
---json prints the API's JSON (the list record plus header, labels, leafId).
+--json prints the API's JSON (the list record plus header, labels, leafId
+and usageBreakdown).
 `
 
 func runShow(ctx context.Context, e *env, args []string) error {
@@ -130,7 +133,7 @@ func runShow(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	var d wire.Detail
-	if printed, err := conn.query(ctx, e, fs, wire.GetRequest{SessionID: pos[0]}, *asJSON, &d); printed || err != nil {
+	if printed, err := conn.query(ctx, e, fs, wire.GetRequest{SessionID: pos[0], Include: wire.GetIncludeUsage}, *asJSON, &d); printed || err != nil {
 		return err
 	}
 	kv := []string{"session", d.SessionID}
@@ -148,6 +151,13 @@ func runShow(ctx context.Context, e *env, args []string) error {
 	for _, id := range slices.Sorted(maps.Keys(d.Labels)) {
 		kv = append(kv, key, tree.Printable(id)+" "+strconv.Quote(d.Labels[id])) // quoted: labels may be blank
 		key = ""
+	}
+	if d.UsageBreakdown != nil {
+		key = "usage"
+		for _, u := range *d.UsageBreakdown {
+			kv = append(kv, key, usageText(tree.UsageTotal{Key: u.Key, Cost: u.Cost, Tokens: u.Tokens}))
+			key = ""
+		}
 	}
 	return keyValues(e.stdout, kv...)
 }

@@ -114,9 +114,11 @@ The leaf is --leaf ID ("null": the empty context before the first entry),
 else the cursor of --client C, else pi's default leaf, the last entry.
 
 --llm converts the messages as pi's convertToLlm does. --json prints the
-API's JSON {"leafId","path","thinkingLevel","model","messages"}, the shape
+API's JSON {"leafId","path","thinkingLevel","model","contextEntryIds","messages"}, the shape
 of the conformance vectors. The text transcript cuts long tool output,
-thinking and arguments; --full prints everything.
+thinking and arguments; --full prints everything. It ends with the
+session's usage by provider/model (pi 1.1's usage breakdown), when the
+session spent any.
 `
 
 func runContext(ctx context.Context, e *env, args []string) error {
@@ -142,8 +144,23 @@ func runContext(ctx context.Context, e *env, args []string) error {
 	if *llm {
 		req.Format = "llm"
 	}
+	if *asJSON {
+		_, err := conn.query(ctx, e, fs, req, true, nil)
+		return err
+	}
+	b, err := conn.open(ctx, e, fs)
+	if err != nil {
+		return err
+	}
+	defer b.close()
 	var r contextReply
-	if printed, err := conn.query(ctx, e, fs, req, *asJSON, &r); printed || err != nil {
+	if err := call(ctx, b, req, &r); err != nil {
+		return err
+	}
+	// pi 1.1's usage breakdown of the whole session, as "file context"
+	// ends with it.
+	var d wire.Detail
+	if err := call(ctx, b, wire.GetRequest{SessionID: req.SessionID, Include: wire.GetIncludeUsage}, &d); err != nil {
 		return err
 	}
 	c, msgs := r.treeContext()
@@ -152,6 +169,12 @@ func runContext(ctx context.Context, e *env, args []string) error {
 	t := transcript{w: w, full: *full}
 	for k, m := range msgs {
 		t.message(k+1, m)
+	}
+	if d.UsageBreakdown != nil && len(*d.UsageBreakdown) > 0 {
+		w.WriteString("\nusage of the session:\n")
+		for _, u := range *d.UsageBreakdown {
+			w.WriteString("  " + usageText(tree.UsageTotal{Key: u.Key, Cost: u.Cost, Tokens: u.Tokens}) + "\n")
+		}
 	}
 	return w.Flush()
 }

@@ -197,8 +197,6 @@ func checkContextWith(t *testing.T, path string, get func(format string) []byte,
 		switch key {
 		case "llmMessages":
 			got, key = llm, "messages"
-		case "contextEntryIds":
-			continue // pi 1.1's selection is not part of the API's context
 		case "pathLength":
 			p, _ := conformance.Field(agent, "path")
 			if float64(len(p.Arr)) != m.Val.Num {

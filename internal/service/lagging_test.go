@@ -104,12 +104,12 @@ func TestReadsStayOnReadLog(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = st.Close() })
 	reader := &service.Service{Log: home, ReadLog: mirror, Store: st}
-	if _, _, err := reader.Get(ctx, sid); !errors.Is(err, wire.ErrNotFound) {
+	if _, _, err := reader.Get(ctx, sid, false); !errors.Is(err, wire.ErrNotFound) {
 		t.Fatalf("read of a session only the home holds: %v, want not found", err)
 	}
 	// Without a ReadLog, reads fall back to Log, as in one region.
 	reader.ReadLog = nil
-	if d, _, err := reader.Get(ctx, sid); err != nil || d.Info.SessionID != sid {
+	if d, _, err := reader.Get(ctx, sid, false); err != nil || d.Info.SessionID != sid {
 		t.Fatalf("read through Log: %+v %v", d.Info, err)
 	}
 }

@@ -187,13 +187,13 @@ func (s *Service) atLeaf(ctx context.Context, sid string, l Leaf, fn func(d *sto
 }
 
 // ContextJSON returns pi's context for the leaf as
-// {"leafId","path","thinkingLevel","model","messages"}; llm converts the
-// messages as pi's convertToLlm does.
+// {"leafId","path","thinkingLevel","model","contextEntryIds","messages"};
+// llm converts the messages as pi's convertToLlm does.
 func (s *Service) ContextJSON(ctx context.Context, sid string, l Leaf, llm bool) ([]byte, store.Freshness, error) {
 	var out []byte
 	f, err := s.atLeaf(ctx, sid, l, func(d *store.Doc, i int) {
 		c := d.Tree.ContextAt(i)
-		out = c.AppendJSON(make([]byte, 0, c.SizeHint()), tree.ContextOptions{LLM: llm})
+		out = c.AppendJSON(make([]byte, 0, c.SizeHint()), tree.ContextOptions{LLM: llm, EntryIDs: true})
 	})
 	return out, f, err
 }
@@ -222,7 +222,7 @@ func (s *Service) BuildContextJSON(entries []json.RawMessage, leaf wire.Nullable
 		}
 	}
 	c := sess.ContextAt(i)
-	return c.AppendJSON(make([]byte, 0, c.SizeHint()), tree.ContextOptions{LLM: llm}), nil
+	return c.AppendJSON(make([]byte, 0, c.SizeHint()), tree.ContextOptions{LLM: llm, EntryIDs: true}), nil
 }
 
 // Export returns the session as a pi v3 JSONL file.

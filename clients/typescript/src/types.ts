@@ -176,6 +176,8 @@ export interface SessionTreeNode {
 export interface SessionContext {
   leafId: string | null;
   path: string[];
+  /** pi 1.1's buildContextEntries: the entries selected for the context, before context edits apply (a pi-node before 1.1's rules omits it). */
+  contextEntryIds?: string[];
   thinkingLevel: string;
   model: { provider: string; modelId: string } | null;
   messages: AgentMessage[];

@@ -79,6 +79,7 @@ test("the public pi 1.1.0 vectors, through the client", async (t) => {
         const at = `context at ${x.leafId}`;
         assert.equal(agent.leafId, x.leafId, at);
         assert.deepEqual(agent.path, x.path, `${at}: path`);
+        assert.deepEqual(agent.contextEntryIds, x.contextEntryIds, `${at}: contextEntryIds`);
         assert.equal(agent.thinkingLevel, x.thinkingLevel, `${at}: thinkingLevel`);
         assert.deepEqual(agent.model, x.model, `${at}: model`);
         assert.deepEqual(agent.messages, x.messages, `${at}: messages`);
