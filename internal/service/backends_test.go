@@ -18,6 +18,7 @@ var engineTests = []struct {
 	{"ImportExportConformance", testImportExportConformance},
 	{"ServiceErrors", testServiceErrors},
 	{"ServiceAppend", testServiceAppend},
+	{"AppendOrphans", testAppendOrphans},
 	{"StoreRestart", testStoreRestart},
 	{"EvictAndReload", testEvictAndReload},
 	{"ChunkedImportAndPurge", testChunkedImportAndPurge},

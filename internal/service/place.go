@@ -20,6 +20,9 @@ type placement struct {
 	hasCursor  bool
 	ids        tree.IDGen
 	ts         string
+	// orphans keeps a parent or label target the session lacks as written
+	// (wire.AppendRequest.Orphans), as pi loads a file.
+	orphans bool
 }
 
 // Place implements writer.Placer. Entries already stored with the same
@@ -95,10 +98,13 @@ func (p *placement) build(v writer.View, d *draft, field, parent string, inBatch
 		return inBatch[id]
 	}
 	known := func(id string) bool { return lookup(id) != nil }
-	if parent != "" && !known(parent) {
+	// An orphan (p.orphans) is kept as pi wrote it, but not a context
+	// edit's: its target must be on its branch, which pi checks from the
+	// edit's parent.
+	if parent != "" && (!p.orphans || d.edit) && !known(parent) {
 		return nil, &writer.UnknownEntryError{ID: parent, Err: wire.Invalid(field+".parentId", fmt.Sprintf("unknown parent %q", parent))}
 	}
-	if t := d.labelTarget; t != "" && !known(t) {
+	if t := d.labelTarget; t != "" && !p.orphans && !known(t) {
 		return nil, &writer.UnknownEntryError{ID: t, Err: wire.Invalid(field+".targetId", fmt.Sprintf("unknown entry %q", t))}
 	}
 	if d.edit && !known(d.editTarget) {

@@ -21,7 +21,8 @@ import (
 // null explicitly makes a root) and timestamp (now). Re-sending entries that
 // are already stored with the same ids and content returns the original
 // result, so a client may retry after a timeout; the same id with other
-// content is ErrConflict.
+// content is ErrConflict. With req.Orphans a parent or label target the
+// session lacks is kept as written (an orphan root, as pi reads it).
 func (s *Service) Append(ctx context.Context, sid string, req wire.AppendRequest) (wire.WriteResult, error) {
 	if req.ExpectLastSeq != nil {
 		// Before anything is read at the expectation: another shard's
@@ -34,7 +35,7 @@ func (s *Service) Append(ctx context.Context, sid string, req wire.AppendRequest
 	if err != nil {
 		return wire.WriteResult{}, err
 	}
-	pl := &placement{drafts: drafts, ids: tree.IDGen{R: s.Rand}}
+	pl := &placement{drafts: drafts, ids: tree.IDGen{R: s.Rand}, orphans: req.Orphans}
 	// The cursor is where an entry without parentId goes; when the first
 	// names its parent (every later one defaults to the previous entry),
 	// it is not read at all: one cursor-bucket round trip less.

@@ -353,3 +353,68 @@ func genSession(t testing.TB, r *rand.Rand, n int) []byte {
 	}
 	return s.AppendJSONL(nil)
 }
+
+// testAppendOrphans: with Orphans an append keeps a parent or label target
+// the session lacks as pi wrote it (pi 0.73.1's forks leave children of
+// dropped labels): stored byte for byte, a root of the tree, resolved when
+// an entry of that id arrives; a retry is recognized. Without it the same
+// append is refused and the log does not change.
+func testAppendOrphans(t *testing.T, b backend) {
+	ctx := ctxT(t)
+	svc := newService(t, b)
+	created, err := svc.Create(ctx, wire.CreateRequest{Entries: raws(`{"type":"message","id":"aaaa0001","message":{"role":"user","content":"q"}}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid := created.SessionID
+	orphan := `{"type":"message","id":"bbbb0001","parentId":"gone0001","timestamp":"2026-11-30T09:00:00.000Z","message":{"role":"user","content":"after a dropped label","timestamp":1796029200000}}`
+	child := `{"type":"label","id":"cccc0001","parentId":"bbbb0001","timestamp":"2026-11-30T09:00:01.000Z","targetId":"gone0002","label":"x"}`
+	before := lastSeq(t, b)
+	if _, err := svc.Append(ctx, sid, wire.AppendRequest{Entries: raws(orphan, child)}); !errors.Is(err, wire.ErrInvalid) {
+		t.Fatalf("without orphans: %v, want invalid", err)
+	}
+	if n := lastSeq(t, b); n != before {
+		t.Fatalf("a refused append changed the log (%d -> %d)", before, n)
+	}
+	res, err := svc.Append(ctx, sid, wire.AppendRequest{Entries: raws(orphan, child), Orphans: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := svc.Append(ctx, sid, wire.AppendRequest{Entries: raws(orphan, child), Orphans: true})
+	if err != nil || fmt.Sprint(again.Entries) != fmt.Sprint(res.Entries) {
+		t.Fatalf("retry: %v %v, want the first result %v", again.Entries, err, res.Entries)
+	}
+	waitApplied(t, svc.Store.For(""), res.LastSeq)
+	err = svc.Store.For("").View(ctx, sid, func(d *store.Doc) error {
+		if got := fmt.Sprint(d.Tree.Path("cccc0001")); got != "[bbbb0001 cccc0001]" {
+			return fmt.Errorf("the orphan is not a root: path of its child %s", got)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Error(err)
+	}
+	// The parent arrives later (as pi resolves it when reading the file).
+	late := `{"type":"custom","customType":"t","id":"gone0001","parentId":"aaaa0001","timestamp":"2026-11-30T09:00:02.000Z"}`
+	last, err := svc.Append(ctx, sid, wire.AppendRequest{Entries: raws(late), Orphans: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitApplied(t, svc.Store.For(""), last.LastSeq)
+	exp, err := svc.Export(ctx, sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := orphan + "\n" + child + "\n" + late + "\n"; !strings.HasSuffix(string(exp), want) {
+		t.Errorf("export does not end with the lines as sent:\n%s", exp)
+	}
+	err = svc.Store.For("").View(ctx, sid, func(d *store.Doc) error {
+		if got := fmt.Sprint(d.Tree.Path("cccc0001")); got != "[aaaa0001 gone0001 bbbb0001 cccc0001]" {
+			return fmt.Errorf("path of the orphan's child: %s", got)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Error(err)
+	}
+}

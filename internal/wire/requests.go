@@ -119,7 +119,13 @@ type AppendRequest struct {
 	// Client names the cursor to default parents from and to move to the
 	// last entry.
 	Client string `json:"client,omitempty"`
-	MinSeq uint64 `json:"minSeq,omitempty"`
+	// Orphans accepts a parentId or a label's targetId that names no entry
+	// of the session, as pi reads its own file: the entry is stored as
+	// sent and is a root of the tree (until an entry of that id arrives).
+	// pi 0.73.1's forks write such lines, and pi-ctl sync appends what pi
+	// wrote; without it an unknown parent is a client's mistake (400).
+	Orphans bool   `json:"orphans,omitempty"`
+	MinSeq  uint64 `json:"minSeq,omitempty"`
 }
 
 // ListRequest asks for a page of the catalog; see docs/API.md, list.
