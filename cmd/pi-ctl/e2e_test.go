@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -188,33 +187,9 @@ func idsOnly(t *testing.T, raw []byte) []byte {
 	return v.AppendJSON(nil)
 }
 
-// expectedExport is what an export of the file must be: the file itself,
-// except for the lines pi skips (invalid, blank) and a repeated identical
-// header line (pi writes one when it recovers an empty file).
+// expectedExport is conformance.ExpectedExport: the file less what pi
+// skips.
 func expectedExport(t testing.TB, data []byte) string {
 	t.Helper()
-	f, err := tree.Read(data, tree.ReadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	skipped := map[int]bool{}
-	for _, s := range f.Skipped {
-		skipped[s.Line] = true
-	}
-	var header []byte
-	var out bytes.Buffer
-	for k, line := range bytes.SplitAfter(data, []byte("\n")) {
-		body := bytes.TrimRight(line, "\r\n")
-		switch {
-		case len(bytes.TrimSpace(body)) == 0, skipped[k+1]:
-			continue
-		case k+1 == f.HeaderLine:
-			header = body
-		case header != nil && bytes.Equal(body, header):
-			continue
-		}
-		out.Write(body)
-		out.WriteByte('\n')
-	}
-	return out.String()
+	return conformance.ExpectedExport(t, data)
 }

@@ -431,8 +431,9 @@ func (s *Syncer) saveDue() (time.Time, bool) {
 	return s.saved.Add(time.Second), s.dirty && !s.o.DryRun
 }
 
-// problem tells msg once per file until the file's problem changes.
-func (s *Syncer) problem(path, msg string) {
+// problem tells msg once per file until the file's problem changes, and
+// reports whether it told it now.
+func (s *Syncer) problem(path, msg string) bool {
 	s.mu.Lock()
 	seen := s.reported[path] == msg
 	s.reported[path] = msg
@@ -440,6 +441,7 @@ func (s *Syncer) problem(path, msg string) {
 	if !seen {
 		s.o.Warn(msg)
 	}
+	return !seen
 }
 
 func (s *Syncer) clearProblem(path string) {
@@ -638,16 +640,26 @@ func (s *Syncer) fresh(ctx context.Context, path string, complete []byte) (*File
 	for hi < len(lines) && blank(lines[hi].body) {
 		hi++
 	}
-	if hi == len(lines) {
+	if len(lines) == 0 {
 		return nil, nil // no complete line yet: pi has not flushed
 	}
+	var msg string
+	if hi == len(lines) {
+		// pi writes its header first: blank lines alone are no file of
+		// pi's half written, and pi refuses to open it.
+		hi--
+		msg = fmt.Sprintf("%s: only blank lines, no pi session header: file not synced (pi refuses to open it)", path)
+	}
 	h, ok := parseHeader(lines[hi].body)
-	if !ok {
-		msg := fmt.Sprintf(`%s:%d: not a pi session header (a JSON object with "type":"session" and a string "id"): file not synced`, path, lines[hi].no)
+	if !ok || msg != "" {
+		if msg == "" {
+			msg = fmt.Sprintf(`%s:%d: not a pi session header (a JSON object with "type":"session" and a string "id"): file not synced`, path, lines[hi].no)
+		}
 		s.count(func(c *Summary) { c.Errors++ })
 		s.problem(path, msg)
 		// Stopped, like a file whose header the cluster does not share:
-		// told once, looked at again only when it is rewritten.
+		// told once, looked at again only when it is rewritten (pi
+		// never writes to a file it refused).
 		return &FileState{Stopped: msg, Offset: lines[hi].end, Lines: lines[hi].no}, nil
 	}
 	st := &FileState{SessionID: h.id, HeaderHash: hashOf(h.line), Offset: lines[hi].end, Lines: lines[hi].no}
@@ -852,7 +864,9 @@ func (s *Syncer) sendLines(ctx context.Context, path string, buf []byte, base in
 		switch kind {
 		case kindEntry:
 			if have, ok := stored.entry(id); ok {
-				if bytes.Equal(have, l.body) {
+				// Space around the object (a CR of a CRLF line) is not
+				// content: an append stores the line without it.
+				if bytes.Equal(bytes.TrimSpace(have), bytes.TrimSpace(l.body)) {
 					s.count(func(c *Summary) {
 						if stored.ours {
 							c.Bytes += int64(len(l.body)) + 1 // this process's own import
@@ -911,7 +925,9 @@ func (s *Syncer) appendBatch(ctx context.Context, path, sid string, batch []line
 	for k, l := range batch {
 		entries[k] = l.body
 	}
-	_, err := s.o.Client.Do(ctx, wire.AppendRequest{SessionID: sid, Entries: entries})
+	// Orphans: a line whose parent pi left out of the file (a 0.73.1 fork
+	// drops labels from the path) is a root to pi and stored as one.
+	_, err := s.o.Client.Do(ctx, wire.AppendRequest{SessionID: sid, Entries: entries, Orphans: true})
 	switch {
 	case err == nil:
 		s.count(func(c *Summary) { c.Appended += len(batch); c.Bytes += int64(n) })
