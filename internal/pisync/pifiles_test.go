@@ -1,7 +1,6 @@
 package pisync
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"math/rand/v2"
@@ -14,75 +13,6 @@ import (
 	"github.com/pifleet/sessionlog/internal/testutil"
 )
 
-// piFile is a conformance file as pi grows it: start is what was in the
-// file before pi opened it (openExistingFile's content; nil for a file pi
-// created), then the rest of data comes in pieces.
-type piFile struct {
-	name, sid string
-	data      []byte
-	start     []byte
-	pieces    [][]byte
-}
-
-// piFiles are the 0.73.1 fork cases (whose forked paths hold children of
-// dropped labels: orphans) and every pi 1.1.0 case pi wrote a file for
-// (system messages, context edits, usage, the recovered empty file, the
-// damaged file). The rest of each file after start comes line by line in
-// half lines, so that a pass can read the file at any moment pi could
-// leave it: pi's first flush appends its backlog a line at a time too.
-func piFiles(t *testing.T) []piFile {
-	t.Helper()
-	root := conformance.Dir(t)
-	var cases []string
-	for _, c := range conformance.Cases(t, root, "pi-v3") {
-		if strings.Contains(filepath.Base(c), "fork") {
-			cases = append(cases, c)
-		}
-	}
-	if _, err := os.Stat(filepath.Join(root, "pi-v3-1.1")); err != nil {
-		t.Skipf("no pi 1.1.0 vectors beside the repository: %v", err)
-	}
-	cases = append(cases, conformance.Cases(t, root, "pi-v3-1.1")...)
-	var out []piFile
-	for _, c := range cases {
-		data, err := os.ReadFile(filepath.Join(c, "session.jsonl"))
-		if os.IsNotExist(err) {
-			continue // pi wrote no file (or, p13, files of its own)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		exp := conformance.MustValue(t, conformance.MustRead(t, filepath.Join(c, "expected.json")))
-		sid, _ := conformance.Field(exp, "sessionId")
-		f := piFile{name: filepath.Base(filepath.Dir(c)) + "/" + filepath.Base(c), sid: sid.Str, data: data}
-		var ops []struct {
-			Op          string  `json:"op"`
-			FileContent *string `json:"fileContent"`
-		}
-		if err := json.Unmarshal(conformance.MustRead(t, filepath.Join(c, "ops.json")), &ops); err != nil {
-			t.Fatal(err)
-		}
-		if len(ops) > 0 && ops[0].Op == "openExistingFile" && ops[0].FileContent != nil {
-			f.start = []byte(*ops[0].FileContent)
-			if !bytes.HasPrefix(data, f.start) {
-				t.Fatalf("%s: the file does not start with the content pi opened", f.name)
-			}
-		}
-		for _, l := range bytes.SplitAfter(data[len(f.start):], []byte("\n")) {
-			if len(l) > 1 {
-				f.pieces = append(f.pieces, l[:len(l)/2], l[len(l)/2:])
-			} else if len(l) == 1 {
-				f.pieces = append(f.pieces, l) // "\n": pi ending a damaged last line
-			}
-		}
-		out = append(out, f)
-	}
-	if len(out) < 18 {
-		t.Fatalf("only %d pi files among the vectors", len(out))
-	}
-	return out
-}
-
 // TestSyncPiFilesGrowing syncs 0.73.1 fork files and pi 1.1.0 files while
 // they grow, with a new Syncer on the saved state for every pass (a
 // restarted pi-ctl), the files growing by a few pieces between passes.
@@ -90,13 +20,13 @@ func piFiles(t *testing.T) []piFile {
 // what pi itself skips), none refused, and a checkout must write each
 // file back.
 func TestSyncPiFilesGrowing(t *testing.T) {
-	files := piFiles(t)
+	files := conformance.PiFiles(t)
 	f := newFixture(t)
 	paths := make([]string, len(files))
 	for k, pf := range files {
-		paths[k] = filepath.Join(f.dir, strings.ReplaceAll(pf.name, "/", "_")+".jsonl")
-		if pf.start != nil {
-			if err := os.WriteFile(paths[k], pf.start, 0o600); err != nil {
+		paths[k] = filepath.Join(f.dir, strings.ReplaceAll(pf.Name, "/", "_")+".jsonl")
+		if pf.Start != nil {
+			if err := os.WriteFile(paths[k], pf.Start, 0o600); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -107,12 +37,12 @@ func TestSyncPiFilesGrowing(t *testing.T) {
 	for growing := true; growing; {
 		growing = false
 		for k, pf := range files {
-			n := min(len(pf.pieces)-next[k], 1+rng.IntN(3))
-			for _, p := range pf.pieces[next[k] : next[k]+n] {
+			n := min(len(pf.Pieces)-next[k], 1+rng.IntN(3))
+			for _, p := range pf.Pieces[next[k] : next[k]+n] {
 				write(t, paths[k], string(p))
 			}
 			next[k] += n
-			growing = growing || next[k] < len(pf.pieces)
+			growing = growing || next[k] < len(pf.Pieces)
 		}
 		s := f.once()
 		total.Refused += s.Refused
@@ -127,19 +57,19 @@ func TestSyncPiFilesGrowing(t *testing.T) {
 	}
 	out := t.TempDir()
 	for _, pf := range files {
-		want := conformance.ExpectedExport(t, pf.data)
-		if got := f.export(pf.sid); got != want {
-			t.Errorf("%s: the cluster's session (%d bytes) is not the file less what pi skips (%d bytes)", pf.name, len(got), len(want))
+		want := conformance.ExpectedExport(t, pf.Data)
+		if got := f.export(pf.SID); got != want {
+			t.Errorf("%s: the cluster's session (%d bytes) is not the file less what pi skips (%d bytes)", pf.Name, len(got), len(want))
 			continue
 		}
-		path, err := Checkout(context.Background(), f.c, pf.sid, out)
+		path, err := Checkout(context.Background(), f.c, pf.SID, out)
 		if err != nil {
-			t.Errorf("%s: checkout: %v", pf.name, err)
+			t.Errorf("%s: checkout: %v", pf.Name, err)
 			continue
 		}
 		// want is the file itself but for p11's damaged lines.
 		if got := testutil.ReadFile(t, path); got != want {
-			t.Errorf("%s: checkout wrote %d bytes, want %d", pf.name, len(got), len(want))
+			t.Errorf("%s: checkout wrote %d bytes, want %d", pf.Name, len(got), len(want))
 		}
 	}
 }
