@@ -394,6 +394,13 @@ func testAppendOrphans(t *testing.T, b backend) {
 	if err != nil {
 		t.Error(err)
 	}
+	// Not a context edit: pi checks its target on the branch from its
+	// parent, which an orphan edit does not have.
+	edit := `{"type":"context_edit","id":"dddd0001","parentId":"gone0003","timestamp":"2026-11-30T09:00:01.500Z","targetId":"aaaa0001","replacement":null}`
+	var fe *wire.FieldError
+	if _, err := svc.Append(ctx, sid, wire.AppendRequest{Entries: raws(edit), Orphans: true}); !errors.As(err, &fe) || fe.Field != "entries[0].parentId" {
+		t.Errorf("an orphan context edit: %v, want invalid at entries[0].parentId", err)
+	}
 	// The parent arrives later (as pi resolves it when reading the file).
 	late := `{"type":"custom","customType":"t","id":"gone0001","parentId":"aaaa0001","timestamp":"2026-11-30T09:00:02.000Z"}`
 	last, err := svc.Append(ctx, sid, wire.AppendRequest{Entries: raws(late), Orphans: true})
