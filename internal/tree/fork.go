@@ -27,6 +27,12 @@ func Fork(src *Session, leaf int, h Header, ids IDGen) (*Session, error) {
 		onPath[e.ID] = true
 		parent = e.ID
 	}
+	return out, forkLabels(src, out, onPath, parent, ids)
+}
+
+// forkLabels writes the labels of the entries on the fork's path (onPath)
+// again, as fresh label entries chained from parent, as both pi versions do.
+func forkLabels(src, out *Session, onPath map[string]bool, parent string, ids IDGen) error {
 	for _, target := range src.labelOrder {
 		if !onPath[target] {
 			continue
@@ -37,12 +43,12 @@ func Fork(src *Session, leaf int, h Header, ids IDGen) (*Session, error) {
 		label := ref.text
 		e, err := NewLabel(Meta{ID: id, ParentID: parent, Timestamp: src.entries[ref.entry].TimestampString()}, target, &label)
 		if err != nil {
-			return nil, fmt.Errorf("fork: label of %s: %w", target, err)
+			return fmt.Errorf("fork: label of %s: %w", target, err)
 		}
 		out.Append(e)
 		parent = id
 	}
-	return out, nil
+	return nil
 }
 
 // TimestampString returns the entry's "timestamp" string as written ("" when
