@@ -17,9 +17,12 @@ import (
 // SessionInfo and LabelChange — pi's SessionManager append methods — and
 // write several at once with Session.Append.
 type Spec struct {
-	spec        writer.Spec
-	labelTarget string // a label's target, which must exist
-	err         error  // an argument that is not JSON
+	spec writer.Spec
+	pi11 writer.Spec // what a WithPi11 client writes instead, if it differs
+	// target is an entry that must exist: a label's or a context edit's
+	// (targetOf says which).
+	target, targetOf string
+	err              error // an argument that is not JSON
 }
 
 // rawJSON turns a JSON argument into the bytes pi would write for it:
@@ -107,13 +110,61 @@ func CustomMessage(customType string, content any, display bool, details any) Sp
 
 // SessionInfo names the session (stored trimmed, like pi; the last one
 // wins).
-func SessionInfo(name string) Spec { return Spec{spec: writer.SessionInfo(name)} }
+func SessionInfo(name string) Spec {
+	return Spec{spec: writer.SessionInfo(name), pi11: writer.SessionInfo11(name)}
+}
 
 // LabelChange sets the label of entry targetID (pi's appendLabelChange):
 // nil clears it (the label is left out of the entry, as pi's UI clears),
 // and so does a pointer to "" (stored as ""). The target must exist.
 func LabelChange(targetID string, label *string) Spec {
-	return Spec{spec: writer.Label(targetID, label), labelTarget: targetID}
+	return Spec{spec: writer.Label(targetID, label), target: targetID, targetOf: "label"}
+}
+
+// ContextEdit (pi 1.1) replaces what entry targetID contributes to the
+// context from here on (pi's appendContextEdit): content is a string or an
+// array of text/image blocks; nil leaves the target out of the context.
+// The target must be on the branch the edit is appended to and contribute
+// model content (a user, assistant or toolResult message, or a custom
+// message), else ErrInvalid naming targetId; a string replacing an
+// assistant's or a tool result's content is stored as one text block, as
+// pi stores it.
+func ContextEdit(targetID string, content any) Spec {
+	sp := specOf(func(r [][]byte) writer.Spec { return writer.ContextEdit(targetID, r[0]) }, namedArg{"replacement.content", content})
+	sp.target, sp.targetOf = targetID, "context edit"
+	return sp
+}
+
+// Usage (pi 1.1's appendUsage) records tokens and cost spent outside a
+// message — a cache warm-up, a sub-agent's call: kind names it, usage is
+// pi-ai's Usage object ({input, output, cacheRead, cacheWrite,
+// totalTokens, cost}); an empty note is left out. Usage entries never
+// reach the model; Session.UsageBreakdown counts them.
+func Usage(kind, provider, model string, usage any, note string) Spec {
+	return specOf(func(r [][]byte) writer.Spec { return writer.Usage(kind, provider, model, r[0], note) }, namedArg{"usage", usage})
+}
+
+// CompactionOptions are pi 1.1's optional fields of a compaction: nil
+// (or a nil FromHook) leaves one out.
+type CompactionOptions struct {
+	Details any
+	// Usage is what the summarizing call cost (pi-ai's Usage object).
+	Usage    any
+	FromHook *bool
+	// SystemMessage checkpoints the system prompt and tools at the
+	// compaction (a "system" message object): the context after it starts
+	// with it, before the summary.
+	SystemMessage any
+}
+
+// Compaction11 is a compaction as pi 1.1 writes it: firstKeptEntryID ""
+// keeps nothing before it (retain-none: pi stores the compaction's own id
+// there), and o carries its usage and system-prompt checkpoint.
+func Compaction11(summary, firstKeptEntryID string, tokensBefore float64, o CompactionOptions) Spec {
+	return specOf(func(r [][]byte) writer.Spec {
+		return writer.Compaction11(tree.Compaction11{Summary: summary, FirstKeptEntryID: firstKeptEntryID, TokensBefore: tokensBefore,
+			Details: r[0], Usage: r[1], FromHook: o.FromHook, SystemMessage: r[2]})
+	}, namedArg{"details", o.Details}, namedArg{"usage", o.Usage}, namedArg{"systemMessage", o.SystemMessage})
 }
 
 // Written says where a write landed.
@@ -158,12 +209,15 @@ func (s *Session) Append(ctx context.Context, specs ...Spec) (Written, error) {
 			return Written{}, fmt.Errorf("%w: append: the zero Spec", ErrInvalid)
 		}
 		ss[i] = sp.spec
+		if sp.pi11 != nil && s.c.writer.Pi11 {
+			ss[i] = sp.pi11
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, sp := range specs {
-		if sp.labelTarget != "" {
-			if err := s.need(ctx, "label", sp.labelTarget); err != nil {
+		if sp.target != "" {
+			if err := s.need(ctx, sp.targetOf, sp.target); err != nil {
 				return Written{}, err
 			}
 		}

@@ -40,6 +40,28 @@ func (s *Session) AppendCompaction(ctx context.Context, summary, firstKeptEntryI
 	return s.Append(ctx, Compaction(summary, firstKeptEntryID, tokensBefore, details, fromHook))
 }
 
+// AppendCompaction11 records a compaction as pi 1.1 does (see
+// Compaction11): firstKeptEntryID "" keeps nothing before it. Conflicts:
+// see Append.
+func (s *Session) AppendCompaction11(ctx context.Context, summary, firstKeptEntryID string, tokensBefore float64, o CompactionOptions) (Written, error) {
+	return s.Append(ctx, Compaction11(summary, firstKeptEntryID, tokensBefore, o))
+}
+
+// AppendContextEdit replaces what entry targetID contributes to the
+// context from here on, or with nil content leaves it out (pi 1.1's
+// appendContextEdit; see ContextEdit). An id this Session does not know
+// yet is looked up on the log first; ErrNotFound if it is not there.
+// Conflicts: see Append.
+func (s *Session) AppendContextEdit(ctx context.Context, targetID string, content any) (Written, error) {
+	return s.Append(ctx, ContextEdit(targetID, content))
+}
+
+// AppendUsage records tokens and cost spent outside a message (pi 1.1's
+// appendUsage; see Usage). Conflicts: see Append.
+func (s *Session) AppendUsage(ctx context.Context, kind, provider, model string, usage any, note string) (Written, error) {
+	return s.Append(ctx, Usage(kind, provider, model, usage, note))
+}
+
 // AppendCustomEntry stores extension state (see CustomEntry). Conflicts:
 // see Append.
 func (s *Session) AppendCustomEntry(ctx context.Context, customType string, data any) (Written, error) {
@@ -79,7 +101,19 @@ func (s *Session) Rename(ctx context.Context, name string) (Written, error) {
 // nothing changes. Conflicts: see Append — the summary lands under fromID
 // whatever other workers appended.
 func (s *Session) BranchWithSummary(ctx context.Context, fromID, summary string, details any, fromHook *bool) (Written, error) {
+	return s.BranchWithSummaryUsage(ctx, fromID, summary, details, nil, fromHook)
+}
+
+// BranchWithSummaryUsage is BranchWithSummary with what the summarizing
+// call cost (pi-ai's Usage object; nil leaves it out), as pi 1.1 stores
+// it. A WithPi11 client's summary names the leaf left behind as fromId, as
+// pi 1.1's does (pi 0.73.1 named fromID).
+func (s *Session) BranchWithSummaryUsage(ctx context.Context, fromID, summary string, details, usage any, fromHook *bool) (Written, error) {
 	d, err := rawJSON("details", details)
+	if err != nil {
+		return Written{}, fmt.Errorf("branch with summary: %w", err)
+	}
+	u, err := rawJSON("usage", usage)
 	if err != nil {
 		return Written{}, fmt.Errorf("branch with summary: %w", err)
 	}
@@ -91,7 +125,7 @@ func (s *Session) BranchWithSummary(ctx context.Context, fromID, summary string,
 		}
 	}
 	return s.write(ctx, func() ([]string, error) {
-		id, err := s.w.BranchWithSummary(ctx, fromID, summary, d, fromHook)
+		id, err := s.w.BranchWithSummaryUsage(ctx, fromID, summary, d, u, fromHook)
 		return []string{id}, err
 	})
 }

@@ -141,6 +141,16 @@ func WithClock(now func() time.Time) Option { return func(o *options) { o.writer
 // WithIDSource sets the random source of entry ids (default crypto/rand).
 func WithIDSource(r io.Reader) Option { return func(o *options) { o.writer.Rand = r } }
 
+// WithPi11 writes every session of the client as pi 1.1.0's
+// SessionManager does: a new session (or fork) is stored at its first user
+// or assistant message (pi 1.1 keeps the prompt of a turn that never
+// completes) instead of at its first assistant message, this store's
+// default and pi 0.73.1's rule; a branch summary's fromId is the leaf left
+// behind; a session name's CR/LF runs become one space; a fork re-chains
+// its path over the label entries it drops instead of leaving their
+// children as roots. docs/PI.md says which pi version does which.
+func WithPi11() Option { return func(o *options) { o.writer.Pi11 = true } }
+
 // Client is a connection to the session log. It is safe for concurrent
 // use; Sessions made from it share it. Close it when done.
 type Client struct {

@@ -68,6 +68,15 @@
 // than one atomic batch (1000 records: the header and 999 entries before
 // the first assistant message) fails with ErrTooLarge and stores nothing.
 //
+// That is pi 0.73.1's rule and this store's default. pi 1.1 writes its
+// file at the first user message already, so that the prompt of a turn
+// that never completes is kept: a client made WithPi11 does the same (a
+// user or an assistant message stores the session) and writes the rest as
+// pi 1.1 does — forks re-chained over the labels they drop, branch
+// summaries naming the leaf left behind, names with line breaks folded.
+// pi 1.1's entries themselves (ContextEdit, Usage, Compaction11, system
+// messages, BranchWithSummaryUsage) are available either way.
+//
 // # Writes and conflicts
 //
 // After the flush every write — an Append* method, Label, Rename,

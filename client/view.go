@@ -174,3 +174,19 @@ func (s *Session) Export() []byte {
 	s.w.View(func(t *tree.Session, _ int) { out = t.AppendJSONL(nil) })
 	return out
 }
+
+// UsageTotal is one row of UsageBreakdown: the cost (the sum of
+// usage.cost.total) and tokens (input, output, cache reads and writes)
+// spent under a key, "provider/model" or "Tools/summaries".
+type UsageTotal = tree.UsageTotal
+
+// UsageBreakdown is pi 1.1's getUsageCostBreakdown over every entry of the
+// session, on any branch: assistant messages under their provider and
+// model (responseModel when set), usage entries under theirs, tool results,
+// branch summaries and compactions under "Tools/summaries"; rows with
+// neither cost nor tokens left out, the costliest first.
+func (s *Session) UsageBreakdown() []UsageTotal {
+	var out []UsageTotal
+	s.w.View(func(t *tree.Session, _ int) { out = t.UsageBreakdown() })
+	return out
+}

@@ -58,9 +58,39 @@ func Label(targetID string, label *string) Spec {
 	return func(m tree.Meta) (tree.Entry, error) { return tree.NewLabel(m, targetID, label) }
 }
 
-// branchSummary is used by Writer.BranchWithSummary, which also moves the leaf.
-func branchSummary(fromID, summary string, details []byte, fromHook *bool) Spec {
+// branchSummary is used by Writer.BranchWithSummary, which also moves the
+// leaf. Without usage it is the line both pi versions write.
+func branchSummary(fromID, summary string, details, usage []byte, fromHook *bool) Spec {
 	return func(m tree.Meta) (tree.Entry, error) {
-		return tree.NewBranchSummary(m, fromID, summary, details, fromHook)
+		return tree.NewBranchSummary11(m, fromID, summary, details, usage, fromHook)
 	}
+}
+
+// ContextEdit (pi 1.1) replaces the content of entry targetID in the
+// context from here on: content is raw JSON (a string or an array of
+// blocks), nil leaves the target out. The Writer checks the target as pi
+// does (on the branch, contributing model content) and stores a string
+// for an assistant or toolResult message as one text block.
+func ContextEdit(targetID string, content []byte) Spec {
+	return func(m tree.Meta) (tree.Entry, error) { return tree.NewContextEdit(m, targetID, content) }
+}
+
+// Usage (pi 1.1) records tokens and cost spent outside a message: kind
+// ("cache_warm", ...), provider, model, pi-ai's Usage object (raw JSON) and
+// an optional note.
+func Usage(kind, provider, model string, usage []byte, note string) Spec {
+	return func(m tree.Meta) (tree.Entry, error) { return tree.NewUsage(m, kind, provider, model, usage, note) }
+}
+
+// Compaction11 records a compaction as pi 1.1 does: with its usage and a
+// checkpoint of the system prompt (systemMessage); FirstKeptEntryID ""
+// keeps nothing before it (retain-none).
+func Compaction11(c tree.Compaction11) Spec {
+	return func(m tree.Meta) (tree.Entry, error) { return tree.NewCompaction11(m, c) }
+}
+
+// SessionInfo11 names the session as pi 1.1 does: CR/LF runs folded into
+// one space, then trimmed.
+func SessionInfo11(name string) Spec {
+	return func(m tree.Meta) (tree.Entry, error) { return tree.NewSessionInfo11(m, name) }
 }

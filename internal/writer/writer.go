@@ -2,6 +2,7 @@ package writer
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -20,6 +21,15 @@ type Options struct {
 	Now   func() time.Time // clock for entry timestamps; default time.Now
 	Rand  io.Reader        // entry id source; default crypto/rand
 	Retry RetryPolicy
+	// Pi11 writes as pi 1.1.0's SessionManager: a new session (or fork) is
+	// published at its first user or assistant message, not only at the
+	// first assistant message (pi #10000: the prompt is kept when the
+	// first turn never completes); a branch summary's fromId is the leaf
+	// left behind, not the entry branched to; a session name's CR/LF runs
+	// become one space (SessionInfo11); a fork re-chains its path over the
+	// labels it drops (tree.Fork11). The default is pi 0.73.1's, this
+	// store's documented rule.
+	Pi11 bool
 }
 
 func (o Options) now() time.Time {
@@ -234,6 +244,14 @@ func (w *Writer) AppendLabel(ctx context.Context, targetID string, label *string
 // BranchWithSummary moves the leaf to fromID ("" = before the first entry)
 // and appends a branch summary of the path left behind there.
 func (w *Writer) BranchWithSummary(ctx context.Context, fromID, summary string, details []byte, fromHook *bool) (string, error) {
+	return w.BranchWithSummaryUsage(ctx, fromID, summary, details, nil, fromHook)
+}
+
+// BranchWithSummaryUsage is BranchWithSummary with the usage (raw JSON,
+// nil left out) of the call that wrote the summary, as pi 1.1 stores it.
+// Its fromId is fromID ("root" for ""), or with Options.Pi11 the leaf
+// left behind ("root" when there was none), as each pi version writes it.
+func (w *Writer) BranchWithSummaryUsage(ctx context.Context, fromID, summary string, details, usage []byte, fromHook *bool) (string, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	leaf, from := -1, "root"
@@ -244,9 +262,12 @@ func (w *Writer) BranchWithSummary(ctx context.Context, fromID, summary string, 
 		}
 		leaf, from = i, fromID
 	}
+	if w.opts.Pi11 {
+		from = cmp.Or(w.leafID(), "root")
+	}
 	old := w.leaf
 	w.leaf = leaf
-	ids, err := w.append(ctx, []Spec{branchSummary(from, summary, details, fromHook)})
+	ids, err := w.append(ctx, []Spec{branchSummary(from, summary, details, usage, fromHook)})
 	if err != nil {
 		w.leaf = old
 		return "", err
@@ -280,7 +301,7 @@ func (w *Writer) append(ctx context.Context, specs []Spec) ([]string, error) {
 		return nil, err
 	}
 	if !w.flushed {
-		if !hasAssistant(entries) {
+		if !w.flushes(entries) {
 			w.add(entries, nil) // pending: pi writes nothing yet
 			return idsOf(entries), nil
 		}
@@ -383,6 +404,11 @@ func (w *Writer) build(specs []Spec, prev []tree.Entry) ([]tree.Entry, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", wire.ErrInvalid, err)
 		}
+		if e.Kind == tree.KindContextEdit {
+			if e, err = w.contextEdit(e, entries[:k]); err != nil {
+				return nil, wire.InvalidShape(fmt.Sprintf("entries[%d]", k), err)
+			}
+		}
 		// Messages and custom content are the caller's raw JSON: pi's
 		// shapes are checked here, before anything is published.
 		if err := tree.CheckLine(e.Raw); err != nil {
@@ -392,6 +418,27 @@ func (w *Writer) build(specs []Spec, prev []tree.Entry) ([]tree.Entry, error) {
 		parent = e.ID
 	}
 	return entries, nil
+}
+
+// contextEdit checks an edit as pi 1.1's appendContextEdit does (its
+// target is on the edit's branch and contributes model content; chain is
+// the entries built before it in this append) and stores it as pi does.
+func (w *Writer) contextEdit(e tree.Entry, chain []tree.Entry) (tree.Entry, error) {
+	lookup := func(id string) *tree.Entry {
+		for k := range chain {
+			if chain[k].ID == id {
+				return &chain[k]
+			}
+		}
+		if i, ok := w.s.Index(id); ok {
+			return w.s.Entry(i)
+		}
+		return nil
+	}
+	if err := tree.CheckEditTarget(e.EditTarget(), e.ParentID, lookup); err != nil {
+		return e, err
+	}
+	return tree.ContextEditFor(e, lookup(e.EditTarget()))
 }
 
 // prevTimestamp keeps an entry's original timestamp when it is rebuilt.
@@ -475,9 +522,11 @@ func (w *Writer) Sync(ctx context.Context) error {
 	return nil
 }
 
-func hasAssistant(entries []tree.Entry) bool {
+// flushes reports whether entries publish a pending session: they hold an
+// assistant message (pi 0.73.1), or a user or assistant message (pi 1.1).
+func (w *Writer) flushes(entries []tree.Entry) bool {
 	for k := range entries {
-		if entries[k].Kind == tree.KindMessage && entries[k].Role == tree.RoleAssistant {
+		if e := &entries[k]; e.Kind == tree.KindMessage && (e.Role == tree.RoleAssistant || (w.opts.Pi11 && e.Role == tree.RoleUser)) {
 			return true
 		}
 	}

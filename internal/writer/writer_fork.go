@@ -11,13 +11,14 @@ import (
 )
 
 // Fork starts a new session holding the path from the root to entry leafID
-// (pi's createBranchedSession): the path's entries with their ids, the
+// (pi's createBranchedSession): the path's entries with their ids (with
+// Options.Pi11 re-chained over the labels dropped, tree.Fork11), the
 // labels of path entries written again as fresh label entries at the end,
 // and a header whose parentSession names this session. It returns a Writer
 // for the new session, its leaf on its last entry.
 //
 // Like pi, which writes the new file only once it holds an assistant
-// message, the new session is published at once (one atomic creation, or
+// message (with Options.Pi11: a user or assistant message), the new session is published at once (one atomic creation, or
 // chunks that are purged again on failure) when the path holds an assistant
 // message, and otherwise stays pending in the new Writer until its first
 // assistant message is appended. The package-level Fork, an operator's
@@ -50,7 +51,11 @@ func (w *Writer) Fork(ctx context.Context, leafID string, c CreateOptions) (*Wri
 		c.ParentSession = w.s.Header.ID
 	}
 	h := tree.NewHeader(c.ID, tree.FormatTimestamp(w.opts.now()), c.Cwd, c.ParentSession)
-	s, err := tree.Fork(w.s, leaf, h, w.ids)
+	fork := tree.Fork
+	if w.opts.Pi11 {
+		fork = tree.Fork11
+	}
+	s, err := fork(w.s, leaf, h, w.ids)
 	w.mu.Unlock()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", wire.ErrInvalid, err)
@@ -60,7 +65,7 @@ func (w *Writer) Fork(ctx context.Context, leafID string, c CreateOptions) (*Wri
 	}
 	nw := newWriter(w.log, s, w.opts)
 	nw.seqs = make([]uint64, s.Len())
-	if !hasAssistant(s.Entries()) {
+	if !nw.flushes(s.Entries()) {
 		return nw, nil // pending, as pi keeps an unanswered fork in memory
 	}
 	seqs, err := publishSession(ctx, w.log, s, w.opts.Retry)
