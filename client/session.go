@@ -214,10 +214,12 @@ func (s *Session) need(ctx context.Context, what, id string) error {
 }
 
 // Fork is pi's createBranchedSession: a new session holding the path from
-// the root to entryID (ids kept; the labels of path entries re-created at
-// its end), whose header names this session as its parent. Like pi, it is
-// stored at once when the path holds an assistant message and otherwise
-// stays pending until its first one. The new Session stands on its last
+// the root to entryID (ids kept; the label entries of the path dropped and
+// the labels re-created at its end), whose header names this session as
+// its parent. Like pi, it is stored at once when the path holds an
+// assistant message and otherwise stays pending until its first one. A
+// WithPi11 client forks as pi 1.1 does: the path re-chained over the
+// dropped labels, and stored at a user or assistant message. The new Session stands on its last
 // entry; its cursor client is this Session's unless WithClientID says
 // otherwise. WithSessionID and WithCwd apply. This Session is unchanged.
 //
