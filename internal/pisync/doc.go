@@ -15,6 +15,9 @@
 // a restart resumes without sending again and a file pi rewrote (a
 // migration, a recovered file) is noticed: it is then compared with the
 // session by entry id, what the cluster has is skipped and the rest is
-// appended. An entry the cluster refuses is never dropped silently: it goes
-// to the dead-letter file next to the state.
+// appended. Lines go with the append's orphans option: a line whose parent
+// pi left out of the file (pi 0.73.1's forks drop label entries from the
+// path) is stored as pi reads it, a root, never refused. An entry the
+// cluster refuses is never dropped silently: it goes to the dead-letter
+// file next to the state.
 package pisync
