@@ -153,7 +153,9 @@ type CompactionOptions struct {
 	FromHook *bool
 	// SystemMessage checkpoints the system prompt and tools at the
 	// compaction (a "system" message object): the context after it starts
-	// with it, before the summary.
+	// with it, before the summary. nil stores the one pi 1.1 computes:
+	// the system messages on the path folded from the last checkpoint on
+	// (none when there are none).
 	SystemMessage any
 }
 

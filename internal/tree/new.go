@@ -23,6 +23,10 @@ type Meta struct {
 	ID        string
 	ParentID  string
 	Timestamp string
+	// Checkpoint, when set, gives the system prompt in force at the
+	// parent (Session.SystemMessageAt): NewCompaction11 stores it when its
+	// caller passes none, as pi 1.1's appendCompaction does.
+	Checkpoint func() []byte
 }
 
 // NewHeader builds a version-3 session header line.

@@ -45,7 +45,8 @@ func NewUsage(m Meta, kind, provider, model string, usage []byte, note string) (
 // Compaction11 is pi 1.1's appendCompaction: FirstKeptEntryID "" keeps
 // nothing (retain-none: pi stores the compaction's own id); Details,
 // Usage and SystemMessage are raw JSON, nil left out, as is a nil
-// FromHook.
+// FromHook — but a nil SystemMessage is Meta.Checkpoint's when it gives
+// one (pi computes the checkpoint itself).
 type Compaction11 struct {
 	Summary          string
 	FirstKeptEntryID string
@@ -64,6 +65,9 @@ func NewCompaction11(m Meta, c Compaction11) (Entry, error) {
 		if err := jsonArg(a.name, a.raw); err != nil {
 			return Entry{}, err
 		}
+	}
+	if c.SystemMessage == nil && m.Checkpoint != nil {
+		c.SystemMessage = m.Checkpoint()
 	}
 	kept := c.FirstKeptEntryID
 	if kept == "" {

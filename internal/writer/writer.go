@@ -395,6 +395,7 @@ func (w *Writer) build(specs []Spec, prev []tree.Entry) ([]tree.Entry, error) {
 	ts := tree.FormatTimestamp(w.opts.now())
 	for k, spec := range specs {
 		m := tree.Meta{ParentID: parent, Timestamp: ts}
+		m.Checkpoint = w.checkpoint(&m, k)
 		if prev != nil && !taken(prev[k].ID) {
 			m.ID, m.Timestamp = prev[k].ID, prevTimestamp(&prev[k], ts)
 		} else {
@@ -418,6 +419,24 @@ func (w *Writer) build(specs []Spec, prev []tree.Entry) ([]tree.Entry, error) {
 		parent = e.ID
 	}
 	return entries, nil
+}
+
+// checkpoint gives the system prompt in force where the k-th entry of a
+// chain goes (pi 1.1's compaction checkpoint), stamped with its time. An
+// entry after others of its chain gets the one at the chain's start: a
+// chain rarely holds a system message before a compaction.
+func (w *Writer) checkpoint(m *tree.Meta, k int) func() []byte {
+	leaf := w.leaf
+	return func() []byte {
+		if i, ok := w.s.Index(m.ParentID); ok && k == 0 {
+			leaf = i
+		}
+		ts, err := time.Parse(time.RFC3339Nano, m.Timestamp)
+		if err != nil {
+			return nil
+		}
+		return w.s.SystemMessageAt(leaf, ts.UnixMilli())
+	}
 }
 
 // contextEdit checks an edit as pi 1.1's appendContextEdit does (its
