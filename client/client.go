@@ -148,7 +148,8 @@ func WithIDSource(r io.Reader) Option { return func(o *options) { o.writer.Rand 
 // default and pi 0.73.1's rule; a branch summary's fromId is the leaf left
 // behind; a session name's CR/LF runs become one space; a fork re-chains
 // its path over the label entries it drops instead of leaving their
-// children as roots. docs/PI.md says which pi version does which.
+// children as roots; the header's cwd is resolved ("/a//b/" is "/a/b").
+// docs/PI.md says which pi version does which.
 func WithPi11() Option { return func(o *options) { o.writer.Pi11 = true } }
 
 // Client is a connection to the session log. It is safe for concurrent

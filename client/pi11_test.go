@@ -193,3 +193,36 @@ func TestContextEditChecks(t *testing.T) {
 		t.Errorf("the context does not show the edits: %s", got)
 	}
 }
+
+// TestPi11Cwd: pi 1.1 stores its resolvePath of the cwd in the header
+// ("/home/dev/code//api-server/" as "/home/dev/code/api-server"), and so
+// does a WithPi11 client, for a session and its fork; a default client
+// stores it as given, as pi 0.73.1.
+func TestPi11Cwd(t *testing.T) {
+	n := nodetest.Start(t, nodetest.Options{})
+	const given = "/home/dev/code//api-server/"
+	for pi11, want := range map[bool]string{false: given, true: "/home/dev/code/api-server"} {
+		var opts []Option
+		if pi11 {
+			opts = append(opts, WithPi11())
+		}
+		s, err := dial(t, n, "HTTP", opts...).Create(WithCwd(given))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := s.AppendMessage(context.Background(), json.RawMessage(`{"role":"user","content":"q","timestamp":1}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := s.Fork(context.Background(), w.ID, WithCwd(given))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range []json.RawMessage{s.Header(), f.Header()} {
+			var head struct{ Cwd string }
+			if err := json.Unmarshal(h, &head); err != nil || head.Cwd != want {
+				t.Errorf("pi11=%v: header %s, want cwd %q", pi11, h, want)
+			}
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -27,9 +28,23 @@ type Options struct {
 	// first turn never completes); a branch summary's fromId is the leaf
 	// left behind, not the entry branched to; a session name's CR/LF runs
 	// become one space (SessionInfo11); a fork re-chains its path over the
-	// labels it drops (tree.Fork11). The default is pi 0.73.1's, this
-	// store's documented rule.
+	// labels it drops (tree.Fork11); the header's cwd is resolved (pi's
+	// resolvePath). The default is pi 0.73.1's, this store's documented
+	// rule.
 	Pi11 bool
+}
+
+// cwd is the header's cwd: as given, or with Pi11 resolved as pi 1.1's
+// resolvePath resolves it ("/a//b/" is "/a/b"; a relative one against
+// this process's directory, as pi's against its own).
+func (o Options) cwd(cwd string) string {
+	if !o.Pi11 || cwd == "" {
+		return cwd
+	}
+	if abs, err := filepath.Abs(cwd); err == nil {
+		return abs
+	}
+	return filepath.Clean(cwd)
 }
 
 func (o Options) now() time.Time {
@@ -88,7 +103,7 @@ func Create(log session.Log, c CreateOptions, opts Options) (*Writer, error) {
 	if err := session.ValidSessionID(id); err != nil {
 		return nil, err
 	}
-	h := tree.NewHeader(id, tree.FormatTimestamp(opts.now()), c.Cwd, c.ParentSession)
+	h := tree.NewHeader(id, tree.FormatTimestamp(opts.now()), opts.cwd(c.Cwd), c.ParentSession)
 	return newWriter(log, tree.NewSession(h), opts), nil
 }
 

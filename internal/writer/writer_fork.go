@@ -50,7 +50,7 @@ func (w *Writer) Fork(ctx context.Context, leafID string, c CreateOptions) (*Wri
 	if c.ParentSession == "" {
 		c.ParentSession = w.s.Header.ID
 	}
-	h := tree.NewHeader(c.ID, tree.FormatTimestamp(w.opts.now()), c.Cwd, c.ParentSession)
+	h := tree.NewHeader(c.ID, tree.FormatTimestamp(w.opts.now()), w.opts.cwd(c.Cwd), c.ParentSession)
 	fork := tree.Fork
 	if w.opts.Pi11 {
 		fork = tree.Fork11
