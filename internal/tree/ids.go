@@ -14,8 +14,9 @@ type IDGen struct {
 }
 
 // New returns an id for which taken returns false. After 100 collisions in a
-// row (a session would need billions of entries) it returns 32 hex characters,
-// as pi falls back to a full UUID.
+// row (a session would need billions of entries) it returns a full random
+// UUID (version 4, 36 characters), as pi 1.1's generateId falls back to
+// randomUUID().
 func (g IDGen) New(taken func(id string) bool) string {
 	var b [4]byte
 	for range 100 {
@@ -25,9 +26,12 @@ func (g IDGen) New(taken func(id string) bool) string {
 			return id
 		}
 	}
-	var long [16]byte
-	g.read(long[:])
-	return hex.EncodeToString(long[:])
+	var u [16]byte
+	g.read(u[:])
+	u[6] = u[6]&0x0f | 0x40 // version 4
+	u[8] = u[8]&0x3f | 0x80 // RFC 4122 variant
+	h := hex.EncodeToString(u[:])
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
 func (g IDGen) read(b []byte) {
