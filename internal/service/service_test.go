@@ -408,7 +408,7 @@ func testAppendOrphans(t *testing.T, b backend) {
 		t.Fatal(err)
 	}
 	waitApplied(t, svc.Store.For(""), last.LastSeq)
-	exp, err := svc.Export(ctx, sid)
+	exp, _, err := svc.Export(ctx, sid)
 	if err != nil {
 		t.Fatal(err)
 	}
