@@ -47,6 +47,16 @@ export interface SessionLogOptions {
   fetch?: typeof fetch;
   /** Retries of passing failures. */
   retry?: RetryOptions;
+  /**
+   * Write every session as pi 1.1.0's SessionManager does (Go: WithPi11):
+   * a new session (or pending fork) is stored at its first user or
+   * assistant message instead of its first assistant message (this store's
+   * default and pi 0.73.1's rule); a branch summary's fromId is the leaf
+   * left behind; a name's CR/LF runs become one space; a pending fork
+   * re-chains its path over the labels it drops; the header's cwd is
+   * normalised ("/a//b/" is "/a/b"). docs/PI.md says which pi does which.
+   */
+  pi11?: boolean;
 }
 
 /** Options of one request. */
@@ -146,6 +156,8 @@ function linked(outer: AbortSignal | undefined, ms: number | undefined) {
 export class SessionLog {
   readonly baseUrl: string;
   private readonly token: string | undefined;
+  /** See {@link SessionLogOptions.pi11}. */
+  readonly pi11: boolean;
   private readonly fetchFn: typeof fetch;
   private readonly retry: Required<RetryOptions>;
   private readonly seen = new Map<string, number>(); // the highest sequence written or read, by session
@@ -155,6 +167,7 @@ export class SessionLog {
     if (!opts || !opts.baseUrl) throw makeError("invalid", 0, "baseUrl: required", { field: "baseUrl" });
     this.baseUrl = opts.baseUrl.replace(/\/+$/, "");
     this.token = opts.token;
+    this.pi11 = opts.pi11 ?? false;
     this.fetchFn = opts.fetch ?? ((input, init) => globalThis.fetch(input, init));
     this.retry = {
       attempts: opts.retry?.attempts ?? 6,

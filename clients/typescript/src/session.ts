@@ -32,13 +32,6 @@ export interface CreateOptions {
    * (with the session's `lastSeq`) instead of a branch.
    */
   exclusive?: boolean;
-  /**
-   * When a new session is stored: at its first `"assistant"` message (the
-   * default, pi 0.73.1's rule and this store's: a turn that never got a reply
-   * leaves nothing), or at its first `"user"` message, as pi 1.1 writes its
-   * file (the prompt survives a first turn that never completes).
-   */
-  flushAt?: "assistant" | "user";
 }
 
 /** Options of {@link SessionLog.open}. */
@@ -109,7 +102,7 @@ export class Session {
   private readonly clientId: string | undefined;
   private readonly exclusive: boolean;
   private readonly persist: boolean;
-  private readonly flushAt: "assistant" | "user";
+  private readonly pi11: boolean;
   private entries: SessionEntry[] = [];
   private byId = new Map<string, SessionEntry>();
   private seqs = new Map<string, number>();
@@ -125,17 +118,14 @@ export class Session {
   private constructor(
     log: SessionLog,
     header: SessionHeader,
-    opts: { clientId?: string; exclusive?: boolean; persist?: boolean; flushAt?: "assistant" | "user" },
+    opts: { clientId?: string; exclusive?: boolean; persist?: boolean },
   ) {
     this.log = log;
     this.header = header;
     this.clientId = opts.clientId;
     this.exclusive = opts.exclusive ?? false;
     this.persist = opts.persist ?? true;
-    this.flushAt = opts.flushAt ?? "assistant";
-    if (this.flushAt !== "assistant" && this.flushAt !== "user") {
-      throw localError("invalid", `flushAt: must be "assistant" or "user": ${JSON.stringify(opts.flushAt)}`, "flushAt");
-    }
+    this.pi11 = log.pi11;
   }
 
   /** @internal */
@@ -150,7 +140,7 @@ export class Session {
       version: 3,
       id,
       timestamp: new Date().toISOString(),
-      cwd: opts.cwd ?? "",
+      cwd: log.pi11 ? resolveCwd(opts.cwd ?? "") : (opts.cwd ?? ""),
     };
     if (opts.parentSession !== undefined) header.parentSession = opts.parentSession;
     return new Session(log, header, opts);
@@ -478,7 +468,7 @@ export class Session {
 
   /** Names the session (runs of CR and LF folded to one space, then trimmed, as pi 1.1 stores it; the last one wins). */
   async appendSessionInfo(name: string): Promise<string> {
-    return this.one({ type: "session_info", name: name.replace(/[\r\n]+/g, " ").trim() });
+    return this.one({ type: "session_info", name: (this.pi11 ? name.replace(/[\r\n]+/g, " ") : name).trim() });
   }
 
   /** Sets (or with undefined or "" clears) the label of an entry, which must exist. */
@@ -526,7 +516,8 @@ export class Session {
       const prev = this.leafId;
       this.leafId = branchFromId;
       try {
-        const e = this.build({ type: "branch_summary", fromId: prev ?? "root", summary, details, usage, fromHook }, false, branchFromId);
+        const fromId = (this.pi11 ? prev : branchFromId) ?? "root";
+        const e = this.build({ type: "branch_summary", fromId, summary, details, usage, fromHook }, false, branchFromId);
         return (await this.write([e]))[0] as string;
       } catch (err) {
         this.leafId = prev;
@@ -560,9 +551,9 @@ export class Session {
         clientId: this.clientId,
         exclusive: this.exclusive,
         persist: this.persist,
-        flushAt: this.flushAt,
       });
-      for (const e of forkPath(this.getBranch(leafId))) s.addLocal(e);
+      const path = this.getBranch(leafId);
+      for (const e of this.pi11 ? forkPath(path) : path.filter((e) => e.type !== "label")) s.addLocal(e);
       const ids = new Set(s.entries.map((e) => e.id));
       for (const [targetId, label] of this.labels) {
         if (!ids.has(targetId)) continue;
@@ -590,10 +581,10 @@ export class Session {
 
   // ------------------------------------------------------------------ internals
 
-  /** Whether a pending session is stored once it holds e (see {@link CreateOptions.flushAt}). */
+  /** Whether a pending session is stored once it holds e (see {@link SessionLogOptions.pi11}). */
   private flushes(e: SessionEntry): boolean {
     const role = roleOf(e);
-    return role === "assistant" || (this.flushAt === "user" && role === "user");
+    return role === "assistant" || (this.pi11 && role === "user");
   }
 
   private serial<T>(fn: () => Promise<T>): Promise<T> {
@@ -794,6 +785,25 @@ function forkPath(path: readonly SessionEntry[]): SessionEntry[] {
     }
     return out;
   });
+}
+
+/**
+ * The header's cwd as pi 1.1's resolvePath stores it: absolute (against
+ * the process's directory where there is one, as pi's), "." and ".."
+ * resolved, no doubled or trailing slash ("/a//b/" is "/a/b").
+ */
+function resolveCwd(cwd: string): string {
+  if (cwd === "") return cwd;
+  const proc = (globalThis as { process?: { cwd?: () => string } }).process;
+  const p = !cwd.startsWith("/") && typeof proc?.cwd === "function" ? `${proc.cwd()}/${cwd}` : cwd;
+  const abs = p.startsWith("/");
+  const parts: string[] = [];
+  for (const seg of p.split("/")) {
+    if (seg === "" || seg === ".") continue;
+    if (seg === ".." && parts.length > 0 && parts[parts.length - 1] !== "..") parts.pop();
+    else if (seg !== ".." || !abs) parts.push(seg);
+  }
+  return (abs ? "/" : "") + parts.join("/") || (abs ? "/" : ".");
 }
 
 /** See {@link Session.currentSystemMessage}. */

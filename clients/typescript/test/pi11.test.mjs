@@ -7,10 +7,11 @@ import { after, before, test } from "node:test";
 import { InvalidError, NotFoundError, SessionLog, replaySystemMessages } from "../dist/index.js";
 import { assistant, startNode, toolResult, user } from "./helpers.mjs";
 
-let node, log;
+let node, log, log11;
 before(async () => {
   node = await startNode();
   log = new SessionLog({ baseUrl: node.url, token: node.token });
+  log11 = new SessionLog({ baseUrl: node.url, token: node.token, pi11: true });
 });
 after(async () => node && (await node.stop()));
 
@@ -112,8 +113,8 @@ test("system messages, the compaction's checkpoint of them, and retain-none", as
   assert.ok(!("systemMessage" in plain.getEntry(pc)));
 });
 
-test("createBranchedSession of a pending session: labels left out, parents re-chained, the compaction's pointer moved", async () => {
-  const s = log.create({ cwd: "/t/fork11" });
+test("pi11: createBranchedSession of a pending session: labels left out, parents re-chained, the compaction's pointer moved", async () => {
+  const s = log11.create({ cwd: "/t/fork11" });
   const m = await s.appendModelChange("anthropic", "claude-sonnet-4-5");
   const label = await s.appendLabelChange(m, "start");
   const c1 = await s.appendCustomEntry("ext", { n: 1 });
@@ -130,11 +131,19 @@ test("createBranchedSession of a pending session: labels left out, parents re-ch
   assert.equal(fe[4].targetId, m);
   assert.equal(fe[4].parentId, tail, "the label re-created at the end");
   assert.equal(f.getLabel(m), "start");
+
+  // Without pi11, as pi 0.73.1: the label's child keeps its parent, an orphan.
+  const old = log.create({ cwd: "/t/fork11" });
+  const m0 = await old.appendModelChange("anthropic", "claude-sonnet-4-5");
+  const l0 = await old.appendLabelChange(m0, "start");
+  const c0 = await old.appendCustomEntry("ext", { n: 1 });
+  const g = await old.createBranchedSession(c0);
+  assert.deepEqual(g.getEntries().slice(0, 2).map((e) => [e.id, e.parentId]), [[m0, null], [c0, l0]]);
 });
 
-test("flushAt: 'user' stores at the first user message, as pi 1.1 writes its file; the default waits for the assistant", async () => {
+test("pi11 stores at the first user message, as pi 1.1 writes its file; the default waits for the assistant", async () => {
   const cwd = "/t/flush-at";
-  const byUser = log.create({ cwd, flushAt: "user" });
+  const byUser = log11.create({ cwd });
   await byUser.appendUsage("cache_warm", "p", "m", usage(0, 0, 0));
   await byUser.appendMessage(system({ content: "You are pi." }));
   assert.equal(byUser.isFlushed(), false, "no user or assistant message yet");
@@ -150,12 +159,21 @@ test("flushAt: 'user' stores at the first user message, as pi 1.1 writes its fil
   await assert.rejects(log.get(byDefault.getSessionId()), NotFoundError);
   await byDefault.appendMessage(assistant("a"));
   assert.equal(byDefault.isFlushed(), true);
-
-  assert.throws(() => log.create({ cwd, flushAt: "tool" }), (e) => e instanceof InvalidError && e.field === "flushAt");
 });
 
-test("appendSessionInfo folds runs of CR and LF as pi 1.1 does", async () => {
-  const s = log.create({ cwd: "/t/names" });
+test("pi11: names fold runs of CR and LF, branch summaries name the leaf left, the cwd is resolved", async () => {
+  const s = log11.create({ cwd: "/home/dev//api-server/" });
+  assert.equal(s.getCwd(), "/home/dev/api-server");
   const n = await s.appendSessionInfo("  two\r\n\r\nlines\nhere  ");
   assert.equal(s.getEntry(n).name, "two lines here");
+  const q = await s.appendMessage(user("q"));
+  const a = await s.appendMessage(assistant("a"));
+  const bs = await s.branchWithSummary(q, "back to the question");
+  assert.equal(s.getEntry(bs).fromId, a, "the leaf left behind");
+
+  // The default writes as pi 0.73.1.
+  const old = log.create({ cwd: "/home/dev//api-server/" });
+  assert.equal(old.getCwd(), "/home/dev//api-server/");
+  const n0 = await old.appendSessionInfo(" two\nlines ");
+  assert.equal(old.getEntry(n0).name, "two\nlines");
 });
