@@ -131,24 +131,27 @@ func appendOne(ctx context.Context, e *env, b backend, sid, client string, entry
 	return err
 }
 
-const forkHelp = `Usage: pi-ctl fork SID ENTRY [--json]
+const forkHelp = `Usage: pi-ctl fork SID ENTRY [--pi11] [--json]
 
 Copies the path from the root to entry ENTRY of session SID into a new
 session whose parentSession is SID (pi's createBranchedSession; labels on
-the path come along). Prints the new session's id; --json prints the API's
-reply {"sessionId","lastSeq"}.
+the path come along). As pi 0.73.1, a label entry dropped from the path
+leaves its child an orphan root; --pi11 forks as pi 1.1 does, re-chaining
+the path over the dropped labels. Prints the new session's id; --json
+prints the API's reply {"sessionId","lastSeq"}.
 `
 
 func runFork(ctx context.Context, e *env, args []string) error {
 	fs := newFlags("pi-ctl fork")
 	conn := addConnFlags(fs)
 	asJSON := fs.Bool("json", false, "print the API's JSON")
+	pi11 := fs.Bool("pi11", false, "fork as pi 1.1: re-chain the path over the labels it drops")
 	pos, err := parseArgs(e, fs, forkHelp, args, "SID", "ENTRY")
 	if err != nil {
 		return err
 	}
 	var r wire.ForkReply
-	if printed, err := conn.query(ctx, e, fs, wire.ForkRequest{SessionID: pos[0], EntryID: pos[1]}, *asJSON, &r); printed || err != nil {
+	if printed, err := conn.query(ctx, e, fs, wire.ForkRequest{SessionID: pos[0], EntryID: pos[1], Pi11: *pi11}, *asJSON, &r); printed || err != nil {
 		return err
 	}
 	_, err = fmt.Fprintln(e.stdout, r.SessionID)

@@ -218,7 +218,7 @@ func (s *Server) fork(ctx context.Context, r *wire.ForkRequest) (reply, error) {
 	if r.EntryID == "" {
 		return reply{}, wire.Invalid("entryId", "required: the entry the new session ends at")
 	}
-	id, last, err := s.svc.Fork(ctx, r.SessionID, r.EntryID)
+	id, last, err := s.svc.Fork(ctx, r.SessionID, r.EntryID, r.Pi11)
 	if err != nil {
 		return reply{}, err
 	}

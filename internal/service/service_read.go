@@ -248,8 +248,9 @@ func (s *Service) Import(ctx context.Context, req wire.ImportRequest) (wire.Impo
 	return res, err
 }
 
-// Fork stores the path to entryID as a new session (pi's createBranchedSession).
-func (s *Service) Fork(ctx context.Context, sid, entryID string) (string, uint64, error) {
+// Fork stores the path to entryID as a new session (pi's
+// createBranchedSession; pi11: as pi 1.1's, re-chained over the labels).
+func (s *Service) Fork(ctx context.Context, sid, entryID string, pi11 bool) (string, uint64, error) {
 	var src *tree.Session
 	_, err := s.doc(ctx, sid, func(d *store.Doc) error {
 		if !d.Tree.Has(entryID) {
@@ -261,7 +262,7 @@ func (s *Service) Fork(ctx context.Context, sid, entryID string) (string, uint64
 	if err != nil {
 		return "", 0, err
 	}
-	id, last, err := writer.Fork(ctx, s.Log, src, entryID, s.now(), s.Rand, s.Retry)
+	id, last, err := writer.Fork(ctx, s.Log, src, entryID, s.now(), s.Rand, s.Retry, pi11)
 	if err == nil {
 		s.noteAck(id, last)
 	}

@@ -245,7 +245,12 @@ type CursorListRequest struct {
 type ForkRequest struct {
 	SessionID string `json:"sessionId,omitempty" path:"id"`
 	EntryID   string `json:"entryId,omitempty"`
-	MinSeq    uint64 `json:"minSeq,omitempty"`
+	// Pi11 forks as pi 1.1.0's createBranchedSession: the path re-chained
+	// over the label entries it drops (no orphans), a compaction kept at a
+	// dropped label pointing at the next kept entry. Without it, as pi
+	// 0.73.1 forks (a dropped label's child becomes an orphan root).
+	Pi11   bool   `json:"pi11,omitempty"`
+	MinSeq uint64 `json:"minSeq,omitempty"`
 }
 
 // ExportRequest asks for a session as a pi JSONL file.

@@ -52,12 +52,12 @@ func TestWritesCheckShapes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = writer.Fork(ctx, l, f.Session, "b", time.Now(), nil, writer.RetryPolicy{})
+	_, _, err = writer.Fork(ctx, l, f.Session, "b", time.Now(), nil, writer.RetryPolicy{}, false)
 	var fe *wire.FieldError
 	if !errors.As(err, &fe) || fe.Field != "entryId" {
 		t.Errorf("fork of a bad path: %v", err)
 	}
-	if _, _, err := writer.Fork(ctx, l, f.Session, "a", time.Now(), nil, writer.RetryPolicy{}); err != nil {
+	if _, _, err := writer.Fork(ctx, l, f.Session, "a", time.Now(), nil, writer.RetryPolicy{}, false); err != nil {
 		t.Errorf("fork of the good part: %v", err)
 	}
 	if n, _ := l.LastSeq(ctx); n != 2 {

@@ -238,8 +238,9 @@ func ImportWith(ctx context.Context, log session.Log, data []byte, opt tree.Read
 // Fork stores a new session holding the path from src's root to entry
 // leafID (pi's createBranchedSession) and returns its id. Unlike a Writer's
 // new session it is published at once, even without an assistant message:
-// a fork is an explicit operator action, not an unanswered question.
-func Fork(ctx context.Context, log session.Log, src *tree.Session, leafID string, now time.Time, rand io.Reader, pol RetryPolicy) (string, uint64, error) {
+// a fork is an explicit operator action, not an unanswered question. pi11
+// forks as pi 1.1 does (tree.Fork11), else as pi 0.73.1 (tree.Fork).
+func Fork(ctx context.Context, log session.Log, src *tree.Session, leafID string, now time.Time, rand io.Reader, pol RetryPolicy, pi11 bool) (string, uint64, error) {
 	leaf, ok := src.Index(leafID)
 	if !ok {
 		return "", 0, fmt.Errorf("fork: entry %q: %w", leafID, wire.ErrNotFound)
@@ -249,7 +250,11 @@ func Fork(ctx context.Context, log session.Log, src *tree.Session, leafID string
 		return "", 0, err
 	}
 	h := tree.NewHeader(u.String(), tree.FormatTimestamp(now), src.Header.Cwd, src.Header.ID)
-	s, err := tree.Fork(src, leaf, h, tree.IDGen{R: rand})
+	fork := tree.Fork
+	if pi11 {
+		fork = tree.Fork11
+	}
+	s, err := fork(src, leaf, h, tree.IDGen{R: rand})
 	if err != nil {
 		return "", 0, err
 	}

@@ -208,7 +208,7 @@ func testForkInBatches(t *testing.T, l session.Log) {
 		t.Fatal(err)
 	}
 	leaf := f.Entry(f.Len() - 1).ID
-	id, last, err := writer.Fork(ctx, l, f.Session, leaf, time.Now(), nil, writer.RetryPolicy{})
+	id, last, err := writer.Fork(ctx, l, f.Session, leaf, time.Now(), nil, writer.RetryPolicy{}, false)
 	if err != nil {
 		t.Fatal(err)
 	}

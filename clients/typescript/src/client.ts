@@ -432,9 +432,9 @@ export class SessionLog {
    * pi's createBranchedSession on the server: a new session holding the path
    * from the root to `entryId`. Not retried (a retry could fork twice).
    */
-  async fork(sessionId: string, entryId: string, opts: { minSeq?: number; signal?: AbortSignal } = {}): Promise<ForkResult> {
+  async fork(sessionId: string, entryId: string, opts: { minSeq?: number; pi11?: boolean; signal?: AbortSignal } = {}): Promise<ForkResult> {
     const r = await this.request<ForkResult>("POST", `/v1/sessions/${enc(sessionId)}/fork`, {
-      body: { entryId },
+      body: opts.pi11 ? { entryId, pi11: true } : { entryId },
       query: { minSeq: this.minSeq(sessionId, opts.minSeq) },
       signal: opts.signal,
       retry: false,

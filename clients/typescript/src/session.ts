@@ -540,7 +540,7 @@ export class Session {
     return this.serial(async () => {
       await this.need(leafId);
       if (this.flushed) {
-        const r = await this.log.fork(this.header.id, leafId, { minSeq: this.seq || undefined, signal: opts.signal });
+        const r = await this.log.fork(this.header.id, leafId, { minSeq: this.seq || undefined, pi11: this.pi11, signal: opts.signal });
         const s = await Session.open(this.log, r.sessionId, { clientId: this.clientId, minSeq: r.lastSeq, signal: opts.signal, exclusive: this.exclusive });
         if (s.clientId && s.rev === undefined) await s.moveCursor();
         return s;

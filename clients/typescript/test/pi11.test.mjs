@@ -177,3 +177,17 @@ test("pi11: names fold runs of CR and LF, branch summaries name the leaf left, t
   const n0 = await old.appendSessionInfo(" two\nlines ");
   assert.equal(old.getEntry(n0).name, "two\nlines");
 });
+
+test("createBranchedSession of a stored session: forked on the server as pi 1.1 with pi11 (re-chained), as pi 0.73.1 without", async () => {
+  for (const [l, rechained] of [[log11, true], [log, false]]) {
+    const s = l.create({ cwd: "/t/fork-stored" });
+    const q = await s.appendMessage(user("q"));
+    const label = await s.appendLabelChange(q, "start");
+    const a = await s.appendMessage(assistant("a"));
+    assert.equal(s.isFlushed(), true);
+    const f = await s.createBranchedSession(a);
+    const [e0, e1, e2] = f.getEntries();
+    assert.deepEqual([e0.id, e1.id, e2.type], [q, a, "label"]);
+    assert.equal(e1.parentId, rechained ? q : label, rechained ? "re-chained over the label" : "the label's child keeps its parent, an orphan");
+  }
+});
