@@ -8,7 +8,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { after, before, test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { SessionLog } from "../dist/index.js";
+import { SessionLog, replaySystemMessages } from "../dist/index.js";
 import { startNode } from "./helpers.mjs";
 
 // The vectors as the Go tests find them (internal/conformance.Dir):
@@ -55,6 +55,7 @@ test("the public pi 1.1.0 vectors, through the client", async (t) => {
   const names = cases();
   assert.ok(names.length >= 13, `only ${names.length} cases in ${set}`);
   let contexts = 0;
+  let checkpoints = 0;
   for (const c of names) {
     await t.test(c, async () => {
       const file = readFileSync(join(set, c, "session.jsonl"), "utf8");
@@ -88,6 +89,17 @@ test("the public pi 1.1.0 vectors, through the client", async (t) => {
         contexts++;
       }
 
+      // appendCompaction's checkpoint: the system messages of the context
+      // at the compaction's parent, replayed, are what pi 1.1 stored.
+      for (const line of piLines(file).map((l) => JSON.parse(l))) {
+        if (line.type !== "compaction" || !line.systemMessage) continue;
+        const at = await log.context(want.sessionId, { leaf: line.parentId });
+        const { timestamp: _t, ...replayed } = replaySystemMessages(at.messages) ?? {};
+        const { timestamp: _s, ...stored } = line.systemMessage;
+        assert.deepEqual(replayed, stored, `compaction ${line.id}'s systemMessage`);
+        checkpoints++;
+      }
+
       // The export is pi's file less what pi skips when it reads one.
       const exported = await log.export(want.sessionId);
       assert.deepEqual(exported.split("\n").slice(0, -1), piLines(file), "export");
@@ -99,4 +111,5 @@ test("the public pi 1.1.0 vectors, through the client", async (t) => {
     });
   }
   assert.ok(contexts > 100, `only ${contexts} contexts compared`);
+  assert.ok(checkpoints >= 20, `only ${checkpoints} compaction checkpoints compared`);
 });
