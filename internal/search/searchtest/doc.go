@@ -1,0 +1,9 @@
+// Package searchtest is the test kit of full-text search (issue 35): a
+// generator of realistic pi sessions written as pi writes them (one JSONL
+// file a session, deterministic from a seed), Load to turn those files into
+// search.Docs as a node would (each entry with its session's cwd, name and
+// default path), and a brute-force Oracle of the query forms that every
+// engine's hits must equal. Its tests hold the engines of the choice side
+// by side: BenchmarkEngines measures bleve and SQLite FTS5 on one corpus
+// (docs/BENCHMARKS.md, "Search engines").
+package searchtest
