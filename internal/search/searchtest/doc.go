@@ -4,6 +4,8 @@
 // search.Docs as a node would (each entry with its session's cwd, name and
 // default path), and a brute-force Oracle of the query forms that every
 // engine's hits must equal. Its tests hold the engines of the choice side
-// by side: BenchmarkEngines measures bleve and SQLite FTS5 on one corpus
-// (docs/BENCHMARKS.md, "Search engines").
+// by side, built only with the tag searchengines (go test ./... compiles
+// no engine): BenchmarkEngines measures bleve and SQLite FTS5 on one
+// corpus (docs/BENCHMARKS.md, "Search engines"), TestEnginesAgree checks
+// their hits against the oracle.
 package searchtest
