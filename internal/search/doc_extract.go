@@ -133,7 +133,8 @@ func content(raw json.RawMessage, parts []string, d *Doc) []string {
 	return parts
 }
 
-// stringsOf appends the string values in a JSON value, in document order.
+// stringsOf appends the string values in a JSON value: arrays in order,
+// object members by key, so an entry always gives the same text.
 func stringsOf(raw json.RawMessage, parts []string) []string {
 	var v any
 	if len(raw) == 0 || json.Unmarshal(raw, &v) != nil {
