@@ -100,15 +100,23 @@ func testImportExportConformance(t *testing.T, b backend) {
 	}
 }
 
-func testServiceErrors(t *testing.T, b backend) {
-	ctx := ctxT(t)
-	svc := newService(t, b)
+// oneQuestion creates a session of one user message, aaaa0001, and waits
+// until the Store has applied it.
+func oneQuestion(ctx context.Context, t *testing.T, svc *service.Service) wire.WriteResult {
+	t.Helper()
 	created, err := svc.Create(ctx, wire.CreateRequest{Entries: raws(`{"type":"message","id":"aaaa0001","message":{"role":"user","content":"q"}}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sid := created.SessionID
 	waitApplied(t, svc.Store.For(""), created.LastSeq)
+	return created
+}
+
+func testServiceErrors(t *testing.T, b backend) {
+	ctx := ctxT(t)
+	svc := newService(t, b)
+	created := oneQuestion(ctx, t, svc)
+	sid := created.SessionID
 	before := lastSeq(t, b)
 	v1 := []byte(`{"type":"session","version":4,"id":"` + testutil.SessionID(t) + `"}` + "\n")
 	cases := []struct {
@@ -362,10 +370,7 @@ func genSession(t testing.TB, r *rand.Rand, n int) []byte {
 func testAppendOrphans(t *testing.T, b backend) {
 	ctx := ctxT(t)
 	svc := newService(t, b)
-	created, err := svc.Create(ctx, wire.CreateRequest{Entries: raws(`{"type":"message","id":"aaaa0001","message":{"role":"user","content":"q"}}`)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	created := oneQuestion(ctx, t, svc)
 	sid := created.SessionID
 	orphan := `{"type":"message","id":"bbbb0001","parentId":"gone0001","timestamp":"2026-11-30T09:00:00.000Z","message":{"role":"user","content":"after a dropped label","timestamp":1796029200000}}`
 	child := `{"type":"label","id":"cccc0001","parentId":"bbbb0001","timestamp":"2026-11-30T09:00:01.000Z","targetId":"gone0002","label":"x"}`
