@@ -63,7 +63,7 @@ func (o Op) Scope() string {
 	// status: the node and its Store; the backend's details (the
 	// "jetstream" part) only with admin.
 	case OpList.Name, OpGet.Name, OpEntries.Name, OpTree.Name, OpContext.Name, OpContextBuild.Name, OpExport.Name, OpWatch.Name,
-		OpCursorGet.Name, OpCursorList.Name, OpStatus.Name:
+		OpCursorGet.Name, OpCursorList.Name, OpStatus.Name, OpSearch.Name:
 		return ScopeRead
 	case OpCreate.Name, OpAppend.Name, OpCursorSet.Name, OpCursorDelete.Name, OpFork.Name, OpImport.Name:
 		return ScopeWrite
@@ -78,7 +78,7 @@ func (o Op) Scope() string {
 // (docs/API.md, Consistency).
 func (o Op) LogRead() bool {
 	switch o.Name {
-	case OpList.Name, OpGet.Name, OpEntries.Name, OpTree.Name, OpContext.Name, OpExport.Name, OpWatch.Name:
+	case OpList.Name, OpGet.Name, OpEntries.Name, OpTree.Name, OpContext.Name, OpExport.Name, OpWatch.Name, OpSearch.Name:
 		return true
 	}
 	return false
@@ -97,9 +97,11 @@ func op(name, method, path string, status int, body BodyKind) Op {
 
 // The operations, in docs/API.md's order.
 var (
-	OpCreate  = op("create", http.MethodPost, "/v1/sessions", http.StatusCreated, JSONBody)
-	OpAppend  = op("append", http.MethodPost, "/v1/sessions/{id}/entries", http.StatusOK, JSONBody)
-	OpList    = op("list", http.MethodGet, "/v1/sessions", http.StatusOK, NoBody)
+	OpCreate = op("create", http.MethodPost, "/v1/sessions", http.StatusCreated, JSONBody)
+	OpAppend = op("append", http.MethodPost, "/v1/sessions/{id}/entries", http.StatusOK, JSONBody)
+	OpList   = op("list", http.MethodGet, "/v1/sessions", http.StatusOK, NoBody)
+	// OpSearch is full-text search across every session (SearchRequest).
+	OpSearch  = op("search", http.MethodGet, "/v1/search", http.StatusOK, NoBody)
 	OpGet     = op("get", http.MethodGet, "/v1/sessions/{id}", http.StatusOK, NoBody)
 	OpEntries = op("entries", http.MethodGet, "/v1/sessions/{id}/entries", http.StatusOK, NoBody)
 	OpTree    = op("tree", http.MethodGet, "/v1/sessions/{id}/tree", http.StatusOK, NoBody)
@@ -128,7 +130,7 @@ var (
 
 // Ops is every operation: the table both transports serve.
 var Ops = []Op{
-	OpCreate, OpAppend, OpList, OpGet, OpEntries, OpTree, OpContext, OpContextBuild,
+	OpCreate, OpAppend, OpList, OpSearch, OpGet, OpEntries, OpTree, OpContext, OpContextBuild,
 	OpCursorGet, OpCursorSet, OpCursorDelete, OpCursorList,
 	OpFork, OpExport, OpImport, OpStatus,
 	OpArchiveList, OpArchiveRestore, OpArchiveRun,

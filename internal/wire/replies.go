@@ -77,6 +77,39 @@ type ListReply struct {
 	Next     string `json:"next,omitempty"`
 }
 
+// SearchReply is a page of search hits, best first. Total estimates the
+// hits of the whole query (every page; with branch "path", before entries
+// off the path are left out). Next is absent on the last page.
+type SearchReply struct {
+	Hits  []SearchHit `json:"hits"`
+	Total int         `json:"total"`
+	Next  string      `json:"next,omitempty"`
+}
+
+// SearchHit is one entry that matches a query, with its session's name
+// and cwd as they are now.
+type SearchHit struct {
+	SessionID string  `json:"sessionId"`
+	Name      *string `json:"name,omitempty"` // the session's name; absent when it has none
+	Cwd       string  `json:"cwd"`
+	EntryID   string  `json:"entryId"`
+	Type      string  `json:"type"`
+	Role      string  `json:"role,omitempty"` // a message's role (custom for custom_message)
+	Timestamp string  `json:"timestamp"`
+	// OnPath reports whether the entry is on the session's default path
+	// (root to its last entry); false on an abandoned branch.
+	OnPath  bool          `json:"onPath"`
+	Score   float64       `json:"score"`
+	Snippet []SnippetPart `json:"snippet"`
+}
+
+// SnippetPart is a piece of a hit's snippet: the snippet is the parts'
+// texts joined, and Match marks the words the query matched.
+type SnippetPart struct {
+	Text  string `json:"text"`
+	Match bool   `json:"match,omitempty"`
+}
+
 // Detail is the get reply: a session's catalog record plus its header,
 // labels and leaf.
 type Detail struct {

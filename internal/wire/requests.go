@@ -141,6 +141,27 @@ type ListRequest struct {
 	MinSeq      uint64 `json:"minSeq,omitempty"`
 }
 
+// SearchRequest is a full-text query across every session the caller may
+// read (docs/API.md, Search). Query is the search language: words,
+// "phrases", -excluded, prefix*, and filters (role:, type:, tool:,
+// model:, label:, cwd:, name:, session:, since:, until:).
+type SearchRequest struct {
+	Query string `json:"q"`
+	// Branch "all" (the default) searches every entry; "path" only the
+	// entries on each session's default path (root to its last entry).
+	Branch      string `json:"branch,omitempty"`
+	Limit       int    `json:"limit,omitempty"`  // hits per page: default 20, at most 100
+	Cursor      string `json:"cursor,omitempty"` // the previous page's next
+	Consistency string `json:"consistency,omitempty"`
+	MinSeq      uint64 `json:"minSeq,omitempty"`
+}
+
+// The values of SearchRequest.Branch.
+const (
+	SearchBranchAll  = "all"
+	SearchBranchPath = "path"
+)
+
 // GetRequest asks for a session's detail.
 type GetRequest struct {
 	SessionID string `json:"sessionId,omitempty" path:"id"`
@@ -311,6 +332,7 @@ type WatchRequest struct {
 func (CreateRequest) Op() Op         { return OpCreate }
 func (AppendRequest) Op() Op         { return OpAppend }
 func (ListRequest) Op() Op           { return OpList }
+func (SearchRequest) Op() Op         { return OpSearch }
 func (GetRequest) Op() Op            { return OpGet }
 func (EntriesRequest) Op() Op        { return OpEntries }
 func (TreeRequest) Op() Op           { return OpTree }
@@ -333,7 +355,7 @@ func (WatchRequest) Op() Op          { return OpWatch }
 // Ops: for tables over the whole contract (tests on both sides of it).
 func Requests() []Request {
 	return []Request{
-		CreateRequest{}, AppendRequest{}, ListRequest{}, GetRequest{}, EntriesRequest{}, TreeRequest{}, ContextRequest{}, ContextBuildRequest{},
+		CreateRequest{}, AppendRequest{}, ListRequest{}, SearchRequest{}, GetRequest{}, EntriesRequest{}, TreeRequest{}, ContextRequest{}, ContextBuildRequest{},
 		CursorGetRequest{}, CursorSetRequest{}, CursorDeleteRequest{}, CursorListRequest{},
 		ForkRequest{}, ExportRequest{}, ImportRequest{}, StatusRequest{},
 		ArchiveListRequest{}, ArchiveRestoreRequest{}, ArchiveRunRequest{},
