@@ -15,6 +15,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/api"
 	"github.com/pifleet/sessionlog/internal/apispec"
+	"github.com/pifleet/sessionlog/internal/search"
 	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/shard"
@@ -48,7 +49,7 @@ func newEnv(t *testing.T, mods ...func(*api.Config)) *env {
 func newEnvFeed(t *testing.T, feed func(*session.MemLog) session.Feed, mods ...func(*api.Config)) *env {
 	t.Helper()
 	l := session.NewMemLog(1000, maxRecord)
-	st := store.New(feed(l), store.Options{Log: l})
+	st := store.New(feed(l), store.Options{Log: l, Search: openSearch(t)})
 	if err := st.Open(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -56,6 +57,16 @@ func newEnvFeed(t *testing.T, feed func(*session.MemLog) session.Feed, mods ...f
 	e := &env{t: t, log: l, cursors: &faultyCursors{MemCursors: session.NewMemCursors()}, logs: &testutil.SyncBuffer{}}
 	e.svc = &service.Service{Log: l, Store: st, Cursors: e.cursors}
 	return e.serve(mods...)
+}
+
+// openSearch is a full-text index in memory, for a test Store.
+func openSearch(t *testing.T) *search.Index {
+	t.Helper()
+	idx, err := search.Open("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return idx
 }
 
 // serve starts the API over e.svc.
@@ -89,7 +100,7 @@ func newShardedEnv(t *testing.T, n int, mods ...func(*api.Config)) *env {
 	for k := range n {
 		m := session.NewMemLog(1000, maxRecord)
 		sl := &shard.Log{Log: m, Feed: m, Shard: k}
-		st := store.New(sl, store.Options{Log: sl, Writer: sl})
+		st := store.New(sl, store.Options{Log: sl, Writer: sl, Search: openSearch(t)})
 		if err := st.Open(context.Background()); err != nil {
 			t.Fatal(err)
 		}

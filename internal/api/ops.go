@@ -64,6 +64,7 @@ var ops = []op{
 	handle(wire.OpCreate, (*Server).create),
 	handle(wire.OpAppend, (*Server).appendEntries),
 	handle(wire.OpList, (*Server).list),
+	handle(wire.OpSearch, (*Server).search),
 	handle(wire.OpGet, (*Server).get),
 	handle(wire.OpEntries, (*Server).entries),
 	handle(wire.OpTree, (*Server).tree),
@@ -156,7 +157,7 @@ func (s *Server) await(ctx context.Context, o wire.Op, r params) error {
 	b.Raise(r.MinSeq, "minSeq", "minSeq %d", r.MinSeq)
 	if o.LogRead() {
 		sid := r.SessionID
-		if o == wire.OpList {
+		if o == wire.OpList || o == wire.OpSearch {
 			sid = ""
 		}
 		var err error

@@ -24,8 +24,8 @@ func (s *Server) confine(ctx context.Context, o wire.Op, req any) error {
 		return nil
 	}
 	switch r := req.(type) {
-	case *wire.ListRequest, *wire.StatusRequest:
-		return nil // list reads the prefix itself
+	case *wire.ListRequest, *wire.SearchRequest, *wire.StatusRequest:
+		return nil // list and search read the prefix themselves
 	case *wire.CreateRequest:
 		h, err := s.svc.Header(r.Header)
 		if err != nil {

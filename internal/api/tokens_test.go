@@ -40,7 +40,7 @@ func mustTokens(t *testing.T, file string) *api.Tokens {
 func TestScopesPerOp(t *testing.T) {
 	want := map[string]string{
 		"list": "read", "get": "read", "entries": "read", "tree": "read", "context": "read", "context.build": "read", "export": "read",
-		"watch": "read", "cursor.get": "read", "cursor.list": "read", "status": "read",
+		"watch": "read", "cursor.get": "read", "cursor.list": "read", "status": "read", "search": "read",
 		"create": "write", "append": "write", "cursor.set": "write", "cursor.delete": "write", "fork": "write", "import": "write",
 		"archive.list": "admin", "archive.restore": "admin", "archive.run": "admin",
 	}

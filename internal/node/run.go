@@ -24,6 +24,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/jetstream/embedded"
 	"github.com/pifleet/sessionlog/internal/natsauth"
 	"github.com/pifleet/sessionlog/internal/region"
+	"github.com/pifleet/sessionlog/internal/search"
 	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/shard"
@@ -559,7 +560,31 @@ func (m *Node) newStore(k int, feed feedLog, log session.Log, logger *slog.Logge
 	if c.SnapshotInterval > 0 {
 		so.SnapshotDir = filepath.Join(c.DataDir, storeDir(k))
 	}
+	if m.region == nil {
+		// The full-text index of the shard, persisted beside the Store's
+		// snapshot when there is one (a restart indexes only the tail).
+		dir := ""
+		if so.SnapshotDir != "" {
+			dir = filepath.Join(c.DataDir, searchDir(k))
+		}
+		idx, err := search.Open(dir, so.Logger)
+		if err != nil {
+			// The Store still serves every other read; searches of
+			// this shard answer 503 and say why.
+			so.Logger.Error("the search index cannot be opened: this shard is not searchable here", "dir", dir, "err", err)
+		} else {
+			so.Search = idx
+		}
+	}
 	return store.New(feed, so)
+}
+
+// searchDir is the full-text index directory of shard k, under --data-dir.
+func searchDir(k int) string {
+	if k == 0 {
+		return "search"
+	}
+	return "search-" + strconv.Itoa(k)
 }
 
 // streams is every shard's stream, by shard (none in region mode).

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pifleet/sessionlog/internal/search"
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/shard"
 	"github.com/pifleet/sessionlog/internal/tree"
@@ -132,6 +133,10 @@ type Options struct {
 	// other nodes.
 	Writer         session.Log
 	AbandonedAfter time.Duration
+	// Search, when set, is the full-text index of this Store's log: it
+	// follows the log on its own (from where it left off) while the Store
+	// is open, and closes with it.
+	Search *search.Index
 }
 
 // Store holds every session's tree in memory, fed by one ordered pass over
@@ -256,6 +261,9 @@ func (st *Store) Open(ctx context.Context) error {
 	if st.opts.Writer != nil {
 		st.wg.Go(func() { st.reapLoop(ctx) })
 	}
+	if st.opts.Search != nil {
+		st.wg.Go(func() { st.opts.Search.Run(ctx, st.feed) })
+	}
 	return nil
 }
 
@@ -291,6 +299,9 @@ func (st *Store) CloseContext(ctx context.Context) error {
 	st.spills, st.spill = nil, nil
 	st.mu.Unlock()
 	removeFiles(spills)
+	if st.opts.Search != nil {
+		err = errors.Join(err, st.opts.Search.Close())
+	}
 	return err
 }
 

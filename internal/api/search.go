@@ -1,0 +1,145 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/pifleet/sessionlog/internal/search"
+	"github.com/pifleet/sessionlog/internal/service"
+	"github.com/pifleet/sessionlog/internal/store"
+	"github.com/pifleet/sessionlog/internal/wire"
+)
+
+// Search limits: hits per page.
+const (
+	searchDefaultLimit = 20
+	searchMaxLimit     = 100
+)
+
+// search answers a full-text query: each shard's page from its index —
+// here for the shards this node serves, from a holder for the others (as
+// list fans out) — merged in ranking order.
+func (s *Server) search(ctx context.Context, r *wire.SearchRequest) (reply, error) {
+	if r.Query == "" {
+		return reply{}, wire.Invalid("q", "required: what to search for (words, \"phrases\", prefix*, -excluded, filters such as role:user)")
+	}
+	q, err := search.Parse(r.Query)
+	if err != nil {
+		return reply{}, wire.Invalid("q", err.Error())
+	}
+	switch r.Branch {
+	case "", wire.SearchBranchAll, wire.SearchBranchPath:
+	default:
+		return reply{}, wire.Invalid("branch", fmt.Sprintf(`%q: must be "all" (the default) or "path"`, r.Branch))
+	}
+	limit := r.Limit
+	switch {
+	case limit < 0:
+		return reply{}, wire.Invalid("limit", "must be a positive integer")
+	case limit == 0:
+		limit = searchDefaultLimit
+	}
+	limit = min(limit, searchMaxLimit)
+	var after *search.After
+	if r.Cursor != "" {
+		if after, err = service.DecodeSearchCursor(r.Cursor); err != nil {
+			return reply{}, err
+		}
+	}
+	cwdPrefix := principalOf(ctx).cwdPrefix
+	// Waiting for an index is bounded as waiting for a Store is.
+	wctx, cancel := context.WithTimeout(ctx, s.cfg.MinSeqTimeout)
+	defer cancel()
+	shardOf := func(st *store.Store) (service.SearchPage, store.Freshness, error) {
+		return s.svc.SearchShard(wctx, st, q, r.Branch, cwdPrefix, limit, after)
+	}
+	all := s.svc.Store.All()
+	var pages []service.SearchPage
+	var fresh []store.Freshness
+	k, one := ctx.Value(fwdShardKey{}).(int)
+	switch {
+	case one: // a holder's part of another node's search
+		if k < 0 || k >= len(all) {
+			return reply{}, wire.Invalid(wire.HeaderFwdShard, fmt.Sprintf("this store has %d shard(s), not %d", len(all), k+1))
+		}
+		p, f, err := shardOf(all[k])
+		if err != nil {
+			return reply{}, err
+		}
+		rep := service.MergeSearch([]service.SearchPage{p}, limit)
+		return reply{value: rep, fresh: &f}, nil
+	default:
+		shared := s.cfg.Holding != nil && s.cfg.Forward != nil && !forwarded(ctx)
+		type part struct {
+			page  service.SearchPage
+			fresh store.Freshness
+			err   error
+		}
+		parts := make([]part, len(all))
+		var wg sync.WaitGroup
+		for k, st := range all {
+			wg.Go(func() {
+				p := &parts[k]
+				if shared && !s.cfg.Holding.Serves(k) {
+					p.page, p.fresh, p.err = s.searchShard(wctx, r, k, st, shardOf)
+					return
+				}
+				p.page, p.fresh, p.err = shardOf(st)
+			})
+		}
+		wg.Wait()
+		for k, p := range parts {
+			if p.err != nil {
+				if errors.Is(p.err, context.DeadlineExceeded) && ctx.Err() == nil {
+					return reply{}, fmt.Errorf("searching shard %d: not answered within %v: %w", k, s.cfg.MinSeqTimeout, wire.ErrUnavailable)
+				}
+				return reply{}, p.err
+			}
+			pages = append(pages, p.page)
+			fresh = append(fresh, p.fresh)
+		}
+	}
+	f := store.Combine(fresh...)
+	return reply{value: service.MergeSearch(pages, limit), fresh: &f}, nil
+}
+
+// searchShard is shard k's page from one of its holders; when none is up,
+// this node's own Store of the shard answers if it follows the shard
+// (see listShard).
+func (s *Server) searchShard(ctx context.Context, r *wire.SearchRequest, k int, own *store.Store,
+	local func(*store.Store) (service.SearchPage, store.Freshness, error)) (service.SearchPage, store.Freshness, error) {
+	for range 3 {
+		m, err := s.fwdMsg(ctx, wire.ForwardSubject(s.cfg.ForwardPrefix, k, wire.OpSearch.Name), r)
+		if err != nil {
+			return service.SearchPage{}, store.Freshness{}, err
+		}
+		m.Header.Set(wire.HeaderFwdShard, strconv.Itoa(k))
+		res, err := s.cfg.Forward.RequestMsgWithContext(ctx, m)
+		switch {
+		case errors.Is(err, nats.ErrNoResponders) && own.Held() && own.Search() != nil:
+			return local(own)
+		case errors.Is(err, nats.ErrNoResponders):
+			return service.SearchPage{}, store.Freshness{}, fmt.Errorf("no node serves shard %d right now (its holders are down or catching up): %w", k, wire.ErrUnavailable)
+		case err != nil:
+			return service.SearchPage{}, store.Freshness{}, fmt.Errorf("searching shard %d at a holder: %v: %w", k, err, wire.ErrUnavailable)
+		case res.Header.Get(wire.HeaderFwdLocal) != "":
+			continue
+		}
+		rep, err := s.fwdReply(res)
+		if err != nil {
+			return service.SearchPage{}, store.Freshness{}, err
+		}
+		var out wire.SearchReply
+		if err := json.Unmarshal(rep.raw, &out); err != nil {
+			return service.SearchPage{}, store.Freshness{}, fmt.Errorf("shard %d's hits: %v: %w", k, err, wire.ErrUnavailable)
+		}
+		return service.SearchPage{Hits: out.Hits, Total: out.Total, More: out.Next != ""}, *rep.fresh, nil
+	}
+	return service.SearchPage{}, store.Freshness{}, fmt.Errorf("shard %d changed hands three times while searching it: %w", k, wire.ErrUnavailable)
+}

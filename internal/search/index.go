@@ -1,0 +1,488 @@
+package search
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/search/query"
+
+	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/wire"
+)
+
+// Index is the full-text index of one log (one shard's stream): derived
+// state like the Store, rebuilt from the log and never written by
+// clients. Run follows the log from where the index left off: each group
+// of records is one bleve batch that also records the sequence it reaches
+// (and the cwd of the sessions it begins), so that what is on disk is
+// always the index of a prefix of the log — after kill -9 too — and a
+// restart indexes only the tail. Records are indexed under the id
+// session/entry, so indexing one twice replaces it.
+type Index struct {
+	dir string // "" in memory
+	idx bleve.Index
+	log *slog.Logger
+
+	mu       sync.Mutex
+	applied  uint64 // the last sequence indexed
+	firstEnd uint64 // the log's end as first learned by Run (0: not yet)
+	ident    string // the log's identity the index was built from
+	progress chan struct{}
+	err      string // the last failure of Run, while it retries
+	cwds     map[string]string
+}
+
+// Internal keys, in the same batches as the documents.
+const (
+	keySeq     = "seq"     // the last sequence indexed
+	keyIdent   = "ident"   // the identity of the log (session.Identifier)
+	keyMapping = "mapping" // mappingVersion
+	keyCwd     = "cwd/"    // + session id: {"seq": header sequence, "cwd": cleaned cwd}
+)
+
+type cwdRecord struct {
+	Seq uint64 `json:"seq"`
+	Cwd string `json:"cwd"`
+}
+
+// Open opens the index in dir, creating it when there is none (dir ""
+// keeps it in memory). An index of another mapping version is removed and
+// built again.
+func Open(dir string, logger *slog.Logger) (*Index, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	x := &Index{dir: dir, log: logger, progress: make(chan struct{}), cwds: map[string]string{}}
+	m, err := newMapping()
+	if err != nil {
+		return nil, err
+	}
+	if dir == "" {
+		x.idx, err = bleve.NewMemOnly(m)
+		return x, err
+	}
+	if _, serr := os.Stat(path.Join(dir, "index_meta.json")); serr == nil {
+		x.idx, err = bleve.Open(dir)
+		if err == nil {
+			v, _ := x.idx.GetInternal([]byte(keyMapping))
+			if string(v) == mappingVersion {
+				return x, x.load()
+			}
+			logger.Info("search index of another version: rebuilding it from the log", "dir", dir, "version", string(v))
+			_ = x.idx.Close()
+		} else {
+			logger.Warn("search index unreadable: rebuilding it from the log", "dir", dir, "err", err)
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			return nil, err
+		}
+	}
+	if x.idx, err = bleve.New(dir, m); err != nil {
+		return nil, fmt.Errorf("search index %s: %w", dir, err)
+	}
+	if err := x.idx.SetInternal([]byte(keyMapping), []byte(mappingVersion)); err != nil {
+		_ = x.idx.Close()
+		return nil, err
+	}
+	return x, nil
+}
+
+// load reads where a reopened index left off.
+func (x *Index) load() error {
+	v, err := x.idx.GetInternal([]byte(keySeq))
+	if err != nil {
+		return err
+	}
+	if len(v) > 0 {
+		if x.applied, err = strconv.ParseUint(string(v), 10, 64); err != nil {
+			return fmt.Errorf("search index %s: bad sequence %q", x.dir, v)
+		}
+	}
+	id, err := x.idx.GetInternal([]byte(keyIdent))
+	x.ident = string(id)
+	return err
+}
+
+// Close closes the index; Run must have returned.
+func (x *Index) Close() error { return x.idx.Close() }
+
+// Applied is the last sequence indexed.
+func (x *Index) Applied() uint64 {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.applied
+}
+
+// CaughtUp reports whether the index has reached the log's end as Run
+// first learned it: until then it misses what the log held before.
+func (x *Index) CaughtUp() bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.firstEnd > 0 && x.applied >= x.firstEnd-1
+}
+
+// WaitFor waits until the index has indexed seq (and, first, caught up
+// with the log as Run found it).
+func (x *Index) WaitFor(ctx context.Context, seq uint64) error {
+	for {
+		x.mu.Lock()
+		ok := x.firstEnd > 0 && x.applied >= x.firstEnd-1 && x.applied >= seq
+		ch, why := x.progress, x.err
+		x.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			if why != "" {
+				return fmt.Errorf("the search index failed to follow the log (%s): %w", why, wire.ErrUnavailable)
+			}
+			return fmt.Errorf("the search index has not reached sequence %d (it is at %d): %w", max(seq, x.firstEndSeq()), x.Applied(), wire.ErrUnavailable)
+		}
+	}
+}
+
+func (x *Index) firstEndSeq() uint64 {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.firstEnd - min(x.firstEnd, 1)
+}
+
+// advanced moves applied to seq and wakes the waiters.
+func (x *Index) advanced(seq uint64) {
+	x.mu.Lock()
+	x.applied, x.err = seq, ""
+	close(x.progress)
+	x.progress = make(chan struct{})
+	x.mu.Unlock()
+}
+
+// Run follows feed from where the index left off and indexes what it
+// gains, until ctx ends. It retries on failure, as the Store does.
+func (x *Index) Run(ctx context.Context, feed session.Feed) {
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		err := x.run(ctx, feed)
+		if ctx.Err() != nil {
+			return
+		}
+		x.mu.Lock()
+		x.err = err.Error()
+		x.mu.Unlock()
+		x.log.Warn("search index: following the log failed; retrying", "err", err)
+		if !session.Sleep(ctx, &backoff, 5*time.Second) {
+			return
+		}
+	}
+}
+
+// maxBatch bounds the records of one bleve batch.
+const maxBatch = 4096
+
+func (x *Index) run(ctx context.Context, feed session.Feed) error {
+	if idf, ok := feed.(session.Identifier); ok {
+		id, err := idf.Identity(ctx)
+		if err != nil {
+			return err
+		}
+		if id != x.ident && (x.applied > 0 || x.ident != "") {
+			// Another log (a stream deleted and created again): its
+			// sequences say nothing of this index.
+			x.log.Info("search index: the log changed identity; rebuilding the index", "was", x.ident, "now", id)
+			if err := x.reset(); err != nil {
+				return err
+			}
+		}
+		x.ident = id
+	}
+	x.mu.Lock()
+	learned := x.firstEnd > 0
+	x.mu.Unlock()
+	if !learned {
+		end, err := feed.LastSeq(ctx)
+		if err != nil {
+			return err
+		}
+		x.mu.Lock()
+		x.firstEnd = end + 1
+		close(x.progress)
+		x.progress = make(chan struct{})
+		x.mu.Unlock()
+	}
+	recs := make(chan []session.Stored, 64)
+	fctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ferr := make(chan error, 1)
+	go func() {
+		ferr <- feed.Follow(fctx, x.Applied()+1, func(rs []session.Stored) error {
+			select {
+			case recs <- rs:
+				return nil
+			case <-fctx.Done():
+				return fctx.Err()
+			}
+		})
+		close(recs)
+	}()
+	for rs := range recs {
+		// Take what else is waiting: one batch for all of it.
+		for more := true; more && len(rs) < maxBatch; {
+			select {
+			case r, ok := <-recs:
+				if !ok {
+					more = false
+					break
+				}
+				rs = append(rs, r...)
+			default:
+				more = false
+			}
+		}
+		if err := x.apply(rs); err != nil {
+			cancel()
+			for range recs {
+			}
+			<-ferr
+			return err
+		}
+	}
+	return <-ferr
+}
+
+// reset empties the index (a log of another history).
+func (x *Index) reset() error {
+	m, err := newMapping()
+	if err != nil {
+		return err
+	}
+	_ = x.idx.Close()
+	if x.dir == "" {
+		x.idx, err = bleve.NewMemOnly(m)
+	} else {
+		if err = os.RemoveAll(x.dir); err != nil {
+			return err
+		}
+		x.idx, err = bleve.New(x.dir, m)
+	}
+	if err != nil {
+		return err
+	}
+	x.cwds = map[string]string{}
+	x.advanced(0)
+	return x.idx.SetInternal([]byte(keyMapping), []byte(mappingVersion))
+}
+
+// apply indexes rs as one batch, with the sequence it reaches.
+func (x *Index) apply(rs []session.Stored) error {
+	b := x.idx.NewBatch()
+	last := x.Applied()
+	for i := range rs {
+		r := &rs[i]
+		if r.Seq <= last {
+			continue // already indexed (a feed restarted below)
+		}
+		last = r.Seq
+		if r.Session == session.PurgeToken {
+			if err := x.purge(b, r); err != nil {
+				return err
+			}
+			continue
+		}
+		if r.IsHeader() {
+			var h struct {
+				Cwd string `json:"cwd"`
+			}
+			_ = json.Unmarshal(r.Data, &h)
+			cwd := cleanCwd(h.Cwd)
+			x.cwds[r.Session] = cwd
+			v, _ := json.Marshal(cwdRecord{Seq: r.Seq, Cwd: cwd})
+			b.SetInternal([]byte(keyCwd+r.Session), v)
+			continue
+		}
+		d, ok := Extract(r.Data)
+		if !ok {
+			continue
+		}
+		cwd, err := x.cwdOf(r.Session)
+		if err != nil {
+			return err
+		}
+		if err := b.Index(DocID(r.Session, d.Entry), fields(&d, r.Session, cwd)); err != nil {
+			return fmt.Errorf("index entry %s of session %s (seq %d): %w", d.Entry, r.Session, r.Seq, err)
+		}
+	}
+	if last == x.Applied() {
+		return nil
+	}
+	b.SetInternal([]byte(keySeq), []byte(strconv.FormatUint(last, 10)))
+	if x.ident != "" {
+		b.SetInternal([]byte(keyIdent), []byte(x.ident))
+	}
+	if err := x.idx.Batch(b); err != nil {
+		return err
+	}
+	x.advanced(last)
+	return nil
+}
+
+// cleanCwd is a cwd as the index holds it: cleaned when absolute (the
+// Store's CwdUnder cleans it too), as it is otherwise.
+func cleanCwd(cwd string) string {
+	if len(cwd) > 0 && cwd[0] == '/' {
+		return path.Clean(cwd)
+	}
+	return cwd
+}
+
+// cwdOf is the cwd of a session whose header the index has seen, from
+// memory or from the index.
+func (x *Index) cwdOf(sid string) (string, error) {
+	if c, ok := x.cwds[sid]; ok {
+		return c, nil
+	}
+	v, err := x.idx.GetInternal([]byte(keyCwd + sid))
+	if err != nil {
+		return "", err
+	}
+	var c cwdRecord
+	if len(v) > 0 {
+		_ = json.Unmarshal(v, &c)
+	}
+	x.cwds[sid] = c.Cwd
+	return c.Cwd, nil
+}
+
+// purge removes a purged session's documents: what an archived session
+// leaves behind.
+func (x *Index) purge(b *bleve.Batch, r *session.Stored) error {
+	var n session.PurgeNotice
+	if json.Unmarshal(r.Data, &n) != nil || n.Session == "" {
+		return nil
+	}
+	v, err := x.idx.GetInternal([]byte(keyCwd + n.Session))
+	if err != nil {
+		return err
+	}
+	var c cwdRecord
+	if len(v) > 0 && json.Unmarshal(v, &c) == nil && c.Seq > n.UpTo {
+		return nil // created again after the purge: the documents are the new session's
+	}
+	// Documents of the session still in this batch go too.
+	if err := x.idx.Batch(b); err != nil {
+		return err
+	}
+	b.Reset()
+	for {
+		q := query.NewTermQuery(n.Session)
+		q.SetField(fSession)
+		req := bleve.NewSearchRequestOptions(q, 10000, 0, false)
+		res, err := x.idx.Search(req)
+		if err != nil {
+			return err
+		}
+		if len(res.Hits) == 0 {
+			break
+		}
+		del := x.idx.NewBatch()
+		for _, h := range res.Hits {
+			del.Delete(h.ID)
+		}
+		if err := x.idx.Batch(del); err != nil {
+			return err
+		}
+	}
+	delete(x.cwds, n.Session)
+	b.DeleteInternal([]byte(keyCwd + n.Session))
+	return nil
+}
+
+// DocID is the index's id of an entry.
+func DocID(sid, entry string) string { return sid + "/" + entry }
+
+// fields is what the index holds of d.
+func fields(d *Doc, sid, cwd string) map[string]any {
+	f := map[string]any{fText: d.Text, fSession: sid, fType: d.Type, fCwd: cwd}
+	if d.Role != "" {
+		f[fRole] = d.Role
+	}
+	if len(d.Tools) > 0 {
+		f[fTool] = d.Tools
+	}
+	if d.Model != "" {
+		f[fModel] = d.Model
+	}
+	if t, err := time.Parse(time.RFC3339Nano, d.Timestamp); err == nil {
+		f[fTimestamp] = timeKey(t)
+	}
+	return f
+}
+
+// Hit is one matching entry, as the index ranks it.
+type Hit struct {
+	Session, Entry string
+	Score          float64
+}
+
+// After is a position in a ranking: hits rank by score, best first, then
+// by id.
+type After struct {
+	Score float64 `json:"s"`
+	ID    string  `json:"i"`
+}
+
+// Less reports whether a ranks before b.
+func (a After) Less(b After) bool {
+	if a.Score != b.Score {
+		return a.Score > b.Score
+	}
+	return a.ID < b.ID
+}
+
+// Key is h's position in the ranking.
+func (h Hit) Key() After { return After{Score: h.Score, ID: DocID(h.Session, h.Entry)} }
+
+// Search returns up to size hits of q ranked after `after` (nil: from the
+// first) and the total number of hits; r resolves name: and label:,
+// cwdPrefix confines the search (a tenant's).
+func (x *Index) Search(ctx context.Context, q *Query, r Resolver, cwdPrefix string, size int, after *After) ([]Hit, uint64, error) {
+	req := bleve.NewSearchRequestOptions(q.bleveQuery(r, cwdPrefix), size, 0, false)
+	req.SortBy([]string{"-_score", "_id"})
+	if after != nil {
+		req.SearchAfter = []string{strconv.FormatFloat(after.Score, 'g', -1, 64), after.ID}
+	}
+	res, err := x.idx.SearchInContext(ctx, req)
+	if err != nil {
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return nil, 0, err
+		}
+		return nil, 0, fmt.Errorf("search: %w", err)
+	}
+	hits := make([]Hit, 0, len(res.Hits))
+	for _, h := range res.Hits {
+		sid, entry, ok := cutID(h.ID)
+		if !ok {
+			continue
+		}
+		hits = append(hits, Hit{Session: sid, Entry: entry, Score: h.Score})
+	}
+	return hits, res.Total, nil
+}
+
+func cutID(id string) (string, string, bool) {
+	for i := len(id) - 1; i >= 0; i-- {
+		if id[i] == '/' {
+			return id[:i], id[i+1:], true
+		}
+	}
+	return "", "", false
+}

@@ -1,0 +1,133 @@
+package search
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/pifleet/sessionlog/internal/wire"
+)
+
+// Snippet sizes, in characters: the context kept before the first match
+// and the whole snippet.
+const (
+	snippetBefore = 60
+	snippetLen    = 240
+)
+
+// Snippet is the part of text around the first word q matches, with
+// every matched word marked; whitespace runs become one space. Without a
+// match (a filter-only query) it is the text's beginning.
+func (q *Query) Snippet(text string) []wire.SnippetPart {
+	words, prefixes := q.marks()
+	match := func(w string) bool {
+		w = lower(w)
+		if words[w] {
+			return true
+		}
+		for _, p := range prefixes {
+			if strings.HasPrefix(w, p) {
+				return true
+			}
+		}
+		return false
+	}
+	toks := (wordTokenizer{}).Tokenize([]byte(text))
+	first := -1
+	for _, t := range toks {
+		if match(string(t.Term)) {
+			first = t.Start
+			break
+		}
+	}
+	start := 0
+	if first > 0 {
+		start = back(text, first, snippetBefore)
+	}
+	end := forward(text, start, snippetLen)
+	var parts []wire.SnippetPart
+	add := func(s string, m bool) {
+		if s == "" {
+			return
+		}
+		if n := len(parts); n > 0 && parts[n-1].Match == m {
+			parts[n-1].Text += s
+			return
+		}
+		parts = append(parts, wire.SnippetPart{Text: s, Match: m})
+	}
+	if start > 0 {
+		add("…", false)
+	}
+	at := start
+	for _, t := range toks {
+		if t.Start < start || t.End > end || !match(string(t.Term)) {
+			continue
+		}
+		add(squeeze(text[at:t.Start]), false)
+		add(text[t.Start:t.End], true)
+		at = t.End
+	}
+	add(squeeze(text[at:end]), false)
+	if end < len(text) {
+		add("…", false)
+	}
+	if len(parts) > 0 && !parts[0].Match {
+		parts[0].Text = strings.TrimLeftFunc(parts[0].Text, unicode.IsSpace)
+	}
+	if parts == nil {
+		parts = []wire.SnippetPart{}
+	}
+	return parts
+}
+
+// back returns the byte offset n characters before i, moved forward to a
+// word's start so the snippet does not begin mid-word.
+func back(s string, i, n int) int {
+	j := i
+	for ; n > 0 && j > 0; n-- {
+		_, w := utf8.DecodeLastRuneInString(s[:j])
+		j -= w
+	}
+	if j == 0 {
+		return 0
+	}
+	for j < i {
+		r, w := utf8.DecodeRuneInString(s[j:])
+		j += w
+		if unicode.IsSpace(r) {
+			break
+		}
+	}
+	return j
+}
+
+// forward returns the byte offset n characters after i.
+func forward(s string, i, n int) int {
+	for ; n > 0 && i < len(s); n-- {
+		_, w := utf8.DecodeRuneInString(s[i:])
+		i += w
+	}
+	return i
+}
+
+// squeeze turns each run of whitespace into one space.
+func squeeze(s string) string {
+	if !strings.ContainsFunc(s, func(r rune) bool { return unicode.IsSpace(r) && r != ' ' }) && !strings.Contains(s, "  ") {
+		return s
+	}
+	var b strings.Builder
+	space := false
+	for _, r := range s {
+		if unicode.IsSpace(r) {
+			if !space {
+				b.WriteByte(' ')
+			}
+			space = true
+			continue
+		}
+		space = false
+		b.WriteRune(r)
+	}
+	return b.String()
+}

@@ -1,0 +1,166 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/pifleet/sessionlog/internal/search"
+	"github.com/pifleet/sessionlog/internal/store"
+	"github.com/pifleet/sessionlog/internal/wire"
+)
+
+// SearchPage is one shard's part of a search: its hits in ranking order,
+// and whether it has more after them.
+type SearchPage struct {
+	Hits  []wire.SearchHit
+	Total int
+	More  bool
+}
+
+// HitKey is a hit's position in the ranking (search.After).
+func HitKey(h *wire.SearchHit) search.After {
+	return search.After{Score: h.Score, ID: search.DocID(h.SessionID, h.EntryID)}
+}
+
+// SearchShard answers q over one shard: the hits of its index after
+// `after`, each checked against the Store as it is now (the session
+// visible, under cwdPrefix, on the default path for branch "path") and
+// filled from it (name, cwd, type, role, timestamp, snippet). It first
+// waits, within ctx, for the index to reach what the Store has applied:
+// a search sees what every other read of this node sees.
+func (s *Service) SearchShard(ctx context.Context, st *store.Store, q *search.Query, branch, cwdPrefix string, limit int, after *search.After) (SearchPage, store.Freshness, error) {
+	idx := st.Search()
+	if idx == nil || !st.Held() {
+		return SearchPage{}, store.Freshness{}, fmt.Errorf("this node has no search index of the shard: %w", wire.ErrUnavailable)
+	}
+	if err := idx.WaitFor(ctx, st.Applied()); err != nil {
+		return SearchPage{}, store.Freshness{}, err
+	}
+	fresh := st.Freshness()
+	var page SearchPage
+	paths := map[string]map[string]bool{} // session → the entries on its default path
+	size := limit + 1
+	for {
+		hits, total, err := idx.Search(ctx, q, st, cwdPrefix, size, after)
+		if err != nil {
+			return SearchPage{}, store.Freshness{}, err
+		}
+		if page.Total == 0 {
+			page.Total = int(total)
+		}
+		for i := range hits {
+			h := &hits[i]
+			k := h.Key()
+			after = &k
+			if len(page.Hits) == limit {
+				page.More = true
+				return page, fresh, nil
+			}
+			hit, ok := s.hit(ctx, st, q, h, cwdPrefix, paths)
+			if !ok || branch == wire.SearchBranchPath && !hit.OnPath {
+				continue
+			}
+			page.Hits = append(page.Hits, hit)
+		}
+		if len(hits) < size {
+			return page, fresh, nil
+		}
+		// Hits left out (off the path, or of a session gone since):
+		// the next ones, in bigger steps.
+		size = min(4*size, 1000)
+	}
+}
+
+// hit fills h from the Store; false when the Store does not show it (a
+// session archived, or not whole yet) or it is outside cwdPrefix.
+func (s *Service) hit(ctx context.Context, st *store.Store, q *search.Query, h *search.Hit, cwdPrefix string, paths map[string]map[string]bool) (wire.SearchHit, bool) {
+	out := wire.SearchHit{SessionID: h.Session, EntryID: h.Entry, Score: h.Score}
+	found := false
+	err := st.View(ctx, h.Session, func(d *store.Doc) error {
+		in := d.Info()
+		if cwdPrefix != "" && !store.CwdUnder(in.Cwd, cwdPrefix) {
+			return nil
+		}
+		i, ok := d.Tree.Index(h.Entry)
+		if !ok {
+			return nil
+		}
+		doc, ok := search.Extract(d.Tree.Entry(i).Raw)
+		if !ok {
+			return nil
+		}
+		on, ok := paths[h.Session]
+		if !ok {
+			on = map[string]bool{}
+			if n := d.Tree.Len(); n > 0 {
+				for _, j := range d.Tree.PathIndices(n - 1) {
+					on[d.Tree.Entry(int(j)).ID] = true
+				}
+			}
+			paths[h.Session] = on
+		}
+		out.Name, out.Cwd = in.Name, in.Cwd
+		out.Type, out.Role, out.Timestamp = doc.Type, doc.Role, doc.Timestamp
+		out.OnPath = on[h.Entry]
+		out.Snippet = q.Snippet(doc.Text)
+		found = true
+		return nil
+	})
+	if err != nil && !errors.Is(err, wire.ErrNotFound) {
+		return out, false
+	}
+	return out, found
+}
+
+// MergeSearch merges the shards' pages into one of at most limit hits in
+// ranking order, with the cursor of the next page ("" on the last).
+func MergeSearch(pages []SearchPage, limit int) wire.SearchReply {
+	rep := wire.SearchReply{Hits: []wire.SearchHit{}}
+	more := false
+	for _, p := range pages {
+		rep.Hits = append(rep.Hits, p.Hits...)
+		rep.Total += p.Total
+		more = more || p.More
+	}
+	slices.SortStableFunc(rep.Hits, func(a, b wire.SearchHit) int {
+		ka, kb := HitKey(&a), HitKey(&b)
+		switch {
+		case ka.Less(kb):
+			return -1
+		case kb.Less(ka):
+			return 1
+		}
+		return 0
+	})
+	if len(rep.Hits) > limit {
+		rep.Hits, more = rep.Hits[:limit], true
+	}
+	if more && len(rep.Hits) > 0 {
+		rep.Next = EncodeSearchCursor(HitKey(&rep.Hits[len(rep.Hits)-1]))
+	}
+	return rep
+}
+
+// EncodeSearchCursor is the cursor of the page after key: opaque to
+// clients, the score and id of the page's last hit.
+func EncodeSearchCursor(k search.After) string {
+	return strconv.FormatFloat(k.Score, 'g', -1, 64) + "~" + k.ID
+}
+
+// DecodeSearchCursor reads a cursor EncodeSearchCursor made.
+func DecodeSearchCursor(c string) (*search.After, error) {
+	for i := 0; i < len(c); i++ {
+		if c[i] != '~' {
+			continue
+		}
+		score, err := strconv.ParseFloat(c[:i], 64)
+		if err != nil || c[i+1:] == "" {
+			break
+		}
+		return &search.After{Score: score, ID: c[i+1:]}, nil
+	}
+	return nil, wire.Invalid("cursor", fmt.Sprintf("%q is not a cursor of this search (pass the previous page's next as it is)", c))
+}
