@@ -80,8 +80,8 @@ func Parse(q string) (*Query, error) {
 			i = next
 		} else {
 			for i < len(rs) && !unicode.IsSpace(rs[i]) && rs[i] != '"' {
-				if rs[i] == ':' && t.field == "" && i > start {
-					break
+				if rs[i] == ':' && i > start && !(i+2 < len(rs) && rs[i+1] == '/' && rs[i+2] == '/') {
+					break // a filter; a URL's scheme:// is text
 				}
 				i++
 			}

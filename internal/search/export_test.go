@@ -1,0 +1,80 @@
+package search
+
+import (
+	"path"
+	"slices"
+	"strings"
+	"time"
+)
+
+// MatchDoc is the brute-force answer to q for one doc: every term checked
+// against the doc's words and fields one by one, with no index. named and
+// labelled are the answers of name: and label: (sessions; DocIDs).
+// words are Words(d.Text), which the caller keeps across queries.
+func (q *Query) MatchDoc(d *Doc, words []string, named func(string) map[string]bool, labelled func(string) map[string]bool) bool {
+	for _, t := range q.terms {
+		if t.matchDoc(d, words, named, labelled) == t.neg {
+			return false
+		}
+	}
+	return true
+}
+
+func (t *term) matchDoc(d *Doc, words []string, named, labelled func(string) map[string]bool) bool {
+	eq := func(v string) bool {
+		v = lower(v)
+		if t.prefix {
+			return strings.HasPrefix(v, t.value)
+		}
+		return v == t.value
+	}
+	switch t.field {
+	case "":
+		switch {
+		case t.prefix:
+			return slices.ContainsFunc(words, func(w string) bool { return strings.HasPrefix(w, t.words[0]) })
+		default:
+			for i := 0; i+len(t.words) <= len(words); i++ {
+				if slices.Equal(words[i:i+len(t.words)], t.words) {
+					return true
+				}
+			}
+			return false
+		}
+	case "role":
+		return d.Role != "" && eq(d.Role)
+	case "type":
+		return eq(d.Type)
+	case "model":
+		return d.Model != "" && eq(d.Model)
+	case "tool":
+		return slices.ContainsFunc(d.Tools, func(s string) bool { return s != "" && eq(s) })
+	case "cwd":
+		c := d.Cwd
+		if !strings.HasPrefix(c, "/") {
+			return false
+		}
+		c = path.Clean(c)
+		return t.value == "/" || c == t.value || strings.HasPrefix(c, t.value+"/")
+	case "session":
+		return d.Session == t.value
+	case "since", "until":
+		ts, err := time.Parse(time.RFC3339Nano, d.Timestamp)
+		if err != nil {
+			return false
+		}
+		k := timeKey(ts)
+		if t.min != "" && k < t.min {
+			return false
+		}
+		if t.max != "" && (k > t.max || k == t.max && !t.maxIncl) {
+			return false
+		}
+		return true
+	case "name":
+		return named(t.value)[d.Session]
+	case "label":
+		return labelled(t.value)[DocID(d.Session, d.Entry)]
+	}
+	return false
+}
