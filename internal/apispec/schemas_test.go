@@ -2,6 +2,7 @@ package apispec_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/pifleet/sessionlog/internal/apispec"
@@ -54,6 +55,8 @@ func TestSchemasOfNewShapes(t *testing.T) {
 func TestValidateNATSReply(t *testing.T) {
 	s := apispec.Load(t)
 	const errBody = `{"error":{"code":"not_found","message":"sessionId: no such session","field":"sessionId"}}`
+	const hit = `{"sessionId":"01a22ba6-0000-7000-8000-000000000001","name":"n","cwd":"/w","entryId":"a","type":"message","role":"user",` +
+		`"timestamp":"2026-11-30T09:49:55.817Z","onPath":false,"score":1.5,"snippet":[{"text":"a "},{"text":"b","match":true}]}`
 	cases := []struct {
 		op     string
 		status int
@@ -79,6 +82,14 @@ func TestValidateNATSReply(t *testing.T) {
 		{"get", 200, `{"sessionId":"01a22ba6-0000-7000-8000-000000000001","name":null,"cwd":"/","created":"2026-11-30T09:49:55.817Z","modified":"2026-11-30T09:49:55.817Z","entryCount":0,"lastSeq":1,"parentSession":null,"headerSeq":1,"header":{"type":"session","version":3,"id":"01a22ba6-0000-7000-8000-000000000001","timestamp":"2026-11-30T09:49:55.817Z","cwd":"/"},"labels":{},"leafId":null,"surprise":1}`, false},
 		{"get", 200, `{"sessionId":"01a22ba6-0000-7000-8000-000000000001","name":null,"cwd":"/","created":"2026-11-30T09:49:55.817Z","modified":"2026-11-30T09:49:55.817Z","entryCount":0,"lastSeq":1,"parentSession":null,"headerSeq":1,"header":{"type":"session","version":3,"id":"01a22ba6-0000-7000-8000-000000000001","timestamp":"2026-11-30T09:49:55.817Z","cwd":"/"},"labels":{},"leafId":null}`, true},
 		{"get", 404, `{"error":{"code":"not_found","message":"x","surprise":1}}`, false},
+		// search (issue 35): name is absent, not null, when the session has none.
+		{"search", 200, `{"hits":[],"total":0}`, true},
+		{"search", 200, `{"hits":[` + hit + `],"total":1,"next":"c"}`, true},
+		{"search", 200, `{"hits":[` + strings.Replace(hit, `"name":"n",`, `"name":null,`, 1) + `],"total":1}`, false},
+		{"search", 200, `{"hits":[` + strings.Replace(hit, `"name":"n",`, ``, 1) + `],"total":1}`, true},
+		{"search", 200, `{"hits":[` + strings.Replace(hit, `{"text":"b","match":true}`, `{"text":"b","match":true,"surprise":1}`, 1) + `],"total":1}`, false},
+		{"search", 200, `{"hits":[` + strings.Replace(hit, `"onPath":false,`, ``, 1) + `],"total":1}`, false},
+		{"search", 400, `{"error":{"code":"invalid","message":"q: at 4: expected a word after -","field":"q"}}`, true},
 	}
 	for _, c := range cases {
 		i := slices.IndexFunc(wire.Ops, func(o wire.Op) bool { return o.Name == c.op })
