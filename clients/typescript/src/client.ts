@@ -14,6 +14,8 @@ import type {
   Freshness,
   ForkResult,
   ImportResult,
+  SearchHit,
+  SearchReply,
   SeqEntry,
   SessionContext,
   SessionDetails,
@@ -83,6 +85,19 @@ export interface ListOptions {
   /** Modified at or after (RFC 3339, or a Date). */
   since?: string | Date;
   preview?: boolean;
+  minSeq?: number;
+  consistency?: "strong";
+  signal?: AbortSignal;
+}
+
+/** Options of search. */
+export interface SearchOptions {
+  /** `all` (default): every entry; `path`: only the entries on each session's default path. */
+  branch?: "all" | "path";
+  /** Hits per page (default 20, at most 100). */
+  limit?: number;
+  /** The previous page's `next`. */
+  cursor?: string;
   minSeq?: number;
   consistency?: "strong";
   signal?: AbortSignal;
@@ -259,6 +274,39 @@ export class SessionLog {
     for (;;) {
       const page = await this.list({ ...opts, cursor });
       yield* page.sessions;
+      if (!page.next) return;
+      cursor = page.next;
+    }
+  }
+
+  /**
+   * One page of the entries matching `query`, best first, across every
+   * session the token may read (GET /v1/search). `query` is pi-node's
+   * search language (docs/API.md, Search): words, `"phrases"`, `prefix*`,
+   * `-excluded`, and filters such as `role:assistant`, `tool:bash`,
+   * `since:2026-12-01`. A query that does not parse is an InvalidError
+   * (field `q`) whose message names the position and what was expected.
+   */
+  search(query: string, opts: SearchOptions = {}): Promise<Fresh<SearchReply>> {
+    return this.read<SearchReply>("/v1/search", {
+      query: {
+        q: query,
+        branch: opts.branch,
+        limit: opts.limit,
+        cursor: opts.cursor,
+        minSeq: this.minSeq(undefined, opts.minSeq),
+        consistency: opts.consistency,
+      },
+      signal: opts.signal,
+    });
+  }
+
+  /** Every hit of `query`, page after page (each page a request of `limit` hits). */
+  async *searchAll(query: string, opts: Omit<SearchOptions, "cursor"> = {}): AsyncGenerator<SearchHit, void, undefined> {
+    let cursor: string | undefined;
+    for (;;) {
+      const page = await this.search(query, { ...opts, cursor });
+      yield* page.hits;
       if (!page.next) return;
       cursor = page.next;
     }

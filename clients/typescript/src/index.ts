@@ -11,6 +11,7 @@ export type {
   ListOptions,
   RequestOptions,
   RetryOptions,
+  SearchOptions,
   SessionLogOptions,
   WatchOptions,
 } from "./client.js";

@@ -231,6 +231,42 @@ export interface SessionPage {
   next?: string;
 }
 
+/** A page of search hits, best first. */
+export interface SearchReply {
+  hits: SearchHit[];
+  /** An estimate of the hits of the whole query, every page (with `branch: "path"`, before the entries off the path are left out). */
+  total: number;
+  /** The cursor of the next page; absent on the last. */
+  next?: string;
+}
+
+/** An entry that matches a search, with its session's name and cwd as they are now. */
+export interface SearchHit {
+  sessionId: string;
+  /** The session's name; absent when it has none. */
+  name?: string;
+  cwd: string;
+  entryId: string;
+  /** The entry's type (message, compaction, branch_summary, custom_message, ...). */
+  type: string;
+  /** A message's role (`custom` for a custom_message); absent for other entries. */
+  role?: string;
+  /** The entry's timestamp, as stored. */
+  timestamp: string;
+  /** Whether the entry is on its session's default path (root to its last entry); false on an abandoned branch. */
+  onPath: boolean;
+  /** Relevance, higher is better; comparable only within one query. */
+  score: number;
+  /** Text around the matches: the parts' texts joined; `match` marks the words the query matched. */
+  snippet: SnippetPart[];
+}
+
+/** A piece of a hit's snippet. */
+export interface SnippetPart {
+  text: string;
+  match?: boolean;
+}
+
 /** An entry with its stream sequence. */
 export interface SeqEntry {
   seq: number;
