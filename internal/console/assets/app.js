@@ -4,6 +4,7 @@ import { clearToken, getToken, onAuthError, setToken } from './api.js';
 import { clear, isTyping } from './dom.js';
 import { mountCluster } from './cluster.js';
 import { mountSession } from './session.js';
+import { mountSearch } from './search.js';
 import { mountSessions } from './sessions.js';
 import { current, navigate, sessionsHref, start } from './router.js';
 
@@ -95,7 +96,7 @@ tokenClear.addEventListener('click', () => {
 });
 
 function markNav(kind) {
-  for (const [id, k] of [['#nav-sessions', 'sessions'], ['#nav-cluster', 'cluster']]) {
+  for (const [id, k] of [['#nav-sessions', 'sessions'], ['#nav-search', 'search'], ['#nav-cluster', 'cluster']]) {
     const a = $(id);
     if (k === kind) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current');
   }
@@ -114,7 +115,7 @@ function route(r) {
   setReady(false);
   body.dataset.view = r.view;
   markNav(r.view === 'session' ? 'sessions' : r.view);
-  const mount = r.view === 'session' ? mountSession : r.view === 'cluster' ? mountCluster : mountSessions;
+  const mount = { session: mountSession, cluster: mountCluster, search: mountSearch }[r.view] || mountSessions;
   const gen = generation;
   pending = 0;
   try {
@@ -154,14 +155,17 @@ document.addEventListener('keydown', (e) => {
   if (e.key === '/' && !e.ctrlKey && !e.metaKey && !e.altKey && !isTyping(e.target)) {
     e.preventDefault();
     slashAt = performance.now();
+    // in the search view, / goes to its own box
+    if (view && view.api.focus) { view.api.focus(); return; }
     search.focus();
     search.select();
   }
 });
-// a "/" typed to focus the search is not part of the query (some input
-// paths deliver the character after the keydown was cancelled)
+// a "/" typed to focus the search (the header's, or the search view's) is
+// not part of the query (some input paths deliver the character after the
+// keydown was cancelled)
 let slashAt = -1;
-search.addEventListener('beforeinput', (e) => {
+document.addEventListener('beforeinput', (e) => {
   if (e.data === '/' && performance.now() - slashAt < 500) { e.preventDefault(); }
   slashAt = -1;
 });

@@ -1,4 +1,4 @@
-// router.js — hash routing: #/sessions?q=, #/s/<sid>, #/s/<sid>/e/<eid>, #/cluster.
+// router.js — hash routing: #/sessions?q=, #/s/<sid>, #/s/<sid>/e/<eid>, #/search?q=, #/cluster.
 
 import { qs } from './api.js';
 
@@ -16,6 +16,7 @@ export function parse(hash) {
     return { view: 'session', sid: parts[1], eid: parts[2] === 'e' && parts[3] ? parts[3] : null, params };
   }
   if (parts[0] === 'cluster') return { view: 'cluster', params };
+  if (parts[0] === 'search') return { view: 'search', params };
   return { view: 'sessions', params };
 }
 
@@ -25,6 +26,10 @@ export function sessionHref(sid, eid) {
 
 export function sessionsHref(params = {}) {
   return '#/sessions' + qs(params);
+}
+
+export function searchHref(params = {}) {
+  return '#/search' + qs(params);
 }
 
 let handler = null;

@@ -299,4 +299,5 @@ const KIND = {
   custom_message: 'cmsg', system: 'sys', context_edit: 'edit', usage: 'usage',
 };
 
-function kindLabel(type) { return KIND[type] || type.slice(0, 7); }
+// kindLabel is the short name of a row's kind (its data-type).
+export function kindLabel(type) { return KIND[type] || type.slice(0, 7); }
