@@ -101,7 +101,7 @@ test("search: a bad query is an InvalidError about q naming the position; scope 
     assert.ok(err instanceof InvalidError, String(err));
     assert.equal(err.status, 400);
     assert.equal(err.field, "q");
-    assert.match(err.message, /^q: .*\b(6|15)\b/, "a 1-based position: the quote's, or the end's");
+    assert.match(err.message, /^q: position 6: /, "the 1-based position of the quote left open");
     return true;
   });
   await assert.rejects(log.search("salt", { branch: "sideways" }), (err) => err instanceof InvalidError && err.field === "branch");
