@@ -89,7 +89,7 @@ func TestValidateNATSReply(t *testing.T) {
 		{"search", 200, `{"hits":[` + strings.Replace(hit, `"name":"n",`, ``, 1) + `],"total":1}`, true},
 		{"search", 200, `{"hits":[` + strings.Replace(hit, `{"text":"b","match":true}`, `{"text":"b","match":true,"surprise":1}`, 1) + `],"total":1}`, false},
 		{"search", 200, `{"hits":[` + strings.Replace(hit, `"onPath":false,`, ``, 1) + `],"total":1}`, false},
-		{"search", 400, `{"error":{"code":"invalid","message":"q: at 4: expected a word after -","field":"q"}}`, true},
+		{"search", 400, `{"error":{"code":"invalid","message":"q: position 6: the \" opened here is not closed","field":"q"}}`, true},
 	}
 	for _, c := range cases {
 		i := slices.IndexFunc(wire.Ops, func(o wire.Op) bool { return o.Name == c.op })
