@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { ForbiddenError, InvalidError, SessionLog } from "../dist/index.js";
-import { assistant, startNode, toolResult, user } from "./helpers.mjs";
+import { assistant, startNode, startProxy, toolResult, user } from "./helpers.mjs";
 
 let node, log, ids, sessionId;
 const cwd = "/home/dev/search-ts";
@@ -107,4 +107,22 @@ test("search: a bad query is an InvalidError about q naming the position; scope 
   await assert.rejects(log.search("salt", { branch: "sideways" }), (err) => err instanceof InvalidError && err.field === "branch");
   const writer = new SessionLog({ baseUrl: node.url, token: "w-token" });
   await assert.rejects(writer.search("salt"), ForbiddenError);
+});
+
+test("search: the query and options go as GET /v1/search's parameters, minSeq the highest sequence written", async () => {
+  const proxy = await startProxy(node.url);
+  try {
+    const via = new SessionLog({ baseUrl: proxy.url, token: node.token });
+    via.observe(sessionId, 3);
+    const q = 'salt "root cause" -hash role:assistant name:"salt hunt"';
+    await via.search(q, { branch: "path", limit: 2, consistency: "strong" });
+    const first = new URL(proxy.requests[0].url, proxy.url);
+    assert.equal(first.pathname, "/v1/search");
+    assert.deepEqual(Object.fromEntries(first.searchParams), { q, branch: "path", limit: "2", minSeq: "3", consistency: "strong" });
+    const page = await via.search("salt", { limit: 2 });
+    await via.search("salt", { limit: 2, cursor: page.next });
+    assert.equal(new URL(proxy.requests[2].url, proxy.url).searchParams.get("cursor"), page.next);
+  } finally {
+    await proxy.close();
+  }
 });
