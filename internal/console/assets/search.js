@@ -78,7 +78,12 @@ export function mountSearch(main, route, ctx) {
     if (h === location.hash) update(current()); else navigate(h);
   });
   branch.addEventListener('change', () => form.requestSubmit());
-  more.addEventListener('click', () => ctx.track(loadPage(next)));
+  // one page at a time: a second click while one loads would ask for it twice
+  more.addEventListener('click', () => {
+    if (more.disabled) return;
+    more.disabled = true;
+    ctx.track(loadPage(next).finally(() => { more.disabled = false; }));
+  });
   // a click anywhere on a hit opens it, as its link does (not when text
   // was being selected, to copy it)
   list.addEventListener('click', (e) => {
