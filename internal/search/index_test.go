@@ -21,7 +21,7 @@ import (
 type corpus struct {
 	log    *session.MemLog
 	docs   []search.Doc
-	words  [][]string // of each doc's text
+	words  [][]string                   // of each doc's text
 	names  map[string]string            // session → name now
 	labels map[string]map[string]string // session → target → label now
 	last   uint64
