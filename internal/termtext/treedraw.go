@@ -2,6 +2,7 @@ package termtext
 
 import (
 	"bufio"
+	"iter"
 	"strings"
 
 	"github.com/pifleet/sessionlog/internal/tree"
@@ -129,41 +130,53 @@ func (d *treeDrawer) draw(level int, connector, last bool, g *gutter) string {
 }
 
 // WriteTree draws nodes (tree.Session.Tree's pre-order) as pi's /tree
-// does, one line per entry, each cut to width columns (0: no limit). The entries on the path to the entry at index leaf get a
-// bullet, and that entry gets mark (-1: the null leaf, nothing marked).
-// The drawing, the id, the label (up to 40 columns) and the mark are kept
-// whole; the preview takes what is left, at least 8 columns.
+// does, one line per entry, each cut to width columns (0: no limit). The
+// entries on the path to the entry at index leaf get a bullet, and that
+// entry gets mark (-1: the null leaf, nothing marked). The drawing, the
+// id, the label (up to 40 columns) and the mark are kept whole; the
+// preview takes what is left, at least 8 columns.
 func WriteTree(w *bufio.Writer, s *tree.Session, nodes []tree.Node, leaf int, mark string, width int) {
-	onPath := make([]bool, s.Len())
-	for _, i := range s.PathIndices(leaf) {
-		onPath[i] = true
-	}
-	maxLevels := 40
-	if width > 0 {
-		maxLevels = width / 6 // the drawing keeps at most half the line
-	}
-	d := newTreeDrawer(nodes, maxLevels)
-	for _, n := range nodes {
-		e := s.Entry(n.Index)
-		head := d.prefix(n)
-		if onPath[n.Index] {
-			head += "• "
-		}
-		head += tree.Printable(e.ID) + " "
-		if l, ok := s.Label(e.ID); ok {
-			head += "[" + Cut(tree.Printable(l), 40) + "] "
-		}
-		tail := ""
-		if n.Index == leaf {
-			tail = "  " + mark
-		}
-		preview := e.Preview()
-		if width > 0 {
-			preview = Cut(preview, max(width-Width(head)-Width(tail), 8))
-		}
-		w.WriteString(head)
-		w.WriteString(preview)
-		w.WriteString(tail)
+	for _, line := range TreeLines(s, nodes, leaf, mark, width) {
+		w.WriteString(line)
 		w.WriteByte('\n')
+	}
+}
+
+// TreeLines yields WriteTree's lines (without the newline) with the index
+// of each one's entry, so that a caller can print the lines of a few
+// entries — pi-ctl search --open — exactly as the whole tree shows them.
+func TreeLines(s *tree.Session, nodes []tree.Node, leaf int, mark string, width int) iter.Seq2[int, string] {
+	return func(yield func(int, string) bool) {
+		onPath := make([]bool, s.Len())
+		for _, i := range s.PathIndices(leaf) {
+			onPath[i] = true
+		}
+		maxLevels := 40
+		if width > 0 {
+			maxLevels = width / 6 // the drawing keeps at most half the line
+		}
+		d := newTreeDrawer(nodes, maxLevels)
+		for _, n := range nodes {
+			e := s.Entry(n.Index)
+			head := d.prefix(n)
+			if onPath[n.Index] {
+				head += "• "
+			}
+			head += tree.Printable(e.ID) + " "
+			if l, ok := s.Label(e.ID); ok {
+				head += "[" + Cut(tree.Printable(l), 40) + "] "
+			}
+			tail := ""
+			if n.Index == leaf {
+				tail = "  " + mark
+			}
+			preview := e.Preview()
+			if width > 0 {
+				preview = Cut(preview, max(width-Width(head)-Width(tail), 8))
+			}
+			if !yield(n.Index, head+preview+tail) {
+				return
+			}
+		}
 	}
 }
