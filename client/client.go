@@ -158,6 +158,7 @@ type Client struct {
 	log     session.Log
 	cursors session.Cursors
 	observe func(sid string, seq uint64) // API transports: raise minSeq of reads
+	api     apiclient.Client             // API transports: pi-node's operations (Search)
 	writer  writer.Options
 	closers []func()
 }
@@ -250,7 +251,7 @@ func (c *Client) connectJetStream(ctx context.Context, t Transport, o options) e
 
 func (c *Client) useAPI(ac apiclient.Client) {
 	l := apiclient.NewLog(ac)
-	c.log, c.cursors, c.observe = l, apiclient.NewCursors(ac), l.Observe
+	c.log, c.cursors, c.observe, c.api = l, apiclient.NewCursors(ac), l.Observe, ac
 	c.closers = append(c.closers, ac.Close)
 }
 

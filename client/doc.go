@@ -122,6 +122,24 @@
 // Without WithClientID nothing is stored besides the entries, and Open
 // starts at pi's default leaf, the last entry.
 //
+// # Search
+//
+// Search runs a full-text query over every session pi-node holds (that
+// the token may read) and returns a page of hits, best first, each with
+// its session, the entry, whether it is on the session's path (OnPath:
+// false on an abandoned branch) and a snippet whose matched words are
+// marked:
+//
+//	r, err := c.Search(ctx, `salt -base64 role:assistant since:2026-11-01`, client.SearchLimit(10))
+//	for _, h := range r.Hits { fmt.Println(h.SessionID, h.EntryID, h.OnPath) }
+//	r, err = c.Search(ctx, q, client.SearchLimit(10), client.SearchCursor(r.Next)) // the next page
+//
+// SearchAll follows the pages; SearchPathOnly leaves abandoned branches
+// out; SearchMinSeq and SearchLatest read your own and others' writes as
+// Open's WithMinSeq and WithLatest do. The query language is docs/API.md's
+// (Search). The index is pi-node's: Search needs the HTTP or NodeNATS
+// transport.
+//
 // # Errors
 //
 // Every method reports the package's sentinels — ErrNotFound, ErrExists,
