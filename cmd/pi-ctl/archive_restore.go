@@ -57,11 +57,7 @@ func runArchiveRestore(ctx context.Context, e *env, args []string) error {
 			failed = true
 		}
 		if *asJSON {
-			out, err := wire.EncodeJSON(r)
-			if err != nil {
-				return err
-			}
-			if err := writeJSON(e.stdout, out); err != nil {
+			if err := encodeJSON(e.stdout, r); err != nil {
 				return err
 			}
 			continue

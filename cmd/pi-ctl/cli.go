@@ -31,6 +31,7 @@ type command struct {
 // through its own table with dispatch.
 var commands = []command{
 	{"ls", "list sessions (filter by name, cwd, label, time)", runLs},
+	{"search", "search the entries of every session: words, phrases, filters", runSearch},
 	{"show", "show one session: name, cwd, counts, leaf, labels", runShow},
 	{"tree", "draw a session's tree (like pi's /tree), or print it as JSON", runTree},
 	{"context", "show the context pi would send for a leaf or a client's cursor", runContext},

@@ -197,9 +197,5 @@ func writePageJSON(e *env, acc listPage) error {
 	if acc.Sessions == nil {
 		acc.Sessions = []json.RawMessage{}
 	}
-	out, err := wire.EncodeJSON(acc)
-	if err != nil {
-		return err
-	}
-	return writeJSON(e.stdout, out)
+	return encodeJSON(e.stdout, acc)
 }

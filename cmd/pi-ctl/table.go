@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/cli"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // table is cli.Table under the names pi-ctl's commands use: rows in
@@ -21,6 +22,16 @@ func (t *table) write(w io.Writer) error { return t.Write(w) }
 
 // writeJSON prints a JSON reply as the node sent it, on its own line.
 var writeJSON = cli.WriteJSON
+
+// encodeJSON prints v as the API encodes it (wire.EncodeJSON), on its own
+// line.
+func encodeJSON(w io.Writer, v any) error {
+	out, err := wire.EncodeJSON(v)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, out)
+}
 
 // keyValues prints "key  value" lines with the keys in one column, the
 // layout of "file info".
