@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"strings"
 
@@ -42,10 +43,10 @@ QUERY is the words given, joined by spaces. Every term must match:
                        (since and until: RFC 3339 or a day, inclusive);
                        field:"value with spaces"
 
-Quote the query for the shell when it holds quotes or *, and put -- before
-it when a term starts with "-" (else pi-ctl reads it as a flag):
+Quote the query for the shell when it holds quotes or *. A term that starts
+with "-" would read as a flag: put the flags first, then --, then the query:
 
-  pi-ctl search -- '"salt check" -base64 role:assistant'
+  pi-ctl search --limit 5 -- '"salt check" -base64 role:assistant'
 
 A query that does not parse fails with the position of the problem (1 is
 its first character) and what was expected there.
@@ -76,6 +77,9 @@ func runSearch(ctx context.Context, e *env, args []string) error {
 	open := fs.Bool("open", false, "print each hit's line of pi-ctl tree under it")
 	asJSON := fs.Bool("json", false, "print the API's JSON")
 	width := widthFlag(fs, e)
+	if term, ok := dashedTerm(fs, args); ok {
+		return usagef(fs.Name(), "%s is no flag of search: a query term that starts with - goes after --, as in pi-ctl search [flags] -- 'salt %s'", term, term)
+	}
 	pos, err := parseArgs(e, fs, searchHelp, args, "QUERY...")
 	if err != nil {
 		return err
@@ -127,6 +131,34 @@ func runSearch(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintf(e.stderr, "%d of about %d hits: add --all, or --cursor %s for the next page\n", len(hits), acc.Total, acc.Next)
 	}
 	return nil
+}
+
+// dashedTerm finds an argument before "--" that the flag parser would take
+// for a flag fs does not have: most likely an excluded term (-base64),
+// which must follow "--".
+func dashedTerm(fs *flag.FlagSet, args []string) (string, bool) {
+	for k := 0; k < len(args) && args[k] != "--"; k++ {
+		a := args[k]
+		if len(a) < 2 || a[0] != '-' {
+			continue
+		}
+		name, _, inline := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		f := fs.Lookup(name)
+		switch {
+		case name == "h" || name == "help":
+		case f == nil:
+			return a, true
+		case !inline && !isBoolFlag(f):
+			k++ // its value, which may start with "-"
+		}
+	}
+	return "", false
+}
+
+// isBoolFlag reports whether f takes no value (--json, not --limit N).
+func isBoolFlag(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
 }
 
 // searchPages runs req from cursor on and, with all, follows the pages to

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -118,35 +119,29 @@ func shortIDs(ids []string) []string {
 // snippet writes a hit's snippet on one line: whitespace and line breaks
 // as single spaces, control characters made printable (a message's escape
 // sequence must not reach the terminal), matches in bold or in
-// [brackets], cut to room columns (0: no limit) with "…".
+// [brackets], cut to room columns (0: no limit) with "…" — at the front
+// too when the first match would fall beyond the first third.
 func snippet(parts []wire.SnippetPart, room int, bold bool) string {
 	on, off := "[", "]"
+	markCols := 2
 	if bold {
-		on, off = "\x1b[1m", "\x1b[22m"
+		on, off, markCols = "\x1b[1m", "\x1b[22m", 0
 	}
-	markCols := 0
-	if !bold {
-		markCols = 2
+	pieces := onOneLine(parts)
+	if room > 0 {
+		pieces = toFirstMatch(pieces, room, markCols)
 	}
 	var b strings.Builder
 	used := 0
-	space := true // at the start: leading whitespace is dropped
-	for k, part := range parts {
-		text := oneLine(part.Text, &space)
-		if k == len(parts)-1 {
-			text = strings.TrimRight(text, " ")
-		}
-		if text == "" {
-			continue
-		}
-		cols := termtext.Width(text)
-		if part.Match {
+	for _, p := range pieces {
+		text, cols := p.Text, termtext.Width(p.Text)
+		if p.Match {
 			cols += markCols
 		}
 		cut := room > 0 && used+cols > room
 		if cut {
 			left := room - used
-			if part.Match {
+			if p.Match {
 				left -= markCols
 			}
 			if left < 2 { // "[…]" would say less than "…"
@@ -155,7 +150,7 @@ func snippet(parts []wire.SnippetPart, room int, bold bool) string {
 			}
 			text = termtext.Cut(text, left)
 		}
-		if part.Match {
+		if p.Match {
 			text = on + text + off
 		}
 		b.WriteString(text)
@@ -165,6 +160,55 @@ func snippet(parts []wire.SnippetPart, room int, bold bool) string {
 		}
 	}
 	return b.String()
+}
+
+// onOneLine is parts made printable on one line (oneLine), without
+// leading or trailing spaces or empty parts.
+func onOneLine(parts []wire.SnippetPart) []wire.SnippetPart {
+	var out []wire.SnippetPart
+	space := true // at the start: leading whitespace is dropped
+	for _, p := range parts {
+		if text := oneLine(p.Text, &space); text != "" {
+			out = append(out, wire.SnippetPart{Text: text, Match: p.Match})
+		}
+	}
+	if n := len(out); n > 0 {
+		if out[n-1].Text = strings.TrimRight(out[n-1].Text, " "); out[n-1].Text == "" {
+			out = out[:n-1]
+		}
+	}
+	return out
+}
+
+// toFirstMatch drops text before the first match, for "…", when the
+// snippet does not fit room and the match would start beyond its first
+// third: a snippet cut before its match would not show why it is a hit.
+func toFirstMatch(pieces []wire.SnippetPart, room, markCols int) []wire.SnippetPart {
+	first := slices.IndexFunc(pieces, func(p wire.SnippetPart) bool { return p.Match })
+	if first <= 0 {
+		return pieces
+	}
+	total, before := 0, ""
+	for k, p := range pieces {
+		total += termtext.Width(p.Text)
+		if p.Match {
+			total += markCols
+		}
+		if k < first {
+			before += p.Text
+		}
+	}
+	keep := room / 3
+	if total <= room || keep < 2 || termtext.Width(before) <= keep {
+		return pieces
+	}
+	rs := []rune(before)
+	k, cols := len(rs), 1 // the "…"
+	for k > 0 && cols+termtext.Width(string(rs[k-1])) <= keep {
+		k--
+		cols += termtext.Width(string(rs[k]))
+	}
+	return append([]wire.SnippetPart{{Text: "…" + string(rs[k:])}}, pieces[first:]...)
 }
 
 // oneLine makes text printable on one line: runs of whitespace and line

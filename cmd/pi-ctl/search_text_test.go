@@ -30,12 +30,15 @@ func TestSearchSnippet(t *testing.T) {
 		{parts("\n  first line\n\n", "salt", "\t\r\nnext  "), 0, false, "first line [salt] next"},
 		{parts("red \x1b[31m", "salt"), 0, false, "red ␛[31m[salt]"},
 		{parts("", "salt", " and ", "pepper"), 0, false, "[salt] and [pepper]"},
-		{parts("Why does the ", "salt", " check fail?"), 21, false, "Why does the [salt] …"},
-		{parts("Why does the ", "salt", " check fail?"), 20, false, "Why does the [salt]…"},
-		{parts("Why does the ", "salt", " check fail?"), 17, false, "Why does the [s…]"},
-		{parts("Why does the ", "salt", " check fail?"), 16, false, "Why does the …"},
-		{parts("Why does the ", "salt", " check fail?"), 10, false, "Why does …"},
-		{parts("Why does the ", "salt", " check fail?"), 14, false, "Why does the …"},
+		// Cut at the end when the match comes early, else at the front too,
+		// keeping a third of the room before the match.
+		{parts("A ", "salt", " check that fails"), 16, false, "A [salt] check …"},
+		{parts("A ", "salt", " check that fails"), 5, false, "A …"},
+		{parts("Why does the ", "salt", " check fail?"), 21, false, "…s the [salt] check …"},
+		{parts("Why does the ", "salt", " check fail?"), 20, false, "… the [salt] check …"},
+		{parts("Why does the ", "salt", " check fail?"), 10, false, "…e [salt]…"},
+		{parts("为什么 auth.ts 里的 ", "salt", " 校验失败"), 20, false, "…里的 [salt] 校验失…"},
+		{parts("Why does the ", "salt", " check fail?"), 12, true, "…he \x1b[1msalt\x1b[22m ch…"},
 	} {
 		if got := snippet(c.parts, c.room, c.bold); got != c.want {
 			t.Errorf("snippet(%+v, %d, bold %v) = %q, want %q", c.parts, c.room, c.bold, got, c.want)
@@ -62,13 +65,14 @@ func TestShortIDs(t *testing.T) {
 // TestSearchUsage: wrong flags are usage errors, before any connection.
 func TestSearchUsage(t *testing.T) {
 	for args, want := range map[string]string{
-		"search":                         "missing QUERY",
-		"search salt --branch left":      `--branch takes all or path, not "left"`,
-		"search salt --limit 0":          "--limit must be from 1 to 100, not 0",
-		"search salt --limit 101":        "--limit must be from 1 to 100, not 101",
-		"search salt --open --json":      "--open draws tree lines: not with --json",
-		"search salt --width -1":         "--width must be 0 or more",
-		"search salt -base64 --limit 10": "-base64",
+		"search":                           "missing QUERY",
+		"search salt --branch left":        `--branch takes all or path, not "left"`,
+		"search salt --limit 0":            "--limit must be from 1 to 100, not 0",
+		"search salt --limit 101":          "--limit must be from 1 to 100, not 101",
+		"search salt --open --json":        "--open draws tree lines: not with --json",
+		"search salt --width -1":           "--width must be 0 or more",
+		"search salt -base64 --limit 10":   "-base64 is no flag of search: a query term that starts with - goes after --",
+		"search --limit 5 salt -role:user": "-role:user is no flag of search",
 	} {
 		r := runCLI(t, "", strings.Fields(args)...)
 		if l := lines(r.stderr); r.code != 2 || len(l) != 1 || !strings.Contains(l[0], want) || r.stdout != "" {
