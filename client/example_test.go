@@ -213,3 +213,40 @@ func ExampleSession_Fork() {
 	// fork stored: false
 	// fork stored: true
 }
+
+// Search finds entries across sessions, on abandoned branches too: OnPath
+// tells them apart, and the snippet marks what matched.
+func ExampleClient_Search() {
+	ctx := context.Background()
+	c, _ := client.New(ctx, client.HTTP(os.Getenv("PI_CTL_HTTP")))
+	defer c.Close()
+	s, _ := c.Create(client.WithCwd("/home/dev/search-example"))
+	q, _ := s.AppendMessage(ctx, map[string]any{"role": "user", "content": "Why does the salt check fail?", "timestamp": 1})
+	answer := func(text string) (client.Written, error) {
+		return s.AppendMessage(ctx, map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "text", "text": text}},
+			"provider": "anthropic", "model": "claude-sonnet-4", "timestamp": 2})
+	}
+	answer("The salt is not Base64.")
+	s.Branch(ctx, q.ID) // that answer is left behind
+	w, _ := answer("Let me read auth.ts first.")
+
+	r, err := c.Search(ctx, "base64 cwd:/home/dev/search-example", client.SearchMinSeq(w.Seq))
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, h := range r.Hits {
+		fmt.Print(h.Role, " on the path: ", h.OnPath, ": ")
+		for _, p := range h.Snippet {
+			if p.Match {
+				p.Text = "[" + p.Text + "]"
+			}
+			fmt.Print(p.Text)
+		}
+		fmt.Println()
+	}
+	r, _ = c.Search(ctx, "base64 cwd:/home/dev/search-example", client.SearchPathOnly())
+	fmt.Println("on the path only:", len(r.Hits), "hits")
+	// Output:
+	// assistant on the path: false: The salt is not [Base64].
+	// on the path only: 0 hits
+}
