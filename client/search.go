@@ -37,7 +37,8 @@ func SearchPathOnly() SearchOption {
 	return func(r *wire.SearchRequest) { r.Branch = wire.SearchBranchPath }
 }
 
-// SearchLimit sets the hits per page: 1 to 100 (default 20).
+// SearchLimit sets the hits per page (default 20); pi-node serves at most
+// 100, and more is taken as 100.
 func SearchLimit(n int) SearchOption { return func(r *wire.SearchRequest) { r.Limit = n } }
 
 // SearchCursor asks for the page after the one whose SearchResult.Next
