@@ -26,7 +26,7 @@ best first, one line each:
            (where pi-ctl tree bullets it); - it is on a branch the
            session left
   SNIPPET  the text around the match, the matched words in bold on a
-           terminal, else in [brackets]
+           terminal (without $NO_COLOR), else in [brackets]
 
 QUERY is the words given, joined by spaces. Every term must match:
 
@@ -70,7 +70,7 @@ type searchPage struct {
 func runSearch(ctx context.Context, e *env, args []string) error {
 	fs := newFlags("pi-ctl search")
 	conn := addConnFlags(fs)
-	branch := fs.String("branch", wire.SearchBranchAll, "`all` entries, or only those on each session's path")
+	branch := fs.String("branch", wire.SearchBranchAll, "search `all` entries, or path: only those on each session's path")
 	limit := fs.Int("limit", 20, "hits per page, `N` from 1 to 100")
 	cursor := fs.String("cursor", "", "start at page `C` (the previous page's next)")
 	all := fs.Bool("all", false, "follow the pages to the last one")
