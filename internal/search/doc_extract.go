@@ -37,7 +37,12 @@ type line struct {
 	Label     string          `json:"label"`      // label
 	Name      string          `json:"name"`       // session_info
 	Model     string          `json:"model"`      // usage (pi 1.1)
+	Note      string          `json:"note"`       // usage (pi 1.1)
 	ModelID   string          `json:"modelId"`    // model_change
+	// context_edit (pi 1.1): the content that replaces the target's.
+	Replacement *struct {
+		Content json.RawMessage `json:"content"`
+	} `json:"replacement"`
 }
 
 type message struct {
@@ -45,6 +50,13 @@ type message struct {
 	Content  json.RawMessage `json:"content"`
 	Model    string          `json:"model"`
 	ToolName string          `json:"toolName"`
+	// A pi 1.1 system message: the prompt by section, and the tools it
+	// adds.
+	Sections   json.RawMessage `json:"sections"`
+	ToolsAdded []struct {
+		Name        string `json:"name"`
+		Description string `json:"description"`
+	} `json:"toolsAdded"`
 }
 
 type block struct {
@@ -56,12 +68,15 @@ type block struct {
 }
 
 // Extract returns the Doc of one entry line, and false for a line with
-// nothing to search (a header, a model or thinking-level change, usage
-// rows) or one that is not JSON. Indexed: the text blocks of messages of
-// every role (a string content too), thinking text but not its signature,
-// tool calls' names and the string values of their arguments, tool
-// results' output, custom_message content and customType, branch and
-// compaction summaries, labels and session names. Images are not.
+// nothing to search (a header, a model or thinking-level change, a usage
+// row without a note) or one that is not JSON. Indexed: the text blocks of
+// messages of every role (a string content too), thinking text but not its
+// signature, tool calls' names and the string values of their arguments,
+// tool results' output, custom_message content and customType, branch and
+// compaction summaries, labels and session names; of pi 1.1's entries, a
+// system message's sections and the names and descriptions of the tools
+// it adds, a context_edit's replacement content, a usage row's note.
+// Images are not.
 func Extract(b []byte) (Doc, bool) {
 	var l line
 	if err := json.Unmarshal(b, &l); err != nil || l.ID == "" {
@@ -80,6 +95,17 @@ func Extract(b []byte) (Doc, bool) {
 			d.Tools = []string{m.ToolName}
 		}
 		parts = content(m.Content, parts, &d)
+		parts = stringsOf(m.Sections, parts)
+		for _, t := range m.ToolsAdded {
+			parts = append(parts, t.Name, t.Description)
+		}
+	case "context_edit":
+		if l.Replacement != nil {
+			parts = content(l.Replacement.Content, parts, &d)
+		}
+	case "usage":
+		d.Model = l.Model
+		parts = append(parts, l.Note)
 	case "custom_message":
 		d.Role = "custom"
 		parts = append(parts, l.Custom)

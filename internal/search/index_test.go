@@ -40,6 +40,12 @@ var extraLines = [][]string{{
 	`{"type":"session_info","id":"s6","parentId":"s5","timestamp":"2026-11-01T10:00:06.000Z","name":"Old Salt"}`,
 	`{"type":"session_info","id":"s7","parentId":"s6","timestamp":"2026-11-01T10:00:07.000Z","name":"Surrogate Hunt"}`,
 }, {
+	`{"type":"session","version":3,"id":"01a2b3c4-0000-7000-8000-00000000e004","timestamp":"2026-11-04T10:00:00.000Z","cwd":"/home/dev/pi11"}`,
+	`{"type":"message","id":"p1","parentId":null,"timestamp":"2026-11-04T10:00:01.000Z","message":{"role":"system","content":"","sections":{"preamble":"You are an expert coding assistant","cwd":"Current working directory: /home/dev/pi11"},"toolsAdded":[{"name":"read","description":"Read a file from disk"}]}}`,
+	`{"type":"message","id":"p2","parentId":"p1","timestamp":"2026-11-04T10:00:02.000Z","message":{"role":"user","content":"salt check again","timestamp":1}}`,
+	`{"type":"context_edit","id":"p3","parentId":"p2","timestamp":"2026-11-04T10:00:03.000Z","targetId":"p2","replacement":{"content":[{"type":"text","text":"[elided] the salt question"}]}}`,
+	`{"type":"usage","id":"p4","parentId":"p3","timestamp":"2026-11-04T10:00:04.000Z","kind":"cache_warm","provider":"openai","model":"gpt-5.2","usage":{"input":1},"note":"warming the cache"}`,
+}, {
 	`{"type":"session","version":3,"id":"01a2b3c4-0000-7000-8000-00000000e002","timestamp":"2026-11-02T10:00:00.000Z","cwd":"relative/dir"}`,
 	`{"type":"message","id":"r1","parentId":null,"timestamp":"2026-11-02T10:00:01.000Z","message":{"role":"user","content":"salt in a relative cwd","timestamp":1}}`,
 }}
@@ -238,6 +244,10 @@ var queries = []string{
 	"surrogate",
 	"passes",
 	"-salt role:user",
+	"role:system expert",
+	"type:context_edit elided salt",
+	"warming model:gpt*",
+	"disk -role:user",
 }
 
 // TestIndexOracle: for every query form, the index's hits — paged
