@@ -14,6 +14,7 @@ import (
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/search/query"
+	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/wire"
@@ -54,66 +55,121 @@ type cwdRecord struct {
 	Cwd string `json:"cwd"`
 }
 
-// Open opens the index in dir, creating it when there is none (dir ""
-// keeps it in memory). An index of another mapping version is removed and
-// built again.
+// Open returns the index in dir (dir "" keeps it in memory). It opens
+// it if it can at once; an index another process's or a closing Store's
+// index still holds is opened by Run when it is free. An index of another
+// mapping version, or one that cannot be read, is removed and built again
+// from the log.
 func Open(dir string, logger *slog.Logger) (*Index, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	x := &Index{dir: dir, log: logger, progress: make(chan struct{}), cwds: map[string]string{}}
-	m, err := newMapping()
-	if err != nil {
-		return nil, err
-	}
 	if dir == "" {
-		x.idx, err = bleve.NewMemOnly(m)
-		return x, err
-	}
-	if _, serr := os.Stat(path.Join(dir, "index_meta.json")); serr == nil {
-		x.idx, err = bleve.Open(dir)
-		if err == nil {
-			v, _ := x.idx.GetInternal([]byte(keyMapping))
-			if string(v) == mappingVersion {
-				return x, x.load()
-			}
-			logger.Info("search index of another version: rebuilding it from the log", "dir", dir, "version", string(v))
-			_ = x.idx.Close()
-		} else {
-			logger.Warn("search index unreadable: rebuilding it from the log", "dir", dir, "err", err)
-		}
-		if err := os.RemoveAll(dir); err != nil {
+		m, err := newMapping()
+		if err != nil {
 			return nil, err
 		}
+		idx, err := bleve.NewMemOnly(m)
+		if err != nil {
+			return nil, err
+		}
+		x.setIndex(idx)
+		return x, nil
 	}
-	if x.idx, err = bleve.New(dir, m); err != nil {
-		return nil, fmt.Errorf("search index %s: %w", dir, err)
-	}
-	if err := x.idx.SetInternal([]byte(keyMapping), []byte(mappingVersion)); err != nil {
-		_ = x.idx.Close()
+	if err := x.open(100 * time.Millisecond); err != nil && !errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, err
 	}
 	return x, nil
 }
 
-// load reads where a reopened index left off.
-func (x *Index) load() error {
-	v, err := x.idx.GetInternal([]byte(keySeq))
+// open opens or creates the index on disk, waiting at most wait for
+// another holder of it to let go (bolt's lock).
+func (x *Index) open(wait time.Duration) error {
+	cfg := map[string]any{"bolt_timeout": wait.String()}
+	if _, err := os.Stat(path.Join(x.dir, "index_meta.json")); err == nil {
+		idx, err := bleve.OpenUsing(x.dir, cfg)
+		switch {
+		case errors.Is(err, bolterrors.ErrTimeout):
+			return err
+		case err != nil:
+			x.log.Warn("search index unreadable: rebuilding it from the log", "dir", x.dir, "err", err)
+		default:
+			v, _ := idx.GetInternal([]byte(keyMapping))
+			if string(v) == mappingVersion {
+				if err := x.load(idx); err != nil {
+					_ = idx.Close()
+					return err
+				}
+				x.setIndex(idx)
+				return nil
+			}
+			x.log.Info("search index of another version: rebuilding it from the log", "dir", x.dir, "version", string(v))
+			_ = idx.Close()
+		}
+		if err := os.RemoveAll(x.dir); err != nil {
+			return err
+		}
+	}
+	m, err := newMapping()
 	if err != nil {
 		return err
 	}
+	idx, err := bleve.NewUsing(x.dir, m, bleve.Config.DefaultIndexType, bleve.Config.DefaultKVStore, cfg)
+	if err != nil {
+		return fmt.Errorf("search index %s: %w", x.dir, err)
+	}
+	if err := idx.SetInternal([]byte(keyMapping), []byte(mappingVersion)); err != nil {
+		_ = idx.Close()
+		return err
+	}
+	x.setIndex(idx)
+	return nil
+}
+
+// setIndex makes idx the index searches read.
+func (x *Index) setIndex(idx bleve.Index) {
+	x.mu.Lock()
+	x.idx = idx
+	x.mu.Unlock()
+}
+
+// index is the open index, or nil while Run has yet to open it.
+func (x *Index) index() bleve.Index {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.idx
+}
+
+// load reads where a reopened index left off.
+func (x *Index) load(idx bleve.Index) error {
+	v, err := idx.GetInternal([]byte(keySeq))
+	if err != nil {
+		return err
+	}
+	var applied uint64
 	if len(v) > 0 {
-		if x.applied, err = strconv.ParseUint(string(v), 10, 64); err != nil {
+		if applied, err = strconv.ParseUint(string(v), 10, 64); err != nil {
 			return fmt.Errorf("search index %s: bad sequence %q", x.dir, v)
 		}
 	}
-	id, err := x.idx.GetInternal([]byte(keyIdent))
-	x.ident = string(id)
-	return err
+	id, err := idx.GetInternal([]byte(keyIdent))
+	if err != nil {
+		return err
+	}
+	x.mu.Lock()
+	x.applied, x.ident = applied, string(id)
+	x.mu.Unlock()
+	return nil
 }
 
 // Close closes the index; Run must have returned.
-func (x *Index) Close() error { return x.idx.Close() }
+func (x *Index) Close() error {
+	if idx := x.index(); idx != nil {
+		return idx.Close()
+	}
+	return nil
+}
 
 // Applied is the last sequence indexed.
 func (x *Index) Applied() uint64 {
@@ -172,7 +228,15 @@ func (x *Index) advanced(seq uint64) {
 func (x *Index) Run(ctx context.Context, feed session.Feed) {
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
-		err := x.run(ctx, feed)
+		var err error
+		if x.index() == nil {
+			// Held a moment ago by the Store of this shard that is
+			// closing (a shard handed back and taken again).
+			err = x.open(5 * time.Second)
+		}
+		if err == nil {
+			err = x.run(ctx, feed)
+		}
 		if ctx.Err() != nil {
 			return
 		}
@@ -266,20 +330,22 @@ func (x *Index) reset() error {
 		return err
 	}
 	_ = x.idx.Close()
+	var idx bleve.Index
 	if x.dir == "" {
-		x.idx, err = bleve.NewMemOnly(m)
+		idx, err = bleve.NewMemOnly(m)
 	} else {
 		if err = os.RemoveAll(x.dir); err != nil {
 			return err
 		}
-		x.idx, err = bleve.New(x.dir, m)
+		idx, err = bleve.New(x.dir, m)
 	}
 	if err != nil {
 		return err
 	}
+	x.setIndex(idx)
 	x.cwds = map[string]string{}
 	x.advanced(0)
-	return x.idx.SetInternal([]byte(keyMapping), []byte(mappingVersion))
+	return idx.SetInternal([]byte(keyMapping), []byte(mappingVersion))
 }
 
 // apply indexes rs as one batch, with the sequence it reaches.
@@ -460,7 +526,11 @@ func (x *Index) Search(ctx context.Context, q *Query, r Resolver, cwdPrefix stri
 	if after != nil {
 		req.SearchAfter = []string{strconv.FormatFloat(after.Score, 'g', -1, 64), after.ID}
 	}
-	res, err := x.idx.SearchInContext(ctx, req)
+	idx := x.index()
+	if idx == nil {
+		return nil, 0, fmt.Errorf("the search index is not open yet: %w", wire.ErrUnavailable)
+	}
+	res, err := idx.SearchInContext(ctx, req)
 	if err != nil {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return nil, 0, err

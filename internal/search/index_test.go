@@ -403,3 +403,40 @@ func TestIndexResumes(t *testing.T) {
 		t.Fatalf("the purged session still has %d hits", total)
 	}
 }
+
+// TestIndexBusy: an index on disk that another Index still has open (a
+// shard's Store closing while the node takes the shard again) is opened
+// by Run once the other lets go, and goes on from its checkpoint.
+func TestIndexBusy(t *testing.T) {
+	c := newCorpus(t, 200)
+	dir := filepath.Join(t.TempDir(), "search")
+	x, err := search.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { x.Run(ctx, c.log); close(done) }()
+	waitFor(t, x, c.last)
+	cancel()
+	<-done
+	f := &froms{Feed: c.log}
+	y := follow(t, dir, f) // x still has it open
+	q, _ := search.Parse("salt")
+	if _, _, err := y.Search(context.Background(), q, c, "", 10, nil); err == nil {
+		t.Fatal("searched an index that is not open yet")
+	}
+	if err := x.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, y, c.last)
+	f.mu.Lock()
+	at := slices.Clone(f.at)
+	f.mu.Unlock()
+	if len(at) != 1 || at[0] != c.last+1 {
+		t.Fatalf("followed from %v, want [%d]", at, c.last+1)
+	}
+	if got, want := all(t, y, c, q, "", 50), c.oracle(q, ""); !slices.Equal(got, want) {
+		t.Fatalf("%d hits, the oracle %d", len(got), len(want))
+	}
+}
