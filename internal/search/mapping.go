@@ -2,7 +2,6 @@ package search
 
 import (
 	"unicode"
-	"unicode/utf8"
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/analysis"
@@ -58,24 +57,10 @@ type wordTokenizer struct{}
 
 func (wordTokenizer) Tokenize(b []byte) analysis.TokenStream {
 	var out analysis.TokenStream
-	start, pos := -1, 0
-	for i := 0; i < len(b); {
-		r, n := utf8.DecodeRune(b[i:])
-		if IsWordRune(r) && !(r == utf8.RuneError && n == 1) {
-			if start < 0 {
-				start = i
-			}
-		} else if start >= 0 {
-			pos++
-			out = append(out, &analysis.Token{Term: b[start:i], Start: start, End: i, Position: pos, Type: analysis.AlphaNumeric})
-			start = -1
-		}
-		i += n
-	}
-	if start >= 0 {
-		pos++
-		out = append(out, &analysis.Token{Term: b[start:], Start: start, End: len(b), Position: pos, Type: analysis.AlphaNumeric})
-	}
+	eachWord(string(b), 0, func(i, j int) bool {
+		out = append(out, &analysis.Token{Term: b[i:j], Start: i, End: j, Position: len(out) + 1, Type: analysis.AlphaNumeric})
+		return true
+	})
 	return out
 }
 

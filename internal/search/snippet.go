@@ -32,14 +32,16 @@ func (q *Query) Snippet(text string) []wire.SnippetPart {
 		}
 		return false
 	}
-	toks := (wordTokenizer{}).Tokenize([]byte(text))
+	// Words are cut one at a time, and only as far as needed: a hit's
+	// text can be a tool result of megabytes.
 	first := -1
-	for _, t := range toks {
-		if match(string(t.Term)) {
-			first = t.Start
-			break
+	eachWord(text, 0, func(a, b int) bool {
+		if match(text[a:b]) {
+			first = a
+			return false
 		}
-	}
+		return true
+	})
 	start := 0
 	if first > 0 {
 		start = back(text, first, snippetBefore)
@@ -60,14 +62,17 @@ func (q *Query) Snippet(text string) []wire.SnippetPart {
 		add("…", false)
 	}
 	at := start
-	for _, t := range toks {
-		if t.Start < start || t.End > end || !match(string(t.Term)) {
-			continue
+	eachWord(text, start, func(a, b int) bool {
+		if b > end {
+			return false
 		}
-		add(squeeze(text[at:t.Start]), false)
-		add(text[t.Start:t.End], true)
-		at = t.End
-	}
+		if match(text[a:b]) {
+			add(squeeze(text[at:a]), false)
+			add(text[a:b], true)
+			at = b
+		}
+		return true
+	})
 	add(squeeze(text[at:end]), false)
 	if end < len(text) {
 		add("…", false)
@@ -79,6 +84,29 @@ func (q *Query) Snippet(text string) []wire.SnippetPart {
 		parts = []wire.SnippetPart{}
 	}
 	return parts
+}
+
+// eachWord calls fn with the byte span of each word of s from offset
+// from on (cut as the index cuts them), until fn returns false.
+func eachWord(s string, from int, fn func(a, b int) bool) {
+	start := -1
+	for i := from; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if IsWordRune(r) && !(r == utf8.RuneError && n == 1) {
+			if start < 0 {
+				start = i
+			}
+		} else if start >= 0 {
+			if !fn(start, i) {
+				return
+			}
+			start = -1
+		}
+		i += n
+	}
+	if start >= 0 {
+		fn(start, len(s))
+	}
 }
 
 // back returns the byte offset n characters before i, moved forward to a
