@@ -421,6 +421,9 @@ func ReplicaBehind(info *jetstream.StreamInfo, server string, maxLag uint64) err
 			continue
 		}
 		silence, never := ReplicaSilence(info.Cluster, p, now)
+		if never && info.Cluster.LeaderSince == nil {
+			return nil // not the leader's account: nothing to judge by
+		}
 		switch ReplicaState(info.Cluster, p, maxLag, now) {
 		case ReplicaCurrent:
 			return nil
@@ -453,11 +456,11 @@ const (
 // are current, as a follower under steady writes is behind by some at
 // almost every instant. ci is the leader's cluster info p comes from.
 func ReplicaState(ci *jetstream.ClusterInfo, p *jetstream.PeerInfo, maxLag uint64, now time.Time) string {
-	silence, _ := ReplicaSilence(ci, p, now)
+	silence, never := ReplicaSilence(ci, p, now)
 	switch {
 	case p.Offline || silence > replicaOffline:
 		return ReplicaOffline
-	case silence > replicaSilence || p.Lag > maxLag:
+	case silence > replicaSilence || p.Lag > maxLag || never && ci.LeaderSince == nil:
 		return ReplicaLagging
 	}
 	return ReplicaCurrent
@@ -471,14 +474,20 @@ func ReplicaState(ci *jetstream.ClusterInfo, p *jetstream.PeerInfo, maxLag uint6
 // only minutes later). A follower answers the leader's first heartbeat
 // within a second (current or not: a new leader of an empty stream calls
 // every peer current), so for one never heard from the silence is the
-// time since the election. Without the leader's election time (an older
-// server) it is 0: as before, the server's offline flag decides.
+// time since the election. An info without the leader's election time is
+// not the leader's account (a server answered that does not lead the
+// stream, as one may while leadership moves): active 0 there says nothing,
+// and the peer counts as never heard from for an unknown time (0), which
+// ReplicaState calls lagging, never current — the Jepsen-style kill test
+// saw a dead node reported "current, last seen 0s" by such an answer.
 func ReplicaSilence(ci *jetstream.ClusterInfo, p *jetstream.PeerInfo, now time.Time) (d time.Duration, never bool) {
-	if p.Active > 0 {
+	switch {
+	case p.Active > 0:
 		return p.Active, false
-	}
-	if ci == nil || ci.LeaderSince == nil {
+	case ci == nil:
 		return 0, false
+	case ci.LeaderSince == nil:
+		return 0, true
 	}
 	return max(now.Sub(*ci.LeaderSince), 0), true
 }

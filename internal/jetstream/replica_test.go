@@ -14,9 +14,10 @@ import (
 // TestReplicaBehind: a node's own replica, as the stream leader reports
 // it, keeps /readyz at 503 while it is offline, silent or too far behind.
 func TestReplicaBehind(t *testing.T) {
+	elected := time.Now().Add(-time.Minute)
 	info := func(leader string, peers ...*jetstream.PeerInfo) *jetstream.StreamInfo {
 		return &jetstream.StreamInfo{Config: jetstream.StreamConfig{Name: "PI_SESSIONS", Replicas: 3},
-			Cluster: &jetstream.ClusterInfo{Leader: leader, Replicas: peers}}
+			Cluster: &jetstream.ClusterInfo{Leader: leader, LeaderSince: &elected, Replicas: peers}}
 	}
 	peer := func(name string, current, offline bool, lag uint64, active time.Duration) *jetstream.PeerInfo {
 		return &jetstream.PeerInfo{Name: name, Current: current, Offline: offline, Lag: lag, Active: active}
@@ -32,9 +33,11 @@ func TestReplicaBehind(t *testing.T) {
 		{"not a replica", info("n1", peer("n2", true, false, 0, 0)), ""},
 		{"no leader (Leaderless's)", info("", peer("n3", false, true, 0, 0)), ""},
 		{"no cluster", &jetstream.StreamInfo{Config: jetstream.StreamConfig{Name: "PI_SESSIONS"}}, ""},
-		{"within the bound, writes in flight", info("n1", peer("n3", false, false, 100, 0)), ""},
-		{"behind", info("n1", peer("n3", false, false, 101, 0)), "101 entries behind its leader n1"},
-		{"offline", info("n1", peer("n3", false, true, 0, 0)), "offline to its leader n1"},
+		{"within the bound, writes in flight", info("n1", peer("n3", false, false, 100, 100*time.Millisecond)), ""},
+		{"behind", info("n1", peer("n3", false, false, 101, 100*time.Millisecond)), "101 entries behind its leader n1"},
+		{"offline", info("n1", peer("n3", false, true, 0, 100*time.Millisecond)), "offline to its leader n1"},
+		{"not the leader's answer (no election time)", &jetstream.StreamInfo{Config: jetstream.StreamConfig{Name: "PI_SESSIONS", Replicas: 3},
+			Cluster: &jetstream.ClusterInfo{Leader: "n1", Replicas: []*jetstream.PeerInfo{peer("n3", false, false, 0, 0)}}}, ""},
 		{"silent", info("n1", peer("n3", true, false, 0, 4*time.Second)), "not been heard from by its leader n1 for 4s"},
 	} {
 		err := ReplicaBehind(c.info, "n3", 100)
@@ -101,6 +104,15 @@ func TestReplicaNeverHeard(t *testing.T) {
 	heard := &jetstream.PeerInfo{Name: "n3", Active: 200 * time.Millisecond}
 	if got, seen := ReplicaState(ci, heard, 100, elected.Add(time.Minute)), LastSeen(ci, heard, elected.Add(time.Minute)); got != ReplicaCurrent || seen != "200ms" {
 		t.Errorf("heard from 200ms ago, a minute after the election: %s, %s; want current, 200ms", got, seen)
+	}
+	// An answer that is not the leader's (no election time): active 0 is
+	// no news, never "current, last seen 0s".
+	notLeader := &jetstream.ClusterInfo{Leader: "n2"}
+	if got, seen := ReplicaState(notLeader, dead, 100, elected), LastSeen(notLeader, dead, elected); got != ReplicaLagging || seen != "never" {
+		t.Errorf("active 0 in an answer without the election time: %s, last seen %s; want lagging, never", got, seen)
+	}
+	if got := ReplicaState(notLeader, heard, 100, elected); got != ReplicaCurrent {
+		t.Errorf("heard from 200ms ago, in an answer without the election time: %s, want current", got)
 	}
 	info := &jetstream.StreamInfo{Config: jetstream.StreamConfig{Name: "PI_SESSIONS", Replicas: 3}, Cluster: ci}
 	since := time.Now().Add(-time.Minute)

@@ -376,9 +376,23 @@ func reportedOffline(t *testing.T, node *piNode, dead string) {
 		return fmt.Errorf("no follower %s in %+v", dead, st.JetStream.Stream)
 	}))
 	t.Logf("%s's reports of %s, killed: %q", node.name, dead, seen)
-	if row := replicaRow(piCtlStatus(t, node.base), dead); !strings.Contains(row, "offline") {
-		t.Errorf("pi-ctl status: %s's row is %q, want offline", dead, row)
-	}
+	// pi-ctl asks again: leadership may have moved in between (the shards'
+	// leaders are spread after a kill), and the new leader has not heard
+	// from the dead node either — never as "0s".
+	var rows []string
+	testutil.WaitFor(t, readyTimeout, testutil.Awaiting("pi-ctl status showing "+dead+" offline", func() error {
+		row := replicaRow(piCtlStatus(t, node.base), dead)
+		if len(rows) == 0 || rows[len(rows)-1] != row {
+			rows = append(rows, row)
+		}
+		if f := strings.Fields(row); len(f) > 0 && f[len(f)-1] == "0s" {
+			t.Fatalf("pi-ctl status: %s, killed, is last seen 0s: %q", dead, rows)
+		}
+		if !strings.Contains(row, "offline") {
+			return fmt.Errorf("%s's row is %q", dead, row)
+		}
+		return nil
+	}))
 }
 
 func indexOf(nodes []*piNode, nd *piNode) int {

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -81,9 +82,17 @@ func TestSearchKill9(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var mu sync.Mutex // acked, parent and last: the writer goroutine's, read by the test
 	var acked []string
 	parent := ""
+	count := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(acked)
+	}
 	write := func(i int) error {
+		mu.Lock()
+		defer mu.Unlock()
 		id := fmt.Sprintf("k%05d", i)
 		e := proctest.NewEntry(id, parent, fmt.Sprintf("saltword uniq%05d", i), time.Now())
 		st, _, data, err := proctest.Do(ctx, hc, http.MethodPost, nd.base+"/v1/sessions/"+sid+"/entries", proctest.AppendBody(e))
@@ -117,13 +126,13 @@ func TestSearchKill9(t *testing.T) {
 		}
 	}()
 	testutil.WaitFor(t, time.Minute, func() error {
-		if len(acked) < 400 {
-			return fmt.Errorf("%d entries acknowledged", len(acked))
+		if n := count(); n < 400 {
+			return fmt.Errorf("%d entries acknowledged", n)
 		}
 		return nil
 	})
 	nd.Kill()
-	<-done
+	<-done // the writer has stopped: acked is the test's alone
 	t.Logf("SIGKILL after %d acknowledged entries", len(acked))
 	nd.Start(t)
 	nd.waitReady(t)
