@@ -116,9 +116,11 @@ func (s *Server) call(ctx context.Context, o *op, req any) (reply, error) {
 	if rep, err, done := s.forward(ctx, o, req, r.SessionID); done {
 		return rep, err
 	}
-	if err := s.await(ctx, o.Op, r); err != nil {
+	b, err := s.await(ctx, o.Op, r)
+	if err != nil {
 		return reply{}, err
 	}
+	ctx = context.WithValue(ctx, barrierKey{}, b)
 	if err := s.confine(ctx, o.Op, req); err != nil {
 		return reply{}, notFoundField(o.Op, err)
 	}
@@ -152,7 +154,7 @@ func notFoundField(o wire.Op, err error) error {
 // reflect: read your writes (minSeq: the lastSeq a write returned, possibly
 // on another node; and the writes this node acknowledged itself), and
 // linearizability on request.
-func (s *Server) await(ctx context.Context, o wire.Op, r params) error {
+func (s *Server) await(ctx context.Context, o wire.Op, r params) (service.Barrier, error) {
 	var b service.Barrier
 	b.Raise(r.MinSeq, "minSeq", "minSeq %d", r.MinSeq)
 	if o.LogRead() {
@@ -162,7 +164,7 @@ func (s *Server) await(ctx context.Context, o wire.Op, r params) error {
 		}
 		var err error
 		if b, err = s.svc.ReadBarrier(ctx, sid, r.MinSeq, r.Consistency); err != nil {
-			return err
+			return b, err
 		}
 	}
 	if seq, ok := ctx.Value(fwdWaitKey{}).(uint64); ok {
@@ -185,11 +187,15 @@ func (s *Server) await(ctx context.Context, o wire.Op, r params) error {
 			if w.Field != "" {
 				err = wire.Field(w.Field, err)
 			}
-			return err
+			return b, err
 		}
 	}
-	return nil
+	return b, nil
 }
+
+// barrierKey holds, in a request's context, the Barrier it awaited: what
+// a search's index must reach as well.
+type barrierKey struct{}
 
 func (s *Server) create(ctx context.Context, r *wire.CreateRequest) (reply, error) {
 	res, err := s.svc.Create(ctx, *r)

@@ -56,10 +56,16 @@ func (s *Server) search(ctx context.Context, r *wire.SearchRequest) (reply, erro
 	// Waiting for an index is bounded as waiting for a Store is.
 	wctx, cancel := context.WithTimeout(ctx, s.cfg.MinSeqTimeout)
 	defer cancel()
-	shardOf := func(st *store.Store) (service.SearchPage, store.Freshness, error) {
-		return s.svc.SearchShard(wctx, st, q, r.Branch, cwdPrefix, limit, after)
-	}
+	// What each shard's index must reach: what the request awaited of the
+	// Store (minSeq, consistency, a forwarding node's writes), and every
+	// write this node acknowledged on the shard — the Store may have
+	// applied it already, the index not yet.
+	b, _ := ctx.Value(barrierKey{}).(service.Barrier)
+	waitOn := func(k int) uint64 { return max(b.On(k), s.svc.AckedOn(k)) }
 	all := s.svc.Store.All()
+	shardOf := func(k int) (service.SearchPage, store.Freshness, error) {
+		return s.svc.SearchShard(wctx, all[k], waitOn(k), q, r.Branch, cwdPrefix, limit, after)
+	}
 	var pages []service.SearchPage
 	var fresh []store.Freshness
 	k, one := ctx.Value(fwdShardKey{}).(int)
@@ -68,7 +74,7 @@ func (s *Server) search(ctx context.Context, r *wire.SearchRequest) (reply, erro
 		if k < 0 || k >= len(all) {
 			return reply{}, wire.Invalid(wire.HeaderFwdShard, fmt.Sprintf("this store has %d shard(s), not %d", len(all), k+1))
 		}
-		p, f, err := shardOf(all[k])
+		p, f, err := shardOf(k)
 		if err != nil {
 			return reply{}, err
 		}
@@ -90,7 +96,7 @@ func (s *Server) search(ctx context.Context, r *wire.SearchRequest) (reply, erro
 					p.page, p.fresh, p.err = s.searchShard(wctx, r, k, st, shardOf)
 					return
 				}
-				p.page, p.fresh, p.err = shardOf(st)
+				p.page, p.fresh, p.err = shardOf(k)
 			})
 		}
 		wg.Wait()
@@ -113,17 +119,22 @@ func (s *Server) search(ctx context.Context, r *wire.SearchRequest) (reply, erro
 // this node's own Store of the shard answers if it follows the shard
 // (see listShard).
 func (s *Server) searchShard(ctx context.Context, r *wire.SearchRequest, k int, own *store.Store,
-	local func(*store.Store) (service.SearchPage, store.Freshness, error)) (service.SearchPage, store.Freshness, error) {
+	local func(int) (service.SearchPage, store.Freshness, error)) (service.SearchPage, store.Freshness, error) {
 	for range 3 {
 		m, err := s.fwdMsg(ctx, wire.ForwardSubject(s.cfg.ForwardPrefix, k, wire.OpSearch.Name), r)
 		if err != nil {
 			return service.SearchPage{}, store.Freshness{}, err
 		}
 		m.Header.Set(wire.HeaderFwdShard, strconv.Itoa(k))
+		if w := s.svc.AckedOn(k); w > 0 {
+			// The writes this node acknowledged on the shard: the
+			// holder's search waits for them (read your writes).
+			m.Header.Set(wire.HeaderFwdWait, strconv.FormatUint(w, 10))
+		}
 		res, err := s.cfg.Forward.RequestMsgWithContext(ctx, m)
 		switch {
 		case errors.Is(err, nats.ErrNoResponders) && own.Held() && own.Search() != nil:
-			return local(own)
+			return local(k)
 		case errors.Is(err, nats.ErrNoResponders):
 			return service.SearchPage{}, store.Freshness{}, fmt.Errorf("no node serves shard %d right now (its holders are down or catching up): %w", k, wire.ErrUnavailable)
 		case err != nil:

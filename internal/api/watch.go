@@ -55,7 +55,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request) int {
 	}
 	// The first page is read before any byte is sent, so that an unknown
 	// session (or a minSeq timeout) is still a proper JSON error.
-	if err := s.await(r.Context(), wire.OpWatch, paramsOf(req)); err != nil {
+	if _, err := s.await(r.Context(), wire.OpWatch, paramsOf(req)); err != nil {
 		return s.writeError(w, op, err)
 	}
 	if err := s.confine(withPrincipal(r.Context(), p), wire.OpWatch, req); err != nil {

@@ -22,6 +22,9 @@ type acks struct {
 	mu    sync.Mutex
 	m     map[string]uint64
 	max   []uint64 // by shard, the highest sequence ever acknowledged: lists wait for them
+	// By shard, the highest sequence ever acknowledged through this node,
+	// of a shard held here or not: what a search's index must reach.
+	every []uint64
 	prune int      // size at which applied entries are swept out
 
 	// Every write acknowledged here, by session, swept by age (on a
@@ -44,6 +47,13 @@ func (s *Service) noteAck(sid string, seq uint64) {
 	}
 	store.NoteLogSeq(s.Store, seq)
 	a := &s.acks
+	a.mu.Lock()
+	k := shard.OfSeq(seq)
+	for len(a.every) <= k {
+		a.every = append(a.every, 0)
+	}
+	a.every[k] = max(a.every[k], seq)
+	a.mu.Unlock()
 	// Every ack, of a shard held here or not: the reads this node forwards
 	// to a shard's holders wait for it (OwnAck) until it is too old to
 	// matter, also once this node has handed back a shard it held when it
@@ -62,7 +72,6 @@ func (s *Service) noteAck(sid string, seq uint64) {
 		a.m, a.prune = make(map[string]uint64), minAckPrune
 	}
 	a.m[sid] = max(a.m[sid], seq)
-	k := shard.OfSeq(seq)
 	for len(a.max) <= k {
 		a.max = append(a.max, 0)
 	}
@@ -76,6 +85,19 @@ func (s *Service) noteAck(sid string, seq uint64) {
 		// A Store far behind keeps many: sweep again only once they doubled.
 		a.prune = max(minAckPrune, 2*len(a.m))
 	}
+}
+
+// AckedOn is the highest sequence of shard k this node ever acknowledged
+// a write at (0: none): a search waits for its index to reach it, so that
+// the node that acknowledged a write finds it.
+func (s *Service) AckedOn(k int) uint64 {
+	a := &s.acks
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if k < len(a.every) {
+		return a.every[k]
+	}
+	return 0
 }
 
 // NoteAck records that a write of sid at seq was acknowledged through this
@@ -224,6 +246,16 @@ type Wait struct {
 	Seq    uint64
 	Reason string // for the timeout's message: "minSeq 7", ...
 	Field  string // the input that asked for it (minSeq, consistency), or ""
+}
+
+// On is the sequence the barrier waits for on shard k (0: none).
+func (b Barrier) On(k int) uint64 {
+	for _, w := range b.Waits {
+		if shard.OfSeq(w.Seq) == k {
+			return w.Seq
+		}
+	}
+	return 0
 }
 
 // Raise makes the barrier wait for seq too, for the reason why (its

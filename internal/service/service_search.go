@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/pifleet/sessionlog/internal/search"
 	"github.com/pifleet/sessionlog/internal/store"
@@ -29,17 +30,23 @@ func HitKey(h *wire.SearchHit) search.After {
 // `after`, each checked against the Store as it is now (the session
 // visible, under cwdPrefix, on the default path for branch "path") and
 // filled from it (name, cwd, type, role, timestamp, snippet). It first
-// waits, within ctx, for the index to reach what the Store has applied:
-// a search sees what every other read of this node sees.
-func (s *Service) SearchShard(ctx context.Context, st *store.Store, q *search.Query, branch, cwdPrefix string, limit int, after *search.After) (SearchPage, store.Freshness, error) {
+// waits, within ctx, for the index to have caught up once and to reach
+// wait (a minSeq, this node's own writes: read your writes as every read);
+// otherwise it answers what is indexed, and the freshness says how far
+// that is behind.
+func (s *Service) SearchShard(ctx context.Context, st *store.Store, wait uint64, q *search.Query, branch, cwdPrefix string, limit int, after *search.After) (SearchPage, store.Freshness, error) {
 	idx := st.Search()
 	if idx == nil || !st.Held() {
 		return SearchPage{}, store.Freshness{}, fmt.Errorf("this node has no search index of the shard: %w", wire.ErrUnavailable)
 	}
-	if err := idx.WaitFor(ctx, st.Applied()); err != nil {
+	if err := idx.WaitFor(ctx, wait); err != nil {
 		return SearchPage{}, store.Freshness{}, err
 	}
 	fresh := st.Freshness()
+	if a := idx.Applied(); a < fresh.Applied {
+		// The index is behind the Store: the reply is as fresh as it.
+		fresh.Applied, fresh.CaughtUpAt = a, time.Time{}
+	}
 	var page SearchPage
 	paths := map[string]map[string]bool{} // session → the entries on its default path
 	size := limit + 1
