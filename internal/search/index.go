@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -521,15 +522,45 @@ func (h Hit) Key() After { return After{Score: h.Score, ID: DocID(h.Session, h.E
 // first) and the total number of hits; r resolves name: and label:,
 // cwdPrefix confines the search (a tenant's).
 func (x *Index) Search(ctx context.Context, q *Query, r Resolver, cwdPrefix string, size int, after *After) ([]Hit, uint64, error) {
-	req := bleve.NewSearchRequestOptions(q.bleveQuery(r, cwdPrefix), size, 0, false)
-	req.SortBy([]string{"-_score", "_id"})
-	if after != nil {
-		req.SearchAfter = []string{strconv.FormatFloat(after.Score, 'g', -1, 64), after.ID}
-	}
 	idx := x.index()
 	if idx == nil {
 		return nil, 0, fmt.Errorf("the search index is not open yet: %w", wire.ErrUnavailable)
 	}
+	bq := q.bleveQuery(r, cwdPrefix)
+	if after == nil {
+		// The first page by score alone: ranking by id as well makes
+		// bleve read the id of every hit (a word in 100,000 entries).
+		// The top size by score are the top size by (score, id) unless
+		// a tie crosses the page's end; then the full ranking decides.
+		hits, total, err := x.search(ctx, idx, bq, size+1, []string{"-_score"}, nil)
+		if err != nil {
+			return nil, 0, err
+		}
+		if len(hits) <= size || hits[size-1].Score > hits[size].Score {
+			hits = hits[:min(size, len(hits))]
+			slices.SortFunc(hits, func(a, b Hit) int {
+				switch ka, kb := a.Key(), b.Key(); {
+				case ka.Less(kb):
+					return -1
+				case kb.Less(ka):
+					return 1
+				}
+				return 0
+			})
+			return hits, total, nil
+		}
+	}
+	var sa []string
+	if after != nil {
+		sa = []string{strconv.FormatFloat(after.Score, 'g', -1, 64), after.ID}
+	}
+	return x.search(ctx, idx, bq, size, []string{"-_score", "_id"}, sa)
+}
+
+func (x *Index) search(ctx context.Context, idx bleve.Index, bq query.Query, size int, sort, after []string) ([]Hit, uint64, error) {
+	req := bleve.NewSearchRequestOptions(bq, size, 0, false)
+	req.SortBy(sort)
+	req.SearchAfter = after
 	res, err := idx.SearchInContext(ctx, req)
 	if err != nil {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
