@@ -96,15 +96,27 @@ func TestStatus(t *testing.T) {
 	})
 	res := e.create(userMsg("u1", "q"))
 	var st struct {
-		Node      string `json:"node"`
-		Service   string `json:"service"`
-		Store     struct{ Applied, Sessions int }
+		Node    string `json:"node"`
+		Service string `json:"service"`
+		Store   struct {
+			Applied, Sessions int
+			Search            *wire.SearchStatus
+		}
 		JetStream struct{ Mode string }
 	}
 	e.ok(200, "GET", fmt.Sprintf("/v1/status?minSeq=%d", res.LastSeq), nil, &st)
 	if st.Node != "n1" || st.Service != "pi-sessions" || st.Store.Sessions != 1 || st.Store.Applied < int(res.LastSeq) || st.JetStream.Mode != "single" {
 		t.Fatalf("status: %+v", st)
 	}
+	// The index follows the log on its own: it reaches the create's
+	// sequence soon after.
+	testutil.WaitFor(t, 10*time.Second, func() error {
+		e.ok(200, "GET", "/v1/status", nil, &st)
+		if s := st.Store.Search; s == nil || s.Applied < res.LastSeq || !s.CaughtUp || s.Lag != 0 {
+			return fmt.Errorf("store.search: %+v", s)
+		}
+		return nil
+	})
 
 	e2 := newEnv(t, func(c *api.Config) {
 		c.Status = func(context.Context) (any, error) { return nil, errors.New("no JetStream") }
@@ -137,6 +149,8 @@ func TestMetrics(t *testing.T) {
 			`pi_store_sessions 1`,
 			`pi_store_records_applied_total 3`,
 			`pi_store_consumer_lag 0`,
+			`pi_search_applied_seq 3`,
+			`pi_search_lag 0`,
 			`pi_store_bytes `,
 			`go_goroutines `,
 		} {

@@ -113,6 +113,9 @@ var (
 	descEvictions = prometheus.NewDesc("pi_store_evictions_total", "Sessions evicted from memory under the memory budget.", nil, nil)
 	descReloads   = prometheus.NewDesc("pi_store_reloads_total", "Evicted sessions reloaded from the log.", nil, nil)
 
+	descSearchApplied = prometheus.NewDesc("pi_search_applied_seq", "Last log sequence indexed by this node's full-text index (with --shards above 1, the sum of the held shards' positions); absent where search is not served.", nil, nil)
+	descSearchLag     = prometheus.NewDesc("pi_search_lag", "Records the full-text index is behind the log's end as the Store knows it.", nil, nil)
+
 	descPending   = prometheus.NewDesc("pi_store_sessions_pending", "Sessions being written in several atomic batches (imports, forks), hidden until whole.", nil, nil)
 	descAbandoned = prometheus.NewDesc("pi_store_abandoned_sessions_purged_total",
 		"Multi-batch sessions whose writer stopped before the last batch, claimed and purged by this node.", nil, nil)
@@ -120,7 +123,7 @@ var (
 
 // Describe sends the descriptors of the Store's metrics.
 func (c storeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descApplied, descLogLast, descLag, descRecords, descSkipped, descSessions, descLoaded, descBytes, descEvictions, descReloads, descPending, descAbandoned} {
+	for _, d := range []*prometheus.Desc{descApplied, descLogLast, descLag, descRecords, descSkipped, descSessions, descLoaded, descBytes, descEvictions, descReloads, descPending, descAbandoned, descSearchApplied, descSearchLag} {
 		ch <- d
 	}
 }
@@ -146,4 +149,8 @@ func (c storeCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descReloads, float64(s.Reloads))
 	gauge(descPending, float64(s.Pending))
 	counter(descAbandoned, float64(s.AbandonedPurged))
+	if ss := store.SearchStatsOf(c.st); ss.Indexes > 0 {
+		gauge(descSearchApplied, float64(ss.Applied))
+		gauge(descSearchLag, float64(ss.Lag))
+	}
 }

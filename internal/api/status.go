@@ -60,6 +60,9 @@ func (s *Server) status(ctx context.Context, _ *wire.StatusRequest) (reply, erro
 			Records: st.Records, SkippedRecords: st.SkippedRecs, Evictions: st.Evictions, Reloads: st.Reloads,
 			LastFollowError: st.LastFollowErr,
 		}, Insecure: s.cfg.Insecure}
+	if ss := store.SearchStatsOf(s.svc.Store); ss.Indexes > 0 {
+		out.Store.Search = &wire.SearchStatus{Applied: ss.Applied, Lag: ss.Lag, CaughtUp: ss.CaughtUp}
+	}
 	if !st.CaughtUpAt.IsZero() {
 		t := st.CaughtUpAt.UTC()
 		out.Store.CaughtUpAt = &t

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/pifleet/sessionlog/internal/search"
+	"github.com/pifleet/sessionlog/internal/shard"
 )
 
 // Search is the full-text index that follows the same log as the Store
@@ -44,5 +45,34 @@ func (st *Store) Labelled(l string) []string {
 			}
 		}
 	}
+	return out
+}
+
+// SearchStats is how far the full-text indexes of the held shards have
+// followed the log: the sums of their positions in their own streams, as
+// StatsOf sums the Stores'.
+type SearchStats struct {
+	Indexes  int    // shards held here with an index (0: search is not served here)
+	Applied  uint64 // the last sequence indexed (with shards, a sum of positions)
+	Lag      uint64 // records the indexes are behind the log's end as their Stores know it
+	CaughtUp bool   // every index has reached the log's end as it first learned it
+}
+
+// SearchStatsOf adds the held shards' indexes up.
+func SearchStatsOf(sh Shards) SearchStats {
+	all := sh.All()
+	out := SearchStats{CaughtUp: true}
+	for _, st := range all {
+		x := st.Search()
+		if x == nil || len(all) > 1 && !st.Held() {
+			continue
+		}
+		applied, end := x.Applied(), st.known()
+		out.Indexes++
+		out.Applied += shard.Raw(applied)
+		out.Lag += shard.Raw(end) - min(shard.Raw(end), shard.Raw(applied))
+		out.CaughtUp = out.CaughtUp && x.CaughtUp()
+	}
+	out.CaughtUp = out.CaughtUp && out.Indexes > 0
 	return out
 }

@@ -58,10 +58,22 @@ type StoreStatus struct {
 	Evictions       uint64     `json:"evictions"`
 	Reloads         uint64     `json:"reloads"`
 	LastFollowError string     `json:"lastFollowError,omitempty"`
+	// Search is how far the full-text index has followed the log; absent
+	// where search is not served (no index opened).
+	Search *SearchStatus `json:"search,omitempty"`
 	// Shards is each shard's Store, with --shards above 1 (the fields
 	// above are then their sums: applied, logLastSeq and lag count
 	// records, they are no sequences).
 	Shards []ShardStoreStatus `json:"shards,omitempty"`
+}
+
+// SearchStatus is the full-text index's part of the Store status. With
+// --shards above 1, applied and lag are sums over the held shards, as the
+// Store's are.
+type SearchStatus struct {
+	Applied  uint64 `json:"applied"`  // the last sequence indexed
+	Lag      uint64 `json:"lag"`      // records the index is behind the log's end
+	CaughtUp bool   `json:"caughtUp"` // it has reached the log's end as it found it at start
 }
 
 // ShardStoreStatus is one shard's Store: its sequences are the shard's
