@@ -282,15 +282,26 @@ func runBenchRebuild(ctx context.Context, e *env, args []string) error {
 	if o.SyncAlways, o.MemoryBudget, err = nodeSettings(fs, *sync, *budget); err != nil {
 		return err
 	}
-	prog := newBenchProgress(e, *asJSON)
+	return runOwnNode(e, *asJSON, *sync, func(p bench.Progress) (*bench.Result, error) {
+		o.Progress = p
+		return bench.RunRebuild(ctx, o)
+	})
+}
+
+// runOwnNode runs a scenario that starts its own node (rebuild, search)
+// with a progress line on a terminal, and prints its result with the
+// node's --sync.
+func runOwnNode(e *env, asJSON bool, sync string, run func(bench.Progress) (*bench.Result, error)) error {
+	prog := newBenchProgress(e, asJSON)
+	var p bench.Progress
 	if prog != nil {
-		o.Progress = prog.report
+		p = prog.report
 	}
-	res, err := bench.RunRebuild(ctx, o)
+	res, err := run(p)
 	prog.clear()
 	if err != nil {
 		return err
 	}
-	res.Params = append(res.Params, bench.Param{Name: "sync", Value: *sync})
-	return printResult(e, res, *asJSON)
+	res.Params = append(res.Params, bench.Param{Name: "sync", Value: sync})
+	return printResult(e, res, asJSON)
 }

@@ -63,6 +63,41 @@ func TestBenchRebuildProcess(t *testing.T) {
 	}
 }
 
+// TestBenchSearch runs the search scenario on a toy corpus: the import,
+// the index caught up and measured, every query through the HTTP API (and
+// rg, where installed), the append phase; then again over the same dir,
+// which reuses the corpus.
+func TestBenchSearch(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"search", "--dir", dir, "--entries", "300", "--sync", "interval", "--idle=-1s",
+		"--queries", "3", "--rg", "1", "--append-writers", "2", "--append-for", "1s"}
+	res := benchJSON(t, args...)
+	var queries int
+	for _, r := range res.Rows {
+		if strings.HasPrefix(r.Name, "GET /v1/search ") {
+			queries++
+		}
+	}
+	if queries != 5 || res.Row("append through HTTP, one entry per request") == nil {
+		t.Errorf("bench search rows: %+v", res.Rows)
+	}
+	figures := map[string]float64{}
+	for _, f := range res.Figures {
+		figures[f.Name] = f.Value
+	}
+	for _, name := range []string{"index build rate (entries/s)", "index / JSONL", "appends meanwhile: entries/s"} {
+		if figures[name] <= 0 {
+			t.Errorf("bench search: %s is %v: %+v", name, figures[name], res.Figures)
+		}
+	}
+	res = benchJSON(t, append(args, "--append-for=-1s")...)
+	for _, p := range res.Params {
+		if p.Name == "corpus reused" && p.Value != true {
+			t.Errorf("the second run did not reuse the corpus: %+v", res.Params)
+		}
+	}
+}
+
 // TestBenchAppendProcesses runs the append scenario against a nats-server
 // and two pi-node processes, and checks that each one's CPU per append is
 // read from /proc: the server's for every row, and the second node's in
@@ -113,6 +148,8 @@ func TestBenchUsage(t *testing.T) {
 		{"append", "--pi-node", "/bin/true"},
 		{"append", "--pi-node", "/bin/true", "--nats-server", "/bin/true", "--embedded"},
 		{"append", "--embedded", "--nodes", "2"},
+		{"search", "--entries", "0"},
+		{"search", "--sync", "never"},
 	} {
 		code, _, stderr := piBench(args...)
 		if code != 2 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "--help") {

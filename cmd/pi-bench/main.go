@@ -38,6 +38,7 @@ var scenarios = []scenarioCommand{
 	{"create", "create sessions with a backlog: node vs one raw atomic batch", runBenchCreate},
 	{"context", "read contexts at random leaves: node vs a raw read built client-side", runBenchContext},
 	{"rebuild", "start a node over a large log, restart it: rebuild rate, memory, first reads", runBenchRebuild},
+	{"search", "import generated pi sessions, index them: build rate, index size, queries vs rg", runBenchSearch},
 }
 
 const intro = `pi-bench measures pi-node against the raw JetStream doing the same work,
@@ -45,7 +46,7 @@ in the same process and on the same server, and prints both with their ratio.
 
 The node is a running pi-node (--server, the NATS URL of its server, which
 the raw side uses too; --http for its HTTP API), or one started in this
-process with --embedded. rebuild always starts its own node.`
+process with --embedded. rebuild and search always start their own node.`
 
 // run is pi-bench without the process: it returns the exit code (0 ok,
 // 1 failure, 2 usage error) and prints every error once, as one line on

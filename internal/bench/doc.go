@@ -20,6 +20,11 @@
 //     realistic entries by default) against a raw ordered consumer over the
 //     same stream; its memory against the JSON it holds; its restart from
 //     the snapshot, first reads against a raw filtered read.
+//   - RunSearch: full-text search (issue 35) over a generated corpus of pi
+//     session files imported through the API: the index's build rate and
+//     size against the JSONL, query latency through GET /v1/search against
+//     rg over the same files, the node's resident set, and whether the
+//     index keeps up with appends.
 //
 // pi's own way of storing a session, one appendFileSync per line of a
 // local file, is the optional baseline of the write scenarios.

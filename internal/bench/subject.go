@@ -22,6 +22,9 @@ type subject interface {
 	// api is a client of the node's API over NATS (valid after start).
 	api() apiclient.Client
 	natsURL() string
+	httpURL() string
+	// pid is the process the node runs in (this one, or pi-node's).
+	pid() int
 	// waitApplied returns once the node's Store has applied seq.
 	waitApplied(ctx context.Context, seq uint64) error
 	// stop stops the node as SIGTERM stops pi-node (the Store writes its
@@ -74,6 +77,8 @@ func (p *inproc) start(ctx context.Context) (startup, error) {
 
 func (p *inproc) api() apiclient.Client { return p.client }
 func (p *inproc) natsURL() string       { return p.n.NATSURL }
+func (p *inproc) httpURL() string       { return p.n.HTTPURL }
+func (p *inproc) pid() int              { return os.Getpid() }
 
 func (p *inproc) waitApplied(ctx context.Context, seq uint64) error {
 	return p.n.Store.WaitFor(ctx, seq)

@@ -78,6 +78,8 @@ func (p *proc) start(ctx context.Context) (startup, error) {
 
 func (p *proc) api() apiclient.Client { return p.client }
 func (p *proc) natsURL() string       { return p.nats }
+func (p *proc) httpURL() string       { return p.http }
+func (p *proc) pid() int              { return p.p.cmd.Process.Pid }
 
 func (p *proc) waitApplied(ctx context.Context, seq uint64) error {
 	return waitAPI(ctx, p.client, seq)
