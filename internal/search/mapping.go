@@ -28,8 +28,8 @@ const (
 )
 
 // mappingVersion names the mapping below: an index built by another is
-// rebuilt from the log.
-const mappingVersion = "1"
+// rebuilt from the log. 2: the text's tokens carry no byte offsets.
+const mappingVersion = "2"
 
 const (
 	tokenizerName = "piwords"
@@ -53,12 +53,21 @@ func IsWordRune(r rune) bool {
 
 // wordTokenizer cuts text into runs of word runes: the same cut as Words,
 // without a regexp (it runs over every byte indexed).
+//
+// Its tokens carry positions but no byte offsets (Start and End stay
+// zero). Phrases need the positions the index keeps in the text's term
+// vectors, but nothing reads the offsets kept beside them (bleve's
+// highlighter is not used: Snippet cuts the Store's text itself with
+// eachWord), and zap writes each as a varint per occurrence of every
+// word: zero, one byte instead of two or three. That is 17% of the index
+// (1.61× → 1.33× the JSON on 30,000 generated entries; docs/BENCHMARKS.md,
+// "Search (pi-bench search)").
 type wordTokenizer struct{}
 
 func (wordTokenizer) Tokenize(b []byte) analysis.TokenStream {
 	var out analysis.TokenStream
 	eachWord(string(b), 0, func(i, j int) bool {
-		out = append(out, &analysis.Token{Term: b[i:j], Start: i, End: j, Position: len(out) + 1, Type: analysis.AlphaNumeric})
+		out = append(out, &analysis.Token{Term: b[i:j], Position: len(out) + 1, Type: analysis.AlphaNumeric})
 		return true
 	})
 	return out
