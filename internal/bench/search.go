@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/apiclient"
@@ -119,13 +120,19 @@ func RunSearch(ctx context.Context, o SearchOptions) (*Result, error) {
 	w := &indexWatch{c: sub.api()}
 	stopWatch := every(250*time.Millisecond, w.poll)
 	start := time.Now()
-	last, err := importCorpus(ctx, sub.httpURL(), c, o)
+	retried, err := importCorpus(ctx, sub.httpURL(), c, o)
 	imported := time.Since(start)
 	if err != nil {
 		stopWatch()
 		return nil, err
 	}
 	atEnd := w.latest()
+	st, err := nodeStatus(ctx, sub.api())
+	if err != nil {
+		stopWatch()
+		return nil, err
+	}
+	last := st.Store.LogLastSeq
 	err = waitIndexed(ctx, sub.api(), last, o.Progress)
 	built := time.Since(start)
 	stopWatch()
@@ -135,6 +142,7 @@ func RunSearch(ctx context.Context, o SearchOptions) (*Result, error) {
 	mb := float64(jsonl) / 1e6
 	res.figure("import through POST /v1/import (entries/s)", float64(c.Entries)/imported.Seconds(), "")
 	res.figure("import (MB/s of JSONL)", mb/imported.Seconds(), "")
+	res.figure("imports sent again after unavailable or timeout", float64(retried), "")
 	res.figure("index build, import start to caught up (s)", built.Seconds(), "")
 	res.figure("index build rate (entries/s)", float64(c.Entries)/built.Seconds(), "")
 	res.figure("index build rate (MB/s of JSONL)", mb/built.Seconds(), "")
@@ -175,7 +183,7 @@ type indexWatch struct {
 }
 
 func (w *indexWatch) poll() {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if s, err := nodeStatus(ctx, w.c); err == nil && s.Store.Search != nil {
 		w.mu.Lock()
@@ -217,8 +225,12 @@ func waitIndexed(ctx context.Context, c apiclient.Client, seq uint64, prog Progr
 }
 
 // importCorpus imports every file of c through the node's HTTP API,
-// o.Jobs at once, and returns the last sequence written.
-func importCorpus(ctx context.Context, httpURL string, c searchtest.Corpus, o SearchOptions) (uint64, error) {
+// o.Jobs at once, and returns how many imports were sent again. A file
+// refused as unavailable or timed out (a node short of CPU or disk) is
+// sent again, as a user re-runs pi-ctl import, which continues where it
+// stopped (docs/API.md, import); "exists" on a retry means the first one
+// completed.
+func importCorpus(ctx context.Context, httpURL string, c searchtest.Corpus, o SearchOptions) (int, error) {
 	clients := make([]apiclient.Client, o.Jobs)
 	for i := range clients {
 		var err error
@@ -227,25 +239,44 @@ func importCorpus(ctx context.Context, httpURL string, c searchtest.Corpus, o Se
 		}
 		defer clients[i].Close()
 	}
-	var mu sync.Mutex
-	var last uint64
+	var retries atomic.Int64
 	_, _, err := runJobs(ctx, o.Progress, "importing files", o.Jobs, len(c.Files), len(c.Files), func(ctx context.Context, j int, m *meter) error {
 		b, err := os.ReadFile(c.Files[j])
 		if err != nil {
 			return err
 		}
 		return m.time(func() error {
-			var r wire.ImportResult
-			if err := apiclient.Call(ctx, clients[m.w], wire.ImportRequest{File: b}, &r); err != nil {
-				return fmt.Errorf("import %s: %w", c.Files[j], err)
+			for try := 0; ; try++ {
+				_, err := clients[m.w].Do(ctx, wire.ImportRequest{File: b})
+				switch {
+				case err == nil, try > 0 && errors.Is(err, wire.ErrExists):
+					return nil
+				case try < importTries && (errors.Is(err, wire.ErrUnavailable) || errors.Is(err, wire.ErrTimeout)):
+					retries.Add(1)
+					if !sleepCtx(ctx, time.Second) {
+						return ctx.Err()
+					}
+				default:
+					return fmt.Errorf("import %s: %w", c.Files[j], err)
+				}
 			}
-			mu.Lock()
-			last = max(last, r.LastSeq)
-			mu.Unlock()
-			return nil
 		})
 	})
-	return last, err
+	return int(retries.Load()), err
+}
+
+// importTries bounds the retries of one file's import.
+const importTries = 10
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }
 
 // rssFigures reports the node's resident set and its peak, from /proc: the
