@@ -101,11 +101,11 @@ func RunSearch(ctx context.Context, o SearchOptions) (*Result, error) {
 	// with a data dir.
 	nopts := NodeOptions{Dir: nodeDir, SyncAlways: o.SyncAlways, SnapshotEvery: 5 * time.Minute}
 	var sub subject = &inproc{opts: nopts}
-	res.param("node", "in-process")
+	node := "in-process"
 	if o.NodeBin != "" {
-		sub = &proc{bin: o.NodeBin, opts: nopts}
-		res.param("node", o.NodeBin)
+		sub, node = &proc{bin: o.NodeBin, opts: nopts}, o.NodeBin
 	}
+	res.param("node", node)
 	if _, err := sub.start(ctx); err != nil {
 		return nil, err
 	}
