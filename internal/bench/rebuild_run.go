@@ -61,12 +61,8 @@ func RunRebuild(ctx context.Context, o RebuildOptions) (*Result, error) {
 	res.param("json MiB", ld.JSONBytes>>20)
 	res.param("json bytes per line", ld.JSONBytes/int64(ld.Records))
 	nopts := NodeOptions{Dir: dir, SyncAlways: o.SyncAlways, MemoryBudget: o.MemoryBudget, SnapshotEvery: o.SnapshotEvery}
-	var sub subject = &inproc{opts: nopts}
-	res.param("node", "in-process")
-	if o.NodeBin != "" {
-		sub = &proc{bin: o.NodeBin, opts: nopts}
-		res.param("node", o.NodeBin)
-	}
+	sub, node := newSubject(o.NodeBin, nopts)
+	res.param("node", node)
 	res.param("memory budget", o.MemoryBudget)
 	res.param("snapshot interval", o.SnapshotEvery.String())
 	res.param("data reused", reused)

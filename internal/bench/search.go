@@ -100,11 +100,7 @@ func RunSearch(ctx context.Context, o SearchOptions) (*Result, error) {
 	// Snapshots on: the index is persisted beside them, as on a node
 	// with a data dir.
 	nopts := NodeOptions{Dir: nodeDir, SyncAlways: o.SyncAlways, SnapshotEvery: 5 * time.Minute}
-	var sub subject = &inproc{opts: nopts}
-	node := "in-process"
-	if o.NodeBin != "" {
-		sub, node = &proc{bin: o.NodeBin, opts: nopts}, o.NodeBin
-	}
+	sub, node := newSubject(o.NodeBin, nopts)
 	res.param("node", node)
 	if _, err := sub.start(ctx); err != nil {
 		return nil, err

@@ -34,6 +34,16 @@ type subject interface {
 	stop(res *Result, when string, held int64) (time.Duration, error)
 }
 
+// newSubject is the node over opts: the pi-node binary bin as a process,
+// or without one the node in this process; name is what the result calls
+// it.
+func newSubject(bin string, opts NodeOptions) (sub subject, name string) {
+	if bin != "" {
+		return &proc{bin: bin, opts: opts}, bin
+	}
+	return &inproc{opts: opts}, "in-process"
+}
+
 // startup is how long a start took: the JetStream server (recovering the
 // stream), then the Store and the API up to serving. A process reports
 // only the total, as service.
