@@ -12,6 +12,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/apiclient"
 	"github.com/pifleet/sessionlog/internal/search/searchtest"
+	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
 
@@ -242,6 +243,7 @@ func importCorpus(ctx context.Context, httpURL string, c searchtest.Corpus, o Se
 			return err
 		}
 		return m.time(func() error {
+			backoff := time.Second
 			for try := 0; ; try++ {
 				_, err := clients[m.w].Do(ctx, wire.ImportRequest{File: b})
 				switch {
@@ -249,7 +251,7 @@ func importCorpus(ctx context.Context, httpURL string, c searchtest.Corpus, o Se
 					return nil
 				case try < importTries && (errors.Is(err, wire.ErrUnavailable) || errors.Is(err, wire.ErrTimeout)):
 					retries.Add(1)
-					if !sleepCtx(ctx, time.Second) {
+					if !session.Sleep(ctx, &backoff, 10*time.Second) {
 						return ctx.Err()
 					}
 				default:
@@ -263,17 +265,6 @@ func importCorpus(ctx context.Context, httpURL string, c searchtest.Corpus, o Se
 
 // importTries bounds the retries of one file's import.
 const importTries = 10
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
 
 // rssFigures reports the node's resident set and its peak, from /proc: the
 // pi-node process's, or this process's when the node runs in it (the
