@@ -128,6 +128,10 @@ var alertCases = map[string]alertCase{
 		`pi_store_consumer_lag{instance="n1"}`: "5000x10",
 		`pi_store_consumer_lag{instance="n2"}`: "10x10",
 	}, at: "7m", fires: []map[string]string{{"instance": "n1"}}},
+	"PiSearchLagHigh": {series: map[string]string{
+		`pi_search_lag{instance="n1"}`: "50000x20",
+		`pi_search_lag{instance="n2"}`: "20000 0 20000 0 20000 0 20000 0 20000 0 20000 0 20000 0 20000 0 20000 0 20000 0 0", // bursts it catches up on
+	}, at: "17m", fires: []map[string]string{{"instance": "n1"}}},
 	"PiSnapshotTooOld": {series: map[string]string{
 		`pi_store_snapshot_age_seconds{instance="n1",stream="PI_SESSIONS"}`: "2000+60x15",
 		`pi_store_snapshot_age_seconds{instance="n2",stream="PI_SESSIONS"}`: "100x15",
