@@ -78,3 +78,11 @@ func (t *term) matchDoc(d *Doc, words []string, named, labelled func(string) map
 	}
 	return false
 }
+
+// SetFirstWindow makes first pages look at n hits by score, until the
+// returned func restores it.
+func SetFirstWindow(n int) func() {
+	was := firstWindow
+	firstWindow = n
+	return func() { firstWindow = was }
+}

@@ -168,15 +168,20 @@ func (c *corpus) oracle(q *search.Query, cwdPrefix string) []string {
 	return out
 }
 
-// all pages through every hit of q, pageSize at a time, checking the
-// ranking never goes back and no hit comes twice.
-func all(t *testing.T, x *search.Index, r search.Resolver, q *search.Query, cwdPrefix string, pageSize int) []string {
+// all pages through every hit of q, pageSize at a time (the first page
+// firstSize, when given), checking the ranking never goes back and no hit
+// comes twice.
+func all(t *testing.T, x *search.Index, r search.Resolver, q *search.Query, cwdPrefix string, pageSize int, firstSize ...int) []string {
 	t.Helper()
 	var out []string
 	var after *search.After
 	seen := map[string]bool{}
 	for {
-		hits, total, err := x.Search(context.Background(), q, r, cwdPrefix, pageSize, after)
+		size := pageSize
+		if after == nil && len(firstSize) > 0 {
+			size = firstSize[0]
+		}
+		hits, total, err := x.Search(context.Background(), q, r, cwdPrefix, size, after)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -195,7 +200,7 @@ func all(t *testing.T, x *search.Index, r search.Resolver, q *search.Query, cwdP
 		if after == nil && int(total) != 0 {
 			t.Fatalf("total %d, and no hit", total)
 		}
-		if len(hits) < pageSize {
+		if len(hits) < size {
 			if int(total) != len(out) {
 				t.Fatalf("total %d, %d hits paged through", total, len(out))
 			}
@@ -271,6 +276,18 @@ func TestIndexOracle(t *testing.T) {
 					qs, tenant, len(got), len(want), diff(got, want), diff(want, got))
 			}
 		}
+	}
+	// First pages from a small window: the page's end inside a tie that
+	// the window holds, and one it does not (the full ranking decides).
+	for _, window := range []int{1024, 16} {
+		restore := search.SetFirstWindow(window)
+		for _, qs := range queries {
+			q, _ := search.Parse(qs)
+			if got, want := all(t, x, c, q, "", 97, 5), c.oracle(q, ""); !slices.Equal(got, want) {
+				t.Errorf("%q, a first page of 5 from a window of %d: %d hits, the oracle %d", qs, window, len(got), len(want))
+			}
+		}
+		restore()
 	}
 	// The corpus makes each form mean something: most queries hit.
 	var empty []string
