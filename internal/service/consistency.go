@@ -19,13 +19,13 @@ import (
 // the write and the read came by). Entries go once applied, so the map
 // holds only the writes of the last moments.
 type acks struct {
-	mu    sync.Mutex
-	m     map[string]uint64
-	max   []uint64 // by shard, the highest sequence ever acknowledged: lists wait for them
+	mu  sync.Mutex
+	m   map[string]uint64
+	max []uint64 // by shard, the highest sequence ever acknowledged: lists wait for them
 	// By shard, the highest sequence ever acknowledged through this node,
 	// of a shard held here or not: what a search's index must reach.
 	every []uint64
-	prune int      // size at which applied entries are swept out
+	prune int // size at which applied entries are swept out
 
 	// Every write acknowledged here, by session, swept by age (on a
 	// sharded store): what the reads this node forwards wait for.
