@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/apiclient"
-	"github.com/pifleet/sessionlog/internal/search/searchtest"
+	"github.com/pifleet/sessionlog/internal/search/searchcorpus"
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
@@ -64,7 +64,7 @@ func (o *SearchOptions) defaults() {
 // generated corpus of pi session files through POST /v1/import, as pi-ctl
 // import does, and times the index until it has caught up; measures the
 // index on disk against the JSONL, then again once the node has been idle
-// (merged); times the queries of searchtest.Queries through GET /v1/search
+// (merged); times the queries of searchcorpus.Queries through GET /v1/search
 // against rg over the same files; reads the node's resident set from
 // /proc; then appends to sessions one entry per request and reports
 // whether the index keeps up.
@@ -227,7 +227,7 @@ func waitIndexed(ctx context.Context, c apiclient.Client, seq uint64, prog Progr
 // sent again, as a user re-runs pi-ctl import, which continues where it
 // stopped (docs/API.md, import); "exists" on a retry means the first one
 // completed.
-func importCorpus(ctx context.Context, httpURL string, c searchtest.Corpus, o SearchOptions) (int, error) {
+func importCorpus(ctx context.Context, httpURL string, c searchcorpus.Corpus, o SearchOptions) (int, error) {
 	clients := make([]apiclient.Client, o.Jobs)
 	for i := range clients {
 		var err error

@@ -6,7 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/pifleet/sessionlog/internal/search/searchtest"
+	"github.com/pifleet/sessionlog/internal/search/searchcorpus"
 )
 
 // corpusManifest is the file in the search scenario's dir that says which
@@ -14,15 +14,15 @@ import (
 const corpusManifest = "search-corpus.json"
 
 type corpusFile struct {
-	Seed    uint64            `json:"seed"`
-	Entries int               `json:"entries"`
-	Corpus  searchtest.Corpus `json:"corpus"`
+	Seed    uint64              `json:"seed"`
+	Entries int                 `json:"entries"`
+	Corpus  searchcorpus.Corpus `json:"corpus"`
 }
 
 // SearchCorpus returns the corpus of generated pi session files
-// (searchtest.Generate) of entries entries and seed under dir/sessions,
+// (searchcorpus.Generate) of entries entries and seed under dir/sessions,
 // generating it unless dir holds it already, and whether it was reused.
-func SearchCorpus(dir string, seed uint64, entries int) (searchtest.Corpus, bool, error) {
+func SearchCorpus(dir string, seed uint64, entries int) (searchcorpus.Corpus, bool, error) {
 	path := filepath.Join(dir, corpusManifest)
 	if b, err := os.ReadFile(path); err == nil {
 		var m corpusFile
@@ -32,9 +32,9 @@ func SearchCorpus(dir string, seed uint64, entries int) (searchtest.Corpus, bool
 	}
 	sessions := filepath.Join(dir, "sessions")
 	if err := os.RemoveAll(sessions); err != nil {
-		return searchtest.Corpus{}, false, err
+		return searchcorpus.Corpus{}, false, err
 	}
-	c, err := searchtest.Generate(sessions, seed, entries)
+	c, err := searchcorpus.Generate(sessions, seed, entries)
 	if err != nil {
 		return c, false, fmt.Errorf("generate the corpus: %w", err)
 	}

@@ -15,12 +15,12 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/apiclient"
-	"github.com/pifleet/sessionlog/internal/search/searchtest"
+	"github.com/pifleet/sessionlog/internal/search/searchcorpus"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // QueryText is q in the search language of GET /v1/search.
-func QueryText(q searchtest.Query) string {
+func QueryText(q searchcorpus.Query) string {
 	parts := append([]string{}, q.Words...)
 	if len(q.Phrase) > 0 {
 		parts = append(parts, `"`+strings.Join(q.Phrase, " ")+`"`)
@@ -43,7 +43,7 @@ func QueryText(q searchtest.Query) string {
 // phrase's words separated by non-word characters, a prefix at a word's
 // start, a cwd as its folder and a role as its JSON member. It prints a
 // count of matching lines.
-func rgCommand(rg, dir string, q searchtest.Query) string {
+func rgCommand(rg, dir string, q searchcorpus.Query) string {
 	quote := func(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 	if q.Cwd != "" {
 		dir = filepath.Join(dir, "--"+strings.ReplaceAll(strings.Trim(q.Cwd, "/"), "/", "-")+"--")
@@ -95,16 +95,16 @@ func runRg(ctx context.Context, pipeline string) (int, error) {
 	return n, nil
 }
 
-// searchQueries times each query of searchtest.Queries through GET
+// searchQueries times each query of searchcorpus.Queries through GET
 // /v1/search (limit 20), one at a time, and rg doing the same over the
 // files, and holds each to the targets of issue 35: p50 ≤ 20 ms, ≥ 20×
 // faster than rg.
-func searchQueries(ctx context.Context, res *Result, hc apiclient.Client, c searchtest.Corpus, o SearchOptions) error {
+func searchQueries(ctx context.Context, res *Result, hc apiclient.Client, c searchcorpus.Corpus, o SearchOptions) error {
 	rg, rgErr := exec.LookPath("rg")
 	if rgErr != nil {
 		res.note("rg not found (Debian's ripgrep): no baseline")
 	}
-	for _, q := range searchtest.Queries {
+	for _, q := range searchcorpus.Queries {
 		text := QueryText(q)
 		var total int
 		ask := func(ctx context.Context) error {
@@ -156,7 +156,7 @@ func searchQueries(ctx context.Context, res *Result, hc apiclient.Client, c sear
 
 func rgCommands(dir string) []string {
 	var out []string
-	for _, q := range searchtest.Queries {
+	for _, q := range searchcorpus.Queries {
 		out = append(out, rgCommand("rg", dir, q))
 	}
 	return out
@@ -167,7 +167,7 @@ func rgCommands(dir string) []string {
 // corpus under a new id, then the next. It reports the append rate, the
 // index's rate meanwhile, its lag at the end, and how long it then took
 // to catch up.
-func appendPhase(ctx context.Context, res *Result, sub subject, c searchtest.Corpus, o SearchOptions) error {
+func appendPhase(ctx context.Context, res *Result, sub subject, c searchcorpus.Corpus, o SearchOptions) error {
 	w := &indexWatch{c: sub.api()}
 	w.poll()
 	before := w.latest()
@@ -245,7 +245,7 @@ func appendPhase(ctx context.Context, res *Result, sub subject, c searchtest.Cor
 // ctx does.
 func replaySession(ctx context.Context, hc apiclient.Client, file, sid string, m *meter) error {
 	first := true
-	return searchtest.Lines(file, func(b []byte) error {
+	return searchcorpus.Lines(file, func(b []byte) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}

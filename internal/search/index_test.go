@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/search"
-	"github.com/pifleet/sessionlog/internal/search/searchtest"
+	"github.com/pifleet/sessionlog/internal/search/searchcorpus"
 	"github.com/pifleet/sessionlog/internal/session"
 )
 
@@ -53,14 +53,14 @@ var extraLines = [][]string{{
 func newCorpus(t testing.TB, entries int) *corpus {
 	t.Helper()
 	c := &corpus{log: session.NewMemLog(100000, 8<<20), names: map[string]string{}, labels: map[string]map[string]string{}}
-	gen, err := searchtest.Generate(t.TempDir(), 3, entries)
+	gen, err := searchcorpus.Generate(t.TempDir(), 3, entries)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var files [][]string
 	for _, f := range gen.Files {
 		var lines []string
-		if err := searchtest.Lines(f, func(b []byte) error { lines = append(lines, string(b)); return nil }); err != nil {
+		if err := searchcorpus.Lines(f, func(b []byte) error { lines = append(lines, string(b)); return nil }); err != nil {
 			t.Fatal(err)
 		}
 		files = append(files, lines)

@@ -1,4 +1,4 @@
-package searchtest
+package searchcorpus
 
 import (
 	"bytes"

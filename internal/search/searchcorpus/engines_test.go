@@ -1,6 +1,6 @@
 //go:build searchengines
 
-package searchtest
+package searchcorpus
 
 import (
 	"fmt"

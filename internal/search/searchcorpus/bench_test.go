@@ -1,6 +1,6 @@
 //go:build searchengines
 
-package searchtest
+package searchcorpus
 
 import (
 	"bytes"
@@ -25,7 +25,7 @@ import (
 // engine; go test -tags searchengines also runs TestEnginesAgree. It runs
 // once whatever b.N is:
 //
-//	nice -n 10 go test -tags searchengines -run '^$' -bench Engines -benchtime 1x -timeout 60m ./internal/search/searchtest/
+//	nice -n 10 go test -tags searchengines -run '^$' -bench Engines -benchtime 1x -timeout 60m ./internal/search/searchcorpus/
 //
 // SEARCH_BENCH_ENTRIES sets the corpus's size (200000 entries by default),
 // SEARCH_BENCH_DIR keeps the corpus and indexes there instead of a
