@@ -2,6 +2,7 @@ package search_test
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"path/filepath"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/search"
 	"github.com/pifleet/sessionlog/internal/search/searchcorpus"
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/testutil"
 )
 
 // corpus is a generated corpus in a MemLog, and what an oracle needs of
@@ -350,6 +352,23 @@ type froms struct {
 	at []uint64
 }
 
+// started is where the Follows began, once there is one: the index
+// follows on a goroutine of its own, which may call Follow after it
+// already counts as caught up (what it reopened with is the log's end).
+func (f *froms) started(t *testing.T) []uint64 {
+	t.Helper()
+	var at []uint64
+	testutil.WaitFor(t, time.Minute, func() error {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if at = slices.Clone(f.at); len(at) == 0 {
+			return errors.New("no Follow yet")
+		}
+		return nil
+	})
+	return at
+}
+
 func (f *froms) Follow(ctx context.Context, from uint64, apply func([]session.Stored) error) error {
 	f.mu.Lock()
 	f.at = append(f.at, from)
@@ -402,9 +421,7 @@ func TestIndexResumes(t *testing.T) {
 		t.Fatalf("reopened at %d, want %d", got, first)
 	}
 	waitFor(t, y, last)
-	f.mu.Lock()
-	at := slices.Clone(f.at)
-	f.mu.Unlock()
+	at := f.started(t)
 	if len(at) != 1 || at[0] != first+1 {
 		t.Fatalf("the reopened index followed from %v, want [%d]", at, first+1)
 	}
@@ -447,9 +464,7 @@ func TestIndexBusy(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, y, c.last)
-	f.mu.Lock()
-	at := slices.Clone(f.at)
-	f.mu.Unlock()
+	at := f.started(t)
 	if len(at) != 1 || at[0] != c.last+1 {
 		t.Fatalf("followed from %v, want [%d]", at, c.last+1)
 	}

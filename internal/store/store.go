@@ -134,8 +134,8 @@ type Options struct {
 	Writer         session.Log
 	AbandonedAfter time.Duration
 	// Search, when set, is the full-text index of this Store's log: it
-	// follows the log on its own (from where it left off) while the Store
-	// is open, and closes with it.
+	// follows the log on its own (from where it left off) once the Store
+	// has caught up after Open, and closes with it.
 	Search *search.Index
 }
 
@@ -262,7 +262,17 @@ func (st *Store) Open(ctx context.Context) error {
 		st.wg.Go(func() { st.reapLoop(ctx) })
 	}
 	if st.opts.Search != nil {
-		st.wg.Go(func() { st.opts.Search.Run(ctx, st.feed) })
+		st.wg.Go(func() {
+			// The index follows once the Store has caught up: a node
+			// rebuilding, or taking a shard over, serves its reads first
+			// and does not read the log twice at once.
+			select {
+			case <-st.rebuilt:
+			case <-ctx.Done():
+				return
+			}
+			st.opts.Search.Run(ctx, st.feed)
+		})
 	}
 	return nil
 }
