@@ -2,8 +2,8 @@ package search_test
 
 import (
 	"context"
-	"errors"
 	"encoding/json"
+	"errors"
 	"path/filepath"
 	"slices"
 	"strings"
