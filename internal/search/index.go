@@ -262,6 +262,11 @@ func (x *Index) Run(ctx context.Context, feed session.Feed) {
 // maxBatch bounds the records of one bleve batch.
 const maxBatch = 4096
 
+// groupWindow is how long the index gathers records into one batch after
+// the first: a few ms of a search's wait for the node's own write, against
+// a batch (and its fsyncs) per appended record.
+const groupWindow = 10 * time.Millisecond
+
 func (x *Index) run(ctx context.Context, feed session.Feed) error {
 	if idf, ok := feed.(session.Identifier); ok {
 		id, err := idf.Identity(ctx)
@@ -308,7 +313,10 @@ func (x *Index) run(ctx context.Context, feed session.Feed) error {
 		close(recs)
 	}()
 	for rs := range recs {
-		// Take what else is waiting: one batch for all of it.
+		// Take what else arrives within a moment: one batch (one fsync
+		// of the segment and one of bolt) for all of it. Appends come one
+		// record at a time; the node and JetStream fsync too.
+		gather := time.NewTimer(groupWindow)
 		for more := true; more && len(rs) < maxBatch; {
 			select {
 			case r, ok := <-recs:
@@ -317,10 +325,11 @@ func (x *Index) run(ctx context.Context, feed session.Feed) error {
 					break
 				}
 				rs = append(rs, r...)
-			default:
+			case <-gather.C:
 				more = false
 			}
 		}
+		gather.Stop()
 		if err := x.apply(rs); err != nil {
 			cancel()
 			for range recs {
