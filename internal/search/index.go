@@ -347,7 +347,13 @@ func (x *Index) reset() error {
 	if err != nil {
 		return err
 	}
-	_ = x.idx.Close()
+	// Closed once: a reset that fails below leaves no index, and Run
+	// opens the directory again (another process sharing the data dir
+	// may hold it: a closed index closed again panics in scorch).
+	if old := x.index(); old != nil {
+		x.setIndex(nil)
+		_ = old.Close()
+	}
 	var idx bleve.Index
 	if x.dir == "" {
 		idx, err = newMemIndex(m)
