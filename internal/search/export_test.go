@@ -86,3 +86,6 @@ func SetFirstWindow(n int) func() {
 	firstWindow = n
 	return func() { firstWindow = was }
 }
+
+// Checked reports whether q's hits are checked against their text.
+func (q *Query) Checked() bool { return q.checked() }

@@ -550,6 +550,44 @@ func (x *Index) Search(ctx context.Context, q *Query, r Resolver, cwdPrefix stri
 		return nil, 0, fmt.Errorf("the search index is not open yet: %w", wire.ErrUnavailable)
 	}
 	bq := q.bleveQuery(r, cwdPrefix)
+	if !q.checked() {
+		return x.rank(ctx, idx, bq, size, after)
+	}
+	// Phrases: the index finds the entries holding their words, and each,
+	// in ranking order, is checked against its text until the page is
+	// full. The total counts what the index found: more than the hits
+	// when some hold the words but not in a row.
+	var out []Hit
+	var total uint64
+	n := size + 1
+	for first := true; ; first = false {
+		hits, t, err := x.rank(ctx, idx, bq, n, after)
+		if err != nil {
+			return nil, 0, err
+		}
+		if first {
+			total = t
+		}
+		for i := range hits {
+			h := &hits[i]
+			k := h.Key()
+			after = &k
+			if text, ok := r.Text(ctx, h.Session, h.Entry); ok && q.matchText(text) {
+				if out = append(out, *h); len(out) == size {
+					return out, total, nil
+				}
+			}
+		}
+		if len(hits) < n {
+			return out, total, nil
+		}
+		n = min(4*n, 1000)
+	}
+}
+
+// rank returns up to size hits of bq ranked after `after` (nil: from the
+// first) and the number of hits.
+func (x *Index) rank(ctx context.Context, idx bleve.Index, bq query.Query, size int, after *After) ([]Hit, uint64, error) {
 	if after == nil {
 		// The first page by score alone: ranking by id as well makes
 		// bleve read the id of every hit (25 ms of a word in 130,000

@@ -13,8 +13,8 @@ import (
 	"github.com/blevesearch/bleve/v2/registry"
 )
 
-// Index fields. The text is analysed (words, lowercased, with positions
-// for phrases); the filters are keywords. Nothing is stored but the id:
+// Index fields. The text is analysed (words, lowercased; no positions:
+// see wordTokenizer); the filters are keywords. Nothing is stored but the id:
 // the Store holds every entry's JSON, hits are decorated from there.
 const (
 	fText      = "text"
@@ -28,8 +28,8 @@ const (
 )
 
 // mappingVersion names the mapping below: an index built by another is
-// rebuilt from the log. 2: the text's tokens carry no byte offsets.
-const mappingVersion = "2"
+// rebuilt from the log. 3: the text has no term vectors.
+const mappingVersion = "3"
 
 const (
 	tokenizerName = "piwords"
@@ -54,14 +54,13 @@ func IsWordRune(r rune) bool {
 // wordTokenizer cuts text into runs of word runes: the same cut as Words,
 // without a regexp (it runs over every byte indexed).
 //
-// Its tokens carry positions but no byte offsets (Start and End stay
-// zero). Phrases need the positions the index keeps in the text's term
-// vectors, but nothing reads the offsets kept beside them (bleve's
-// highlighter is not used: Snippet cuts the Store's text itself with
-// eachWord), and zap writes each as a varint per occurrence of every
-// word: zero, one byte instead of two or three. That is 17% of the index
-// (1.61× → 1.33× the JSON on 30,000 generated entries; docs/BENCHMARKS.md,
-// "Search (pi-bench search)").
+// The index keeps no term vectors of the text: no position or offset of
+// any occurrence of a word, only which entries hold it and how often.
+// They were 60% of the index (1.33× the JSON on 30,000 generated entries,
+// 0.53× without; docs/BENCHMARKS.md, "Search (pi-bench search)"), and
+// only phrases read them: a phrase is answered as the entries holding all
+// its words, each checked against its text (Index.Search), and snippets
+// cut the Store's text themselves (eachWord), not bleve's highlighter.
 type wordTokenizer struct{}
 
 func (wordTokenizer) Tokenize(b []byte) analysis.TokenStream {
@@ -101,7 +100,7 @@ func newMapping() (*mapping.IndexMappingImpl, error) {
 		return nil, err
 	}
 	text := bleve.NewTextFieldMapping()
-	text.Analyzer, text.Store, text.IncludeInAll, text.DocValues = analyzerText, false, false, false
+	text.Analyzer, text.Store, text.IncludeInAll, text.IncludeTermVectors, text.DocValues = analyzerText, false, false, false, false
 	field := func(analyzer string) *mapping.FieldMapping {
 		f := bleve.NewKeywordFieldMapping()
 		f.Analyzer, f.Store, f.IncludeInAll, f.IncludeTermVectors, f.DocValues = analyzer, false, false, false, false

@@ -1,8 +1,10 @@
 package search
 
 import (
+	"context"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -235,6 +237,9 @@ type Resolver interface {
 	SessionsNamed(s string) []string
 	// Labelled returns the entries carrying label l, as DocIDs.
 	Labelled(l string) []string
+	// Text returns the text the index holds of an entry (Extract's), as
+	// the Store holds it now; false when the entry is not shown.
+	Text(ctx context.Context, session, entry string) (string, bool)
 }
 
 // bleveQuery is q over one shard's index; cwdPrefix, when set, confines it
@@ -243,6 +248,9 @@ func (q *Query) bleveQuery(r Resolver, cwdPrefix string) query.Query {
 	var must, not []query.Query
 	for i := range q.terms {
 		t := &q.terms[i]
+		if t.neg && t.phrase() {
+			continue // the index cannot tell (no positions): checked against the text
+		}
 		c := t.bleve(r)
 		if t.neg {
 			not = append(not, c)
@@ -268,7 +276,14 @@ func (t *term) bleve(r Resolver) query.Query {
 		case len(t.words) == 1:
 			return fieldQ(query.NewTermQuery(t.words[0]), fText)
 		default:
-			return query.NewPhraseQuery(t.words, fText)
+			// The entries holding every word of the phrase; the index
+			// keeps no positions (mapping.go), so Search checks each
+			// against its text.
+			var qs []query.Query
+			for _, w := range slices.Compact(slices.Sorted(slices.Values(t.words))) {
+				qs = append(qs, fieldQ(query.NewTermQuery(w), fText))
+			}
+			return query.NewConjunctionQuery(qs)
 		}
 	case "role", "type", "tool", "model":
 		if t.prefix {
@@ -338,6 +353,44 @@ type fielded interface {
 func fieldQ[Q fielded](q Q, f string) Q {
 	q.SetField(f)
 	return q
+}
+
+// phrase reports whether t is a phrase: more than one word of text.
+func (t *term) phrase() bool { return t.field == "" && !t.prefix && len(t.words) > 1 }
+
+// checked reports whether q has a phrase, which the index answers only in
+// part: its hits are checked against their text (matchText).
+func (q *Query) checked() bool {
+	return slices.ContainsFunc(q.terms, func(t term) bool { return t.phrase() })
+}
+
+// matchText reports whether text, an entry's, satisfies q's phrases: each
+// one's words in a row, or not for an excluded one.
+func (q *Query) matchText(text string) bool {
+	var words []string
+	for i := range q.terms {
+		t := &q.terms[i]
+		if !t.phrase() {
+			continue
+		}
+		if words == nil {
+			words = Words(text)
+		}
+		if hasRun(words, t.words) == t.neg {
+			return false
+		}
+	}
+	return true
+}
+
+// hasRun reports whether run occurs in words, consecutively.
+func hasRun(words, run []string) bool {
+	for i := 0; i+len(run) <= len(words); i++ {
+		if words[i] == run[0] && slices.Equal(words[i+1:i+len(run)], run[1:]) {
+			return true
+		}
+	}
+	return false
 }
 
 // marks returns what a snippet marks: the words of the text terms that must

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"strings"
 
 	"github.com/pifleet/sessionlog/internal/search"
@@ -46,6 +47,22 @@ func (st *Store) Labelled(l string) []string {
 		}
 	}
 	return out
+}
+
+// Text returns the text search indexes of an entry (search.Extract), as
+// the Store shows it now (search's phrases are checked against it).
+func (st *Store) Text(ctx context.Context, sid, entry string) (string, bool) {
+	var text string
+	found := false
+	_ = st.View(ctx, sid, func(d *Doc) error {
+		if i, ok := d.Tree.Index(entry); ok {
+			if doc, ok := search.Extract(d.Tree.Entry(i).Raw); ok {
+				text, found = doc.Text, true
+			}
+		}
+		return nil
+	})
+	return text, found
 }
 
 // SearchStats is how far the full-text indexes of the held shards have
