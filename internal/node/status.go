@@ -36,7 +36,10 @@ func (m *Node) status(ctx context.Context) (any, error) {
 	}
 	names := m.sessionStreams()
 	var err error
-	if out.Stream, out.Cluster, err = m.streamStatus(ctx, names[0]); err != nil {
+	var sc streamCluster
+	out.Stream, sc, err = m.streamStatus(ctx, names[0])
+	out.Cluster = sc.name
+	if err != nil {
 		return out, err
 	}
 	if h := m.holder; h != nil {
@@ -59,11 +62,19 @@ func (m *Node) status(ctx context.Context) (any, error) {
 	return out, nil
 }
 
-// streamStatus is one stream as its leader reports it, and the cluster's name.
-func (m *Node) streamStatus(ctx context.Context, name string) (wire.StreamStatus, string, error) {
+// streamCluster is what streamStatus reports of a stream's cluster beside
+// the wire status: the cluster's name, and since when the leader has led
+// (zero when the server tells no such time: one server, no raft group).
+type streamCluster struct {
+	name        string
+	leaderSince time.Time
+}
+
+// streamStatus is one stream as its leader reports it, and its cluster.
+func (m *Node) streamStatus(ctx context.Context, name string) (wire.StreamStatus, streamCluster, error) {
 	s, err := m.conn.JS.Stream(ctx, name) // its answer is the stream's info: one request
 	if err != nil {
-		return wire.StreamStatus{}, "", fmt.Errorf("stream %s: %w", name, err)
+		return wire.StreamStatus{}, streamCluster{}, fmt.Errorf("stream %s: %w", name, err)
 	}
 	info := s.CachedInfo()
 	out := wire.StreamStatus{Name: info.Config.Name, Replicas: info.Config.Replicas, Messages: info.State.Msgs, Bytes: info.State.Bytes,
@@ -71,9 +82,12 @@ func (m *Node) streamStatus(ctx context.Context, name string) (wire.StreamStatus
 	if info.Config.MaxBytes > 0 {
 		out.MaxBytes = info.Config.MaxBytes
 	}
-	var cluster string
+	var cluster streamCluster
 	if ci := info.Cluster; ci != nil {
-		cluster, out.Leader = ci.Name, ci.Leader
+		cluster.name, out.Leader = ci.Name, ci.Leader
+		if ci.LeaderSince != nil {
+			cluster.leaderSince = *ci.LeaderSince
+		}
 		now := time.Now()
 		for _, p := range ci.Replicas {
 			// offline is the state's: the server's own flag comes minutes

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strconv"
@@ -48,7 +49,7 @@ var (
 	descStorageLimit = prometheus.NewDesc("pi_jetstream_storage_limit_bytes",
 		"JetStream's file storage limit (--max-file-store, or the embedded server's default; with --nats-url the account's); absent when unlimited.", nil, nil)
 	descLeaderChanges = prometheus.NewDesc("pi_stream_leader_changes_total",
-		"Leader elections of a session stream this node heard of (JetStream's leader-elected advisories) since it started.", []string{"stream"}, nil)
+		"Leader elections of a session stream since this node started: JetStream's leader-elected advisories, and each leadership a scrape finds that no advisory announced (one the node missed).", []string{"stream"}, nil)
 	descSnapshotAge = prometheus.NewDesc("pi_store_snapshot_age_seconds",
 		"Seconds since the Store's snapshot last held everything it had applied (written, or found current); absent with --snapshot-interval 0.", []string{"stream"}, nil)
 	descMirrorLag = prometheus.NewDesc("pi_region_mirror_lag",
@@ -88,8 +89,9 @@ func (c *streamCollector) Describe(ch chan<- *prometheus.Desc) {
 
 // streamSample is one stream's info as one scrape read it.
 type streamSample struct {
-	status wire.StreamStatus
-	err    error
+	status  wire.StreamStatus
+	cluster streamCluster
+	err     error
 }
 
 // Collect asks for every stream (and the region's status) side by side,
@@ -104,7 +106,7 @@ func (c *streamCollector) Collect(ch chan<- prometheus.Metric) {
 	for k, name := range names {
 		wg.Go(func() {
 			s := &samples[k]
-			s.status, _, s.err = m.streamStatus(ctx, name)
+			s.status, s.cluster, s.err = m.streamStatus(ctx, name)
 		})
 	}
 	var region *wire.RegionStatus
@@ -131,6 +133,9 @@ func (c *streamCollector) Collect(ch chan<- prometheus.Metric) {
 			continue
 		}
 		st := s.status
+		if e := c.elections; e != nil {
+			e.observe(name, st.Leader, s.cluster.leaderSince)
+		}
 		gauge(descStreamInfo, 1, name, strconv.Itoa(k), st.Leader)
 		counts := replicaCounts(st)
 		for i, state := range replicaStates {
@@ -227,35 +232,113 @@ func (m *Node) storage(ctx context.Context) (used uint64, limit int64, err error
 // stream has elected a leader (the stream's name follows it).
 const leaderElected = "$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED."
 
-// elections counts the leader-elected advisories by stream. Every server
-// publishes them to the account's subscribers, so each node counts every
-// election of the cluster (from its start on), not only those it took
-// part in. pi-node's own connection may subscribe: with the embedded
-// server it has every right; with --nats-url its user needs to subscribe
-// to $JS.EVENT.ADVISORY.> (or the counter stays at 0).
+// elections counts a stream's leader elections. JetStream announces each
+// with an advisory, but only the new leader's server publishes it, only if
+// it knows of a subscriber at that instant, and core NATS delivers it at
+// most once: a node whose interest has not reached that server over the
+// routes yet, or whose route to it is down (reconnecting under load), never
+// hears of the election (a CI run's TestClusterMetrics: n2 never counted a
+// step-down n1 and n3 counted). So each scrape's stream info (leader, and
+// since when it leads) is compared with the last leadership counted: one
+// no advisory announced is counted then. What it cannot see is an election
+// both missed and superseded between two scrapes.
+//
+// pi-node's own connection may subscribe: with the embedded server it has
+// every right; with --nats-url its user needs to subscribe to
+// $JS.EVENT.ADVISORY.> (or only the scrapes count).
 type elections struct {
-	sub *nats.Subscription
-	mu  sync.Mutex
-	n   map[string]uint64
+	sub   *nats.Subscription
+	start time.Time // elections of leaderships begun before are not counted
+	mu    sync.Mutex
+	by    map[string]*streamElections
+}
+
+// streamElections is one stream's count and the leadership it last
+// counted (or found leading before the start).
+type streamElections struct {
+	n      uint64
+	leader string
+	since  time.Time // the advisory's time, or the leader's own since
+	// polled: the leadership was found by a scrape, its advisory not
+	// heard (yet): the next one naming the same leader is taken for it.
+	polled bool
+}
+
+// advisory is what elections reads of a leader-elected advisory.
+type advisory struct {
+	Leader string    `json:"leader"`
+	Time   time.Time `json:"timestamp"`
 }
 
 func watchElections(nc *nats.Conn) (*elections, error) {
-	e := &elections{n: map[string]uint64{}}
+	e := &elections{start: time.Now(), by: map[string]*streamElections{}}
 	sub, err := nc.Subscribe(leaderElected+"*", func(msg *nats.Msg) {
-		stream := strings.TrimPrefix(msg.Subject, leaderElected)
-		e.mu.Lock()
-		e.n[stream]++
-		e.mu.Unlock()
+		var adv advisory
+		_ = json.Unmarshal(msg.Data, &adv) // counted even unreadable: an election it is
+		e.heard(strings.TrimPrefix(msg.Subject, leaderElected), adv)
 	})
 	if err != nil {
 		return nil, err
 	}
 	e.sub = sub
+	// The local server has the interest once the node is ready (the
+	// routes carry it on from there).
+	if err := nc.FlushTimeout(5 * time.Second); err != nil {
+		_ = sub.Unsubscribe()
+		return nil, err
+	}
 	return e, nil
+}
+
+func (e *elections) stream(name string) *streamElections {
+	s := e.by[name]
+	if s == nil {
+		s = &streamElections{}
+		e.by[name] = s
+	}
+	return s
+}
+
+// heard counts an advisory, unless it announces the leadership a scrape
+// already counted.
+func (e *elections) heard(stream string, adv advisory) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s := e.stream(stream)
+	if s.polled && adv.Leader != "" && adv.Leader == s.leader {
+		s.polled = false // since stays the leader's: a later re-election differs from it
+		return
+	}
+	s.n++
+	s.leader, s.since, s.polled = adv.Leader, adv.Time, false
+}
+
+// observe compares the leadership a scrape found (leader leading since
+// since, by its server's clock) with the last one counted, and counts it
+// if no advisory announced it. The advisory of an election is sent after
+// the leader's since is set, so an advisory's time is never before the
+// since of the leadership it announced.
+func (e *elections) observe(stream, leader string, since time.Time) {
+	if leader == "" || since.IsZero() {
+		return // no leader, or one server: no elections to tell apart
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s := e.stream(stream)
+	if s.leader == leader && !since.After(s.since) {
+		return // counted already
+	}
+	if since.After(e.start) {
+		s.n++
+	}
+	s.leader, s.since, s.polled = leader, since, true
 }
 
 func (e *elections) count(stream string) uint64 {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.n[stream]
+	if s := e.by[stream]; s != nil {
+		return s.n
+	}
+	return 0
 }

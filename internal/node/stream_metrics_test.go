@@ -170,3 +170,39 @@ func scrape(t *testing.T, base string) map[string]float64 {
 	}
 	return got
 }
+
+// TestElectionsMissedAdvisory: a leadership a scrape finds is counted once,
+// whether its advisory came before, after or never; one begun before the
+// node started is not.
+func TestElectionsMissedAdvisory(t *testing.T) {
+	start := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	at := func(s int) time.Time { return start.Add(time.Duration(s) * time.Second) }
+	e := &elections{start: start, by: map[string]*streamElections{}}
+	steps := []struct {
+		what string
+		do   func()
+		want uint64
+	}{
+		{"led by n1 before the start", func() { e.observe("S", "n1", at(-5)) }, 0},
+		{"its advisory, in flight at the start", func() { e.heard("S", advisory{Leader: "n1", Time: at(-5)}) }, 0},
+		{"n2 elected, heard", func() { e.heard("S", advisory{Leader: "n2", Time: at(10)}) }, 1},
+		{"the scrape finds n2", func() { e.observe("S", "n2", at(10).Add(-time.Millisecond)) }, 1},
+		{"n3 elected, advisory missed: the scrape counts it", func() { e.observe("S", "n3", at(20)) }, 2},
+		{"scraped again", func() { e.observe("S", "n3", at(20)) }, 2},
+		{"n1 elected, scraped before its advisory", func() { e.observe("S", "n1", at(30)) }, 3},
+		{"its advisory", func() { e.heard("S", advisory{Leader: "n1", Time: at(30).Add(time.Millisecond)}) }, 3},
+		{"n1 elected again, advisory missed", func() { e.observe("S", "n1", at(40)) }, 4},
+		{"no leader", func() { e.observe("S", "", time.Time{}) }, 4},
+		{"one server: no since", func() { e.observe("S", "n2", time.Time{}) }, 4},
+		{"an unreadable advisory", func() { e.heard("S", advisory{}) }, 5},
+	}
+	for _, s := range steps {
+		s.do()
+		if got := e.count("S"); got != s.want {
+			t.Fatalf("%s: %d elections counted, want %d", s.what, got, s.want)
+		}
+	}
+	if got := e.count("other"); got != 0 {
+		t.Errorf("another stream: %d elections", got)
+	}
+}
