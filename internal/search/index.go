@@ -10,6 +10,7 @@ import (
 	"path"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -521,6 +522,7 @@ func fields(d *Doc, sid, cwd string) map[string]any {
 type Hit struct {
 	Session, Entry string
 	Score          float64
+	id             string // DocID(Session, Entry), as the index gave it
 }
 
 // After is a position in a ranking: hits rank by score, best first, then
@@ -539,7 +541,12 @@ func (a After) Less(b After) bool {
 }
 
 // Key is h's position in the ranking.
-func (h Hit) Key() After { return After{Score: h.Score, ID: DocID(h.Session, h.Entry)} }
+func (h Hit) Key() After {
+	if h.id == "" {
+		h.id = DocID(h.Session, h.Entry)
+	}
+	return After{Score: h.Score, ID: h.id}
+}
 
 // Search returns up to size hits of q ranked after `after` (nil: from the
 // first) and the total number of hits; r resolves name: and label:,
@@ -601,15 +608,15 @@ func (x *Index) rank(ctx context.Context, idx bleve.Index, bq query.Query, size 
 			return nil, 0, err
 		}
 		if len(hits) < window || len(hits) > size && hits[size-1].Score > hits[len(hits)-1].Score {
-			slices.SortFunc(hits, func(a, b Hit) int {
-				switch ka, kb := a.Key(), b.Key(); {
-				case ka.Less(kb):
-					return -1
-				case kb.Less(ka):
-					return 1
+			// By score they are already: each tie by id.
+			for i := 0; i < len(hits) && i < size; {
+				j := i + 1
+				for j < len(hits) && hits[j].Score == hits[i].Score {
+					j++
 				}
-				return 0
-			})
+				slices.SortFunc(hits[i:j], func(a, b Hit) int { return strings.Compare(a.Key().ID, b.Key().ID) })
+				i = j
+			}
 			return hits[:min(size, len(hits))], total, nil
 		}
 	}
@@ -641,7 +648,7 @@ func (x *Index) search(ctx context.Context, idx bleve.Index, bq query.Query, siz
 		if !ok {
 			continue
 		}
-		hits = append(hits, Hit{Session: sid, Entry: entry, Score: h.Score})
+		hits = append(hits, Hit{Session: sid, Entry: entry, Score: h.Score, id: h.ID})
 	}
 	return hits, res.Total, nil
 }
