@@ -22,6 +22,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/enginetest"
 	"github.com/pifleet/sessionlog/internal/proctest"
+	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/shard"
 	"github.com/pifleet/sessionlog/internal/testutil"
 )
@@ -122,7 +123,8 @@ func TestKillDuringImport(t *testing.T) {
 		name, subject := streamOf(sid)
 		return byName[name], subject
 	}
-	stored := func(sid string) (uint64, error) {
+	// records is how many messages the session's subject holds.
+	records := func(sid string) (uint64, error) {
 		stream, subject := streamFor(sid)
 		// Bounded: a request while the stream has no leader (the killed
 		// node led it) gets no answer at all.
@@ -133,6 +135,34 @@ func TestKillDuringImport(t *testing.T) {
 			return 0, err
 		}
 		return info.State.Subjects[subject], nil
+	}
+	// stored is how many of the session's own records the stream holds:
+	// records without a survivor's claim of it (the abandonment marker,
+	// appended after the prefix's last record, then purged with it). With
+	// the marker, a prefix of five batches (5,000 records) and its claim
+	// are n+1 messages, as many as the complete session: the test took the
+	// abandoned import for complete and expected it on every node after
+	// the purge (a CI run under load, the purge late after the claim).
+	stored := func(sid string) (uint64, error) {
+		c, err := records(sid)
+		if err != nil || c == 0 {
+			return c, err
+		}
+		stream, subject := streamFor(sid)
+		ictx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		// From the stream leader (the stream has no AllowDirect), as the
+		// count is.
+		last, err := stream.GetLastMsgForSubject(ictx, subject)
+		switch {
+		case errors.Is(err, jetstream.ErrMsgNotFound):
+			return 0, nil // purged since the count
+		case err != nil:
+			return 0, err
+		case last.Header.Get("Pi-Type") == session.AbandonType:
+			return c - 1, nil
+		}
+		return c, nil
 	}
 
 	importHC := &http.Client{Timeout: time.Minute}
@@ -145,9 +175,12 @@ func TestKillDuringImport(t *testing.T) {
 		})
 	}
 	start := time.Now()
+	// Counted by records alone: no claim comes before the bound's idle
+	// time, and one request per session keeps the poll, and so the kill,
+	// as early in the imports as before.
 	testutil.WaitFor(t, 30*time.Second, testutil.Awaiting("a first batch of both imports stored", func() error {
 		for sid := range files {
-			if c, err := stored(sid); err != nil || c == 0 {
+			if c, err := records(sid); err != nil || c == 0 {
 				return fmt.Errorf("%s: %d records (%v)", sid, c, err)
 			}
 		}
@@ -206,6 +239,10 @@ func TestKillDuringImport(t *testing.T) {
 
 	// The one left alone: removed once idle for the bound (if it was
 	// partial), by exactly one survivor.
+	// Both ends (0 and n+1 records of its own) are final: what the wait
+	// saw is what every node must serve. (Read again after it, with the
+	// error ignored, an unanswered request read as 0.)
+	var leftCount uint64
 	testutil.WaitFor(t, abandonBound+30*time.Second, testutil.Awaiting("the abandoned import removed or complete", func() error {
 		c, err := stored(left)
 		if err != nil {
@@ -214,10 +251,10 @@ func TestKillDuringImport(t *testing.T) {
 		if c != 0 && c != n+1 {
 			return fmt.Errorf("%d records still stored", c)
 		}
+		leftCount = c
 		return nil
 	}))
 	removed := time.Since(killAt)
-	leftCount, _ := stored(left)
 	wantCleanups := 0
 	if atKill[left] < n+1 {
 		wantCleanups = 1
