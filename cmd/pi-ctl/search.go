@@ -162,8 +162,9 @@ func isBoolFlag(f *flag.Flag) bool {
 }
 
 // searchPages runs req from cursor on and, with all, follows the pages to
-// the last; the result holds every hit fetched, the first page's total
-// and the cursor after the hits ("" at the end).
+// the last — without, past pages a node cut short with no hit, to the
+// first with one; the result holds every hit fetched, the first page's
+// total and the cursor after the hits ("" at the end).
 func searchPages(ctx context.Context, b backend, req wire.SearchRequest, cursor string, all bool) (searchPage, error) {
 	var acc searchPage
 	for first := true; ; first = false {
@@ -176,7 +177,7 @@ func searchPages(ctx context.Context, b backend, req wire.SearchRequest, cursor 
 			acc.Total = page.Total
 		}
 		acc.Hits = append(acc.Hits, page.Hits...)
-		if acc.Next = page.Next; !all || page.Next == "" {
+		if acc.Next = page.Next; page.Next == "" || !all && len(acc.Hits) > 0 {
 			return acc, nil
 		}
 		cursor = page.Next

@@ -150,7 +150,13 @@ func (s *Server) searchShard(ctx context.Context, r *wire.SearchRequest, k int, 
 		if err := json.Unmarshal(rep.raw, &out); err != nil {
 			return service.SearchPage{}, store.Freshness{}, fmt.Errorf("shard %d's hits: %v: %w", k, err, wire.ErrUnavailable)
 		}
-		return service.SearchPage{Hits: out.Hits, Total: out.Total, More: out.Next != ""}, *rep.fresh, nil
+		page := service.SearchPage{Hits: out.Hits, Total: out.Total}
+		if out.Next != "" {
+			if page.End, err = service.DecodeSearchCursor(out.Next); err != nil {
+				return service.SearchPage{}, store.Freshness{}, fmt.Errorf("shard %d's next page: %v: %w", k, err, wire.ErrUnavailable)
+			}
+		}
+		return page, *rep.fresh, nil
 	}
 	return service.SearchPage{}, store.Freshness{}, fmt.Errorf("shard %d changed hands three times while searching it: %w", k, wire.ErrUnavailable)
 }

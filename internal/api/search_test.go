@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/pifleet/sessionlog/internal/api"
+	"github.com/pifleet/sessionlog/internal/search"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
 
@@ -272,5 +273,38 @@ func TestSearchShards(t *testing.T) {
 	}
 	if len(seen) != len(want) {
 		t.Fatalf("paged through %d sessions, want %d", len(seen), len(want))
+	}
+
+	// A phrase, its pages cut short by a budget of 2 entries checked
+	// against their text, over entries holding both words in another
+	// order: every hit once, through the merge of cut pages.
+	for i := range 12 {
+		e.create(userMsg("u1", fmt.Sprintf("question %d before the salt", i)), assistantMsg("no match here"))
+	}
+	defer func(was int) { search.CheckBudget = was }(search.CheckBudget)
+	search.CheckBudget = 2
+	seen, cursor = map[string]bool{}, ""
+	short := 0
+	for range 100 {
+		ps := []string{"limit=5"}
+		if cursor != "" {
+			ps = append(ps, "cursor="+cursor)
+		}
+		p := e.search(`"salt question"`, ps...)
+		for _, h := range p.Hits {
+			if seen[h.SessionID] || !want[h.SessionID] {
+				t.Fatalf("hit %s twice or unknown", h.SessionID)
+			}
+			seen[h.SessionID] = true
+		}
+		if p.Next != "" && len(p.Hits) < 5 {
+			short++
+		}
+		if cursor = p.Next; cursor == "" {
+			break
+		}
+	}
+	if len(seen) != len(want) || short == 0 {
+		t.Fatalf("the phrase paged through %d sessions (want %d), %d pages cut short", len(seen), len(want), short)
 	}
 }

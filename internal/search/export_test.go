@@ -89,3 +89,11 @@ func SetFirstWindow(n int) func() {
 
 // Checked reports whether q's hits are checked against their text.
 func (q *Query) Checked() bool { return q.checked() }
+
+// SetCheckBudget makes pages check n entries against their text, until
+// the returned func restores it.
+func SetCheckBudget(n int) func() {
+	was := CheckBudget
+	CheckBudget = n
+	return func() { CheckBudget = was }
+}

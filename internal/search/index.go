@@ -548,47 +548,72 @@ func (h Hit) Key() After {
 	return After{Score: h.Score, ID: h.id}
 }
 
+// Page is a part of a ranking: its hits, the number of hits of the whole
+// query, and where it stopped when that is not at its last hit.
+type Page struct {
+	Hits  []Hit
+	Total uint64
+	// Cut is set when the page stopped short, neither full nor at the
+	// ranking's end: it checked its budget of entries against their text
+	// (CheckBudget). The next page goes on after Cut, not after the last
+	// hit: what lies between was checked.
+	Cut *After
+}
+
+// CheckBudget is how many entries one page checks against their text (a
+// query with phrases) before it stops short: two common words whose
+// phrase is rare must not read every entry that holds both in one request.
+var CheckBudget = 4096
+
 // Search returns up to size hits of q ranked after `after` (nil: from the
-// first) and the total number of hits; r resolves name: and label:,
-// cwdPrefix confines the search (a tenant's).
-func (x *Index) Search(ctx context.Context, q *Query, r Resolver, cwdPrefix string, size int, after *After) ([]Hit, uint64, error) {
+// first) and the total number of hits; r resolves name: and label: and
+// gives the text phrases are checked against, cwdPrefix confines the
+// search (a tenant's).
+func (x *Index) Search(ctx context.Context, q *Query, r Resolver, cwdPrefix string, size int, after *After) (Page, error) {
 	idx := x.index()
 	if idx == nil {
-		return nil, 0, fmt.Errorf("the search index is not open yet: %w", wire.ErrUnavailable)
+		return Page{}, fmt.Errorf("the search index is not open yet: %w", wire.ErrUnavailable)
 	}
 	bq := q.bleveQuery(r, cwdPrefix)
 	if !q.checked() {
-		return x.rank(ctx, idx, bq, size, after)
+		hits, total, err := x.rank(ctx, idx, bq, size, after)
+		return Page{Hits: hits, Total: total}, err
 	}
 	// Phrases: the index finds the entries holding their words, and each,
 	// in ranking order, is checked against its text until the page is
 	// full. The total counts what the index found: more than the hits
 	// when some hold the words but not in a row.
-	var out []Hit
-	var total uint64
+	var p Page
+	checked := 0
 	n := size + 1
 	for first := true; ; first = false {
-		hits, t, err := x.rank(ctx, idx, bq, n, after)
+		hits, total, err := x.rank(ctx, idx, bq, n, after)
 		if err != nil {
-			return nil, 0, err
+			return Page{}, err
 		}
 		if first {
-			total = t
+			p.Total = total
 		}
 		for i := range hits {
 			h := &hits[i]
 			k := h.Key()
 			after = &k
 			if text, ok := r.Text(ctx, h.Session, h.Entry); ok && q.matchText(text) {
-				if out = append(out, *h); len(out) == size {
-					return out, total, nil
+				if p.Hits = append(p.Hits, *h); len(p.Hits) == size {
+					return p, nil
 				}
+			}
+			if checked++; checked == CheckBudget && (i+1 < len(hits) || len(hits) == n) {
+				p.Cut = &k
+				return p, nil
 			}
 		}
 		if len(hits) < n {
-			return out, total, nil
+			return p, nil
 		}
-		n = min(4*n, 1000)
+		// The rest of the budget at once: each request ranks every
+		// candidate again.
+		n = CheckBudget - checked
 	}
 }
 

@@ -179,7 +179,7 @@ func (c *corpus) oracle(q *search.Query, cwdPrefix string) []string {
 
 // all pages through every hit of q, pageSize at a time (the first page
 // firstSize, when given), checking the ranking never goes back and no hit
-// comes twice.
+// comes twice; a page cut short goes on after its cut.
 func all(t *testing.T, x *search.Index, r search.Resolver, q *search.Query, cwdPrefix string, pageSize int, firstSize ...int) []string {
 	t.Helper()
 	var out []string
@@ -190,11 +190,11 @@ func all(t *testing.T, x *search.Index, r search.Resolver, q *search.Query, cwdP
 		if after == nil && len(firstSize) > 0 {
 			size = firstSize[0]
 		}
-		hits, total, err := x.Search(context.Background(), q, r, cwdPrefix, size, after)
+		p, err := x.Search(context.Background(), q, r, cwdPrefix, size, after)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, h := range hits {
+		for _, h := range p.Hits {
 			k := h.Key()
 			if after != nil && !after.Less(k) {
 				t.Fatalf("hit %s (score %v) ranks before the page's start %s (%v)", k.ID, k.Score, after.ID, after.Score)
@@ -206,11 +206,21 @@ func all(t *testing.T, x *search.Index, r search.Resolver, q *search.Query, cwdP
 			out = append(out, k.ID)
 			after = &k
 		}
-		if len(hits) < size {
+		if p.Cut != nil {
+			if len(p.Hits) >= size {
+				t.Fatalf("a full page (%d hits) cut short", len(p.Hits))
+			}
+			if after != nil && p.Cut.Less(*after) {
+				t.Fatalf("cut %s before the page's last hit %s", p.Cut.ID, after.ID)
+			}
+			after = p.Cut
+			continue
+		}
+		if len(p.Hits) < size {
 			// Exact, but for phrases: then it counts the entries holding
 			// their words, those in a row among them.
-			if int(total) != len(out) && !(q.Checked() && int(total) > len(out)) {
-				t.Fatalf("total %d, %d hits paged through", total, len(out))
+			if int(p.Total) != len(out) && !(q.Checked() && int(p.Total) > len(out)) {
+				t.Fatalf("total %d, %d hits paged through", p.Total, len(out))
 			}
 			break
 		}
@@ -300,15 +310,35 @@ func TestIndexOracle(t *testing.T) {
 		}
 		restore()
 	}
+	// A small budget of entries checked a page: pages cut short, the
+	// hits the same.
+	budget := search.SetCheckBudget(7)
+	cuts := 0
+	for _, qs := range queries {
+		q, _ := search.Parse(qs)
+		if !q.Checked() {
+			continue
+		}
+		if got, want := all(t, x, c, q, "", 97), c.oracle(q, ""); !slices.Equal(got, want) {
+			t.Errorf("%q, 7 entries checked a page: %d hits, the oracle %d", qs, len(got), len(want))
+		}
+		if p, _ := x.Search(context.Background(), q, c, "", 97, nil); p.Cut != nil {
+			cuts++
+		}
+	}
+	budget()
+	if cuts == 0 {
+		t.Error("no page was cut short by a budget of 7")
+	}
 	// Phrases are checked against the text: the index alone finds more.
 	for _, qs := range []string{`"salt check"`, `"check salt"`} {
 		q, _ := search.Parse(qs)
-		_, total, err := x.Search(context.Background(), q, c, "", 10, nil)
+		p, err := x.Search(context.Background(), q, c, "", 10, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n := len(c.oracle(q, "")); int(total) <= n {
-			t.Errorf("%q: the index holds %d entries with its words, %d of them in a row: the check is not tested", qs, total, n)
+		if n := len(c.oracle(q, "")); int(p.Total) <= n {
+			t.Errorf("%q: the index holds %d entries with its words, %d of them in a row: the check is not tested", qs, p.Total, n)
 		}
 	}
 	// The corpus makes each form mean something: most queries hit.
@@ -454,8 +484,8 @@ func TestIndexResumes(t *testing.T) {
 		}
 	}
 	q, _ := search.Parse("session:" + gone)
-	if hits, total, _ := y.Search(context.Background(), q, c, "", 10, nil); len(hits) != 0 || total != 0 {
-		t.Fatalf("the purged session still has %d hits", total)
+	if p, _ := y.Search(context.Background(), q, c, "", 10, nil); len(p.Hits) != 0 || p.Total != 0 {
+		t.Fatalf("the purged session still has %d hits", p.Total)
 	}
 }
 
@@ -478,7 +508,7 @@ func TestIndexBusy(t *testing.T) {
 	f := &froms{Feed: c.log}
 	y := follow(t, dir, f) // x still has it open
 	q, _ := search.Parse("salt")
-	if _, _, err := y.Search(context.Background(), q, c, "", 10, nil); err == nil {
+	if _, err := y.Search(context.Background(), q, c, "", 10, nil); err == nil {
 		t.Fatal("searched an index that is not open yet")
 	}
 	if err := x.Close(); err != nil {

@@ -14,12 +14,20 @@ import (
 )
 
 // SearchPage is one shard's part of a search: its hits in ranking order,
-// and whether it has more after them.
+// and how far down the ranking it looked.
 type SearchPage struct {
 	Hits  []wire.SearchHit
 	Total int
-	More  bool
+	// End is where the page stopped, nil at the ranking's end: its last
+	// hit when it filled up, or beyond when it stopped short
+	// (search.Page's Cut, or searchExamined hits left out). Everything
+	// ranked up to End is in Hits.
+	End *search.After
 }
+
+// searchExamined is how many hits one page of a shard looks at before it
+// stops short (hits off the path with branch=path, or of sessions gone).
+const searchExamined = 4096
 
 // HitKey is a hit's position in the ranking (search.After).
 func HitKey(h *wire.SearchHit) search.After {
@@ -50,29 +58,41 @@ func (s *Service) SearchShard(ctx context.Context, st *store.Store, wait uint64,
 	var page SearchPage
 	paths := map[string]map[string]bool{} // session → the entries on its default path
 	size := limit + 1
+	examined := 0
 	for {
-		hits, total, err := idx.Search(ctx, q, st, cwdPrefix, size, after)
+		p, err := idx.Search(ctx, q, st, cwdPrefix, size, after)
 		if err != nil {
 			return SearchPage{}, store.Freshness{}, err
 		}
 		if page.Total == 0 {
-			page.Total = int(total)
+			page.Total = int(p.Total)
 		}
-		for i := range hits {
-			h := &hits[i]
-			k := h.Key()
-			after = &k
+		for i := range p.Hits {
+			h := &p.Hits[i]
 			if len(page.Hits) == limit {
-				page.More = true
+				page.End = after // the last hit's
 				return page, fresh, nil
 			}
+			k := h.Key()
+			after = &k
+			examined++
 			hit, ok := s.hit(ctx, st, q, h, cwdPrefix, paths)
-			if !ok || branch == wire.SearchBranchPath && !hit.OnPath {
-				continue
+			if ok && (branch != wire.SearchBranchPath || hit.OnPath) {
+				page.Hits = append(page.Hits, hit)
+			} else if examined >= searchExamined && (i+1 < len(p.Hits) || len(p.Hits) == size || p.Cut != nil) {
+				page.End = after
+				return page, fresh, nil
 			}
-			page.Hits = append(page.Hits, hit)
 		}
-		if len(hits) < size {
+		if p.Cut != nil {
+			if len(page.Hits) == limit {
+				page.End = after
+			} else {
+				page.End = p.Cut
+			}
+			return page, fresh, nil
+		}
+		if len(p.Hits) < size {
 			return page, fresh, nil
 		}
 		// Hits left out (off the path, or of a session gone since):
@@ -123,14 +143,25 @@ func (s *Service) hit(ctx context.Context, st *store.Store, q *search.Query, h *
 }
 
 // MergeSearch merges the shards' pages into one of at most limit hits in
-// ranking order, with the cursor of the next page ("" on the last).
+// ranking order, with the cursor of the next page ("" on the last). The
+// page goes as far down the ranking as every shard's page went: a hit
+// beyond a shard's End is left for the next page, which that shard's
+// next part precedes.
 func MergeSearch(pages []SearchPage, limit int) wire.SearchReply {
 	rep := wire.SearchReply{Hits: []wire.SearchHit{}}
-	more := false
+	var end *search.After
 	for _, p := range pages {
-		rep.Hits = append(rep.Hits, p.Hits...)
 		rep.Total += p.Total
-		more = more || p.More
+		if p.End != nil && (end == nil || p.End.Less(*end)) {
+			end = p.End
+		}
+	}
+	for _, p := range pages {
+		for _, h := range p.Hits {
+			if end == nil || !end.Less(HitKey(&h)) {
+				rep.Hits = append(rep.Hits, h)
+			}
+		}
 	}
 	slices.SortStableFunc(rep.Hits, func(a, b wire.SearchHit) int {
 		ka, kb := HitKey(&a), HitKey(&b)
@@ -143,10 +174,12 @@ func MergeSearch(pages []SearchPage, limit int) wire.SearchReply {
 		return 0
 	})
 	if len(rep.Hits) > limit {
-		rep.Hits, more = rep.Hits[:limit], true
+		rep.Hits = rep.Hits[:limit]
+		k := HitKey(&rep.Hits[limit-1])
+		end = &k
 	}
-	if more && len(rep.Hits) > 0 {
-		rep.Next = EncodeSearchCursor(HitKey(&rep.Hits[len(rep.Hits)-1]))
+	if end != nil {
+		rep.Next = EncodeSearchCursor(*end)
 	}
 	return rep
 }

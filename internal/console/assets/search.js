@@ -99,9 +99,13 @@ export function mountSearch(main, route, ctx) {
       count.textContent = '';
     } else if (failed) {
       count.textContent = '';
-    } else if (!hits.length) {
+    } else if (!hits.length && !next) {
       list.append(el('li', { class: 'empty', text: 'No entry matches.' }));
       count.textContent = '0 hits';
+    } else if (!hits.length) {
+      // A page cut short (a node looks at a bounded number of entries a
+      // request): More looks further.
+      count.textContent = 'No hit in the entries looked at so far';
     } else if (next) {
       // total estimates the whole query (with branch=path, before the
       // entries off the path are left out): a guide while pages remain.
