@@ -435,6 +435,22 @@ func cleanCwd(cwd string) string {
 	return cwd
 }
 
+// cwdDirs is what the index holds of a cwd (cleanCwd's): the directory
+// and each above it, so that cwd:DIR is one term, not a disjunction of
+// the cwds under it (docs/BENCHMARKS.md, "Search (pi-bench search)"). A
+// relative cwd is under no directory.
+func cwdDirs(cwd string) []string {
+	if len(cwd) == 0 || cwd[0] != '/' {
+		return nil
+	}
+	out := []string{cwd}
+	for cwd != "/" {
+		cwd = path.Dir(cwd)
+		out = append(out, cwd)
+	}
+	return out
+}
+
 // cwdOf is the cwd of a session whose header the index has seen, from
 // memory or from the index.
 func (x *Index) cwdOf(sid string) (string, error) {
@@ -502,7 +518,10 @@ func DocID(sid, entry string) string { return sid + "/" + entry }
 
 // fields is what the index holds of d.
 func fields(d *Doc, sid, cwd string) map[string]any {
-	f := map[string]any{fText: d.Text, fSession: sid, fType: d.Type, fCwd: cwd}
+	f := map[string]any{fText: d.Text, fSession: sid, fType: d.Type}
+	if dirs := cwdDirs(cwd); len(dirs) > 0 {
+		f[fCwd] = dirs
+	}
 	if d.Role != "" {
 		f[fRole] = d.Role
 	}
@@ -585,7 +604,12 @@ func (x *Index) Search(ctx context.Context, q *Query, r Resolver, cwdPrefix stri
 	// when some hold the words but not in a row.
 	var p Page
 	checked := 0
+	// A first page ranks the window by score anyway (rank): all of it is
+	// checked before bleve is asked again, ranking every candidate.
 	n := size + 1
+	if after == nil {
+		n = max(n, min(firstWindow, CheckBudget))
+	}
 	for first := true; ; first = false {
 		hits, total, err := x.rank(ctx, idx, bq, n, after)
 		if err != nil {

@@ -28,8 +28,9 @@ const (
 )
 
 // mappingVersion names the mapping below: an index built by another is
-// rebuilt from the log. 3: the text has no term vectors.
-const mappingVersion = "3"
+// rebuilt from the log. 3: the text has no term vectors; 4: cwd holds the
+// cwd's directories.
+const mappingVersion = "4"
 
 const (
 	tokenizerName = "piwords"

@@ -334,15 +334,10 @@ func deref(s *string) string {
 }
 
 // cwdQuery matches the sessions whose cwd is dir or under it, directory by
-// directory (store.CwdUnder): the index holds cwds cleaned.
+// directory (store.CwdUnder): the index holds each cwd's directories
+// (cwdDirs).
 func cwdQuery(dir string) query.Query {
-	if dir == "/" {
-		return fieldQ(query.NewPrefixQuery("/"), fCwd)
-	}
-	return query.NewDisjunctionQuery([]query.Query{
-		fieldQ(query.NewTermQuery(dir), fCwd),
-		fieldQ(query.NewPrefixQuery(dir+"/"), fCwd),
-	})
+	return fieldQ(query.NewTermQuery(dir), fCwd)
 }
 
 type fielded interface {
@@ -367,16 +362,65 @@ func (q *Query) checked() bool {
 // matchText reports whether text, an entry's, satisfies q's phrases: each
 // one's words in a row, or not for an excluded one.
 func (q *Query) matchText(text string) bool {
-	var words []string
 	for i := range q.terms {
 		t := &q.terms[i]
-		if !t.phrase() {
-			continue
+		if t.phrase() && hasPhrase(text, t.words) == t.neg {
+			return false
 		}
-		if words == nil {
-			words = Words(text)
+	}
+	return true
+}
+
+// hasPhrase reports whether text holds words (lowercased) in a row, as the
+// index cuts text — without building its list of words: a candidate can
+// be a tool result of megabytes.
+func hasPhrase(text string, words []string) bool {
+	if len(words) > 64 {
+		return hasRun(Words(text), words)
+	}
+	var at uint64 // bit k: the words read last are words[:k]
+	found := false
+	eachWord(text, 0, func(i, j int) bool {
+		w := text[i:j]
+		next := uint64(0)
+		for k, m := 0, at|1; m != 0; k, m = k+1, m>>1 {
+			if m&1 != 0 && sameWord(w, words[k]) {
+				if k+1 == len(words) {
+					found = true
+					return false
+				}
+				next |= 1 << (k + 1)
+			}
 		}
-		if hasRun(words, t.words) == t.neg {
+		at = next
+		return true
+	})
+	return found
+}
+
+// sameWord reports whether w, a word of text, lowercases to the word l.
+func sameWord(w, l string) bool {
+	if !isASCII(w) {
+		return lower(w) == l
+	}
+	if len(w) != len(l) {
+		return false
+	}
+	for i := 0; i < len(w); i++ {
+		c := w[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != l[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
 			return false
 		}
 	}

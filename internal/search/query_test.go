@@ -2,6 +2,7 @@ package search
 
 import (
 	"errors"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -113,4 +114,33 @@ func (q *Query) form() string {
 		parts = append(parts, s)
 	}
 	return strings.Join(parts, " ")
+}
+
+// TestHasPhrase: the phrase check streaming over a text agrees with the
+// run of its words as the index cuts them, on random texts of mixed case,
+// unicode (whose lowercase differs in length), separators and repeated
+// words (a phrase that starts again inside itself).
+func TestHasPhrase(t *testing.T) {
+	vocab := []string{"a", "A", "b", "B", "salt", "SALT", "Salt", "check", "straße", "STRASSE", "İstanbul", "ǅ", "ǆ", "Ⅻ", "σ", "Σ", "ς", "x1", "会话"}
+	seps := []string{" ", "  ", ".", "\n", "-", "_", " , ", "\uFFFD", "\xff", "🚀"}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 20000 {
+		var b strings.Builder
+		for range r.IntN(12) {
+			b.WriteString(vocab[r.IntN(len(vocab))])
+			b.WriteString(seps[r.IntN(len(seps))])
+		}
+		var p []string
+		for range 1 + r.IntN(3) {
+			p = append(p, vocab[r.IntN(len(vocab))])
+		}
+		words := Words(strings.Join(p, " "))
+		text := b.String()
+		if got, want := hasPhrase(text, words), hasRun(Words(text), words); got != want {
+			t.Fatalf("%q in %q: %v, the words' run says %v", words, text, got, want)
+		}
+	}
+	if !hasPhrase("a a a b", []string{"a", "a", "b"}) {
+		t.Fatal(`"a a b" not found in "a a a b"`)
+	}
 }
