@@ -426,11 +426,10 @@ func (f *froms) Follow(ctx context.Context, from uint64, apply func([]session.St
 	return f.Feed.Follow(ctx, from, apply)
 }
 
-// TestIndexResumes: an index on disk, closed and opened again, goes on
-// from the sequence it had indexed — not from the start — and then
-// answers as one built in one go; a purged session leaves it.
-func TestIndexResumes(t *testing.T) {
-	c := newCorpus(t, 800)
+// indexOnDisk builds c's index in a new directory, followed to the log's
+// end and stopped, but open.
+func indexOnDisk(t *testing.T, c *corpus) (string, *search.Index) {
+	t.Helper()
 	dir := filepath.Join(t.TempDir(), "search")
 	x, err := search.Open(dir, nil)
 	if err != nil {
@@ -442,6 +441,15 @@ func TestIndexResumes(t *testing.T) {
 	waitFor(t, x, c.last)
 	cancel()
 	<-done
+	return dir, x
+}
+
+// TestIndexResumes: an index on disk, closed and opened again, goes on
+// from the sequence it had indexed — not from the start — and then
+// answers as one built in one go; a purged session leaves it.
+func TestIndexResumes(t *testing.T) {
+	c := newCorpus(t, 800)
+	dir, x := indexOnDisk(t, c)
 	if err := x.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -494,17 +502,7 @@ func TestIndexResumes(t *testing.T) {
 // by Run once the other lets go, and goes on from its checkpoint.
 func TestIndexBusy(t *testing.T) {
 	c := newCorpus(t, 200)
-	dir := filepath.Join(t.TempDir(), "search")
-	x, err := search.Open(dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { x.Run(ctx, c.log); close(done) }()
-	waitFor(t, x, c.last)
-	cancel()
-	<-done
+	dir, x := indexOnDisk(t, c)
 	f := &froms{Feed: c.log}
 	y := follow(t, dir, f) // x still has it open
 	q, _ := search.Parse("salt")
