@@ -266,3 +266,47 @@ func userMsg(id, text string) string {
 func assistantMsg(text string) string {
 	return `{"type":"message","message":{"role":"assistant","content":[{"type":"text","text":"` + text + `"}],"provider":"p","model":"m","timestamp":2}}`
 }
+
+// tokenLine is a tokens file line for name (its secret secretOf(name)),
+// confined to the cwd prefix when it is not "".
+func tokenLine(name, prefix string, scopes ...string) string {
+	b, _ := json.Marshal(api.TokenLine{Name: name, SHA256: api.HashToken(secretOf(name)), Scopes: scopes, CwdPrefix: prefix})
+	return string(b) + "\n"
+}
+
+// tenantEnv is TestTenant's and TestSearchTenant's setting: an env with two
+// tokens, "a" (read and write, confined to /work/team-a/) and "adm" (an
+// admin), and one session per cwd of tenantCwds, created by adm.
+type tenantEnv struct {
+	*env
+	adm, a []string        // the tokens' Authorization headers
+	mine   map[string]bool // the sessions under a's prefix
+	others []string        // the rest: beside it, or only seemingly under it
+}
+
+// tenantCwds: two under a's prefix, then a sibling, a name that merely
+// starts like the prefix, a path that climbs out of it, and a relative one.
+var tenantCwds = []string{"/work/team-a", "/work/team-a/sub", "/work/team-b", "/work/team-ab", "/work/team-a/../team-b", "relative/work/team-a"}
+
+// newTenantEnv builds a tenantEnv; each session's one user message (id u1)
+// says text and its cwd ("salt in /work/team-b").
+func newTenantEnv(t *testing.T, text string) *tenantEnv {
+	t.Helper()
+	e := newEnv(t, func(c *api.Config) {
+		c.Tokens = mustTokens(t, tokenLine("a", "/work/team-a/", "read", "write")+tokenLine("adm", "", "admin"))
+	})
+	te := &tenantEnv{env: e, adm: bearer("adm"), a: bearer("a"), mine: map[string]bool{}}
+	for _, cwd := range tenantCwds {
+		code, b := e.do("POST", "/v1/sessions", fmt.Sprintf(`{"header":{"cwd":%q},"entries":[%s]}`, cwd, userMsg("u1", text+" in "+cwd)), te.adm...)
+		var res writeResult
+		if code != 201 || json.Unmarshal(b, &res) != nil {
+			t.Fatalf("create %s: %d %s", cwd, code, b)
+		}
+		if strings.HasPrefix(cwd, "/work/team-a") && !strings.Contains(cwd, "..") && cwd != "/work/team-ab" {
+			te.mine[res.SessionID] = true
+		} else {
+			te.others = append(te.others, res.SessionID)
+		}
+	}
+	return te
+}

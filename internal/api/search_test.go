@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pifleet/sessionlog/internal/api"
 	"github.com/pifleet/sessionlog/internal/search"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
@@ -179,28 +178,8 @@ func TestSearchNATS(t *testing.T) {
 // TestSearchTenant: a token confined to a cwd prefix finds only its own
 // sessions' entries, whatever the query asks for.
 func TestSearchTenant(t *testing.T) {
-	line := func(name, prefix string, scopes ...string) string {
-		b, _ := json.Marshal(api.TokenLine{Name: name, SHA256: api.HashToken(secretOf(name)), Scopes: scopes, CwdPrefix: prefix})
-		return string(b) + "\n"
-	}
-	e := newEnv(t, func(c *api.Config) {
-		c.Tokens = mustTokens(t, line("a", "/work/team-a/", "read", "write")+line("adm", "", "admin"))
-	})
-	adm, a := bearer("adm"), bearer("a")
-	mine := map[string]bool{}
-	var others []string
-	for _, cwd := range []string{"/work/team-a", "/work/team-a/sub", "/work/team-b", "/work/team-ab", "/work/team-a/../team-b", "relative/work/team-a"} {
-		code, b := e.do("POST", "/v1/sessions", fmt.Sprintf(`{"header":{"cwd":%q},"entries":[%s]}`, cwd, userMsg("u1", "salt in "+cwd)), adm...)
-		var res writeResult
-		if code != 201 || json.Unmarshal(b, &res) != nil {
-			t.Fatalf("create %s: %d %s", cwd, code, b)
-		}
-		if strings.HasPrefix(cwd, "/work/team-a") && !strings.Contains(cwd, "..") && cwd != "/work/team-ab" {
-			mine[res.SessionID] = true
-		} else {
-			others = append(others, res.SessionID)
-		}
-	}
+	te := newTenantEnv(t, "salt")
+	e, adm, a, mine, others := te.env, te.adm, te.a, te.mine, te.others
 	for _, q := range []string{"salt", "cwd:/work salt", "cwd:/work/team-b", "-cwd:/work/team-a", "session:" + others[0], "role:user"} {
 		code, b := e.do("GET", searchPath(q), nil, a...)
 		var rep wire.SearchReply

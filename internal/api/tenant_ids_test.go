@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -18,12 +17,8 @@ import (
 // ids are UUIDv7s with at least 32 random bits past their time (62 for
 // pi-node's): not found by guessing.
 func TestTenantSessionIDsGlobal(t *testing.T) {
-	line := func(name, prefix string) string {
-		b, _ := json.Marshal(api.TokenLine{Name: name, SHA256: api.HashToken(secretOf(name)), Scopes: []string{"read", "write"}, CwdPrefix: prefix})
-		return string(b) + "\n"
-	}
 	e := newEnv(t, func(c *api.Config) {
-		c.Tokens = mustTokens(t, line("a", "/work/team-a")+line("b", "/work/team-b"))
+		c.Tokens = mustTokens(t, tokenLine("a", "/work/team-a", "read", "write")+tokenLine("b", "/work/team-b", "read", "write"))
 	})
 	a, b := bearer("a"), bearer("b")
 	create := func(tok []string, id, cwd string) (int, []byte) {

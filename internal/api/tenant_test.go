@@ -18,32 +18,13 @@ import (
 // whose cwd is under it; others are 404 exactly like missing ones, and
 // creating or importing elsewhere is 403.
 func TestTenant(t *testing.T) {
-	line := func(name, prefix string, scopes ...string) string {
-		b, _ := json.Marshal(api.TokenLine{Name: name, SHA256: api.HashToken(secretOf(name)), Scopes: scopes, CwdPrefix: prefix})
-		return string(b) + "\n"
-	}
-	e := newEnv(t, func(c *api.Config) {
-		c.Tokens = mustTokens(t, line("a", "/work/team-a/", "read", "write")+line("adm", "", "admin"))
-	})
-	adm, a := bearer("adm"), bearer("a")
+	te := newTenantEnv(t, "q")
+	e, adm, a, mine, others := te.env, te.adm, te.a, te.mine, te.others
 	create := func(tok []string, cwd string) (int, writeResult, []byte) {
 		code, b := e.do("POST", "/v1/sessions", fmt.Sprintf(`{"header":{"cwd":%q},"entries":[%s]}`, cwd, userMsg("u1", "q")), tok...)
 		var res writeResult
 		_ = json.Unmarshal(b, &res)
 		return code, res, b
-	}
-	mine := map[string]bool{}
-	var others []string
-	for _, cwd := range []string{"/work/team-a", "/work/team-a/sub", "/work/team-b", "/work/team-ab", "/work/team-a/../team-b", "relative/work/team-a"} {
-		code, res, b := create(adm, cwd)
-		if code != 201 {
-			t.Fatalf("create %s: %d %s", cwd, code, b)
-		}
-		if strings.HasPrefix(cwd, "/work/team-a") && !strings.Contains(cwd, "..") && cwd != "/work/team-ab" {
-			mine[res.SessionID] = true
-		} else {
-			others = append(others, res.SessionID)
-		}
 	}
 
 	var list wire.ListReply
