@@ -439,41 +439,67 @@ func (s *Server) listShared(ctx context.Context, r *wire.ListRequest, f store.Li
 	return infos, next, store.Combine(fresh...), nil
 }
 
-// listShard is shard k's page from one of its holders. One that handed the
-// shard back a moment ago says so and another is asked; when none is up,
-// this node's own Store of the shard answers if it follows the shard
-// (taking it over: its freshness headers say how far it is).
+// listShard is shard k's page from one of its holders (holderPage); when
+// none is up, this node's own Store of the shard answers if it follows the
+// shard (taking it over: its freshness headers say how far it is).
 func (s *Server) listShard(ctx context.Context, r *wire.ListRequest, f store.ListFilter, k int, own *store.Store) (wire.ListReply, store.Freshness, error) {
-	var out wire.ListReply
+	out, fresh, none, err := holderPage[wire.ListReply](ctx, s, shardAsk{k: k, req: r, verb: "listing", what: "page"})
+	if none && own.Held() {
+		var fr store.Freshness
+		out.Sessions, out.Next, fr = store.List(store.Subset{own}, f) // the request's own filter (since, tenant) included
+		return out, fr, nil
+	}
+	return out, fresh, err
+}
+
+// shardAsk is what holderPage asks shard k's holders: req, its operation's
+// part of the shard (Pi-Fwd-Shard).
+type shardAsk struct {
+	k    int
+	req  interface{ Op() wire.Op }
+	wait func() uint64 // nil, or asked at each attempt: sent as Pi-Fwd-Wait when > 0, what the holder's read must reflect
+	// In errors: "listing" shard k, shard k's "page".
+	verb, what string
+}
+
+// holderPage is a shard's page from one of its holders: a.req forwarded
+// to the shard's queue group, the reply decoded as a T, with the holder's
+// freshness. One that handed the shard back a moment ago says so
+// (Pi-Fwd-Local) and another is asked, three times at most. none reports
+// that no holder is up (err says no node serves the shard): the caller's
+// own Store of the shard may answer instead.
+func holderPage[T any](ctx context.Context, s *Server, a shardAsk) (out T, fresh store.Freshness, none bool, err error) {
+	name := a.req.Op().Name
 	for range 3 {
-		m, err := s.fwdMsg(ctx, wire.ForwardSubject(s.cfg.ForwardPrefix, k, wire.OpList.Name), r)
+		m, err := s.fwdMsg(ctx, wire.ForwardSubject(s.cfg.ForwardPrefix, a.k, name), a.req)
 		if err != nil {
-			return out, store.Freshness{}, err
+			return out, store.Freshness{}, false, err
 		}
-		m.Header.Set(wire.HeaderFwdShard, strconv.Itoa(k))
+		m.Header.Set(wire.HeaderFwdShard, strconv.Itoa(a.k))
+		if a.wait != nil {
+			if w := a.wait(); w > 0 {
+				m.Header.Set(wire.HeaderFwdWait, strconv.FormatUint(w, 10))
+			}
+		}
 		fctx, cancel := context.WithTimeout(ctx, s.cfg.MinSeqTimeout+fwdSlack)
 		res, err := s.cfg.Forward.RequestMsgWithContext(fctx, m)
 		cancel()
 		switch {
-		case errors.Is(err, nats.ErrNoResponders) && own.Held():
-			var fr store.Freshness
-			out.Sessions, out.Next, fr = store.List(store.Subset{own}, f) // the request's own filter (since, tenant) included
-			return out, fr, nil
 		case errors.Is(err, nats.ErrNoResponders):
-			return out, store.Freshness{}, fmt.Errorf("no node serves shard %d right now (its holders are down or catching up): %w", k, wire.ErrUnavailable)
+			return out, store.Freshness{}, true, fmt.Errorf("no node serves shard %d right now (its holders are down or catching up): %w", a.k, wire.ErrUnavailable)
 		case err != nil:
-			return out, store.Freshness{}, fmt.Errorf("listing shard %d at a holder: %v: %w", k, err, wire.ErrUnavailable)
+			return out, store.Freshness{}, false, fmt.Errorf("%s shard %d at a holder: %v: %w", a.verb, a.k, err, wire.ErrUnavailable)
 		case res.Header.Get(wire.HeaderFwdLocal) != "":
 			continue
 		}
 		rep, err := s.fwdReply(res)
 		if err != nil {
-			return out, store.Freshness{}, err
+			return out, store.Freshness{}, false, err
 		}
 		if err := json.Unmarshal(rep.raw, &out); err != nil {
-			return out, store.Freshness{}, fmt.Errorf("shard %d's page: %v: %w", k, err, wire.ErrUnavailable)
+			return out, store.Freshness{}, false, fmt.Errorf("shard %d's %s: %v: %w", a.k, a.what, err, wire.ErrUnavailable)
 		}
-		return out, *rep.fresh, nil
+		return out, *rep.fresh, false, nil
 	}
-	return out, store.Freshness{}, fmt.Errorf("shard %d changed hands three times while listing it: %w", k, wire.ErrUnavailable)
+	return out, store.Freshness{}, false, fmt.Errorf("shard %d changed hands three times while %s it: %w", a.k, a.verb, wire.ErrUnavailable)
 }

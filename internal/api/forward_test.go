@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/pifleet/sessionlog/internal/shard"
 	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/testutil"
+	"github.com/pifleet/sessionlog/internal/wire"
 )
 
 // holding serves the shards set in it.
@@ -60,7 +62,11 @@ func newForwardPair(t *testing.T, mods ...func(*api.Config)) *forwardPair {
 		g := &gatedFeed{MemLog: m}
 		gates = append(gates, g)
 		for _, feed := range []session.Feed{sl, &shard.Log{Log: m, Feed: g, Shard: k}} {
-			st := store.New(feed, store.Options{Log: sl, Writer: sl})
+			opts := store.Options{Log: sl, Writer: sl}
+			if feed == sl {
+				opts.Search = openSearch(t) // the holder's searches
+			}
+			st := store.New(feed, opts)
 			if err := st.Open(context.Background()); err != nil {
 				t.Fatal(err)
 			}
@@ -252,6 +258,14 @@ func TestForwarding(t *testing.T) {
 	if code != http.StatusOK || string(pb) != string(pb2) {
 		t.Fatalf("a page: front %s, holder %s", pb, pb2)
 	}
+	// A search: each shard's page from the holder (Pi-Fwd-Shard), merged
+	// as the holder merges its own.
+	code, sb, _ := get(f, searchPath("hi", "limit=100"))
+	_, sb2 := h.do("GET", searchPath("hi", "limit=100"), nil)
+	var sr wire.SearchReply
+	if code != http.StatusOK || string(sb) != string(sb2) || json.Unmarshal(sb, &sr) != nil || sr.Total != len(sids) {
+		t.Fatalf("search: front %d %s, holder %s; want the %d sessions", code, sb, sb2, len(sids))
+	}
 
 	// NATS callers are forwarded too.
 	m, err := p.nc.Request("pi.v1.get", []byte(`{"sessionId":"`+sid+`"}`), 10*time.Second)
@@ -277,4 +291,8 @@ func TestForwarding(t *testing.T) {
 	}
 	// But not the catalog: without a holder it would look whole and not be.
 	f.fails(http.StatusServiceUnavailable, "unavailable", "", "GET", "/v1/sessions", nil)
+	// Nor a search: the front's Stores index nothing.
+	if msg := f.fails(http.StatusServiceUnavailable, "unavailable", "", "GET", searchPath("hi"), nil); !strings.Contains(msg, "no node serves shard") {
+		t.Fatalf("search with no holder up: %q", msg)
+	}
 }

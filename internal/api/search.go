@@ -2,13 +2,9 @@ package api
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
-
-	"github.com/nats-io/nats.go"
 
 	"github.com/pifleet/sessionlog/internal/search"
 	"github.com/pifleet/sessionlog/internal/service"
@@ -115,48 +111,26 @@ func (s *Server) search(ctx context.Context, r *wire.SearchRequest) (reply, erro
 	return reply{value: service.MergeSearch(pages, limit), fresh: &f}, nil
 }
 
-// searchShard is shard k's page from one of its holders; when none is up,
-// this node's own Store of the shard answers if it follows the shard
-// (see listShard).
+// searchShard is shard k's page from one of its holders (holderPage), its
+// search waiting for the writes this node acknowledged on the shard
+// (Pi-Fwd-Wait: read your writes); when none is up, this node's own Store
+// of the shard answers if it follows the shard and indexes it (see
+// listShard). ctx bounds every attempt (the request's MinSeqTimeout, below
+// holderPage's own bound).
 func (s *Server) searchShard(ctx context.Context, r *wire.SearchRequest, k int, own *store.Store,
 	local func(int) (service.SearchPage, store.Freshness, error)) (service.SearchPage, store.Freshness, error) {
-	for range 3 {
-		m, err := s.fwdMsg(ctx, wire.ForwardSubject(s.cfg.ForwardPrefix, k, wire.OpSearch.Name), r)
-		if err != nil {
-			return service.SearchPage{}, store.Freshness{}, err
-		}
-		m.Header.Set(wire.HeaderFwdShard, strconv.Itoa(k))
-		if w := s.svc.AckedOn(k); w > 0 {
-			// The writes this node acknowledged on the shard: the
-			// holder's search waits for them (read your writes).
-			m.Header.Set(wire.HeaderFwdWait, strconv.FormatUint(w, 10))
-		}
-		res, err := s.cfg.Forward.RequestMsgWithContext(ctx, m)
-		switch {
-		case errors.Is(err, nats.ErrNoResponders) && own.Held() && own.Search() != nil:
-			return local(k)
-		case errors.Is(err, nats.ErrNoResponders):
-			return service.SearchPage{}, store.Freshness{}, fmt.Errorf("no node serves shard %d right now (its holders are down or catching up): %w", k, wire.ErrUnavailable)
-		case err != nil:
-			return service.SearchPage{}, store.Freshness{}, fmt.Errorf("searching shard %d at a holder: %v: %w", k, err, wire.ErrUnavailable)
-		case res.Header.Get(wire.HeaderFwdLocal) != "":
-			continue
-		}
-		rep, err := s.fwdReply(res)
-		if err != nil {
-			return service.SearchPage{}, store.Freshness{}, err
-		}
-		var out wire.SearchReply
-		if err := json.Unmarshal(rep.raw, &out); err != nil {
-			return service.SearchPage{}, store.Freshness{}, fmt.Errorf("shard %d's hits: %v: %w", k, err, wire.ErrUnavailable)
-		}
-		page := service.SearchPage{Hits: out.Hits, Total: out.Total}
-		if out.Next != "" {
-			if page.End, err = service.DecodeSearchCursor(out.Next); err != nil {
-				return service.SearchPage{}, store.Freshness{}, fmt.Errorf("shard %d's next page: %v: %w", k, err, wire.ErrUnavailable)
-			}
-		}
-		return page, *rep.fresh, nil
+	out, fresh, none, err := holderPage[wire.SearchReply](ctx, s, shardAsk{k: k, req: r, wait: func() uint64 { return s.svc.AckedOn(k) }, verb: "searching", what: "hits"})
+	switch {
+	case none && own.Held() && own.Search() != nil:
+		return local(k)
+	case err != nil:
+		return service.SearchPage{}, store.Freshness{}, err
 	}
-	return service.SearchPage{}, store.Freshness{}, fmt.Errorf("shard %d changed hands three times while searching it: %w", k, wire.ErrUnavailable)
+	page := service.SearchPage{Hits: out.Hits, Total: out.Total}
+	if out.Next != "" {
+		if page.End, err = service.DecodeSearchCursor(out.Next); err != nil {
+			return service.SearchPage{}, store.Freshness{}, fmt.Errorf("shard %d's next page: %v: %w", k, err, wire.ErrUnavailable)
+		}
+	}
+	return page, fresh, nil
 }
