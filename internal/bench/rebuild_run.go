@@ -60,21 +60,15 @@ func RunRebuild(ctx context.Context, o RebuildOptions) (*Result, error) {
 	res.param("records", ld.Records)
 	res.param("json MiB", ld.JSONBytes>>20)
 	res.param("json bytes per line", ld.JSONBytes/int64(ld.Records))
-	nopts := NodeOptions{Dir: dir, SyncAlways: o.SyncAlways, MemoryBudget: o.MemoryBudget, SnapshotEvery: o.SnapshotEvery}
-	sub, node := newSubject(o.NodeBin, nopts)
-	res.param("node", node)
-	res.param("memory budget", o.MemoryBudget)
-	res.param("snapshot interval", o.SnapshotEvery.String())
-	res.param("data reused", reused)
-
 	// First start: no snapshot, the Store rebuilds from the stream.
-	if err := os.RemoveAll(filepath.Join(dir, "store")); err != nil {
-		return nil, err
-	}
-	st, err := sub.start(ctx)
+	nopts := NodeOptions{Dir: dir, SyncAlways: o.SyncAlways, MemoryBudget: o.MemoryBudget, SnapshotEvery: o.SnapshotEvery}
+	sub, st, err := startSubject(ctx, res, o.NodeBin, nopts, filepath.Join(dir, "store"))
 	if err != nil {
 		return nil, err
 	}
+	res.param("memory budget", o.MemoryBudget)
+	res.param("snapshot interval", o.SnapshotEvery.String())
+	res.param("data reused", reused)
 	running := true
 	defer func() {
 		if running {

@@ -91,19 +91,12 @@ func RunSearch(ctx context.Context, o SearchOptions) (*Result, error) {
 	res.param("entries", c.Entries)
 	res.param("jsonl MB", jsonl/1e6)
 	res.param("corpus reused", reused)
+	// The node's data anew; snapshots on: the index is persisted beside
+	// them, as on a node with a data dir.
 	nodeDir := filepath.Join(dir, "node")
-	if err := os.RemoveAll(nodeDir); err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(nodeDir, 0o755); err != nil {
-		return nil, err
-	}
-	// Snapshots on: the index is persisted beside them, as on a node
-	// with a data dir.
 	nopts := NodeOptions{Dir: nodeDir, SyncAlways: o.SyncAlways, SnapshotEvery: 5 * time.Minute}
-	sub, node := newSubject(o.NodeBin, nopts)
-	res.param("node", node)
-	if _, err := sub.start(ctx); err != nil {
+	sub, _, err := startSubject(ctx, res, o.NodeBin, nopts, nodeDir)
+	if err != nil {
 		return nil, err
 	}
 	defer sub.stop(nil, "", 0)

@@ -13,8 +13,9 @@ import (
 	"github.com/pifleet/sessionlog/internal/wire"
 )
 
-// subject is the node the rebuild scenario starts, stops and starts
-// again: in this process (inproc), or the pi-node binary (proc).
+// subject is the node the rebuild and search scenarios start (rebuild
+// stops it and starts it again): in this process (inproc), or the pi-node
+// binary (proc).
 type subject interface {
 	// start starts the node over its data dir and returns once it
 	// serves, with how long that took.
@@ -42,6 +43,23 @@ func newSubject(bin string, opts NodeOptions) (sub subject, name string) {
 		return &proc{bin: bin, opts: opts}, bin
 	}
 	return &inproc{opts: opts}, "in-process"
+}
+
+// startSubject starts the node a scenario measures (newSubject) once stale,
+// what of an earlier run's node state the run must not find, is removed and
+// opts.Dir exists, and names the node in res's "node" parameter. The
+// caller stops it.
+func startSubject(ctx context.Context, res *Result, bin string, opts NodeOptions, stale string) (subject, startup, error) {
+	if err := os.RemoveAll(stale); err != nil {
+		return nil, startup{}, err
+	}
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, startup{}, err
+	}
+	sub, name := newSubject(bin, opts)
+	res.param("node", name)
+	st, err := sub.start(ctx)
+	return sub, st, err
 }
 
 // startup is how long a start took: the JetStream server (recovering the
