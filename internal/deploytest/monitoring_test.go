@@ -269,7 +269,7 @@ type dashPanel struct {
 var wantPanelMetrics = []string{"pi_appends_total", "pi_append_duration_seconds_bucket", "pi_api_requests_total",
 	"pi_store_consumer_lag", "pi_stream_info", "pi_stream_replicas", "pi_jetstream_storage_bytes",
 	"pi_jetstream_storage_limit_bytes", "pi_stream_leader_changes_total", "pi_store_snapshot_age_seconds",
-	"pi_region_mirror_lag", "pi_build_info", "pi_archive_passes_total"}
+	"pi_region_mirror_lag", "pi_build_info", "pi_archive_passes_total", "pi_search_lag", "pi_search_applied_seq"}
 
 // TestGrafanaDashboard: deploy/grafana/sessionlog.json takes its Prometheus
 // from a ${datasource} variable and its nodes from an instance variable,
