@@ -46,11 +46,15 @@ func (l *Log) Follow(ctx context.Context, from uint64, apply func([]session.Stor
 		// Until a new consumer can be made (that needs the meta leader,
 		// which may be the node that just died), read on from the stream
 		// leader directly, so the Store does not fall behind meanwhile.
-		if err := l.catchUpByGets(ctx, &next, apply); err != nil {
-			var ae *applyError
-			if errors.As(err, &ae) {
-				return ae.err
-			}
+		gerr := l.catchUpByGets(ctx, &next, apply)
+		if errors.As(gerr, &ae) {
+			return ae.err
+		}
+		if next == delivered && ctx.Err() == nil {
+			// Neither way brought anything: say why, or a Store that
+			// applies nothing for minutes says nothing (the caller's
+			// report; Follow itself returns only at the end).
+			session.ReportFollowRetry(ctx, retryError(l.cfg.Stream, next, err, gerr))
 		}
 		select {
 		case <-ctx.Done():
@@ -59,6 +63,19 @@ func (l *Log) Follow(ctx context.Context, from uint64, apply func([]session.Stor
 		}
 		wait = min(2*wait, time.Second) // each wait adds to how far a Store falls behind
 	}
+}
+
+// retryError says why an attempt of Follow delivered nothing: how the
+// consumer ended (or could not be made), and how the leader gets did.
+func retryError(stream string, next uint64, cerr, gerr error) error {
+	gets := "nothing more to read"
+	if gerr != nil {
+		gets = gerr.Error()
+	}
+	if cerr == nil {
+		cerr = errors.New("ended")
+	}
+	return fmt.Errorf("stream %s from sequence %d: consumer: %w; leader gets: %s", stream, next, cerr, gets)
 }
 
 // follow runs one ordered consumer from *next, advancing *next past every
@@ -166,26 +183,36 @@ func (l *Log) stallCheck(ctx context.Context, next *uint64, batches *batchAssemb
 // session: next_by_subj with the wildcard), up to catchUpLimit, holding an
 // atomic batch until its commit record as follow does. It stops at the
 // stream's end or at the first error; what it delivered stays delivered, and
-// a batch still held is dropped, to be read again.
+// a batch still held is dropped, to be read again. It returns apply's error
+// (an *applyError), else the error that stopped it before the stream's end
+// (the leader did not answer), else nil.
 func (l *Log) catchUpByGets(ctx context.Context, next *uint64, apply func([]session.Stored) error) error {
 	var ready []session.Stored
 	var batches batchAssembler
+	var stopped error
 	seq := *next
 	for n := 0; n < catchUpLimit; n++ {
 		gctx, cancel := context.WithTimeout(ctx, time.Second)
 		m, err := leaderGet(gctx, l.js, l.api, l.cfg.Stream, msgGetRequest{Seq: seq, NextFor: l.cfg.SubjectPrefix + ".*"})
 		cancel()
 		if err != nil {
-			break // caught up (not found), or the leader is not there yet
+			if !isNotFound(err) { // not found: caught up
+				stopped = err // the leader is not there yet, or did not answer
+			}
+			break
 		}
 		s, err := l.decodeStored(m.Subject, m.Seq, m.Header, m.Data, m.Time)
 		if err != nil {
+			stopped = err
 			break
 		}
 		seq = m.Seq + 1
 		ready = batches.add(ready, s, batchOf(m.Header))
 	}
-	return deliver(apply, &ready, next)
+	if err := deliver(apply, &ready, next); err != nil {
+		return err
+	}
+	return stopped
 }
 
 // catchUpLimit bounds one catch-up by gets (about 60 µs each): enough to

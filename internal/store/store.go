@@ -191,6 +191,11 @@ type Store struct {
 
 	// claimID names this Store in its abandonment markers (pending.go).
 	claimID string
+
+	// What followRetry last warned of: the applied position and when.
+	// The follow goroutine's alone.
+	retryApplied uint64
+	retryLogged  time.Time
 }
 
 type storeStats struct {
@@ -316,6 +321,7 @@ func (st *Store) CloseContext(ctx context.Context) error {
 }
 
 func (st *Store) follow(ctx context.Context) {
+	ctx = session.WithFollowRetries(ctx, st.followRetry)
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		from := st.Applied() + 1
@@ -330,6 +336,28 @@ func (st *Store) follow(ctx context.Context) {
 		}
 	}
 }
+
+// followRetry records why the feed's Follow retries without having
+// delivered anything (session.WithFollowRetries): the last follow error in
+// /v1/status, and a warning on the first such retry since the Store last
+// applied a record, then one every retryLogEvery while it still applies
+// nothing. Follow retries by itself and returns only at the end: without
+// this, a Store that applied nothing for a minute after a takeover said
+// nothing of why (TestKillStreamLeader over 4 shards). Called from the
+// follow goroutine only, which alone touches retryApplied and retryLogged.
+func (st *Store) followRetry(err error) {
+	st.stats.followError.Store(err.Error())
+	applied, now := st.Applied(), st.opts.Now()
+	if applied == st.retryApplied && !st.retryLogged.IsZero() && now.Sub(st.retryLogged) < retryLogEvery {
+		return
+	}
+	st.retryApplied, st.retryLogged = applied, now
+	st.log.Warn("following the log: nothing read; retrying", "applied", applied, "err", err)
+}
+
+// retryLogEvery is how often followRetry repeats its warning while the
+// Store applies nothing.
+const retryLogEvery = 10 * time.Second
 
 // watchLag polls the log's last sequence so readiness and lag metrics know
 // how far behind the Store is.

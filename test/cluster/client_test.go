@@ -70,6 +70,7 @@ type nodeStatus struct {
 		// With --shards: every shard's stream, its own sequences.
 		Shards []struct {
 			Name    string `json:"name"`
+			Leader  string `json:"leader"`
 			LastSeq uint64 `json:"lastSeq"`
 		} `json:"shards"`
 		ShardMap string `json:"shardMap"`

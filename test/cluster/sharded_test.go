@@ -107,15 +107,20 @@ func (s nodeStatus) elsewhere(seq uint64) bool {
 func (s nodeStatus) lacks(ends []uint64) error {
 	for _, end := range ends {
 		if got := s.appliedAt(end); got < end {
-			// Which shard, how the node holds it and why its Store last
-			// stopped following: what a failure's log cannot say later.
+			// Which shard, how the node holds it, its stream as the node
+			// sees it (a leader? how far?) and why its Store last failed
+			// to read on: what a failure's log cannot say later.
 			k := shard.OfSeq(end)
 			hold := ""
 			if k < len(s.Store.Shards) {
 				hold = s.Store.Shards[k].Holding
 			}
-			return fmt.Errorf("applied %d of %d (shard %d, sequence %d, holding %q, last follow error %q)",
-				got, end, k, shard.Raw(end), hold, s.Store.LastFollowError)
+			leader, last := "?", "?"
+			if k < len(s.JetStream.Shards) {
+				leader, last = s.JetStream.Shards[k].Leader, strconv.FormatUint(s.JetStream.Shards[k].LastSeq, 10)
+			}
+			return fmt.Errorf("applied %d of %d (shard %d, sequence %d, holding %q; its stream's leader %q, last sequence %s; last follow error %q)",
+				got, end, k, shard.Raw(end), hold, leader, last, s.Store.LastFollowError)
 		}
 	}
 	return nil
