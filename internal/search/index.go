@@ -604,25 +604,52 @@ func (x *Index) Search(ctx context.Context, q *Query, r Resolver, cwdPrefix stri
 	// when some hold the words but not in a row.
 	var p Page
 	checked := 0
-	// A first page ranks the window by score anyway (rank): all of it is
-	// checked before bleve is asked again, ranking every candidate.
 	n := size + 1
+	counted := false // p.Total
 	if after == nil {
-		n = max(n, min(firstWindow, CheckBudget))
+		// A first page checks the window it ranks by score in one pass
+		// of bleve (rank): the next request ranks every candidate again
+		// (two common words: 65,000 of a million entries) and, by
+		// (score, id), reads the id of each, while the checks against
+		// the text cost little.
+		hits, total, more, err := x.window(ctx, idx, bq, max(size, firstWindow))
+		if err != nil {
+			return Page{}, err
+		}
+		if len(hits) > 0 || !more {
+			p.Total, counted = total, true
+			for i := range hits {
+				if h := &hits[i]; x.check(ctx, q, r, h) {
+					if p.Hits = append(p.Hits, *h); len(p.Hits) == size {
+						return p, nil
+					}
+				}
+			}
+			if !more {
+				return p, nil
+			}
+			k := hits[len(hits)-1].Key()
+			after, checked = &k, len(hits)
+			n = max(1, CheckBudget-checked)
+		}
 	}
-	for first := true; ; first = false {
+	for {
+		if checked >= CheckBudget {
+			p.Cut = after
+			return p, nil
+		}
 		hits, total, err := x.rank(ctx, idx, bq, n, after)
 		if err != nil {
 			return Page{}, err
 		}
-		if first {
-			p.Total = total
+		if !counted {
+			p.Total, counted = total, true
 		}
 		for i := range hits {
 			h := &hits[i]
 			k := h.Key()
 			after = &k
-			if text, ok := r.Text(ctx, h.Session, h.Entry); ok && q.matchText(text) {
+			if x.check(ctx, q, r, h) {
 				if p.Hits = append(p.Hits, *h); len(p.Hits) == size {
 					return p, nil
 				}
@@ -637,8 +664,14 @@ func (x *Index) Search(ctx context.Context, q *Query, r Resolver, cwdPrefix stri
 		}
 		// The rest of the budget at once: each request ranks every
 		// candidate again.
-		n = CheckBudget - checked
+		n = max(1, CheckBudget-checked)
 	}
+}
+
+// check reports whether h's text, as r has it now, satisfies q's phrases.
+func (x *Index) check(ctx context.Context, q *Query, r Resolver, h *Hit) bool {
+	text, ok := r.Text(ctx, h.Session, h.Entry)
+	return ok && q.matchText(text)
 }
 
 // rank returns up to size hits of bq ranked after `after` (nil: from the
@@ -651,21 +684,11 @@ func (x *Index) rank(ctx context.Context, idx bleve.Index, bq query.Query, size 
 		// label, equal short texts): a window of the best by score holds
 		// the page whenever the tie at its end closes within the window;
 		// otherwise the full ranking decides.
-		window := max(size+1, firstWindow)
-		hits, total, err := x.search(ctx, idx, bq, window, []string{"-_score"}, nil)
+		hits, total, more, err := x.window(ctx, idx, bq, max(size, firstWindow-1))
 		if err != nil {
 			return nil, 0, err
 		}
-		if len(hits) < window || len(hits) > size && hits[size-1].Score > hits[len(hits)-1].Score {
-			// By score they are already: each tie by id.
-			for i := 0; i < len(hits) && i < size; {
-				j := i + 1
-				for j < len(hits) && hits[j].Score == hits[i].Score {
-					j++
-				}
-				slices.SortFunc(hits[i:j], func(a, b Hit) int { return strings.Compare(a.Key().ID, b.Key().ID) })
-				i = j
-			}
+		if len(hits) >= size || !more {
 			return hits[:min(size, len(hits))], total, nil
 		}
 	}
@@ -674,6 +697,35 @@ func (x *Index) rank(ctx context.Context, idx bleve.Index, bq query.Query, size 
 		sa = []string{strconv.FormatFloat(after.Score, 'g', -1, 64), after.ID}
 	}
 	return x.search(ctx, idx, bq, size, []string{"-_score", "_id"}, sa)
+}
+
+// window returns the best hits of bq by score, up to n, in ranking order
+// — each tie by id — and the number of hits; more reports whether any
+// ranks after those returned. Asked by score alone, bleve cannot say how
+// the tie at the window's end continues: its hits are left out (all n
+// when the whole window is one tie).
+func (x *Index) window(ctx context.Context, idx bleve.Index, bq query.Query, n int) (hits []Hit, total uint64, more bool, err error) {
+	hits, total, err = x.search(ctx, idx, bq, n+1, []string{"-_score"}, nil)
+	if err != nil {
+		return nil, 0, false, err
+	}
+	if more = len(hits) > n; more {
+		end := n
+		for end > 0 && hits[end-1].Score == hits[n].Score {
+			end--
+		}
+		hits = hits[:end]
+	}
+	// By score they are already: each tie by id.
+	for i := 0; i < len(hits); {
+		j := i + 1
+		for j < len(hits) && hits[j].Score == hits[i].Score {
+			j++
+		}
+		slices.SortFunc(hits[i:j], func(a, b Hit) int { return strings.Compare(a.Key().ID, b.Key().ID) })
+		i = j
+	}
+	return hits, total, more, nil
 }
 
 // firstWindow is how many hits by score a first page looks at before it

@@ -312,21 +312,22 @@ func TestIndexOracle(t *testing.T) {
 	}
 	// A small budget of entries checked a page: pages cut short, the
 	// hits the same.
-	budget := search.SetCheckBudget(7)
+	budget, window := search.SetCheckBudget(7), search.SetFirstWindow(16)
 	cuts := 0
 	for _, qs := range queries {
 		q, _ := search.Parse(qs)
 		if !q.Checked() {
 			continue
 		}
-		if got, want := all(t, x, c, q, "", 97), c.oracle(q, ""); !slices.Equal(got, want) {
+		if got, want := all(t, x, c, q, "", 5), c.oracle(q, ""); !slices.Equal(got, want) {
 			t.Errorf("%q, 7 entries checked a page: %d hits, the oracle %d", qs, len(got), len(want))
 		}
-		if p, _ := x.Search(context.Background(), q, c, "", 97, nil); p.Cut != nil {
+		if p, _ := x.Search(context.Background(), q, c, "", 5, nil); p.Cut != nil {
 			cuts++
 		}
 	}
 	budget()
+	window()
 	if cuts == 0 {
 		t.Error("no page was cut short by a budget of 7")
 	}
