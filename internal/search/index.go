@@ -436,9 +436,9 @@ func cleanCwd(cwd string) string {
 }
 
 // cwdDirs is what the index holds of a cwd (cleanCwd's): the directory
-// and each above it, so that cwd:DIR is one term, not a disjunction of
-// the cwds under it (docs/BENCHMARKS.md, "Search (pi-bench search)"). A
-// relative cwd is under no directory.
+// and each above it, so that cwd:DIR and a tenant's confinement are one
+// term, not a term and a prefix of the cwds under it. A relative cwd is
+// under no directory.
 func cwdDirs(cwd string) []string {
 	if len(cwd) == 0 || cwd[0] != '/' {
 		return nil

@@ -57,11 +57,12 @@ func IsWordRune(r rune) bool {
 //
 // The index keeps no term vectors of the text: no position or offset of
 // any occurrence of a word, only which entries hold it and how often.
-// They were 60% of the index (1.33× the JSON on 30,000 generated entries,
-// 0.53× without; docs/BENCHMARKS.md, "Search (pi-bench search)"), and
-// only phrases read them: a phrase is answered as the entries holding all
-// its words, each checked against its text (Index.Search), and snippets
-// cut the Store's text themselves (eachWord), not bleve's highlighter.
+// They were most of the index (at a million generated entries, 1.10× the
+// JSON with them, 0.34× without; docs/BENCHMARKS.md, "Search (pi-bench
+// search)"), and only phrases read them: a phrase is answered as the
+// entries holding all its words, each checked against its text
+// (Index.Search), and snippets cut the Store's text themselves
+// (eachWord), not bleve's highlighter.
 type wordTokenizer struct{}
 
 func (wordTokenizer) Tokenize(b []byte) analysis.TokenStream {
