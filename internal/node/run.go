@@ -560,21 +560,25 @@ func (m *Node) newStore(k int, feed feedLog, log session.Log, logger *slog.Logge
 	if c.SnapshotInterval > 0 {
 		so.SnapshotDir = filepath.Join(c.DataDir, storeDir(k))
 	}
-	if m.region == nil {
-		// The full-text index of the shard, persisted beside the Store's
-		// snapshot when there is one (a restart indexes only the tail).
-		dir := ""
-		if so.SnapshotDir != "" {
-			dir = filepath.Join(c.DataDir, searchDir(k))
-		}
-		idx, err := search.Open(dir, so.Logger)
-		if err != nil {
-			// The Store still serves every other read; searches of
-			// this shard answer 503 and say why.
-			so.Logger.Error("the search index cannot be opened: this shard is not searchable here", "dir", dir, "err", err)
-		} else {
-			so.Search = idx
-		}
+	// The full-text index of the shard, persisted beside the Store's
+	// snapshot when there is one (a restart indexes only the tail).
+	dir := ""
+	if so.SnapshotDir != "" {
+		dir = filepath.Join(c.DataDir, searchDir(k))
+	}
+	idx, err := search.Open(dir, so.Logger)
+	switch {
+	case err != nil:
+		// The Store still serves every other read; searches of this
+		// shard answer 503 and say why.
+		so.Logger.Error("the search index cannot be opened: this shard is not searchable here", "dir", dir, "err", err)
+	case m.region != nil:
+		// The region's stream may switch to one of another history
+		// (a failover): the index takes that decision for itself, for
+		// what it has indexed, and starts over when it must.
+		so.Search, so.SearchFeed = idx, m.region.Feed.View(idx.FeedReset)
+	default:
+		so.Search = idx
 	}
 	return store.New(feed, so)
 }

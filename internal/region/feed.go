@@ -43,9 +43,16 @@ type Feed struct {
 	mu       sync.Mutex
 	src      Source
 	switched chan struct{}              // closed when src changes
-	keep     func(applied uint64) bool  // the decision of switches not yet taken
-	reset    func()                     // empties the Store
-	onSwitch func(kept bool, at uint64) // tells the Node (and its log) what happened
+	store    follower                   // the Store's
+	views    []*follower                // others' (View), each deciding for itself
+	onSwitch func(kept bool, at uint64) // tells the Node (and its log) what the Store's did
+}
+
+// follower is one reader of a Feed: the decision of the switches it has not
+// taken yet, and how it starts over.
+type follower struct {
+	keep  func(applied uint64) bool
+	reset func() // empties what it built
 }
 
 func newFeed() *Feed { return &Feed{switched: make(chan struct{})} }
@@ -55,58 +62,91 @@ func newFeed() *Feed { return &Feed{switched: make(chan struct{})} }
 func (f *Feed) SetReset(reset func()) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.reset = reset
+	f.store.reset = reset
 }
 
-// Switch makes src the stream to follow. keep says, for the sequence the
-// Store has applied when the switch happens, whether src holds the same
-// records up to there; when it does not, the Store is reset and follows src
-// from the start. Switches that pile up before the Store takes them keep the
-// Store only if each of them would.
+// View is another follower of the Feed than the Store (the full-text
+// index): the same stream and switches, with its own keep-or-reset
+// decision, taken for what it has applied when it reaches the switch;
+// reset empties what it built, between two calls of its apply.
+func (f *Feed) View(reset func()) session.Feed {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	v := &follower{reset: reset}
+	f.views = append(f.views, v)
+	return &view{f: f, who: v}
+}
+
+type view struct {
+	f   *Feed
+	who *follower
+}
+
+func (v *view) Follow(ctx context.Context, from uint64, apply func([]session.Stored) error) error {
+	return v.f.follow(ctx, v.who, from, apply)
+}
+
+func (v *view) LastSeq(ctx context.Context) (uint64, error) { return v.f.LastSeq(ctx) }
+
+// Identity is the Feed's: a follower that keeps one across a switch must
+// not start over because the stream's name changed.
+func (v *view) Identity(ctx context.Context) (string, error) { return v.f.Identity(ctx) }
+
+// Switch makes src the stream to follow. keep says, for the sequence a
+// follower has applied when the switch happens, whether src holds the same
+// records up to there; when it does not, the follower is reset and follows
+// src from the start. Switches that pile up before a follower takes them
+// keep it only if each of them would.
 func (f *Feed) Switch(src Source, keep func(applied uint64) bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	prev := f.keep
-	f.keep = func(applied uint64) bool { return (prev == nil || prev(applied)) && keep(applied) }
+	for _, w := range append([]*follower{&f.store}, f.views...) {
+		prev := w.keep
+		w.keep = func(applied uint64) bool { return (prev == nil || prev(applied)) && keep(applied) }
+	}
 	f.src = src
 	close(f.switched)
 	f.switched = make(chan struct{})
 }
 
-// current returns the source and its switch channel, first taking a pending
-// switch decision for the Store that has applied up to applied; it returns
-// where the Store goes on from.
-func (f *Feed) current(applied uint64) (Source, <-chan struct{}, uint64, error) {
+// current returns the source and its switch channel, first taking w's
+// pending switch decision for what it has applied up to applied; it
+// returns where w goes on from.
+func (f *Feed) current(w *follower, applied uint64) (Source, <-chan struct{}, uint64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.src == nil {
 		return nil, nil, 0, fmt.Errorf("%w: no stream to follow yet", wire.ErrUnavailable)
 	}
 	next := applied + 1
-	if f.keep != nil {
-		kept := f.keep(applied)
-		f.keep = nil
+	if w.keep != nil {
+		kept := w.keep(applied)
+		w.keep = nil
 		if !kept && applied > 0 {
-			if f.reset == nil {
-				return nil, nil, 0, errors.New("region feed: a switch needs a Store reset, and none is set")
+			if w.reset == nil {
+				return nil, nil, 0, errors.New("region feed: a switch needs a reset, and none is set")
 			}
-			f.reset()
+			w.reset()
 			next = 1
 		}
-		if f.onSwitch != nil {
+		if w == &f.store && f.onSwitch != nil {
 			f.onSwitch(kept || applied == 0, applied)
 		}
 	}
 	return f.src, f.switched, next, nil
 }
 
-// Follow delivers the current stream from sequence from on, and goes on
-// with the next stream when the Feed is switched; see session.Feed. A reset
-// (see Switch) happens between two calls of apply.
+// Follow delivers the current stream from sequence from on to the Store,
+// and goes on with the next stream when the Feed is switched; see
+// session.Feed. A reset (see Switch) happens between two calls of apply.
 func (f *Feed) Follow(ctx context.Context, from uint64, apply func([]session.Stored) error) error {
+	return f.follow(ctx, &f.store, from, apply)
+}
+
+func (f *Feed) follow(ctx context.Context, w *follower, from uint64, apply func([]session.Stored) error) error {
 	applied := from - min(from, 1)
 	for {
-		src, switched, next, err := f.current(applied)
+		src, switched, next, err := f.current(w, applied)
 		if err != nil {
 			return err
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pifleet/sessionlog/internal/search"
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/store"
 	"github.com/pifleet/sessionlog/internal/testutil"
@@ -167,5 +168,69 @@ func TestFeedSwitchKeepsStateAtTheFork(t *testing.T) {
 	// Two epochs on, nothing is assumed shared.
 	if keeps(1, Record{Epoch: 3, ForkSeq: 10})(1) {
 		t.Error("a Store two epochs behind must be reset")
+	}
+}
+
+// TestFeedViewResetsIndex: the full-text index follows a View of the Feed
+// and takes each switch's decision for what it has indexed, apart from the
+// Store: on a stream of another history it starts over (the entry only the
+// old home held is no longer found), within one history it goes on.
+func TestFeedViewResetsIndex(t *testing.T) {
+	oldHome, newHome := memLog(), memLog()
+	appendAll(t, []session.Record{header(t), entry("a1", "")}, oldHome, newHome)
+	appendAll(t, []session.Record{entry("lost", "a1")}, oldHome)
+	appendAll(t, []session.Record{entry("b1", "a1"), entry("b2", "b1")}, newHome)
+
+	f := newFeed()
+	f.Switch(oldHome, func(uint64) bool { return true })
+	idx, err := search.Open("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := store.New(f, store.Options{Log: f, Search: idx, SearchFeed: f.View(idx.FeedReset)})
+	f.SetReset(st.Reset)
+	if err := st.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	found := func(word string) (int, error) {
+		q, err := search.Parse(word)
+		if err != nil {
+			return 0, err
+		}
+		p, err := idx.Search(context.Background(), q, st, "", 10, nil)
+		return len(p.Hits), err
+	}
+	expect := func(want map[string]int) {
+		t.Helper()
+		testutil.WaitFor(t, 5*time.Second, func() error {
+			for w, n := range want {
+				if got, err := found(w); err != nil || got != n {
+					return fmt.Errorf("%q: %d hits (%v), want %d", w, got, err, n)
+				}
+			}
+			return nil
+		})
+	}
+	expect(map[string]int{"a1": 1, "lost": 1})
+	applied := idx.Applied()
+
+	// A failover to a home that never received "lost": the index starts
+	// over on the new history, as the Store does.
+	f.Switch(newHome, keeps(1, Record{Epoch: 2, ForkSeq: 2}))
+	waitIDs(t, st, "[a1 b1 b2]")
+	expect(map[string]int{"a1": 1, "lost": 0, "b1": 1, "b2": 1})
+	if idx.Applied() != 4 {
+		t.Fatalf("index applied %d, want 4 (was %d on the old home)", idx.Applied(), applied)
+	}
+
+	// Within one history (the new home's mirror), the index goes on.
+	mirror := memLog()
+	appendAll(t, []session.Record{header(t), entry("a1", ""), entry("b1", "a1"), entry("b2", "b1")}, mirror)
+	f.Switch(mirror, keeps(2, Record{Epoch: 2, ForkSeq: 2}))
+	appendAll(t, []session.Record{entry("b3", "b2")}, mirror)
+	expect(map[string]int{"a1": 1, "b2": 1, "b3": 1})
+	if idx.Applied() != 5 {
+		t.Fatalf("index applied %d, want 5", idx.Applied())
 	}
 }

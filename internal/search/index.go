@@ -44,6 +44,11 @@ type Index struct {
 	progress chan struct{}
 	err      string // the last failure of Run, while it retries
 	cwds     map[string]string
+
+	// resets carries FeedReset's requests to the goroutine that applies;
+	// mustReset (that goroutine's) is one it could not carry out yet.
+	resets    chan chan struct{}
+	mustReset bool
 }
 
 // Internal keys, in the same batches as the documents.
@@ -68,7 +73,7 @@ func Open(dir string, logger *slog.Logger) (*Index, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	x := &Index{dir: dir, log: logger, progress: make(chan struct{}), cwds: map[string]string{}}
+	x := &Index{dir: dir, log: logger, progress: make(chan struct{}), cwds: map[string]string{}, resets: make(chan chan struct{})}
 	if dir == "" {
 		m, err := newMapping()
 		if err != nil {
@@ -268,7 +273,25 @@ const maxBatch = 4096
 // a batch (and its fsyncs) per appended record.
 const groupWindow = 10 * time.Millisecond
 
+// FeedReset empties the index for a feed that starts over on another
+// history (region.Feed's View: the region's stream switched to one that
+// holds other records at the sequences indexed). The feed calls it between
+// two deliveries, from inside Follow; it returns once what was delivered
+// before is dropped and the index is empty (or, if emptying failed, once
+// Run is bound to empty it before it follows again).
+func (x *Index) FeedReset() {
+	done := make(chan struct{})
+	x.resets <- done
+	<-done
+}
+
 func (x *Index) run(ctx context.Context, feed session.Feed) error {
+	if x.mustReset {
+		if err := x.reset(); err != nil {
+			return err
+		}
+		x.mustReset = false
+	}
 	if idf, ok := feed.(session.Identifier); ok {
 		id, err := idf.Identity(ctx)
 		if err != nil {
@@ -313,7 +336,52 @@ func (x *Index) run(ctx context.Context, feed session.Feed) error {
 		})
 		close(recs)
 	}()
-	for rs := range recs {
+	// stop ends the follow: what is still queued is dropped, a reset
+	// asked meanwhile left to the next run.
+	stop := func(err error) error {
+		cancel()
+		for {
+			select {
+			case _, ok := <-recs:
+				if !ok {
+					<-ferr
+					return err
+				}
+			case done := <-x.resets:
+				x.mustReset = true
+				close(done)
+			}
+		}
+	}
+	for {
+		var rs []session.Stored
+		select {
+		case r, ok := <-recs:
+			if !ok {
+				return <-ferr
+			}
+			rs = r
+		case done := <-x.resets:
+			// What is queued is of the history the feed left: dropped
+			// (the feed waits in FeedReset, so nothing more comes).
+			for queued := true; queued; {
+				select {
+				case _, ok := <-recs:
+					queued = ok
+				default:
+					queued = false
+				}
+			}
+			err := x.reset()
+			if err != nil {
+				x.mustReset = true
+			}
+			close(done)
+			if err != nil {
+				return stop(err)
+			}
+			continue
+		}
 		// Take what else arrives within a moment: one batch (one fsync
 		// of the segment and one of bolt) for all of it. Appends come one
 		// record at a time; the node and JetStream fsync too.
@@ -332,14 +400,9 @@ func (x *Index) run(ctx context.Context, feed session.Feed) error {
 		}
 		gather.Stop()
 		if err := x.apply(rs); err != nil {
-			cancel()
-			for range recs {
-			}
-			<-ferr
-			return err
+			return stop(err)
 		}
 	}
-	return <-ferr
 }
 
 // reset empties the index (a log of another history).

@@ -135,8 +135,11 @@ type Options struct {
 	AbandonedAfter time.Duration
 	// Search, when set, is the full-text index of this Store's log: it
 	// follows the log on its own (from where it left off) once the Store
-	// has caught up after Open, and closes with it.
-	Search *search.Index
+	// has caught up after Open, and closes with it. It follows SearchFeed
+	// when set (a region's: a view of the Store's feed with its own
+	// switch decisions), else the Store's feed.
+	Search     *search.Index
+	SearchFeed session.Feed
 }
 
 // Store holds every session's tree in memory, fed by one ordered pass over
@@ -276,7 +279,11 @@ func (st *Store) Open(ctx context.Context) error {
 			case <-ctx.Done():
 				return
 			}
-			st.opts.Search.Run(ctx, st.feed)
+			feed := st.opts.SearchFeed
+			if feed == nil {
+				feed = st.feed
+			}
+			st.opts.Search.Run(ctx, feed)
 		})
 	}
 	return nil

@@ -58,6 +58,9 @@ func TestRegionFailover(t *testing.T) {
 		sids[i] = uuid.Must(uuid.NewV7()).String()
 		createSession(t, a[0].base, sids[i], "root")
 	}
+	// Every node searches, a mirror region's too: its index follows the
+	// region's stream as its Store does.
+	testutil.WaitFor(t, time.Minute, testutil.Awaiting("a session created in A found by a search in B", func() error { return searchFinds(b[0].base, sids[0]) }))
 	writers, stopWriters := startWriters(t, ctx, top, sids)
 	testutil.WaitFor(t, time.Minute, testutil.Awaiting("writers under way", func() error { return everyWriter(writers, 10, time.Time{}) }))
 
@@ -100,6 +103,19 @@ func TestRegionFailover(t *testing.T) {
 	stopWriters()
 
 	verify(t, ctx, top, writers, sids, rpo)
+	// The indexes went through the failover and the failback (A's,
+	// restarted on its old data dirs, read B's history): each session
+	// found once, in both regions.
+	for _, base := range []string{a[0].base, b[0].base} {
+		testutil.WaitFor(t, time.Minute, testutil.Awaiting("every session found by a search at "+base, func() error {
+			for _, sid := range sids {
+				if err := searchFinds(base, sid); err != nil {
+					return err
+				}
+			}
+			return nil
+		}))
+	}
 }
 
 // startWriters starts a writer in A and one in B on each session, one

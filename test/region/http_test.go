@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"testing"
@@ -28,6 +29,19 @@ type nodeStatus struct {
 		Error  string            `json:"error"`
 		Region wire.RegionStatus `json:"region"`
 	} `json:"jetstream"`
+}
+
+// searchFinds checks that a search at base finds sid's root entry (its
+// text is "root of <sid>"): once, in sid.
+func searchFinds(base, sid string) error {
+	var rep wire.SearchReply
+	if err := proctest.GetJSON(base+"/v1/search?q="+url.QueryEscape("root session:"+sid), &rep); err != nil {
+		return err
+	}
+	if len(rep.Hits) != 1 || rep.Hits[0].SessionID != sid {
+		return fmt.Errorf("search at %s for %s's root: %d hits %+v", base, sid, len(rep.Hits), rep.Hits)
+	}
+	return nil
 }
 
 // status fetches a node's /v1/status.
