@@ -33,6 +33,7 @@ type benchFlags struct {
 	piNode       string // with natsServer: run processes
 	natsServer   string
 	nodes        int
+	cluster      int            // with piNode: an embedded cluster of that many nodes
 	shards       int            // the node's --shards (append's --shards runs each in turn)
 	progress     *benchProgress // nil unless stderr is a terminal
 }
@@ -57,6 +58,7 @@ func addBenchFlags(fs *flag.FlagSet) *benchFlags {
 	fs.StringVar(&b.piNode, "pi-node", "", "with --nats-server: run this pi-node `BINARY` as processes over it (--nodes of them) and report each process's CPU per append from /proc")
 	fs.StringVar(&b.natsServer, "nats-server", "", "with --pi-node: run this nats-server `BINARY` as a process (JetStream in --data-dir or a temporary dir, --sync)")
 	fs.IntVar(&b.nodes, "nodes", 1, "with --pi-node: pi-node processes; all apply every record, the first serves HTTP, all share the NATS API")
+	fs.IntVar(&b.cluster, "cluster", 0, "with --pi-node, instead of --nats-server: run `N` (3 or 5) pi-nodes each with its embedded server, clustered, streams at N replicas (the production shape); writers spread over the nodes")
 	return b
 }
 
@@ -70,10 +72,12 @@ func (b *benchFlags) open(ctx context.Context, e *env, fs *flag.FlagSet) (*bench
 	}
 	o := bench.EnvOptions{Embedded: b.embedded, Dir: b.dataDir, SyncAlways: syncAlways, MemoryBudget: budget,
 		SnapshotEvery: 5 * time.Minute, Stream: b.stream, SubjectPrefix: b.prefix, Shards: b.shards}
-	procs := b.piNode != "" || b.natsServer != ""
+	procs := b.piNode != "" || b.natsServer != "" || set["cluster"]
 	switch {
-	case procs && (b.piNode == "" || b.natsServer == ""):
-		return nil, cli.Usagef(fs.Name(), "--pi-node and --nats-server go together")
+	case set["cluster"] && (b.piNode == "" || b.natsServer != "" || set["nodes"] || (b.cluster != 3 && b.cluster != 5)):
+		return nil, cli.Usagef(fs.Name(), "--cluster is 3 or 5, with --pi-node and without --nats-server or --nodes")
+	case procs && !set["cluster"] && (b.piNode == "" || b.natsServer == ""):
+		return nil, cli.Usagef(fs.Name(), "--pi-node and --nats-server go together (or --pi-node and --cluster)")
 	case procs && b.embedded:
 		return nil, cli.Usagef(fs.Name(), "--embedded starts a node in this process, --pi-node runs processes: one of them")
 	case set["nodes"] && (!procs || b.nodes < 1):
@@ -82,7 +86,7 @@ func (b *benchFlags) open(ctx context.Context, e *env, fs *flag.FlagSet) (*bench
 		return nil, cli.Usagef(fs.Name(), "--memory-budget configures the node of --embedded")
 	}
 	if procs {
-		o.Procs = &bench.ProcOptions{PiNode: b.piNode, NATSServer: b.natsServer, Nodes: b.nodes}
+		o.Procs = &bench.ProcOptions{PiNode: b.piNode, NATSServer: b.natsServer, Nodes: b.nodes, Cluster: b.cluster}
 	}
 	if b.embedded || procs {
 		for _, f := range []string{"server", "http", "token", "creds", "user", "password", "stream", "subject-prefix"} {

@@ -48,6 +48,21 @@ read from /proc: a figure that holds on a noisy machine where rates drift.
 --nodes N runs N pi-nodes; each applies every record, so a node's CPU in
 the raw rows (it serves none of them) is what every extra node costs.
 
+--pi-node with --cluster 3 (or 5), instead of --nats-server, runs the
+production shape: that many pi-nodes, each with its embedded nats-server,
+clustered (routes between them), the stream and the cursor bucket at 3 (or
+5) replicas, pi-node's --sync (always by default). The bench waits until
+every node is ready, a meta leader elected and every stream's replicas
+current. Writer w goes through node w mod N, over NATS (its connection to
+that node's server), HTTP (that node's listener) and raw JetStream alike;
+each process's CPU per append (node and server together) is read from
+/proc, and their sum per row.
+
+--client yes makes every append of the node's rows name a client, one per
+writer (w0, w1, ...), as fleet workers do: the append then moves that
+client's cursor on the session, a second write. --client both gives each
+node row twice, without and "with client", and their ratio.
+
 --shards 1,2,4,8 runs the whole comparison once per shard count, each on
 a node and a store of its own (--embedded or --pi-node); the raw rows then
 publish each session to its shard's stream, as the node does. Rows are
@@ -58,6 +73,8 @@ given as a ratio to the same row at one shard.
   pi-bench append --embedded --cas=false        # explicit parents, no expectLastSeq
   pi-bench append --embedded --cas=false --shards 1,2,4,8 --concurrency 16,64 --baseline postgres
   pi-bench append --pi-node ./pi-node --nats-server ./nats-server --nodes 3 --cas=false
+  pi-bench append --pi-node ./pi-node --cluster 3 --cas=false --concurrency 16,64,128,256 \
+      --transports raw,nats,http --client both --baseline postgres
 `
 
 // positiveList parses "1,16,64" into positive integers.
@@ -85,6 +102,7 @@ func runBenchAppend(ctx context.Context, e *env, args []string) error {
 	fs.IntVar(&o.Rounds, "rounds", 3, "turns the ways take, each round a share of the work (so drift favours none)")
 	base := fs.String("baseline", "", "jsonl: add pi's local file (appendFileSync per entry, with and without fsync); postgres: add PostgreSQL (a row per entry, a durable commit per append); both: jsonl,postgres")
 	shards := fs.String("shards", "1", "with --embedded or --pi-node: the node's --shards; a comma-separated list (1,2,4,8) runs each in turn, on a node and store of its own, and reports each as a ratio to 1 shard")
+	fs.StringVar(&o.Client, "client", bench.ClientNo, "whether the node's appends name a client (one per writer), moving its cursor: no, yes, or both (a row of each)")
 	dsn := fs.String("postgres-dsn", "", "with --baseline postgres: the PostgreSQL server to use (a pgx DSN; default: a private server of Debian's postgresql package, started in a temporary directory on a Unix socket)")
 	if _, err := cli.ParseArgs(e.stdout, fs, benchAppendHelp, args); err != nil {
 		return err
@@ -107,6 +125,9 @@ func runBenchAppend(ctx context.Context, e *env, args []string) error {
 			defer func() { _ = pg.Close() }()
 			o.PostgresDSN = pg.DSN
 		}
+	}
+	if o.Client != bench.ClientNo && o.Client != bench.ClientYes && o.Client != bench.ClientBoth {
+		return cli.Usagef(fs.Name(), "--client must be no, yes or both, not %q", o.Client)
 	}
 	ws, err := positiveList(*writers)
 	if err != nil {

@@ -132,6 +132,40 @@ func TestBenchAppendProcesses(t *testing.T) {
 	}
 }
 
+// TestBenchAppendCluster runs the append scenario on an embedded cluster
+// of three pi-nodes (--cluster 3) with and without a client, and checks
+// the rows, each node's CPU per append, and the with-client ratio.
+func TestBenchAppendCluster(t *testing.T) {
+	res := benchJSON(t, "append", "--pi-node", builtBinary(t, "pi-node"), "--cluster", "3",
+		"--data-dir", t.TempDir(), "--sessions", "4", "--entries", "10", "--concurrency", "2", "--rounds", "1",
+		"--size", "200", "--cas=false", "--transports", "raw,nats,http", "--client", "both")
+	var names []string
+	for _, r := range res.Rows {
+		names = append(names, r.Name)
+		if r.Ops != 40 || r.Rate <= 0 {
+			t.Errorf("row %q: %d ops at %.0f/s, want 40", r.Name, r.Ops, r.Rate)
+		}
+	}
+	want := "raw JetStream|node, NATS API|node, NATS API, with client|node, HTTP API|node, HTTP API, with client"
+	if strings.Join(names, "|") != want {
+		t.Errorf("rows %q, want %q", names, want)
+	}
+	figures := map[string]bool{}
+	for _, f := range res.Figures {
+		figures[f.Name] = true
+	}
+	for _, name := range []string{"CPU per append, pi-node 3, node, NATS API, with client",
+		"CPU per append, all pi-nodes (servers included), node, HTTP API",
+		"throughput with client vs without, node, NATS API"} {
+		if !figures[name] {
+			t.Errorf("no figure %q: %v", name, figures)
+		}
+	}
+	if figures["CPU per append, nats-server, raw JetStream"] {
+		t.Error("a nats-server process figure in an embedded cluster")
+	}
+}
+
 func TestBenchUsage(t *testing.T) {
 	for _, args := range [][]string{
 		{},
@@ -148,6 +182,12 @@ func TestBenchUsage(t *testing.T) {
 		{"append", "--pi-node", "/bin/true"},
 		{"append", "--pi-node", "/bin/true", "--nats-server", "/bin/true", "--embedded"},
 		{"append", "--embedded", "--nodes", "2"},
+		{"append", "--cluster", "3"},
+		{"append", "--embedded", "--cluster", "3"},
+		{"append", "--pi-node", "/bin/true", "--cluster", "4"},
+		{"append", "--pi-node", "/bin/true", "--cluster", "3", "--nats-server", "/bin/true"},
+		{"append", "--pi-node", "/bin/true", "--cluster", "3", "--nodes", "3"},
+		{"append", "--embedded", "--client", "sometimes"},
 		{"search", "--entries", "0"},
 		{"search", "--sync", "never"},
 	} {

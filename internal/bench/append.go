@@ -28,7 +28,19 @@ type AppendOptions struct {
 	// entry, a durable commit per append.
 	PostgresDSN string
 	Rounds      int // turns the ways take (default 3)
+	// Client says whether the node's appends name a client (one per
+	// writer), which moves that client's cursor on the session with each
+	// append: ClientNo (the default), ClientYes, or ClientBoth, a row of
+	// each for every node transport.
+	Client string
 }
+
+// The values of AppendOptions.Client.
+const (
+	ClientNo   = "no"
+	ClientYes  = "yes"
+	ClientBoth = "both"
+)
 
 func (o *AppendOptions) defaults() {
 	o.Sessions = cmp0(o.Sessions, 100)
@@ -36,6 +48,33 @@ func (o *AppendOptions) defaults() {
 	o.Concurrency = cmp0(o.Concurrency, 10)
 	o.Size = cmp0(o.Size, 1024)
 	o.Rounds = cmp0(o.Rounds, 3)
+	if o.Client == "" {
+		o.Client = ClientNo
+	}
+}
+
+// withClients gives each node way the client setting c asks for: as it
+// is (no), naming a client (yes, the row named so), or both, each
+// with-client row after its row without.
+func withClients(ways []way, c string) ([]way, error) {
+	if c != ClientNo && c != ClientYes && c != ClientBoth {
+		return nil, fmt.Errorf("client %q: %s, %s or %s", c, ClientNo, ClientYes, ClientBoth)
+	}
+	var out []way
+	for _, w := range ways {
+		ns, ok := w.sink.(*nodeSink)
+		if !ok || c == ClientNo {
+			out = append(out, w)
+			continue
+		}
+		if c == ClientBoth {
+			out = append(out, w)
+		}
+		named := *ns
+		named.withClient = true
+		out = append(out, way{w.name + withClientSuffix, w.kind, w.vs, &named})
+	}
+	return out, nil
 }
 
 func cmp0(v, def int) int {
@@ -48,7 +87,10 @@ func cmp0(v, def int) int {
 // Names of the raw rows, which the node's rows are compared with.
 const (
 	httpName = "node, HTTP API"
-	rawName  = "raw JetStream"
+	natsName = "node, NATS API"
+	// withClientSuffix names the rows of appends that name a client.
+	withClientSuffix = ", with client"
+	rawName          = "raw JetStream"
 	// noDedupeName is the adapter's message without its Nats-Msg-Id: what
 	// the dedupe id costs, were idempotence left to the per-session CAS
 	// and the entry id alone.
@@ -78,9 +120,9 @@ func (e *Env) ways(ctx context.Context, transports []string, cas, relay bool, wo
 	for _, t := range ts {
 		switch t {
 		case "raw":
-			out = append(out, way{rawName, KindRaw, "", &rawSink{js: e.Raw.JS, log: e.Log, shards: e.Shards, cas: cas}})
+			out = append(out, way{rawName, KindRaw, "", &rawSink{js: e.Raw.JS, nodes: e.rawJS(), log: e.Log, shards: e.Shards, cas: cas}})
 		case "nodedupe":
-			out = append(out, way{noDedupeName, KindRaw, "", &rawSink{js: e.Raw.JS, log: e.Log, cas: cas, noDedupe: true}})
+			out = append(out, way{noDedupeName, KindRaw, "", &rawSink{js: e.Raw.JS, nodes: e.rawJS(), log: e.Log, cas: cas, noDedupe: true}})
 		case "bare":
 			prefix, err := e.bareStream(ctx)
 			if err != nil {
@@ -95,11 +137,11 @@ func (e *Env) ways(ctx context.Context, transports []string, cas, relay bool, wo
 			}
 			out = append(out, way{relayName, KindRaw, vs, &relaySink{nc: e.Raw.NC, r: e.relay, cas: cas}})
 		case "nats":
-			out = append(out, way{"node, NATS API", KindNode, vs, &nodeSink{clients: []apiclient.Client{e.NATS}, cas: cas}})
+			out = append(out, way{natsName, KindNode, vs, &nodeSink{clients: e.apis, cas: cas}})
 		case "http":
 			clients := make([]apiclient.Client, workers)
 			for i := range clients {
-				if clients[i], err = e.newHTTP(); err != nil {
+				if clients[i], err = e.newHTTPFor(i); err != nil {
 					return nil, err
 				}
 			}
@@ -143,6 +185,9 @@ func RunAppend(ctx context.Context, e *Env, o AppendOptions) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if ways, err = withClients(ways, o.Client); err != nil {
+		return nil, err
+	}
 	if o.PostgresDSN != "" {
 		pool, err := openPG(ctx, o.PostgresDSN, o.Concurrency)
 		if err != nil {
@@ -158,6 +203,10 @@ func RunAppend(ctx context.Context, e *Env, o AppendOptions) (*Result, error) {
 	res.param("concurrency", o.Concurrency)
 	res.param("entry bytes", len(fill.Entry(0, "", time.Now()).Data))
 	res.param("cas", o.CAS)
+	res.param("client", o.Client)
+	if e.clustered {
+		res.param("cluster", fmt.Sprintf("%d pi-nodes, embedded servers, R%d", len(e.procs), len(e.procs)))
+	}
 	rounds := max(1, min(o.Rounds, o.Sessions))
 	res.param("rounds", rounds)
 	gen := NewGen(uint64(time.Now().UnixNano()))
@@ -207,6 +256,12 @@ func RunAppend(ctx context.Context, e *Env, o AppendOptions) (*Result, error) {
 			if r.Kind != KindBaseline {
 				res.figure("throughput vs PostgreSQL, "+r.Name, r.Rate/pg.Rate, "×")
 			}
+		}
+	}
+	for _, name := range []string{natsName, httpName} {
+		if without, with := res.Row(name), res.Row(name+withClientSuffix); without != nil && with != nil && without.Rate > 0 {
+			// What moving the writer's cursor with each append costs.
+			res.figure("throughput with client vs without, "+name, with.Rate/without.Rate, "×")
 		}
 	}
 	if raw, nd := res.Row(rawName), res.Row(noDedupeName); raw != nil && nd != nil && nd.Rate > 0 && nd.P50Ms > 0 {

@@ -31,7 +31,10 @@
 //
 // The node is a running pi-node (Open with a server URL), or one started
 // in this process (Node, opened by internal/node as pi-node is), or for the
-// rebuild scenario the pi-node binary run as a process. The package's
+// rebuild scenario the pi-node binary run as a process. ProcOptions run
+// pi-node binaries as processes (CPU read from /proc): over one
+// nats-server, or as an embedded cluster of 3 or 5 at as many replicas,
+// the shape production runs. The package's
 // go test benchmarks pair the session engine itself (Writer, Store,
 // Service) with raw JetStream in the same loop.
 package bench

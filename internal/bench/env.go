@@ -7,6 +7,8 @@ import (
 	"os"
 	"time"
 
+	natsjs "github.com/nats-io/nats.go/jetstream"
+
 	"github.com/pifleet/sessionlog/internal/apiclient"
 	"github.com/pifleet/sessionlog/internal/jetstream"
 )
@@ -61,6 +63,13 @@ type Env struct {
 	// The bare publish's stream, made on first use ("": not yet).
 	bareName, barePrefix string
 	procs                []*cpuProc // with EnvOptions.Procs: the server first
+	// With an embedded cluster (ProcOptions.Cluster): every node's client
+	// and HTTP URL, the NATS API and raw JetStream through each node
+	// (index 0 is NATS and Raw), writer w using node w mod their number.
+	clustered bool
+	httpURLs  []string
+	apis      []apiclient.Client
+	raws      []*jetstream.Conn
 }
 
 // Open connects to a running node, or starts one in this process.
@@ -79,6 +88,7 @@ func Open(ctx context.Context, o EnvOptions) (e *Env, err error) {
 		cfg.SubjectPrefix = o.SubjectPrefix
 	}
 	server := o.Server
+	var others []string // a cluster's other nodes' client URLs
 	if o.Embedded && o.Procs != nil {
 		return nil, errors.New("a node in this process or processes, not both")
 	}
@@ -93,8 +103,13 @@ func Open(ctx context.Context, o EnvOptions) (e *Env, err error) {
 		if o.Procs != nil {
 			po := *o.Procs
 			po.Shards = o.Shards
-			if e.procs, server, e.HTTPURL, err = startProcs(ctx, po, dir, o.SyncAlways); err != nil {
+			var set procSet
+			if set, err = startProcs(ctx, po, dir, o.SyncAlways); err != nil {
 				return nil, err
+			}
+			e.procs, server, e.HTTPURL, e.clustered = set.procs, set.nats[0], set.http[0], set.clustered
+			if set.clustered {
+				e.httpURLs, others = set.http, set.nats[1:]
 			}
 		} else if e.Node, err = StartNode(ctx, NodeOptions{Dir: dir, SyncAlways: o.SyncAlways, MemoryBudget: o.MemoryBudget, SnapshotEvery: o.SnapshotEvery, Shards: o.Shards}); err != nil {
 			return nil, err
@@ -121,7 +136,42 @@ func Open(ctx context.Context, o EnvOptions) (e *Env, err error) {
 	if e.NATS, err = apiclient.DialNATS(apiclient.NATSOptions{URL: server, Name: "pi-bench", Creds: o.Creds, User: o.User, Password: o.Password}); err != nil {
 		return nil, err
 	}
+	e.apis, e.raws = []apiclient.Client{e.NATS}, []*jetstream.Conn{e.Raw}
+	if err := e.dialNodes(ctx, cc, others); err != nil {
+		return nil, err
+	}
 	return e, nil
+}
+
+// dialNodes connects the NATS API and raw JetStream to each of the other
+// nodes of a cluster too, as cc connected to the first.
+func (e *Env) dialNodes(ctx context.Context, cc jetstream.ConnConfig, urls []string) error {
+	for _, u := range urls {
+		c := cc
+		c.URLs = []string{u}
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		raw, err := jetstream.Connect(cctx, c)
+		cancel()
+		if err != nil {
+			return err
+		}
+		e.raws = append(e.raws, raw)
+		api, err := apiclient.DialNATS(apiclient.NATSOptions{URL: u, Name: "pi-bench"})
+		if err != nil {
+			return err
+		}
+		e.apis = append(e.apis, api)
+	}
+	return nil
+}
+
+// rawJS is raw JetStream through each node.
+func (e *Env) rawJS() []natsjs.JetStream {
+	out := make([]natsjs.JetStream, len(e.raws))
+	for i, c := range e.raws {
+		out[i] = c.JS
+	}
+	return out
 }
 
 // Close disconnects, stops the in-process node and removes its temporary
@@ -142,12 +192,22 @@ func (e *Env) Close() error {
 	if e.Raw != nil {
 		e.Raw.Close()
 	}
+	for i := 1; i < len(e.apis); i++ {
+		e.apis[i].Close()
+	}
+	for i := 1; i < len(e.raws); i++ {
+		e.raws[i].Close()
+	}
 	if e.Node != nil {
 		errs = append(errs, e.Node.Close())
 	}
-	for i := len(e.procs) - 1; i >= 0; i-- { // the nodes before their server
-		_, err := e.procs[i].stop(time.Minute)
-		errs = append(errs, err)
+	if e.clustered {
+		errs = append(errs, stopAll(e.procs, time.Minute))
+	} else {
+		for i := len(e.procs) - 1; i >= 0; i-- { // the nodes before their server
+			_, err := e.procs[i].stop(time.Minute)
+			errs = append(errs, err)
+		}
 	}
 	if e.tmp != "" {
 		errs = append(errs, os.RemoveAll(e.tmp))
@@ -161,6 +221,15 @@ func (e *Env) Close() error {
 // time and measure that instead of the node.
 func (e *Env) newHTTP() (apiclient.Client, error) {
 	return apiclient.NewHTTP(apiclient.HTTPOptions{URL: e.HTTPURL, Token: e.Token})
+}
+
+// newHTTPFor returns worker w's HTTP client: of the node it writes
+// through in a cluster, else of the node.
+func (e *Env) newHTTPFor(w int) (apiclient.Client, error) {
+	if len(e.httpURLs) == 0 {
+		return e.newHTTP()
+	}
+	return apiclient.NewHTTP(apiclient.HTTPOptions{URL: e.httpURLs[w%len(e.httpURLs)], Token: e.Token})
 }
 
 // waitApplied waits until the node's Store has applied seq, with the

@@ -24,10 +24,27 @@ import (
 // pi-node serves the HTTP rows; all of them answer the NATS API (one
 // queue group) and all apply every record, as the nodes of a deployment
 // do.
+//
+// With Cluster instead, there is no nats-server process: Cluster pi-node
+// processes each run their embedded server, clustered with routes between
+// them, the stream and the cursor bucket at Cluster replicas — the shape
+// production runs. Each process's CPU is then its node and its server.
+// The bench's clients spread over the nodes (writer w on node w mod
+// Cluster), as clients behind a load balancer would.
 type ProcOptions struct {
 	PiNode, NATSServer string // binaries
 	Nodes              int    // pi-node processes (default 1)
 	Shards             int    // pi-node's --shards (0: 1)
+	Cluster            int    // 3 or 5: an embedded cluster of that many pi-nodes, at that many replicas
+}
+
+// procSet is what startProcs started: the processes (the server first,
+// when there is one) and where each node serves.
+type procSet struct {
+	procs     []*cpuProc
+	nats      []string // client URLs: the server's, or each node's embedded one
+	http      []string // each node's HTTP API (the first node's only, over one server)
+	clustered bool
 }
 
 // cpuProc is a process whose CPU time the scenario reads.
@@ -116,7 +133,16 @@ func (p *cpuProc) stop(limit time.Duration) (time.Duration, error) {
 // startProcs starts the nats-server and the pi-nodes over dir, and
 // returns them (server first), the server's URL and the first node's
 // HTTP URL once every node answers its status.
-func startProcs(ctx context.Context, o ProcOptions, dir string, syncAlways bool) (procs []*cpuProc, natsURL, httpURL string, err error) {
+func startProcs(ctx context.Context, o ProcOptions, dir string, syncAlways bool) (procSet, error) {
+	if o.Cluster > 0 {
+		return startCluster(ctx, o, dir, syncAlways)
+	}
+	procs, natsURL, httpURL, err := startServerProcs(ctx, o, dir, syncAlways)
+	return procSet{procs: procs, nats: []string{natsURL}, http: []string{httpURL}}, err
+}
+
+// startServerProcs starts the nats-server and the pi-nodes over it.
+func startServerProcs(ctx context.Context, o ProcOptions, dir string, syncAlways bool) (procs []*cpuProc, natsURL, httpURL string, err error) {
 	defer func() {
 		if err != nil {
 			for _, p := range procs {
@@ -243,6 +269,16 @@ func (e *Env) cpuFigures(res *Result, w way, t *tally) {
 	}
 	// procs[0] is the server, procs[1] the node that serves HTTP, and
 	// the NATS API alone when it is the only node (else a share of it).
+	if e.clustered {
+		// Each process is a node and its server: what the cluster spends
+		// per append is their sum.
+		var all time.Duration
+		for _, d := range t.cpu[:len(e.procs)] {
+			all += d
+		}
+		res.figure("CPU per append, all pi-nodes (servers included), "+w.name, per(all), "µs")
+		return
+	}
 	if w.kind == KindNode && t.cpu[0] > 0 && (len(e.procs) == 2 || w.name == httpName) {
 		res.target("pi-node 1 CPU / nats-server CPU per append, "+w.name, float64(t.cpu[1])/float64(t.cpu[0]), "×", 1, false)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
@@ -35,8 +36,12 @@ type sink interface {
 // whose entries carry their id, parentId and timestamp, so the node stores
 // the given bytes, as the Go client's Writer does over the API.
 type nodeSink struct {
-	clients []apiclient.Client // one per worker (HTTP), or one shared (NATS)
+	clients []apiclient.Client // one per worker (HTTP), or one per node (NATS): worker w uses w mod their number
 	cas     bool               // send expectLastSeq
+	// withClient names a client in every append, one per worker ("w" and
+	// the worker's number), as fleet workers do: the append moves that
+	// client's cursor on the session to its entry.
+	withClient bool
 }
 
 func (s *nodeSink) client(w int) apiclient.Client { return s.clients[w%len(s.clients)] }
@@ -53,6 +58,9 @@ func (s *nodeSink) create(ctx context.Context, w int, sid string, recs []session
 
 func (s *nodeSink) append(ctx context.Context, w int, sid string, last uint64, rec session.Record) (uint64, error) {
 	req := wire.AppendRequest{SessionID: sid, Entries: []json.RawMessage{rec.Data}}
+	if s.withClient {
+		req.Client = writerClient(w)
+	}
 	if s.cas {
 		req.ExpectLastSeq = &last
 	}
@@ -61,19 +69,34 @@ func (s *nodeSink) append(ctx context.Context, w int, sid string, last uint64, r
 	return rep.LastSeq, err
 }
 
+// writerClient is worker w's client id.
+func writerClient(w int) string { return "w" + strconv.Itoa(w) }
+
 // rawSink is the same work on JetStream directly, with the adapter's
 // messages (Log.Msg: body, Pi-* headers, Nats-Msg-Id) and its
 // expectations: a plain publish with Nats-Expected-Last-Subject-Sequence
 // for an entry, one atomic batch expecting an empty subject for a creation.
 type rawSink struct {
-	js  natsjs.JetStream
-	log *jetstream.Log
+	js natsjs.JetStream
+	// nodes, when set, is JetStream through each node of a cluster:
+	// worker w publishes through w mod their number, as the API's
+	// workers do.
+	nodes []natsjs.JetStream
+	log   *jetstream.Log
 	// shards, when more than one, are every shard's log: a session's
 	// messages go to its own (shard.Of), as the node's do.
 	shards []*jetstream.Log
 	cas    bool
 	// noDedupe leaves the Nats-Msg-Id header out of appends.
 	noDedupe bool
+}
+
+// jsFor is worker w's JetStream.
+func (s *rawSink) jsFor(w int) natsjs.JetStream {
+	if len(s.nodes) > 1 {
+		return s.nodes[w%len(s.nodes)]
+	}
+	return s.js
 }
 
 // logFor is the log of sid's shard.
@@ -86,10 +109,10 @@ func (s *rawSink) logFor(sid string) *jetstream.Log {
 
 // The sequences the raw side passes around are the stream's own: each
 // session stays on one stream, so they compare as they should.
-func (s *rawSink) create(ctx context.Context, _ int, sid string, recs []session.Record) (uint64, error) {
-	log := s.logFor(sid)
+func (s *rawSink) create(ctx context.Context, w int, sid string, recs []session.Record) (uint64, error) {
+	log, js := s.logFor(sid), s.jsFor(w)
 	if len(recs) == 1 {
-		ack, err := s.js.PublishMsg(ctx, log.Msg(sid, recs[0]), natsjs.WithExpectLastSequencePerSubject(0))
+		ack, err := js.PublishMsg(ctx, log.Msg(sid, recs[0]), natsjs.WithExpectLastSequencePerSubject(0))
 		if err != nil {
 			return 0, err
 		}
@@ -101,7 +124,7 @@ func (s *rawSink) create(ctx context.Context, _ int, sid string, recs []session.
 	}
 	msgs[0].Header.Set(natsjs.ExpectedLastSubjSeqHeader, "0")
 	// The default flow control is the adapter's: wait for the first ack.
-	ack, err := jetstreamext.PublishMsgBatch(ctx, s.js, msgs)
+	ack, err := jetstreamext.PublishMsgBatch(ctx, js, msgs)
 	if err != nil {
 		return 0, err
 	}
@@ -111,7 +134,7 @@ func (s *rawSink) create(ctx context.Context, _ int, sid string, recs []session.
 	return ack.Sequence, nil
 }
 
-func (s *rawSink) append(ctx context.Context, _ int, sid string, last uint64, rec session.Record) (uint64, error) {
+func (s *rawSink) append(ctx context.Context, w int, sid string, last uint64, rec session.Record) (uint64, error) {
 	var opts []natsjs.PublishOpt
 	if s.cas {
 		opts = append(opts, natsjs.WithExpectLastSequencePerSubject(last))
@@ -120,7 +143,7 @@ func (s *rawSink) append(ctx context.Context, _ int, sid string, last uint64, re
 	if s.noDedupe {
 		m.Header.Del(natsjs.MsgIDHeader)
 	}
-	ack, err := s.js.PublishMsg(ctx, m, opts...)
+	ack, err := s.jsFor(w).PublishMsg(ctx, m, opts...)
 	if err != nil {
 		return 0, err
 	}

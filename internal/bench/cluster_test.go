@@ -1,0 +1,120 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/pifleet/sessionlog/internal/jetstream"
+	"github.com/pifleet/sessionlog/internal/proctest"
+)
+
+// TestAppendCluster runs the append scenario on the production shape —
+// three pi-node processes, each with its embedded server, clustered, at
+// R3, sync always — with and without a client, PostgreSQL beside them
+// where Debian's package is installed, and checks that every row did its
+// work, that the stream and the cursor bucket really are at three
+// replicas, all current, that the writers really went through the three
+// nodes, and that the with-client rows moved a cursor per session.
+func TestAppendCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three pi-node processes; skipped with -short")
+	}
+	bins, _, cleanup, err := proctest.Build("pi-bench-cluster-bin-", proctest.PiNode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cleanup)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	e, err := Open(ctx, EnvOptions{Procs: &ProcOptions{PiNode: bins["pi-node"], Cluster: 3}, Dir: t.TempDir(), SyncAlways: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := e.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+
+	o := AppendOptions{Sessions: 4, Entries: 5, Concurrency: 2, Size: 300, Rounds: 1, Client: ClientBoth,
+		Transports: []string{"raw", "nats", "http"}}
+	want := []string{rawName, natsName, natsName + withClientSuffix, httpName, httpName + withClientSuffix}
+	if _, err := PostgresBin(); err == nil {
+		pg, err := StartPostgres(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { pg.Close() })
+		o.PostgresDSN = pg.DSN
+		want = append(want, pgName)
+	} else {
+		t.Logf("no PostgreSQL row: %v", err)
+	}
+	res, err := RunAppend(ctx, e, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRows(t, res, o.Sessions*o.Entries, want...)
+	for _, r := range res.Rows {
+		if r.P50Ms <= 0 || r.P99Ms < r.P50Ms {
+			t.Errorf("row %q: p50 %v ms, p99 %v ms", r.Name, r.P50Ms, r.P99Ms)
+		}
+	}
+	for _, w := range want[:5] {
+		name := "CPU per append, all pi-nodes (servers included), " + w
+		if !slices.ContainsFunc(res.Figures, func(f Figure) bool { return f.Name == name && f.Value > 0 }) {
+			t.Errorf("no figure %q above 0: %+v", name, res.Figures)
+		}
+	}
+	for _, w := range []string{natsName, httpName} {
+		name := "throughput with client vs without, " + w
+		if !slices.ContainsFunc(res.Figures, func(f Figure) bool { return f.Name == name && f.Value > 0 }) {
+			t.Errorf("no figure %q: %+v", name, res.Figures)
+		}
+	}
+
+	// The stream and the cursor bucket: three replicas, a leader and two
+	// current followers, the three nodes between them.
+	cfg := jetstream.NewConfig()
+	for _, name := range []string{cfg.Stream, "KV_" + cfg.Bucket} {
+		s, err := e.Raw.JS.Stream(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info := s.CachedInfo()
+		if info.Config.Replicas != 3 || info.Cluster == nil || info.Cluster.Leader == "" || len(info.Cluster.Replicas) != 2 {
+			t.Fatalf("stream %s: replicas %d, cluster %+v; want R3 with a leader and two replicas", name, info.Config.Replicas, info.Cluster)
+		}
+		members := []string{info.Cluster.Leader}
+		for _, r := range info.Cluster.Replicas {
+			if !r.Current || r.Offline {
+				t.Errorf("stream %s: replica %s current %v offline %v", name, r.Name, r.Current, r.Offline)
+			}
+			members = append(members, r.Name)
+		}
+		slices.Sort(members)
+		if !slices.Equal(members, []string{"bench1", "bench2", "bench3"}) {
+			t.Errorf("stream %s on %v, want bench1, bench2, bench3", name, members)
+		}
+		if name == cfg.Stream && info.State.Msgs < uint64(len(want[:5])*o.Sessions*(o.Entries+1)) {
+			t.Errorf("stream %s holds %d messages, fewer than the rows wrote", name, info.State.Msgs)
+		}
+		// Each with-client row's sessions got one writer's cursor each;
+		// the rows without a client moved none.
+		if name != cfg.Stream && info.State.NumSubjects != uint64(2*o.Sessions) {
+			t.Errorf("cursor bucket holds %d keys, want %d (a cursor per session of the two with-client rows)", info.State.NumSubjects, 2*o.Sessions)
+		}
+	}
+	// The writers went through every node.
+	var servers []string
+	for _, c := range e.raws {
+		servers = append(servers, c.NC.ConnectedServerName())
+	}
+	slices.Sort(servers)
+	if fmt.Sprint(servers) != "[bench1 bench2 bench3]" {
+		t.Errorf("raw connections on %v, want one on each node", servers)
+	}
+}
