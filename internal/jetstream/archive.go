@@ -95,6 +95,9 @@ type Archive struct {
 	js  jetstream.JetStream
 	cfg ArchiveConfig
 	log *Log
+	// scans holds a slot per scan's consumer: at most maxReadConsumers at
+	// once, as the Log's reads (restores and listings are client-driven).
+	scans chan struct{}
 
 	mu sync.Mutex
 	kv jetstream.KeyValue // the lease bucket, opened on first use
@@ -102,7 +105,7 @@ type Archive struct {
 
 // NewArchive returns the archive cfg names, for the sessions of log.
 func NewArchive(log *Log, cfg ArchiveConfig) *Archive {
-	return &Archive{js: log.js, cfg: cfg, log: log}
+	return &Archive{js: log.js, cfg: cfg, log: log, scans: make(chan struct{}, maxReadConsumers)}
 }
 
 // Provision creates the archive stream and the lease bucket, or checks

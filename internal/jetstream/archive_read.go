@@ -77,6 +77,12 @@ func (a *Archive) scan(ctx context.Context, filter string, from uint64, fn func(
 	if end.Seq < from {
 		return nil
 	}
+	select {
+	case a.scans <- struct{}{}:
+		defer func() { <-a.scans }()
+	case <-ctx.Done():
+		return translate(ctx.Err(), wire.ErrConflict)
+	}
 	c, err := startConsumer(ctx, a.js, a.cfg.Stream, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{filter},
 		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,

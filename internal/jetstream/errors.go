@@ -15,6 +15,7 @@ const (
 	codeClusterNoPeers          jetstream.ErrorCode = 10005 // JSClusterNoPeersErrF: no placement yet
 	codeClusterNotAvail         jetstream.ErrorCode = 10008 // JSClusterNotAvailErr: no meta/group leader
 	codeClusterNotLeader        jetstream.ErrorCode = 10009 // JSClusterNotLeaderErr
+	codeMaxConsumers            jetstream.ErrorCode = 10026 // JSMaximumConsumersLimitErr: the stream has as many consumers as its limit
 	codeMsgNotFound             jetstream.ErrorCode = 10037 // JSNoMessageFoundErr
 	codeNotEnabledForAccount    jetstream.ErrorCode = 10039 // JSNotEnabledForAccountErr
 	codeStorageExceeded         jetstream.ErrorCode = 10047 // JSStorageResourcesExceededErr
@@ -91,6 +92,8 @@ func translate(err error, conflict error) error {
 		return be(wire.ErrUnavailable, "the stream cannot check the expected last sequence yet (a new leader is catching up)")
 	case codeBatchIncomplete, codeBatchTooManyInflight:
 		return be(wire.ErrUnavailable, "the atomic batch did not complete")
+	case codeMaxConsumers:
+		return be(wire.ErrUnavailable, consumerLimitReason)
 	case codeStreamSealed, codeStreamOffline, codeStreamOfflineReason:
 		// A fenced (sealed) or lost home region's stream: a region
 		// failover is under way, and a retry goes to the new home.
@@ -111,6 +114,19 @@ func translate(err error, conflict error) error {
 		return be(wire.ErrUnavailable, "JetStream cannot be reached (no responders, or the connection is down)")
 	}
 	return err
+}
+
+// consumerLimitReason is the reason of a consumer refused for the stream's
+// limit: nats-server caps the consumers of a stream (over the whole
+// cluster, ordered consumers and KV watchers included) at its
+// jetstream.limits.default_max_consumers, 1,000 unless set, since 2.15;
+// a stream or an account may set its own.
+const consumerLimitReason = "the stream has as many consumers as nats-server allows it (its limit per stream: 1,000 by default since nats-server 2.15, jetstream { limits { default_max_consumers } }); retry later"
+
+// isConsumerLimit reports whether err is JetStream refusing a consumer for
+// the stream's limit on consumers.
+func isConsumerLimit(err error) bool {
+	return apiCode(err) == codeMaxConsumers || errors.Is(err, jetstream.ErrMaximumConsumersLimit)
 }
 
 // BackendError is a JetStream failure translated for the engine and its

@@ -39,11 +39,13 @@ type Log struct {
 	js  jetstream.JetStream
 	cfg Config
 	api string // JetStream API prefix, for leader reads
+	// reads holds a slot per read by consumer (maxReadConsumers).
+	reads chan struct{}
 }
 
 // NewLog returns the log on cfg's stream, reached through js.
 func NewLog(js jetstream.JetStream, cfg Config) *Log {
-	return &Log{js: js, cfg: cfg, api: apiPrefix(js)}
+	return &Log{js: js, cfg: cfg, api: apiPrefix(js), reads: make(chan struct{}, maxReadConsumers)}
 }
 
 // JetStream returns the JetStream context the log publishes through.

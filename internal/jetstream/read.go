@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -116,6 +117,16 @@ func (l *Log) decodeStored(subject string, seq uint64, hdr nats.Header, data []b
 	return session.Stored{Session: sid, Seq: seq, Time: t, Record: r}, nil
 }
 
+// maxReadConsumers is how many of a Log's reads may hold a consumer at
+// once; more wait for one to end. Reads are what clients drive (a cold
+// session's load, a long tail), and nats-server caps a stream's consumers,
+// over the whole cluster, at 1,000 by default since 2.15: a pi-node's share
+// is this, plus one consumer per follower of the stream (its Store, its
+// search index, a region's feed), so that even 9 nodes stay far below the
+// cap. A read the server refuses a consumer anyway (JetStream clients'
+// consumers fill the cap) reads the rest by gets.
+const maxReadConsumers = 16
+
 // getBudget is how many records Read fetches with leader gets before it
 // switches to a consumer. Measured with BenchmarkRead (2-core machine,
 // loopback, -benchtime 20x, ranges over three runs): a leader get costs
@@ -141,7 +152,13 @@ func (l *Log) read(ctx context.Context, sid string, afterSeq uint64) ([]session.
 	if err != nil || !more {
 		return out, err
 	}
-	rest, err := l.readByConsumer(ctx, sid, out[len(out)-1].Seq)
+	after := out[len(out)-1].Seq
+	rest, err := l.readByConsumer(ctx, sid, after)
+	if isConsumerLimit(err) {
+		// The stream has as many consumers as nats-server allows (other
+		// nodes', JetStream clients'): the rest by gets, slower but whole.
+		rest, _, err = l.readByGet(ctx, sid, after, math.MaxInt)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -205,6 +222,15 @@ func (l *Log) readByConsumer(ctx context.Context, sid string, afterSeq uint64) (
 	}
 	if last.Seq <= afterSeq {
 		return out, nil
+	}
+	// At most maxReadConsumers at once per Log: reads are client-driven,
+	// and every node's share of the stream's consumer limit must stay small
+	// (see maxReadConsumers).
+	select {
+	case l.reads <- struct{}{}:
+		defer func() { <-l.reads }()
+	case <-ctx.Done():
+		return nil, translate(ctx.Err(), wire.ErrConflict)
 	}
 	c, err := startConsumer(ctx, l.js, l.cfg.Stream, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{l.subject(sid)},

@@ -44,6 +44,12 @@ type Server struct {
 	// (0: the server's defaults, derived from the machine).
 	MaxMemory int64
 	MaxStore  int64
+	// MaxConsumersPerStream caps the consumers of each stream that sets no
+	// limit of its own (nats-server's jetstream.limits.default_max_consumers;
+	// 0: the server's default, 1,000 since 2.15; -1: none). Ordered
+	// consumers and KV watchers count; on a cluster the cap is on the
+	// stream's consumers over all servers.
+	MaxConsumersPerStream int
 
 	// MonitorHost and MonitorPort, when MonitorPort is set, serve the
 	// server's monitoring endpoints (/varz, /jsz, /healthz, ...), over
@@ -124,6 +130,7 @@ func (s *Server) options() (*server.Options, error) {
 		MaxPayload:         s.MaxPayload,
 		JetStreamMaxMemory: s.MaxMemory,
 		JetStreamMaxStore:  s.MaxStore,
+		JetStreamLimits:    server.JSLimitOpts{DefaultMaxConsumers: s.MaxConsumersPerStream},
 		Username:           s.User,
 		Password:           s.Password,
 		Authorization:      s.Token,
