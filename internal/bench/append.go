@@ -241,7 +241,7 @@ func RunAppend(ctx context.Context, e *Env, o AppendOptions) (*Result, error) {
 			res.figure("throughput vs the bare CAS publish, "+r.Name, r.Rate/bareRow.Rate, "×")
 			res.figure("p50 latency vs the bare CAS publish, "+r.Name, r.P50Ms/bareRow.P50Ms, "×")
 		}
-		if r.Kind == KindNode && r.Vs != "" {
+		if r.Kind == KindNode && r.Vs != "" && !e.clustered {
 			res.target("throughput vs raw, "+r.Name, r.RateRatio, "×", 0.9, true)
 			res.target("p50 latency vs raw, "+r.Name, r.P50Ratio, "×", 1.1, false)
 		}
@@ -253,16 +253,19 @@ func RunAppend(ctx context.Context, e *Env, o AppendOptions) (*Result, error) {
 	if pg := res.Row(pgName); pg != nil && pg.Rate > 0 {
 		// The alternative a platform team would pick, in the same run.
 		for _, r := range res.Rows {
-			if r.Kind != KindBaseline {
+			if r.Kind != KindBaseline && !(e.clustered && r.Kind == KindNode && clusterVsPG(o.Concurrency)) {
 				res.figure("throughput vs PostgreSQL, "+r.Name, r.Rate/pg.Rate, "×")
 			}
 		}
 	}
 	for _, name := range []string{natsName, httpName} {
-		if without, with := res.Row(name), res.Row(name+withClientSuffix); without != nil && with != nil && without.Rate > 0 {
+		if without, with := res.Row(name), res.Row(name+withClientSuffix); without != nil && with != nil && without.Rate > 0 && !e.clustered {
 			// What moving the writer's cursor with each append costs.
 			res.figure("throughput with client vs without, "+name, with.Rate/without.Rate, "×")
 		}
+	}
+	if e.clustered {
+		clusterTargets(res, o.Concurrency)
 	}
 	if raw, nd := res.Row(rawName), res.Row(noDedupeName); raw != nil && nd != nil && nd.Rate > 0 && nd.P50Ms > 0 {
 		// What the dedupe id costs: the adapter's message with it over
@@ -271,6 +274,35 @@ func RunAppend(ctx context.Context, e *Env, o AppendOptions) (*Result, error) {
 		res.figure("p50 latency, with the dedupe id vs without", raw.P50Ms/nd.P50Ms, "×")
 	}
 	return res, nil
+}
+
+// clusterVsPG reports whether the production shape's targets compare the
+// API with PostgreSQL at this many writers (issue 36: at 64 or 128).
+func clusterVsPG(writers int) bool { return writers == 64 || writers == 128 }
+
+// clusterTargets records issue 36's targets on the production shape (3
+// nodes, R3), for the rows of one concurrency: the API at least 0.8× raw
+// JetStream at 64 writers, at least PostgreSQL at 64 or 128 writers, and
+// appends naming a client (a fleet worker's) at least 0.9× of the same
+// without. Each is given for both transports, with and without a client.
+func clusterTargets(res *Result, writers int) {
+	pg := res.Row(pgName)
+	for _, r := range res.Rows {
+		if r.Kind != KindNode {
+			continue
+		}
+		if writers == 64 && r.Vs != "" {
+			res.target("throughput vs raw, "+r.Name, r.RateRatio, "×", 0.8, true)
+		}
+		if pg != nil && pg.Rate > 0 && clusterVsPG(writers) {
+			res.target("throughput vs PostgreSQL, "+r.Name, r.Rate/pg.Rate, "×", 1.0, true)
+		}
+	}
+	for _, name := range []string{natsName, httpName} {
+		if without, with := res.Row(name), res.Row(name+withClientSuffix); without != nil && with != nil && without.Rate > 0 {
+			res.target("throughput with client vs without, "+name, with.Rate/without.Rate, "×", 0.9, true)
+		}
+	}
 }
 
 // appendRound creates n sessions through w (untimed), then appends

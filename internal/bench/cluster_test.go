@@ -118,3 +118,48 @@ func TestAppendCluster(t *testing.T) {
 		t.Errorf("raw connections on %v, want one on each node", servers)
 	}
 }
+
+// TestClusterTargets: on the production shape the verdicts are issue 36's
+// — the API ≥ 0.8× raw at 64 writers, ≥ PostgreSQL at 64 or 128, a
+// client's appends ≥ 0.9× of the same without — not the one-server ones.
+func TestClusterTargets(t *testing.T) {
+	rows := func() *Result {
+		return &Result{Rows: []Row{
+			{Name: rawName, Kind: KindRaw, Rate: 1000},
+			{Name: natsName, Kind: KindNode, Vs: rawName, Rate: 850, RateRatio: 0.85},
+			{Name: natsName + withClientSuffix, Kind: KindNode, Vs: rawName, Rate: 700, RateRatio: 0.7},
+			{Name: pgName, Kind: KindBaseline, Rate: 800},
+		}}
+	}
+	met := func(res *Result, name string) (bool, bool) {
+		for _, f := range res.Figures {
+			if f.Name == name && f.Met != nil {
+				return *f.Met, true
+			}
+		}
+		return false, false
+	}
+	res := rows()
+	clusterTargets(res, 64)
+	for name, want := range map[string]bool{
+		"throughput vs raw, " + natsName:                           true,  // 0.85 ≥ 0.8
+		"throughput vs raw, " + natsName + withClientSuffix:        false, // 0.7
+		"throughput vs PostgreSQL, " + natsName:                    true,  // 850/800
+		"throughput vs PostgreSQL, " + natsName + withClientSuffix: false, // 700/800
+		"throughput with client vs without, " + natsName:           false, // 700/850 = 0.82
+	} {
+		if got, ok := met(res, name); !ok || got != want {
+			t.Errorf("%s: met %v (present %v), want %v", name, got, ok, want)
+		}
+	}
+	res = rows()
+	clusterTargets(res, 16)
+	for _, name := range []string{"throughput vs raw, " + natsName, "throughput vs PostgreSQL, " + natsName} {
+		if _, ok := met(res, name); ok {
+			t.Errorf("%s: a target at 16 writers", name)
+		}
+	}
+	if _, ok := met(res, "throughput with client vs without, "+natsName); !ok {
+		t.Error("no client-cost target at 16 writers")
+	}
+}
