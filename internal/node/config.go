@@ -94,6 +94,10 @@ type Config struct {
 	// endpoints (/varz, /jsz, /healthz): for NATS tooling such as
 	// prometheus-nats-exporter, next to the node.
 	MonitorListen string
+	// PprofListen, when set, serves Go's profiles of the node
+	// (/debug/pprof/: CPU, heap, goroutines, mutex), to find where it
+	// spends its time; loopback only unless Insecure, as MonitorListen.
+	PprofListen string
 
 	// Server, when set (no flag), is an embedded server the caller has
 	// started: the node runs on it as on its own, but leaves it running at
@@ -204,6 +208,7 @@ func (c *Config) ParseFlags(args []string, getenv func(string) string, stderr io
 	fs.IntVar(&c.MaxRequests, "max-requests", c.MaxRequests, "HTTP and NATS requests in flight at once, watches and probes aside; past it a request is refused with 503 unavailable")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "text or json")
+	fs.StringVar(&c.PprofListen, "pprof-listen", c.PprofListen, "host:port of Go's profiling endpoints of this process (/debug/pprof/: CPU, heap, goroutines; e.g. go tool pprof http://127.0.0.1:6060/debug/pprof/profile); unauthenticated, so loopback only unless --insecure (empty: off)")
 	fs.StringVar(&c.MonitorListen, "monitor-listen", c.MonitorListen, "host:port of the embedded NATS server's monitoring endpoints (/varz, /jsz, /healthz, ...), for NATS tooling such as prometheus-nats-exporter; unauthenticated (nats-server has no auth for them), so loopback only unless --insecure (empty: off)")
 	fs.BoolVar(&c.Console, "console", c.Console, "serve the web console at /console/ on the HTTP API listener (static pages; every call they make needs a token like any /v1 request; docs/CONSOLE.md)")
 	fs.StringVar(&c.MetricsListen, "metrics-listen", c.MetricsListen, "host:port of a listener of its own for /metrics (and /healthz, /readyz); /metrics is then not served on --http-listen (empty: it is)")

@@ -194,6 +194,48 @@ func TestMetricsListen(t *testing.T) {
 	}
 }
 
+// TestPprofListen: --pprof-listen serves Go's profiles of the process on
+// a listener of its own, and nothing else; the API listener does not
+// serve them; Close stops it.
+func TestPprofListen(t *testing.T) {
+	m, logs := startNode(t, func(c *Config) { c.PprofListen = "127.0.0.1:0" })
+	closed := false
+	t.Cleanup(func() {
+		if !closed {
+			_ = m.Close(context.Background())
+		}
+	})
+	if m.PprofAddr == "" || m.PprofAddr == m.HTTPAddr {
+		t.Fatalf("pprof on %q, API on %q", m.PprofAddr, m.HTTPAddr)
+	}
+	pp, api := "http://"+m.PprofAddr, "http://"+m.HTTPAddr
+	if code, body := httpGet(t, pp+"/debug/pprof/goroutine?debug=1"); code != 200 || !strings.Contains(body, "goroutine profile") {
+		t.Errorf("goroutine profile: %d %.200s", code, body)
+	}
+	if code, body := httpGet(t, pp+"/debug/pprof/heap?debug=1"); code != 200 || !strings.Contains(body, "heap profile") {
+		t.Errorf("heap profile: %d %.200s", code, body)
+	}
+	// Not the command line: tokens may be on it.
+	for _, path := range []string{"/v1/status", "/metrics", "/", "/debug/pprof/cmdline"} {
+		if code, _ := httpGet(t, pp+path); code != 404 {
+			t.Errorf("pprof listener %s: %d, want 404", path, code)
+		}
+	}
+	if code, _ := httpGet(t, api+"/debug/pprof/"); code == 200 {
+		t.Error("the API listener serves the profiles")
+	}
+	if !strings.Contains(logs.String(), "pprof="+m.PprofAddr) {
+		t.Errorf("the ready line does not say where the profiles are:\n%s", logs.String())
+	}
+	closed = true
+	if err := m.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := http.Get(pp + "/debug/pprof/"); err == nil {
+		t.Error("the pprof listener still serves after Close")
+	}
+}
+
 // httpGet is one GET: the status and the body.
 func httpGet(t *testing.T, url string) (int, string) {
 	t.Helper()

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"path/filepath"
 	"runtime/debug"
 	"strconv"
@@ -39,6 +40,7 @@ type Node struct {
 	// Where the node listens, once Open returned (ports resolved).
 	HTTPAddr    string
 	MetricsAddr string // "" without --metrics-listen
+	PprofAddr   string // "" without --pprof-listen
 	MonitorAddr string // "" without --monitor-listen
 	NATSURL     string
 
@@ -58,6 +60,8 @@ type Node struct {
 	api         *api.Server
 	http        *http.Server
 	metricsHTTP *http.Server // --metrics-listen's, or nil
+	pprofHTTP   *http.Server // --pprof-listen's, or nil
+	pprofErr    chan error
 	metricsErr  chan error
 	micro       micro.Service
 	certs       *certReloader          // --http-tls-cert (reload.go)
@@ -276,13 +280,23 @@ func (m *Node) start(ctx context.Context) error {
 		m.metricsErr = make(chan error, 1)
 		go func() { m.metricsErr <- m.metricsHTTP.Serve(mln) }()
 	}
+	if c.PprofListen != "" {
+		pln, err := net.Listen("tcp", c.PprofListen)
+		if err != nil {
+			return fmt.Errorf("pprof listen: %w", err)
+		}
+		m.PprofAddr = pln.Addr().String()
+		m.pprofHTTP = &http.Server{Handler: pprofMux(), ReadHeaderTimeout: 10 * time.Second}
+		m.pprofErr = make(chan error, 1)
+		go func() { m.pprofErr <- m.pprofHTTP.Serve(pln) }()
+	}
 	if m.micro, err = m.api.StartNATS(m.conn.NC); err != nil {
 		return fmt.Errorf("start NATS micro service: %w", err)
 	}
 	if m.holder != nil {
 		m.bg.Go(func() { m.holder.Run(bgCtx) })
 	}
-	logger.Info("pi-node ready", "version", buildinfo.Get().Version, "node", name, "http", m.HTTPAddr, "https", m.certs != nil, "metrics", m.metricsAt(), "nats", m.NATSURL, "monitor", m.MonitorAddr, "mode", m.mode())
+	logger.Info("pi-node ready", "version", buildinfo.Get().Version, "node", name, "http", m.HTTPAddr, "https", m.certs != nil, "metrics", m.metricsAt(), "nats", m.NATSURL, "monitor", m.MonitorAddr, "pprof", m.PprofAddr, "mode", m.mode())
 	return nil
 }
 
@@ -342,6 +356,24 @@ func (m *Node) startEmbedded(ctx context.Context, name string, auth *natsauth.Fi
 }
 
 // metricsAt is where /metrics is served, for the ready line.
+// pprofMux serves net/http/pprof's handlers on a mux of their own (the
+// package registers them on http.DefaultServeMux too, which nothing here
+// serves). Not /cmdline: --http-token and --nats-token may be on it.
+func pprofMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/debug/pprof/cmdline" {
+			http.NotFound(w, r)
+			return
+		}
+		pprof.Index(w, r)
+	})
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
+}
+
 func (m *Node) metricsAt() string {
 	if m.MetricsAddr != "" {
 		return m.MetricsAddr
@@ -437,6 +469,12 @@ func (m *Node) Close(ctx context.Context) error {
 			continue
 		}
 		errs = append(errs, err)
+	}
+	if m.pprofHTTP != nil {
+		errs = append(errs, m.pprofHTTP.Shutdown(ctx))
+		if err := <-m.pprofErr; !errors.Is(err, http.ErrServerClosed) {
+			errs = append(errs, err)
+		}
 	}
 	// Metrics are scraped to the end, the shutdown's included.
 	if m.metricsHTTP != nil {

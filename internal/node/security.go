@@ -48,6 +48,9 @@ func (c *Config) exposures(auth *natsauth.File) []string {
 	if c.HTTPListen != "" && beyondLoopback(c.HTTPListen) && c.HTTPToken == "" && c.HTTPTokens == "" {
 		out = append(out, fmt.Sprintf("the HTTP API on %s has no auth: add --http-tokens FILE (pi-ctl gen-secrets) or --http-token", c.HTTPListen))
 	}
+	if c.PprofListen != "" && beyondLoopback(c.PprofListen) {
+		out = append(out, fmt.Sprintf("the profiling endpoints on %s have no auth (and show the process's internals): keep --pprof-listen on 127.0.0.1", c.PprofListen))
+	}
 	if c.NATSURL != "" {
 		return out // the external cluster's listeners are its own
 	}

@@ -51,6 +51,8 @@ func TestFailClosed(t *testing.T) {
 		{"monitor", []string{"--monitor-listen", "0.0.0.0:8222"}, []string{"the NATS monitoring port on 0.0.0.0:8222 has no auth"}},
 		{"monitor loopback", []string{"--monitor-listen", "127.0.0.1:8222"}, nil},
 		{"monitor, insecure", []string{"--monitor-listen", ":8222", "--insecure"}, nil},
+		{"pprof", []string{"--pprof-listen", "0.0.0.0:6060"}, []string{"the profiling endpoints on 0.0.0.0:6060 have no auth"}},
+		{"pprof loopback", []string{"--pprof-listen", "127.0.0.1:6060"}, nil},
 		{"all, insecure", append(append(routes, "--http-listen", "0.0.0.0:8080", "--client-listen", "0.0.0.0:4222"), "--insecure"), nil},
 	}
 	for _, c := range cases {
