@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"flag"
+	"fmt"
 	"strings"
 	"time"
 
@@ -34,6 +35,7 @@ type benchFlags struct {
 	natsServer   string
 	nodes        int
 	cluster      int            // with piNode: an embedded cluster of that many nodes
+	nodePprof    bool           // with cluster: each node serves its profiles
 	shards       int            // the node's --shards (append's --shards runs each in turn)
 	progress     *benchProgress // nil unless stderr is a terminal
 }
@@ -58,6 +60,7 @@ func addBenchFlags(fs *flag.FlagSet) *benchFlags {
 	fs.StringVar(&b.piNode, "pi-node", "", "with --nats-server: run this pi-node `BINARY` as processes over it (--nodes of them) and report each process's CPU per append from /proc")
 	fs.StringVar(&b.natsServer, "nats-server", "", "with --pi-node: run this nats-server `BINARY` as a process (JetStream in --data-dir or a temporary dir, --sync)")
 	fs.IntVar(&b.nodes, "nodes", 1, "with --pi-node: pi-node processes; all apply every record, the first serves HTTP, all share the NATS API")
+	fs.BoolVar(&b.nodePprof, "node-pprof", false, "with --cluster: each pi-node serves its Go profiles on a loopback port (--pprof-listen), printed to stderr at the start: go tool pprof URL/debug/pprof/profile while a row runs")
 	fs.IntVar(&b.cluster, "cluster", 0, "with --pi-node, instead of --nats-server: run `N` (3 or 5) pi-nodes each with its embedded server, clustered, streams at N replicas (the production shape); writers spread over the nodes")
 	return b
 }
@@ -80,13 +83,15 @@ func (b *benchFlags) open(ctx context.Context, e *env, fs *flag.FlagSet) (*bench
 		return nil, cli.Usagef(fs.Name(), "--pi-node and --nats-server go together (or --pi-node and --cluster)")
 	case procs && b.embedded:
 		return nil, cli.Usagef(fs.Name(), "--embedded starts a node in this process, --pi-node runs processes: one of them")
+	case b.nodePprof && !set["cluster"]:
+		return nil, cli.Usagef(fs.Name(), "--node-pprof is for the nodes of --cluster")
 	case set["nodes"] && (!procs || b.nodes < 1):
 		return nil, cli.Usagef(fs.Name(), "--nodes is a positive number of --pi-node processes")
 	case procs && set["memory-budget"]:
 		return nil, cli.Usagef(fs.Name(), "--memory-budget configures the node of --embedded")
 	}
 	if procs {
-		o.Procs = &bench.ProcOptions{PiNode: b.piNode, NATSServer: b.natsServer, Nodes: b.nodes, Cluster: b.cluster}
+		o.Procs = &bench.ProcOptions{PiNode: b.piNode, NATSServer: b.natsServer, Nodes: b.nodes, Cluster: b.cluster, Pprof: b.nodePprof}
 	}
 	if b.embedded || procs {
 		for _, f := range []string{"server", "http", "token", "creds", "user", "password", "stream", "subject-prefix"} {
@@ -106,6 +111,9 @@ func (b *benchFlags) open(ctx context.Context, e *env, fs *flag.FlagSet) (*bench
 	env, err := bench.Open(ctx, o)
 	if err != nil {
 		return nil, err
+	}
+	for i, u := range env.PprofURLs {
+		fmt.Fprintf(e.stderr, "pi-node %d profiles: %s/debug/pprof/\n", i+1, u)
 	}
 	if b.progress = newBenchProgress(e, b.asJSON); b.progress != nil {
 		env.Progress = b.progress.report

@@ -188,6 +188,7 @@ func TestBenchUsage(t *testing.T) {
 		{"append", "--pi-node", "/bin/true", "--cluster", "3", "--nats-server", "/bin/true"},
 		{"append", "--pi-node", "/bin/true", "--cluster", "3", "--nodes", "3"},
 		{"append", "--embedded", "--client", "sometimes"},
+		{"append", "--embedded", "--node-pprof"},
 		{"search", "--entries", "0"},
 		{"search", "--sync", "never"},
 	} {

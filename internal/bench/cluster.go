@@ -37,7 +37,7 @@ func startCluster(ctx context.Context, o ProcOptions, dir string, syncAlways boo
 			set = procSet{}
 		}
 	}()
-	ports, err := loopback.FreePorts(3 * n)
+	ports, err := loopback.FreePorts(4 * n)
 	if err != nil {
 		return set, err
 	}
@@ -55,15 +55,20 @@ func startCluster(ctx context.Context, o ProcOptions, dir string, syncAlways boo
 			return set, err
 		}
 		httpAddr, clientAddr := fmt.Sprintf("127.0.0.1:%d", ports[3*i]), fmt.Sprintf("127.0.0.1:%d", ports[3*i+2])
-		p, err := startProc(fmt.Sprintf("pi-node %d", i+1), o.PiNode, filepath.Join(dir, fmt.Sprintf("pi-node-%d.log", i+1)),
-			"--node-name", fmt.Sprintf("bench%d", i+1), "--data-dir", ndir,
+		args := []string{"--node-name", fmt.Sprintf("bench%d", i+1), "--data-dir", ndir,
 			"--cluster-name", clusterName, "--cluster-listen", fmt.Sprintf("127.0.0.1:%d", ports[3*i+1]),
 			"--routes", strings.Join(routes, ","), "--replicas", strconv.Itoa(n),
 			"--client-listen", clientAddr, "--http-listen", httpAddr, "--sync", sync,
 			"--shards", strconv.Itoa(max(o.Shards, 1)), "--log-level", "warn",
 			// Above net/http's 5 s wait for a connection opened and never
 			// used, so that a clean stop exits 0.
-			"--shutdown-grace", "10s")
+			"--shutdown-grace", "10s"}
+		if o.Pprof {
+			pp := fmt.Sprintf("127.0.0.1:%d", ports[3*n+i])
+			args = append(args, "--pprof-listen", pp)
+			set.pprof = append(set.pprof, "http://"+pp)
+		}
+		p, err := startProc(fmt.Sprintf("pi-node %d", i+1), o.PiNode, filepath.Join(dir, fmt.Sprintf("pi-node-%d.log", i+1)), args...)
 		if err != nil {
 			return set, err
 		}

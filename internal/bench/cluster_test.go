@@ -3,7 +3,10 @@ package bench
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,7 +32,7 @@ func TestAppendCluster(t *testing.T) {
 	t.Cleanup(cleanup)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	e, err := Open(ctx, EnvOptions{Procs: &ProcOptions{PiNode: bins["pi-node"], Cluster: 3}, Dir: t.TempDir(), SyncAlways: true})
+	e, err := Open(ctx, EnvOptions{Procs: &ProcOptions{PiNode: bins["pi-node"], Cluster: 3, Pprof: true}, Dir: t.TempDir(), SyncAlways: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,6 +41,21 @@ func TestAppendCluster(t *testing.T) {
 			t.Errorf("close: %v", err)
 		}
 	})
+	// Each node's profiles, where issue 36's profiling reads them.
+	if len(e.PprofURLs) != 3 {
+		t.Fatalf("profile endpoints %v, want 3", e.PprofURLs)
+	}
+	for _, u := range e.PprofURLs {
+		resp, err := http.Get(u + "/debug/pprof/goroutine?debug=1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(body), "goroutine profile") {
+			t.Fatalf("%s: %d %.200s", u, resp.StatusCode, body)
+		}
+	}
 
 	o := AppendOptions{Sessions: 4, Entries: 5, Concurrency: 2, Size: 300, Rounds: 1, Client: ClientBoth,
 		Transports: []string{"raw", "nats", "http"}}

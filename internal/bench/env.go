@@ -68,6 +68,9 @@ type Env struct {
 	// (index 0 is NATS and Raw), writer w using node w mod their number.
 	clustered bool
 	httpURLs  []string
+	// PprofURLs are the nodes' profile endpoints (ProcOptions.Pprof):
+	// go tool pprof URL/debug/pprof/profile while a row runs.
+	PprofURLs []string
 	apis      []apiclient.Client
 	raws      []*jetstream.Conn
 }
@@ -109,7 +112,7 @@ func Open(ctx context.Context, o EnvOptions) (e *Env, err error) {
 			}
 			e.procs, server, e.HTTPURL, e.clustered = set.procs, set.nats[0], set.http[0], set.clustered
 			if set.clustered {
-				e.httpURLs, others = set.http, set.nats[1:]
+				e.httpURLs, others, e.PprofURLs = set.http, set.nats[1:], set.pprof
 			}
 		} else if e.Node, err = StartNode(ctx, NodeOptions{Dir: dir, SyncAlways: o.SyncAlways, MemoryBudget: o.MemoryBudget, SnapshotEvery: o.SnapshotEvery, Shards: o.Shards}); err != nil {
 			return nil, err

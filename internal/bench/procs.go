@@ -36,6 +36,9 @@ type ProcOptions struct {
 	Nodes              int    // pi-node processes (default 1)
 	Shards             int    // pi-node's --shards (0: 1)
 	Cluster            int    // 3 or 5: an embedded cluster of that many pi-nodes, at that many replicas
+	// Pprof (with Cluster): each pi-node serves its Go profiles on a
+	// loopback port (--pprof-listen), at Env.PprofURLs.
+	Pprof bool
 }
 
 // procSet is what startProcs started: the processes (the server first,
@@ -44,6 +47,7 @@ type procSet struct {
 	procs     []*cpuProc
 	nats      []string // client URLs: the server's, or each node's embedded one
 	http      []string // each node's HTTP API (the first node's only, over one server)
+	pprof     []string // each node's profiles (ProcOptions.Pprof)
 	clustered bool
 }
 
