@@ -45,6 +45,8 @@ type Index struct {
 	err      string // the last failure of Run, while it retries
 	cwds     map[string]string
 
+	lockf *os.File // dir.lock, held while the Index is open (lock)
+
 	// resets carries FeedReset's requests to the goroutine that applies;
 	// mustReset (that goroutine's) is one it could not carry out yet.
 	resets    chan chan struct{}
@@ -93,8 +95,11 @@ func Open(dir string, logger *slog.Logger) (*Index, error) {
 }
 
 // open opens or creates the index on disk, waiting at most wait for
-// another holder of it to let go (bolt's lock).
+// another holder of it to let go (its lock file, then bolt's lock).
 func (x *Index) open(wait time.Duration) error {
+	if err := x.lock(wait); err != nil {
+		return err
+	}
 	cfg := map[string]any{"bolt_timeout": wait.String()}
 	if _, err := os.Stat(path.Join(x.dir, "index_meta.json")); err == nil {
 		idx, err := bleve.OpenUsing(x.dir, cfg)
@@ -133,6 +138,35 @@ func (x *Index) open(wait time.Duration) error {
 		return err
 	}
 	x.setIndex(idx)
+	return nil
+}
+
+// lock takes the index directory's lock file, beside it (dir.lock), for
+// as long as this Index lives, waiting at most wait for another holder to
+// let go. bolt's own lock is on a file inside the directory, which a reset
+// removes and creates again: another process (two nodes given one data
+// dir) waiting on the removed file's lock would then open the new index
+// too, and two writers of one index crash scorch.
+func (x *Index) lock(wait time.Duration) error {
+	if x.lockf != nil {
+		return nil
+	}
+	if err := os.MkdirAll(path.Dir(x.dir), 0o755); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(x.dir+".lock", os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(wait)
+	for !lockFile(f) {
+		if time.Now().After(deadline) {
+			_ = f.Close()
+			return fmt.Errorf("search index %s: in use by another index (another process on the same data dir?): %w", x.dir, bolterrors.ErrTimeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	x.lockf = f
 	return nil
 }
 
@@ -180,10 +214,15 @@ func (x *Index) load(idx bleve.Index) error {
 
 // Close closes the index; Run must have returned.
 func (x *Index) Close() error {
+	var err error
 	if idx := x.index(); idx != nil {
-		return idx.Close()
+		err = idx.Close()
 	}
-	return nil
+	if x.lockf != nil {
+		err = errors.Join(err, x.lockf.Close()) // and with it the lock
+		x.lockf = nil
+	}
+	return err
 }
 
 // Applied is the last sequence indexed.

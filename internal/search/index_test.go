@@ -522,3 +522,46 @@ func TestIndexBusy(t *testing.T) {
 		t.Fatalf("%d hits, the oracle %d", len(got), len(want))
 	}
 }
+
+// renamed is a feed under another identity (a stream deleted and made
+// again): an index that followed it before starts over.
+type renamed struct {
+	session.Feed
+	id string
+}
+
+func (r renamed) Identity(context.Context) (string, error) { return r.id, nil }
+
+// TestIndexBusyReset: an index on disk that another Index holds stays
+// closed to the second while the first empties and rebuilds it (its
+// directory removed and made again), and opens once the first lets go —
+// two nodes given one data dir: a second writer of one index crashes
+// scorch.
+func TestIndexBusyReset(t *testing.T) {
+	c := newCorpus(t, 200)
+	dir, x := indexOnDisk(t, c)
+	y := follow(t, dir, c.log) // waits: x has it
+	q, _ := search.Parse("salt")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	f := &froms{Feed: c.log}
+	go func() { x.Run(ctx, renamed{Feed: f, id: "another"}); close(done) }()
+	// x starts over (its directory removed and made again) and indexes
+	// the log from its start.
+	if at := f.started(t); len(at) != 1 || at[0] != 1 {
+		t.Fatalf("the renamed log was followed from %v, want [1]: no reset", at)
+	}
+	waitFor(t, x, c.last)
+	cancel()
+	<-done
+	if _, err := y.Search(context.Background(), q, c, "", 10, nil); err == nil {
+		t.Fatal("the second index opened while the first rebuilt it")
+	}
+	if err := x.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, y, c.last)
+	if got, want := all(t, y, c, q, "", 50), c.oracle(q, ""); !slices.Equal(got, want) {
+		t.Fatalf("%d hits, the oracle %d", len(got), len(want))
+	}
+}

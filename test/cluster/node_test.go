@@ -197,6 +197,9 @@ func startExternalNode(t *testing.T, name, natsURL string) *piNode {
 	nd.Proc = proctest.New(t, name, piNodeBin,
 		"--node-name", name,
 		"--nats-url", natsURL,
+		// Its own: the default (./pi-data) would be shared by every node
+		// of the test, and by every run.
+		"--data-dir", t.TempDir(),
 		"--replicas", "3",
 		"--http-listen", fmt.Sprintf("127.0.0.1:%d", port),
 		"--shutdown-grace", "10s",
