@@ -136,7 +136,7 @@ func RestoreStream(ctx context.Context, js jetstream.JetStream, stream string, s
 	if err != nil {
 		return SnapshotState{}, fmt.Errorf("restore of %s: %w", stream, err)
 	}
-	resp, err := nc.RequestWithContext(ctx, apiPrefix(js)+"STREAM.RESTORE."+stream, req)
+	resp, err := askRestore(ctx, nc, apiPrefix(js)+"STREAM.RESTORE."+stream, req)
 	if err != nil {
 		return SnapshotState{}, fmt.Errorf("restore of %s: %w", stream, translate(err, wire.ErrExists))
 	}
@@ -199,8 +199,58 @@ func RestoreStream(ctx context.Context, js jetstream.JetStream, stream string, s
 	if err := done.err("restore of " + stream); err != nil {
 		return SnapshotState{}, err
 	}
+	if err := awaitLeader(ctx, js, stream); err != nil {
+		return SnapshotState{}, fmt.Errorf("restore of %s: %w", stream, err)
+	}
 	return done.State, nil
 }
+
+// awaitLeader returns once the restored stream has a leader: the server
+// answers the restore when every replica holds it, and a replicated
+// stream then elects its leader — until it has one, the gets and infos
+// that only a leader answers are dropped, and a reader with a long
+// deadline waits it all out.
+func awaitLeader(ctx context.Context, js jetstream.JetStream, stream string) error {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		ictx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		s, err := js.Stream(ictx, stream)
+		cancel()
+		if err == nil {
+			if c := s.CachedInfo().Cluster; c == nil || c.Leader != "" {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the restored stream elected no leader: %w", translate(ctx.Err(), wire.ErrConflict))
+		case <-tick.C:
+		}
+	}
+}
+
+// askRestore sends the restore request, again each restoreAsk without an
+// answer, until ctx ends. Only the meta leader answers it (nats-server
+// jsStreamRestoreRequest): with none, or one being elected (a cluster
+// under load), the request is dropped, not refused — one ask alone waited
+// out the whole ctx (a CI run's TestSnapshotRestore). Asked again after a
+// lost answer to a restore that did begin, the server says the stream is
+// being restored, and that is returned.
+func askRestore(ctx context.Context, nc *nats.Conn, subj string, req []byte) (*nats.Msg, error) {
+	for {
+		actx, cancel := context.WithTimeout(ctx, restoreAsk)
+		m, err := nc.RequestWithContext(actx, subj, req)
+		cancel()
+		if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) {
+			return m, err
+		}
+	}
+}
+
+// restoreAsk is how long a restore request waits for the meta leader's
+// answer before it is sent again.
+const restoreAsk = 10 * time.Second
 
 // requestChunk sends one restore chunk; the last one waits longest. In a
 // cluster the server that took the restore request may answer it before
