@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pifleet/sessionlog/internal/jetstream/embedded"
+	"github.com/pifleet/sessionlog/internal/jetstream/embedded/embeddedtest"
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/testutil"
 	"github.com/pifleet/sessionlog/internal/wire"
@@ -24,16 +25,7 @@ const limitCap = 2
 // small, so that the cap is reached with a few.
 func runLimitedServer(t *testing.T) *embedded.Server {
 	t.Helper()
-	s := embedded.NewServer(t.TempDir())
-	s.ServerName = "limited"
-	s.Port = -1
-	s.MaxConsumersPerStream = limitCap
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := s.Start(ctx); err != nil {
-		t.Fatalf("start server: %v", err)
-	}
-	t.Cleanup(s.Shutdown)
+	s := embeddedtest.RunServerWith(t, func(s *embedded.Server) { s.MaxConsumersPerStream = limitCap })
 	anchorStream(t, s.ClientURL(), 1)
 	return s
 }

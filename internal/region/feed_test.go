@@ -128,12 +128,20 @@ func TestFeedSwitchKeepsStateWithinOneHistory(t *testing.T) {
 	}
 }
 
-func TestFeedSwitchResetsOnAnotherHistory(t *testing.T) {
-	oldHome, newHome := memLog(), memLog()
+// twoHistories returns an old home and a new one that share a1 and then
+// fork at 2: "lost", acknowledged by the old home and never mirrored, and
+// b1, b2 of the new home.
+func twoHistories(t *testing.T) (oldHome, newHome *session.MemLog) {
+	t.Helper()
+	oldHome, newHome = memLog(), memLog()
 	appendAll(t, []session.Record{header(t), entry("a1", "")}, oldHome, newHome)
-	// Acknowledged by the old home, never mirrored: the new home forks at 2.
 	appendAll(t, []session.Record{entry("lost", "a1")}, oldHome)
 	appendAll(t, []session.Record{entry("b1", "a1"), entry("b2", "b1")}, newHome)
+	return oldHome, newHome
+}
+
+func TestFeedSwitchResetsOnAnotherHistory(t *testing.T) {
+	oldHome, newHome := twoHistories(t)
 
 	f := newFeed()
 	f.Switch(oldHome, func(uint64) bool { return true })
@@ -176,10 +184,7 @@ func TestFeedSwitchKeepsStateAtTheFork(t *testing.T) {
 // Store: on a stream of another history it starts over (the entry only the
 // old home held is no longer found), within one history it goes on.
 func TestFeedViewResetsIndex(t *testing.T) {
-	oldHome, newHome := memLog(), memLog()
-	appendAll(t, []session.Record{header(t), entry("a1", "")}, oldHome, newHome)
-	appendAll(t, []session.Record{entry("lost", "a1")}, oldHome)
-	appendAll(t, []session.Record{entry("b1", "a1"), entry("b2", "b1")}, newHome)
+	oldHome, newHome := twoHistories(t)
 
 	f := newFeed()
 	f.Switch(oldHome, func(uint64) bool { return true })

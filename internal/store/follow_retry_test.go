@@ -1,7 +1,6 @@
 package store_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -35,24 +34,6 @@ func (f *unreachableFeed) Follow(ctx context.Context, _ uint64, _ func([]session
 	}
 }
 
-// syncBuffer is a log output the test reads while the Store writes it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // TestFollowRetriesReported: a Store whose feed retries without reading
 // anything says why — its last follow error and a warning — though Follow
 // itself never returns. A sharded TestKillStreamLeader saw a Store taken
@@ -60,7 +41,7 @@ func (b *syncBuffer) String() string {
 func TestFollowRetriesReported(t *testing.T) {
 	ctx := ctxT(t)
 	l := session.NewMemLog(smallBatch, 1<<20)
-	var logs syncBuffer
+	var logs testutil.SyncBuffer
 	now := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC) // the Store's clock: moved by the test alone
 	var clock sync.Mutex
 	f := &unreachableFeed{MemLog: l, attempts: make(chan struct{})}

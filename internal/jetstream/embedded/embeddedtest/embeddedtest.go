@@ -16,10 +16,17 @@ import (
 // is the production default of fsyncing every write.
 func RunServer(t testing.TB, syncAlways bool) *embedded.Server {
 	t.Helper()
+	return RunServerWith(t, func(s *embedded.Server) { s.SyncAlways = syncAlways })
+}
+
+// RunServerWith is RunServer with the server's settings changed by
+// configure before it starts.
+func RunServerWith(t testing.TB, configure func(*embedded.Server)) *embedded.Server {
+	t.Helper()
 	s := embedded.NewServer(t.TempDir())
 	s.ServerName = "single"
 	s.Port = -1
-	s.SyncAlways = syncAlways
+	configure(s)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := s.Start(ctx); err != nil {
