@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -153,6 +154,7 @@ func summarize(r io.Reader, w io.Writer, verbose bool) (Suite, error) {
 						fmt.Fprint(w, o)
 					}
 				}
+				printRecap(w, e.Test, out[key])
 			case "skip":
 				if top {
 					reason := skipReason(out[key])
@@ -170,6 +172,44 @@ func summarize(r io.Reader, w io.Writer, verbose bool) (Suite, error) {
 	sort.Slice(s.Longest, func(i, j int) bool { return s.Longest[i].Elapsed > s.Longest[j].Elapsed })
 	s.Longest = s.Longest[:min(len(s.Longest), 12)]
 	return s, sc.Err()
+}
+
+// recapLines is how many of a failed test's last messages printRecap
+// repeats, and recapWidth how much of each.
+const (
+	recapLines = 8
+	recapWidth = 400
+)
+
+// logStart is the first line of a t.Log message: go test indents it and
+// names the file and line; the lines a message continues on are indented
+// further and name nothing.
+var logStart = regexp.MustCompile(`^ {4,}[\w.-]+\.go:\d+: `)
+
+// printRecap repeats, after a failed test's verdict, the first line of its
+// last messages. A test that dumps its processes' logs when it fails
+// (compose, the cluster suites) buries the failure under them, and a
+// reader who sees only the end of the output — CI's excerpt — lost it
+// (stops 46 and 49 of TestComposeRegion).
+func printRecap(w io.Writer, test string, lines []string) {
+	var starts []string
+	for _, l := range lines {
+		if logStart.MatchString(l) {
+			l = strings.TrimRight(strings.TrimSpace(l), "\n")
+			if len(l) > recapWidth {
+				l = l[:recapWidth] + " …"
+			}
+			starts = append(starts, l)
+		}
+	}
+	if len(starts) == 0 {
+		return
+	}
+	starts = starts[max(0, len(starts)-recapLines):]
+	fmt.Fprintf(w, "--- FAIL recap: %s: the first line of its last %d messages (the failure, then what was printed after it):\n", test, len(starts))
+	for _, l := range starts {
+		fmt.Fprintf(w, "    %s\n", l)
+	}
 }
 
 // skipReason is the message a skipped test gave: its last output line

@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -51,6 +53,42 @@ func TestSummarize(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "=== RUN") {
 		t.Errorf("output has go test -v framing:\n%s", out.String())
+	}
+}
+
+// A failure followed by a dump of logs: the recap after the verdict repeats
+// the failure's line, and names no line of the dump.
+func TestRecap(t *testing.T) {
+	var in strings.Builder
+	ev := func(action, output string) {
+		in.WriteString(`{"Action":"` + action + `","Package":"p","Test":"TestD","Output":` + strconv.Quote(output) + "}\n")
+	}
+	ev("output", "=== RUN   TestD\n")
+	ev("output", "    d_test.go:5: measured: 3 nodes up\n")
+	ev("output", "    d_test.go:40: writers behind: w1 at 3 of 20\n")
+	ev("output", "    cluster_test.go:173: compose logs (last lines per node):\n")
+	for i := range 40 {
+		ev("output", fmt.Sprintf("        t1_1  | [1] log line %d\n", i))
+	}
+	ev("output", "--- FAIL: TestD (1.00s)\n")
+	in.WriteString(`{"Action":"fail","Package":"p","Test":"TestD","Elapsed":1}` + "\n")
+	for _, verbose := range []bool{false, true} {
+		var out bytes.Buffer
+		if _, err := summarize(strings.NewReader(in.String()), &out, verbose); err != nil {
+			t.Fatal(err)
+		}
+		_, recap, ok := strings.Cut(out.String(), "--- FAIL recap: TestD")
+		if !ok {
+			t.Fatalf("verbose %v: no recap:\n%s", verbose, out.String())
+		}
+		for _, want := range []string{"d_test.go:40: writers behind: w1 at 3 of 20", "d_test.go:5: measured", "cluster_test.go:173: compose logs"} {
+			if !strings.Contains(recap, want) {
+				t.Errorf("verbose %v: recap lacks %q:\n%s", verbose, want, recap)
+			}
+		}
+		if strings.Contains(recap, "log line") {
+			t.Errorf("verbose %v: recap repeats the dump:\n%s", verbose, recap)
+		}
 	}
 }
 
