@@ -190,6 +190,16 @@ func (a *appender) ackedSince(t time.Time) int {
 	return n
 }
 
+// lastAck is when the last ack arrived (zero: none yet).
+func (a *appender) lastAck() time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.ackTimes) == 0 {
+		return time.Time{}
+	}
+	return a.ackTimes[len(a.ackTimes)-1]
+}
+
 // maxGap is the longest time without an acknowledged append around an
 // event at t: between the last ack before it (or t) and the next one, and
 // between any two acks after it.

@@ -109,9 +109,7 @@ func TestComposeRegion(t *testing.T) {
 	all = append(append(all, aw...), bw...)
 	defer func() { haltAll(all) }() // all grows below
 	// Every writer acknowledged 20 times.
-	testutil.WaitFor(t, time.Minute, func() error {
-		return everyAcked(all, 20, time.Time{})
-	})
+	waitAcked(t, "every writer acknowledged 20 times", all, 20, time.Time{})
 
 	// A meta leader in A makes the failover wait for an election.
 	t.Logf("JetStream meta leader before the kill: %s", metaLeader(tb))
@@ -134,9 +132,7 @@ func TestComposeRegion(t *testing.T) {
 		t.Fatalf("pi-ctl failover --to B after the loss of A: exit %d\n%s", code, out)
 	}
 	t.Logf("pi-ctl failover --to B:\n%s", strings.TrimSpace(out))
-	testutil.WaitFor(t, time.Minute, testutil.Awaiting("B's writers acknowledged 10 times after the kill", func() error {
-		return everyAcked(bw, 10, dead)
-	}))
+	waitAcked(t, "B's writers acknowledged 10 times after the kill", bw, 10, dead)
 	rto := firstAck(bw, kill, dead)
 	t.Logf("measured: RTO (docker kill of region A -> first write accepted in B, sent after A was dead): %v; of which pi-ctl failover %v (run %v after the kill, in b1 with docker exec), and %v from its end to that write",
 		rto.Round(time.Millisecond), foTook.Round(time.Millisecond), foStart.Sub(kill).Round(time.Millisecond), (rto - foStart.Sub(kill) - foTook).Round(time.Millisecond))
@@ -162,9 +158,7 @@ func TestComposeRegion(t *testing.T) {
 		rw = append(rw, startAppender(sid, fmt.Sprintf("r%d-", i), []*node{a1}))
 	}
 	all = append(all, rw...)
-	testutil.WaitFor(t, time.Minute, testutil.Awaiting("A's writers acknowledged 5 times after A's return", func() error {
-		return everyAcked(rw, 5, restart)
-	}))
+	waitAcked(t, "A's writers acknowledged 5 times after A's return", rw, 5, restart)
 
 	fbStart := time.Now()
 	code, out = c.piCtl(b1, 5*time.Minute, "failback", "--from", "A")
@@ -174,9 +168,7 @@ func TestComposeRegion(t *testing.T) {
 	}
 	t.Logf("pi-ctl failback --from A:\n%s", strings.TrimSpace(out))
 	afterFB := time.Now()
-	testutil.WaitFor(t, time.Minute, testutil.Awaiting("writers of both regions acknowledged 5 times after failback", func() error {
-		return everyAcked(append(append([]*appender{}, bw...), rw...), 5, afterFB)
-	}))
+	waitAcked(t, "writers of both regions acknowledged 5 times after failback", append(append([]*appender{}, bw...), rw...), 5, afterFB)
 	haltAll(all)
 	t.Logf("measured: failback (fence, merge, mirror recreated, caught up): %v, writers of both regions going on", fbTook.Round(time.Millisecond))
 
@@ -345,6 +337,36 @@ func mirrorReads(t *testing.T, home, mirror *node, sid string) {
 	}
 	t.Logf("measured: write acked by %s -> served by %s (through published ports and docker-proxy), %d probes: p50 %s, max %s; with minSeq: p50 %s, max %s (%d reads answered 504 and asked again)",
 		home.name, mirror.name, len(plain), pct(plain, 50), pct(plain, 100), pct(withMinSeq, 50), pct(withMinSeq, 100), retried)
+}
+
+// waitAcked waits until every appender has k acks after since. It judges
+// progress, not speed: it fails as soon as a writer still behind has had
+// no ack for a (scaled) minute — stalled — and otherwise waits on, within
+// ten, for a machine so loaded that each append takes seconds (CI's, with
+// two other lanes of tests beside this one) is slow, not broken.
+func waitAcked(t *testing.T, what string, aps []*appender, k int, since time.Time) {
+	t.Helper()
+	stall := testutil.Scale(time.Minute)
+	start := time.Now()
+	testutil.WaitFor(t, 10*time.Minute, testutil.Awaiting(what, func() error {
+		err := everyAcked(aps, k, since)
+		if err == nil {
+			return nil
+		}
+		for _, a := range aps {
+			if a.ackedSince(since) >= k {
+				continue
+			}
+			last := a.lastAck()
+			if last.Before(start) {
+				last = start
+			}
+			if time.Since(last) > stall {
+				t.Fatalf("%s: writer %s has had no ack for %v (since %s): %v", what, a.prefix, time.Since(last).Round(time.Second), last.Format("15:04:05.000"), err)
+			}
+		}
+		return err
+	}))
 }
 
 // everyAcked returns nil when each appender has k acks received after

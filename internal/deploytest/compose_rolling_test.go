@@ -78,9 +78,7 @@ func TestComposeRollingRestart(t *testing.T) {
 		w.parent, w.window = "root", rollingRetryWindow // createSession's entry
 		writers = append(writers, w.start())
 	}
-	testutil.WaitFor(t, time.Minute, testutil.Awaiting("every writer acknowledged 20 times", func() error {
-		return everyAcked(writers, 20, time.Time{})
-	}))
+	waitAcked(t, "every writer acknowledged 20 times", writers, 20, time.Time{})
 
 	// As Kubernetes' StatefulSet does: the highest ordinal first.
 	var figures []restartFigures
@@ -88,9 +86,7 @@ func TestComposeRollingRestart(t *testing.T) {
 		figures = append(figures, c.rollingRestart(t, n, grace, writers))
 	}
 	last := time.Now()
-	testutil.WaitFor(t, time.Minute, testutil.Awaiting("every writer acknowledged 20 times after the last restart", func() error {
-		return everyAcked(writers, 20, last)
-	}))
+	waitAcked(t, "every writer acknowledged 20 times after the last restart", writers, 20, last)
 	haltAll(writers)
 
 	for _, w := range writers {
