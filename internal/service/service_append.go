@@ -186,13 +186,35 @@ func (s *Service) finish(ctx context.Context, sid, client string, res []wire.Ent
 	if len(res) > 0 {
 		c.LeafID = res[len(res)-1].ID
 	}
-	rev, err := s.Cursors.Put(ctx, sid, client, c)
+	rev, err := s.putCursor(ctx, sid, client, c)
 	if err != nil {
 		return out, fmt.Errorf("entries stored (last seq %d) but moving cursor %s failed: %w", lastSeq, client, err)
 	}
 	v := cursorView(session.CursorEntry{Client: client, Cursor: c, Revision: rev})
 	out.Cursor = &v
 	return out, nil
+}
+
+// cursorRetry bounds how long finish asks again to move a cursor the
+// bucket could not take: about a JetStream election (4 to 9 s), during
+// which the bucket has no leader and a put gets no responders.
+const cursorRetry = 10 * time.Second
+
+// putCursor puts the cursor, asking again while the bucket is unavailable
+// (within cursorRetry and ctx): the entries are stored already, and the
+// client would otherwise retry the whole append to move its cursor.
+func (s *Service) putCursor(ctx context.Context, sid, client string, c session.Cursor) (uint64, error) {
+	deadline := time.Now().Add(cursorRetry)
+	backoff := 50 * time.Millisecond
+	for {
+		rev, err := s.Cursors.Put(ctx, sid, client, c)
+		if err == nil || !errors.Is(err, wire.ErrUnavailable) || time.Now().After(deadline) {
+			return rev, err
+		}
+		if !session.Sleep(ctx, &backoff, time.Second) {
+			return rev, err
+		}
+	}
 }
 
 // doc runs fn with the session: the Store's copy, or the read log's (see
