@@ -20,11 +20,12 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/buildinfo"
 	"github.com/pifleet/sessionlog/internal/jetstream"
+	"github.com/pifleet/sessionlog/internal/seal"
 	"github.com/pifleet/sessionlog/internal/size"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
 
-const backupHelp = `Usage: pi-ctl backup DIR [--dated [--keep N]] [--json] [--server URL]
+const backupHelp = `Usage: pi-ctl backup DIR [--dated [--keep N]] [--encrypt-key-file FILE] [--json] [--server URL]
 
 Backs up every stream and bucket of the deployment into DIR (made; it must
 not exist or be empty), each as a consistent snapshot made by JetStream
@@ -54,12 +55,20 @@ pi-ctl's and the server's versions, the shard map, and each stream's
 configuration, state (messages, sequences, sessions) and SHA-256. A DIR
 without its manifest is an unfinished backup, and restore refuses it.
 
+With --encrypt-key-file (a key file as pi-node's --encryption-key-file
+takes; pi-ctl gen-secrets writes one), each stream's file is encrypted as
+it is written, <stream>.tar.s2.sealed (AES-256-GCM in 64 KiB chunks, each
+bound to the stream, its place and whether it is the last: a file cut
+short, reordered or swapped does not restore). The manifest stays
+readable: names, configurations, counts and checksums, no session's
+content. restore then needs the same key (--decrypt-key-file).
+
 pi-ctl talks to JetStream directly: --server (or $PI_CTL_SERVER) must be a
 NATS server of the deployment, with the admin role of pi-ctl gen-secrets.
 In a cross-region deployment, back up the home region.
 `
 
-const restoreHelp = `Usage: pi-ctl restore DIR [--force] [--replicas N] [--json] [--server URL]
+const restoreHelp = `Usage: pi-ctl restore DIR [--force] [--replicas N] [--decrypt-key-file FILE] [--json] [--server URL]
 
 Restores a backup made by pi-ctl backup into a deployment: every file's
 SHA-256 is checked against the manifest before anything is touched, then
@@ -75,6 +84,10 @@ time, so that each reads the restored streams from their start.
 
 --replicas sets the replica count of every restored stream (a backup of a
 3-node deployment restored into one server: --replicas 1).
+
+An encrypted backup (pi-ctl backup --encrypt-key-file) needs its key,
+--decrypt-key-file: every file is decrypted whole, and checked, before
+anything is touched.
 `
 
 // backupManifest is manifest.json: what a backup holds and how to check it.
@@ -88,9 +101,38 @@ type backupManifest struct {
 	Skipped    []backupSkipped `json:"skipped"`
 	Elapsed    int64           `json:"elapsedMs"`
 	Bytes      int64           `json:"bytes"`
+	// Encrypted backups (format 2) have sealed files (seal.NewWriter, with
+	// the key of seal.UseBackup), each named <stream>.tar.s2.sealed.
+	Encrypted bool `json:"encrypted,omitempty"`
 }
 
-const manifestFormat = 1
+// manifestFormat is a plain backup's; an encrypted one is format 2, so
+// that a pi-ctl that cannot decrypt says so instead of failing on a file.
+const (
+	manifestFormat          = 1
+	manifestFormatEncrypted = 2
+)
+
+// backupFile is the file name of stream name's snapshot in a backup.
+func backupFile(name string, encrypted bool) string {
+	if encrypted {
+		return name + ".tar.s2.sealed"
+	}
+	return name + ".tar.s2"
+}
+
+// backupRing is the ring of a --encrypt-key-file or --decrypt-key-file
+// (nil without one).
+func backupRing(flag, path string) (*seal.Ring, error) {
+	if path == "" {
+		return nil, nil
+	}
+	secret, err := seal.ReadKeyFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", flag, err)
+	}
+	return seal.NewRing(seal.UseBackup, secret)
+}
 
 type backupStream struct {
 	Name   string `json:"name"`
@@ -136,7 +178,12 @@ func runBackup(ctx context.Context, e *env, args []string) error {
 	names := addBackupNames(fs)
 	dated := fs.Bool("dated", false, "back up into DIR/<UTC time> (DIR holds backups)")
 	keep := fs.Int("keep", 0, "with --dated: keep the newest `N` finished backups in DIR, remove the older ones (0: keep all)")
+	keyFile := fs.String("encrypt-key-file", "", "encrypt every file of the backup with the key in `FILE` (as pi-node's --encryption-key-file takes)")
 	pos, err := parseArgs(e, fs, backupHelp, args, "DIR")
+	if err != nil {
+		return err
+	}
+	ring, err := backupRing("--encrypt-key-file", *keyFile)
 	if err != nil {
 		return err
 	}
@@ -170,6 +217,9 @@ func runBackup(ctx context.Context, e *env, args []string) error {
 	}
 	man := backupManifest{Format: manifestFormat, Created: began.UTC(), PiCtl: buildinfo.Get(),
 		NATSServer: conn.NC.ConnectedServerVersion(), ShardMap: m.String()}
+	if ring != nil {
+		man.Format, man.Encrypted = manifestFormatEncrypted, true
+	}
 	type want struct {
 		name, kind string
 		shard      *int
@@ -193,7 +243,7 @@ func runBackup(ctx context.Context, e *env, args []string) error {
 	}
 	for i, w := range wants {
 		bar.draw(i)
-		bs, err := backupOne(ctx, conn.JS, dir, w.name)
+		bs, err := backupOne(ctx, conn.JS, dir, w.name, ring)
 		if errors.Is(err, wire.ErrNotFound) && w.optional {
 			bar.clear()
 			man.Skipped = append(man.Skipped, backupSkipped{w.name, "not in this deployment"})
@@ -294,17 +344,27 @@ func backupRow(t *table, bs backupStream) {
 	t.row(bs.Name, bs.Kind, strconv.FormatUint(st.Messages, 10), seqs, strconv.FormatUint(st.NumSubjects, 10), size.Human(bs.Bytes))
 }
 
-// backupOne snapshots one stream into DIR/<name>.tar.s2, written
-// atomically: the file appears only once the whole snapshot is on disk.
-func backupOne(ctx context.Context, js natsjs.JetStream, dir, name string) (backupStream, error) {
-	file := name + ".tar.s2"
+// backupOne snapshots one stream into DIR/<name>.tar.s2 (sealed with
+// ring when set), written atomically: the file appears only once the whole
+// snapshot is on disk. The manifest's size and checksum are the file's.
+func backupOne(ctx context.Context, js natsjs.JetStream, dir, name string, ring *seal.Ring) (backupStream, error) {
+	file := backupFile(name, ring != nil)
 	h := sha256.New()
-	var n int64
 	var snap jetstream.Snapshot
+	cw := &countingWriter{}
 	err := writeAtomicFrom(filepath.Join(dir, file), 0o600, func(w io.Writer) (err error) {
-		snap, err = jetstream.SnapshotStream(ctx, js, name, io.MultiWriter(w, h), func(k int64) { n = k })
-		return err
+		cw.w = io.MultiWriter(w, h)
+		if ring == nil {
+			snap, err = jetstream.SnapshotStream(ctx, js, name, cw, nil)
+			return err
+		}
+		sw := seal.NewWriter(cw, ring, name)
+		if snap, err = jetstream.SnapshotStream(ctx, js, name, sw, nil); err != nil {
+			return err
+		}
+		return sw.Close()
 	})
+	n := cw.n
 	if err != nil {
 		return backupStream{}, err
 	}
@@ -314,12 +374,29 @@ func backupOne(ctx context.Context, js natsjs.JetStream, dir, name string) (back
 	return backupStream{Name: name, File: file, Bytes: n, SHA256: hex.EncodeToString(h.Sum(nil)), Snapshot: snap}, nil
 }
 
+// countingWriter counts what goes through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
 func runRestore(ctx context.Context, e *env, args []string) error {
 	fs := newFlags("pi-ctl restore")
 	a := addAdminFlags(fs, 30*time.Minute)
 	force := fs.Bool("force", false, "delete the streams of the backup that hold data in the deployment, and restore them")
 	replicas := fs.Int("replicas", 0, "the replica count of every restored stream (default: as backed up)")
+	keyFile := fs.String("decrypt-key-file", "", "the key `FILE` an encrypted backup was made with (pi-ctl backup --encrypt-key-file)")
 	pos, err := parseArgs(e, fs, restoreHelp, args, "DIR")
+	if err != nil {
+		return err
+	}
+	ring, err := backupRing("--decrypt-key-file", *keyFile)
 	if err != nil {
 		return err
 	}
@@ -331,9 +408,15 @@ func runRestore(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	switch {
+	case man.Encrypted && ring == nil:
+		return fmt.Errorf("restore: %s is an encrypted backup: give --decrypt-key-file (the key pi-ctl backup --encrypt-key-file was given)", dir)
+	case !man.Encrypted && ring != nil:
+		return fmt.Errorf("restore: %s is not encrypted: drop --decrypt-key-file", dir)
+	}
 	// Every file is checked before anything is touched.
 	for _, s := range man.Streams {
-		if err := checkBackupFile(dir, s); err != nil {
+		if err := checkBackupFile(dir, s, ring); err != nil {
 			return err
 		}
 	}
@@ -374,7 +457,7 @@ func runRestore(ctx context.Context, e *env, args []string) error {
 				return err
 			}
 		}
-		got, err := jetstream.ReplaceStream(ctx, conn.JS, s.Name, snap, func() (io.ReadCloser, error) { return os.Open(filepath.Join(dir, s.File)) })
+		got, err := jetstream.ReplaceStream(ctx, conn.JS, s.Name, snap, func() (io.ReadCloser, error) { return openBackupFile(dir, s, ring) })
 		bar.clear()
 		if err != nil {
 			return fmt.Errorf("restore: %w", err)
@@ -418,18 +501,52 @@ func readManifest(dir string) (backupManifest, error) {
 	if err := json.Unmarshal(b, &man); err != nil {
 		return backupManifest{}, fmt.Errorf("restore: %s: %w", filepath.Join(dir, "manifest.json"), err)
 	}
-	if man.Format != manifestFormat {
-		return backupManifest{}, fmt.Errorf("restore: %s: format %d; this pi-ctl reads format %d", filepath.Join(dir, "manifest.json"), man.Format, manifestFormat)
+	if man.Format != manifestFormat && man.Format != manifestFormatEncrypted || man.Encrypted != (man.Format == manifestFormatEncrypted) {
+		return backupManifest{}, fmt.Errorf("restore: %s: format %d (encrypted: %v); this pi-ctl reads formats %d (plain) and %d (encrypted)",
+			filepath.Join(dir, "manifest.json"), man.Format, man.Encrypted, manifestFormat, manifestFormatEncrypted)
 	}
 	for i, s := range man.Streams {
-		if _, err := s.StateOf(); s.Name == "" || s.File != s.Name+".tar.s2" || len(s.Config) == 0 || err != nil {
+		if _, err := s.StateOf(); s.Name == "" || s.File != backupFile(s.Name, man.Encrypted) || len(s.Config) == 0 || err != nil {
 			return backupManifest{}, fmt.Errorf("restore: %s: streams[%d]: name, file, config and state are required", filepath.Join(dir, "manifest.json"), i)
 		}
 	}
 	return man, nil
 }
 
-func checkBackupFile(dir string, s backupStream) error {
+// openBackupFile is the plain snapshot of s: its file, decrypted with ring
+// when set.
+func openBackupFile(dir string, s backupStream, ring *seal.Ring) (io.ReadCloser, error) {
+	f, err := os.Open(filepath.Join(dir, s.File))
+	if err != nil || ring == nil {
+		return f, err
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{seal.NewReader(f, ring, s.Name), f}, nil
+}
+
+// checkBackupFile checks s's file against the manifest's size and
+// checksum and, encrypted, that the key opens all of it.
+func checkBackupFile(dir string, s backupStream, ring *seal.Ring) error {
+	if err := checkBackupSum(dir, s); err != nil {
+		return err
+	}
+	if ring == nil {
+		return nil
+	}
+	r, err := openBackupFile(dir, s, ring)
+	if err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
+	defer r.Close()
+	if _, err := io.Copy(io.Discard, r); err != nil {
+		return fmt.Errorf("restore: %s: %w (the key is not the one the backup was made with, or the file was changed); nothing was restored", filepath.Join(dir, s.File), err)
+	}
+	return nil
+}
+
+func checkBackupSum(dir string, s backupStream) error {
 	path := filepath.Join(dir, s.File)
 	f, err := os.Open(path)
 	if err != nil {

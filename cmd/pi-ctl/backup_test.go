@@ -102,6 +102,85 @@ func TestBackupCommands(t *testing.T) {
 	}
 }
 
+// TestBackupEncrypted: a backup with --encrypt-key-file holds no session's
+// text in any file; restore refuses it without the key and with another
+// key — before touching the server — and restores it with the key.
+func TestBackupEncrypted(t *testing.T) {
+	ctx := context.Background()
+	srv := embeddedtest.RunServer(t, false)
+	l, _ := jstest.Backend(t, 1, srv.ClientURL())
+	sid := testutil.SessionID(t)
+	const marker = "MARKER-backup-5c1e"
+	hdr := session.Record{Type: "session", Data: []byte(`{"type":"session","version":3,"id":"` + sid + `","timestamp":"2026-12-02T00:00:00.000Z","cwd":"/b"}`)}
+	ent := session.Record{Type: "message", ID: "aa000001", Data: []byte(`{"type":"message","id":"aa000001","parentId":null,"timestamp":"2026-12-02T00:00:01.000Z","message":{"role":"user","content":"` + marker + `","timestamp":1}}`)}
+	if _, err := l.Append(ctx, sid, 0, []session.Record{hdr, ent}); err != nil {
+		t.Fatal(err)
+	}
+	keys := t.TempDir()
+	key, other := filepath.Join(keys, "k"), filepath.Join(keys, "o")
+	os.WriteFile(key, []byte(strings.Repeat("k", 64)), 0o600)
+	os.WriteFile(other, []byte(strings.Repeat("o", 64)), 0o600)
+
+	plainDir, dir := filepath.Join(t.TempDir(), "plain"), filepath.Join(t.TempDir(), "sealed")
+	mustRun(t, "backup", plainDir, "--server", srv.ClientURL())
+	mustRun(t, "backup", dir, "--encrypt-key-file", key, "--server", srv.ClientURL())
+	holding := func(d string) []string {
+		var found []string
+		ents, _ := os.ReadDir(d)
+		for _, e := range ents {
+			b, _ := os.ReadFile(filepath.Join(d, e.Name()))
+			if strings.Contains(string(b), marker) {
+				found = append(found, e.Name())
+			}
+		}
+		return found
+	}
+	// The snapshots are s2-compressed: the marker is readable in the
+	// plain backup only if s2 left it a literal, which 18 bytes of its
+	// first occurrence are.
+	if len(holding(plainDir)) == 0 {
+		t.Fatal("the plain backup does not hold the marker: this test could not fail")
+	}
+	if found := holding(dir); len(found) != 0 {
+		t.Fatalf("encrypted backup: %v hold the marker", found)
+	}
+	man, err := readManifest(dir)
+	if err != nil || !man.Encrypted || man.Format != 2 || !strings.HasSuffix(man.Streams[1].File, ".tar.s2.sealed") {
+		t.Fatalf("manifest: %+v %v", man, err)
+	}
+
+	target := embeddedtest.RunServer(t, false)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "is an encrypted backup: give --decrypt-key-file"},
+		{[]string{"--decrypt-key-file", other}, "is not the one the backup was made with"},
+	} {
+		r := runCLI(t, "", append([]string{"restore", dir, "--server", target.ClientURL()}, tc.args...)...)
+		if r.code != 1 || !strings.Contains(r.stderr, tc.want) {
+			t.Fatalf("restore %v: exit %d, stderr %q, want %q", tc.args, r.code, r.stderr, tc.want)
+		}
+	}
+	if r := runCLI(t, "", "restore", plainDir, "--decrypt-key-file", key, "--server", target.ClientURL()); r.code != 1 || !strings.Contains(r.stderr, "is not encrypted") {
+		t.Fatalf("restore of a plain backup with a key: exit %d, stderr %q", r.code, r.stderr)
+	}
+	conn := jstest.Connect(t, target.ClientURL())
+	var left []string
+	for name := range conn.JS.StreamNames(ctx).Name() {
+		left = append(left, name)
+	}
+	if len(left) != 0 {
+		t.Fatalf("refused restores left streams: %v", left)
+	}
+	mustRun(t, "restore", dir, "--decrypt-key-file", key, "--server", target.ClientURL())
+	l2, _ := jstest.Backend(t, 1, target.ClientURL())
+	got, err := l2.Read(ctx, sid, 0)
+	if err != nil || len(got) != 2 || string(got[1].Data) != string(ent.Data) {
+		t.Fatalf("restored session: %+v, %v", got, err)
+	}
+}
+
 func dateName() string { return time.Now().UTC().Format(datedLayout) }
 
 // TestBackupRefusals: what backup and restore refuse without a server.
@@ -130,7 +209,8 @@ func TestBackupRefusals(t *testing.T) {
 		{[]string{"backup", empty, "--user", "a", "--password", "p", "--password-file", pw}, 2, "give one"},
 		{[]string{"backup", empty, "--user", "a", "--password-file", pw}, 1, "is empty"},
 		{[]string{"restore", empty}, 1, "has no manifest.json: not a backup, or an unfinished one"},
-		{[]string{"restore", notBackup}, 1, "format 9; this pi-ctl reads format 1"},
+		{[]string{"restore", notBackup}, 1, "format 9 (encrypted: false); this pi-ctl reads formats 1 (plain) and 2 (encrypted)"},
+		{[]string{"backup", empty, "--encrypt-key-file", pw}, 1, "--encrypt-key-file: key file " + pw + ": the key is 0 bytes, want at least 32"},
 		{[]string{"restore", empty, "--replicas", "9"}, 2, "--replicas must be 1 to 5"},
 	} {
 		r := runCLI(t, "", tc.args...)

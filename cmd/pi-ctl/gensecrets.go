@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -36,6 +38,11 @@ Writes every secret a secured pi-node deployment needs into DIR (created
   http-tokens               pi-node's --http-tokens: admin (admin), worker
                             (read, write), reader (read)
   http-NAME.token           each of those tokens
+  encryption.key            pi-node's --encryption-key-file: 64 hex digits
+                            (256 bits) that encrypt every node's data dir
+                            (docs/SECURITY.md, encryption at rest); keep a
+                            copy apart from the data: without it, nothing
+                            a node wrote can be read
 
 It refuses, writing nothing, if any of these files exists, unless --force.
 It prints the files and pi-node's flags, never a secret. Rotate a NATS
@@ -75,7 +82,7 @@ func genSecretsFiles() []string {
 	for _, tk := range genTokens {
 		names = append(names, "http-"+tk.Name+".token")
 	}
-	return names
+	return append(names, "encryption.key")
 }
 
 func runGenSecrets(_ context.Context, e *env, args []string) error {
@@ -170,7 +177,12 @@ func makeSecrets(names []string, validFor time.Duration) ([]secrets.File, error)
 		lines = append(append(lines, line...), '\n')
 		tokens = append(tokens, secrets.File{Name: "http-" + tk.Name + ".token", Data: []byte(secret)})
 	}
-	return append(append(set, secrets.File{Name: "http-tokens", Data: lines}), tokens...), nil
+	set = append(append(set, secrets.File{Name: "http-tokens", Data: lines}), tokens...)
+	dataKey := make([]byte, 32)
+	if _, err := rand.Read(dataKey); err != nil {
+		return nil, err
+	}
+	return append(set, secrets.File{Name: "encryption.key", Data: []byte(hex.EncodeToString(dataKey) + "\n")}), nil
 }
 
 func printGenSummary(e *env, dir string, files []string) error {
@@ -184,6 +196,7 @@ func printGenSummary(e *env, dir string, files []string) error {
 	fmt.Fprintf(&b, "  --http-tls-cert %s --http-tls-key %s \\\n", p("node.pem"), p("node-key.pem"))
 	fmt.Fprintf(&b, "  --nats-tls-cert %s --nats-tls-key %s \\\n", p("node.pem"), p("node-key.pem"))
 	fmt.Fprintf(&b, "  --cluster-tls-cert %s --cluster-tls-key %s --cluster-tls-ca %s\n", p("node.pem"), p("node-key.pem"), p("ca.pem"))
+	fmt.Fprintf(&b, "and, to encrypt the data dir (on a new one; docs/OPERATIONS.md):\n  --encryption-key-file %s\n", p("encryption.key"))
 	fmt.Fprintf(&b, "\nKubernetes:\n  kubectl create secret generic pi-node-secrets --from-file=%s\n", dir)
 	_, err := fmt.Fprint(e.stdout, b.String())
 	return err

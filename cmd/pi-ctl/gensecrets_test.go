@@ -15,6 +15,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/api"
 	"github.com/pifleet/sessionlog/internal/natsauth"
+	"github.com/pifleet/sessionlog/internal/seal"
 	"github.com/pifleet/sessionlog/internal/secrets"
 )
 
@@ -95,6 +96,10 @@ func TestGenSecrets(t *testing.T) {
 		if strings.Contains(out, string(password)) {
 			t.Errorf("the summary prints %s's password", u.User)
 		}
+	}
+
+	if k, err := seal.ParseSecret(files["encryption.key"]); err != nil || len(k) != 64 || strings.Contains(out, string(k)) {
+		t.Errorf("encryption.key: %d bytes (%v), want 64 hex digits pi-node takes, not printed", len(k), err)
 	}
 
 	if _, err := api.ParseTokens(files["http-tokens"]); err != nil {

@@ -104,6 +104,8 @@ type Config struct {
 	// Insecure lists what the node exposes without protection because it
 	// was started with --insecure; /v1/status shows it to everyone.
 	Insecure []string
+	// EncryptedAtRest is shown on /v1/status: the node encrypts its files.
+	EncryptedAtRest bool
 	// Console, when set, serves the web console's static files under
 	// /console/ (pi-node's --console; internal/console). They need no
 	// token: the page asks /v1 for everything, with the token it is given.

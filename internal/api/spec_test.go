@@ -19,6 +19,7 @@ import (
 func TestSpecCorners(t *testing.T) {
 	e := newEnv(t, func(c *api.Config) {
 		c.Insecure = []string{"HTTP on 127.0.0.1:0 without a token"} // status's insecure, as pi-node --insecure reports it
+		c.EncryptedAtRest = true
 		c.Status = func(context.Context) (any, error) {
 			return wire.JetStreamStatus{Mode: "embedded", Stream: wire.StreamStatus{Name: "PI_SESSIONS", Replicas: 1}}, nil
 		}
@@ -98,7 +99,9 @@ func TestSpecCorners(t *testing.T) {
 	s.resp.Body.Close()
 	e.fails(400, wire.CodeInvalid, "Last-Event-ID", "GET", base+"/watch", nil, "Last-Event-ID", "x")
 
-	must(200, "GET", "/v1/status", nil)
+	if code, body := e.do("GET", "/v1/status", nil); code != http.StatusOK || !strings.Contains(string(body), `"encryptedAtRest":true`) {
+		t.Errorf("/v1/status of a node with encryption at rest: %d %s", code, body)
+	}
 	must(200, "GET", "/healthz", nil)
 	must(200, "GET", "/readyz", nil)
 	if code, _ := e.do("GET", "/metrics", nil); code != http.StatusOK {

@@ -59,7 +59,7 @@ func (s *Server) status(ctx context.Context, _ *wire.StatusRequest) (reply, erro
 			Sessions: st.Sessions, SessionsLoaded: st.Loaded, BytesHeld: st.BytesHeld,
 			Records: st.Records, SkippedRecords: st.SkippedRecs, Evictions: st.Evictions, Reloads: st.Reloads,
 			LastFollowError: st.LastFollowErr,
-		}, Insecure: s.cfg.Insecure}
+		}, Insecure: s.cfg.Insecure, EncryptedAtRest: s.cfg.EncryptedAtRest}
 	if ss := store.SearchStatsOf(s.svc.Store); ss.Indexes > 0 {
 		out.Store.Search = &wire.SearchStatus{Applied: ss.Applied, Lag: ss.Lag, CaughtUp: ss.CaughtUp}
 	}

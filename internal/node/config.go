@@ -45,6 +45,12 @@ type Config struct {
 	// Insecure lets listeners beyond loopback run without auth or TLS.
 	Insecure bool
 
+	// Encryption at rest (encryption.go): a key file turns it on;
+	// the previous key file is read during a rotation.
+	EncryptionKeyFile         string
+	PreviousEncryptionKeyFile string
+	EncryptionCipher          string // chachapoly | aes: the embedded JetStream file store's
+
 	// Embedded server.
 	ClientListen  string
 	NodeName      string
@@ -175,6 +181,9 @@ func (c *Config) ParseFlags(args []string, getenv func(string) string, stderr io
 	fs.StringVar(&c.ClusterTLSKey, "cluster-tls-key", c.ClusterTLSKey, "private key (PEM) of --cluster-tls-cert")
 	fs.StringVar(&c.ClusterTLSCA, "cluster-tls-ca", c.ClusterTLSCA, "CA (PEM) that signed every server's --cluster-tls-cert")
 	fs.BoolVar(&c.Insecure, "insecure", c.Insecure, "allow listeners beyond loopback without auth (HTTP, NATS) or without TLS and credentials (routes, gateways); logged, and shown on /v1/status")
+	fs.StringVar(&c.EncryptionKeyFile, "encryption-key-file", c.EncryptionKeyFile, "file holding the secret (at least 32 bytes of text; pi-ctl gen-secrets writes one) that encrypts everything this node writes to --data-dir: the embedded JetStream server's file store, the Store's snapshots and spill blocks; the search index is then kept in memory only (docs/SECURITY.md, encryption at rest)")
+	fs.StringVar(&c.PreviousEncryptionKeyFile, "previous-encryption-key-file", c.PreviousEncryptionKeyFile, "during a key rotation, the file of the key --encryption-key-file replaces: what it encrypted is still read, and JetStream re-encrypts its files with the new key at start (docs/OPERATIONS.md, key rotation)")
+	fs.StringVar(&c.EncryptionCipher, "encryption-cipher", c.EncryptionCipher, "cipher of the embedded JetStream file store with --encryption-key-file: chachapoly or aes (AES-GCM); snapshots are always AES-256-GCM")
 	fs.StringVar(&c.ClientListen, "client-listen", c.ClientListen, "host:port of the embedded NATS server's client listener")
 	fs.StringVar(&c.NodeName, "node-name", c.NodeName, "server name, unique and stable within a cluster (default: the host name)")
 	fs.StringVar(&c.ClusterName, "cluster-name", c.ClusterName, "NATS cluster name; enables the embedded cluster mode")
@@ -258,6 +267,9 @@ func (c *Config) ParseFlags(args []string, getenv func(string) string, stderr io
 }
 
 func (c *Config) check() error {
+	if err := c.checkEncryption(); err != nil {
+		return err
+	}
 	switch {
 	case c.Sync != "always" && c.Sync != "interval":
 		return fmt.Errorf("--sync must be always or interval, not %q", c.Sync)

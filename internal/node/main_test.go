@@ -39,6 +39,9 @@ func TestParseFlagsErrors(t *testing.T) {
 		"unexpected argument":       {"extra"},
 		"--tls-cert and --tls-key":  {"--tls-cert", "c.pem"},
 		"flag provided but not def": {"--nope"},
+		"--previous-encryption-key-file is read during a rotation": {"--previous-encryption-key-file", "old.key"},
+		"--encryption-cipher \"des\": want chachapoly or aes":      {"--encryption-key-file", "k", "--encryption-cipher", "des"},
+		"--encryption-cipher needs --encryption-key-file":          {"--encryption-cipher", "aes"},
 	}
 	for want, args := range cases {
 		c := DefaultConfig()

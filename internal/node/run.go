@@ -49,6 +49,7 @@ type Node struct {
 	conn        *jetstream.Conn
 	jsCfg       jetstream.Config
 	region      *region.Node
+	keys        keys // encryption at rest (encryption.go)
 	name        string
 	stores      *store.Set                  // one per shard stream
 	holder      *shard.Holder[*store.Store] // --hold: this node's share of the shards, or nil
@@ -119,6 +120,17 @@ func (m *Node) start(ctx context.Context) error {
 	auth, err := c.loadAuth()
 	if err != nil {
 		return err
+	}
+	if m.keys, err = c.loadKeys(); err != nil {
+		return err
+	}
+	switch {
+	case len(splitList(c.NATSURL)) == 0 && c.Server == nil:
+		if err := c.checkClusterStore(); err != nil {
+			return err
+		}
+	case m.keys.current != nil:
+		logger.Info("encryption at rest: this node's snapshots and spill blocks are encrypted and its search index is in memory; JetStream's files are the servers' own to encrypt (their jetstream key)")
 	}
 	insecure := c.exposures(auth)
 	for _, what := range insecure { // only with --insecure: check refused them otherwise
@@ -231,7 +243,7 @@ func (m *Node) start(ctx context.Context) error {
 		Service: m.svc, NodeName: name, Token: c.HTTPToken, Tokens: tokens, MinSeqTimeout: c.MinSeqTimeout,
 		MaxConnections: c.MaxConnections, MaxWatches: c.MaxWatches, MaxRequests: c.MaxRequests,
 		Status: m.status, Ready: m.ready, Archive: archive, Logger: logger,
-		MetricsElsewhere: c.MetricsListen != "", Insecure: insecure, CORSOrigins: c.corsOrigins(), Console: c.consoleHandler(),
+		MetricsElsewhere: c.MetricsListen != "", Insecure: insecure, EncryptedAtRest: m.keys.current != nil, CORSOrigins: c.corsOrigins(), Console: c.consoleHandler(),
 		Holding: m.holding(), Forward: m.conn.NC,
 	})
 	if err != nil {
@@ -322,6 +334,7 @@ func (m *Node) startEmbedded(ctx context.Context, name string, auth *natsauth.Fi
 		}
 	}
 	s.User, s.Password, s.Token = c.NATSUser, c.NATSPassword, c.NATSToken
+	m.keys.encryptServer(s, c.EncryptionCipher)
 	if err := m.secureEmbedded(s, auth); err != nil {
 		return err
 	}
@@ -598,10 +611,16 @@ func (m *Node) newStore(k int, feed feedLog, log session.Log, logger *slog.Logge
 	if c.SnapshotInterval > 0 {
 		so.SnapshotDir = filepath.Join(c.DataDir, storeDir(k))
 	}
+	so.Seal = m.keys.store
 	// The full-text index of the shard, persisted beside the Store's
-	// snapshot when there is one (a restart indexes only the tail).
+	// snapshot when there is one (a restart indexes only the tail). With
+	// encryption at rest it is kept in memory: bleve's files cannot be
+	// encrypted, and they hold the text.
 	dir := ""
-	if so.SnapshotDir != "" {
+	switch {
+	case m.keys.store != nil:
+		removePlainIndex(filepath.Join(c.DataDir, searchDir(k)), so.Logger)
+	case so.SnapshotDir != "":
 		dir = filepath.Join(c.DataDir, searchDir(k))
 	}
 	idx, err := search.Open(dir, so.Logger)

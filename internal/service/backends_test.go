@@ -25,6 +25,7 @@ var engineTests = []struct {
 	{"SnapshotRestore", testSnapshotRestore},
 	{"SnapshotIgnoredWhenBad", testSnapshotIgnoredWhenBad},
 	{"SnapshotEvictions", testSnapshotEvictions},
+	{"SnapshotSealed", testSnapshotSealed},
 	{"TailPurged", testTailPurged},
 }
 

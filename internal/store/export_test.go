@@ -38,7 +38,7 @@ func ShortIdentityTimeout(t interface{ Cleanup(func()) }, d time.Duration) {
 // DropListing rewrites the newest snapshot in dir as a version without
 // previews and entry times in its index wrote it.
 func DropListing(t interface{ Fatal(...any) }, dir string) {
-	sf, err := openSnapshot(dir)
+	sf, err := openSnapshot(dir, nil)
 	if err != nil || sf == nil {
 		t.Fatal("no snapshot to rewrite: ", err)
 	}

@@ -6,9 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/pifleet/sessionlog/internal/seal"
 )
 
 // A snapshot is the Store's state written to its data directory, so that a
@@ -34,13 +38,25 @@ import (
 // Blocks are read lazily, when a session is first used; the index is read at
 // start. Every block and the index carry a checksum: a torn or corrupt file
 // is refused as a whole and the Store rebuilds from the log.
+//
+// With encryption at rest (Options.Seal) the file begins and ends with
+// sealedMagic, and each block's payload and the index are sealed (package
+// seal: AES-256-GCM; a block bound to its session's id, the index to
+// "index"): the length and checksum frame the sealed bytes. What stays in
+// the clear is the frame, the applied sequence and the index's offset.
 
-const snapMagic = "PISNAP01"
+const (
+	snapMagic   = "PISNAP01"
+	sealedMagic = "PISNAPS1" // of the same length
+)
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
 // errSnapshot marks an unusable snapshot file (the Store then rebuilds).
 var errSnapshot = errors.New("bad snapshot")
+
+// errPlain is a plain snapshot found while encryption is on: it is removed.
+var errPlain = errors.New("not encrypted, and encryption at rest is on")
 
 // snapEntry is a session's index record: its catalog and where its block is.
 type snapEntry struct {
@@ -66,6 +82,7 @@ type snapFile struct {
 	applied  uint64
 	identity string // of the log it was taken from (see Identifier)
 	index    []snapEntry
+	ring     *seal.Ring // its blocks are sealed with (nil: plain)
 }
 
 // snapSession is what the writer needs of one session.
@@ -78,8 +95,9 @@ type snapSession struct {
 
 // writeSnapshot writes sessions to dir/store-<applied>.snap (through a temp
 // file, fsynced, then renamed: a crash leaves the previous snapshot) and
-// returns the index of the new file.
-func writeSnapshot(dir string, applied uint64, identity string, next func(yield func(*snapSession) error) error) (string, []snapEntry, error) {
+// returns the index of the new file. With ring, the blocks and index are
+// sealed.
+func writeSnapshot(dir string, applied uint64, identity string, ring *seal.Ring, next func(yield func(*snapSession) error) error) (string, []snapEntry, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", nil, err
 	}
@@ -90,32 +108,44 @@ func writeSnapshot(dir string, applied uint64, identity string, next func(yield 
 	defer os.Remove(tmp.Name()) // no-op after the rename
 	defer tmp.Close()
 	w := bufio.NewWriterSize(tmp, 1<<20)
-	off := int64(len(snapMagic))
-	if _, err := w.WriteString(snapMagic); err != nil {
+	magic := snapMagic
+	if ring != nil {
+		magic = sealedMagic
+	}
+	off := int64(len(magic))
+	if _, err := w.WriteString(magic); err != nil {
 		return "", nil, err
 	}
 	var index []snapEntry
-	var block []byte
+	var block, sealed []byte
 	err = next(func(s *snapSession) error {
 		block = appendBlock(block[:0], s.meta.headerSeq, s.header, s.seqs, s.lines)
-		if _, err := w.Write(block); err != nil {
+		out := block
+		if ring != nil {
+			sealed = sealBlock(sealed[:0], ring, block, s.meta.id)
+			out = sealed
+		}
+		if _, err := w.Write(out); err != nil {
 			return err
 		}
 		m := s.meta
-		m.off, m.size = off, uint32(len(block)-8)
+		m.off, m.size = off, uint32(len(out)-8)
 		index = append(index, m)
-		off += int64(len(block))
+		off += int64(len(out))
 		return nil
 	})
 	if err != nil {
 		return "", nil, err
 	}
 	idx := encodeIndex(identity, index)
+	if ring != nil {
+		idx = ring.Seal(nil, idx, []byte(indexName))
+	}
 	var trailer []byte
 	trailer = binary.LittleEndian.AppendUint64(trailer, applied)
 	trailer = binary.LittleEndian.AppendUint64(trailer, uint64(off))
 	trailer = binary.LittleEndian.AppendUint32(trailer, crc32.Checksum(idx, crcTable))
-	trailer = append(trailer, snapMagic...)
+	trailer = append(trailer, magic...)
 	for _, b := range [][]byte{idx, trailer} {
 		if _, err := w.Write(b); err != nil {
 			return "", nil, err
@@ -156,6 +186,21 @@ func appendBlock(dst []byte, headerSeq uint64, header []byte, seqs []uint64, lin
 	block := dst[start+8:]
 	binary.LittleEndian.PutUint32(dst[start:], uint32(len(block)))
 	binary.LittleEndian.PutUint32(dst[start+4:], crc32.Checksum(block, crcTable))
+	return dst
+}
+
+// indexName is what a sealed index is bound to.
+const indexName = "index"
+
+// sealBlock appends to dst block (as appendBlock framed it) with its
+// payload sealed under the session's id, framed again.
+func sealBlock(dst []byte, ring *seal.Ring, block []byte, id string) []byte {
+	start := len(dst)
+	dst = append(dst, make([]byte, 8)...)
+	dst = ring.Seal(dst, block[8:], []byte(id))
+	payload := dst[start+8:]
+	binary.LittleEndian.PutUint32(dst[start:], uint32(len(payload)))
+	binary.LittleEndian.PutUint32(dst[start+4:], crc32.Checksum(payload, crcTable))
 	return dst
 }
 
@@ -264,8 +309,9 @@ func (r *reader) bytes() []byte { return r.take(int(r.u32())) }
 func (r *reader) str() string   { return string(r.bytes()) }
 
 // openSnapshot opens the newest snapshot in dir and reads its index. It
-// returns (nil, nil) when there is none.
-func openSnapshot(dir string) (*snapFile, error) {
+// returns (nil, nil) when there is none. With ring, only a sealed file is
+// read; without, only a plain one.
+func openSnapshot(dir string, ring *seal.Ring) (*snapFile, error) {
 	paths, _ := filepath.Glob(filepath.Join(dir, "store-*.snap"))
 	if len(paths) == 0 {
 		return nil, nil
@@ -275,7 +321,7 @@ func openSnapshot(dir string) (*snapFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	sf, err := readIndex(f)
+	sf, err := readIndex(f, ring)
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -284,7 +330,31 @@ func openSnapshot(dir string) (*snapFile, error) {
 	return sf, nil
 }
 
-func readIndex(f *os.File) (*snapFile, error) {
+// removePlainSnapshots removes the unencrypted snapshots in dir: with
+// encryption at rest turned on, they are plain text on disk that nothing
+// will read (the Store rebuilds from the log, then writes a sealed one).
+func removePlainSnapshots(dir string, log *slog.Logger) {
+	paths, _ := filepath.Glob(filepath.Join(dir, "store-*.snap"))
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			continue
+		}
+		head := make([]byte, len(snapMagic))
+		_, err = io.ReadFull(f, head)
+		f.Close()
+		if err == nil && string(head) == sealedMagic {
+			continue
+		}
+		if err := os.Remove(p); err != nil {
+			log.Warn("an unencrypted snapshot cannot be removed", "path", p, "err", err)
+			continue
+		}
+		log.Info("removed an unencrypted snapshot: encryption at rest is on (the Store rebuilds from the log)", "path", p)
+	}
+}
+
+func readIndex(f *os.File, ring *seal.Ring) (*snapFile, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return nil, err
@@ -298,7 +368,12 @@ func readIndex(f *os.File) (*snapFile, error) {
 	if _, err := f.ReadAt(tr, size-int64(trailerLen)); err != nil {
 		return nil, err
 	}
-	if string(tr[20:]) != snapMagic {
+	switch magic := string(tr[20:]); {
+	case magic == sealedMagic && ring == nil:
+		return nil, fmt.Errorf("%w: encrypted, and this node has no key (--encryption-key-file)", errSnapshot)
+	case magic == snapMagic && ring != nil:
+		return nil, fmt.Errorf("%w: %w", errSnapshot, errPlain)
+	case magic != snapMagic && magic != sealedMagic:
 		return nil, fmt.Errorf("%w: no trailer (torn write?)", errSnapshot)
 	}
 	applied := binary.LittleEndian.Uint64(tr[0:])
@@ -314,11 +389,16 @@ func readIndex(f *os.File) (*snapFile, error) {
 	if crc32.Checksum(idx, crcTable) != sum {
 		return nil, fmt.Errorf("%w: index checksum", errSnapshot)
 	}
+	if ring != nil {
+		if idx, err = ring.Open(nil, idx, []byte(indexName)); err != nil {
+			return nil, fmt.Errorf("%w: index: %w", errSnapshot, err)
+		}
+	}
 	identity, index, err := decodeIndex(idx)
 	if err != nil {
 		return nil, err
 	}
-	return &snapFile{f: f, applied: applied, identity: identity, index: index}, nil
+	return &snapFile{f: f, applied: applied, identity: identity, index: index, ring: ring}, nil
 }
 
 func decodeIndex(idx []byte) (string, []snapEntry, error) {
@@ -378,7 +458,13 @@ func (sf *snapFile) readBlock(e *snapEntry) (header []byte, seqs []uint64, lines
 	if binary.LittleEndian.Uint32(buf) != e.size || binary.LittleEndian.Uint32(buf[4:]) != crc32.Checksum(buf[8:], crcTable) {
 		return nil, nil, nil, fmt.Errorf("%w: block of %s: checksum", errSnapshot, e.id)
 	}
-	r := &reader{b: buf[8:]}
+	payload := buf[8:]
+	if sf.ring != nil {
+		if payload, err = sf.ring.Open(nil, payload, []byte(e.id)); err != nil {
+			return nil, nil, nil, fmt.Errorf("%w: block of %s: %w", errSnapshot, e.id, err)
+		}
+	}
+	r := &reader{b: payload}
 	r.u64() // header seq, also in the index
 	header = r.bytes()
 	n := r.u32()

@@ -41,7 +41,7 @@ func (st *Store) spillLocked(d *Doc) (*snapRef, error) {
 		if err != nil {
 			return nil, err
 		}
-		st.spill = &spill{file: &snapFile{path: f.Name(), f: f}}
+		st.spill = &spill{file: &snapFile{path: f.Name(), f: f, ring: st.opts.Seal}}
 		st.spills = append(st.spills, st.spill.file)
 	}
 	n := d.Tree.Len()
@@ -50,6 +50,10 @@ func (st *Store) spillLocked(d *Doc) (*snapRef, error) {
 		lines[i] = d.Tree.Entry(i).Raw
 	}
 	st.spillBuf = appendBlock(st.spillBuf[:0], d.HeaderSeq, d.Tree.Header.Raw, d.Seqs[:n], lines)
+	if st.opts.Seal != nil {
+		st.sealBuf = sealBlock(st.sealBuf[:0], st.opts.Seal, st.spillBuf, d.ID)
+		st.spillBuf, st.sealBuf = st.sealBuf, st.spillBuf
+	}
 	sp := st.spill
 	if _, err := sp.file.f.WriteAt(st.spillBuf, sp.off); err != nil {
 		return nil, fmt.Errorf("spill %s: %w", d.ID, err)
@@ -57,7 +61,7 @@ func (st *Store) spillLocked(d *Doc) (*snapRef, error) {
 	e := &snapEntry{id: d.ID, off: sp.off, size: uint32(len(st.spillBuf) - 8), headerSeq: d.HeaderSeq, lastSeq: d.LastSeq}
 	sp.off += int64(len(st.spillBuf))
 	if cap(st.spillBuf) > 4<<20 {
-		st.spillBuf = nil // one huge session should not pin its buffer
+		st.spillBuf, st.sealBuf = nil, nil // one huge session should not pin its buffers
 	}
 	return &snapRef{sp.file, e}, nil
 }

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pifleet/sessionlog/internal/seal"
 	"github.com/pifleet/sessionlog/internal/search"
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/shard"
@@ -126,6 +127,10 @@ type Options struct {
 	// the directory 0700 when the Store creates it: they hold whole sessions.
 	SnapshotDir   string
 	SnapshotEvery time.Duration
+	// Seal, when set, encrypts the snapshot and spill blocks and the
+	// snapshot's index (encryption at rest, snapshot.go). Unencrypted
+	// snapshots found in SnapshotDir are then removed, unread.
+	Seal *seal.Ring
 	// Writer, when set, is the log the Store removes abandoned multi-batch
 	// sessions from (pending.go): one whose last record is older than
 	// AbandonedAfter (default 30 s) while it is still incomplete. Without
@@ -179,6 +184,7 @@ type Store struct {
 	spill    *spill
 	spills   []*snapFile
 	spillBuf []byte
+	sealBuf  []byte // spillBuf's block sealed (Options.Seal)
 
 	// The compaction after the rebuild (compact.go): started once the
 	// Store first caught up; rebuilt is closed when it is done. Until it

@@ -29,7 +29,10 @@ func (st *Store) restore(ctx context.Context) {
 	if dir == "" {
 		return
 	}
-	sf, err := openSnapshot(dir)
+	if st.opts.Seal != nil {
+		removePlainSnapshots(dir, st.log)
+	}
+	sf, err := openSnapshot(dir, st.opts.Seal)
 	if err != nil {
 		st.log.Warn("ignoring the snapshot; rebuilding from the log", "dir", dir, "err", err)
 		return
@@ -147,7 +150,7 @@ func (st *Store) Snapshot(ctx context.Context) error {
 		// The next start would not recognize it as this log's.
 		return fmt.Errorf("snapshot: the log's identity is unknown: %w", err)
 	}
-	path, index, err := writeSnapshot(st.opts.SnapshotDir, applied, ident, func(yield func(*snapSession) error) error {
+	path, index, err := writeSnapshot(st.opts.SnapshotDir, applied, ident, st.opts.Seal, func(yield func(*snapSession) error) error {
 		for i := range items {
 			// A shutdown's deadline (Close's ctx) bounds the writing too:
 			// abandoned, the temp file goes and the previous snapshot stays.
@@ -174,7 +177,7 @@ func (st *Store) Snapshot(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sf := &snapFile{path: path, f: f, applied: applied, identity: ident, index: index}
+	sf := &snapFile{path: path, f: f, applied: applied, identity: ident, index: index, ring: st.opts.Seal}
 	st.swapSnapshot(sf)
 	st.snapAt = at
 	st.snapTime.Store(taken.UnixNano())

@@ -13,6 +13,9 @@ type StatusReply struct {
 	// Insecure lists the listeners the node serves without auth or TLS
 	// because it was started with --insecure (docs/SECURITY.md).
 	Insecure []string `json:"insecure,omitempty"`
+	// EncryptedAtRest is true when the node encrypts what it writes to
+	// disk (--encryption-key-file; docs/SECURITY.md).
+	EncryptedAtRest bool `json:"encryptedAtRest,omitempty"`
 	// JetStream is what pi-node reports about its backend (a
 	// JetStreamStatus), or {"error": "..."} when asking failed: status must
 	// still answer when the backend is what is broken.

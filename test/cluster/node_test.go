@@ -48,7 +48,27 @@ func startEmbeddedCluster(t *testing.T, n int) []*piNode {
 // every node.
 func startEmbeddedClusterWith(t *testing.T, n int, extra ...string) []*piNode {
 	t.Helper()
-	ports := testutil.FreePorts(t, 3*n)
+	dirs := make([]string, n)
+	for i := range dirs {
+		dirs[i] = t.TempDir() // before proctest.New: the dir must outlive the process
+	}
+	nodes := embeddedClusterOn(t, dirs, testutil.FreePorts(t, 3*n), extra...)
+	for _, nd := range nodes {
+		nd.Start(t)
+	}
+	for _, nd := range nodes {
+		nd.waitReady(t)
+	}
+	return nodes
+}
+
+// embeddedClusterOn is a cluster of len(dataDirs) pi-nodes on those data
+// directories and ports (three a node: HTTP, route, client), not started:
+// a test that restarts a cluster with other flags makes it again on the
+// same directories and ports.
+func embeddedClusterOn(t *testing.T, dataDirs []string, ports []int, extra ...string) []*piNode {
+	t.Helper()
+	n := len(dataDirs)
 	routes := make([]string, n)
 	for i := range n {
 		routes[i] = fmt.Sprintf("nats-route://127.0.0.1:%d", ports[3*i+1])
@@ -56,7 +76,7 @@ func startEmbeddedClusterWith(t *testing.T, n int, extra ...string) []*piNode {
 	nodes := make([]*piNode, n)
 	for i := range n {
 		name := fmt.Sprintf("n%d", i+1)
-		dataDir := t.TempDir() // before proctest.New: the dir must outlive the process
+		dataDir := dataDirs[i]
 		httpPort, clusterPort, clientPort := ports[3*i], ports[3*i+1], ports[3*i+2]
 		nd := &piNode{name: name, base: fmt.Sprintf("http://127.0.0.1:%d", httpPort),
 			natsURL: fmt.Sprintf("nats://127.0.0.1:%d", clientPort), route: routes[i], dataDir: dataDir}
@@ -75,12 +95,6 @@ func startEmbeddedClusterWith(t *testing.T, n int, extra ...string) []*piNode {
 			"--shutdown-grace", "10s",
 		}, extra...)...)
 		nodes[i] = nd
-	}
-	for _, nd := range nodes {
-		nd.Start(t)
-	}
-	for _, nd := range nodes {
-		nd.waitReady(t)
 	}
 	return nodes
 }

@@ -91,6 +91,15 @@ type Server struct {
 	GatewayListen string
 	Gateways      map[string][]*url.URL
 
+	// EncryptionKey, when set, encrypts JetStream's file store (streams,
+	// buckets, Raft logs) with Cipher; PreviousEncryptionKey is the key it
+	// replaces during a rotation: the server re-encrypts what that key
+	// encrypted when it starts (nats-server's jetstream key, prev_key and
+	// cipher).
+	EncryptionKey         string
+	PreviousEncryptionKey string
+	Cipher                server.StoreCipher
+
 	// Logger receives the server's log; nil keeps it silent.
 	Logger server.Logger
 
@@ -131,6 +140,9 @@ func (s *Server) options() (*server.Options, error) {
 		JetStreamMaxMemory: s.MaxMemory,
 		JetStreamMaxStore:  s.MaxStore,
 		JetStreamLimits:    server.JSLimitOpts{DefaultMaxConsumers: s.MaxConsumersPerStream},
+		JetStreamKey:       s.EncryptionKey,
+		JetStreamOldKey:    s.PreviousEncryptionKey,
+		JetStreamCipher:    s.Cipher,
 		Username:           s.User,
 		Password:           s.Password,
 		Authorization:      s.Token,

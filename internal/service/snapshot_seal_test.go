@@ -1,0 +1,171 @@
+package service_test
+
+import (
+	"bytes"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pifleet/sessionlog/internal/seal"
+	"github.com/pifleet/sessionlog/internal/service"
+	"github.com/pifleet/sessionlog/internal/store"
+	"github.com/pifleet/sessionlog/internal/wire"
+)
+
+// filesHolding returns the files under dir whose bytes hold any of needles.
+func filesHolding(t *testing.T, dir string, needles ...[]byte) []string {
+	t.Helper()
+	var found []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for _, n := range needles {
+			if bytes.Contains(b, n) {
+				found = append(found, filepath.Base(p)+" holds "+string(n))
+				break
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return found
+}
+
+// testSnapshotSealed: with Options.Seal no file the Store writes holds a
+// session's text or id — snapshot, spill blocks — and a plain snapshot left
+// from before encryption was turned on is removed; a restart with the key,
+// or with a new key and this one as the previous (a rotation), serves every
+// session from disk; without the key the snapshot is not read and the Store
+// rebuilds from the log.
+func testSnapshotSealed(t *testing.T, b backend) {
+	ctx := ctxT(t)
+	dir := t.TempDir()
+	r := rand.New(rand.NewPCG(17, 18))
+	files := make([][]byte, 40)
+	total := 0
+	for k := range files {
+		files[k] = genSession(t, r, 10)
+		total += len(files[k])
+	}
+	last := importAll(t, b.log, files)
+	marker := []byte("MARKER-7f3c9e1a")
+	svc := &service.Service{Log: b.log, Store: openStore(t, b), Cursors: b.cursors}
+	for _, f := range files {
+		res, err := svc.Append(ctx, sessionIDOf(f), wire.AppendRequest{Entries: raws(`{"type":"custom","customType":"note","data":{"text":"` + string(marker) + `"}}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = res.LastSeq
+	}
+	needles := [][]byte{marker, []byte(sessionIDOf(files[0])), []byte(sessionIDOf(files[len(files)-1]))}
+	want := map[string][]byte{}
+	plain := openSnapStore(t, b, b.log, dir, 0)
+	waitApplied(t, plain, last)
+	for _, f := range files {
+		want[sessionIDOf(f)] = exportOf(t, plain, sessionIDOf(f))
+	}
+	if err := plain.Close(); err != nil { // a plain snapshot: as before encryption was on
+		t.Fatal(err)
+	}
+	if len(filesHolding(t, dir, marker)) == 0 {
+		t.Fatal("the plain snapshot does not hold the marker: this test could not fail")
+	}
+
+	keyA, keyB := []byte(strings.Repeat("a", 32)), []byte(strings.Repeat("b", 40))
+	ringA, _ := seal.NewRing(seal.UseStore, keyA)
+	cl := &countingLog{Log: b.log}
+	open := func(ring *seal.Ring, budget int64) *store.Store {
+		t.Helper()
+		st := store.New(b.feed, store.Options{Log: cl, SnapshotDir: dir, MemoryBudget: budget, Seal: ring})
+		if err := st.Open(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	st := open(ringA, int64(total/4))
+	if found := filesHolding(t, dir, needles...); len(found) != 0 {
+		t.Fatalf("with encryption on, after Open: %v (the plain snapshot must be gone)", found)
+	}
+	waitApplied(t, st, last)
+	for _, f := range files { // loads and evicts: spill blocks
+		if got := exportOf(t, st, sessionIDOf(f)); !bytes.Equal(got, want[sessionIDOf(f)]) {
+			t.Fatalf("session %s differs", sessionIDOf(f))
+		}
+	}
+	if spills, _ := filepath.Glob(filepath.Join(dir, "spill-*.blk")); len(spills) == 0 || st.Stats().Evictions == 0 {
+		t.Fatalf("no spill block to check (%v, %+v)", spills, st.Stats())
+	}
+	if found := filesHolding(t, dir, needles...); len(found) != 0 {
+		t.Fatalf("with encryption on, spilled: %v", found)
+	}
+	for _, f := range files { // reloads from the sealed spill blocks
+		if got := exportOf(t, st, sessionIDOf(f)); !bytes.Equal(got, want[sessionIDOf(f)]) {
+			t.Fatalf("session %s differs after a reload from a sealed spill block", sessionIDOf(f))
+		}
+	}
+	if err := st.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if found := filesHolding(t, dir, needles...); len(found) != 0 {
+		t.Fatalf("with encryption on, snapshot written: %v", found)
+	}
+
+	// Rotation: key B seals, A still opens; every session from disk.
+	ringBA, _ := seal.NewRing(seal.UseStore, keyB, keyA)
+	before := cl.reads.Load()
+	st = open(ringBA, 0)
+	for id, w := range want {
+		if got := exportOf(t, st, id); !bytes.Equal(got, w) {
+			t.Fatalf("session %s differs after a restart with keys B and A", id)
+		}
+	}
+	if n := cl.reads.Load() - before; n != 0 {
+		t.Fatalf("restarted with keys B and A, the Store read the log %d times: the snapshot was not used", n)
+	}
+	res, err := svc.Append(ctx, sessionIDOf(files[0]), wire.AppendRequest{Entries: raws(`{"type":"custom","customType":"after-rotation"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitApplied(t, st, res.LastSeq)
+	want[sessionIDOf(files[0])] = exportOf(t, st, sessionIDOf(files[0]))
+	if err := st.Close(); err != nil { // a snapshot sealed with B
+		t.Fatal(err)
+	}
+	ringB, _ := seal.NewRing(seal.UseStore, keyB)
+	before = cl.reads.Load()
+	st = open(ringB, 0)
+	for id, w := range want {
+		if got := exportOf(t, st, id); !bytes.Equal(got, w) {
+			t.Fatalf("session %s differs with key B alone", id)
+		}
+	}
+	if n := cl.reads.Load() - before; n != 0 {
+		t.Fatalf("with key B alone, the Store read the log %d times: the snapshot written after the rotation was not used", n)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Without the key: the snapshot is unreadable, the log is the truth.
+	st = open(nil, 0)
+	defer st.Close()
+	waitApplied(t, st, res.LastSeq)
+	for id, w := range want {
+		if got := exportOf(t, st, id); !bytes.Equal(got, w) {
+			t.Fatalf("session %s differs without the key (rebuilt from the log)", id)
+		}
+	}
+}

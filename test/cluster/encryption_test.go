@@ -1,0 +1,368 @@
+//go:build linux
+
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pifleet/sessionlog/internal/proctest"
+	"github.com/pifleet/sessionlog/internal/testutil"
+)
+
+// writeKey writes a key file as pi-ctl gen-secrets does: 64 hex digits.
+func writeKey(t *testing.T, dir, name string) string {
+	t.Helper()
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(hex.EncodeToString(b)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// filesHolding lists the files under dirs that hold any of needles, with
+// the needle found.
+func filesHolding(t *testing.T, dirs []string, needles ...string) []string {
+	t.Helper()
+	var found []string
+	for _, dir := range dirs {
+		err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				if os.IsNotExist(err) {
+					return nil // removed while walking (a snapshot replaced)
+				}
+				return err
+			}
+			if d.IsDir() {
+				return nil
+			}
+			b, err := os.ReadFile(p)
+			if os.IsNotExist(err) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			for _, n := range needles {
+				if bytes.Contains(b, []byte(n)) {
+					rel, _ := filepath.Rel(filepath.Dir(dir), p)
+					found = append(found, rel+" holds "+n)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return found
+}
+
+// waitSnapshots waits until every node's Store snapshot holds the log up
+// to last (its file name is the sequence it applied).
+func waitSnapshots(t *testing.T, nodes []*piNode, last uint64) {
+	t.Helper()
+	testutil.WaitFor(t, time.Minute, func() error {
+		for _, nd := range nodes {
+			paths, _ := filepath.Glob(filepath.Join(nd.dataDir, "store", "store-*.snap"))
+			at := uint64(0)
+			for _, p := range paths {
+				n, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(p), "store-"), ".snap"), 10, 64)
+				at = max(at, n)
+			}
+			if at < last {
+				return fmt.Errorf("%s: snapshot at %d, want %d (%v)", nd.name, at, last, paths)
+			}
+		}
+		return nil
+	})
+}
+
+// markedSession is one session written in rounds, each round's entries
+// holding a marker of their own; its cwd holds marker 0.
+type markedSession struct {
+	t      *testing.T
+	ctx    context.Context
+	sid    string
+	parent string
+	last   uint64
+	at     time.Time
+}
+
+func (m *markedSession) mark(k int) string {
+	return fmt.Sprintf("MARKER%d-%s", k, strings.ReplaceAll(m.sid[24:], "-", ""))
+}
+
+// marks are the markers of rounds 0 to k.
+func (m *markedSession) marks(k int) []string {
+	var out []string
+	for i := range k + 1 {
+		out = append(out, m.mark(i))
+	}
+	return out
+}
+
+func (m *markedSession) create(nodes []*piNode) {
+	m.t.Helper()
+	m.at = time.Now()
+	if _, err := createSession(m.ctx, proctest.ProbeClient, []string{nodes[0].base}, 0, m.sid, "/work/"+m.mark(0), m.at); err != nil {
+		m.t.Fatal(err)
+	}
+}
+
+// write appends round k: 20 entries, spread over the nodes.
+func (m *markedSession) write(nodes []*piNode, k int) {
+	m.t.Helper()
+	var bases []string
+	for _, nd := range nodes {
+		bases = append(bases, nd.base)
+	}
+	for i := range 20 {
+		id := fmt.Sprintf("%02d%06x", k, i)
+		m.at = m.at.Add(time.Millisecond)
+		wr, err := appendRetry(m.ctx, proctest.ProbeClient, bases, i, m.sid, proctest.NewEntry(id, m.parent, fmt.Sprintf("entry %d of round %d: %s", i, k, m.mark(k)), m.at))
+		if err != nil {
+			m.t.Fatal(err)
+		}
+		m.parent, m.last = id, wr.LastSeq
+	}
+}
+
+// check requires every node to serve the same export, holding rounds 1
+// to k, and to find each round's 20 entries by its marker; it returns the
+// export.
+func (m *markedSession) check(nodes []*piNode, k int) []byte {
+	m.t.Helper()
+	export := sameOnAll(m.t, nodes, "/v1/sessions/"+m.sid+"/export", m.last)
+	for r := 1; r <= k; r++ {
+		if !bytes.Contains(export, []byte(m.mark(r))) {
+			m.t.Fatalf("the export lacks round %d", r)
+		}
+		for _, nd := range nodes {
+			hits, err := searchAll(m.ctx, nd.base, m.mark(r), m.last)
+			if err != nil || len(hits) != 20 {
+				m.t.Fatalf("%s: search %s: %d hits, want 20 (%v)", nd.name, m.mark(r), len(hits), err)
+			}
+		}
+	}
+	return export
+}
+
+// onDisk fails the test if any file under dirs holds a marker of rounds 0
+// to k, once every node has written a snapshot of all of it.
+func (m *markedSession) onDisk(nodes []*piNode, dirs []string, k int, when string) {
+	m.t.Helper()
+	waitSnapshots(m.t, nodes, m.last)
+	if found := filesHolding(m.t, dirs, m.marks(k)...); len(found) != 0 {
+		m.t.Fatalf("%s: %s", when, strings.Join(found, "; "))
+	}
+}
+
+// encryptedStatus requires /v1/status to say encryptedAtRest.
+func encryptedStatus(t *testing.T, nodes []*piNode) {
+	t.Helper()
+	for _, nd := range nodes {
+		st, _, body, err := proctest.Do(context.Background(), proctest.ProbeClient, http.MethodGet, nd.base+"/v1/status", nil)
+		if err != nil || st != http.StatusOK || !bytes.Contains(body, []byte(`"encryptedAtRest":true`)) {
+			t.Fatalf("%s /v1/status: %d %v, want encryptedAtRest true: %s", nd.name, st, err, body)
+		}
+	}
+}
+
+// emptyDir removes what dir holds, keeping dir.
+func emptyDir(t *testing.T, dir string) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestEncryptionAtRest: a 3-node cluster written in the clear holds the
+// content's marker in its data dirs. Turned on as docs/OPERATIONS.md says
+// — each node in turn stopped, its data dir emptied, started with
+// --encryption-key-file, caught up from the others — no file of any node
+// holds any marker, old or written since, while every node reads and
+// searches the same; a key rotation done the same way keeps that. What
+// nats-server cannot do to a member's data dir in place (encrypt it,
+// rotate its key with a previous key, open it without the key) is
+// refused before it starts, with what to do.
+func TestEncryptionAtRest(t *testing.T) {
+	skipShort(t)
+	t.Parallel()
+	keys := t.TempDir()
+	keyA, keyB := writeKey(t, keys, "a.key"), writeKey(t, keys, "b.key")
+	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
+	ports := testutil.FreePorts(t, 9)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	m := &markedSession{t: t, ctx: ctx, sid: testutil.SessionID(t)}
+	flags := func(extra ...string) []*piNode {
+		return embeddedClusterOn(t, dirs, ports, append([]string{"--snapshot-interval", "1s"}, extra...)...)
+	}
+	// refused starts node i with extra flags and requires it to exit at
+	// once, saying want.
+	refused := func(i int, want string, extra ...string) {
+		t.Helper()
+		nd := flags(extra...)[i]
+		nd.Start(t)
+		testutil.WaitFor(t, time.Minute, func() error {
+			if nd.Running() {
+				return fmt.Errorf("%s with %v: still running", nd.name, extra)
+			}
+			return nil
+		})
+		if out, _ := nd.Output(); nd.ExitErr() == nil || !strings.Contains(out, want) {
+			t.Fatalf("%s with %v: exit %v, want a refusal saying %q:\n%s", nd.name, extra, nd.ExitErr(), want, nd.Tail(20))
+		}
+	}
+	// reseed restarts the nodes one at a time on an empty data dir with
+	// extra flags, each caught up before the next.
+	reseed := func(nodes []*piNode, want []byte, extra ...string) {
+		t.Helper()
+		for i := range nodes {
+			if err := nodes[i].Stop(stopTimeout); err != nil {
+				t.Fatalf("%s: %v", nodes[i].name, err)
+			}
+			emptyDir(t, dirs[i])
+			nodes[i] = flags(extra...)[i]
+			nodes[i].Start(t)
+			nodes[i].waitReady(t)
+			if got := sameOnAll(t, nodes, "/v1/sessions/"+m.sid+"/export", m.last); !bytes.Equal(got, want) {
+				t.Fatalf("the export differs once %s started again with %v", nodes[i].name, extra)
+			}
+		}
+	}
+
+	nodes := flags()
+	for _, nd := range nodes {
+		nd.Start(t)
+	}
+	for _, nd := range nodes {
+		nd.waitReady(t)
+	}
+	m.create(nodes)
+	m.write(nodes, 1)
+	plain := m.check(nodes, 1)
+	waitSnapshots(t, nodes, m.last)
+	if found := filesHolding(t, dirs, m.mark(1)); len(found) == 0 {
+		t.Fatal("written in the clear, the marker is in no file: this test could not fail")
+	} else {
+		t.Logf("in the clear, %d files hold the marker, e.g. %s", len(found), found[0])
+	}
+	if err := nodes[0].Stop(stopTimeout); err != nil {
+		t.Fatal(err)
+	}
+	refused(0, "cannot encrypt a cluster member's data dir in place", "--encryption-key-file", keyA)
+	nodes[0] = flags()[0]
+	nodes[0].Start(t)
+	nodes[0].waitReady(t)
+
+	reseed(nodes, plain, "--encryption-key-file", keyA)
+	m.check(nodes, 1)
+	m.write(nodes, 2)
+	m.check(nodes, 2)
+	encryptedStatus(t, nodes)
+	m.onDisk(nodes, dirs, 2, "encrypted with key A")
+
+	if err := nodes[0].Stop(stopTimeout); err != nil {
+		t.Fatal(err)
+	}
+	refused(0, "cannot rotate a cluster member's key in place", "--encryption-key-file", keyB, "--previous-encryption-key-file", keyA)
+	refused(0, "is encrypted: start this node with its --encryption-key-file")
+	nodes[0] = flags("--encryption-key-file", keyA)[0]
+	nodes[0].Start(t)
+	nodes[0].waitReady(t)
+
+	before := m.check(nodes, 2)
+	reseed(nodes, before, "--encryption-key-file", keyB)
+	m.write(nodes, 3)
+	if export := m.check(nodes, 3); !bytes.HasPrefix(export, plain) {
+		t.Fatal("after the rotation, the export does not begin with what was written in the clear")
+	}
+	encryptedStatus(t, nodes)
+	m.onDisk(nodes, dirs, 3, "after the rotation to key B")
+}
+
+// TestEncryptionAtRestSingle: a single node (no cluster) is encrypted in
+// place — started again on its data dir with --encryption-key-file,
+// nats-server encrypts its files and the node drops its plain snapshot and
+// index — and rotates its key in place: the new key with the old as
+// --previous-encryption-key-file, then the new alone. No file holds a
+// marker after either, and the session reads and searches the same.
+func TestEncryptionAtRestSingle(t *testing.T) {
+	skipShort(t)
+	t.Parallel()
+	keys := t.TempDir()
+	keyA, keyB := writeKey(t, keys, "a.key"), writeKey(t, keys, "b.key")
+	dir := t.TempDir()
+	ports := testutil.FreePorts(t, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	m := &markedSession{t: t, ctx: ctx, sid: testutil.SessionID(t)}
+	start := func(extra ...string) []*piNode {
+		t.Helper()
+		nd := &piNode{name: "solo", base: fmt.Sprintf("http://127.0.0.1:%d", ports[0]), dataDir: dir}
+		nd.Proc = proctest.New(t, "solo", piNodeBin, append([]string{"--node-name", "solo", "--data-dir", dir,
+			"--http-listen", fmt.Sprintf("127.0.0.1:%d", ports[0]), "--client-listen", fmt.Sprintf("127.0.0.1:%d", ports[1]),
+			"--shutdown-grace", "10s", "--snapshot-interval", "1s"}, extra...)...)
+		nd.Start(t)
+		nd.waitReady(t)
+		return []*piNode{nd}
+	}
+	stop := func(nodes []*piNode) {
+		t.Helper()
+		if err := nodes[0].Stop(stopTimeout); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nodes := start()
+	m.create(nodes)
+	m.write(nodes, 1)
+	plain := m.check(nodes, 1)
+	waitSnapshots(t, nodes, m.last)
+	if found := filesHolding(t, []string{dir}, m.mark(1)); len(found) == 0 {
+		t.Fatal("written in the clear, the marker is in no file: this test could not fail")
+	}
+	stop(nodes)
+
+	nodes = start("--encryption-key-file", keyA)
+	if got := m.check(nodes, 1); !bytes.Equal(got, plain) {
+		t.Fatal("the export differs once encrypted in place")
+	}
+	m.write(nodes, 2)
+	m.check(nodes, 2)
+	m.onDisk(nodes, []string{dir}, 2, "encrypted in place with key A")
+	stop(nodes)
+
+	nodes = start("--encryption-key-file", keyB, "--previous-encryption-key-file", keyA)
+	m.check(nodes, 2)
+	m.write(nodes, 3)
+	m.check(nodes, 3)
+	m.onDisk(nodes, []string{dir}, 3, "rotating to key B")
+	stop(nodes)
+	nodes = start("--encryption-key-file", keyB)
+	if export := m.check(nodes, 3); !bytes.HasPrefix(export, plain) {
+		t.Fatal("after the rotation, the export does not begin with what was written in the clear")
+	}
+	encryptedStatus(t, nodes)
+	m.onDisk(nodes, []string{dir}, 3, "key B alone")
+}
