@@ -86,33 +86,30 @@ func testSnapshotSealed(t *testing.T, b backend) {
 	cl := &countingLog{Log: b.log}
 	open := func(ring *seal.Ring, budget int64) *store.Store {
 		t.Helper()
-		st := store.New(b.feed, store.Options{Log: cl, SnapshotDir: dir, MemoryBudget: budget, Seal: ring})
-		if err := st.Open(ctx); err != nil {
-			t.Fatal(err)
+		return openSealedStore(t, b, cl, dir, budget, ring)
+	}
+	// same requires st to export every session as want has it.
+	same := func(st *store.Store, when string) {
+		t.Helper()
+		for id, w := range want {
+			if got := exportOf(t, st, id); !bytes.Equal(got, w) {
+				t.Fatalf("session %s differs %s", id, when)
+			}
 		}
-		return st
 	}
 	st := open(ringA, int64(total/4))
 	if found := filesHolding(t, dir, needles...); len(found) != 0 {
 		t.Fatalf("with encryption on, after Open: %v (the plain snapshot must be gone)", found)
 	}
 	waitApplied(t, st, last)
-	for _, f := range files { // loads and evicts: spill blocks
-		if got := exportOf(t, st, sessionIDOf(f)); !bytes.Equal(got, want[sessionIDOf(f)]) {
-			t.Fatalf("session %s differs", sessionIDOf(f))
-		}
-	}
+	same(st, "with key A (loading and evicting: spill blocks)")
 	if spills, _ := filepath.Glob(filepath.Join(dir, "spill-*.blk")); len(spills) == 0 || st.Stats().Evictions == 0 {
 		t.Fatalf("no spill block to check (%v, %+v)", spills, st.Stats())
 	}
 	if found := filesHolding(t, dir, needles...); len(found) != 0 {
 		t.Fatalf("with encryption on, spilled: %v", found)
 	}
-	for _, f := range files { // reloads from the sealed spill blocks
-		if got := exportOf(t, st, sessionIDOf(f)); !bytes.Equal(got, want[sessionIDOf(f)]) {
-			t.Fatalf("session %s differs after a reload from a sealed spill block", sessionIDOf(f))
-		}
-	}
+	same(st, "after a reload from a sealed spill block")
 	if err := st.Snapshot(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -127,11 +124,7 @@ func testSnapshotSealed(t *testing.T, b backend) {
 	ringBA, _ := seal.NewRing(seal.UseStore, keyB, keyA)
 	before := cl.reads.Load()
 	st = open(ringBA, 0)
-	for id, w := range want {
-		if got := exportOf(t, st, id); !bytes.Equal(got, w) {
-			t.Fatalf("session %s differs after a restart with keys B and A", id)
-		}
-	}
+	same(st, "after a restart with keys B and A")
 	if n := cl.reads.Load() - before; n != 0 {
 		t.Fatalf("restarted with keys B and A, the Store read the log %d times: the snapshot was not used", n)
 	}
@@ -147,11 +140,7 @@ func testSnapshotSealed(t *testing.T, b backend) {
 	ringB, _ := seal.NewRing(seal.UseStore, keyB)
 	before = cl.reads.Load()
 	st = open(ringB, 0)
-	for id, w := range want {
-		if got := exportOf(t, st, id); !bytes.Equal(got, w) {
-			t.Fatalf("session %s differs with key B alone", id)
-		}
-	}
+	same(st, "with key B alone")
 	if n := cl.reads.Load() - before; n != 0 {
 		t.Fatalf("with key B alone, the Store read the log %d times: the snapshot written after the rotation was not used", n)
 	}
@@ -163,9 +152,5 @@ func testSnapshotSealed(t *testing.T, b backend) {
 	st = open(nil, 0)
 	defer st.Close()
 	waitApplied(t, st, res.LastSeq)
-	for id, w := range want {
-		if got := exportOf(t, st, id); !bytes.Equal(got, w) {
-			t.Fatalf("session %s differs without the key (rebuilt from the log)", id)
-		}
-	}
+	same(st, "without the key (rebuilt from the log)")
 }

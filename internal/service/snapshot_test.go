@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/pifleet/sessionlog/internal/seal"
 	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/store"
@@ -32,7 +33,13 @@ func sessionIDOf(f []byte) string { return string(f[bytes.Index(f, []byte(`"id":
 
 func openSnapStore(t *testing.T, b backend, log session.Log, dir string, budget int64) *store.Store {
 	t.Helper()
-	st := store.New(b.feed, store.Options{Log: log, SnapshotDir: dir, MemoryBudget: budget})
+	return openSealedStore(t, b, log, dir, budget, nil)
+}
+
+// openSealedStore is openSnapStore with encryption at rest (ring nil: none).
+func openSealedStore(t *testing.T, b backend, log session.Log, dir string, budget int64, ring *seal.Ring) *store.Store {
+	t.Helper()
+	st := store.New(b.feed, store.Options{Log: log, SnapshotDir: dir, MemoryBudget: budget, Seal: ring})
 	if err := st.Open(context.Background()); err != nil {
 		t.Fatal(err)
 	}
