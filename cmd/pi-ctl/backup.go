@@ -243,7 +243,7 @@ func runBackup(ctx context.Context, e *env, args []string) error {
 	}
 	for i, w := range wants {
 		bar.draw(i)
-		bs, err := backupOne(ctx, conn.JS, dir, w.name, ring)
+		bs, err := backupOneRetry(ctx, conn.JS, dir, w.name, ring)
 		if errors.Is(err, wire.ErrNotFound) && w.optional {
 			bar.clear()
 			man.Skipped = append(man.Skipped, backupSkipped{w.name, "not in this deployment"})
@@ -372,6 +372,33 @@ func backupOne(ctx context.Context, js natsjs.JetStream, dir, name string, ring 
 		return backupStream{}, err
 	}
 	return backupStream{Name: name, File: file, Bytes: n, SHA256: hex.EncodeToString(h.Sum(nil)), Snapshot: snap}, nil
+}
+
+// snapshotRetry bounds how long backup asks again for a stream's snapshot
+// while JetStream cannot answer: about a few elections (4 to 9 s each),
+// as after a node's restart.
+const snapshotRetry = time.Minute
+
+// backupOneRetry is backupOne, asked again with backoff while the stream
+// is unavailable (no leader yet: "no reply from JetStream in time"), within
+// snapshotRetry and ctx. A failed attempt leaves no file.
+func backupOneRetry(ctx context.Context, js natsjs.JetStream, dir, name string, ring *seal.Ring) (backupStream, error) {
+	deadline := time.Now().Add(snapshotRetry)
+	backoff := 250 * time.Millisecond
+	for {
+		bs, err := backupOne(ctx, js, dir, name, ring)
+		if err == nil || !errors.Is(err, wire.ErrUnavailable) || time.Now().After(deadline) {
+			return bs, err
+		}
+		wait := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			wait.Stop()
+			return bs, err
+		case <-wait.C:
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
 }
 
 // countingWriter counts what goes through it.

@@ -69,8 +69,13 @@ func SnapshotStream(ctx context.Context, js jetstream.JetStream, stream string, 
 	_ = sub.SetPendingLimits(-1, -1)
 
 	// In a cluster only the stream's leader answers a snapshot request, so
-	// one for a missing stream gets no answer at all: ask first.
-	if _, err := js.Stream(ctx, stream); err != nil {
+	// one for a missing stream gets no answer at all: ask first, within the
+	// same bound (a stream without a leader answers nothing either, and the
+	// caller's deadline may be the whole backup's).
+	ictx, icancel := context.WithTimeout(ctx, snapshotIdle)
+	_, err = js.Stream(ictx, stream)
+	icancel()
+	if err != nil {
 		return Snapshot{}, fmt.Errorf("snapshot of %s: %w", stream, translate(err, wire.ErrExists))
 	}
 	req, _ := json.Marshal(map[string]any{"deliver_subject": inbox, "no_consumers": true, "jsck": true})

@@ -91,10 +91,10 @@ func removePlainIndex(dir string, log *slog.Logger) {
 // nats-server (2.15) cannot do to a cluster member's data dir, and would
 // fail on with "message authentication failed": encrypt a data dir
 // written in the clear, or rotate its key with a previous key (the meta
-// layer's log opens with the current key only). Both are done by emptying
-// the data dir and starting with the key: the node catches up from its
-// peers (docs/OPERATIONS.md, encryption at rest). A single server does
-// both in place.
+// layer's log opens with the current key only). A cluster does both
+// through a backup restored into a cluster started with the key
+// (docs/OPERATIONS.md, encryption at rest); a single server does both in
+// place.
 func (c *Config) checkClusterStore() error {
 	if c.ClusterName == "" {
 		return nil
@@ -105,7 +105,7 @@ func (c *Config) checkClusterStore() error {
 	}
 	_, err := os.Stat(filepath.Join(meta, "meta.key"))
 	keyed := err == nil
-	const how = "stop this node, empty its --data-dir and start it again with the key alone: it catches up from the other members (docs/OPERATIONS.md, encryption at rest)"
+	const how = "move the cluster's data instead: pi-ctl backup, a cluster started with the key on empty data dirs, pi-ctl restore (docs/OPERATIONS.md, encryption at rest)"
 	switch {
 	case c.EncryptionKeyFile != "" && !keyed:
 		return fmt.Errorf("--encryption-key-file: %s was written without encryption, and nats-server cannot encrypt a cluster member's data dir in place: %s", c.DataDir, how)
