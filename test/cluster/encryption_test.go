@@ -207,7 +207,8 @@ func encryptedStatus(t *testing.T, nodes []*piNode) {
 // before it starts, with what to do.
 func TestEncryptionAtRest(t *testing.T) {
 	skipShort(t)
-	t.Parallel()
+	// Not parallel: three clusters one after the other, alone in this
+	// package, rather than beside its other clusters on a 2-core machine.
 	keys := t.TempDir()
 	keyA, keyB, keyBackup := writeKey(t, keys, "a.key"), writeKey(t, keys, "b.key"), writeKey(t, keys, "backup.key")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)

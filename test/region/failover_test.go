@@ -134,7 +134,12 @@ func startWriters(t *testing.T, ctx context.Context, top *topology, sids []strin
 	var wg sync.WaitGroup
 	errs := make([]error, len(writers))
 	for i, w := range writers {
-		wg.Go(func() { errs[i] = w.run(ctx, stop, "root") })
+		wg.Go(func() {
+			errs[i] = w.run(ctx, stop, "root")
+			w.mu.Lock()
+			w.ended = errs[i]
+			w.mu.Unlock()
+		})
 	}
 	return writers, func() {
 		t.Helper()
@@ -176,7 +181,7 @@ func atLeast(w *writer, k int, since time.Time) error {
 	if got < k {
 		w.mu.Lock() // the writer counts its errors under it
 		defer w.mu.Unlock()
-		return fmt.Errorf("writer %s: %d acks since %s, want %d (errors %v)", w.name, got, since.Format("15:04:05.000"), k, w.errors)
+		return fmt.Errorf("writer %s: %d acks since %s, want %d (errors %v; ended: %v)", w.name, got, since.Format("15:04:05.000"), k, w.errors, w.ended)
 	}
 	return nil
 }

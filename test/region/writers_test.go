@@ -49,6 +49,7 @@ type writer struct {
 	lost   []ack // acknowledged entries found missing at a resync
 	errors map[string]int
 	turn   int
+	ended  error // run's error, once it ended on an answer no retry fixes
 }
 
 func (w *writer) snapshot() (acks, lost []ack) {
