@@ -196,145 +196,75 @@ func encryptedStatus(t *testing.T, nodes []*piNode) {
 	}
 }
 
-// TestEncryptionAtRest: a 3-node cluster written in the clear holds the
-// content's markers in its data dirs. Moved to an encrypted cluster as
-// docs/OPERATIONS.md says — an encrypted backup, a cluster started empty
-// with --encryption-key-file, the restore, each node restarted — no file of
-// any node holds any marker, old or written since, while every node reads
-// and searches the same; a key rotation done the same way keeps that.
-// What nats-server cannot do to a member's data dir in place (encrypt it,
-// rotate its key with a previous key, open it without the key) is refused
-// before it starts, with what to do.
+// TestEncryptionAtRest: a 3-node cluster started with
+// --encryption-key-file holds none of the content's markers in any file of
+// any node once every node has snapshotted it, while every node reads and
+// searches it (TestEncryptionAtRestSingle shows the same search finding
+// them in a node's files written in the clear). What nats-server cannot do to a member's data
+// dir in place (rotate its key with a previous key, open it without the
+// key) is refused before it starts, with what to do. Moving a cluster to
+// encryption or to a new key is a backup and a restore (docs/OPERATIONS.md):
+// TestBackupEncrypted and TestBackupRestore run those; the single node's
+// in-place encryption and rotation are TestEncryptionAtRestSingle's.
 func TestEncryptionAtRest(t *testing.T) {
 	skipShort(t)
-	// Not parallel: three clusters one after the other, alone in this
-	// package, rather than beside its other clusters on a 2-core machine.
+	t.Parallel()
 	keys := t.TempDir()
-	keyA, keyB, keyBackup := writeKey(t, keys, "a.key"), writeKey(t, keys, "b.key"), writeKey(t, keys, "backup.key")
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	keyA, keyB := writeKey(t, keys, "a.key"), writeKey(t, keys, "b.key")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	m := &markedSession{t: t, ctx: ctx, sid: testutil.SessionID(t)}
-	type cluster struct {
-		dirs  []string
-		ports []int
-		nodes []*piNode
+	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
+	ports := testutil.FreePorts(t, 9)
+	// node i with extra flags, not started. --hold 3: on a sharded store
+	// (PI_NODE_SHARDS) every node holds, and snapshots, every shard, so
+	// each has the session on its disk.
+	node := func(i int, extra ...string) *piNode {
+		return embeddedClusterOn(t, dirs, ports, append([]string{"--snapshot-interval", "1s", "--hold", "3"}, extra...)...)[i]
 	}
-	// node i of c with extra flags, not started. --hold 3: on a sharded
-	// store (PI_NODE_SHARDS) every node holds, and snapshots, every shard,
-	// so each has the session on its disk.
-	node := func(c *cluster, i int, extra ...string) *piNode {
-		return embeddedClusterOn(t, c.dirs, c.ports, append([]string{"--snapshot-interval", "1s", "--hold", "3"}, extra...)...)[i]
+	var nodes []*piNode
+	for i := range 3 {
+		nodes = append(nodes, node(i, "--encryption-key-file", keyA))
+		nodes[i].Start(t)
 	}
-	start := func(extra ...string) *cluster {
-		t.Helper()
-		c := &cluster{dirs: []string{t.TempDir(), t.TempDir(), t.TempDir()}, ports: testutil.FreePorts(t, 9)}
-		for i := range 3 {
-			c.nodes = append(c.nodes, node(c, i, extra...))
-			c.nodes[i].Start(t)
-		}
-		for _, nd := range c.nodes {
-			nd.waitReady(t)
-		}
-		return c
+	for _, nd := range nodes {
+		nd.waitReady(t)
 	}
-	stop := func(c *cluster) {
-		t.Helper()
-		for _, nd := range c.nodes {
-			if err := nd.Stop(stopTimeout); err != nil {
-				t.Fatalf("%s: %v", nd.name, err)
-			}
-		}
+	m.create(nodes)
+	m.write(nodes, 1)
+	m.write(nodes, 2)
+	m.check(nodes, 2)
+	encryptedStatus(t, nodes)
+	m.onDisk(nodes, dirs, 2, "encrypted with key A")
+
+	if err := nodes[0].Stop(stopTimeout); err != nil {
+		t.Fatal(err)
 	}
-	ctl := func(args ...string) {
-		t.Helper()
-		if out, err := piCtlAdmin(t, args...); err != nil {
-			t.Fatalf("pi-ctl %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-	}
-	// refused starts node i of c with extra flags and requires it to exit
-	// at once, saying want.
-	refused := func(c *cluster, i int, want string, extra ...string) {
-		t.Helper()
-		nd := node(c, i, extra...)
+	for _, c := range []struct {
+		want  string
+		extra []string
+	}{
+		{"cannot rotate a cluster member's key in place", []string{"--encryption-key-file", keyB, "--previous-encryption-key-file", keyA}},
+		{"is encrypted: start this node with its --encryption-key-file", nil},
+	} {
+		nd := node(0, c.extra...)
 		nd.Start(t)
 		testutil.WaitFor(t, time.Minute, func() error {
 			if nd.Running() {
-				return fmt.Errorf("%s with %v: still running", nd.name, extra)
+				return fmt.Errorf("%s with %v: still running", nd.name, c.extra)
 			}
 			return nil
 		})
-		if out, _ := nd.Output(); nd.ExitErr() == nil || !strings.Contains(out, want) {
-			t.Fatalf("%s with %v: exit %v, want a refusal saying %q:\n%s", nd.name, extra, nd.ExitErr(), want, nd.Tail(20))
+		if out, _ := nd.Output(); nd.ExitErr() == nil || !strings.Contains(out, c.want) {
+			t.Fatalf("%s with %v: exit %v, want a refusal saying %q:\n%s", nd.name, c.extra, nd.ExitErr(), c.want, nd.Tail(20))
 		}
 	}
-	// moveTo backs c up (encrypted), stops it, starts a cluster on empty
-	// data dirs with extra flags, restores the backup into it and
-	// restarts its nodes one at a time: docs/OPERATIONS.md's procedure.
-	moveTo := func(c *cluster, extra ...string) *cluster {
-		t.Helper()
-		backup := filepath.Join(t.TempDir(), "backup")
-		ctl("backup", backup, "--encrypt-key-file", keyBackup, "--server", c.nodes[0].natsURL)
-		stop(c)
-		next := start(extra...)
-		ctl("restore", backup, "--decrypt-key-file", keyBackup, "--server", next.nodes[0].natsURL)
-		for i, nd := range next.nodes {
-			// A node stopped right after the streams it followed were
-			// replaced exits 1 now and then (TestBackupRestore): the
-			// checks that follow are the verdict.
-			if err := nd.Stop(stopTimeout); err != nil {
-				t.Logf("NOTICED: %s exited with %v when stopped after the restore", nd.name, err)
-			}
-			next.nodes[i] = node(next, i, extra...)
-			next.nodes[i].Start(t)
-			next.nodes[i].waitReady(t)
-		}
-		return next
-	}
-
-	plain := start()
-	m.create(plain.nodes)
-	m.write(plain.nodes, 1)
-	before := m.check(plain.nodes, 1)
-	waitSnapshots(t, plain.nodes, m.last)
-	if found := filesHolding(t, plain.dirs, m.mark(1)); len(found) == 0 {
-		t.Fatal("written in the clear, the marker is in no file: this test could not fail")
-	} else {
-		t.Logf("in the clear, %d files hold the marker, e.g. %s", len(found), found[0])
-	}
-	if err := plain.nodes[0].Stop(stopTimeout); err != nil {
-		t.Fatal(err)
-	}
-	refused(plain, 0, "cannot encrypt a cluster member's data dir in place", "--encryption-key-file", keyA)
-	plain.nodes[0] = node(plain, 0)
-	plain.nodes[0].Start(t)
-	plain.nodes[0].waitReady(t)
-
-	enc := moveTo(plain, "--encryption-key-file", keyA)
-	if got := m.check(enc.nodes, 1); !bytes.Equal(got, before) {
-		t.Fatal("the export differs in the encrypted cluster")
-	}
-	m.write(enc.nodes, 2)
-	m.check(enc.nodes, 2)
-	encryptedStatus(t, enc.nodes)
-	m.onDisk(enc.nodes, enc.dirs, 2, "encrypted with key A")
-
-	if err := enc.nodes[0].Stop(stopTimeout); err != nil {
-		t.Fatal(err)
-	}
-	refused(enc, 0, "cannot rotate a cluster member's key in place", "--encryption-key-file", keyB, "--previous-encryption-key-file", keyA)
-	refused(enc, 0, "is encrypted: start this node with its --encryption-key-file")
-	enc.nodes[0] = node(enc, 0, "--encryption-key-file", keyA)
-	enc.nodes[0].Start(t)
-	enc.nodes[0].waitReady(t)
-
-	rotated := moveTo(enc, "--encryption-key-file", keyB)
-	m.check(rotated.nodes, 2)
-	m.write(rotated.nodes, 3)
-	if export := m.check(rotated.nodes, 3); !bytes.HasPrefix(export, before) {
-		t.Fatal("after the rotation, the export does not begin with what was written in the clear")
-	}
-	encryptedStatus(t, rotated.nodes)
-	m.onDisk(rotated.nodes, rotated.dirs, 3, "after the rotation to key B")
+	nodes[0] = node(0, "--encryption-key-file", keyA)
+	nodes[0].Start(t)
+	nodes[0].waitReady(t)
+	m.write(nodes, 3)
+	m.check(nodes, 3)
+	m.onDisk(nodes, dirs, 3, "encrypted with key A, after a restart")
 }
 
 // TestEncryptionAtRestSingle: a single node (no cluster) is encrypted in
