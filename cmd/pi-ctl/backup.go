@@ -36,6 +36,8 @@ verified by the server first):
   sessions     <--stream> and, on a sharded store, every shard's stream
                (the shard map is in the first one's configuration)
   archive      <--archive-stream>, the archived sessions (--session-retention)
+  erasures     KV bucket KV_<--archive-stream>_ERASED, the ledger of erasures
+               (pi-ctl rm): session ids, times and who, no content
   region       KV bucket KV_<--region-bucket>, a cross-region deployment's
                record (which region is the home)
 
@@ -68,7 +70,7 @@ NATS server of the deployment, with the admin role of pi-ctl gen-secrets.
 In a cross-region deployment, back up the home region.
 `
 
-const restoreHelp = `Usage: pi-ctl restore DIR [--force] [--replicas N] [--decrypt-key-file FILE] [--json] [--server URL]
+const restoreHelp = `Usage: pi-ctl restore DIR [--force] [--replicas N] [--decrypt-key-file FILE] [--erasures FILE] [--json] [--server URL]
 
 Restores a backup made by pi-ctl backup into a deployment: every file's
 SHA-256 is checked against the manifest before anything is touched, then
@@ -88,6 +90,13 @@ time, so that each reads the restored streams from their start.
 An encrypted backup (pi-ctl backup --encrypt-key-file) needs its key,
 --decrypt-key-file: every file is decrypted whole, and checked, before
 anything is touched.
+
+Erasures are applied again (docs/SECURITY.md, "Erasure"): a session
+erased after the backup was made is erased from what was restored. The
+ledger of erasures is read from the deployment before anything is
+touched, and from --erasures FILE (the JSON of pi-ctl erasures --json,
+kept from the deployment the backup came from), and merged with the
+backup's own; each session it names is erased from the restored streams.
 `
 
 // backupManifest is manifest.json: what a backup holds and how to check it.
@@ -136,7 +145,7 @@ func backupRing(flag, path string) (*seal.Ring, error) {
 
 type backupStream struct {
 	Name   string `json:"name"`
-	Kind   string `json:"kind"`            // cursors, sessions, archive, region
+	Kind   string `json:"kind"`            // cursors, sessions, archive, erasures, region
 	Shard  *int   `json:"shard,omitempty"` // sessions
 	File   string `json:"file"`
 	Bytes  int64  `json:"bytes"`
@@ -231,6 +240,7 @@ func runBackup(ctx context.Context, e *env, args []string) error {
 	}
 	wants = append(wants,
 		want{name: names.archive, kind: "archive", optional: true},
+		want{name: "KV_" + names.archive + "_ERASED", kind: "erasures", optional: true},
 		want{name: "KV_" + a.bucket, kind: "region", optional: true})
 	man.Skipped = []backupSkipped{
 		{"KV_" + jetstream.MembersBucket, "membership: every node announces itself again within a second"},
@@ -419,6 +429,7 @@ func runRestore(ctx context.Context, e *env, args []string) error {
 	force := fs.Bool("force", false, "delete the streams of the backup that hold data in the deployment, and restore them")
 	replicas := fs.Int("replicas", 0, "the replica count of every restored stream (default: as backed up)")
 	keyFile := fs.String("decrypt-key-file", "", "the key `FILE` an encrypted backup was made with (pi-ctl backup --encrypt-key-file)")
+	erasuresFile := fs.String("erasures", "", "a ledger of erasures, `FILE` (pi-ctl erasures --json), to apply again after the restore")
 	pos, err := parseArgs(e, fs, restoreHelp, args, "DIR")
 	if err != nil {
 		return err
@@ -447,13 +458,26 @@ func runRestore(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 	}
+	var erasures []wire.Erasure
+	if *erasuresFile != "" {
+		if erasures, err = readErasuresFile(*erasuresFile); err != nil {
+			return err
+		}
+	}
+	era := man.erasing()
 	conn, ctx, done, err := a.connectTimed(ctx, e, fs)
 	if err != nil {
 		return err
 	}
 	defer done()
+	// The deployment's own ledger, before --force deletes it.
+	held, err := jetstream.ReadErasures(ctx, conn.JS, era.Archive)
+	if err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
+	erasures = append(erasures, held...)
 
-	var held []string
+	var holding []string
 	for _, s := range man.Streams {
 		st, err := conn.JS.Stream(ctx, s.Name)
 		if errors.Is(err, natsjs.ErrStreamNotFound) {
@@ -463,12 +487,12 @@ func runRestore(ctx context.Context, e *env, args []string) error {
 			return fmt.Errorf("restore: stream %s: %w", s.Name, jetstream.Classify(err))
 		}
 		if n := st.CachedInfo().State.Msgs; n > 0 {
-			held = append(held, fmt.Sprintf("%s has %s", s.Name, plural(int(n), "message")))
+			holding = append(holding, fmt.Sprintf("%s has %s", s.Name, plural(int(n), "message")))
 		}
 	}
-	if len(held) > 0 && !*force {
+	if len(holding) > 0 && !*force {
 		return fmt.Errorf("restore: %w: the deployment holds data (%s); restore into an empty one, or give --force to delete those streams first",
-			wire.ErrExists, strings.Join(held, ", "))
+			wire.ErrExists, strings.Join(holding, ", "))
 	}
 	began := time.Now()
 	var bar *progress
@@ -497,11 +521,21 @@ func runRestore(ctx context.Context, e *env, args []string) error {
 		}
 		out = append(out, s)
 	}
+	restored, err := jetstream.ReadErasures(ctx, conn.JS, era.Archive)
+	if err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
+	erasures = append(erasures, restored...)
+	erased, err := jetstream.ReapplyErasures(ctx, conn.JS, era, dedupeErasures(erasures))
+	if err != nil {
+		return fmt.Errorf("restore: the streams are restored, but applying the ledger of erasures again failed (run the restore's erasures with pi-ctl rm once the nodes run): %w", err)
+	}
 	if a.json {
 		return printJSON(e.stdout, struct {
 			Restored []backupStream `json:"restored"`
+			Erased   int            `json:"erasedAgain"`
 			Elapsed  int64          `json:"elapsedMs"`
-		}{out, time.Since(began).Milliseconds()})
+		}{out, erased, time.Since(began).Milliseconds()})
 	}
 	t := &table{}
 	t.row("STREAM", "KIND", "MESSAGES", "SEQ", "SUBJECTS", "SIZE")
@@ -511,9 +545,65 @@ func runRestore(ctx context.Context, e *env, args []string) error {
 	if err := t.write(e.stdout); err != nil {
 		return err
 	}
+	if erased > 0 {
+		fmt.Fprintf(e.stdout, "erased %s again, as the ledger of erasures says\n", plural(erased, "session"))
+	}
 	_, err = fmt.Fprintf(e.stdout, "restored %s from %s in %v; restart every pi-node, one at a time\n",
 		plural(len(out), "stream"), dir, time.Since(began).Round(time.Millisecond))
 	return err
+}
+
+// erasing names the deployment's assets the ledger of erasures is
+// applied to, from the backup's streams (pi-node's defaults for those it
+// lacks).
+func (m backupManifest) erasing() jetstream.Erasing {
+	cfg := jetstream.NewConfig()
+	d := jetstream.Erasing{Stream: cfg.Stream, Bucket: cfg.Bucket, Archive: jetstream.NewArchiveConfig(cfg).Stream}
+	for _, s := range m.Streams {
+		switch {
+		case s.Kind == "sessions" && s.Shard != nil && *s.Shard == 0:
+			d.Stream = s.Name
+		case s.Kind == "cursors":
+			d.Bucket = strings.TrimPrefix(s.Name, "KV_")
+		case s.Kind == "archive":
+			d.Archive = s.Name
+		}
+	}
+	return d
+}
+
+// readErasuresFile reads a ledger as pi-ctl erasures --json prints it.
+func readErasuresFile(path string) ([]wire.Erasure, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("restore: --erasures: %w", err)
+	}
+	var lines []wire.Erasure
+	if err := json.Unmarshal(b, &lines); err != nil {
+		return nil, fmt.Errorf("restore: --erasures %s: not a ledger of erasures (pi-ctl erasures --json): %w", path, err)
+	}
+	for i, l := range lines {
+		if l.Session == "" {
+			return nil, fmt.Errorf("restore: --erasures %s: line %d names no session", path, i+1)
+		}
+	}
+	return lines, nil
+}
+
+// dedupeErasures keeps one line per session, the earliest.
+func dedupeErasures(lines []wire.Erasure) []wire.Erasure {
+	first := map[string]wire.Erasure{}
+	for _, l := range lines {
+		if f, ok := first[l.Session]; !ok || l.At.Before(f.At) {
+			first[l.Session] = l
+		}
+	}
+	out := make([]wire.Erasure, 0, len(first))
+	for _, l := range first {
+		out = append(out, l)
+	}
+	slices.SortFunc(out, func(a, b wire.Erasure) int { return strings.Compare(a.Session, b.Session) })
+	return out
 }
 
 func readManifest(dir string) (backupManifest, error) {

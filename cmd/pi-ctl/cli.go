@@ -40,6 +40,8 @@ var commands = []command{
 	{"label", "label an entry of a session (or clear its label)", runLabel},
 	{"rename", "set a session's name", runRename},
 	{"fork", "copy the path to an entry into a new session", runFork},
+	{"rm", "erase sessions: from the log, the archive, every node's memory and files", runRm},
+	{"erasures", "print the ledger of erasures: which sessions were erased, when, by whom", runErasures},
 	{"import", "import pi session files or directories of them", runImport},
 	{"export", "write a session as a pi JSONL file", runExport},
 	{"sync", "stream local pi session files into the cluster, live, as pi writes them", runSync},

@@ -191,7 +191,7 @@ func TestServerHelp(t *testing.T) {
 		if !strings.Contains(top, "  "+c.name+" ") {
 			t.Errorf("top-level help does not list %q", c.name)
 		}
-		if c.name == "file" || c.name == "cursor" || c.name == "archive" || c.name == "failover" || c.name == "failback" || c.name == "shards" || c.name == "backup" || c.name == "restore" || c.name == "token" ||
+		if c.name == "file" || c.name == "cursor" || c.name == "archive" || c.name == "failover" || c.name == "failback" || c.name == "shards" || c.name == "backup" || c.name == "restore" || c.name == "erasures" || c.name == "token" ||
 			c.name == "nats-user" || c.name == "gen-secrets" {
 			continue // no pi-node API: offline, a subcommand table, or JetStream itself (region_test.go)
 		}
@@ -199,7 +199,7 @@ func TestServerHelp(t *testing.T) {
 			t.Errorf("%s --help:\n%s", c.name, h)
 		}
 	}
-	for _, c := range []string{"backup", "restore"} { // JetStream itself: --server, no --http
+	for _, c := range []string{"backup", "restore", "erasures"} { // JetStream itself: --server, no --http
 		if h := mustRun(t, c, "--help"); !strings.Contains(h, "Usage: pi-ctl "+c) || !strings.Contains(h, "-server URL") || strings.Contains(h, "-http URL") {
 			t.Errorf("%s --help:\n%s", c, h)
 		}

@@ -20,6 +20,9 @@ type Archive interface {
 	// Retention is the node's --session-retention (0: none), the default
 	// of a pass run through the API.
 	Retention() time.Duration
+	// Erase erases a session wherever it lives (archive.Archiver.Erase);
+	// by names who asked, for the ledger and the audit line.
+	Erase(ctx context.Context, sid string, expectLast uint64, by string) (wire.DeleteReply, error)
 }
 
 // errNoArchive answers the archive operations of a node without one (it
@@ -102,5 +105,34 @@ func (s *Server) archiveRun(ctx context.Context, r *wire.ArchiveRunRequest) (rep
 	}
 	// Sessions that failed are counted in the result and retried by the
 	// next pass; the pass as a whole did its work.
+	return jsonReply(res)
+}
+
+// errNoErase answers a delete on a node without an archive (cross-region
+// mode): the other regions' mirrors would keep the session.
+var errNoErase = fmt.Errorf("%w: this node cannot erase sessions (cross-region mode: the other regions' copies would keep them)", wire.ErrInvalid)
+
+func (s *Server) deleteSession(ctx context.Context, r *wire.DeleteRequest) (reply, error) {
+	if err := session.ValidSessionID(r.SessionID); err != nil {
+		return reply{}, err
+	}
+	if s.cfg.Archive == nil {
+		return reply{}, errNoErase
+	}
+	p := principalOf(ctx)
+	res, err := s.cfg.Archive.Erase(ctx, r.SessionID, r.ExpectLastSeq, p.name)
+	if err != nil {
+		return reply{}, err
+	}
+	if res.Records > 0 {
+		// Read your writes: the notice is in the log, and this node's
+		// next read of the session must find it gone.
+		wctx, cancel := context.WithTimeout(ctx, s.cfg.MinSeqTimeout)
+		cerr := s.svc.Store.For(r.SessionID).CatchUp(wctx)
+		cancel()
+		if cerr != nil {
+			return reply{}, fmt.Errorf("erased session %s, but this node has not applied the erasure within %v: %w", r.SessionID, s.cfg.MinSeqTimeout, cerr)
+		}
+	}
 	return jsonReply(res)
 }

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"sync"
 	"testing"
@@ -54,6 +55,10 @@ func (f *fakeArchive) Pass(_ context.Context, older time.Duration) (wire.Archive
 }
 
 func (f *fakeArchive) Retention() time.Duration { return f.retention }
+
+func (f *fakeArchive) Erase(_ context.Context, sid string, expectLast uint64, by string) (wire.DeleteReply, error) {
+	return wire.DeleteReply{}, fmt.Errorf("session %s: %w", sid, wire.ErrNotFound)
+}
 
 const sid1 = "01a22ba6-d94f-735d-ac17-131011d6d05b"
 

@@ -67,10 +67,11 @@ func (s *Server) checkHTTP(r *http.Request, op string) (*principal, error) {
 	return p, err
 }
 
-// auditAdmin logs an admin operation (scope admin: the archive's) that was
-// let through, with its outcome, and counts it in pi_api_admin_ops_total.
+// auditAdmin logs an admin operation (scope admin: the archive's), or a
+// delete, that was let through, with its outcome, and counts it in
+// pi_api_admin_ops_total.
 func (s *Server) auditAdmin(p *principal, transport, op string, status int, err error) {
-	if opScopes[op] != ScopeAdmin {
+	if opScopes[op] != ScopeAdmin && op != wire.OpDelete.Name {
 		return
 	}
 	outcome := "ok"

@@ -53,7 +53,7 @@ func newMetrics(st store.Shards) *metrics {
 		}, []string{"outcome"}),
 		adminOps: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pi_api_admin_ops_total",
-			Help: `Admin operations (archive.*) let through, by operation and outcome ("ok" or the error code), on both transports.`,
+			Help: `Admin operations (archive.*) and deletes let through, by operation and outcome ("ok" or the error code), on both transports.`,
 		}, []string{"op", "outcome"}),
 		limitCur: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "pi_api_limit_current",

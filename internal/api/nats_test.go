@@ -146,7 +146,7 @@ func TestNATSDiscovery(t *testing.T) {
 		subjects = append(subjects, ep.Subject)
 	}
 	slices.Sort(subjects)
-	want := []string{"append", "archive.list", "archive.restore", "archive.run", "context", "context.build", "create", "cursor.delete", "cursor.get", "cursor.list", "cursor.set", "entries", "export", "fork", "get", "import", "list", "search", "status", "tree"}
+	want := []string{"append", "archive.list", "archive.restore", "archive.run", "context", "context.build", "create", "cursor.delete", "cursor.get", "cursor.list", "cursor.set", "delete", "entries", "export", "fork", "get", "import", "list", "search", "status", "tree"}
 	for k := range want {
 		want[k] = "pi.v1." + want[k]
 	}

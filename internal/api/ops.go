@@ -78,6 +78,7 @@ var ops = []op{
 	handle(wire.OpExport, (*Server).export),
 	handle(wire.OpImport, (*Server).importFile),
 	handle(wire.OpStatus, (*Server).status),
+	handle(wire.OpDelete, (*Server).deleteSession),
 	handle(wire.OpArchiveList, (*Server).archiveList),
 	handle(wire.OpArchiveRestore, (*Server).archiveRestore),
 	handle(wire.OpArchiveRun, (*Server).archiveRun),

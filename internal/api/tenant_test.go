@@ -64,6 +64,7 @@ func TestTenant(t *testing.T) {
 		{"DELETE", "/v1/sessions/%s/cursors/c1", ""},
 		{"POST", "/v1/sessions/%s/entries", `{"entries":[` + userMsg("", "x") + `]}`},
 		{"POST", "/v1/sessions/%s/fork", `{"entryId":"u1"}`},
+		{"DELETE", "/v1/sessions/%s", ""},
 	}
 	for _, r := range reqs {
 		wantCode, want := doBounded(t, e, r.method, fmt.Sprintf(r.path, missing), r.body, a)
@@ -74,9 +75,12 @@ func TestTenant(t *testing.T) {
 			}
 		}
 	}
-	// Nothing was written to the others' sessions.
+	// Nothing was written to the others' sessions, nor erased.
 	for _, sid := range others {
-		_, b := e.do("GET", "/v1/sessions/"+sid+"/entries", nil, adm...)
+		code, b := e.do("GET", "/v1/sessions/"+sid+"/entries", nil, adm...)
+		if code != 200 {
+			t.Fatalf("%s after the other tenant's requests: %d %s", sid, code, b)
+		}
 		if strings.Contains(string(b), `"x"`) {
 			t.Fatalf("a write reached %s: %s", sid, b)
 		}

@@ -41,7 +41,7 @@ func TestScopesPerOp(t *testing.T) {
 	want := map[string]string{
 		"list": "read", "get": "read", "entries": "read", "tree": "read", "context": "read", "context.build": "read", "export": "read",
 		"watch": "read", "cursor.get": "read", "cursor.list": "read", "status": "read", "search": "read",
-		"create": "write", "append": "write", "cursor.set": "write", "cursor.delete": "write", "fork": "write", "import": "write",
+		"create": "write", "append": "write", "cursor.set": "write", "cursor.delete": "write", "fork": "write", "import": "write", "delete": "write",
 		"archive.list": "admin", "archive.restore": "admin", "archive.run": "admin",
 	}
 	tokens := map[string][]string{"r": {"read"}, "w": {"write"}, "rw": {"read", "write"}, "adm": {"admin"}}

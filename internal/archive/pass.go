@@ -67,7 +67,15 @@ func (a *Archiver) Archive(ctx context.Context, sid string, cutoff time.Time) (O
 	if err := a.b.Put(ctx, c, data); err != nil {
 		return Active, 0, err
 	}
+	// An erasure since the export (the Store holds an erased session
+	// until it applies the notice) must not leave this copy behind.
+	if gone, err := a.dropErased(ctx, sid); gone || err != nil {
+		return Gone, 0, err
+	}
 	out, n, err := a.purge(ctx, &c, data)
+	if gone, derr := a.dropErased(ctx, sid); gone || derr != nil {
+		return Gone, 0, derr // a repair's copies too
+	}
 	if err == nil && (out == Archived || out == Repaired) {
 		a.stats.archived(out)
 		a.notePurged(sid)

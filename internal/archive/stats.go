@@ -12,6 +12,7 @@ type stats struct {
 	archivedN atomic.Uint64 // sessions archived (Repaired included)
 	repairedN atomic.Uint64
 	restores  atomic.Uint64
+	erased    atomic.Uint64
 	passes    atomic.Uint64
 
 	mu   sync.Mutex
@@ -37,7 +38,9 @@ func (s *stats) pass(r wire.ArchivePass) {
 // client links through the JetStream adapter, needs no Prometheus).
 type Stats struct {
 	Archived, Repaired, Restored, Passes uint64
-	LastPass                             wire.ArchivePass
+	// Erased counts the sessions this node erased (Erase).
+	Erased   uint64
+	LastPass wire.ArchivePass
 }
 
 // Stats returns the counters.
@@ -47,6 +50,6 @@ func (a *Archiver) Stats() Stats {
 	a.stats.mu.Unlock()
 	return Stats{
 		Archived: a.stats.archivedN.Load(), Repaired: a.stats.repairedN.Load(),
-		Restored: a.stats.restores.Load(), Passes: a.stats.passes.Load(), LastPass: last,
+		Restored: a.stats.restores.Load(), Passes: a.stats.passes.Load(), Erased: a.stats.erased.Load(), LastPass: last,
 	}
 }

@@ -2,6 +2,7 @@ package enginetest
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/pifleet/sessionlog/internal/session"
@@ -132,6 +133,62 @@ func testPurge(t *testing.T, newLog func(t *testing.T) (session.Log, session.Fee
 	if notice.Session != session.PurgeToken || notice.Seq != last+1 || notice.Type != want.Type ||
 		notice.ID != want.ID || string(notice.Data) != string(want.Data) {
 		t.Fatalf("purge notice: got %+v (data %s), want seq %d %+v (data %s)", notice, notice.Data, last+1, want, want.Data)
+	}
+}
+
+// testErase checks session.Eraser, for a Log that is one: a stale
+// expectLast is a conflict naming the last sequence and erases nothing;
+// an erasure removes every record of the session (and only its), reports
+// how many and up to which sequence, appends the erasure notice
+// (session.EraseRecord) to the feed, and leaves the session not found to
+// reads and to a second Erase.
+func testErase(t *testing.T, newLog func(t *testing.T) (session.Log, session.Feed)) {
+	l, f := newLog(t)
+	e, ok := l.(session.Eraser)
+	if !ok {
+		t.Skipf("%T cannot erase (not a session.Eraser)", l)
+	}
+	ctx := context.Background()
+	a, b := newSessionID(t), newSessionID(t)
+	_, seqsA := create(t, l, a, 2)
+	recsB, seqsB := create(t, l, b, 2)
+	lastA := seqsA[len(seqsA)-1]
+
+	_, err := e.Erase(ctx, a, seqsA[0])
+	var ce *wire.ConflictError
+	if !errors.As(err, &ce) || ce.LastSeq != lastA {
+		t.Fatalf("erase with a stale expectLast: %v, want a conflict at %d", err, lastA)
+	}
+	if got := mustRead(t, l, a, 0); len(got) != 3 {
+		t.Fatalf("after a refused erasure: %d records, want 3", len(got))
+	}
+	last := lastSeq(t, f)
+	res, err := e.Erase(ctx, a, lastA)
+	if err != nil || res.Records != 3 || res.LastSeq != lastA {
+		t.Fatalf("erase: %+v %v, want 3 records up to %d", res, err, lastA)
+	}
+	_, err = l.Read(ctx, a, 0)
+	wantErr(t, "read of an erased session", err, wire.ErrNotFound)
+	_, err = l.SessionLastSeq(ctx, a)
+	wantErr(t, "last seq of an erased session", err, wire.ErrNotFound)
+	sameStored(t, mustRead(t, l, b, 0), b, recsB, seqsB)
+	_, err = e.Erase(ctx, a, 0)
+	wantErr(t, "second erasure", err, wire.ErrNotFound)
+	_, err = e.Erase(ctx, newSessionID(t), 0)
+	wantErr(t, "erasure of a missing session", err, wire.ErrNotFound)
+	if got := lastSeq(t, f); got != last+1 {
+		t.Fatalf("last seq after the erasures: %d, want %d (one notice)", got, last+1)
+	}
+
+	fw := startFollow(t, f, 1)
+	var got []session.Stored
+	for len(got) == 0 || got[len(got)-1].Seq < last+1 {
+		got = append(got, fw.next(t)...)
+	}
+	sameStored(t, got[:len(got)-1], b, recsB, seqsB)
+	notice, want := got[len(got)-1], session.EraseRecord(a, lastA)
+	if notice.Session != session.PurgeToken || notice.Type != want.Type || notice.ID != want.ID || string(notice.Data) != string(want.Data) {
+		t.Fatalf("erasure notice: got %+v (data %s), want %+v (data %s)", notice, notice.Data, want, want.Data)
 	}
 }
 

@@ -99,8 +99,9 @@ type Archive struct {
 	// once, as the Log's reads (restores and listings are client-driven).
 	scans chan struct{}
 
-	mu sync.Mutex
-	kv jetstream.KeyValue // the lease bucket, opened on first use
+	mu       sync.Mutex
+	kv       jetstream.KeyValue // the lease bucket, opened on first use
+	ledgerKV jetstream.KeyValue // the ledger of erasures, likewise
 }
 
 // NewArchive returns the archive cfg names, for the sessions of log.

@@ -57,7 +57,7 @@ func (a *Archive) PurgeUpTo(ctx context.Context, sid string, upTo uint64) (uint6
 			return 0, err
 		}
 	}
-	if err := a.purgeCursors(ctx, sid); err != nil {
+	if err := a.log.purgeCursors(ctx, sid); err != nil {
 		return 0, err
 	}
 	return 0, a.Notify(ctx, sid, upTo)
@@ -68,17 +68,17 @@ func (a *Archive) PurgeUpTo(ctx context.Context, sid string, upTo uint64) (uint6
 // archived session either. A purge of the subjects (not KV deletes, which
 // leave a marker per key) removes them entirely; a restored session starts
 // at pi's default leaf, as after a backup restore.
-func (a *Archive) purgeCursors(ctx context.Context, sid string) error {
-	stream := bucketStream(a.log.cfg.Bucket)
-	filter := "$KV." + a.log.cfg.Bucket + "." + sid + ".*"
+func (l *Log) purgeCursors(ctx context.Context, sid string) error {
+	stream := bucketStream(l.cfg.Bucket)
+	filter := "$KV." + l.cfg.Bucket + "." + sid + ".*"
 	// Most archived sessions have no cursor left: a read is cheaper than a
 	// purge, which is a raft proposal on a replicated bucket.
-	_, err := leaderGet(ctx, a.js, a.log.api, stream, msgGetRequest{LastFor: filter})
+	_, err := leaderGet(ctx, l.js, l.api, stream, msgGetRequest{LastFor: filter})
 	if isNotFound(err) {
 		return nil
 	}
 	if err == nil {
-		err = a.purge(ctx, stream, filter, 0)
+		err = purgeSubject(ctx, l.js, l.api, stream, filter, 0)
 	}
 	if err != nil {
 		return fmt.Errorf("purge the cursors of %s: %w", sid, err)
@@ -104,13 +104,17 @@ type purgeRequest struct {
 // purge sends the purge request itself: nats.go's Stream.Purge needs a
 // stream handle, and getting one is a stream info request per session.
 func (a *Archive) purge(ctx context.Context, stream, filter string, below uint64) error {
-	ctx, cancel := withDefaultDeadline(ctx, a.js)
+	return purgeSubject(ctx, a.js, a.log.api, stream, filter, below)
+}
+
+func purgeSubject(ctx context.Context, js jetstream.JetStream, api, stream, filter string, below uint64) error {
+	ctx, cancel := withDefaultDeadline(ctx, js)
 	defer cancel()
 	body, err := json.Marshal(purgeRequest{Filter: filter, Seq: below})
 	if err != nil {
 		return err
 	}
-	msg, err := a.js.Conn().RequestWithContext(ctx, a.log.api+"STREAM.PURGE."+stream, body)
+	msg, err := js.Conn().RequestWithContext(ctx, api+"STREAM.PURGE."+stream, body)
 	if err != nil {
 		return translate(err, wire.ErrConflict)
 	}

@@ -94,8 +94,25 @@ func (a *Archive) scan(ctx context.Context, filter string, from uint64, fn func(
 	}
 	defer c.stop()
 	var cur *wire.ArchiveCopy
+	var seen uint64 // the last sequence delivered
+	if from > 0 {
+		seen = from - 1
+	}
 	for {
-		msg, err := c.next(ctx)
+		// The last copy may be erased while the scan runs (a restore's or
+		// an erasure's delete): the consumer then never reaches end, and
+		// waits. Whether anything is left up to end is asked while nothing
+		// comes.
+		msg, err := c.nextWatched(ctx, func() error {
+			next, err := leaderGet(ctx, a.js, a.log.api, a.cfg.Stream, msgGetRequest{Seq: seen + 1, NextFor: filter})
+			if isNotFound(err) || err == nil && next.Seq > end.Seq {
+				return errScanDone
+			}
+			return nil // there is more: the consumer brings it
+		})
+		if errors.Is(err, errScanDone) {
+			return nil
+		}
 		if err != nil {
 			return translate(err, wire.ErrConflict)
 		}
@@ -104,6 +121,7 @@ func (a *Archive) scan(ctx context.Context, filter string, from uint64, fn func(
 			return err
 		}
 		seq := meta.Sequence.Stream
+		seen = seq
 		k, n, err := decodePart(msg.Headers())
 		switch {
 		case err != nil:
@@ -129,6 +147,9 @@ func (a *Archive) scan(ctx context.Context, filter string, from uint64, fn func(
 		}
 	}
 }
+
+// errScanDone ends a scan whose last message went while it ran.
+var errScanDone = errors.New("nothing left to scan")
 
 // noArchive turns "no such stream" into a clear ErrNotFound.
 func (a *Archive) noArchive(err error) error {
@@ -186,24 +207,17 @@ func (a *Archive) Fetch(ctx context.Context, c wire.ArchiveCopy) ([]byte, error)
 	return data, nil
 }
 
-// Delete removes the copies' messages. A message already gone is fine.
+// Delete erases the copies' messages. A message already gone is fine.
 func (a *Archive) Delete(ctx context.Context, cs []wire.ArchiveCopy) error {
-	s, err := a.js.Stream(ctx, a.cfg.Stream)
-	if err != nil {
-		return a.noArchive(err)
-	}
 	for _, c := range cs {
+		seqs := make([]uint64, c.Parts)
 		for k := range c.Parts {
-			seq := c.Seq + uint64(k)
-			err := s.DeleteMsg(ctx, seq)
-			if err != nil && !isNotFound(err) {
-				// A message deleted already fails as "deletion unsuccessful"
-				// (10057), like other failures: look whether it is there.
-				if _, gerr := leaderGet(ctx, a.js, a.log.api, a.cfg.Stream, msgGetRequest{Seq: seq}); isNotFound(gerr) {
-					continue
-				}
-				return fmt.Errorf("delete archived copy of %s: %w", c.SessionID, translate(err, wire.ErrConflict))
-			}
+			seqs[k] = c.Seq + uint64(k)
+		}
+		// Erased, not only deleted: a copy deleted because its session was
+		// erased must leave no bytes in the archive's block files.
+		if err := eraseMsgs(ctx, a.js, a.log.api, a.cfg.Stream, seqs); err != nil {
+			return fmt.Errorf("delete archived copy of %s: %w", c.SessionID, err)
 		}
 	}
 	return nil

@@ -319,14 +319,18 @@ func (l *Log) Purge(ctx context.Context, sid string) error {
 	return nil
 }
 
-// notifyPurge publishes the purge notice session.PurgeRecord(sid, upTo) on
-// <prefix>._purge, with a message id that makes a repeated notice a
+// notifyPurge publishes the purge notice session.PurgeRecord(sid, upTo)
+// on <prefix>._purge, with a message id that makes a repeated notice a
 // duplicate.
 func (l *Log) notifyPurge(ctx context.Context, sid string, upTo uint64) error {
-	notice := session.PurgeRecord(sid, upTo)
+	return l.notify(ctx, session.PurgeRecord(sid, upTo), fmt.Sprintf("%s/%s/%d", session.PurgeToken, sid, upTo))
+}
+
+// notify publishes a notice record on <prefix>._purge with message id id.
+func (l *Log) notify(ctx context.Context, notice session.Record, id string) error {
 	m := nats.NewMsg(l.subject(session.PurgeToken))
 	m.Data = notice.Data
-	m.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("%s/%s/%d", session.PurgeToken, sid, upTo))
+	m.Header.Set(jetstream.MsgIDHeader, id)
 	m.Header.Set(hdrType, notice.Type)
 	m.Header.Set(hdrID, notice.ID)
 	_, err := l.js.PublishMsg(ctx, m)

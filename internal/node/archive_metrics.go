@@ -19,6 +19,8 @@ var (
 		"Archived sessions that a write raced with; the write was archived with them.", nil, nil)
 	descRestored = prometheus.NewDesc("pi_archive_sessions_restored_total",
 		"Sessions this node restored from the archive.", nil, nil)
+	descErased = prometheus.NewDesc("pi_sessions_erased_total",
+		"Sessions this node erased (DELETE /v1/sessions/{id}, pi-ctl rm): from the log, the archive and every node's files.", nil, nil)
 	descPasses = prometheus.NewDesc("pi_archive_passes_total",
 		"Retention passes this node ran (under the cluster-wide lease).", nil, nil)
 	descLastFailed = prometheus.NewDesc("pi_archive_last_pass_failed",
@@ -28,7 +30,7 @@ var (
 )
 
 func (c archiveCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descArchived, descRepaired, descRestored, descPasses, descLastFailed, descLastSeconds} {
+	for _, d := range []*prometheus.Desc{descArchived, descRepaired, descRestored, descErased, descPasses, descLastFailed, descLastSeconds} {
 		ch <- d
 	}
 }
@@ -38,6 +40,7 @@ func (c archiveCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descArchived, prometheus.CounterValue, float64(s.Archived))
 	ch <- prometheus.MustNewConstMetric(descRepaired, prometheus.CounterValue, float64(s.Repaired))
 	ch <- prometheus.MustNewConstMetric(descRestored, prometheus.CounterValue, float64(s.Restored))
+	ch <- prometheus.MustNewConstMetric(descErased, prometheus.CounterValue, float64(s.Erased))
 	ch <- prometheus.MustNewConstMetric(descPasses, prometheus.CounterValue, float64(s.Passes))
 	ch <- prometheus.MustNewConstMetric(descLastFailed, prometheus.GaugeValue, float64(s.LastPass.Failed))
 	ch <- prometheus.MustNewConstMetric(descLastSeconds, prometheus.GaugeValue, s.LastPass.Seconds)

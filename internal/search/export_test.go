@@ -97,3 +97,24 @@ func SetCheckBudget(n int) func() {
 	CheckBudget = n
 	return func() { CheckBudget = was }
 }
+
+// Terms is every term of field in the index's dictionaries: the terms of
+// deleted documents too, until a merge drops them.
+func (x *Index) Terms(field string) ([]string, error) {
+	d, err := x.index().FieldDict(field)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	var out []string
+	for {
+		e, err := d.Next()
+		if err != nil {
+			return nil, err
+		}
+		if e == nil {
+			return out, nil
+		}
+		out = append(out, e.Term)
+	}
+}

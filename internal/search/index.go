@@ -12,10 +12,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/index/scorch"
+	"github.com/blevesearch/bleve/v2/index/scorch/mergeplan"
 	"github.com/blevesearch/bleve/v2/mapping"
 	"github.com/blevesearch/bleve/v2/search/query"
 	bolterrors "go.etcd.io/bbolt/errors"
@@ -51,6 +53,8 @@ type Index struct {
 	// mustReset (that goroutine's) is one it could not carry out yet.
 	resets    chan chan struct{}
 	mustReset bool
+
+	cwdSource atomic.Pointer[func(sid string) (string, bool)] // SetCwdSource
 }
 
 // Internal keys, in the same batches as the documents.
@@ -58,12 +62,14 @@ const (
 	keySeq     = "seq"     // the last sequence indexed
 	keyIdent   = "ident"   // the identity of the log (session.Identifier)
 	keyMapping = "mapping" // mappingVersion
-	keyCwd     = "cwd/"    // + session id: {"seq": header sequence, "cwd": cleaned cwd}
+	keyCwd     = "cwd/"    // + session id: {"seq": header sequence}
 )
 
+// cwdRecord is what the index keeps of a session's header: its sequence
+// (a purge at or above it removes the session's documents). Not the cwd
+// itself: see cwdOf.
 type cwdRecord struct {
 	Seq uint64 `json:"seq"`
-	Cwd string `json:"cwd"`
 }
 
 // Open returns the index in dir (dir "" keeps it in memory). It opens
@@ -438,11 +444,59 @@ func (x *Index) run(ctx context.Context, feed session.Feed) error {
 			}
 		}
 		gather.Stop()
-		if err := x.apply(rs); err != nil {
+		erased, err := x.apply(rs)
+		if err != nil {
 			return stop(err)
+		}
+		if erased {
+			x.mergeErased(ctx)
 		}
 	}
 }
+
+// mergeErased merges the index on disk into one segment after an
+// erasure: a deleted document stays in its segment's files (its terms in
+// the dictionary, its stored fields) until a merge rewrites the segment,
+// and an erased session must leave no bytes behind (docs/SECURITY.md,
+// "Erasure"). Indexing waits meanwhile; erasures are rare. An index in
+// memory has no files.
+func (x *Index) mergeErased(ctx context.Context) {
+	if x.dir == "" {
+		return
+	}
+	adv, err := x.idx.Advanced()
+	if err != nil {
+		x.log.Warn("search index: merge after an erasure", "err", err)
+		return
+	}
+	sc, ok := adv.(*scorch.Scorch)
+	if !ok {
+		return
+	}
+	// The planner leaves a lone segment alone, deleted documents and all
+	// (and after the first merge there is one): a document in a batch of
+	// its own makes a second one to merge with. It has no text, and goes
+	// again after the merge.
+	b := x.idx.NewBatch()
+	err = b.Index(anchorID, map[string]any{fType: "anchor"})
+	if err == nil {
+		err = x.idx.Batch(b)
+	}
+	if err == nil {
+		err = sc.ForceMerge(ctx, &mergeplan.SingleSegmentMergePlanOptions)
+	}
+	if err == nil {
+		b = x.idx.NewBatch()
+		b.Delete(anchorID)
+		err = x.idx.Batch(b)
+	}
+	if err != nil && ctx.Err() == nil {
+		x.log.Warn("search index: merge after an erasure", "err", err)
+	}
+}
+
+// anchorID is the document mergeErased adds and removes.
+const anchorID = "\x00anchor"
 
 // reset empties the index (a log of another history).
 func (x *Index) reset() error {
@@ -475,8 +529,9 @@ func (x *Index) reset() error {
 	return idx.SetInternal([]byte(keyMapping), []byte(mappingVersion))
 }
 
-// apply indexes rs as one batch, with the sequence it reaches.
-func (x *Index) apply(rs []session.Stored) error {
+// apply indexes rs as one batch, with the sequence it reaches; erased
+// reports an erasure notice among them.
+func (x *Index) apply(rs []session.Stored) (erased bool, err error) {
 	b := x.idx.NewBatch()
 	last := x.Applied()
 	for i := range rs {
@@ -486,9 +541,11 @@ func (x *Index) apply(rs []session.Stored) error {
 		}
 		last = r.Seq
 		if r.Session == session.PurgeToken {
-			if err := x.purge(b, r); err != nil {
-				return err
+			e, err := x.purge(b, r)
+			if err != nil {
+				return false, err
 			}
+			erased = erased || e
 			continue
 		}
 		if r.IsHeader() {
@@ -498,7 +555,7 @@ func (x *Index) apply(rs []session.Stored) error {
 			_ = json.Unmarshal(r.Data, &h)
 			cwd := cleanCwd(h.Cwd)
 			x.cwds[r.Session] = cwd
-			v, _ := json.Marshal(cwdRecord{Seq: r.Seq, Cwd: cwd})
+			v, _ := json.Marshal(cwdRecord{Seq: r.Seq})
 			b.SetInternal([]byte(keyCwd+r.Session), v)
 			continue
 		}
@@ -508,24 +565,24 @@ func (x *Index) apply(rs []session.Stored) error {
 		}
 		cwd, err := x.cwdOf(r.Session)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if err := b.Index(DocID(r.Session, d.Entry), fields(&d, r.Session, cwd)); err != nil {
-			return fmt.Errorf("index entry %s of session %s (seq %d): %w", d.Entry, r.Session, r.Seq, err)
+			return false, fmt.Errorf("index entry %s of session %s (seq %d): %w", d.Entry, r.Session, r.Seq, err)
 		}
 	}
 	if last == x.Applied() {
-		return nil
+		return erased, nil
 	}
 	b.SetInternal([]byte(keySeq), []byte(strconv.FormatUint(last, 10)))
 	if x.ident != "" {
 		b.SetInternal([]byte(keyIdent), []byte(x.ident))
 	}
 	if err := x.idx.Batch(b); err != nil {
-		return err
+		return false, err
 	}
 	x.advanced(last)
-	return nil
+	return erased, nil
 }
 
 // cleanCwd is a cwd as the index holds it: cleaned when absolute (the
@@ -553,42 +610,47 @@ func cwdDirs(cwd string) []string {
 	return out
 }
 
-// cwdOf is the cwd of a session whose header the index has seen, from
-// memory or from the index.
+// cwdOf is the cwd of a session whose header the index has seen: from
+// memory, or after a restart from the source SetCwdSource gave (the
+// Store's catalog). The index's own files keep no cwd: an erased session's
+// would outlive it in the free pages of root.bolt. A session neither
+// knows is indexed under no directory (its purge notice is on its way).
 func (x *Index) cwdOf(sid string) (string, error) {
 	if c, ok := x.cwds[sid]; ok {
 		return c, nil
 	}
-	v, err := x.idx.GetInternal([]byte(keyCwd + sid))
-	if err != nil {
-		return "", err
+	var c string
+	if src := x.cwdSource.Load(); src != nil {
+		if cwd, ok := (*src)(sid); ok {
+			c = cleanCwd(cwd)
+		}
 	}
-	var c cwdRecord
-	if len(v) > 0 {
-		_ = json.Unmarshal(v, &c)
-	}
-	x.cwds[sid] = c.Cwd
-	return c.Cwd, nil
+	x.cwds[sid] = c
+	return c, nil
 }
 
-// purge removes a purged session's documents: what an archived session
-// leaves behind.
-func (x *Index) purge(b *bleve.Batch, r *session.Stored) error {
+// SetCwdSource gives the index the cwds of the sessions whose headers it
+// applied before a restart (a Store's: Store.Open sets it).
+func (x *Index) SetCwdSource(src func(sid string) (string, bool)) { x.cwdSource.Store(&src) }
+
+// purge removes a purged session's documents: what an archived or erased
+// session leaves behind; erased reports an erasure's notice.
+func (x *Index) purge(b *bleve.Batch, r *session.Stored) (erased bool, err error) {
 	var n session.PurgeNotice
 	if json.Unmarshal(r.Data, &n) != nil || n.Session == "" {
-		return nil
+		return false, nil
 	}
 	v, err := x.idx.GetInternal([]byte(keyCwd + n.Session))
 	if err != nil {
-		return err
+		return false, err
 	}
 	var c cwdRecord
 	if len(v) > 0 && json.Unmarshal(v, &c) == nil && c.Seq > n.UpTo {
-		return nil // created again after the purge: the documents are the new session's
+		return false, nil // created again after the purge: the documents are the new session's
 	}
 	// Documents of the session still in this batch go too.
 	if err := x.idx.Batch(b); err != nil {
-		return err
+		return false, err
 	}
 	b.Reset()
 	for {
@@ -597,7 +659,7 @@ func (x *Index) purge(b *bleve.Batch, r *session.Stored) error {
 		req := bleve.NewSearchRequestOptions(q, 10000, 0, false)
 		res, err := x.idx.Search(req)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if len(res.Hits) == 0 {
 			break
@@ -607,12 +669,12 @@ func (x *Index) purge(b *bleve.Batch, r *session.Stored) error {
 			del.Delete(h.ID)
 		}
 		if err := x.idx.Batch(del); err != nil {
-			return err
+			return false, err
 		}
 	}
 	delete(x.cwds, n.Session)
 	b.DeleteInternal([]byte(keyCwd + n.Session))
-	return nil
+	return n.Erase, nil
 }
 
 // DocID is the index's id of an entry.

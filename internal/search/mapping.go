@@ -29,8 +29,9 @@ const (
 
 // mappingVersion names the mapping below: an index built by another is
 // rebuilt from the log. 3: the text has no term vectors; 4: cwd holds the
-// cwd's directories.
-const mappingVersion = "4"
+// cwd's directories; 5: the internal records keep no cwd (an erased
+// session's must not stay in root.bolt).
+const mappingVersion = "5"
 
 const (
 	tokenizerName = "piwords"

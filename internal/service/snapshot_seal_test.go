@@ -2,9 +2,7 @@ package service_test
 
 import (
 	"bytes"
-	"io/fs"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,34 +10,9 @@ import (
 	"github.com/pifleet/sessionlog/internal/seal"
 	"github.com/pifleet/sessionlog/internal/service"
 	"github.com/pifleet/sessionlog/internal/store"
+	"github.com/pifleet/sessionlog/internal/testutil"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
-
-// filesHolding returns the files under dir whose bytes hold any of needles.
-func filesHolding(t *testing.T, dir string, needles ...[]byte) []string {
-	t.Helper()
-	var found []string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		for _, n := range needles {
-			if bytes.Contains(b, n) {
-				found = append(found, filepath.Base(p)+" holds "+string(n))
-				break
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return found
-}
 
 // testSnapshotSealed: with Options.Seal no file the Store writes holds a
 // session's text or id — snapshot, spill blocks — and a plain snapshot left
@@ -58,16 +31,16 @@ func testSnapshotSealed(t *testing.T, b backend) {
 		total += len(files[k])
 	}
 	last := importAll(t, b.log, files)
-	marker := []byte("MARKER-7f3c9e1a")
+	marker := "MARKER-7f3c9e1a"
 	svc := &service.Service{Log: b.log, Store: openStore(t, b), Cursors: b.cursors}
 	for _, f := range files {
-		res, err := svc.Append(ctx, sessionIDOf(f), wire.AppendRequest{Entries: raws(`{"type":"custom","customType":"note","data":{"text":"` + string(marker) + `"}}`)})
+		res, err := svc.Append(ctx, sessionIDOf(f), wire.AppendRequest{Entries: raws(`{"type":"custom","customType":"note","data":{"text":"` + marker + `"}}`)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		last = res.LastSeq
 	}
-	needles := [][]byte{marker, []byte(sessionIDOf(files[0])), []byte(sessionIDOf(files[len(files)-1]))}
+	needles := []string{marker, sessionIDOf(files[0]), sessionIDOf(files[len(files)-1])}
 	want := map[string][]byte{}
 	plain := openSnapStore(t, b, b.log, dir, 0)
 	waitApplied(t, plain, last)
@@ -77,7 +50,7 @@ func testSnapshotSealed(t *testing.T, b backend) {
 	if err := plain.Close(); err != nil { // a plain snapshot: as before encryption was on
 		t.Fatal(err)
 	}
-	if len(filesHolding(t, dir, marker)) == 0 {
+	if len(testutil.FilesHolding(t, []string{dir}, marker)) == 0 {
 		t.Fatal("the plain snapshot does not hold the marker: this test could not fail")
 	}
 
@@ -98,7 +71,7 @@ func testSnapshotSealed(t *testing.T, b backend) {
 		}
 	}
 	st := open(ringA, int64(total/4))
-	if found := filesHolding(t, dir, needles...); len(found) != 0 {
+	if found := testutil.FilesHolding(t, []string{dir}, needles...); len(found) != 0 {
 		t.Fatalf("with encryption on, after Open: %v (the plain snapshot must be gone)", found)
 	}
 	waitApplied(t, st, last)
@@ -106,7 +79,7 @@ func testSnapshotSealed(t *testing.T, b backend) {
 	if spills, _ := filepath.Glob(filepath.Join(dir, "spill-*.blk")); len(spills) == 0 || st.Stats().Evictions == 0 {
 		t.Fatalf("no spill block to check (%v, %+v)", spills, st.Stats())
 	}
-	if found := filesHolding(t, dir, needles...); len(found) != 0 {
+	if found := testutil.FilesHolding(t, []string{dir}, needles...); len(found) != 0 {
 		t.Fatalf("with encryption on, spilled: %v", found)
 	}
 	same(st, "after a reload from a sealed spill block")
@@ -116,7 +89,7 @@ func testSnapshotSealed(t *testing.T, b backend) {
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if found := filesHolding(t, dir, needles...); len(found) != 0 {
+	if found := testutil.FilesHolding(t, []string{dir}, needles...); len(found) != 0 {
 		t.Fatalf("with encryption on, snapshot written: %v", found)
 	}
 

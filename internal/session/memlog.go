@@ -13,8 +13,9 @@ import (
 
 // Compile-time checks: MemLog is both sides of the log.
 var (
-	_ Log  = (*MemLog)(nil)
-	_ Feed = (*MemLog)(nil)
+	_ Log    = (*MemLog)(nil)
+	_ Feed   = (*MemLog)(nil)
+	_ Eraser = (*MemLog)(nil)
 )
 
 // MemLog is an in-memory Log and Feed with the same contract as the JetStream
@@ -231,6 +232,44 @@ func (l *MemLog) Purge(ctx context.Context, session string) error {
 	l.recs = append(l.recs, memRecord{Stored: notice, call: l.nextCall})
 	l.notifyLocked()
 	return nil
+}
+
+// Erase removes every record of the session and appends the erasure
+// notice in the same step; see Eraser. Memory holds no bytes to overwrite.
+func (l *MemLog) Erase(ctx context.Context, session string, expectLast uint64) (Erased, error) {
+	if err := ctx.Err(); err != nil {
+		return Erased{}, err
+	}
+	if err := ValidSessionID(session); err != nil {
+		return Erased{}, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	last, ok := l.last[session]
+	if !ok {
+		return Erased{}, fmt.Errorf("session %s: %w", session, wire.ErrNotFound)
+	}
+	if expectLast != 0 && expectLast != last {
+		return Erased{}, &wire.ConflictError{LastSeq: last, Reason: fmt.Sprintf("session %s is at %d, not %d", session, last, expectLast)}
+	}
+	kept := l.recs[:0]
+	n := 0
+	for _, r := range l.recs {
+		if r.Session != session {
+			kept = append(kept, r)
+		} else {
+			n++
+		}
+	}
+	clear(l.recs[len(kept):])
+	l.recs = kept
+	delete(l.last, session)
+	l.lastSeq++
+	l.nextCall++
+	notice := Stored{Session: PurgeToken, Seq: l.lastSeq, Time: l.Now(), Record: EraseRecord(session, last)}
+	l.recs = append(l.recs, memRecord{Stored: notice, call: l.nextCall})
+	l.notifyLocked()
+	return Erased{Records: n, LastSeq: last}, nil
 }
 
 // LastSeq returns the last sequence ever stored (0 when nothing was); see Feed.

@@ -16,10 +16,20 @@ type PurgeNotice struct {
 	// session at or below it are gone. A session created again later (its
 	// header beyond UpTo) is a new session and is kept.
 	UpTo uint64 `json:"upTo"`
+	// Erase marks the notice of an erasure (Eraser.Erase): beyond dropping
+	// the session, a Store rewrites its snapshot and an index merges its
+	// segments soon, so that no file of theirs keeps the session's bytes.
+	Erase bool `json:"erase,omitempty"`
 }
 
 // PurgeRecord builds the notice record for a purge of session at upTo.
 func PurgeRecord(session string, upTo uint64) Record {
 	b, _ := json.Marshal(PurgeNotice{Session: session, UpTo: upTo})
+	return Record{Type: "purge", ID: session, Data: b}
+}
+
+// EraseRecord builds the notice record of an erasure of session at upTo.
+func EraseRecord(session string, upTo uint64) Record {
+	b, _ := json.Marshal(PurgeNotice{Session: session, UpTo: upTo, Erase: true})
 	return Record{Type: "purge", ID: session, Data: b}
 }

@@ -2,6 +2,7 @@ package shard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -18,7 +19,10 @@ type Archive struct {
 	tab *Table[session.Archive] // shard k's purges and notifies on shard k's stream
 }
 
-var _ session.Archive = (*Archive)(nil)
+var (
+	_ session.Archive       = (*Archive)(nil)
+	_ session.ErasureLedger = (*Archive)(nil)
+)
 
 // NewArchive places sessions by m over shards, one per stream.
 func NewArchive(m Map, shards []session.Archive) (*Archive, error) {
@@ -104,6 +108,43 @@ func (a *Archive) Notify(ctx context.Context, sid string, upTo uint64) error {
 		return err
 	}
 	return b.Notify(ctx, sid, raw)
+}
+
+// RecordErasure writes to the ledger of the first shard's archive: there
+// is one archive stream (and one ledger) for every shard.
+func (a *Archive) RecordErasure(ctx context.Context, e wire.Erasure) error {
+	l, ok := a.first().(session.ErasureLedger)
+	if !ok {
+		return fmt.Errorf("%w: this archive keeps no ledger of erasures", errors.ErrUnsupported)
+	}
+	return l.RecordErasure(ctx, e)
+}
+
+// Erasures reads the ledger; see RecordErasure.
+func (a *Archive) Erasures(ctx context.Context) ([]wire.Erasure, error) {
+	l, ok := a.first().(session.ErasureLedger)
+	if !ok {
+		return nil, fmt.Errorf("%w: this archive keeps no ledger of erasures", errors.ErrUnsupported)
+	}
+	return l.Erasures(ctx)
+}
+
+// Erased reads the ledger; see RecordErasure.
+func (a *Archive) Erased(ctx context.Context, sid string) (bool, error) {
+	l, ok := a.first().(session.ErasureLedger)
+	if !ok {
+		return false, nil
+	}
+	return l.Erased(ctx, sid)
+}
+
+// ForgetErasure removes a line of the ledger; see RecordErasure.
+func (a *Archive) ForgetErasure(ctx context.Context, sid string) error {
+	l, ok := a.first().(session.ErasureLedger)
+	if !ok {
+		return fmt.Errorf("%w: this archive keeps no ledger of erasures", errors.ErrUnsupported)
+	}
+	return l.ForgetErasure(ctx, sid)
 }
 
 // DuplicateWindow is the log's; see session.Archive.

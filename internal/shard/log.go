@@ -3,6 +3,7 @@ package shard
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -52,6 +53,9 @@ func (s *Log) qualifyNotice(r session.Record) session.Record {
 		return r // malformed: the Store reports it as it is
 	}
 	q := session.PurgeRecord(n.Session, s.q(n.UpTo))
+	if n.Erase {
+		q = session.EraseRecord(n.Session, s.q(n.UpTo))
+	}
 	q.Type, q.ID = r.Type, r.ID
 	return q
 }
@@ -82,6 +86,28 @@ func (s *Log) Read(ctx context.Context, sid string, afterSeq uint64) ([]session.
 
 // Purge purges from the shard; see session.Log.
 func (s *Log) Purge(ctx context.Context, sid string) error { return s.Log.Purge(ctx, sid) }
+
+// Erase erases from the shard, when its log can; see session.Eraser.
+func (s *Log) Erase(ctx context.Context, sid string, expectLast uint64) (session.Erased, error) {
+	e, ok := s.Log.(session.Eraser)
+	if !ok {
+		return session.Erased{}, fmt.Errorf("erase %s: %w: this log cannot erase", sid, errors.ErrUnsupported)
+	}
+	raw, err := s.raw("expectLastSeq", expectLast)
+	if err != nil {
+		return session.Erased{}, fmt.Errorf("%w: expectLastSeq %d is a sequence of shard %d, not of shard %d", wire.ErrConflict, expectLast, OfSeq(expectLast), s.Shard)
+	}
+	out, err := e.Erase(ctx, sid, raw)
+	if ce, ok := err.(*wire.ConflictError); ok && ce.LastSeq != 0 {
+		q := *ce
+		q.LastSeq = s.q(ce.LastSeq)
+		err = &q
+	}
+	if out.LastSeq != 0 {
+		out.LastSeq = s.q(out.LastSeq)
+	}
+	return out, err
+}
 
 // MaxBatch is the shard's; see session.Log.
 func (s *Log) MaxBatch() int { return s.Log.MaxBatch() }

@@ -2,6 +2,7 @@ package shard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/pifleet/sessionlog/internal/session"
@@ -108,6 +109,19 @@ func (s *Sharded) Read(ctx context.Context, sid string, afterSeq uint64) ([]sess
 
 // Purge purges sid from its shard; see session.Log.
 func (s *Sharded) Purge(ctx context.Context, sid string) error { return s.For(sid).Purge(ctx, sid) }
+
+// Erase erases sid from its shard; see session.Eraser.
+func (s *Sharded) Erase(ctx context.Context, sid string, expectLast uint64) (session.Erased, error) {
+	l, k := s.tab.Route(sid)
+	if err := foreignExpect(sid, k, expectLast); err != nil {
+		return session.Erased{}, err
+	}
+	e, ok := l.(session.Eraser)
+	if !ok {
+		return session.Erased{}, fmt.Errorf("erase %s: %w: this log cannot erase", sid, errors.ErrUnsupported)
+	}
+	return e.Erase(ctx, sid, expectLast)
+}
 
 // MaxBatch is the smallest of the shards'; see session.Log.
 func (s *Sharded) MaxBatch() int {

@@ -15,6 +15,9 @@ func (st *Store) applyPurge(r *session.Stored) {
 		return
 	}
 	st.dropPending(n.Session, n.UpTo)
+	if n.Erase {
+		defer st.snapshotSoon()
+	}
 	d := st.docs[n.Session]
 	if d == nil || d.HeaderSeq > n.UpTo {
 		return
@@ -24,4 +27,13 @@ func (st *Store) applyPurge(r *session.Stored) {
 	}
 	delete(st.docs, n.Session)
 	st.leaveSlabLocked(d)
+}
+
+// snapshotSoon asks snapshotLoop for a snapshot (one pending request is
+// enough: the snapshot it writes covers every erasure applied before it).
+func (st *Store) snapshotSoon() {
+	select {
+	case st.erased <- struct{}{}:
+	default:
+	}
 }

@@ -12,6 +12,18 @@ import (
 // (Options.Search), or nil.
 func (st *Store) Search() *search.Index { return st.opts.Search }
 
+// cwdOf is the session's cwd as the Store has it (the search index's
+// source after a restart: search.Index.SetCwdSource).
+func (st *Store) cwdOf(sid string) (string, bool) {
+	st.mu.RLock()
+	defer st.mu.RUnlock()
+	d := st.docs[sid]
+	if d == nil {
+		return "", false
+	}
+	return d.Info().Cwd, true
+}
+
 // SessionsNamed returns the sessions whose name contains s,
 // case-insensitively (search's name: filter, resolved against the names
 // as they are now).

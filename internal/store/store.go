@@ -179,6 +179,9 @@ type Store struct {
 	indexLacks bool
 	// Unix nanos of SnapshotAt: an atomic, so a metrics scrape takes no lock.
 	snapTime atomic.Int64
+	// erased asks snapshotLoop for a snapshot now: an erasure notice was
+	// applied, and the files on disk must stop holding the session.
+	erased chan struct{}
 
 	// Under mu: blocks of sessions evicted since the last snapshot (spill.go).
 	spill    *spill
@@ -230,7 +233,7 @@ func New(feed session.Feed, opts Options) *Store {
 		opts.Now = time.Now
 	}
 	st := &Store{feed: feed, opts: opts, log: opts.Logger, docs: make(map[string]*Doc), pending: make(map[string]*pendingDoc), progress: make(chan struct{}),
-		rebuilt: make(chan struct{}), claimID: rand.Text()}
+		rebuilt: make(chan struct{}), claimID: rand.Text(), erased: make(chan struct{}, 1)}
 	st.budget.Store(opts.MemoryBudget)
 	return st
 }
@@ -289,6 +292,7 @@ func (st *Store) Open(ctx context.Context) error {
 			if feed == nil {
 				feed = st.feed
 			}
+			st.opts.Search.SetCwdSource(st.cwdOf)
 			st.opts.Search.Run(ctx, feed)
 		})
 	}

@@ -98,7 +98,8 @@ func (st *Store) identity(ctx context.Context) (string, error) {
 	return id, nil
 }
 
-// snapshotLoop writes a snapshot every SnapshotEvery while records arrive.
+// snapshotLoop writes a snapshot every SnapshotEvery while records arrive,
+// and at once after an erasure.
 func (st *Store) snapshotLoop(ctx context.Context) {
 	every := st.opts.SnapshotEvery
 	if every <= 0 {
@@ -113,6 +114,12 @@ func (st *Store) snapshotLoop(ctx context.Context) {
 		case <-t.C:
 			if err := st.Snapshot(ctx); err != nil && ctx.Err() == nil {
 				st.log.Warn("snapshot failed", "err", err)
+			}
+		case <-st.erased:
+			// A new snapshot without the session replaces the files that
+			// hold it: the previous snapshot and spill blocks.
+			if err := st.Snapshot(ctx); err != nil && ctx.Err() == nil {
+				st.log.Warn("snapshot after an erasure failed", "err", err)
 			}
 		}
 	}

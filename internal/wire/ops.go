@@ -65,7 +65,7 @@ func (o Op) Scope() string {
 	case OpList.Name, OpGet.Name, OpEntries.Name, OpTree.Name, OpContext.Name, OpContextBuild.Name, OpExport.Name, OpWatch.Name,
 		OpCursorGet.Name, OpCursorList.Name, OpStatus.Name, OpSearch.Name:
 		return ScopeRead
-	case OpCreate.Name, OpAppend.Name, OpCursorSet.Name, OpCursorDelete.Name, OpFork.Name, OpImport.Name:
+	case OpCreate.Name, OpAppend.Name, OpCursorSet.Name, OpCursorDelete.Name, OpFork.Name, OpImport.Name, OpDelete.Name:
 		return ScopeWrite
 	case OpArchiveList.Name, OpArchiveRestore.Name, OpArchiveRun.Name:
 		return ScopeAdmin
@@ -117,6 +117,7 @@ var (
 	OpFork   = op("fork", http.MethodPost, "/v1/sessions/{id}/fork", http.StatusCreated, JSONBody)
 	OpExport = op("export", http.MethodGet, "/v1/sessions/{id}/export", http.StatusOK, NoBody)
 	OpImport = op("import", http.MethodPost, "/v1/import", http.StatusCreated, JSONLBody)
+	OpDelete = op("delete", http.MethodDelete, "/v1/sessions/{id}", http.StatusOK, NoBody)
 	OpStatus = op("status", http.MethodGet, "/v1/status", http.StatusOK, NoBody)
 
 	OpArchiveList    = op("archive.list", http.MethodGet, "/v1/archive", http.StatusOK, NoBody)
@@ -132,7 +133,7 @@ var (
 var Ops = []Op{
 	OpCreate, OpAppend, OpList, OpSearch, OpGet, OpEntries, OpTree, OpContext, OpContextBuild,
 	OpCursorGet, OpCursorSet, OpCursorDelete, OpCursorList,
-	OpFork, OpExport, OpImport, OpStatus,
+	OpFork, OpExport, OpImport, OpDelete, OpStatus,
 	OpArchiveList, OpArchiveRestore, OpArchiveRun,
 	OpWatch,
 }

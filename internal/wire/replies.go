@@ -180,6 +180,30 @@ type ImportResult struct {
 	Skipped       []tree.LineError `json:"skipped"`
 }
 
+// DeleteReply is the delete reply: what the erasure removed.
+type DeleteReply struct {
+	SessionID string `json:"sessionId"`
+	// Records is how many records of the session's log were erased
+	// (entries and header; 0 for a session only in the archive).
+	Records int `json:"records"`
+	// ArchivedCopies is how many of its archived copies were erased.
+	ArchivedCopies int `json:"archivedCopies"`
+	// LastSeq is the session's last sequence before the erasure (0 for a
+	// session only in the archive).
+	LastSeq uint64 `json:"lastSeq"`
+}
+
+// Erasure is a line of the ledger of erasures: which session was erased,
+// when and by whom, and nothing of its content. A restore from a backup
+// taken before the erasure erases the session again from it.
+type Erasure struct {
+	Session string    `json:"session"`
+	At      time.Time `json:"at"`
+	By      string    `json:"by"`
+	// Records is how many records the erasure removed (0 until it ran).
+	Records int `json:"records"`
+}
+
 // RestoreReply is the archive.restore reply: the session back in the log,
 // its new lastSeq for minSeq.
 type RestoreReply struct {

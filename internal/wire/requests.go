@@ -256,6 +256,14 @@ type CursorDeleteRequest struct {
 	MinSeq    uint64 `json:"minSeq,omitempty"`
 }
 
+// DeleteRequest erases a session (docs/API.md, Delete): only if its last
+// sequence is ExpectLastSeq when that is given.
+type DeleteRequest struct {
+	SessionID     string `json:"sessionId,omitempty" path:"id"`
+	ExpectLastSeq uint64 `json:"expectLastSeq,omitempty"`
+	MinSeq        uint64 `json:"minSeq,omitempty"`
+}
+
 // CursorListRequest asks for a session's cursors.
 type CursorListRequest struct {
 	SessionID string `json:"sessionId,omitempty" path:"id"`
@@ -345,6 +353,7 @@ func (CursorListRequest) Op() Op     { return OpCursorList }
 func (ForkRequest) Op() Op           { return OpFork }
 func (ExportRequest) Op() Op         { return OpExport }
 func (ImportRequest) Op() Op         { return OpImport }
+func (DeleteRequest) Op() Op         { return OpDelete }
 func (StatusRequest) Op() Op         { return OpStatus }
 func (ArchiveListRequest) Op() Op    { return OpArchiveList }
 func (ArchiveRestoreRequest) Op() Op { return OpArchiveRestore }
@@ -357,7 +366,7 @@ func Requests() []Request {
 	return []Request{
 		CreateRequest{}, AppendRequest{}, ListRequest{}, SearchRequest{}, GetRequest{}, EntriesRequest{}, TreeRequest{}, ContextRequest{}, ContextBuildRequest{},
 		CursorGetRequest{}, CursorSetRequest{}, CursorDeleteRequest{}, CursorListRequest{},
-		ForkRequest{}, ExportRequest{}, ImportRequest{}, StatusRequest{},
+		ForkRequest{}, ExportRequest{}, ImportRequest{}, DeleteRequest{}, StatusRequest{},
 		ArchiveListRequest{}, ArchiveRestoreRequest{}, ArchiveRunRequest{},
 		WatchRequest{},
 	}

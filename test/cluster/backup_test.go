@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -187,8 +188,12 @@ func TestBackupRestore(t *testing.T) {
 		}
 		return files
 	}
+	// Erased after the backup: a live session whose cwd is a marker, and
+	// an archived one. The restore applies the ledger again.
+	marker := "ERASED-" + strings.ReplaceAll(testutil.SessionID(t)[24:], "-", "")
+	erased := session(1, "/erased/"+marker, 2)
 	wantExports, wantCursors, wantArchived := exports(bases[0]), cursors(bases[0]), archivedList(bases[0])
-	if len(wantExports) != len(live)+1 || strings.Count(wantCursors, "\n") != 3 {
+	if len(wantExports) != len(live)+2 || strings.Count(wantCursors, "\n") != 3 {
 		t.Fatalf("before the backup: %d sessions exported, cursors:\n%s", len(wantExports), wantCursors)
 	}
 
@@ -217,8 +222,9 @@ func TestBackupRestore(t *testing.T) {
 		}
 	}
 	// The order the docs promise nothing falls between two snapshots by.
-	if !slices.Equal(order, []string{"cursors", "sessions", "archive"}) {
-		t.Fatalf("snapshots taken in the order %v; want cursors, then the sessions, then the archive", order)
+	// The ledger of erasures exists: the archive passes look at it.
+	if !slices.Equal(order, []string{"cursors", "sessions", "archive", "erasures"}) {
+		t.Fatalf("snapshots taken in the order %v; want cursors, then the sessions, then the archive and its ledger of erasures", order)
 	}
 	if kinds["cursors"] != 1 || kinds["sessions"] != testShards() || kinds["archive"] != 1 {
 		t.Fatalf("the backup holds %v; want the cursors, %d session stream(s) and the archive", kinds, testShards())
@@ -227,6 +233,22 @@ func TestBackupRestore(t *testing.T) {
 	t.Logf("pi-ctl backup:\n%s", ctl("backup", filepath.Join(t.TempDir(), "again"), "--server", src[0].natsURL))
 	if out, err := piCtlAdmin(t, "backup", dir, "--server", src[0].natsURL); err == nil || !strings.Contains(out, "not empty") {
 		t.Fatalf("a backup into a used directory: %v\n%s", err, out)
+	}
+	for _, sid := range []string{erased, archived[0]} {
+		st, _, body, err := proctest.Do(ctx, proctest.ProbeClient, http.MethodDelete, bases[2]+"/v1/sessions/"+sid, nil)
+		if err != nil || st != http.StatusOK {
+			t.Fatalf("delete %s after the backup: %d %v %s", sid, st, err, body)
+		}
+	}
+	for name := range wantExports {
+		if strings.Contains(name, erased) {
+			delete(wantExports, name)
+		}
+	}
+	wantArchived = slices.DeleteFunc(wantArchived, func(sid string) bool { return sid == archived[0] })
+	ledger := filepath.Join(t.TempDir(), "erasures.json")
+	if err := os.WriteFile(ledger, []byte(ctl("erasures", "--json", "--server", src[0].natsURL)), 0o600); err != nil {
+		t.Fatal(err)
 	}
 	// A store that holds data is refused, named.
 	if out, err := piCtlAdmin(t, "restore", dir, "--server", src[0].natsURL); err == nil || !strings.Contains(out, "the deployment holds data") {
@@ -252,8 +274,11 @@ func TestBackupRestore(t *testing.T) {
 		t.Fatalf("restore of a damaged backup: %v\n%s", err, out)
 	}
 	began = time.Now()
-	out := ctl("restore", dir, "--server", dst[0].natsURL)
+	out := ctl("restore", dir, "--erasures", ledger, "--server", dst[0].natsURL)
 	t.Logf("MEASURED restore: %v\n%s", time.Since(began).Round(time.Millisecond), out)
+	if !strings.Contains(out, "erased 2 sessions again") {
+		t.Fatalf("restore with the ledger of the sessions erased after the backup:\n%s", out)
+	}
 
 	// The nodes read the restored streams once restarted, one at a time.
 	for _, nd := range dst {
@@ -300,6 +325,24 @@ func TestBackupRestore(t *testing.T) {
 			return nil
 		})
 	}
+	// The erased session's bytes are in no file of the restored store
+	// (the restore overwrote them in the restored streams' blocks).
+	var dstDirs []string
+	for _, nd := range dst {
+		dstDirs = append(dstDirs, nd.dataDir)
+	}
+	testutil.WaitFor(t, time.Minute, func() error {
+		var found []string
+		for _, f := range filesHolding(t, dstDirs, marker) {
+			if !strings.Contains(f, "/_js_/") { // the Raft logs: TestEraseMarkers waits for them
+				found = append(found, f)
+			}
+		}
+		if len(found) > 0 {
+			return fmt.Errorf("after the restore: %s", strings.Join(found, "; "))
+		}
+		return nil
+	})
 	dstBases := []string{dst[0].base, dst[1].base, dst[2].base}
 	if _, err := appendRetry(ctx, proctest.ProbeClient, dstBases, 0, live[3], proctest.NewEntry("after-restore", "e3-0007", "restored", time.Now())); err != nil {
 		t.Fatalf("append to a restored session: %v", err)

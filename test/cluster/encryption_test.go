@@ -8,7 +8,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -37,38 +36,7 @@ func writeKey(t *testing.T, dir, name string) string {
 // the needle found.
 func filesHolding(t *testing.T, dirs []string, needles ...string) []string {
 	t.Helper()
-	var found []string
-	for _, dir := range dirs {
-		err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				if os.IsNotExist(err) {
-					return nil // removed while walking (a snapshot replaced)
-				}
-				return err
-			}
-			if d.IsDir() {
-				return nil
-			}
-			b, err := os.ReadFile(p)
-			if os.IsNotExist(err) {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			for _, n := range needles {
-				if bytes.Contains(b, []byte(n)) {
-					rel, _ := filepath.Rel(filepath.Dir(dir), p)
-					found = append(found, rel+" holds "+n)
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	return found
+	return testutil.FilesHolding(t, dirs, needles...)
 }
 
 // waitSnapshots waits until every node's Store snapshot holds the log up

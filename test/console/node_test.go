@@ -36,6 +36,7 @@ type node struct {
 	*proctest.Proc
 	base                    string // http://127.0.0.1:port
 	readToken, writeToken   string // scopes read, and write
+	editToken               string // read and write: a console that deletes
 	wrongToken              string // in no file: refused with 401
 	readClient, writeClient *http.Client
 
@@ -79,7 +80,7 @@ func startNode(t *testing.T) *node { return startNodeAuth(t, true) }
 func startNodeAuth(t *testing.T, tokens bool) *node {
 	t.Helper()
 	dir := t.TempDir() // before proctest.New: the files must outlive the process
-	nd := &node{readToken: newToken(t), writeToken: newToken(t), wrongToken: newToken(t)}
+	nd := &node{readToken: newToken(t), writeToken: newToken(t), editToken: newToken(t), wrongToken: newToken(t)}
 	ports := testutil.FreePorts(t, 2)
 	nd.base = fmt.Sprintf("http://127.0.0.1:%d", ports[0])
 	nd.readClient = &http.Client{Timeout: 10 * time.Second, Transport: bearer{nd.readToken}}
@@ -90,7 +91,7 @@ func startNodeAuth(t *testing.T, tokens bool) *node {
 	if tokens {
 		args = append(args, "--http-tokens", writeTokens(t, dir, nd))
 	} else {
-		nd.readToken, nd.writeToken = "", ""
+		nd.readToken, nd.writeToken, nd.editToken = "", "", ""
 		nd.readClient = &http.Client{Timeout: 10 * time.Second}
 		nd.writeClient = &http.Client{Timeout: 30 * time.Second}
 	}
@@ -105,16 +106,20 @@ func startNodeAuth(t *testing.T, tokens bool) *node {
 	return nd
 }
 
-// writeTokens writes the --http-tokens file of nd's reader and writer
-// into dir and returns its path.
+// writeTokens writes the --http-tokens file of nd's reader, writer and
+// editor into dir and returns its path.
 func writeTokens(t *testing.T, dir string, nd *node) string {
 	t.Helper()
 	var file bytes.Buffer
 	fmt.Fprintln(&file, "# the console test's tokens: sha256 of each, never the token")
-	for _, tok := range []struct{ name, token, scope string }{
-		{"console-reader", nd.readToken, "read"}, {"console-writer", nd.writeToken, "write"},
+	for _, tok := range []struct {
+		name, token string
+		scopes      []string
+	}{
+		{"console-reader", nd.readToken, []string{"read"}}, {"console-writer", nd.writeToken, []string{"write"}},
+		{"console-editor", nd.editToken, []string{"read", "write"}},
 	} {
-		line, _ := json.Marshal(api.TokenLine{Name: tok.name, SHA256: api.HashToken(tok.token), Scopes: []string{tok.scope}})
+		line, _ := json.Marshal(api.TokenLine{Name: tok.name, SHA256: api.HashToken(tok.token), Scopes: tok.scopes})
 		fmt.Fprintf(&file, "%s\n", line)
 	}
 	tokens := filepath.Join(dir, "http-tokens")

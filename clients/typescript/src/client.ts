@@ -10,6 +10,7 @@ import {
 } from "./session.js";
 import type {
   Cursor,
+  DeleteResult,
   Fresh,
   Freshness,
   ForkResult,
@@ -489,6 +490,25 @@ export class SessionLog {
     });
     this.observe(r.sessionId, r.lastSeq);
     return r;
+  }
+
+  /**
+   * Erases the session wherever the cluster keeps it (DELETE
+   * /v1/sessions/{id}; docs/SECURITY.md, Erasure): its log records are
+   * overwritten, its cursors and archived copies removed, and every
+   * pi-node drops it from memory, snapshots and search index. It cannot be
+   * undone. `expectLastSeq` erases only if the session's lastSeq is that,
+   * else a ConflictError carrying the current `lastSeq` and nothing
+   * erased. No such session (or another tenant's) is a NotFoundError. Not
+   * retried: after a lost reply a retry would find nothing to erase and
+   * say NotFoundError; `get` tells whether it is gone.
+   */
+  delete(sessionId: string, opts: { expectLastSeq?: number; minSeq?: number; signal?: AbortSignal } = {}): Promise<DeleteResult> {
+    return this.request<DeleteResult>("DELETE", `/v1/sessions/${enc(sessionId)}`, {
+      query: { expectLastSeq: opts.expectLastSeq, minSeq: this.minSeq(sessionId, opts.minSeq) },
+      signal: opts.signal,
+      retry: false,
+    });
   }
 
   /** Imports a pi session file (any version); `strict` refuses the first bad line instead of skipping it. */

@@ -296,6 +296,17 @@ export interface ForkResult {
   lastSeq: number;
 }
 
+/** The reply of delete: what the erasure removed. */
+export interface DeleteResult {
+  sessionId: string;
+  /** Records of the log erased: the header and every entry (0 for a session only in the archive). */
+  records: number;
+  /** Archived copies erased. */
+  archivedCopies: number;
+  /** The session's last sequence before the erasure (0 for a session only in the archive). */
+  lastSeq: number;
+}
+
 /**
  * What a read reflects: pi-node's freshness headers, taken with the data
  * (docs/API.md, Freshness of reads). Pass `appliedSeq` as `minSeq` to a

@@ -212,3 +212,22 @@ test("a cursor another writer moved: branch is a ConflictError with its revision
   await s.resetLeaf();
   assert.equal((await log.getCursor(s.getSessionId(), "w1")).leafId, null);
 });
+
+test("delete: a stale expectLastSeq is a ConflictError with lastSeq and erases nothing; the right one erases the session", async () => {
+  const s = await stored("/t/delete");
+  await s.appendMessage(user("a secret to forget"));
+  const beside = await stored("/t/delete");
+  const id = s.getSessionId();
+  const err = await log.delete(id, { expectLastSeq: s.lastSeq - 1 }).catch((e) => e);
+  assert.ok(err instanceof ConflictError, String(err));
+  assert.equal(err.status, 409);
+  assert.equal(err.lastSeq, s.lastSeq);
+  assert.equal((await log.get(id)).entryCount, 3, "nothing erased");
+
+  const r = await log.delete(id, { expectLastSeq: s.lastSeq });
+  assert.deepEqual(r, { sessionId: id, records: 1 + 3, archivedCopies: 0, lastSeq: s.lastSeq }, "the header and every entry");
+  await assert.rejects(log.get(id), NotFoundError);
+  await assert.rejects(log.getCursor(id, "w1"), NotFoundError);
+  await assert.rejects(log.delete(id), NotFoundError);
+  assert.equal((await log.get(beside.getSessionId())).entryCount, 2, "the session beside it stays");
+});

@@ -15,13 +15,15 @@ export function clearToken() {
 }
 
 // ApiError carries the HTTP status and the code of the API's error object
-// ({"error":{"code","message"}}); its message says what failed and why.
+// ({"error":{"code","message","lastSeq"}}); its message says what failed
+// and why. lastSeq: a conflict's session's last sequence, if the body has it.
 export class ApiError extends Error {
-  constructor(what, status, code, message) {
+  constructor(what, status, code, message, lastSeq) {
     super(describe(what, status, code, message));
     this.name = 'ApiError';
     this.status = status;
     this.code = code || '';
+    this.lastSeq = lastSeq;
   }
   get isAuth() { return this.status === 401 || this.status === 403; }
 }
@@ -52,7 +54,7 @@ function headers(extra) {
 }
 
 async function errorFrom(what, res) {
-  let code = '', message = '';
+  let code = '', message = '', lastSeq;
   try {
     const text = await res.text();
     try {
@@ -60,6 +62,7 @@ async function errorFrom(what, res) {
       if (body && body.error) {
         code = body.error.code || '';
         message = body.error.message || '';
+        if (typeof body.error.lastSeq === 'number') lastSeq = body.error.lastSeq;
       } else {
         message = text.slice(0, 200);
       }
@@ -68,17 +71,20 @@ async function errorFrom(what, res) {
     }
   } catch { /* body unreadable */ }
   if (!code) code = res.statusText || '';
-  return new ApiError(what, res.status, code, message);
+  return new ApiError(what, res.status, code, message, lastSeq);
 }
 
 // request does one call; what names it for error messages ("Loading the session").
-// Options: signal, headers (besides Authorization), raw (return the
-// Response), text (return the body as text); else the body as JSON.
-// A 401/403 is reported to onAuthError's handler before it is thrown.
+// Options: method (GET by default), signal, headers (besides
+// Authorization), raw (return the Response), text (return the body as
+// text); else the body as JSON. A 401/403 is reported to onAuthError's
+// handler before it is thrown, but with ownForbidden a 403 is the caller's
+// to explain: a write refused to a read token must not end the view.
 export async function request(what, path, opts = {}) {
   let res;
   try {
     res = await fetch(path, {
+      method: opts.method || 'GET',
       headers: headers(opts.headers),
       signal: opts.signal,
       cache: 'no-store',
@@ -89,7 +95,7 @@ export async function request(what, path, opts = {}) {
   }
   if (!res.ok) {
     const err = await errorFrom(what, res);
-    if (err.isAuth) reportAuth(err);
+    if (err.isAuth && !(opts.ownForbidden && err.status === 403)) reportAuth(err);
     throw err;
   }
   if (opts.raw) return res;

@@ -12,6 +12,7 @@ const $ = (s) => document.querySelector(s);
 const body = document.body;
 const main = $('#main');
 const errorBox = $('#error');
+const noticeBox = $('#notice');
 const tokenForm = $('#token-form');
 const tokenInput = $('#token');
 const search = $('#search');
@@ -50,7 +51,25 @@ function clearError() {
   errorBox.hidden = true;
 }
 
-const ctx = { track, showError, clearError, search };
+// notify keeps msg for the view the next navigation opens: a notice
+// outlives the view that gave it (a deleted session's view goes at once),
+// and the navigation after that clears it.
+let notice = '';
+function notify(msg) { notice = msg; }
+
+function showNotice() {
+  noticeBox.textContent = notice;
+  noticeBox.hidden = !notice;
+  notice = '';
+}
+
+// reload mounts the current view anew, with everything read again.
+function reload() {
+  unmount();
+  route(current());
+}
+
+const ctx = { track, showError, clearError, search, notify, reload };
 
 function unmount() {
   if (view) {
@@ -106,6 +125,7 @@ function route(r) {
   if (!getToken() && !open) { showTokenForm(); return; }
   tokenForm.hidden = true;
   tokenClear.hidden = !getToken();
+  showNotice();
   if (view && view.kind === r.view && (r.view !== 'session' || view.sid === r.sid)) {
     view.api.update(r);
     return;

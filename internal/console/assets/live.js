@@ -47,7 +47,7 @@ class SSEParser {
 }
 
 // Watch follows /v1/sessions/{sid}/watch?afterSeq=…; callbacks:
-// onEntry(entry), onState('live'|'reconnecting'|'off'), onError(err).
+// onEntry(entry, seq), onState('live'|'reconnecting'|'off'), onError(err).
 export class Watch {
   constructor(sid, afterSeq, { onEntry, onState, onError }) {
     this.sid = sid;
@@ -86,7 +86,7 @@ export class Watch {
         if (ev.event !== 'entry' || !ev.data) return;
         let entry;
         try { entry = JSON.parse(ev.data); } catch { return; }
-        this.onEntry(entry);
+        this.onEntry(entry, Number(ev.id));
       });
       const reader = res.body.getReader();
       const dec = new TextDecoder();

@@ -1,11 +1,11 @@
 // session.js — the session view: the tree, the selected entry, its
-// context, exports, cursors and the live stream.
+// context, exports, cursors, the live stream and the delete.
 
-import { getJSON, getText, isAbort, qs, sessionPath } from './api.js';
+import { getJSON, getText, isAbort, qs, request, sessionPath } from './api.js';
 import { clear, el, fmtTime, isTyping, parentSessionId } from './dom.js';
 import { clearContext, drawContext, loadContext } from './context.js';
 import { Watch } from './live.js';
-import { navigate, sessionHref } from './router.js';
+import { navigate, sessionHref, sessionsHref } from './router.js';
 import { entryType, summarize } from './summary.js';
 import { ROW_HEIGHT, TreeModel, TreeView } from './tree.js';
 
@@ -16,6 +16,8 @@ export function mountSession(main, route, ctx) {
   let wantedEid = route.eid; // the entry the URL names (it may change while loading)
   const state = {
     info: null,
+    lastSeq: 0,        // the session's last sequence as the page shows it: get's, then each live entry's
+    queuedSeq: 0,      // the highest sequence of the entries queued for the next flush
     leafId: null,
     name: null,
     cursors: [],
@@ -50,6 +52,7 @@ export function mountSession(main, route, ctx) {
   const live = el('span', { id: 'live', class: 'live', 'data-state': 'off', role: 'status', text: 'off' });
   const exportA = el('a', { id: 'export', class: 'button', download: `${sid}.jsonl`, 'aria-disabled': 'true', text: 'Export' });
   const branchA = el('a', { id: 'export-branch', class: 'button', 'aria-disabled': 'true', text: 'Export branch' });
+  const deleteB = el('button', { id: 'delete', type: 'button', class: 'secondary danger', disabled: true, text: 'Delete…' });
   const newMarker = el('button', { id: 'new-marker', type: 'button', hidden: true, text: '0 new' });
   const treeEl = el('div', { id: 'tree', role: 'tree', tabindex: '0', 'aria-label': 'Session tree' });
   const scroll = el('div', { id: 'tree-scroll' }, treeEl);
@@ -73,7 +76,7 @@ export function mountSession(main, route, ctx) {
   main.append(el('div', { class: 'session-view' },
     el('div', { class: 'session-head' },
       el('div', { class: 'titles' }, title, meta, usageEl),
-      el('div', { class: 'actions' }, live, exportA, branchA)),
+      el('div', { class: 'actions' }, live, exportA, branchA, deleteB)),
     el('div', { class: 'session-body' },
       el('div', { class: 'tree-pane' },
         el('div', { class: 'tree-tools' },
@@ -377,7 +380,8 @@ export function mountSession(main, route, ctx) {
   document.addEventListener('visibilitychange', onVisible);
 
   // ---- live ----
-  function onEntry(entry) {
+  function onEntry(entry, seq) {
+    if (seq > state.queuedSeq) state.queuedSeq = seq;
     state.queue.push(entry);
     if (!state.flushTimer) state.flushTimer = setTimeout(flush, 30);
   }
@@ -386,6 +390,8 @@ export function mountSession(main, route, ctx) {
     state.flushTimer = 0;
     const batch = state.queue;
     state.queue = [];
+    // an entry the tree already had still moves the shown sequence on
+    if (state.queuedSeq > state.lastSeq) state.lastSeq = state.queuedSeq;
     const wasBottom = view.atBottom();
     let added = 0;
     let usageMoved = false;
@@ -475,7 +481,7 @@ export function mountSession(main, route, ctx) {
   });
 
   const onDocKey = (e) => {
-    if (e.key === 'Escape' && !isTyping(e.target) && state.selectedId) {
+    if (e.key === 'Escape' && !isTyping(e.target) && state.selectedId && !dialog.open) {
       e.preventDefault();
       clearSelection();
       navigate(sessionHref(sid));
@@ -489,10 +495,96 @@ export function mountSession(main, route, ctx) {
     view.refresh();
   }
 
+  // ---- delete ----
+  // Deleting asks first, in a dialog that names the session, and sends the
+  // last sequence the page showed when the dialog opened: a session written
+  // since is refused (409), not erased unseen.
+  const delWhat = el('p', { id: 'delete-what' });
+  const delStatus = el('p', { id: 'delete-status', class: 'dialog-status', role: 'alert', hidden: true });
+  const delCancel = el('button', { id: 'delete-cancel', type: 'button', class: 'secondary', text: 'Cancel' });
+  const delReload = el('button', { id: 'delete-reload', type: 'button', hidden: true, text: 'Reload the session' });
+  const delConfirm = el('button', { id: 'delete-confirm', type: 'button', class: 'danger', text: 'Delete permanently' });
+  const dialog = el('dialog', { id: 'delete-dialog', class: 'confirm', 'aria-labelledby': 'delete-h' },
+    el('h2', { id: 'delete-h', text: 'Delete this session?' }),
+    delWhat,
+    el('p', { class: 'warn', text: 'It is erased wherever the cluster keeps it: its log records are overwritten, its cursors ' +
+      'and archived copies removed, and every node drops it from memory, snapshots and the search index. ' +
+      'This cannot be undone.' }),
+    delStatus,
+    el('div', { class: 'dialog-actions' }, delCancel, delReload, delConfirm));
+  main.append(dialog);
+  let deleteAt = 0;     // the lastSeq shown when the dialog opened: the delete's expectLastSeq
+  let deleting = false;
+
+  function openDelete() {
+    deleteAt = state.lastSeq;
+    clear(delWhat);
+    delWhat.append('Session ', el('strong', { id: 'delete-name', text: state.name || sid }),
+      ...(state.name ? [' (', el('code', { text: sid }), ')'] : []),
+      `: ${model.size} entries, up to sequence ${deleteAt}.`);
+    delStatus.textContent = '';
+    delStatus.hidden = true;
+    delReload.hidden = true;
+    delConfirm.hidden = false;
+    delConfirm.disabled = false;
+    dialog.showModal();
+    delCancel.focus(); // the safe choice is the default one
+  }
+
+  async function confirmDelete() {
+    if (deleting) return;
+    deleting = true;
+    delConfirm.disabled = true;
+    delStatus.hidden = true;
+    try {
+      // No abort signal: once sent, the erasure may happen whatever the page does.
+      const r = await request('Deleting the session', sessionPath(sid) + qs({ expectLastSeq: deleteAt }),
+        { method: 'DELETE', ownForbidden: true });
+      if (ac.signal.aborted) return; // the user went elsewhere meanwhile
+      dialog.close();
+      const what = state.name ? `“${state.name}” (${sid})` : sid;
+      ctx.notify(`Deleted session ${what}: ${r.records} records` +
+        (r.archivedCopies ? ` and ${r.archivedCopies} archived copies` : '') + ' erased.');
+      // replace: Back must not lead to the erased session
+      navigate(sessionsHref(), { replace: true });
+    } catch (e) {
+      if (ac.signal.aborted) return;
+      delStatus.textContent = deleteFailure(e);
+      delStatus.hidden = false;
+      if (e.status === 409) {
+        delConfirm.hidden = true;
+        delReload.hidden = false;
+        delReload.focus();
+      } else {
+        delConfirm.disabled = false;
+      }
+    } finally {
+      deleting = false;
+    }
+  }
+
+  function deleteFailure(e) {
+    if (e.status === 409) {
+      return `The session changed after this page showed it: its last sequence is now ${e.lastSeq ?? 'higher'}, ` +
+        `not ${deleteAt}. Nothing was deleted. Reload it to see what changed, then decide again.`;
+    }
+    if (e.status === 403) {
+      return `This token may not delete sessions (403 ${e.code || 'forbidden'}): deleting needs a token with the ` +
+        'write scope. Nothing was deleted.';
+    }
+    return e.message || String(e);
+  }
+
+  deleteB.addEventListener('click', openDelete);
+  delCancel.addEventListener('click', () => dialog.close());
+  delConfirm.addEventListener('click', () => ctx.track(confirmDelete()));
+  delReload.addEventListener('click', () => { dialog.close(); ctx.reload(); });
+
   // ---- load ----
   async function load() {
     const info = await getJSON('Loading the session', sessionPath(sid) + qs({ include: 'usage' }), ac.signal);
     state.info = info;
+    state.lastSeq = info.lastSeq ?? 0;
     state.leafId = info.leafId ?? null;
     state.name = info.name ?? null;
     drawHead();
@@ -540,6 +632,7 @@ export function mountSession(main, route, ctx) {
     });
     state.watch.start();
     state.pollTimer = setInterval(pollCursors, 2000);
+    deleteB.disabled = false;
   }
 
   ctx.track(load().catch((e) => {
@@ -557,6 +650,7 @@ export function mountSession(main, route, ctx) {
     },
     unmount() {
       ac.abort();
+      if (dialog.open) dialog.close();
       if (state.ctxCtrl) state.ctxCtrl.abort();
       if (state.watch) state.watch.stop();
       clearInterval(state.pollTimer);

@@ -1,0 +1,49 @@
+package testutil
+
+import (
+	"bytes"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// FilesHolding lists the files under dirs that hold any of needles, each
+// as "<dir's base>/<path in dir> holds <needle>": what the erasure and
+// encryption tests search data directories with. A file removed while it
+// walks (a snapshot replaced, a segment merged) is skipped.
+func FilesHolding(tb testing.TB, dirs []string, needles ...string) []string {
+	tb.Helper()
+	var found []string
+	for _, dir := range dirs {
+		err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				if os.IsNotExist(err) {
+					return nil
+				}
+				return err
+			}
+			if d.IsDir() {
+				return nil
+			}
+			b, err := os.ReadFile(p)
+			if os.IsNotExist(err) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			for _, n := range needles {
+				if bytes.Contains(b, []byte(n)) {
+					rel, _ := filepath.Rel(filepath.Dir(dir), p)
+					found = append(found, rel+" holds "+n)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return found
+}
