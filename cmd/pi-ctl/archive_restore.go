@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/size"
+	"github.com/pifleet/sessionlog/internal/tree"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
 
@@ -74,12 +75,17 @@ func runArchiveRestore(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-const archiveNowHelp = `Usage: pi-ctl archive now [--older-than D] [--json]
+const archiveNowHelp = `Usage: pi-ctl archive now [--older-than D] [--dry-run] [--json]
 
 Runs a retention pass now, on the node pi-ctl talks to: every session not
-written to for D (default: that node's --session-retention) moves to the
-archive. Only one node at a time runs passes; if another one is running,
-this fails and says which.
+written to for D moves to the archive; without --older-than, that node's
+retention applies (--retention-policy: each tenant's archiveAfter and
+deleteAfter, archived sessions included; or --session-retention). Only one
+node at a time runs passes; if another one is running, this fails and says
+which.
+
+--dry-run lists what the pass would archive and erase, with each session's
+tenant, and does nothing.
 
 The pass runs within the request: --timeout defaults to 10m here. Over NATS
 pi-node ends a request after one minute; a pass cut short leaves every
@@ -92,7 +98,8 @@ func runArchiveNow(ctx context.Context, e *env, args []string) error {
 	conn := addConnFlags(fs)
 	conn.timeout = 10 * time.Minute
 	fs.Lookup("timeout").DefValue = "10m0s"
-	older := fs.Duration("older-than", 0, "archive sessions not written to for `D` (default: the node's --session-retention)")
+	older := fs.Duration("older-than", 0, "archive sessions not written to for `D` (default: the node's retention policy or --session-retention)")
+	dry := fs.Bool("dry-run", false, "list what the pass would archive and erase; do nothing")
 	asJSON := fs.Bool("json", false, "print the API's JSON")
 	if _, err := parseArgs(e, fs, archiveNowHelp, args); err != nil {
 		return err
@@ -100,7 +107,7 @@ func runArchiveNow(ctx context.Context, e *env, args []string) error {
 	if *older < 0 {
 		return usagef(fs.Name(), "--older-than must not be negative")
 	}
-	var req wire.ArchiveRunRequest
+	req := wire.ArchiveRunRequest{DryRun: *dry}
 	fs.Visit(func(f *flag.Flag) {
 		if f.Name == "older-than" {
 			req.OlderThan = older.String()
@@ -110,10 +117,27 @@ func runArchiveNow(ctx context.Context, e *env, args []string) error {
 	if printed, err := conn.query(ctx, e, fs, req, *asJSON, &r); printed || err != nil {
 		return err
 	}
+	if r.DryRun {
+		t := &table{}
+		t.row("SESSION", "TENANT", "WOULD", "FROM", "MODIFIED", "CWD")
+		for _, p := range r.Planned {
+			t.row(p.SessionID, p.Tenant, p.Action, p.Where, shortTime(p.Modified), orDash(tree.Printable(p.Cwd)))
+		}
+		if err := t.write(e.stdout); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stderr, "%d sessions would be archived or erased; nothing was\n", len(r.Planned))
+		return nil
+	}
+	cutoff := "-"
+	if !r.Cutoff.IsZero() {
+		cutoff = r.Cutoff.UTC().Format(time.RFC3339)
+	}
 	if err := keyValues(e.stdout,
-		"cutoff", r.Cutoff.UTC().Format(time.RFC3339),
+		"cutoff", cutoff,
 		"idle", fmt.Sprint(r.Candidates),
 		"archived", fmt.Sprintf("%d (%s), %d with a write that raced the purge", r.Archived, size.Human(r.Bytes), r.Repaired),
+		"erased", fmt.Sprint(r.Erased),
 		"active", fmt.Sprintf("%d written to meanwhile, left in the log", r.Active),
 		"failed", fmt.Sprint(r.Failed),
 		"took", (time.Duration(r.Seconds * float64(time.Second))).Round(time.Millisecond).String(),

@@ -43,6 +43,14 @@ func TestRm(t *testing.T) {
 		t.Fatalf("after rm: %d sessions left in /rm/a", len(live.Sessions))
 	}
 
+	// archive now --dry-run lists what a pass would do, and does nothing.
+	r = runCLI(t, "", withFlags(h, "archive", "now", "--older-than", "0s", "--dry-run")...)
+	if r.code != 0 || !strings.Contains(r.stdout, b1) || !strings.Contains(r.stdout, "default") || !strings.Contains(r.stdout, "archive") ||
+		!strings.Contains(r.stderr, "1 sessions would be archived or erased") {
+		t.Fatalf("archive now --dry-run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	mustRun(t, withFlags(h, "show", b1)...)
+
 	r = runCLI(t, "", withFlags(h, "rm", b1, "--expect-last-seq", "1")...)
 	if r.code != 1 || !strings.Contains(r.stderr, "conflict") {
 		t.Fatalf("rm with a stale --expect-last-seq: exit %d, %s", r.code, r.stderr)

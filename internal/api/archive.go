@@ -16,10 +16,9 @@ import (
 type Archive interface {
 	List(ctx context.Context, month string, from uint64, limit int) ([]wire.ArchivedSession, uint64, error)
 	Restore(ctx context.Context, sid string) (wire.ImportResult, error)
-	Pass(ctx context.Context, olderThan time.Duration) (wire.ArchivePass, error)
-	// Retention is the node's --session-retention (0: none), the default
-	// of a pass run through the API.
-	Retention() time.Duration
+	// RunPass runs a pass now: sessions idle for olderThan archived, or
+	// with 0 the node's retention policies applied; dryRun only plans it.
+	RunPass(ctx context.Context, olderThan *time.Duration, dryRun bool) (wire.ArchivePass, error)
 	// Erase erases a session wherever it lives (archive.Archiver.Erase);
 	// by names who asked, for the ledger and the audit line.
 	Erase(ctx context.Context, sid string, expectLast uint64, by string) (wire.DeleteReply, error)
@@ -81,26 +80,26 @@ func (s *Server) archiveRun(ctx context.Context, r *wire.ArchiveRunRequest) (rep
 	if err != nil {
 		return reply{}, err
 	}
-	older := a.Retention()
+	var older *time.Duration
 	if r.OlderThan != "" {
-		if older, err = time.ParseDuration(r.OlderThan); err != nil || older < 0 {
+		d, err := time.ParseDuration(r.OlderThan)
+		if err != nil || d < 0 {
 			return reply{}, wire.Invalid("olderThan", fmt.Sprintf("%q is not a duration like 720h", r.OlderThan))
 		}
-	} else if older == 0 {
-		return reply{}, wire.Invalid("olderThan", "required: this node has no --session-retention to default to")
+		older = &d
 	}
-	res, err := a.Pass(ctx, older)
-	if err != nil && res.Archived == 0 {
+	res, err := a.RunPass(ctx, older, r.DryRun)
+	if err != nil && res.Archived == 0 && res.Erased == 0 {
 		return reply{}, err
 	}
-	if res.Archived > 0 {
+	if res.Archived > 0 || res.Erased > 0 {
 		// Read your writes: the purge notices are in the log, and this
 		// node's next read of an archived session must find it gone.
 		wctx, cancel := context.WithTimeout(ctx, s.cfg.MinSeqTimeout)
 		cerr := store.CatchUp(wctx, s.svc.Store)
 		cancel()
 		if cerr != nil {
-			return reply{}, fmt.Errorf("archived %d sessions, but this node has not applied the purges within %v: %w", res.Archived, s.cfg.MinSeqTimeout, cerr)
+			return reply{}, fmt.Errorf("archived %d and erased %d sessions, but this node has not applied the purges within %v: %w", res.Archived, res.Erased, s.cfg.MinSeqTimeout, cerr)
 		}
 	}
 	// Sessions that failed are counted in the result and retried by the

@@ -24,6 +24,7 @@ type fakeArchive struct {
 	from      uint64
 	limit     int
 	older     time.Duration
+	dryRun    bool
 }
 
 func (f *fakeArchive) List(_ context.Context, month string, from uint64, limit int) ([]wire.ArchivedSession, uint64, error) {
@@ -44,17 +45,26 @@ func (f *fakeArchive) Restore(_ context.Context, sid string) (wire.ImportResult,
 	return wire.ImportResult{SessionID: sid, Entries: 3, LastSeq: 42}, nil
 }
 
-func (f *fakeArchive) Pass(_ context.Context, older time.Duration) (wire.ArchivePass, error) {
+func (f *fakeArchive) RunPass(_ context.Context, older *time.Duration, dryRun bool) (wire.ArchivePass, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.older = older
+	switch {
+	case older != nil:
+		f.older = *older
+	case f.retention == 0:
+		return wire.ArchivePass{}, wire.Invalid("olderThan", "required")
+	default:
+		f.older = f.retention
+	}
+	f.dryRun = dryRun
 	if f.err != nil {
 		return wire.ArchivePass{}, f.err
 	}
-	return wire.ArchivePass{Candidates: 2, Archived: 2, Bytes: 100}, nil
+	if dryRun {
+		return wire.ArchivePass{Candidates: 1, DryRun: true, Planned: []wire.RetentionAction{{SessionID: sid1, Tenant: "default", Action: "erase", Where: "log"}}}, nil
+	}
+	return wire.ArchivePass{Cutoff: time.Now().Add(-f.older), Candidates: 2, Archived: 2, Bytes: 100}, nil
 }
-
-func (f *fakeArchive) Retention() time.Duration { return f.retention }
 
 func (f *fakeArchive) Erase(_ context.Context, sid string, expectLast uint64, by string) (wire.DeleteReply, error) {
 	return wire.DeleteReply{}, fmt.Errorf("session %s: %w", sid, wire.ErrNotFound)
@@ -98,6 +108,10 @@ func TestArchiveOps(t *testing.T) {
 		t.Errorf("run --older-than 0s: %v", fa.older)
 	}
 	e.fails(http.StatusBadRequest, wire.CodeInvalid, "olderThan", "POST", "/v1/archive/run", `{"olderThan":"soon"}`)
+	e.ok(http.StatusOK, "POST", "/v1/archive/run", `{"dryRun":true}`, &pass)
+	if !fa.dryRun || !pass.DryRun || len(pass.Planned) != 1 || pass.Planned[0].Action != "erase" {
+		t.Errorf("dry run: %+v", pass)
+	}
 
 	fa.err = &archive.TooRecentError{Session: sid1, Until: time.Now()}
 	if msg := e.fails(http.StatusConflict, wire.CodeConflict, "", "POST", "/v1/archive/"+sid1+"/restore", nil); msg != fa.err.Error() {

@@ -19,8 +19,12 @@ import (
 // Options configure an Archiver. Only Node is required.
 type Options struct {
 	// Retention: Run archives the sessions whose last record is older.
-	// 0 disables Run's passes; Pass and Restore still work.
+	// 0 disables Run's passes; Pass and Restore still work. Policies,
+	// when set, replace it.
 	Retention time.Duration
+	// Policies is the retention per tenant (--retention-policy): Run's
+	// passes archive and erase by it.
+	Policies *Policies
 	// Every is the interval of Run's passes (default 10 minutes).
 	Every time.Duration
 	// Node names this node as the holder of the archiver's lease.
@@ -127,15 +131,25 @@ func New(store store.Shards, log session.Log, b session.Archive, opts Options) *
 	return &Archiver{store: store, log: log, b: b, opts: opts, lg: opts.Logger, pass: make(chan struct{}, 1)}
 }
 
-// Retention is the retention of Run's passes (0: none).
-func (a *Archiver) Retention() time.Duration { return a.opts.Retention }
+// Retention is the retention of Run's passes (0: none): the default
+// policy's archiveAfter.
+func (a *Archiver) Retention() time.Duration { return a.policies().Default.ArchiveAfter }
+
+// policies are Run's: Options.Policies, or Retention for every session.
+func (a *Archiver) policies() Policies {
+	if a.opts.Policies != nil {
+		return *a.opts.Policies
+	}
+	return Uniform(a.opts.Retention)
+}
 
 // Run runs a pass with the retention every Every until ctx is done. The
 // first pass waits one interval, for the Store to catch up with the log
 // after a start. A pass that finds another node holding the lease does
 // nothing: that node archives for the cluster.
 func (a *Archiver) Run(ctx context.Context) {
-	if a.opts.Retention <= 0 {
+	pol := a.policies()
+	if !pol.Active() {
 		return
 	}
 	t := time.NewTicker(a.opts.Every)
@@ -151,7 +165,7 @@ func (a *Archiver) Run(ctx context.Context) {
 		default:
 			continue // an operator's pass is running
 		}
-		res, err := a.pass1(ctx, a.opts.Retention)
+		res, err := a.pass1(ctx, pol, false)
 		<-a.pass
 		var held *LeaseHeldError
 		switch {
@@ -161,7 +175,7 @@ func (a *Archiver) Run(ctx context.Context) {
 			a.lg.Warn("archive pass failed", "err", err, "archived", res.Archived, "failed", res.Failed)
 		case err == nil && res.Candidates > 0:
 			a.lg.Info("archive pass", "archived", res.Archived, "repaired", res.Repaired, "active", res.Active,
-				"failed", res.Failed, "bytes", res.Bytes, "seconds", res.Seconds)
+				"erased", res.Erased, "failed", res.Failed, "bytes", res.Bytes, "seconds", res.Seconds)
 		}
 	}
 }
@@ -182,43 +196,93 @@ func (e *LeaseHeldError) Unwrap() error { return wire.ErrConflict }
 // Sessions that fail are counted and left for the next pass; the first
 // error is returned with the result.
 func (a *Archiver) Pass(ctx context.Context, olderThan time.Duration) (wire.ArchivePass, error) {
-	res := wire.ArchivePass{Cutoff: a.opts.Now().Add(-olderThan)}
 	if olderThan < 0 {
-		return res, wire.Invalid("olderThan", "must not be negative")
+		return wire.ArchivePass{}, wire.Invalid("olderThan", "must not be negative")
 	}
+	// 0 is "every session idle now", not a policy's "off".
+	return a.PolicyPass(ctx, Uniform(max(olderThan, time.Nanosecond)), false)
+}
+
+// PolicyPass is a pass by pol: each session archived or erased as its
+// tenant's policy says (Policies.For), archived copies erased past their
+// deleteAfter too. dryRun plans it and does nothing: the result's Planned
+// lists each session and what would happen to it.
+func (a *Archiver) PolicyPass(ctx context.Context, pol Policies, dryRun bool) (wire.ArchivePass, error) {
 	select {
 	case a.pass <- struct{}{}:
 	case <-ctx.Done():
-		return res, fmt.Errorf("waiting for the pass running on this node: %w", context.Cause(ctx))
+		return wire.ArchivePass{}, fmt.Errorf("waiting for the pass running on this node: %w", context.Cause(ctx))
 	}
 	defer func() { <-a.pass }()
-	return a.pass1(ctx, olderThan)
+	return a.pass1(ctx, pol, dryRun)
 }
 
-// pass1 is Pass with the pass token held.
-func (a *Archiver) pass1(ctx context.Context, olderThan time.Duration) (wire.ArchivePass, error) {
+// RunPass is the API's pass: every session archived after olderThan, or
+// without it the node's policies (--retention-policy, or
+// --session-retention for all); dryRun plans it only.
+func (a *Archiver) RunPass(ctx context.Context, olderThan *time.Duration, dryRun bool) (wire.ArchivePass, error) {
+	pol := a.policies()
+	switch {
+	case olderThan != nil && *olderThan < 0:
+		return wire.ArchivePass{}, wire.Invalid("olderThan", "must not be negative")
+	case olderThan != nil:
+		// 0 is "every session idle now", not a policy's "off".
+		pol = Uniform(max(*olderThan, time.Nanosecond))
+	case !pol.Active():
+		return wire.ArchivePass{}, wire.Invalid("olderThan", "required: this node has no --session-retention or --retention-policy to default to")
+	}
+	return a.PolicyPass(ctx, pol, dryRun)
+}
+
+// pass1 is PolicyPass with the pass token held.
+func (a *Archiver) pass1(ctx context.Context, pol Policies, dryRun bool) (wire.ArchivePass, error) {
 	start := a.opts.Now()
-	res := wire.ArchivePass{Cutoff: start.Add(-olderThan)}
-	if err := a.Provision(ctx); err != nil {
-		return res, err
+	res := wire.ArchivePass{DryRun: dryRun}
+	if d := pol.Default.ArchiveAfter; d > 0 {
+		res.Cutoff = start.Add(-d)
+	}
+	if !dryRun {
+		if err := a.Provision(ctx); err != nil {
+			return res, err
+		}
 	}
 	if a.opts.Serves != nil {
-		return a.passShards(ctx, res, start)
+		return a.passShards(ctx, res, start, pol, dryRun)
+	}
+	if dryRun {
+		jobs, err := a.plan(ctx, pol, a.store, true, start)
+		return a.planned(res, jobs, start), err
 	}
 	ctx, stop, err := a.lease(ctx, a.b)
 	if err != nil {
 		return res, err
 	}
 	defer stop()
-	res, err = a.archiveAll(ctx, res, store.Idle(a.store, res.Cutoff), start)
+	jobs, err := a.plan(ctx, pol, a.store, true, start)
+	if err != nil {
+		return res, err
+	}
+	res, err = a.runJobs(ctx, res, jobs, start)
 	a.stats.pass(res)
 	return res, err
 }
 
+// planned is a dry run's result.
+func (a *Archiver) planned(res wire.ArchivePass, jobs []job, start time.Time) wire.ArchivePass {
+	res.Candidates = len(jobs)
+	res.Planned = []wire.RetentionAction{}
+	for _, j := range jobs {
+		res.Planned = append(res.Planned, j.RetentionAction)
+	}
+	res.Seconds = a.opts.Now().Sub(start).Seconds()
+	return res
+}
+
 // passShards is a pass of a node holding a share: each shard it serves,
 // under that shard's lease; a shard whose lease another holder has is
-// that holder's to archive.
-func (a *Archiver) passShards(ctx context.Context, res wire.ArchivePass, start time.Time) (wire.ArchivePass, error) {
+// that holder's to archive. The archive's copies (one stream for every
+// shard) are the holder of shard 0's.
+func (a *Archiver) passShards(ctx context.Context, res wire.ArchivePass, start time.Time, pol Policies, dryRun bool) (wire.ArchivePass, error) {
 	sh, ok := a.b.(*shard.Archive)
 	if !ok {
 		return res, errors.New("archive: Options.Serves needs a sharded archive")
@@ -226,8 +290,17 @@ func (a *Archiver) passShards(ctx context.Context, res wire.ArchivePass, start t
 	all := a.store.All()
 	var first error
 	ran := false
+	var dry []job
 	for _, k := range a.opts.Serves() {
 		if k >= len(all) {
+			continue
+		}
+		if dryRun {
+			jobs, err := a.plan(ctx, pol, store.Subset{all[k]}, k == 0, start)
+			if err != nil && first == nil {
+				first = err
+			}
+			dry = append(dry, jobs...)
 			continue
 		}
 		sctx, stop, err := a.lease(ctx, sh.Shard(k))
@@ -238,7 +311,11 @@ func (a *Archiver) passShards(ctx context.Context, res wire.ArchivePass, start t
 			continue
 		}
 		ran = true
-		part, err := a.archiveAll(sctx, wire.ArchivePass{Cutoff: res.Cutoff}, store.Idle(store.Subset{all[k]}, res.Cutoff), start)
+		jobs, err := a.plan(sctx, pol, store.Subset{all[k]}, k == 0, start)
+		part := wire.ArchivePass{Cutoff: res.Cutoff}
+		if err == nil {
+			part, err = a.runJobs(sctx, part, jobs, start)
+		}
 		stop()
 		res.Candidates += part.Candidates
 		res.Archived += part.Archived
@@ -246,11 +323,15 @@ func (a *Archiver) passShards(ctx context.Context, res wire.ArchivePass, start t
 		res.Active += part.Active
 		res.Gone += part.Gone
 		res.Failed += part.Failed
+		res.Erased += part.Erased
 		res.Bytes += part.Bytes
 		var held *LeaseHeldError
 		if err != nil && !errors.As(err, &held) && first == nil {
 			first = err
 		}
+	}
+	if dryRun {
+		return a.planned(res, dry, start), first
 	}
 	res.Seconds = a.opts.Now().Sub(start).Seconds()
 	if ran {
@@ -263,17 +344,106 @@ func (a *Archiver) passShards(ctx context.Context, res wire.ArchivePass, start t
 	return res, first
 }
 
-// archiveAll archives ids with the pass's workers, under a lease held.
-func (a *Archiver) archiveAll(ctx context.Context, res wire.ArchivePass, ids []string, start time.Time) (wire.ArchivePass, error) {
-	res.Candidates = len(ids)
+// job is one session of a pass: what to do with it, and for an archive,
+// the cutoff its policy sets.
+type job struct {
+	wire.RetentionAction
+	cutoff time.Time
+}
+
+// plan is what pol asks of the sessions of stores, and with archived of
+// the archive's copies: a session idle past its tenant's deleteAfter is
+// erased, one past its archiveAfter archived.
+func (a *Archiver) plan(ctx context.Context, pol Policies, stores store.Shards, archived bool, now time.Time) ([]job, error) {
+	cutoff := func(d time.Duration) time.Time {
+		if d <= 0 {
+			return time.Time{}
+		}
+		return now.Add(-d)
+	}
+	var jobs []job
+	idle := store.IdleFor(stores, func(cwd string) time.Time {
+		p := pol.For(cwd)
+		// The later cutoff of the two: the shorter age finds both.
+		c := cutoff(p.ArchiveAfter)
+		if e := cutoff(p.DeleteAfter); e.After(c) {
+			c = e
+		}
+		return c
+	})
+	for _, s := range idle {
+		p := pol.For(s.Cwd)
+		act := wire.RetentionAction{SessionID: s.ID, Cwd: s.Cwd, Tenant: p.Tenant, Where: "log", Modified: s.Modified}
+		switch e, c := cutoff(p.DeleteAfter), cutoff(p.ArchiveAfter); {
+		case !e.IsZero() && s.Modified.Before(e):
+			act.Action = "erase"
+			jobs = append(jobs, job{RetentionAction: act})
+		case !c.IsZero() && s.Modified.Before(c):
+			act.Action = "archive"
+			jobs = append(jobs, job{RetentionAction: act, cutoff: c})
+		}
+	}
+	if !archived || !pol.erases() {
+		return jobs, nil
+	}
+	// Archived sessions past their deleteAfter: one headers-only read of
+	// the archive per pass.
+	seen := map[string]bool{}
+	for _, j := range jobs {
+		seen[j.SessionID] = true
+	}
+	for from := uint64(0); ; {
+		page, next, err := a.b.List(ctx, "", from, 1000)
+		if errors.Is(err, wire.ErrNotFound) {
+			return jobs, nil // no archive
+		}
+		if err != nil {
+			return jobs, fmt.Errorf("retention: the archive's copies: %w", err)
+		}
+		for _, c := range page {
+			p := pol.For(c.Cwd)
+			e := cutoff(p.DeleteAfter)
+			if seen[c.SessionID] || e.IsZero() || !c.Modified.Before(e) || a.store.For(c.SessionID).Has(c.SessionID) {
+				continue // a copy of a live session goes with it, or stays
+			}
+			seen[c.SessionID] = true
+			jobs = append(jobs, job{RetentionAction: wire.RetentionAction{SessionID: c.SessionID, Cwd: c.Cwd, Tenant: p.Tenant,
+				Action: "erase", Where: "archive", Modified: c.Modified}})
+		}
+		if next == 0 {
+			return jobs, nil
+		}
+		from = next
+	}
+}
+
+// runJobs runs jobs with the pass's workers, under a lease held.
+func (a *Archiver) runJobs(ctx context.Context, res wire.ArchivePass, jobs []job, start time.Time) (wire.ArchivePass, error) {
+	res.Candidates = len(jobs)
 	var mu sync.Mutex
 	var first error
-	work := make(chan string)
+	work := make(chan job)
 	var wg sync.WaitGroup
 	for range a.opts.Workers {
 		wg.Go(func() {
-			for sid := range work {
-				out, n, err := a.Archive(ctx, sid, res.Cutoff)
+			for j := range work {
+				var out Outcome
+				var n int64
+				var err error
+				if j.Action == "erase" {
+					_, err = a.Erase(ctx, j.SessionID, 0, "retention:"+j.Tenant)
+					out = Erased
+					if errors.Is(err, wire.ErrNotFound) {
+						out, err = Gone, nil
+					}
+				} else {
+					out, n, err = a.Archive(ctx, j.SessionID, j.cutoff)
+				}
+				if err == nil && (out == Erased || out == Archived || out == Repaired) {
+					a.stats.retained(j.Tenant, j.Action)
+					a.lg.Info("audit: retention", "session", j.SessionID, "tenant", j.Tenant, "action", j.Action, "from", j.Where,
+						"modified", j.Modified)
+				}
 				mu.Lock()
 				count(&res, out, n, err)
 				if err != nil && first == nil {
@@ -284,9 +454,9 @@ func (a *Archiver) archiveAll(ctx context.Context, res wire.ArchivePass, ids []s
 		})
 	}
 feed:
-	for _, sid := range ids {
+	for _, j := range jobs {
 		select {
-		case work <- sid:
+		case work <- j:
 		case <-ctx.Done():
 			break feed
 		}
@@ -330,6 +500,8 @@ func count(r *wire.ArchivePass, out Outcome, n int64, err error) {
 		r.Active++
 	case out == Gone:
 		r.Gone++
+	case out == Erased:
+		r.Erased++
 	}
 }
 

@@ -25,10 +25,12 @@ const (
 	Active
 	// Gone: the Store no longer has the session (archived meanwhile).
 	Gone
+	// Erased: a retention policy's deleteAfter erased it (PolicyPass).
+	Erased
 )
 
 func (o Outcome) String() string {
-	return [...]string{"archived", "repaired", "active", "gone"}[o]
+	return [...]string{"archived", "repaired", "active", "gone", "erased"}[o]
 }
 
 // Archive moves one session to the archive if its last record is older

@@ -1,6 +1,7 @@
 package archive
 
 import (
+	"maps"
 	"sync"
 	"sync/atomic"
 
@@ -15,8 +16,19 @@ type stats struct {
 	erased    atomic.Uint64
 	passes    atomic.Uint64
 
-	mu   sync.Mutex
-	last wire.ArchivePass // the last pass this node ran
+	mu       sync.Mutex
+	last     wire.ArchivePass  // the last pass this node ran
+	byPolicy map[[2]string]int // sessions archived or erased by policy, by tenant and action
+}
+
+// retained counts a session a policy pass archived or erased.
+func (s *stats) retained(tenant, action string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.byPolicy == nil {
+		s.byPolicy = map[[2]string]int{}
+	}
+	s.byPolicy[[2]string{tenant, action}]++
 }
 
 func (s *stats) archived(out Outcome) {
@@ -41,15 +53,19 @@ type Stats struct {
 	// Erased counts the sessions this node erased (Erase).
 	Erased   uint64
 	LastPass wire.ArchivePass
+	// Retained counts the sessions retention passes on this node archived
+	// or erased, by tenant and action ("archive", "erase").
+	Retained map[[2]string]int
 }
 
 // Stats returns the counters.
 func (a *Archiver) Stats() Stats {
 	a.stats.mu.Lock()
 	last := a.stats.last
+	retained := maps.Clone(a.stats.byPolicy)
 	a.stats.mu.Unlock()
 	return Stats{
 		Archived: a.stats.archivedN.Load(), Repaired: a.stats.repairedN.Load(),
-		Restored: a.stats.restores.Load(), Passes: a.stats.passes.Load(), Erased: a.stats.erased.Load(), LastPass: last,
+		Restored: a.stats.restores.Load(), Passes: a.stats.passes.Load(), Erased: a.stats.erased.Load(), LastPass: last, Retained: retained,
 	}
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"log/slog"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -27,6 +29,9 @@ type ArchiveConfig struct {
 	// ArchiveStream names the archive stream; its subjects and lease
 	// bucket derive from it (PI_ARCHIVE: pi.archive.*.*, PI_ARCHIVE_LEASE).
 	ArchiveStream string
+	// RetentionPolicy is a file of retention policies per tenant
+	// (archive.ParsePolicies), in place of SessionRetention.
+	RetentionPolicy string
 }
 
 func defaultArchiveConfig() ArchiveConfig {
@@ -41,6 +46,8 @@ func (c *ArchiveConfig) addArchiveFlags(fs *flag.FlagSet) {
 		"interval of the retention passes (one node of the cluster runs each, under a lease)")
 	fs.StringVar(&c.ArchiveStream, "archive-stream", c.ArchiveStream,
 		"JetStream stream of archived sessions (lease bucket <name>_LEASE)")
+	fs.StringVar(&c.RetentionPolicy, "retention-policy", c.RetentionPolicy,
+		"JSON `FILE` of retention per tenant: a default and, per cwdPrefix, archiveAfter and deleteAfter (e.g. 30d); instead of --session-retention (docs/OPERATIONS.md, Retention per tenant)")
 }
 
 func (c *Config) checkArchive() error {
@@ -52,8 +59,26 @@ func (c *Config) checkArchive() error {
 		return errors.New("--archive-every must be positive")
 	case a.ArchiveStream == "" || strings.ContainsAny(a.ArchiveStream, ". *>"):
 		return errors.New("--archive-stream must be a stream name (no dots, spaces or wildcards)")
+	case a.RetentionPolicy != "" && a.SessionRetention > 0:
+		return errors.New("--retention-policy and --session-retention: give one (the policy file's default is what --session-retention sets)")
 	}
 	return nil
+}
+
+// policies reads --retention-policy; nil without one.
+func (c *ArchiveConfig) policies() (*archive.Policies, error) {
+	if c.RetentionPolicy == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(c.RetentionPolicy)
+	if err != nil {
+		return nil, fmt.Errorf("--retention-policy: %w", err)
+	}
+	p, err := archive.ParsePolicies(b)
+	if err != nil {
+		return nil, fmt.Errorf("--retention-policy %s: %w", c.RetentionPolicy, err)
+	}
+	return &p, nil
 }
 
 // archiverJob is the node's Archiver and its periodic pass.
@@ -69,9 +94,13 @@ type archiverJob struct {
 // misconfiguration stops the start instead of every pass.
 func (m *Node) newArchiver(ctx context.Context, log session.Log, name string, logger *slog.Logger) (api.Archive, error) {
 	c := m.Config.ArchiveConfig
+	pol, err := c.policies()
+	if err != nil {
+		return nil, err
+	}
 	if m.region != nil {
-		if c.SessionRetention > 0 {
-			return nil, errors.New("--session-retention is not supported in cross-region mode yet: the other regions' mirrors would keep every session")
+		if c.SessionRetention > 0 || pol != nil {
+			return nil, errors.New("--session-retention and --retention-policy are not supported in cross-region mode yet: the other regions' mirrors would keep every session")
 		}
 		return nil, nil
 	}
@@ -91,15 +120,15 @@ func (m *Node) newArchiver(ctx context.Context, log session.Log, name string, lo
 	}
 	m.archives = b
 	opts := archive.Options{
-		Retention: c.SessionRetention, Every: c.ArchiveEvery, Node: name,
+		Retention: c.SessionRetention, Policies: pol, Every: c.ArchiveEvery, Node: name,
 		Logger: logger.With("component", "archiver"),
 	}
 	if h := m.holder; h != nil {
 		opts.Serves = h.Served
 	}
 	a := archive.New(m.stores, log, b, opts)
-	if c.SessionRetention > 0 {
-		logger.Info("provisioning the archive", "stream", acfg.Stream, "retention", c.SessionRetention, "every", c.ArchiveEvery)
+	if c.SessionRetention > 0 || pol != nil && pol.Active() {
+		logger.Info("provisioning the archive", "stream", acfg.Stream, "retention", c.SessionRetention, "policy", c.RetentionPolicy, "every", c.ArchiveEvery)
 		// Through the Archiver, so that its first pass does not provision again.
 		if err := a.Provision(ctx); err != nil {
 			return nil, err

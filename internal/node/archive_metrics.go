@@ -21,6 +21,8 @@ var (
 		"Sessions this node restored from the archive.", nil, nil)
 	descErased = prometheus.NewDesc("pi_sessions_erased_total",
 		"Sessions this node erased (DELETE /v1/sessions/{id}, pi-ctl rm): from the log, the archive and every node's files.", nil, nil)
+	descRetained = prometheus.NewDesc("pi_retention_sessions_total",
+		"Sessions retention passes on this node archived or erased (--retention-policy, --session-retention), by tenant and action.", []string{"tenant", "action"}, nil)
 	descPasses = prometheus.NewDesc("pi_archive_passes_total",
 		"Retention passes this node ran (under the cluster-wide lease).", nil, nil)
 	descLastFailed = prometheus.NewDesc("pi_archive_last_pass_failed",
@@ -30,7 +32,7 @@ var (
 )
 
 func (c archiveCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descArchived, descRepaired, descRestored, descErased, descPasses, descLastFailed, descLastSeconds} {
+	for _, d := range []*prometheus.Desc{descArchived, descRepaired, descRestored, descErased, descRetained, descPasses, descLastFailed, descLastSeconds} {
 		ch <- d
 	}
 }
@@ -41,6 +43,9 @@ func (c archiveCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descRepaired, prometheus.CounterValue, float64(s.Repaired))
 	ch <- prometheus.MustNewConstMetric(descRestored, prometheus.CounterValue, float64(s.Restored))
 	ch <- prometheus.MustNewConstMetric(descErased, prometheus.CounterValue, float64(s.Erased))
+	for k, n := range s.Retained {
+		ch <- prometheus.MustNewConstMetric(descRetained, prometheus.CounterValue, float64(n), k[0], k[1])
+	}
 	ch <- prometheus.MustNewConstMetric(descPasses, prometheus.CounterValue, float64(s.Passes))
 	ch <- prometheus.MustNewConstMetric(descLastFailed, prometheus.GaugeValue, float64(s.LastPass.Failed))
 	ch <- prometheus.MustNewConstMetric(descLastSeconds, prometheus.GaugeValue, s.LastPass.Seconds)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -26,14 +28,41 @@ func TestArchiveFlags(t *testing.T) {
 		t.Errorf("defaults %+v: retention must be off", d)
 	}
 	for want, args := range map[string][]string{
-		"--session-retention must not": {"--session-retention", "-1h"},
-		"--archive-every must be":      {"--archive-every", "0s"},
-		"--archive-stream must be":     {"--archive-stream", "a.b"},
+		"--session-retention must not":                         {"--session-retention", "-1h"},
+		"--archive-every must be":                              {"--archive-every", "0s"},
+		"--archive-stream must be":                             {"--archive-stream", "a.b"},
+		"--retention-policy and --session-retention: give one": {"--retention-policy", "p.json", "--session-retention", "1h"},
 	} {
 		c := DefaultConfig()
 		if err := c.ParseFlags(args, func(string) string { return "" }, io.Discard); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%v: %v, want %q", args, err, want)
 		}
+	}
+}
+
+// --retention-policy is read at the start: a mistake stops it, naming the
+// file and the field.
+func TestRetentionPolicyFile(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.json")
+	bad := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(good, []byte(`{"tenants":[{"tenant":"a","cwdPrefix":"/a","deleteAfter":"30d"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte(`{"tenants":[{"tenant":"a","cwdPrefix":"/a","deleteAfter":"soon"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := ArchiveConfig{RetentionPolicy: good}
+	if p, err := c.policies(); err != nil || p == nil || p.For("/a/b").DeleteAfter != 30*24*time.Hour {
+		t.Errorf("good policy: %+v %v", p, err)
+	}
+	c.RetentionPolicy = bad
+	if _, err := c.policies(); err == nil || !strings.Contains(err.Error(), "--retention-policy "+bad) || !strings.Contains(err.Error(), "tenants[0].deleteAfter") {
+		t.Errorf("bad policy: %v, want the file and the field named", err)
+	}
+	c.RetentionPolicy = filepath.Join(dir, "missing.json")
+	if _, err := c.policies(); err == nil || !strings.Contains(err.Error(), "--retention-policy") {
+		t.Errorf("missing policy file: %v", err)
 	}
 }
 

@@ -269,6 +269,18 @@ func Idle(sh Shards, cutoff time.Time) []string {
 	return ids
 }
 
+// IdleFor is Store.IdleFor over every shard, in id order.
+func IdleFor(sh Shards, cutoffOf func(cwd string) time.Time) []IdleSession {
+	var out []IdleSession
+	for _, st := range sh.All() {
+		out = append(out, st.IdleFor(cutoffOf)...)
+	}
+	if len(sh.All()) > 1 {
+		slices.SortFunc(out, func(a, b IdleSession) int { return strings.Compare(a.ID, b.ID) })
+	}
+	return out
+}
+
 // CatchUp waits until every shard has applied what its log held at the
 // call; see Store.CatchUp.
 func CatchUp(ctx context.Context, sh Shards) error {

@@ -34,13 +34,28 @@ type ArchiveListReply struct {
 
 // ArchivePass is what one retention pass did: the archive.run reply.
 type ArchivePass struct {
-	Cutoff     time.Time `json:"cutoff"`     // sessions last written before it were candidates
-	Candidates int       `json:"candidates"` // idle in this node's Store at the start
-	Archived   int       `json:"archived"`   // in the archive and purged from the log (Repaired included)
-	Repaired   int       `json:"repaired"`   // a write raced with the purge; archived with it
-	Active     int       `json:"active"`     // written to meanwhile: left in the log
-	Gone       int       `json:"gone"`       // archived or purged by someone else meanwhile
-	Failed     int       `json:"failed"`     // errors: left as they were, retried next pass
-	Bytes      int64     `json:"bytes"`      // JSONL bytes archived
+	Cutoff     time.Time `json:"cutoff,omitzero"` // sessions last written before it were archived (the default policy's)
+	Candidates int       `json:"candidates"`      // idle in this node's Store at the start
+	Archived   int       `json:"archived"`        // in the archive and purged from the log (Repaired included)
+	Repaired   int       `json:"repaired"`        // a write raced with the purge; archived with it
+	Active     int       `json:"active"`          // written to meanwhile: left in the log
+	Gone       int       `json:"gone"`            // archived or purged by someone else meanwhile
+	Failed     int       `json:"failed"`          // errors: left as they were, retried next pass
+	Bytes      int64     `json:"bytes"`           // JSONL bytes archived
+	Erased     int       `json:"erased"`          // erased by a retention policy's deleteAfter (live or archived)
 	Seconds    float64   `json:"seconds"`
+	// DryRun: nothing was done; Planned lists what the pass would do.
+	DryRun  bool              `json:"dryRun,omitempty"`
+	Planned []RetentionAction `json:"planned,omitempty"`
+}
+
+// RetentionAction is what a retention pass does (or, dry, would do) to one
+// session: archive it, or erase it from the log or from the archive.
+type RetentionAction struct {
+	SessionID string    `json:"sessionId"`
+	Cwd       string    `json:"cwd"`
+	Tenant    string    `json:"tenant"`
+	Action    string    `json:"action"` // "archive" or "erase"
+	Where     string    `json:"where"`  // "log" or "archive"
+	Modified  time.Time `json:"modified"`
 }

@@ -325,7 +325,9 @@ type ArchiveRestoreRequest struct {
 // like 720h) defaults to the node's retention.
 type ArchiveRunRequest struct {
 	OlderThan string `json:"olderThan,omitempty"`
-	MinSeq    uint64 `json:"minSeq,omitempty"`
+	// DryRun lists what the pass would archive and erase; nothing is done.
+	DryRun bool   `json:"dryRun,omitempty"`
+	MinSeq uint64 `json:"minSeq,omitempty"`
 }
 
 // WatchRequest follows a session's entries after AfterSeq (HTTP only; a
