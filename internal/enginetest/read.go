@@ -123,16 +123,24 @@ func testPurge(t *testing.T, newLog func(t *testing.T) (session.Log, session.Fee
 		t.Fatalf("last seq after purges: %d, want %d (one notice; sequences are never reused)", got, last+1)
 	}
 
+	feedEndsWithNotice(t, f, last, b, recsB, seqsB, "purge", session.PurgeRecord(a, last))
+}
+
+// feedEndsWithNotice follows f from the start to sequence last+1: what
+// it delivers before is session b's records alone (the other session is
+// gone), and last+1 is the notice want, on session.PurgeToken.
+func feedEndsWithNotice(t *testing.T, f session.Feed, last uint64, b string, recsB []session.Record, seqsB []uint64, what string, want session.Record) {
+	t.Helper()
 	fw := startFollow(t, f, 1)
 	var got []session.Stored
 	for len(got) == 0 || got[len(got)-1].Seq < last+1 {
 		got = append(got, fw.next(t)...)
 	}
 	sameStored(t, got[:len(got)-1], b, recsB, seqsB)
-	notice, want := got[len(got)-1], session.PurgeRecord(a, last)
+	notice := got[len(got)-1]
 	if notice.Session != session.PurgeToken || notice.Seq != last+1 || notice.Type != want.Type ||
 		notice.ID != want.ID || string(notice.Data) != string(want.Data) {
-		t.Fatalf("purge notice: got %+v (data %s), want seq %d %+v (data %s)", notice, notice.Data, last+1, want, want.Data)
+		t.Fatalf("%s notice: got %+v (data %s), want seq %d %+v (data %s)", what, notice, notice.Data, last+1, want, want.Data)
 	}
 }
 
@@ -180,16 +188,7 @@ func testErase(t *testing.T, newLog func(t *testing.T) (session.Log, session.Fee
 		t.Fatalf("last seq after the erasures: %d, want %d (one notice)", got, last+1)
 	}
 
-	fw := startFollow(t, f, 1)
-	var got []session.Stored
-	for len(got) == 0 || got[len(got)-1].Seq < last+1 {
-		got = append(got, fw.next(t)...)
-	}
-	sameStored(t, got[:len(got)-1], b, recsB, seqsB)
-	notice, want := got[len(got)-1], session.EraseRecord(a, lastA)
-	if notice.Session != session.PurgeToken || notice.Type != want.Type || notice.ID != want.ID || string(notice.Data) != string(want.Data) {
-		t.Fatalf("erasure notice: got %+v (data %s), want %+v (data %s)", notice, notice.Data, want, want.Data)
-	}
+	feedEndsWithNotice(t, f, last, b, recsB, seqsB, "erasure", session.EraseRecord(a, lastA))
 }
 
 func testLastSeq(t *testing.T, newLog func(t *testing.T) (session.Log, session.Feed)) {
