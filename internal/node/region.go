@@ -166,7 +166,7 @@ func (m *Node) backend(ctx context.Context, name string, logger *slog.Logger) (s
 	}
 	r := &c.RegionConfig
 	logger.Info("joining the regions", "region", r.Region, "tiebreaker", r.Tiebreaker, "replicas", c.Replicas)
-	m.region = &region.Node{JS: m.conn.JS, Base: m.jsCfg, Region: r.Region, HomeRegion: r.HomeRegion,
+	m.region = &region.Node{JS: m.conn.JS, WriteJS: m.writeConn.JS, Base: m.jsCfg, Region: r.Region, HomeRegion: r.HomeRegion,
 		RecordBucket: r.RecordBucket, RecordCluster: r.Tiebreaker, RecordReplicas: r.RecordReplicas, Logger: logger}
 	if err := m.region.Open(ctx); err != nil {
 		return nil, nil, nil, fmt.Errorf("region %s (node %s): %w", r.Region, name, err)

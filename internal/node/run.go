@@ -47,6 +47,7 @@ type Node struct {
 	fatal       chan string // the embedded server's first fatal error (Fatal)
 	server      *embedded.Server
 	conn        *jetstream.Conn
+	writeConn   *jetstream.Conn // region mode: the writes' own connection (backend)
 	jsCfg       jetstream.Config
 	region      *region.Node
 	keys        keys // encryption at rest (encryption.go)
@@ -157,6 +158,20 @@ func (m *Node) start(ctx context.Context) error {
 	}
 	if m.conn, err = jetstream.Connect(ctx, cc); err != nil {
 		return fmt.Errorf("connect to NATS %v: %w", cc.URLs, err)
+	}
+	if c.Region != "" {
+		// In a mirror region the Store reads the local mirror while
+		// writes go to the home region's stream. On one connection a
+		// read the server answers inline (a direct get waiting on the
+		// mirror's disk) holds up every publish behind it: in CI a
+		// region's writes timed out for a minute so. Writes (and
+		// cursors) get a connection, and a server read loop, of their
+		// own.
+		wc := cc
+		wc.Name += " (writes)"
+		if m.writeConn, err = jetstream.Connect(ctx, wc); err != nil {
+			return fmt.Errorf("connect to NATS %v: %w", cc.URLs, err)
+		}
 	}
 	m.NATSURL = m.conn.NC.ConnectedUrlRedacted()
 	if m.server != nil {
@@ -498,6 +513,9 @@ func (m *Node) Close(ctx context.Context) error {
 	}
 	if m.region != nil {
 		m.region.Close()
+	}
+	if m.writeConn != nil {
+		m.writeConn.Close()
 	}
 	if m.conn != nil {
 		m.conn.Close()

@@ -64,9 +64,13 @@ const (
 // record changes. Configure the exported fields, Open, then build the
 // Service on Log and Cursors and the Store on Feed (with Feed.SetReset).
 type Node struct {
-	JS     natsjs.JetStream
-	Base   jetstream.Config // single-region names and shape; Replicas is this region's
-	Region string
+	JS natsjs.JetStream
+	// WriteJS, when set, carries Log and Cursors (the writes to the home
+	// region), so that they never wait behind the Feed's reads of the
+	// local stream on one connection; JS carries the rest.
+	WriteJS natsjs.JetStream
+	Base    jetstream.Config // single-region names and shape; Replicas is this region's
+	Region  string
 	// HomeRegion is the home written to the record when there is none yet.
 	HomeRegion string
 	// RecordBucket (default PI_REGION) holds the record, placed in the
@@ -112,7 +116,10 @@ func (n *Node) Open(ctx context.Context) error {
 	if n.RecordBucket == "" {
 		n.RecordBucket = DefaultRecordBucket
 	}
-	n.Log, n.Cursors, n.Feed = &Log{}, newCursors(n.JS), newFeed()
+	if n.WriteJS == nil {
+		n.WriteJS = n.JS
+	}
+	n.Log, n.Cursors, n.Feed = &Log{}, newCursors(n.WriteJS), newFeed()
 	n.Feed.onSwitch = func(kept bool, at uint64) {
 		n.Logger.Info("region: the Store follows another stream now", logKeyKept, kept, logKeyApplied, at)
 	}
@@ -247,7 +254,7 @@ func (n *Node) apply(rec Record) {
 	if role == RoleStale {
 		feed = home
 	}
-	n.Log.set(jetstream.NewLog(n.JS, home))
+	n.Log.set(jetstream.NewLog(n.WriteJS, home))
 	n.Cursors.set(home)
 
 	n.mu.Lock()

@@ -60,7 +60,18 @@ type casLoop struct {
 	uncertain                bool // an earlier publish may have landed
 	conflicts                int
 	unavailableSince         time.Time
+	// slow doubles the attempt timeout after each attempt that timed
+	// out, up to maxSlow, and is 1 again once one is answered: a log whose
+	// answers take longer than the timeout (a loaded machine, a server
+	// whose read loop waits on a disk) would otherwise time out every
+	// attempt until the append gives up, though every publish lands.
+	slow time.Duration
 }
+
+// maxSlow bounds how far the attempt timeout grows: 4× the default is 2 s,
+// which a write gap after an election (a publish to a leader gone that no
+// answer will come for) can exceed the election by at most.
+const maxSlow = 4
 
 // attempt publishes once and handles the outcome; done means Publish
 // returns seqs and err.
@@ -70,16 +81,22 @@ func (l *casLoop) attempt(ctx context.Context) (seqs []uint64, done bool, err er
 	if timeout <= 0 {
 		timeout = defaultAttemptTimeout(recs)
 	}
+	timeout *= max(l.slow, 1)
 	actx, cancel := context.WithTimeout(ctx, timeout)
 	seqs, err = l.log.Append(actx, l.sid, l.expect, recs)
 	cancel()
 	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 		err = fmt.Errorf("%w: no ack within %v: %w", wire.ErrUnavailable, timeout, err)
+		l.slow = min(max(l.slow, 1)*2, maxSlow)
+	} else {
+		l.slow = 1
 	}
 	switch {
 	case err == nil:
 		return seqs, true, nil
 	case errors.Is(err, wire.ErrConflict), errors.Is(err, wire.ErrExists):
+		// The log answered: a run of unavailability is over.
+		l.unavailableSince = time.Time{}
 		return l.conflict(ctx, err, timeout)
 	case errors.Is(err, wire.ErrUnavailable):
 		l.lastErr, l.uncertain = err, true

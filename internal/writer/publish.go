@@ -22,10 +22,13 @@ type RetryPolicy struct {
 	// reading what a conflict missed gets as long, 2 s at least): a publish sent to a
 	// leader that just died or stepped down gets no answer at all, and the
 	// retry after the timeout reaches the new leader, so this bounds how much
-	// a write gap exceeds the election itself. UnavailableFor bounds the
-	// time spent retrying while the log is unavailable (default 10 s): then
-	// the caller gets ErrUnavailable (HTTP 503) and decides, instead of a
-	// client timeout.
+	// a write gap exceeds the election itself. After an attempt that timed
+	// out the next one waits twice as long, up to 4× (the log may only be
+	// slow: every publish lands, every ack comes late), and after an answer
+	// the timeout is back to its start. UnavailableFor bounds the time spent
+	// retrying while the log is unavailable, that is since the last attempt
+	// it answered (default 10 s): then the caller gets ErrUnavailable (HTTP
+	// 503) and decides, instead of a client timeout.
 	AttemptTimeout, UnavailableFor time.Duration
 	// ConflictBackoff is the first wait after the second conflict in a row
 	// (the first retries at once: reading what was missed took a round trip
