@@ -73,7 +73,8 @@ func (p *progress) ends() []uint64 {
 func TestKillStreamLeader(t *testing.T) {
 	skipShort(t)
 	t.Parallel()
-	nodes := startEmbeddedCluster(t, 3)
+	nodes := startEmbeddedClusterWith(t, 3, monitorFlag)
+	reportRaftOnFailure(t, nodes)
 	bases := make([]string, len(nodes))
 	for i, nd := range nodes {
 		bases[i] = nd.base
