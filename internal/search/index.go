@@ -313,10 +313,18 @@ func (x *Index) Run(ctx context.Context, feed session.Feed) {
 // maxBatch bounds the records of one bleve batch.
 const maxBatch = 4096
 
-// groupWindow is how long the index gathers records into one batch after
-// the first: a few ms of a search's wait for the node's own write, against
-// a batch (and its fsyncs) per appended record.
-const groupWindow = 10 * time.Millisecond
+// groupWindow is how long a batch gathers after its first records, and
+// maxGather how long when more arrive meanwhile: a few ms of a search's
+// wait for the node's own write, against a batch (and its fsyncs) per
+// appended record. Under a steady stream of appends a batch gathers
+// maxGather: at a fixed 10 ms
+// its segments were small enough that the work growing with their number
+// (zapx's realloc, merges) made the index cost a node about 15% more CPU
+// per append (docs/BENCHMARKS.md, the production shape).
+const (
+	groupWindow = 10 * time.Millisecond
+	maxGather   = 50 * time.Millisecond
+)
 
 // FeedReset empties the index for a feed that starts over on another
 // history (region.Feed's View: the region's stream switched to one that
@@ -429,7 +437,10 @@ func (x *Index) run(ctx context.Context, feed session.Feed) error {
 		}
 		// Take what else arrives within a moment: one batch (one fsync
 		// of the segment and one of bolt) for all of it. Appends come one
-		// record at a time; the node and JetStream fsync too.
+		// record at a time; the node and JetStream fsync too. When more
+		// come within groupWindow, the batch gathers maxGather in all
+		// (see groupWindow).
+		first, busy := time.Now(), false
 		gather := time.NewTimer(groupWindow)
 		for more := true; more && len(rs) < maxBatch; {
 			select {
@@ -439,6 +450,13 @@ func (x *Index) run(ctx context.Context, feed session.Feed) error {
 					break
 				}
 				rs = append(rs, r...)
+				if !busy {
+					busy = true
+					if !gather.Stop() {
+						<-gather.C
+					}
+					gather.Reset(maxGather - time.Since(first))
+				}
 			case <-gather.C:
 				more = false
 			}
