@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+
+	fastjson "github.com/segmentio/encoding/json"
 )
 
 // Doc is one entry as the index holds it: Text is what is tokenized, the
@@ -77,9 +79,17 @@ type block struct {
 // system message's sections and the names and descriptions of the tools
 // it adds, a context_edit's replacement content, a usage row's note.
 // Images are not.
-func Extract(b []byte) (Doc, bool) {
+func Extract(b []byte) (Doc, bool) { return extract(b, fastjson.Unmarshal) }
+
+// unmarshalFunc decodes JSON as encoding/json does. Extract uses
+// segmentio's decoder: encoding/json's was a fifth of the index's CPU on
+// the production shape (docs/BENCHMARKS.md); TestExtractDecoders holds
+// the two to the same results.
+type unmarshalFunc func([]byte, any) error
+
+func extract(b []byte, unmarshal unmarshalFunc) (Doc, bool) {
 	var l line
-	if err := json.Unmarshal(b, &l); err != nil || l.ID == "" {
+	if err := unmarshal(b, &l); err != nil || l.ID == "" {
 		return Doc{}, false
 	}
 	d := Doc{Entry: l.ID, Type: l.Type, Timestamp: l.Timestamp}
@@ -94,14 +104,14 @@ func Extract(b []byte) (Doc, bool) {
 		if m.ToolName != "" {
 			d.Tools = []string{m.ToolName}
 		}
-		parts = content(m.Content, parts, &d)
-		parts = stringsOf(m.Sections, parts)
+		parts = content(m.Content, parts, &d, unmarshal)
+		parts = stringsOf(m.Sections, parts, unmarshal)
 		for _, t := range m.ToolsAdded {
 			parts = append(parts, t.Name, t.Description)
 		}
 	case "context_edit":
 		if l.Replacement != nil {
-			parts = content(l.Replacement.Content, parts, &d)
+			parts = content(l.Replacement.Content, parts, &d, unmarshal)
 		}
 	case "usage":
 		d.Model = l.Model
@@ -109,7 +119,7 @@ func Extract(b []byte) (Doc, bool) {
 	case "custom_message":
 		d.Role = "custom"
 		parts = append(parts, l.Custom)
-		parts = content(l.Content, parts, &d)
+		parts = content(l.Content, parts, &d, unmarshal)
 	case "branch_summary", "compaction":
 		parts = append(parts, l.Summary)
 	case "label":
@@ -128,20 +138,20 @@ func Extract(b []byte) (Doc, bool) {
 }
 
 // content appends the text of a message content: a string, or blocks.
-func content(raw json.RawMessage, parts []string, d *Doc) []string {
+func content(raw json.RawMessage, parts []string, d *Doc, unmarshal unmarshalFunc) []string {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 {
 		return parts
 	}
 	if raw[0] == '"' {
 		var s string
-		if json.Unmarshal(raw, &s) == nil {
+		if unmarshal(raw, &s) == nil {
 			parts = append(parts, s)
 		}
 		return parts
 	}
 	var blocks []block
-	if json.Unmarshal(raw, &blocks) != nil {
+	if unmarshal(raw, &blocks) != nil {
 		return parts
 	}
 	for _, bl := range blocks {
@@ -153,7 +163,7 @@ func content(raw json.RawMessage, parts []string, d *Doc) []string {
 		case "toolCall":
 			d.Tools = append(d.Tools, bl.Name)
 			parts = append(parts, bl.Name)
-			parts = stringsOf(bl.Arguments, parts)
+			parts = stringsOf(bl.Arguments, parts, unmarshal)
 		}
 	}
 	return parts
@@ -161,9 +171,9 @@ func content(raw json.RawMessage, parts []string, d *Doc) []string {
 
 // stringsOf appends the string values in a JSON value: arrays in order,
 // object members by key, so an entry always gives the same text.
-func stringsOf(raw json.RawMessage, parts []string) []string {
+func stringsOf(raw json.RawMessage, parts []string, unmarshal unmarshalFunc) []string {
 	var v any
-	if len(raw) == 0 || json.Unmarshal(raw, &v) != nil {
+	if len(raw) == 0 || unmarshal(raw, &v) != nil {
 		return parts
 	}
 	var walk func(any)

@@ -1,6 +1,7 @@
 package search
 
 import (
+	"encoding/json"
 	"path"
 	"slices"
 	"strings"
@@ -118,3 +119,7 @@ func (x *Index) Terms(field string) ([]string, error) {
 		out = append(out, e.Term)
 	}
 }
+
+// ExtractStd is Extract with encoding/json's decoder, for
+// TestExtractDecoders.
+func ExtractStd(b []byte) (Doc, bool) { return extract(b, json.Unmarshal) }
