@@ -53,7 +53,7 @@ type FieldError = wire.FieldError
 // 100), Backoff and MaxBackoff after ErrUnavailable (50 ms doubling to
 // 500 ms), AttemptTimeout of one publish (500 ms, plus 1 ms per record and
 // 500 ms per MiB; doubled after each attempt that timed out, up to 4×),
-// UnavailableFor (give up with ErrUnavailable after 10 s without an answer) and ConflictBackoff between
+// UnavailableFor (give up with ErrUnavailable after 10 s of unavailability) and ConflictBackoff between
 // conflicts (2 ms doubling, with jitter). The zero value is the default.
 type RetryPolicy = writer.RetryPolicy
 

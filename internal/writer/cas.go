@@ -95,8 +95,6 @@ func (l *casLoop) attempt(ctx context.Context) (seqs []uint64, done bool, err er
 	case err == nil:
 		return seqs, true, nil
 	case errors.Is(err, wire.ErrConflict), errors.Is(err, wire.ErrExists):
-		// The log answered: a run of unavailability is over.
-		l.unavailableSince = time.Time{}
 		return l.conflict(ctx, err, timeout)
 	case errors.Is(err, wire.ErrUnavailable):
 		l.lastErr, l.uncertain = err, true

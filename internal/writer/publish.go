@@ -26,9 +26,9 @@ type RetryPolicy struct {
 	// out the next one waits twice as long, up to 4× (the log may only be
 	// slow: every publish lands, every ack comes late), and after an answer
 	// the timeout is back to its start. UnavailableFor bounds the time spent
-	// retrying while the log is unavailable, that is since the last attempt
-	// it answered (default 10 s): then the caller gets ErrUnavailable (HTTP
-	// 503) and decides, instead of a client timeout.
+	// retrying since the log was first unavailable (default 10 s): then the
+	// caller gets ErrUnavailable (HTTP 503) and decides, instead of a client
+	// timeout.
 	AttemptTimeout, UnavailableFor time.Duration
 	// ConflictBackoff is the first wait after the second conflict in a row
 	// (the first retries at once: reading what was missed took a round trip

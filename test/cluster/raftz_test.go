@@ -3,30 +3,34 @@ package cluster
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 )
 
-// monitorFlag makes a node's embedded server serve its monitoring
-// endpoints on a loopback port of its own choosing (the ready line names
-// it): what raftReport reads.
-const monitorFlag = "--monitor-listen=127.0.0.1:0"
+// diagFlags make a node's embedded server serve its monitoring endpoints,
+// and the node its Go profiles, on loopback ports of their own choosing
+// (the ready line names them): what reportRaftOnFailure reads.
+var diagFlags = []string{"--monitor-listen=127.0.0.1:0", "--pprof-listen=127.0.0.1:0"}
 
-var monitorRe = regexp.MustCompile(`msg="pi-node ready".* monitor=(\S+)`)
+var (
+	monitorRe = regexp.MustCompile(`msg="pi-node ready".* monitor=(\S+)`)
+	pprofRe   = regexp.MustCompile(`msg="pi-node ready".* pprof=(\S+)`)
+)
 
-// monitorAddr is the monitoring address of nd's embedded server as its
-// last ready line says, "" without one.
-func (nd *piNode) monitorAddr() string {
+// readyAddr is the address re finds in nd's last ready line, "" without.
+func (nd *piNode) readyAddr(re *regexp.Regexp) string {
 	out, err := nd.Output()
 	if err != nil {
 		return ""
 	}
-	m := monitorRe.FindAllStringSubmatch(out, -1)
+	m := re.FindAllStringSubmatch(out, -1)
 	if len(m) == 0 {
 		return ""
 	}
@@ -35,10 +39,12 @@ func (nd *piNode) monitorAddr() string {
 
 // reportRaftOnFailure logs, if the test fails, what each node's embedded
 // server says of the session streams' Raft groups and of its routes
-// (/jsz, /raftz, /routez): a Store that applied nothing for a minute while
-// its stream had a leader leaves the Stores' own status without an
-// explanation (docs/TESTING.md, TestKillStreamLeader over 4 shards). Each
-// node must run with monitorFlag. Registered before the nodes stop.
+// (/jsz, /raftz, /routez), and where the node's Stores and their follows
+// wait (its goroutines): a Store that applied nothing for a minute while
+// its stream had a leader and its replica was current leaves the Stores'
+// own status without an explanation (docs/TESTING.md, TestKillStreamLeader
+// over 4 shards). Each node must run with diagFlags. Registered before the
+// nodes stop.
 func reportRaftOnFailure(t *testing.T, nodes []*piNode) {
 	t.Cleanup(func() {
 		if !t.Failed() {
@@ -49,6 +55,7 @@ func reportRaftOnFailure(t *testing.T, nodes []*piNode) {
 				continue
 			}
 			t.Logf("%s's server, at the failure:\n%s", nd.name, raftReport(nd))
+			t.Logf("%s's goroutines in its Stores and follows, at the failure:\n%s", nd.name, followGoroutines(nd))
 		}
 	})
 }
@@ -56,9 +63,9 @@ func reportRaftOnFailure(t *testing.T, nodes []*piNode) {
 // raftReport is one line per session stream's Raft group as nd's server
 // sees it, then one per route.
 func raftReport(nd *piNode) string {
-	addr := nd.monitorAddr()
+	addr := nd.readyAddr(monitorRe)
 	if addr == "" {
-		return "  no monitoring address in the log (started without " + monitorFlag + "?)"
+		return "  no monitoring address in the log (started without diagFlags?)"
 	}
 	hc := &http.Client{Timeout: 5 * time.Second}
 	get := func(path string, v any) error {
@@ -163,3 +170,59 @@ func raftReport(nd *piNode) string {
 	}
 	return b.String()
 }
+
+// followGoroutines is nd's goroutines that run the Stores, their follows
+// and the shards' logs, each as its header ("goroutine 12 [select, 2
+// minutes]:") and its functions without files, the longest waiting first,
+// at most 40.
+func followGoroutines(nd *piNode) string {
+	addr := nd.readyAddr(pprofRe)
+	if addr == "" {
+		return "  no profiling address in the log (started without diagFlags?)"
+	}
+	hc := &http.Client{Timeout: 10 * time.Second}
+	resp, err := hc.Get("http://" + addr + "/debug/pprof/goroutine?debug=2")
+	if err != nil {
+		return "  " + err.Error()
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "  " + err.Error()
+	}
+	type g struct {
+		wait  int // minutes waiting, from the header
+		lines []string
+	}
+	var gs []g
+	for _, block := range strings.Split(string(body), "\n\n") {
+		if !strings.Contains(block, "sessionlog/internal/store.") && !strings.Contains(block, "sessionlog/internal/jetstream.") &&
+			!strings.Contains(block, "sessionlog/internal/shard.") {
+			continue
+		}
+		lines := strings.Split(block, "\n")
+		x := g{lines: []string{"  " + lines[0]}}
+		if m := minutesRe.FindStringSubmatch(lines[0]); m != nil {
+			x.wait, _ = strconv.Atoi(m[1])
+		}
+		for _, l := range lines[1:] {
+			if !strings.HasPrefix(l, "\t") { // a function, not its file:line
+				x.lines = append(x.lines, "    "+l)
+			}
+		}
+		gs = append(gs, x)
+	}
+	slices.SortStableFunc(gs, func(a, b g) int { return b.wait - a.wait })
+	var b strings.Builder
+	fmt.Fprintf(&b, "  %d goroutines\n", len(gs))
+	for i, x := range gs {
+		if i == 40 {
+			b.WriteString("  …\n")
+			break
+		}
+		b.WriteString(strings.Join(x.lines, "\n") + "\n")
+	}
+	return b.String()
+}
+
+var minutesRe = regexp.MustCompile(`, (\d+) minutes\]:`)
