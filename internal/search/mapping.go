@@ -67,13 +67,25 @@ func IsWordRune(r rune) bool {
 type wordTokenizer struct{}
 
 func (wordTokenizer) Tokenize(b []byte) analysis.TokenStream {
+	// Tokens come from slabs, not an allocation each (nor one array grown
+	// by copying: a token is 80 bytes).
 	var out analysis.TokenStream
-	eachWord(string(b), 0, func(i, j int) bool {
-		out = append(out, &analysis.Token{Term: b[i:j], Position: len(out) + 1, Type: analysis.AlphaNumeric})
+	var slab []analysis.Token
+	eachWord(b, 0, func(i, j int) bool {
+		if len(slab) == cap(slab) {
+			// Sized by what is left of the text (a word and its
+			// separator are 6 bytes or more in most text).
+			slab = make([]analysis.Token, 0, min(tokenSlab, 1+(len(b)-i)/6))
+		}
+		slab = append(slab, analysis.Token{Term: b[i:j], Position: len(out) + 1, Type: analysis.AlphaNumeric})
+		out = append(out, &slab[len(slab)-1])
 		return true
 	})
 	return out
 }
+
+// tokenSlab bounds the tokens allocated at once.
+const tokenSlab = 256
 
 // Words returns the lowercased words of s, as the index cuts text.
 func Words(s string) []string {

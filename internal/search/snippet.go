@@ -87,12 +87,19 @@ func (q *Query) Snippet(text string) []wire.SnippetPart {
 }
 
 // eachWord calls fn with the byte span of each word of s from offset
-// from on (cut as the index cuts them), until fn returns false.
-func eachWord(s string, from int, fn func(a, b int) bool) {
+// from on (cut as the index cuts them), until fn returns false. It runs
+// over every byte indexed: an ASCII byte costs a table lookup (wordByte),
+// and only other runes are decoded and looked up in unicode's tables.
+func eachWord[T ~string | ~[]byte](s T, from int, fn func(a, b int) bool) {
 	start := -1
 	for i := from; i < len(s); {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		if IsWordRune(r) && !(r == utf8.RuneError && n == 1) {
+		word, n := wordByte[s[i]&0x7f], 1
+		if s[i] >= utf8.RuneSelf {
+			var r rune
+			r, n = decodeRune(s[i:])
+			word = IsWordRune(r) && !(r == utf8.RuneError && n == 1)
+		}
+		if word {
 			if start < 0 {
 				start = i
 			}
@@ -107,6 +114,22 @@ func eachWord(s string, from int, fn func(a, b int) bool) {
 	if start >= 0 {
 		fn(start, len(s))
 	}
+}
+
+// wordByte holds IsWordRune's answer for each ASCII byte.
+var wordByte = func() (t [utf8.RuneSelf]bool) {
+	for c := range utf8.RuneSelf {
+		t[c] = IsWordRune(rune(c))
+	}
+	return t
+}()
+
+// decodeRune is utf8.DecodeRune of a string or a byte slice, copying at
+// most utf8.UTFMax bytes (no allocation).
+func decodeRune[T ~string | ~[]byte](s T) (rune, int) {
+	var b [utf8.UTFMax]byte
+	n := copy(b[:], s[:min(len(s), utf8.UTFMax)])
+	return utf8.DecodeRune(b[:n])
 }
 
 // back returns the byte offset n characters before i, moved forward to a
