@@ -180,8 +180,9 @@ func (l *Log) stallCheck(ctx context.Context, next *uint64, batches *batchAssemb
 }
 
 // catchUpByGets delivers the records from *next on by leader gets (any
-// session: next_by_subj with the wildcard), up to catchUpLimit, holding an
-// atomic batch until its commit record as follow does. It stops at the
+// session: next_by_subj with the wildcard), up to catchUpLimit records or
+// catchUpFor, as it reads them, holding an atomic batch until its commit
+// record as follow does. It stops at the
 // stream's end or at the first error; what it delivered stays delivered, and
 // a batch still held is dropped, to be read again. It returns apply's error
 // (an *applyError), else the error that stopped it before the stream's end
@@ -191,7 +192,8 @@ func (l *Log) catchUpByGets(ctx context.Context, next *uint64, apply func([]sess
 	var batches batchAssembler
 	var stopped error
 	seq := *next
-	for n := 0; n < catchUpLimit; n++ {
+	start, delivered := time.Now(), time.Now()
+	for n := 0; n < catchUpLimit && time.Since(start) < catchUpFor; n++ {
 		gctx, cancel := context.WithTimeout(ctx, time.Second)
 		m, err := leaderGet(gctx, l.js, l.api, l.cfg.Stream, msgGetRequest{Seq: seq, NextFor: l.cfg.SubjectPrefix + ".*"})
 		cancel()
@@ -208,12 +210,31 @@ func (l *Log) catchUpByGets(ctx context.Context, next *uint64, apply func([]sess
 		}
 		seq = m.Seq + 1
 		ready = batches.add(ready, s, batchOf(m.Header))
+		// Applied as they come, not at the end: each get is a round trip
+		// to the leader, and on a loaded machine 2,000 of them took a
+		// minute in which the Store applied nothing (TestKillStreamLeader
+		// over 4 shards).
+		if len(ready) >= catchUpGroup || len(ready) > 0 && time.Since(delivered) >= catchUpEvery {
+			if err := deliver(apply, &ready, next); err != nil {
+				return err
+			}
+			delivered = time.Now()
+		}
 	}
 	if err := deliver(apply, &ready, next); err != nil {
 		return err
 	}
 	return stopped
 }
+
+// A catch-up delivers what it read every catchUpGroup records or
+// catchUpEvery, whichever comes first, and ends after catchUpFor to try a
+// consumer again (the fast way, once the meta leader answers).
+const (
+	catchUpGroup = 64
+	catchUpEvery = 50 * time.Millisecond
+	catchUpFor   = 2 * time.Second
+)
 
 // catchUpLimit bounds one catch-up by gets (about 60 µs each): enough to
 // carry a Store through an election, short enough to retry the consumer.
