@@ -105,9 +105,10 @@ func TestClusterMetrics(t *testing.T) {
 		if err := settled(); err != nil {
 			return err
 		}
-		if l, _ := leaders(); l[stream] == old {
-			return fmt.Errorf("%s still leads %s", old, stream)
-		}
+		// The leader may be old again: a step-down elects among the
+		// current replicas, and over shards the nodes' leader balancing
+		// may move it back; an election happened either way, and is what
+		// every node must count.
 		for n, c := range changes {
 			if c[stream] <= before[n][stream] {
 				return fmt.Errorf("%s: pi_stream_leader_changes_total{stream=%q} still %v", n, stream, c[stream])
