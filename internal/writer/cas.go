@@ -65,7 +65,7 @@ type casLoop struct {
 	// answers take longer than the timeout (a loaded machine, a server
 	// whose read loop waits on a disk) would otherwise time out every
 	// attempt until the append gives up, though every publish lands.
-	slow time.Duration
+	slow int
 }
 
 // maxSlow bounds how far the attempt timeout grows: 4× the default is 2 s,
@@ -81,7 +81,7 @@ func (l *casLoop) attempt(ctx context.Context) (seqs []uint64, done bool, err er
 	if timeout <= 0 {
 		timeout = defaultAttemptTimeout(recs)
 	}
-	timeout *= max(l.slow, 1)
+	timeout *= time.Duration(max(l.slow, 1))
 	actx, cancel := context.WithTimeout(ctx, timeout)
 	seqs, err = l.log.Append(actx, l.sid, l.expect, recs)
 	cancel()
