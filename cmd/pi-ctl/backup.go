@@ -38,6 +38,8 @@ verified by the server first):
   archive      <--archive-stream>, the archived sessions (--session-retention)
   erasures     KV bucket KV_<--archive-stream>_ERASED, the ledger of erasures
                (pi-ctl rm): session ids, times and who, no content
+  forks        KV bucket KV_<--archive-stream>_FORKS, which session each fork
+               by reference reads its path from: session ids only
   region       KV bucket KV_<--region-bucket>, a cross-region deployment's
                record (which region is the home)
 
@@ -241,6 +243,7 @@ func runBackup(ctx context.Context, e *env, args []string) error {
 	wants = append(wants,
 		want{name: names.archive, kind: "archive", optional: true},
 		want{name: "KV_" + names.archive + "_ERASED", kind: "erasures", optional: true},
+		want{name: "KV_" + names.archive + "_FORKS", kind: "forks", optional: true},
 		want{name: "KV_" + a.bucket, kind: "region", optional: true})
 	man.Skipped = []backupSkipped{
 		{"KV_" + jetstream.MembersBucket, "membership: every node announces itself again within a second"},

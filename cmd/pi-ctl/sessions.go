@@ -20,7 +20,7 @@ type listPage struct {
 	Next     string            `json:"next,omitempty"`
 }
 
-const lsHelp = `Usage: pi-ctl ls [--name S] [--cwd DIR] [--label L] [--since T] [--limit N] [--all] [--json]
+const lsHelp = `Usage: pi-ctl ls [--name S] [--cwd DIR] [--label L] [--parent SID] [--since T] [--limit N] [--all] [--json]
 
 Lists sessions in creation order (session ids are UUIDv7): id, name, number
 of entries, last modification (UTC) and working directory.
@@ -32,8 +32,9 @@ large session store is listed without reading it.
 
 Filters, as the API's: --name is a case-insensitive substring of the
 session name, --cwd the exact working directory, --label a label some entry
-carries, --since the earliest modification: an RFC 3339 time or a duration
-back from now (24h).
+carries, --parent the session the listed ones were forked from (their
+parentSession), --since the earliest modification: an RFC 3339 time or a
+duration back from now (24h).
 
 One page of --limit sessions is printed, with a note on stderr when there
 are more; --all follows the pages to the end. --json prints the API's page
@@ -46,6 +47,7 @@ func runLs(ctx context.Context, e *env, args []string) error {
 	name := fs.String("name", "", "only sessions whose name contains `S` (any case)")
 	cwd := fs.String("cwd", "", "only sessions started in `DIR`")
 	label := fs.String("label", "", "only sessions where some entry carries label `L`")
+	parent := fs.String("parent", "", "only the forks of session `SID` (their parentSession)")
 	since := fs.String("since", "", "only sessions modified at or after `T` (RFC 3339, or a duration like 24h)")
 	limit := fs.Int("limit", 100, "sessions per page, `N` from 1 to 1000")
 	cursor := fs.String("cursor", "", "start after session `ID` (the previous page's next)")
@@ -55,7 +57,7 @@ func runLs(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	// With --cwd, the first message is shown: the catalog's preview.
-	req := wire.ListRequest{Limit: *limit, Name: *name, Cwd: *cwd, Label: *label, Preview: *cwd != ""}
+	req := wire.ListRequest{Limit: *limit, Name: *name, Cwd: *cwd, Label: *label, ParentSession: *parent, Preview: *cwd != ""}
 	if *limit < 1 || *limit > 1000 {
 		return usagef(fs.Name(), "--limit must be from 1 to 1000, not %d", *limit)
 	}

@@ -233,9 +233,14 @@ func flatForm(form string) (bool, error) {
 // filter builds a list filter, validating limit and since; cwdPrefix
 // confines it to a tenant token's sessions (tenant.go).
 func filter(r *wire.ListRequest, cwdPrefix string) (store.ListFilter, error) {
-	f := store.ListFilter{Name: r.Name, Cwd: r.Cwd, CwdPrefix: cwdPrefix, Label: r.Label, After: r.Cursor, Limit: r.Limit, Preview: r.Preview}
+	f := store.ListFilter{Name: r.Name, Cwd: r.Cwd, CwdPrefix: cwdPrefix, Label: r.Label, ParentSession: r.ParentSession, After: r.Cursor, Limit: r.Limit, Preview: r.Preview}
 	if err := pageLimit(r.Limit); err != nil {
 		return f, err
+	}
+	if r.ParentSession != "" {
+		if err := session.ValidSessionID(r.ParentSession); err != nil {
+			return f, wire.Invalid("parentSession", "must be a session id")
+		}
 	}
 	if r.Since != "" {
 		t, err := time.Parse(time.RFC3339Nano, r.Since)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/tree"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
 
@@ -58,6 +59,22 @@ func (a *Archiver) Erase(ctx context.Context, sid string, expectLast uint64, by 
 		return wire.DeleteReply{}, fmt.Errorf("delete %s: %w", sid, err)
 	}
 	out := wire.DeleteReply{SessionID: sid}
+	// Its forks by reference get their path first (and again after, for
+	// a fork recorded meanwhile): they keep their history.
+	reg, forks := a.b.(session.ForkRegistry)
+	var pt *tree.Session
+	var pseqs []uint64
+	given := func(context.Context) (*tree.Session, []uint64, error) { return pt, pseqs, nil }
+	if inLog && forks {
+		if pt, pseqs, err = session.LogTree(a.log, sid)(ctx); err != nil && !errors.Is(err, wire.ErrNotFound) {
+			return wire.DeleteReply{}, fmt.Errorf("delete %s: %w", sid, err)
+		}
+		if pt != nil {
+			if _, err := session.InheritForks(ctx, a.log, reg, sid, given); err != nil {
+				return wire.DeleteReply{}, fmt.Errorf("delete %s: its forks: %w", sid, err)
+			}
+		}
+	}
 	if inLog {
 		res, err := eraser.Erase(ctx, sid, expectLast)
 		var conflict *wire.ConflictError
@@ -84,6 +101,13 @@ func (a *Archiver) Erase(ctx context.Context, sid string, expectLast uint64, by 
 		}
 	}
 	out.ArchivedCopies = len(copies)
+	if pt != nil {
+		if _, err := session.InheritForks(ctx, a.log, reg, sid, given); err != nil {
+			a.lg.Error("a fork recorded during an erasure did not get its path: it cannot be read", "session", sid, "err", err)
+		} else if err := reg.ForgetForks(ctx, sid); err != nil {
+			a.lg.Warn("the registry of forks keeps an erased session's forks", "session", sid, "err", err)
+		}
+	}
 	line.Records = out.Records
 	if err := ledger.RecordErasure(ctx, line); err != nil {
 		// Erased; the line written first stays, without the count.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/store"
+	"github.com/pifleet/sessionlog/internal/tree"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
 
@@ -66,6 +67,14 @@ func (a *Archiver) Archive(ctx context.Context, sid string, cutoff time.Time) (O
 	if err != nil || out != Archived {
 		return out, 0, err
 	}
+	// Its forks by reference get their path before it leaves the log
+	// (and again after, for a fork recorded meanwhile).
+	reg, forks := a.b.(session.ForkRegistry)
+	if forks {
+		if _, err := session.InheritForks(ctx, a.log, reg, sid, session.LogTree(a.log, sid)); err != nil {
+			return Active, 0, fmt.Errorf("archive %s: its forks: %w", sid, err)
+		}
+	}
 	if err := a.b.Put(ctx, c, data); err != nil {
 		return Active, 0, err
 	}
@@ -81,8 +90,32 @@ func (a *Archiver) Archive(ctx context.Context, sid string, cutoff time.Time) (O
 	if err == nil && (out == Archived || out == Repaired) {
 		a.stats.archived(out)
 		a.notePurged(sid)
+		if forks {
+			a.inheritAfter(ctx, reg, sid, data)
+		}
 	}
 	return out, n, err
+}
+
+// inheritAfter gives a fork recorded while sid was archived its path,
+// from the archived copy data, and forgets sid's forks.
+func (a *Archiver) inheritAfter(ctx context.Context, reg session.ForkRegistry, sid string, data []byte) {
+	// The copy keeps no sequences: such a fork's inherited lines take its
+	// header's.
+	fromCopy := func(context.Context) (*tree.Session, []uint64, error) {
+		f, err := tree.Read(data, tree.ReadOptions{})
+		if err != nil {
+			return nil, nil, err
+		}
+		return f.Session, nil, nil
+	}
+	if _, err := session.InheritForks(ctx, a.log, reg, sid, fromCopy); err != nil {
+		a.lg.Error("a fork recorded while its parent was archived did not get its path: restore the parent to read it", "session", sid, "err", err)
+		return
+	}
+	if err := reg.ForgetForks(ctx, sid); err != nil {
+		a.lg.Warn("the registry of forks keeps an archived session's forks", "session", sid, "err", err)
+	}
 }
 
 // repairFor bounds the repair of a torn session. It goes on when the
@@ -243,7 +276,9 @@ func (a *Archiver) complete(ctx context.Context, c *wire.ArchiveCopy, data []byt
 	}
 	if len(later) > 0 {
 		for _, r := range later {
-			data = append(append(data, r.Data...), '\n')
+			if !r.IsMarker() {
+				data = append(append(data, r.Data...), '\n')
+			}
 		}
 		last := later[len(later)-1]
 		c.LastSeq, c.Modified = last.Seq, last.Time

@@ -1,10 +1,12 @@
 package conformance
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/pifleet/sessionlog/internal/tree"
@@ -178,4 +180,45 @@ func CheckJSON(t *testing.T, what string, got []byte, want tree.Value) {
 // pi-v3/p01-basic from pi-v3-1.1/p01-basic.
 func CaseName(dir string) string {
 	return filepath.Base(filepath.Dir(dir)) + "/" + filepath.Base(dir)
+}
+
+// ForkCase is a case pi wrote by forking (createBranchedSession): its
+// folder, its parent case's folder, the entry pi forked at, and whether pi
+// 1.1 forked it (the pi-v3-1.1 set). Only cases where pi wrote a file.
+type ForkCase struct {
+	Dir, Parent, LeafID string
+	Pi11                bool
+}
+
+// ForkCases are the fork cases of both vector sets, in order.
+func ForkCases(t testing.TB) []ForkCase {
+	t.Helper()
+	dir := Dir(t)
+	var out []ForkCase
+	for _, set := range []struct {
+		name string
+		pi11 bool
+	}{{"pi-v3", false}, {"pi-v3-1.1", true}} {
+		for _, c := range Cases(t, dir, set.name) {
+			if !strings.Contains(filepath.Base(c), ".fork") {
+				continue
+			}
+			var ops []struct {
+				Op       string `json:"op"`
+				FromCase string `json:"fromCase"`
+				LeafID   string `json:"leafId"`
+			}
+			if err := json.Unmarshal(MustRead(t, filepath.Join(c, "ops.json")), &ops); err != nil || len(ops) == 0 || ops[0].Op != "createBranchedSession" {
+				t.Fatalf("%s: ops.json does not start with createBranchedSession: %v", c, err)
+			}
+			if _, err := os.Stat(filepath.Join(c, "session.jsonl")); os.IsNotExist(err) {
+				continue // pi wrote no file for this fork
+			}
+			out = append(out, ForkCase{Dir: c, Parent: filepath.Join(filepath.Dir(c), ops[0].FromCase), LeafID: ops[0].LeafID, Pi11: set.pi11})
+		}
+	}
+	if len(out) < 6 {
+		t.Fatalf("only %d fork cases with a file", len(out))
+	}
+	return out
 }

@@ -102,6 +102,7 @@ type Archive struct {
 	mu       sync.Mutex
 	kv       jetstream.KeyValue // the lease bucket, opened on first use
 	ledgerKV jetstream.KeyValue // the ledger of erasures, likewise
+	forksKV  jetstream.KeyValue // the registry of forks by reference, likewise
 }
 
 // NewArchive returns the archive cfg names, for the sessions of log.

@@ -16,7 +16,11 @@
 //     (<sessionId>/<entryId>, or <sessionId>/header), Pi-Type, Pi-Id and
 //     Pi-Parent; the header of a session written in several atomic batches
 //     also carries Pi-Records, its record count, and readers hide the
-//     session until they hold that many.
+//     session until they hold that many. The header of a fork by
+//     reference carries Pi-Fork-Of (session.ForkOf), and such a fork may
+//     hold _inherit records, its path written before its parent went.
+//   - KV bucket PI_ARCHIVE_FORKS (forks.go), key <parent>.<fork>: which
+//     forks by reference each session has.
 //   - An append is conditional on Nats-Expected-Last-Subject-Sequence (0 for
 //     a creation); several records go as one atomic batch carrying the
 //     expectation on its first message. Followers hold a batch's messages

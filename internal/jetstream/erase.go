@@ -149,28 +149,34 @@ func (a *Archive) ledgerBucketName() string { return a.cfg.Stream + "_ERASED" }
 // ledger opens the ledger's bucket, creating it on first use (with the
 // archive's replicas): a deployment that never erased has none.
 func (a *Archive) ledger(ctx context.Context) (jetstream.KeyValue, error) {
+	return a.bucket(ctx, &a.ledgerKV, a.ledgerBucketName(), "ledger of erasures")
+}
+
+// bucket opens one of the archive's buckets (name), creating it on first
+// use with the archive's replicas, and keeps it in *kv.
+func (a *Archive) bucket(ctx context.Context, kv *jetstream.KeyValue, name, what string) (jetstream.KeyValue, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.ledgerKV != nil {
-		return a.ledgerKV, nil
+	if *kv != nil {
+		return *kv, nil
 	}
 	lc := a.cfg.assets()
-	lc.Bucket = a.ledgerBucketName()
-	kv, err := a.js.KeyValue(ctx, lc.Bucket)
+	lc.Bucket = name
+	b, err := a.js.KeyValue(ctx, lc.Bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		err = retryProvision(ctx, logger(lc), "bucket "+lc.Bucket, func(ctx context.Context) error {
 			return ensureBucket(ctx, a.js, lc.bucketConfig())
 		})
 		if err != nil {
-			return nil, fmt.Errorf("ledger of erasures %s: %w", lc.Bucket, err)
+			return nil, fmt.Errorf("%s %s: %w", what, lc.Bucket, err)
 		}
-		kv, err = a.js.KeyValue(ctx, lc.Bucket)
+		b, err = a.js.KeyValue(ctx, lc.Bucket)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("ledger of erasures %s: %w", lc.Bucket, translate(err, wire.ErrConflict))
+		return nil, fmt.Errorf("%s %s: %w", what, lc.Bucket, translate(err, wire.ErrConflict))
 	}
-	a.ledgerKV = kv
-	return kv, nil
+	*kv = b
+	return b, nil
 }
 
 // RecordErasure writes the session's line of the ledger; see

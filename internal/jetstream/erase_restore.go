@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/pifleet/sessionlog/internal/session"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
 
@@ -63,8 +64,14 @@ func ReapplyErasures(ctx context.Context, js jetstream.JetStream, d Erasing, lin
 	acfg := NewArchiveConfig(cfg)
 	acfg.SetStream(d.Archive)
 	arch := NewArchive(logs[0], acfg)
+	// Forks by reference of an erased session get their path first, as
+	// pi-node's delete gives it them: the backup may predate it.
+	_, all := NewShards(js, cfg, m)
 	found := 0
 	for _, line := range lines {
+		if _, err := session.InheritForks(ctx, all, arch, line.Session, session.LogTree(all, line.Session)); err != nil && !errors.Is(err, wire.ErrNotFound) {
+			return found, fmt.Errorf("erase %s again: its forks: %w", line.Session, err)
+		}
 		erased := false
 		for _, l := range logs {
 			_, err := l.Erase(ctx, line.Session, 0)
@@ -87,6 +94,9 @@ func ReapplyErasures(ctx context.Context, js jetstream.JetStream, d Erasing, lin
 			erased = true
 		}
 		if err := arch.RecordErasure(ctx, line); err != nil {
+			return found, err
+		}
+		if err := arch.ForgetForks(ctx, line.Session); err != nil {
 			return found, err
 		}
 		if erased {

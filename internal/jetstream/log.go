@@ -30,6 +30,9 @@ const (
 	// hdrRecords is on the header of a session written in several atomic
 	// batches: its record count (session.Record.Total).
 	hdrRecords = "Pi-Records"
+	// hdrForkOf is on the header of a fork by reference: its parent and
+	// fork point (session.ForkOf, as JSON).
+	hdrForkOf = "Pi-Fork-Of"
 )
 
 // Log is the session log on a JetStream stream provisioned by Provision:
@@ -77,6 +80,9 @@ func (l *Log) Msg(sid string, r session.Record) *nats.Msg {
 	}
 	if r.IsHeader() && r.Total > 0 {
 		m.Header.Set(hdrRecords, strconv.Itoa(r.Total))
+	}
+	if r.IsHeader() && r.Fork != nil {
+		m.Header.Set(hdrForkOf, session.EncodeForkOf(r.Fork))
 	}
 	return m
 }

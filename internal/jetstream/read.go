@@ -114,6 +114,12 @@ func (l *Log) decodeStored(subject string, seq uint64, hdr nats.Header, data []b
 		// it is, as before Pi-Records existed.
 		r.Total, _ = strconv.Atoi(v)
 	}
+	if v := hdr.Get(hdrForkOf); v != "" && r.IsHeader() {
+		// Malformed, it is taken as none, as a count is: CheckAppend
+		// lets no writer of this package store one, and a failure here
+		// would stop every follower of the stream at this message.
+		r.Fork, _ = session.DecodeForkOf(v)
+	}
 	return session.Stored{Session: sid, Seq: seq, Time: t, Record: r}, nil
 }
 

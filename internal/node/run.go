@@ -242,6 +242,11 @@ func (m *Node) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if m.archives != nil {
+		// Forks copy nothing; the registry beside the archive lets an
+		// erasure or archiving of their parent give them their path.
+		m.svc.Forks = m.archives
+	}
 	if m.sharded != nil {
 		// pi-ctl shards migrate adds shards to a running store: the Stores
 		// and the archive above grow with it.
@@ -620,8 +625,9 @@ func (m *Node) newStore(k int, feed feedLog, log session.Log, logger *slog.Logge
 		Writer: log, AbandonedAfter: c.AbandonedAfter}
 	if m.region == nil {
 		// Each shard's Store writes its abandonment markers with the
-		// CAS of its own stream, and snapshots on its own.
-		so.Writer = feed
+		// CAS of its own stream, and snapshots on its own; a fork's
+		// parent may be in any shard.
+		so.Writer, so.Parents = feed, log
 		if k > 0 || n > 1 {
 			so.Logger = logger.With("shard", k)
 		}

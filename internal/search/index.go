@@ -577,16 +577,28 @@ func (x *Index) apply(rs []session.Stored) (erased bool, err error) {
 			b.SetInternal([]byte(keyCwd+r.Session), v)
 			continue
 		}
-		d, ok := Extract(r.Data)
-		if !ok {
+		lines := [][]byte{r.Data}
+		switch {
+		case r.IsInherit():
+			// A fork's path, written into it before its parent went: its
+			// entries are the fork's from now on (while the parent lives,
+			// they are found under the parent).
+			lines = session.InheritLines(r.Record)
+		case r.IsMarker():
 			continue
 		}
-		cwd, err := x.cwdOf(r.Session)
-		if err != nil {
-			return false, err
-		}
-		if err := b.Index(DocID(r.Session, d.Entry), fields(&d, r.Session, cwd)); err != nil {
-			return false, fmt.Errorf("index entry %s of session %s (seq %d): %w", d.Entry, r.Session, r.Seq, err)
+		for _, line := range lines {
+			d, ok := Extract(line)
+			if !ok {
+				continue
+			}
+			cwd, err := x.cwdOf(r.Session)
+			if err != nil {
+				return false, err
+			}
+			if err := b.Index(DocID(r.Session, d.Entry), fields(&d, r.Session, cwd)); err != nil {
+				return false, fmt.Errorf("index entry %s of session %s (seq %d): %w", d.Entry, r.Session, r.Seq, err)
+			}
 		}
 	}
 	if last == x.Applied() {

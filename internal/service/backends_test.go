@@ -27,6 +27,7 @@ var engineTests = []struct {
 	{"SnapshotEvictions", testSnapshotEvictions},
 	{"SnapshotSealed", testSnapshotSealed},
 	{"TailPurged", testTailPurged},
+	{"ForksByReference", testForksByReference},
 }
 
 func memBackend(t *testing.T) backend {

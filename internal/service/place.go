@@ -157,7 +157,7 @@ func (t *storeTarget) Absorb(ms []session.Stored) {
 	}
 	for _, r := range ms {
 		t.last = max(t.last, r.Seq)
-		if r.IsHeader() {
+		if r.IsHeader() || r.IsMarker() {
 			continue
 		}
 		if e, err := tree.ParseEntry(r.Data); err == nil {

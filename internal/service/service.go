@@ -47,6 +47,9 @@ type Service struct {
 	// (a client's mistake) waits ParentWait out before the log read that
 	// reports it.
 	OwnWait, ParentWait time.Duration
+	// Forks, when set, is the registry of forks by reference: Fork then
+	// copies nothing (see Fork). Nil: forks copy their path.
+	Forks session.ForkRegistry
 
 	acks acks // this node's acknowledged writes, for read your writes
 }

@@ -66,7 +66,13 @@ func (s *Service) Entries(ctx context.Context, sid string, afterSeq uint64, limi
 				hi = m
 			}
 		}
-		for i := lo; i < len(d.Seqs) && len(out.Entries) < limit; i++ {
+		for i := lo; i < len(d.Seqs); i++ {
+			// A page never ends inside a run of one sequence (a fork's
+			// inherited entries may share its header's, session.PathSeqs):
+			// the next page, after that sequence, would skip the rest.
+			if n := len(out.Entries); n >= limit && out.Entries[n-1].Seq != d.Seqs[i] {
+				break
+			}
 			out.Entries = append(out.Entries, wire.SeqEntry{Seq: d.Seqs[i], Entry: append(json.RawMessage(nil), d.Tree.Entry(i).Raw...)})
 		}
 		return nil
@@ -250,11 +256,48 @@ func (s *Service) Import(ctx context.Context, req wire.ImportRequest) (wire.Impo
 
 // Fork stores the path to entryID as a new session (pi's
 // createBranchedSession; pi11: as pi 1.1's, re-chained over the labels).
+// With a registry of forks (Forks) the fork copies nothing: it stores its
+// header, naming the parent and the fork point, and the path's labels
+// written again (writer.ForkByReference); a fork of a session that is
+// itself session.MaxForkDepth forks deep copies.
 func (s *Service) Fork(ctx context.Context, sid, entryID string, pi11 bool) (string, uint64, error) {
 	var src *tree.Session
+	var ref *writer.ForkRef
 	_, err := s.doc(ctx, sid, func(d *store.Doc) error {
-		if !d.Tree.Has(entryID) {
+		i, ok := d.Tree.Index(entryID)
+		if !ok {
 			return wire.Field("entryId", fmt.Errorf("entry %q is not in the session: %w", entryID, wire.ErrNotFound))
+		}
+		if s.Forks != nil && d.ForkDepth() < session.MaxForkDepth {
+			labels, err := tree.ForkLabels(d.Tree, i, tree.IDGen{R: s.Rand})
+			if err != nil {
+				return err
+			}
+			if len(labels) < s.Log.MaxBatch() {
+				t := d.Tree
+				ref = &writer.ForkRef{Parent: t.Header, Labels: labels,
+					Of: session.ForkOf{Session: sid, EntryID: entryID, Seq: d.LastSeq, Pi11: pi11, Depth: d.ForkDepth() + 1}}
+				// The path's lines (shared, immutable) and sequences,
+				// should the parent go before the fork is stored: parsed
+				// again only then.
+				idx := t.PathIndices(i)
+				lines := make([][]byte, len(idx))
+				seqs := make([]uint64, len(idx))
+				for k, j := range idx {
+					lines[k], seqs[k] = t.Entry(int(j)).Raw, d.Seqs[j]
+				}
+				h := t.Header
+				ref.Path = func() (*tree.Session, []uint64) {
+					p := tree.NewSession(h)
+					for _, l := range lines {
+						if e, err := tree.ParseEntry(l); err == nil {
+							p.Append(e)
+						}
+					}
+					return p, seqs
+				}
+				return nil
+			}
 		}
 		src = forkSource(d.Tree, entryID)
 		return nil
@@ -262,7 +305,13 @@ func (s *Service) Fork(ctx context.Context, sid, entryID string, pi11 bool) (str
 	if err != nil {
 		return "", 0, err
 	}
-	id, last, err := writer.Fork(ctx, s.Log, src, entryID, s.now(), s.Rand, s.Retry, pi11)
+	var id string
+	var last uint64
+	if ref != nil {
+		id, last, err = writer.ForkByReference(ctx, s.Log, s.Forks, *ref, s.now(), s.Retry)
+	} else {
+		id, last, err = writer.Fork(ctx, s.Log, src, entryID, s.now(), s.Rand, s.Retry, pi11)
+	}
 	if err == nil {
 		s.noteAck(id, last)
 	}

@@ -14,6 +14,14 @@
 // for internal/jetstream (the real one) and MemLog / MemCursors here, and
 // runs the Writer over internal/apiclient's (through pi-node's API).
 //
+// # Forks by reference
+//
+// A fork's header record may name its parent (Record.Fork, ForkOf): the
+// fork then stores only its own records, and BuildFrom reads the path it
+// inherits from the parent (or from its _inherit records, written by
+// InheritForks before a parent is erased or archived). ForkRegistry keeps
+// which forks each session has.
+//
 // # Vocabulary
 //
 // Adapters translate their backend's failures once, at their edge, into the

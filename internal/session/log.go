@@ -21,6 +21,9 @@ type Record struct {
 	// session hidden until they hold that many of its records, so that it
 	// appears whole or not at all. 0 elsewhere: one batch is atomic anyway.
 	Total int
+	// Fork, on the header of a fork by reference (Pi-Fork-Of), names the
+	// parent and the entry it forked at; nil elsewhere.
+	Fork *ForkOf
 }
 
 // IsHeader reports whether r is the session header line.

@@ -97,6 +97,14 @@ func CheckAppend(session string, recs []Record, maxBatch, maxRecordBytes int) er
 		if len(r.Data) > maxRecordBytes {
 			return &RecordError{Index: i, Err: fmt.Errorf("%w: %d bytes, the limit is %d", wire.ErrTooLarge, len(r.Data), maxRecordBytes)}
 		}
+		if r.Fork != nil {
+			if !r.IsHeader() {
+				return wire.Invalid(fmt.Sprintf("records[%d].forkOf", i), "only a header names a fork's parent")
+			}
+			if err := r.Fork.Valid(); err != nil {
+				return err
+			}
+		}
 		if !r.IsHeader() && r.ID == "" {
 			return wire.Invalid(fmt.Sprintf("records[%d].id", i), "an entry needs an id")
 		}

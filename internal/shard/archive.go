@@ -22,6 +22,7 @@ type Archive struct {
 var (
 	_ session.Archive       = (*Archive)(nil)
 	_ session.ErasureLedger = (*Archive)(nil)
+	_ session.ForkRegistry  = (*Archive)(nil)
 )
 
 // NewArchive places sessions by m over shards, one per stream.
@@ -145,6 +146,34 @@ func (a *Archive) ForgetErasure(ctx context.Context, sid string) error {
 		return fmt.Errorf("%w: this archive keeps no ledger of erasures", errors.ErrUnsupported)
 	}
 	return l.ForgetErasure(ctx, sid)
+}
+
+// RecordFork writes to the first shard's registry of forks, beside its
+// ledger of erasures: one for every shard (forks cross shards).
+func (a *Archive) RecordFork(ctx context.Context, parent, fork string) error {
+	r, ok := a.first().(session.ForkRegistry)
+	if !ok {
+		return fmt.Errorf("%w: this archive keeps no registry of forks", errors.ErrUnsupported)
+	}
+	return r.RecordFork(ctx, parent, fork)
+}
+
+// Forks reads the registry of forks; see RecordFork.
+func (a *Archive) Forks(ctx context.Context, parent string) ([]string, error) {
+	r, ok := a.first().(session.ForkRegistry)
+	if !ok {
+		return nil, nil
+	}
+	return r.Forks(ctx, parent)
+}
+
+// ForgetForks removes parent's forks from the registry; see RecordFork.
+func (a *Archive) ForgetForks(ctx context.Context, parent string) error {
+	r, ok := a.first().(session.ForkRegistry)
+	if !ok {
+		return nil
+	}
+	return r.ForgetForks(ctx, parent)
 }
 
 // DuplicateWindow is the log's; see session.Archive.

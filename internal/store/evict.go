@@ -100,6 +100,14 @@ func (st *Store) reload(ctx context.Context, id string) error {
 	return st.reloadFromLog(ctx, id)
 }
 
+// parents is where the Store reads forks' parents (Options.Parents).
+func (st *Store) parents() session.Reader {
+	if st.opts.Parents != nil {
+		return st.opts.Parents
+	}
+	return st.opts.Log
+}
+
 // reloadFromLog reads an evicted session back from the log.
 func (st *Store) reloadFromLog(ctx context.Context, id string) error {
 	if st.opts.Log == nil {
@@ -118,7 +126,7 @@ func (st *Store) reloadFromLog(ctx context.Context, id string) error {
 		}
 		last := recs[len(recs)-1].Seq
 		if d.LastSeq <= last {
-			s, seqs, err := session.Build(recs)
+			s, seqs, err := session.BuildFrom(ctx, st.parents(), recs)
 			if err != nil {
 				st.mu.Unlock()
 				return fmt.Errorf("reload %s: %w", id, err)

@@ -53,6 +53,11 @@ type Doc struct {
 
 	lastUse atomic.Int64 // Store.clock at the last read or write, for eviction
 
+	// forkDepth is session.ForkOf.Depth of a fork by reference whose
+	// header this Store applied (0: a plain session, or restored from a
+	// snapshot, which does not keep it).
+	forkDepth int
+
 	// The slab Compact packed the tree's lines into (nil: none), and how
 	// many of its bytes they take.
 	slab      *slab
@@ -96,6 +101,10 @@ func (d *Doc) firstMessage() *string {
 	return nil
 }
 
+// ForkDepth is how many forks by reference lead to this session, as far
+// as this Store knows (session.MaxForkDepth).
+func (d *Doc) ForkDepth() int { return d.forkDepth }
+
 // HasLabel reports whether any entry carries label text.
 func (d *Doc) HasLabel(text string) bool {
 	labels := d.labels
@@ -117,9 +126,13 @@ type Options struct {
 	// the log on demand. 0 means no limit.
 	MemoryBudget int64
 	// Log reloads evicted sessions; required when MemoryBudget is set.
-	Log    session.Log
-	Logger *slog.Logger
-	Now    func() time.Time
+	Log session.Log
+	// Parents is where the path of a fork by reference is read when this
+	// Store does not hold its parent loaded (a parent in another shard, or
+	// evicted): the whole log, every shard. Default Log.
+	Parents session.Reader
+	Logger  *slog.Logger
+	Now     func() time.Time
 	// SnapshotDir, when set, holds the Store's snapshots: written every
 	// SnapshotEvery (default 5 minutes) while records arrive and by Close,
 	// restored by Open, so a restart serves at once and then applies only
@@ -554,14 +567,21 @@ func (st *Store) applyOne(r *session.Stored) {
 			return
 		}
 		d = newDoc(r, h)
-		st.held += int64(d.Tree.Bytes())
 		st.docs[r.Session] = d
 		st.touch(d)
+		if r.Fork != nil {
+			st.materializeLocked(d, r)
+		}
+		if d.Tree != nil {
+			st.held += int64(d.Tree.Bytes())
+		}
 		return
 	}
-	if r.IsAbandon() {
-		// A marker only ever follows an incomplete session; one that is
-		// not pending here is not an entry either.
+	if r.IsMarker() {
+		// An abandonment marker only ever follows an incomplete session;
+		// one that is not pending here is not an entry either. Inherited
+		// lines are the path a fork holds already, or reads back with
+		// them (session.BuildFrom).
 		return
 	}
 	if d == nil {
@@ -569,6 +589,40 @@ func (st *Store) applyOne(r *session.Stored) {
 		return
 	}
 	st.applyEntry(d, r)
+}
+
+// materializeLocked gives d, a fork by reference whose header r is, the
+// path it inherits: from its parent's tree when this Store holds it loaded
+// (the path's lines are the parent's, shared), else from the log, in the
+// background. Meanwhile d waits as an evicted session without a snapshot
+// block, which a read reloads from the log at once.
+func (st *Store) materializeLocked(d *Doc, r *session.Stored) {
+	h := d.Tree.Header
+	d.forkDepth = r.Fork.Depth
+	if p := st.docs[r.Fork.Session]; p != nil && p.Tree != nil {
+		t, seqs, err := session.ForkPath(p.Tree, p.Seqs, r.Fork, h)
+		if err == nil {
+			d.Tree, d.Seqs, d.Entries = t, session.PathSeqs(seqs, r.Seq), t.Len()
+			for i := range t.Len() {
+				d.noteTime(t.Entry(i))
+			}
+			return
+		}
+		st.log.Warn("a fork's parent does not hold its fork point; reading the fork from the log", "session", d.ID, "parent", r.Fork.Session, "err", err)
+	}
+	d.cwd, d.parentSession = h.Cwd, h.ParentSession
+	d.Tree, d.Seqs, d.firstKnown = nil, nil, false
+	if st.opts.Log == nil || st.ctx == nil {
+		// Reads say the session cannot be reloaded here (ErrUnavailable).
+		st.log.Warn("a fork's parent is not here and the Store has no log to read it from", "session", d.ID, "parent", r.Fork.Session)
+		return
+	}
+	ctx, id := st.ctx, d.ID
+	st.wg.Go(func() {
+		if err := st.reload(ctx, id); err != nil && ctx.Err() == nil {
+			st.log.Warn("reading a fork's path from the log failed; a read retries", "session", id, "err", err)
+		}
+	})
 }
 
 // line returns the record's line for the Store to keep. The record's Data

@@ -96,7 +96,7 @@ func (st *Store) ViewOrRead(ctx context.Context, log session.Log, sid string, fn
 		}
 		return Freshness{}, rerr
 	}
-	t, seqs, berr := session.Build(recs)
+	t, seqs, berr := session.BuildFrom(ctx, log, recs)
 	if berr != nil {
 		return Freshness{}, berr
 	}
@@ -123,14 +123,18 @@ func (st *Store) touch(d *Doc) {
 
 // ListFilter selects sessions for List. Empty fields match everything.
 type ListFilter struct {
-	Name      string    // substring of the name, case-insensitive
-	Cwd       string    // exact working directory
-	CwdPrefix string    // the working directory is this path or under it (CwdUnder)
-	Label     string    // some entry carries exactly this label
-	Since     time.Time // modified at or after
-	After     string    // page cursor: only ids greater than this
-	Limit     int       // at most this many (default 100, max 1000)
-	Preview   bool      // fill each Info's FirstMessage where known
+	Name      string // substring of the name, case-insensitive
+	Cwd       string // exact working directory
+	CwdPrefix string // the working directory is this path or under it (CwdUnder)
+	Label     string // some entry carries exactly this label
+	// ParentSession: the header's parentSession names this session: is
+	// its id (forks made here), or a path holding it (pi's forks name
+	// the parent's file).
+	ParentSession string
+	Since         time.Time // modified at or after
+	After         string    // page cursor: only ids greater than this
+	Limit         int       // at most this many (default 100, max 1000)
+	Preview       bool      // fill each Info's FirstMessage where known
 }
 
 // CwdUnder reports whether the working directory cwd is prefix or under it,
@@ -175,7 +179,8 @@ func (st *Store) list(f ListFilter) ([]wire.Info, string, Freshness) {
 			f.Cwd != "" && in.Cwd != f.Cwd ||
 			f.CwdPrefix != "" && !CwdUnder(in.Cwd, f.CwdPrefix) ||
 			f.Name != "" && (in.Name == nil || !strings.Contains(strings.ToLower(*in.Name), strings.ToLower(f.Name))) ||
-			f.Label != "" && !d.HasLabel(f.Label) {
+			f.Label != "" && !d.HasLabel(f.Label) ||
+			f.ParentSession != "" && (in.ParentSession == nil || !strings.Contains(*in.ParentSession, f.ParentSession)) {
 			continue
 		}
 		if f.Preview {

@@ -270,8 +270,27 @@ func (st *Store) materialize(ctx context.Context, it *snapItem, applied uint64) 
 			return nil, fmt.Errorf("session %s: %w", it.meta.id, err)
 		}
 		s.header = recs[0].Data
+		if recs[0].Fork != nil {
+			// A fork by reference: its path, then its own lines (those
+			// applied; inherited lines are the path at any sequence).
+			kept := recs[:0:0]
+			for _, r := range recs {
+				if r.Seq <= applied || r.IsInherit() {
+					kept = append(kept, r)
+				}
+			}
+			recs = kept
+			t, seqs, err := session.BuildFrom(ctx, st.parents(), recs)
+			if err != nil {
+				return nil, fmt.Errorf("session %s: %w", it.meta.id, err)
+			}
+			for i := range t.Len() {
+				s.seqs, s.lines = append(s.seqs, seqs[i]), append(s.lines, t.Entry(i).Raw)
+			}
+			break
+		}
 		for _, r := range recs[1:] {
-			if r.Seq <= applied && !r.IsHeader() {
+			if r.Seq <= applied && !r.IsHeader() && !r.IsMarker() {
 				s.seqs, s.lines = append(s.seqs, r.Seq), append(s.lines, r.Data)
 			}
 		}

@@ -12,27 +12,55 @@ import "fmt"
 // The entries share their Raw bytes with src. h is the new header (new id,
 // ParentSession naming src); ids draws the new label entries' ids.
 func Fork(src *Session, leaf int, h Header, ids IDGen) (*Session, error) {
+	out, err := forkPath(src, leaf, h)
+	if err != nil {
+		return nil, err
+	}
+	return out, forkLabels(src, out, ids)
+}
+
+// ForkPath is the part of a fork that comes from its source: Fork (pi11:
+// Fork11) without the label entries written again at the end. A fork that
+// stores only a reference to its source (sessionlog's forks by reference)
+// is this path followed by its own records.
+func ForkPath(src *Session, leaf int, h Header, pi11 bool) (*Session, error) {
+	if pi11 {
+		return forkPath11(src, leaf, h)
+	}
+	return forkPath(src, leaf, h)
+}
+
+func forkPath(src *Session, leaf int, h Header) (*Session, error) {
 	if leaf < 0 || leaf >= src.Len() {
 		return nil, fmt.Errorf("fork: no entry at index %d", leaf)
 	}
+	path := src.PathIndices(leaf)
 	out := NewSession(h)
-	onPath := make(map[string]bool)
-	parent := ""
-	for _, i := range src.PathIndices(leaf) {
-		e := src.entries[i]
-		if e.Kind == KindLabel {
-			continue
+	out.Grow(len(path))
+	for _, i := range path {
+		if e := src.entries[i]; e.Kind != KindLabel {
+			out.Append(e)
 		}
-		out.Append(e)
-		onPath[e.ID] = true
-		parent = e.ID
 	}
-	return out, forkLabels(src, out, onPath, parent, ids)
+	return out, nil
 }
 
-// forkLabels writes the labels of the entries on the fork's path (onPath)
-// again, as fresh label entries chained from parent, as both pi versions do.
-func forkLabels(src, out *Session, onPath map[string]bool, parent string, ids IDGen) error {
+// forkLabels writes the labels of the entries on the fork's path (out's
+// entries) again, as fresh label entries chained from the path's last
+// entry, as both pi versions do.
+func forkLabels(src, out *Session, ids IDGen) error {
+	onPath := make(map[string]bool, out.Len())
+	parent := ""
+	for i := range out.Len() {
+		parent = out.entries[i].ID
+		onPath[parent] = true
+	}
+	return labelsOnPath(src, onPath, parent, ids, out.Append)
+}
+
+// labelsOnPath emits the fresh label entries of the entries in onPath,
+// in pi's label-map order, chained from parent.
+func labelsOnPath(src *Session, onPath map[string]bool, parent string, ids IDGen, emit func(Entry)) error {
 	for _, target := range src.labelOrder {
 		if !onPath[target] {
 			continue
@@ -45,7 +73,7 @@ func forkLabels(src, out *Session, onPath map[string]bool, parent string, ids ID
 		if err != nil {
 			return fmt.Errorf("fork: label of %s: %w", target, err)
 		}
-		out.Append(e)
+		emit(e)
 		parent = id
 	}
 	return nil
@@ -60,4 +88,29 @@ func (e *Entry) TimestampString() string {
 	}
 	ts, _ := decodeString(e.Raw, lf.timestamp)
 	return ts
+}
+
+// ForkLabels is the part of a fork (Fork, Fork11: the same) that is new:
+// the labels of the path's entries written again as fresh label entries,
+// chained from the path's last entry that is not a label. A fork by
+// reference stores only these after its header; it costs a walk up the
+// path, no copy.
+func ForkLabels(src *Session, leaf int, ids IDGen) ([]Entry, error) {
+	if leaf < 0 || leaf >= src.Len() {
+		return nil, fmt.Errorf("fork: no entry at index %d", leaf)
+	}
+	if len(src.labelOrder) == 0 {
+		return nil, nil
+	}
+	onPath := make(map[string]bool)
+	parent := ""
+	for _, i := range src.PathIndices(leaf) {
+		if e := &src.entries[i]; e.Kind != KindLabel {
+			onPath[e.ID] = true
+			parent = e.ID
+		}
+	}
+	var out []Entry
+	err := labelsOnPath(src, onPath, parent, ids, func(e Entry) { out = append(out, e) })
+	return out, err
 }

@@ -14,6 +14,14 @@ import (
 // keeps its bytes; one that changes is written again as JSON.stringify
 // writes it, with the same keys in the same order.
 func Fork11(src *Session, leaf int, h Header, ids IDGen) (*Session, error) {
+	out, err := forkPath11(src, leaf, h)
+	if err != nil {
+		return nil, err
+	}
+	return out, forkLabels(src, out, ids)
+}
+
+func forkPath11(src *Session, leaf int, h Header) (*Session, error) {
 	if leaf < 0 || leaf >= src.Len() {
 		return nil, fmt.Errorf("fork: no entry at index %d", leaf)
 	}
@@ -32,7 +40,7 @@ func Fork11(src *Session, leaf int, h Header, ids IDGen) (*Session, error) {
 		}
 	}
 	out := NewSession(h)
-	onPath := make(map[string]bool)
+	out.Grow(len(path))
 	parent := ""
 	for _, i := range path {
 		e := src.entries[i]
@@ -63,8 +71,7 @@ func Fork11(src *Session, leaf int, h Header, ids IDGen) (*Session, error) {
 			}
 		}
 		out.Append(e)
-		onPath[e.ID] = true
 		parent = e.ID
 	}
-	return out, forkLabels(src, out, onPath, parent, ids)
+	return out, nil
 }

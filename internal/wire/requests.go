@@ -130,15 +130,18 @@ type AppendRequest struct {
 
 // ListRequest asks for a page of the catalog; see docs/API.md, list.
 type ListRequest struct {
-	Limit       int    `json:"limit,omitempty"`
-	Cursor      string `json:"cursor,omitempty"` // the previous page's next
-	Name        string `json:"name,omitempty"`
-	Cwd         string `json:"cwd,omitempty"`
-	Label       string `json:"label,omitempty"`
-	Since       string `json:"since,omitempty"`       // RFC 3339
-	Preview     bool   `json:"preview,omitempty"`     // fill Info.FirstMessage
-	Consistency string `json:"consistency,omitempty"` // "strong": see ConsistencyStrong
-	MinSeq      uint64 `json:"minSeq,omitempty"`
+	Limit  int    `json:"limit,omitempty"`
+	Cursor string `json:"cursor,omitempty"` // the previous page's next
+	Name   string `json:"name,omitempty"`
+	Cwd    string `json:"cwd,omitempty"`
+	Label  string `json:"label,omitempty"`
+	// ParentSession keeps the sessions whose header names this one as
+	// their parent: its forks.
+	ParentSession string `json:"parentSession,omitempty"`
+	Since         string `json:"since,omitempty"`       // RFC 3339
+	Preview       bool   `json:"preview,omitempty"`     // fill Info.FirstMessage
+	Consistency   string `json:"consistency,omitempty"` // "strong": see ConsistencyStrong
+	MinSeq        uint64 `json:"minSeq,omitempty"`
 }
 
 // SearchRequest is a full-text query across every session the caller may

@@ -267,3 +267,62 @@ func Fork(ctx context.Context, log session.Log, src *tree.Session, leafID string
 	}
 	return h.ID, seqs[len(seqs)-1], nil
 }
+
+// ForkRef is a fork by reference to store: what ForkByReference needs of
+// its parent, taken from the parent's tree where it is held.
+type ForkRef struct {
+	Parent tree.Header    // the parent's header (its id, cwd)
+	Of     session.ForkOf // the fork point (Session: the parent's id)
+	Labels []tree.Entry   // tree.ForkLabels of the fork point
+	// Path is the parent's path (under the parent's header) and its
+	// entries' sequences, should the parent go before the fork is stored.
+	Path func() (*tree.Session, []uint64)
+}
+
+// ForkByReference stores a fork that copies nothing (session.ForkOf): its
+// header, naming the parent and the fork point, and the labels of the path
+// written again; readers take the path from the parent. It records the
+// fork in reg first, and after storing it checks that the parent is still
+// in the log: if it went meanwhile (erased, archived), or the check fails,
+// the fork takes its path at once (session.Inherit), as whoever removed the parent may have
+// looked for its forks before this one was recorded.
+func ForkByReference(ctx context.Context, log session.Log, reg session.ForkRegistry, f ForkRef, now time.Time, pol RetryPolicy) (string, uint64, error) {
+	u, err := uuid.NewV7()
+	if err != nil {
+		return "", 0, err
+	}
+	h := tree.NewHeader(u.String(), tree.FormatTimestamp(now), f.Parent.Cwd, f.Parent.ID)
+	hr := session.HeaderRecord(&h)
+	of := f.Of
+	hr.Fork = &of
+	recs := append(make([]session.Record, 0, 1+len(f.Labels)), hr)
+	for i := range f.Labels {
+		e := &f.Labels[i]
+		if err := tree.CheckLine(e.Raw); err != nil {
+			return "", 0, wire.Invalid("entryId", fmt.Sprintf("a label of the path is not valid (%v)", err))
+		}
+		recs = append(recs, session.RecordOf(e))
+	}
+	if len(recs) > log.MaxBatch() {
+		return "", 0, fmt.Errorf("%w: the path has %d labels, more than one atomic batch carries", wire.ErrTooLarge, len(f.Labels))
+	}
+	if err := reg.RecordFork(ctx, f.Of.Session, h.ID); err != nil {
+		return "", 0, fmt.Errorf("fork: %w", err)
+	}
+	seqs, err := CreateRecords(ctx, log, h.ID, recs, pol)
+	if err != nil {
+		return h.ID, 0, err
+	}
+	last := seqs[len(seqs)-1]
+	if _, err := log.SessionLastSeq(ctx, f.Of.Session); err != nil {
+		// Gone, or not known to be there: the fork takes its path now.
+		pt, seqs := f.Path()
+		if _, ierr := session.Inherit(ctx, log, pt, seqs, h.ID); ierr != nil {
+			return h.ID, last, fmt.Errorf("fork: its parent %s (%v), and its path could not be added: %w", f.Of.Session, err, ierr)
+		}
+		if l, err := log.SessionLastSeq(ctx, h.ID); err == nil {
+			last = l
+		}
+	}
+	return h.ID, last, nil
+}

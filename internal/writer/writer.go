@@ -121,7 +121,7 @@ func Open(ctx context.Context, log session.Log, sessionID string, opts Options) 
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", sessionID, err)
 	}
-	s, seqs, err := session.Build(recs)
+	s, seqs, err := session.BuildFrom(ctx, log, recs)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", sessionID, err)
 	}
@@ -529,7 +529,7 @@ func (w *Writer) add(entries []tree.Entry, seqs []uint64) {
 func (w *Writer) absorb(missed []session.Stored) {
 	for _, r := range missed {
 		w.lastSeq = max(w.lastSeq, r.Seq)
-		if r.IsHeader() {
+		if r.IsHeader() || r.IsMarker() {
 			continue
 		}
 		e, err := tree.ParseEntry(r.Data)

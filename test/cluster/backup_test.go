@@ -192,8 +192,16 @@ func TestBackupRestore(t *testing.T) {
 	// an archived one. The restore applies the ledger again.
 	marker := "ERASED-" + strings.ReplaceAll(testutil.SessionID(t)[24:], "-", "")
 	erased := session(1, "/erased/"+marker, 2)
+	// A fork by reference whose parent is erased after the backup: the
+	// restore gives it its path before it erases the parent again.
+	forkedParent := session(2, "/forked", 3)
+	keptFork := strings.TrimSpace(ctl("fork", forkedParent, "e2-0001", "--http", bases[0]))
 	wantExports, wantCursors, wantArchived := exports(bases[0]), cursors(bases[0]), archivedList(bases[0])
-	if len(wantExports) != len(live)+2 || strings.Count(wantCursors, "\n") != 3 {
+	keptExported := false
+	for name := range wantExports {
+		keptExported = keptExported || strings.Contains(name, keptFork)
+	}
+	if !keptExported || len(wantExports) != len(live)+4 || strings.Count(wantCursors, "\n") != 3 {
 		t.Fatalf("before the backup: %d sessions exported, cursors:\n%s", len(wantExports), wantCursors)
 	}
 
@@ -223,8 +231,8 @@ func TestBackupRestore(t *testing.T) {
 	}
 	// The order the docs promise nothing falls between two snapshots by.
 	// The ledger of erasures exists: the archive passes look at it.
-	if !slices.Equal(order, []string{"cursors", "sessions", "archive", "erasures"}) {
-		t.Fatalf("snapshots taken in the order %v; want cursors, then the sessions, then the archive and its ledger of erasures", order)
+	if !slices.Equal(order, []string{"cursors", "sessions", "archive", "erasures", "forks"}) {
+		t.Fatalf("snapshots taken in the order %v; want cursors, then the sessions, then the archive, its ledger of erasures and its registry of forks", order)
 	}
 	if kinds["cursors"] != 1 || kinds["sessions"] != testShards() || kinds["archive"] != 1 {
 		t.Fatalf("the backup holds %v; want the cursors, %d session stream(s) and the archive", kinds, testShards())
@@ -234,14 +242,14 @@ func TestBackupRestore(t *testing.T) {
 	if out, err := piCtlAdmin(t, "backup", dir, "--server", src[0].natsURL); err == nil || !strings.Contains(out, "not empty") {
 		t.Fatalf("a backup into a used directory: %v\n%s", err, out)
 	}
-	for _, sid := range []string{erased, archived[0]} {
+	for _, sid := range []string{erased, archived[0], forkedParent} {
 		st, _, body, err := proctest.Do(ctx, proctest.ProbeClient, http.MethodDelete, bases[2]+"/v1/sessions/"+sid, nil)
 		if err != nil || st != http.StatusOK {
 			t.Fatalf("delete %s after the backup: %d %v %s", sid, st, err, body)
 		}
 	}
 	for name := range wantExports {
-		if strings.Contains(name, erased) {
+		if strings.Contains(name, erased) || strings.Contains(name, forkedParent) {
 			delete(wantExports, name)
 		}
 	}
@@ -276,7 +284,7 @@ func TestBackupRestore(t *testing.T) {
 	began = time.Now()
 	out := ctl("restore", dir, "--erasures", ledger, "--server", dst[0].natsURL)
 	t.Logf("MEASURED restore: %v\n%s", time.Since(began).Round(time.Millisecond), out)
-	if !strings.Contains(out, "erased 2 sessions again") {
+	if !strings.Contains(out, "erased 3 sessions again") {
 		t.Fatalf("restore with the ledger of the sessions erased after the backup:\n%s", out)
 	}
 

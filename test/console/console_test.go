@@ -33,6 +33,10 @@ const authCase = "example-auth-salt-debugging"
 // compactionCase has compactions on its default leaf's path.
 const compactionCase = "p05-compactions"
 
+// forkCase is the parent of pi's forks (p04-forks.fork1 names it by its
+// file, as pi does); the Forks check forks it through the API too.
+const forkCase = "p04-forks"
+
 // cursorClient is the client whose cursor the test sets.
 const cursorClient = "console-test"
 
@@ -121,11 +125,12 @@ type suite struct {
 	b        *tab
 	auth     *vector
 	compact  *vector         // a session whose default leaf's context starts with a compaction summary
+	forked   *vector         // forkCase: a session with forks
 	sid      string          // auth's session
 	branch   *treeNode       // the first entry of auth with two children
 	cursorAt string          // where cursorClient's cursor is set
 	picked   string          // the labelled entry the entry checks select
-	sids     map[string]bool // every session imported
+	sids     map[string]bool // every session on the node: imported, and the Forks check's forks
 }
 
 // TestConsole drives the console in headless Chromium against a pi-node
@@ -148,10 +153,12 @@ func TestConsole(t *testing.T) {
 			s.auth = v
 		case compactionCase:
 			s.compact = v
+		case forkCase:
+			s.forked = v
 		}
 	}
-	if s.auth == nil || s.compact == nil {
-		t.Fatalf("conformance case %s or %s not found", authCase, compactionCase)
+	if s.auth == nil || s.compact == nil || s.forked == nil {
+		t.Fatalf("conformance case %s, %s or %s not found", authCase, compactionCase, forkCase)
 	}
 	s.sid = s.auth.exp.SessionID
 	if s.branch = firstBranch(s.auth.exp.Tree); s.branch == nil {
@@ -172,7 +179,7 @@ func TestConsole(t *testing.T) {
 		name  string
 		check func(*testing.T)
 	}{
-		{"Token", s.token}, {"TokenLink", s.tokenLink}, {"Catalog", s.catalog}, {"Tree", s.tree}, {"Entry", s.entry}, {"Compaction", s.compaction}, {"Live", s.live}, {"Resume", s.resume},
+		{"Token", s.token}, {"TokenLink", s.tokenLink}, {"Catalog", s.catalog}, {"Forks", s.forks}, {"Tree", s.tree}, {"Entry", s.entry}, {"Compaction", s.compaction}, {"Live", s.live}, {"Resume", s.resume},
 		{"Large", s.large}, {"Keyboard", s.keyboard}, {"Cluster", s.cluster}, {"Export", s.export}, {"Pi11", s.pi11},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -603,6 +610,120 @@ func (s *suite) keyboard(t *testing.T) {
 	}
 }
 
+// forks: a fork's lineage both ways in the session view. Opened from one
+// of pi's forks of forkCase, whose head links its parent (a.fork-parent,
+// as its catalog row does), the parent's head lists its forks (#forks
+// a.fork-child) exactly as the API's list filtered by parentSession has
+// them, in its order, each link opening that fork, whose head links back
+// and lists its own forks, if it has any (no #forks otherwise). More forks than the 100 the
+// head lists are listed up to 100, and said (.forks-more).
+func (s *suite) forks(t *testing.T) {
+	nd, b := s.nd, s.b
+	parent, leaf := s.forked.exp.SessionID, s.forked.exp.LeafID
+	// Two forks through the API, a moment apart: UUIDv7 ids of the same
+	// minute, which only their last digits tell apart.
+	fork := func() string {
+		t.Helper()
+		var res struct {
+			SessionID string `json:"sessionId"`
+		}
+		body := []byte(fmt.Sprintf(`{"entryId":%q}`, leaf))
+		if err := json.Unmarshal(nd.call(t, nd.writeClient, http.MethodPost, "/v1/sessions/"+parent+"/fork", body, http.StatusCreated), &res); err != nil {
+			t.Fatal(err)
+		}
+		s.sids[res.SessionID] = true
+		return res.SessionID
+	}
+	made := []string{fork(), fork()}
+	want := nd.listWhere(t, "parentSession="+parent)
+	for _, id := range made {
+		if !slices.ContainsFunc(want, func(l listed) bool { return l.SessionID == id }) {
+			t.Fatalf("GET /v1/sessions?parentSession=%s lists %d sessions, not the fork %s made through the API", parent, len(want), id)
+		}
+	}
+	all := nd.list(t)
+
+	// From pi's fork (its parentSession is the parent's file): its head
+	// links the parent.
+	var piFork string
+	for _, l := range all {
+		if l.ParentSession != nil && strings.HasSuffix(*l.ParentSession, parent+".jsonl") {
+			piFork = l.SessionID
+		}
+	}
+	if piFork == "" {
+		t.Fatalf("no session of the catalog names %s's file as its parentSession: %s has no fork of pi's", parent, forkCase)
+	}
+	b.open(t, "#/s/"+piFork)
+	b.poll(t, "pi's fork "+piFork+" linking its parent", forkPage(piFork, parent), viewTimeout)
+	b.do(t, "click the fork's a.fork-parent", chromedp.Click(chromedp.CSS(`.session-head a.fork-parent`)))
+	parentPage := func(n int) string {
+		return sessionReady(leaf) + ` && location.hash === ` + js("#/s/"+parent) + ` && !document.querySelector('.session-head a.fork-parent')` +
+			fmt.Sprintf(` && document.querySelectorAll('#forks a.fork-child').length === %d`, n)
+	}
+	b.poll(t, fmt.Sprintf("the parent %s listing its %d forks", parent, len(want)), parentPage(len(want)), viewTimeout)
+	if !evalJS[bool](t, b, visible("#forks")) || !strings.HasPrefix(evalJS[string](t, b, `document.querySelector('#forks').textContent.trim()`), "forks:") {
+		t.Errorf("#forks not shown as \"forks: …\": %q", evalJS[string](t, b, `document.querySelector('#forks').textContent`))
+	}
+	if evalJS[bool](t, b, `!!document.querySelector('#forks .forks-more')`) {
+		t.Errorf("#forks says there are more than the %d forks the API lists", len(want))
+	}
+	type forkLink struct {
+		Href  string `json:"href"`
+		Shown string `json:"shown"`
+		Title string `json:"title"`
+	}
+	links := evalJS[[]forkLink](t, b, `[...document.querySelectorAll('#forks a.fork-child')].map(a => ({
+		href: a.getAttribute('href'), shown: a.textContent, title: a.title}))`)
+	for i, l := range want {
+		got := links[i]
+		if got.Href != "#/s/"+l.SessionID {
+			t.Errorf("#forks link %d: href %q, want #/s/%s (the API's fork %d, in its order)", i, got.Href, l.SessionID, i)
+			continue
+		}
+		if !strings.Contains(got.Title, l.SessionID) || l.Name != nil && !strings.Contains(got.Title, *l.Name) {
+			t.Errorf("#forks link to %s: title %q, want its full id and name (%v)", l.SessionID, got.Title, l.Name)
+		}
+		forkShown(t, "a.fork-child", parent, strings.Trim(got.Shown, "… "), l.SessionID, all)
+	}
+	b.screenshot(t, "session-forks")
+
+	// Each link opens its fork, which links back and shows its own forks
+	// only if it has some (pi's fork of the parent has one of pi's).
+	for i, l := range want {
+		if i > 0 {
+			b.do(t, "back to the parent", chromedp.NavigateBack())
+			b.poll(t, "the parent again", parentPage(len(want)), viewTimeout)
+		}
+		b.do(t, "click the fork link to "+l.SessionID, chromedp.Click(chromedp.CSS(`#forks a.fork-child[href=`+js("#/s/"+l.SessionID)+`]`)))
+		b.poll(t, "the fork "+l.SessionID+" linking back to "+parent, forkPage(l.SessionID, parent), viewTimeout)
+		own := len(nd.listWhere(t, "parentSession="+l.SessionID))
+		if own == 0 && evalJS[bool](t, b, visible("#forks")) {
+			t.Errorf("fork %s, which has no forks, shows #forks: %q", l.SessionID, evalJS[string](t, b, `document.querySelector('#forks').textContent`))
+		}
+		if own > 0 {
+			b.poll(t, fmt.Sprintf("the fork %s listing its %d forks", l.SessionID, own), fmt.Sprintf(`document.querySelectorAll('#forks a.fork-child').length === %d`, own), viewTimeout)
+		}
+	}
+
+	// More forks than the head lists: the first 100, and a note.
+	for range 101 - len(want) {
+		fork()
+	}
+	b.open(t, "#/s/"+parent)
+	b.poll(t, "the parent listing 100 of its 101 forks", parentPage(100)+` && !!document.querySelector('#forks .forks-more')`, viewTimeout)
+	if !evalJS[bool](t, b, visible("#forks .forks-more")) {
+		t.Errorf("#forks .forks-more not shown with 101 forks")
+	}
+}
+
+// forkPage is an expression: the session view of sid is ready and its head
+// links its parent.
+func forkPage(sid, parent string) string {
+	return ready("session") + ` && location.hash === ` + js("#/s/"+sid) +
+		` && document.querySelector('.session-head a.fork-parent')?.getAttribute('href') === ` + js("#/s/"+parent)
+}
+
 // cluster: the cluster view names the node and, with the read token it
 // was given, the session stream with its leader (the status reply's
 // "cluster", which every token gets), and no note that it is missing.
@@ -711,7 +832,7 @@ func checkCatalog(t *testing.T, b *tab, list []listed, imported map[string]bool)
 		case len(ids) > 0 && r.Fork != "#/s/"+ids[len(ids)-1]:
 			t.Errorf("session %s: a.fork-parent href %q, want #/s/%s (the parent's id in %q)", s.SessionID, r.Fork, ids[len(ids)-1], *s.ParentSession)
 		case len(ids) > 0:
-			forkShown(t, s.SessionID, strings.Trim(r.Shown, "… "), ids[len(ids)-1], list)
+			forkShown(t, "a.fork-parent", s.SessionID, strings.Trim(r.Shown, "… "), ids[len(ids)-1], list)
 		}
 	}
 	for i := 1; i < len(order); i++ {
@@ -722,19 +843,20 @@ func checkCatalog(t *testing.T, b *tab, list []listed, imported map[string]bool)
 	}
 }
 
-// forkShown: the fork link's text (its ellipsis trimmed) is a part of
-// the parent's id that no other listed session's id has, so that forks of
-// different parents are told apart (UUIDv7 ids of the same minute share
-// their first 8 digits).
-func forkShown(t *testing.T, sid, shown, parent string, list []listed) {
+// forkShown: the text of session sid's link to target (a.fork-parent to
+// its parent, a.fork-child to a fork; its ellipsis trimmed) is a part of
+// target's id that no other listed session's id has, so that forks of
+// different parents, and a session's forks, are told apart (UUIDv7 ids of
+// the same minute share their first 8 digits).
+func forkShown(t *testing.T, link, sid, shown, target string, list []listed) {
 	t.Helper()
-	if shown == "" || !strings.Contains(parent, shown) {
-		t.Errorf("session %s: a.fork-parent shows %q, not a part of its parent's id %s", sid, shown, parent)
+	if shown == "" || !strings.Contains(target, shown) {
+		t.Errorf("session %s: %s shows %q, not a part of the id %s it links to", sid, link, shown, target)
 		return
 	}
 	for _, o := range list {
-		if o.SessionID != parent && strings.Contains(o.SessionID, shown) {
-			t.Errorf("session %s: a.fork-parent shows %q, which session %s's id has too: it does not tell the parent %s", sid, shown, o.SessionID, parent)
+		if o.SessionID != target && strings.Contains(o.SessionID, shown) {
+			t.Errorf("session %s: %s shows %q, which session %s's id has too: it does not tell %s", sid, link, shown, o.SessionID, target)
 			return
 		}
 	}

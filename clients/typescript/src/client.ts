@@ -83,6 +83,8 @@ export interface ListOptions {
   name?: string;
   cwd?: string;
   label?: string;
+  /** Only the forks of this session (their header's parentSession). */
+  parentSession?: string;
   /** Modified at or after (RFC 3339, or a Date). */
   since?: string | Date;
   preview?: boolean;
@@ -260,6 +262,7 @@ export class SessionLog {
         name: opts.name,
         cwd: opts.cwd,
         label: opts.label,
+        parentSession: opts.parentSession,
         since,
         preview: opts.preview,
         minSeq: this.minSeq(undefined, opts.minSeq),

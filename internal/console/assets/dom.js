@@ -56,3 +56,17 @@ export function parentSessionId(parentSession) {
   const m = parentSession.match(UUID_RE);
   return m ? m[m.length - 1] : null;
 }
+
+// shortId is how a link to another session shows its id: the last 12
+// digits (a UUIDv7 starts with its time, so ids of the same minute — a
+// session's forks, most often — share their first 8); the full id goes in
+// the link's title.
+export function shortId(id) {
+  return '…' + id.slice(-12);
+}
+
+// forkTitle names a fork's parent in full: its id, and pi's path to its
+// file when the header has one.
+export function forkTitle(parent, parentSession) {
+  return parentSession === parent ? parent : `${parent}\n${parentSession}`;
+}

@@ -2,12 +2,16 @@
 // context, exports, cursors, the live stream and the delete.
 
 import { getJSON, getText, isAbort, qs, request, sessionPath } from './api.js';
-import { clear, el, fmtTime, isTyping, parentSessionId } from './dom.js';
+import { clear, el, fmtTime, forkTitle, isTyping, parentSessionId, shortId } from './dom.js';
 import { clearContext, drawContext, loadContext } from './context.js';
 import { Watch } from './live.js';
 import { navigate, sessionHref, sessionsHref } from './router.js';
 import { entryType, summarize } from './summary.js';
 import { ROW_HEIGHT, TreeModel, TreeView } from './tree.js';
+
+// FORKS_SHOWN: the forks the head lists, one page of the list API; a
+// session with more says so rather than paging a line of links.
+const FORKS_SHOWN = 100;
 
 export function mountSession(main, route, ctx) {
   const sid = route.sid;
@@ -47,6 +51,9 @@ export function mountSession(main, route, ctx) {
   // ---- DOM ----
   const title = el('h1', { id: 'session-title', text: sid });
   const meta = el('div', { class: 'meta' });
+  // The session's own forks (the other direction of meta's "fork of"):
+  // apart from meta, which every live entry redraws, as they are read once.
+  const forksEl = el('div', { id: 'forks', class: 'meta forks', hidden: true });
   // pi 1.1's usage per model (get's include=usage), shown when anything was spent.
   const usageEl = el('details', { id: 'usage', class: 'usage', hidden: true });
   const live = el('span', { id: 'live', class: 'live', 'data-state': 'off', role: 'status', text: 'off' });
@@ -75,7 +82,7 @@ export function mountSession(main, route, ctx) {
 
   main.append(el('div', { class: 'session-view' },
     el('div', { class: 'session-head' },
-      el('div', { class: 'titles' }, title, meta, usageEl),
+      el('div', { class: 'titles' }, title, meta, forksEl, usageEl),
       el('div', { class: 'actions' }, live, exportA, branchA, deleteB)),
     el('div', { class: 'session-body' },
       el('div', { class: 'tree-pane' },
@@ -312,8 +319,40 @@ export function mountSession(main, route, ctx) {
       el('span', { text: info.cwd || '' }),
       el('span', { class: 'entry-count', text: `${model.size} entries` }),
       el('span', { text: `modified ${fmtTime(info.modified)}` }),
-      parent ? el('span', null, 'fork of ', el('a', { class: 'fork-parent', href: sessionHref(parent), text: parent.slice(0, 8) })) : null,
+      parent ? el('span', null, 'fork of ', el('a', { class: 'fork-parent mono', href: sessionHref(parent),
+        title: forkTitle(parent, info.parentSession), text: shortId(parent) })) : null,
     ].filter(Boolean));
+  }
+
+  // ---- forks ----
+  // loadForks lists the sessions forked from this one (the list's
+  // parentSession filter), once, when the session opens: a fork made
+  // later shows on the next visit. A failure is shown but does not stop
+  // the view, which has everything else to show.
+  async function loadForks() {
+    try {
+      const r = await getJSON('Listing the forks', '/v1/sessions' + qs({ parentSession: sid, limit: FORKS_SHOWN }), ac.signal);
+      // Only sessions that name this one: a node that does not know the
+      // filter (an older one, in a cluster being upgraded) ignores it, as
+      // any unknown query, and lists every session.
+      const forks = (r.sessions || []).filter((f) => parentSessionId(f.parentSession) === sid);
+      drawForks(forks, !!r.next);
+    } catch (e) {
+      if (!isAbort(e)) ctx.showError(e);
+    }
+  }
+
+  // drawForks shows "forks:" and a link to each (in the list's order, the
+  // oldest first), or nothing for a session without forks; more: the
+  // list has another page.
+  function drawForks(forks, more) {
+    clear(forksEl);
+    forksEl.hidden = forks.length === 0;
+    if (forksEl.hidden) return;
+    const links = forks.map((f) => el('a', { class: 'fork-child mono', href: sessionHref(f.sessionId),
+      title: f.name ? `${f.sessionId}\n${f.name}` : f.sessionId, text: shortId(f.sessionId) }));
+    forksEl.append(el('span', null, 'forks: ', ...links.flatMap((a, i) => (i ? [', ', a] : [a])),
+      more ? el('span', { class: 'forks-more', title: `more than ${FORKS_SHOWN} forks`, text: ' + more' }) : null));
   }
 
   // drawUsage shows the usage breakdown: a line with the total, opening
@@ -589,6 +628,7 @@ export function mountSession(main, route, ctx) {
     state.name = info.name ?? null;
     drawHead();
     drawUsage(info.usageBreakdown);
+    ctx.track(loadForks()); // beside the tree: the head's line, not the tree, waits for it
     const [tree, cursors] = await Promise.all([
       getJSON('Loading the tree', sessionPath(sid) + '/tree' + qs({ include: 'entries' }), ac.signal),
       getJSON('Reading the cursors', sessionPath(sid) + '/cursors', ac.signal).catch((e) => {

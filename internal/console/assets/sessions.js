@@ -1,7 +1,7 @@
 // sessions.js — the catalog: GET /v1/sessions with filters and paging.
 
 import { getJSON, isAbort, qs } from './api.js';
-import { clear, el, fmtTime, parentSessionId } from './dom.js';
+import { clear, el, fmtTime, forkTitle, parentSessionId, shortId } from './dom.js';
 import { navigate, sessionHref, sessionsHref } from './router.js';
 
 const PAGE = 100;
@@ -19,13 +19,6 @@ function sinceParam(v) {
   if (!v) return '';
   if (/^\d{4}-\d{2}-\d{2}$/.test(v)) return `${v}T00:00:00Z`;
   return v;
-}
-
-// forkTitle names the parent in full: its id, and pi's path to its file
-// when the header has one. (The link shows the id's last 12 digits: a
-// UUIDv7 starts with its time, so ids of the same minute share a prefix.)
-function forkTitle(parent, parentSession) {
-  return parentSession === parent ? parent : `${parent}\n${parentSession}`;
 }
 
 export function mountSessions(main, route, ctx) {
@@ -100,7 +93,7 @@ export function mountSessions(main, route, ctx) {
         el('td', { class: 'modified' }, el('time', { datetime: s.modified, title: s.modified, text: fmtTime(s.modified) })),
         el('td', { class: 'first-message', title: s.firstMessage || '', text: s.firstMessage || '' }),
         el('td', { class: 'fork' }, parent
-          ? el('a', { class: 'fork-parent mono', href: sessionHref(parent), title: forkTitle(parent, s.parentSession), text: '…' + parent.slice(-12) })
+          ? el('a', { class: 'fork-parent mono', href: sessionHref(parent), title: forkTitle(parent, s.parentSession), text: shortId(parent) })
           : null)));
     }
     if (!sessions.length) {

@@ -1,0 +1,83 @@
+package jetstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/wire"
+)
+
+var _ session.ForkRegistry = (*Archive)(nil)
+
+// forksBucketName is the KV bucket of the registry of forks by reference:
+// a key <parent>.<fork> per fork (<archive stream>_FORKS, PI_ARCHIVE_FORKS).
+func (a *Archive) forksBucketName() string { return a.cfg.Stream + "_FORKS" }
+
+// forks opens the registry's bucket, creating it on first use.
+func (a *Archive) forks(ctx context.Context) (jetstream.KeyValue, error) {
+	return a.bucket(ctx, &a.forksKV, a.forksBucketName(), "registry of forks")
+}
+
+// RecordFork notes fork as a fork by reference of parent; see
+// session.ForkRegistry.
+func (a *Archive) RecordFork(ctx context.Context, parent, fork string) error {
+	for _, id := range []string{parent, fork} {
+		if err := session.ValidSessionID(id); err != nil {
+			return err
+		}
+	}
+	kv, err := a.forks(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := kv.Put(ctx, parent+"."+fork, nil); err != nil {
+		return fmt.Errorf("registry of forks: %w", translate(err, wire.ErrConflict))
+	}
+	return nil
+}
+
+// Forks lists parent's forks from the bucket's stream, which a listing
+// reads through a consumer: every Put acknowledged before is in it.
+func (a *Archive) Forks(ctx context.Context, parent string) ([]string, error) {
+	if err := session.ValidSessionID(parent); err != nil {
+		return nil, err
+	}
+	kv, err := a.forks(ctx)
+	if err != nil {
+		return nil, err
+	}
+	lister, err := kv.ListKeysFiltered(ctx, parent+".*")
+	if errors.Is(err, jetstream.ErrNoKeysFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("registry of forks: %w", translate(err, wire.ErrConflict))
+	}
+	var out []string
+	for key := range lister.Keys() {
+		if _, fork, ok := strings.Cut(key, "."); ok {
+			out = append(out, fork)
+		}
+	}
+	return out, nil
+}
+
+// ForgetForks purges parent's keys (a purge leaves no delete marker).
+func (a *Archive) ForgetForks(ctx context.Context, parent string) error {
+	if err := session.ValidSessionID(parent); err != nil {
+		return err
+	}
+	if _, err := a.forks(ctx); err != nil {
+		return err
+	}
+	bucket := a.forksBucketName()
+	if err := purgeSubject(ctx, a.js, a.log.api, bucketStream(bucket), "$KV."+bucket+"."+parent+".*", 0); err != nil {
+		return fmt.Errorf("registry of forks: %w", err)
+	}
+	return nil
+}
