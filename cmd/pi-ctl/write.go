@@ -133,9 +133,11 @@ func appendOne(ctx context.Context, e *env, b backend, sid, client string, entry
 
 const forkHelp = `Usage: pi-ctl fork SID ENTRY [--pi11] [--json]
 
-Copies the path from the root to entry ENTRY of session SID into a new
-session whose parentSession is SID (pi's createBranchedSession; labels on
-the path come along). As pi 0.73.1, a label entry dropped from the path
+Starts a new session holding the path from the root to entry ENTRY of
+session SID, its parentSession SID (pi's createBranchedSession; labels on
+the path come along). The node stores no copy of the path: the new session
+reads it from SID, and gets it written into it should SID be erased or
+archived; every read and export shows the whole fork. As pi 0.73.1, a label entry dropped from the path
 leaves its child an orphan root; --pi11 forks as pi 1.1 does, re-chaining
 the path over the dropped labels. Prints the new session's id; --json
 prints the API's reply {"sessionId","lastSeq"}.
