@@ -57,7 +57,10 @@ func TestAppendCluster(t *testing.T) {
 		}
 	}
 
-	o := AppendOptions{Sessions: 4, Entries: 5, Concurrency: 2, Size: 300, Rounds: 1, Client: ClientBoth,
+	// Enough appends that each row's CPU spans several of /proc's clock
+	// ticks (10 ms): with 20, a raw row's three nodes spent less than one
+	// each once the index stopped syncing per batch, and read as 0.
+	o := AppendOptions{Sessions: 8, Entries: 25, Concurrency: 2, Size: 300, Rounds: 1, Client: ClientBoth,
 		Transports: []string{"raw", "nats", "http"}}
 	want := []string{rawName, natsName, natsName + withClientSuffix, httpName, httpName + withClientSuffix}
 	if _, err := PostgresBin(); err == nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -25,6 +26,48 @@ func ReadErasures(ctx context.Context, js jetstream.JetStream, archiveStream str
 	cfg := NewConfig()
 	a := NewArchive(NewLog(js, cfg), ArchiveConfig{Stream: archiveStream})
 	return a.Erasures(ctx)
+}
+
+// waitReplicasCurrent polls until stream name has a leader and every
+// other replica is current with it (a stream that does not exist is
+// fine: nothing to wait for), for at most a minute.
+func waitReplicasCurrent(ctx context.Context, js jetstream.JetStream, name string) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for {
+		s, err := js.Stream(ctx, name)
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			return nil
+		}
+		if err == nil {
+			info, ierr := s.Info(ctx)
+			if err = ierr; err == nil && current(info) {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("stream %s: its replicas are not current after a restore (%v): %w", name, err, wire.ErrUnavailable)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// current reports whether info's stream has a leader and every replica
+// is current with it.
+func current(info *jetstream.StreamInfo) bool {
+	if info.Cluster == nil || info.Config.Replicas <= 1 {
+		return true
+	}
+	if info.Cluster.Leader == "" || len(info.Cluster.Replicas) < info.Config.Replicas-1 {
+		return false
+	}
+	for _, r := range info.Cluster.Replicas {
+		if !r.Current || r.Offline || r.Lag > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // Erasing is the deployment ReapplyErasures erases from.
@@ -65,7 +108,20 @@ func ReapplyErasures(ctx context.Context, js jetstream.JetStream, d Erasing, lin
 	acfg.SetStream(d.Archive)
 	arch := NewArchive(logs[0], acfg)
 	// Forks by reference of an erased session get their path first, as
-	// pi-node's delete gives it them: the backup may predate it.
+	// pi-node's delete gives it them: the backup may predate it. The
+	// streams were just restored: the registry's listing and the reads
+	// run on consumers, which a replica still catching up would serve
+	// empty (CI: a fork was left without its path), so every replica of
+	// them is current first.
+	names := []string{bucketStream(acfg.Stream + "_FORKS")}
+	for k := range logs {
+		names = append(names, cfg.Shard(k).Stream)
+	}
+	for _, name := range names {
+		if err := waitReplicasCurrent(ctx, js, name); err != nil {
+			return 0, err
+		}
+	}
 	_, all := NewShards(js, cfg, m)
 	found := 0
 	for _, line := range lines {
