@@ -11,6 +11,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/jetstream/embedded"
 	"github.com/pifleet/sessionlog/internal/jetstream/embedded/embeddedtest"
+	"github.com/pifleet/sessionlog/internal/testutil"
 )
 
 // runServer starts a single JetStream server on a random port.
@@ -29,11 +30,21 @@ func runServer(t testing.TB) *embedded.Server {
 func anchorStream(t testing.TB, url string, replicas int) {
 	t.Helper()
 	c := connect(t, url)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	_, err := c.JS.CreateStream(ctx, jetstream.StreamConfig{Name: "ANCHOR", Subjects: []string{"anchor"}, Replicas: replicas})
-	if err != nil {
-		t.Fatalf("anchor stream: %v", err)
+	// A cluster just started may not answer for a while (elections; CI's
+	// load once made one attempt of 30 s time out): attempts of 10 s until
+	// one succeeds, for as long as testutil.Scale allows.
+	deadline := time.Now().Add(testutil.Scale(2 * time.Minute))
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err := c.JS.CreateStream(ctx, jetstream.StreamConfig{Name: "ANCHOR", Subjects: []string{"anchor"}, Replicas: replicas})
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("anchor stream: %v", err)
+		}
+		t.Logf("anchor stream, again: %v", err)
 	}
 }
 

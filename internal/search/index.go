@@ -63,9 +63,6 @@ const (
 	keyIdent   = "ident"   // the identity of the log (session.Identifier)
 	keyMapping = "mapping" // mappingVersion
 	keyCwd     = "cwd/"    // + session id: {"seq": header sequence}
-	// keyPersisted is written by Close's last batch, which tells when
-	// everything before it is on disk (persist).
-	keyPersisted = "persisted"
 )
 
 // cwdRecord is what the index keeps of a session's header: its sequence
@@ -103,26 +100,13 @@ func Open(dir string, logger *slog.Logger) (*Index, error) {
 	return x, nil
 }
 
-// persistEvery is how long scorch's persister naps between writes to disk.
-const persistEvery = 500 * time.Millisecond
-
 // open opens or creates the index on disk, waiting at most wait for
 // another holder of it to let go (its lock file, then bolt's lock).
 func (x *Index) open(wait time.Duration) error {
 	if err := x.lock(wait); err != nil {
 		return err
 	}
-	cfg := map[string]any{
-		"bolt_timeout": wait.String(),
-		// The index is derived state, rebuilt from the log after its
-		// applied sequence, which each batch stores with its documents:
-		// a batch need not wait for its segment's file and fsync. The
-		// persister then writes what a nap gathered (merged in memory)
-		// instead of a file and a sync per batch; a crash loses only what
-		// the index re-applies from the log.
-		"unsafe_batch":           true,
-		"scorchPersisterOptions": map[string]any{"PersisterNapTimeMSec": persistEvery.Milliseconds()},
-	}
+	cfg := map[string]any{"bolt_timeout": wait.String()}
 	if _, err := os.Stat(path.Join(x.dir, "index_meta.json")); err == nil {
 		idx, err := bleve.OpenUsing(x.dir, cfg)
 		switch {
@@ -238,46 +222,13 @@ func (x *Index) load(idx bleve.Index) error {
 func (x *Index) Close() error {
 	var err error
 	if idx := x.index(); idx != nil {
-		if x.dir != "" {
-			err = x.persist(idx)
-		}
-		err = errors.Join(err, idx.Close())
+		err = idx.Close()
 	}
 	if x.lockf != nil {
 		err = errors.Join(err, x.lockf.Close()) // and with it the lock
 		x.lockf = nil
 	}
 	return err
-}
-
-// persist waits until what the index holds is on disk: batches return
-// before (unsafe_batch), and scorch's Close does not wait for them, so a
-// clean stop would otherwise leave the next start the tail to index again.
-// A batch of one internal value, persisted after every batch before it,
-// says when.
-func (x *Index) persist(idx bleve.Index) error {
-	b := idx.NewBatch()
-	b.SetInternal([]byte(keyPersisted), []byte(strconv.FormatUint(x.Applied(), 10)))
-	if err := batchPersisted(idx, b); err != nil {
-		return fmt.Errorf("search index: the last write: %w", err)
-	}
-	return nil
-}
-
-// batchPersisted runs b and waits until it is on disk, and with it every
-// batch before it (scorch persists in order).
-func batchPersisted(idx bleve.Index, b *bleve.Batch) error {
-	done := make(chan error, 1)
-	b.SetPersistedCallback(func(err error) { done <- err })
-	if err := idx.Batch(b); err != nil {
-		return err
-	}
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(time.Minute):
-		return errors.New("not on disk within a minute")
-	}
 }
 
 // Applied is the last sequence indexed.
@@ -544,12 +495,10 @@ func (x *Index) mergeErased(ctx context.Context) {
 	// (and after the first merge there is one): a document in a batch of
 	// its own makes a second one to merge with. It has no text, and goes
 	// again after the merge.
-	// Persisted before the merge, with the erasure's batch before it: the
-	// merge rewrites what is on disk.
 	b := x.idx.NewBatch()
 	err = b.Index(anchorID, map[string]any{fType: "anchor"})
 	if err == nil {
-		err = batchPersisted(x.idx, b)
+		err = x.idx.Batch(b)
 	}
 	if err == nil {
 		err = sc.ForceMerge(ctx, &mergeplan.SingleSegmentMergePlanOptions)
