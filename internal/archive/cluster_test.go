@@ -154,14 +154,16 @@ func TestLease(t *testing.T) {
 	}
 }
 
-// leaseCounter counts the lease calls that took or renewed the lease and
-// holds the first Put until the lease has been renewed twice, so that a
-// pass outlives its lease's first term.
+// leaseCounter counts the lease calls that took or renewed the lease, and
+// holds the pass's Put until the test releases it (after the lease was
+// renewed twice and another node was refused), so that a pass outlives its
+// lease's first term.
 type leaseCounter struct {
 	session.Archive
 	mu      sync.Mutex
 	leases  int
-	renewed chan struct{}
+	renewed chan struct{} // closed once the lease was renewed twice
+	release chan struct{} // closed by the test: Put goes on
 }
 
 func (b *leaseCounter) Lease(ctx context.Context, holder string, ttl time.Duration) (session.Lease, error) {
@@ -183,8 +185,11 @@ func (b *leaseCounter) Lease(ctx context.Context, holder string, ttl time.Durati
 }
 
 func (b *leaseCounter) Put(ctx context.Context, c wire.ArchiveCopy, data []byte) error {
+	// Held until the test has asked for the lease as another node: a
+	// pass let go at the renewal could finish and give the lease up
+	// before that request (CI: n2 then got it).
 	select {
-	case <-b.renewed:
+	case <-b.release:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -197,7 +202,7 @@ func TestLeaseRenewedDuringPass(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	s := f.create(1)
-	lc := &leaseCounter{Archive: f.arch, renewed: make(chan struct{})}
+	lc := &leaseCounter{Archive: f.arch, renewed: make(chan struct{}), release: make(chan struct{})}
 	// The backend stamps leases with the real clock: a term long enough
 	// that no stall of a loaded machine outlasts it between a renewal and
 	// the other node's request (renewed every third of it).
@@ -215,6 +220,7 @@ func TestLeaseRenewedDuringPass(t *testing.T) {
 	if l, err := f.arch.Lease(ctx, "n2", time.Minute); err != nil || l.Holder != "n1" {
 		t.Errorf("n2 during n1's pass: %+v, %v", l, err)
 	}
+	close(lc.release)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
