@@ -20,13 +20,8 @@ import (
 func TestReapplyErasuresKeepsForks(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	conn := connect(t, runServer(t).ClientURL())
-	cfg := testConfig(1)
-	provision(t, conn.JS, cfg)
-	log := NewLog(conn.JS, cfg)
-	acfg := NewArchiveConfig(cfg)
-	acfg.SetStream(cfg.Stream + "_ARCHIVE")
-	arch := NewArchive(log, acfg)
+	conn, log, arch := archiveFixture(t)
+	cfg, acfg := log.cfg, arch.cfg
 
 	pid := uuid.Must(uuid.NewV7()).String()
 	parent := tree.NewSession(tree.NewHeader(pid, "2026-12-07T10:00:00.000Z", "/w", ""))
