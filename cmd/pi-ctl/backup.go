@@ -537,8 +537,9 @@ func runRestore(ctx context.Context, e *env, args []string) error {
 		return printJSON(e.stdout, struct {
 			Restored []backupStream `json:"restored"`
 			Erased   int            `json:"erasedAgain"`
+			Forks    int            `json:"forksGivenTheirPath"`
 			Elapsed  int64          `json:"elapsedMs"`
-		}{out, erased, time.Since(began).Milliseconds()})
+		}{out, erased.Erased, erased.Forks, time.Since(began).Milliseconds()})
 	}
 	t := &table{}
 	t.row("STREAM", "KIND", "MESSAGES", "SEQ", "SUBJECTS", "SIZE")
@@ -548,8 +549,11 @@ func runRestore(ctx context.Context, e *env, args []string) error {
 	if err := t.write(e.stdout); err != nil {
 		return err
 	}
-	if erased > 0 {
-		fmt.Fprintf(e.stdout, "erased %s again, as the ledger of erasures says\n", plural(erased, "session"))
+	if erased.Erased > 0 {
+		fmt.Fprintf(e.stdout, "erased %s again, as the ledger of erasures says\n", plural(erased.Erased, "session"))
+	}
+	if erased.Forks > 0 {
+		fmt.Fprintf(e.stdout, "gave %s of them their path first\n", plural(erased.Forks, "fork"))
 	}
 	_, err = fmt.Fprintf(e.stdout, "restored %s from %s in %v; restart every pi-node, one at a time\n",
 		plural(len(out), "stream"), dir, time.Since(began).Round(time.Millisecond))

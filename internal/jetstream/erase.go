@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 
@@ -201,25 +202,19 @@ func (a *Archive) RecordErasure(ctx context.Context, e wire.Erasure) error {
 
 // Erasures returns every line of the ledger.
 func (a *Archive) Erasures(ctx context.Context) ([]wire.Erasure, error) {
-	kv, err := a.ledger(ctx)
-	if err != nil {
+	if _, err := a.ledger(ctx); err != nil {
 		return nil, err
 	}
-	lister, err := kv.ListKeys(ctx)
+	// From the leader: a restore reads the ledger it just restored.
+	lines, err := leaderEntries(ctx, a.js, a.log.api, a.ledgerBucketName(), ">")
 	if err != nil {
-		return nil, fmt.Errorf("ledger of erasures: %w", translate(err, wire.ErrConflict))
+		return nil, fmt.Errorf("ledger of erasures: %w", err)
 	}
+	keys := slices.Sorted(maps.Keys(lines))
 	out := []wire.Erasure{}
-	for key := range lister.Keys() {
-		e, err := kv.Get(ctx, key)
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("ledger of erasures: %s: %w", key, translate(err, wire.ErrConflict))
-		}
+	for _, key := range keys {
 		var line wire.Erasure
-		if err := json.Unmarshal(e.Value(), &line); err != nil {
+		if err := json.Unmarshal(lines[key], &line); err != nil {
 			return nil, fmt.Errorf("ledger of erasures: %s: %w", key, err)
 		}
 		out = append(out, line)

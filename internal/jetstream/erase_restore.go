@@ -81,15 +81,23 @@ type Erasing struct {
 	Archive string
 }
 
+// Reapplied is what ReapplyErasures did.
+type Reapplied struct {
+	// Erased is how many of the ledger's sessions it found and erased.
+	Erased int
+	// Forks is how many forks by reference of them it gave their path.
+	Forks int
+}
+
 // ReapplyErasures erases every session of lines from the deployment d
 // names (each shard's stream, the cursors, the archive's copies) as
 // pi-node's delete does, and writes the lines to its ledger: after a
-// restore from a backup taken before some of them. It returns how many
-// of the sessions it found and erased.
-func ReapplyErasures(ctx context.Context, js jetstream.JetStream, d Erasing, lines []wire.Erasure) (int, error) {
+// restore from a backup taken before some of them.
+func ReapplyErasures(ctx context.Context, js jetstream.JetStream, d Erasing, lines []wire.Erasure) (Reapplied, error) {
+	var done Reapplied
 	s, err := js.Stream(ctx, d.Stream)
 	if err != nil {
-		return 0, fmt.Errorf("stream %s: %w", d.Stream, Classify(err))
+		return done, fmt.Errorf("stream %s: %w", d.Stream, Classify(err))
 	}
 	cfg := NewConfig()
 	cfg.Stream, cfg.Bucket = d.Stream, d.Bucket
@@ -98,7 +106,7 @@ func ReapplyErasures(ctx context.Context, js jetstream.JetStream, d Erasing, lin
 	}
 	m, err := mapOf(s.CachedInfo().Config)
 	if err != nil {
-		return 0, err
+		return done, err
 	}
 	logs := make([]*Log, m.Streams())
 	for k := range logs {
@@ -109,25 +117,25 @@ func ReapplyErasures(ctx context.Context, js jetstream.JetStream, d Erasing, lin
 	arch := NewArchive(logs[0], acfg)
 	// Forks by reference of an erased session get their path first, as
 	// pi-node's delete gives it them: the backup may predate it. The
-	// streams were just restored: the registry's listing and the reads
-	// run on consumers, which a replica still catching up would serve
-	// empty (CI: a fork was left without its path), so every replica of
-	// them is current first.
+	// streams were just restored, and reads below come from their leaders
+	// (the registry's listing too: see leaderEntries); every replica is
+	// current first all the same, so that the erasures reach them all.
 	names := []string{bucketStream(acfg.Stream + "_FORKS")}
 	for k := range logs {
 		names = append(names, cfg.Shard(k).Stream)
 	}
 	for _, name := range names {
 		if err := waitReplicasCurrent(ctx, js, name); err != nil {
-			return 0, err
+			return done, err
 		}
 	}
 	_, all := NewShards(js, cfg, m)
-	found := 0
 	for _, line := range lines {
-		if _, err := session.InheritForks(ctx, all, arch, line.Session, session.LogTree(all, line.Session)); err != nil && !errors.Is(err, wire.ErrNotFound) {
-			return found, fmt.Errorf("erase %s again: its forks: %w", line.Session, err)
+		n, err := session.InheritForks(ctx, all, arch, line.Session, session.LogTree(all, line.Session))
+		if err != nil && !errors.Is(err, wire.ErrNotFound) {
+			return done, fmt.Errorf("erase %s again: its forks: %w", line.Session, err)
 		}
+		done.Forks += n
 		erased := false
 		for _, l := range logs {
 			_, err := l.Erase(ctx, line.Session, 0)
@@ -135,29 +143,29 @@ func ReapplyErasures(ctx context.Context, js jetstream.JetStream, d Erasing, lin
 				continue
 			}
 			if err != nil {
-				return found, err
+				return done, err
 			}
 			erased = true
 		}
 		copies, err := arch.Find(ctx, line.Session)
 		if err != nil && !errors.Is(err, wire.ErrNotFound) {
-			return found, err
+			return done, err
 		}
 		if len(copies) > 0 {
 			if err := arch.Delete(ctx, copies); err != nil {
-				return found, err
+				return done, err
 			}
 			erased = true
 		}
 		if err := arch.RecordErasure(ctx, line); err != nil {
-			return found, err
+			return done, err
 		}
 		if err := arch.ForgetForks(ctx, line.Session); err != nil {
-			return found, err
+			return done, err
 		}
 		if erased {
-			found++
+			done.Erased++
 		}
 	}
-	return found, nil
+	return done, nil
 }

@@ -58,8 +58,8 @@ func TestReapplyErasuresKeepsForks(t *testing.T) {
 	}
 
 	n, err := ReapplyErasures(ctx, conn.JS, Erasing{Stream: cfg.Stream, Bucket: cfg.Bucket, Archive: acfg.Stream}, []wire.Erasure{{Session: pid, At: time.Now(), By: "test"}})
-	if err != nil || n != 1 {
-		t.Fatalf("ReapplyErasures: %d, %v", n, err)
+	if err != nil || n != (Reapplied{Erased: 1, Forks: 1}) {
+		t.Fatalf("ReapplyErasures: %+v, %v", n, err)
 	}
 	if _, err := log.Read(ctx, pid, 0); err == nil {
 		t.Fatal("the parent is still there")

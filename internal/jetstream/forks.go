@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -65,8 +66,8 @@ func (a *Archive) RecordFork(ctx context.Context, parent, fork string) error {
 	return nil
 }
 
-// Forks lists parent's forks from the bucket's stream, which a listing
-// reads through a consumer: every Put acknowledged before is in it.
+// Forks lists parent's forks from the bucket's stream leader: every Put
+// acknowledged before is in it, also right after a restore.
 func (a *Archive) Forks(ctx context.Context, parent string) ([]string, error) {
 	if err := session.ValidSessionID(parent); err != nil {
 		return nil, err
@@ -75,19 +76,17 @@ func (a *Archive) Forks(ctx context.Context, parent string) ([]string, error) {
 	if err != nil || kv == nil {
 		return nil, err
 	}
-	lister, err := kv.ListKeysFiltered(ctx, parent+".*")
-	if errors.Is(err, jetstream.ErrNoKeysFound) {
-		return nil, nil
-	}
+	keys, err := leaderEntries(ctx, a.js, a.log.api, a.forksBucketName(), parent+".*")
 	if err != nil {
-		return nil, fmt.Errorf("registry of forks: %w", translate(err, wire.ErrConflict))
+		return nil, fmt.Errorf("registry of forks: %w", err)
 	}
-	var out []string
-	for key := range lister.Keys() {
+	out := make([]string, 0, len(keys))
+	for key := range keys {
 		if _, fork, ok := strings.Cut(key, "."); ok {
 			out = append(out, fork)
 		}
 	}
+	slices.Sort(out)
 	return out, nil
 }
 

@@ -284,7 +284,7 @@ func TestBackupRestore(t *testing.T) {
 	began = time.Now()
 	out := ctl("restore", dir, "--erasures", ledger, "--server", dst[0].natsURL)
 	t.Logf("MEASURED restore: %v\n%s", time.Since(began).Round(time.Millisecond), out)
-	if !strings.Contains(out, "erased 3 sessions again") {
+	if !strings.Contains(out, "erased 3 sessions again") || !strings.Contains(out, "gave 1 fork of them their path first") {
 		t.Fatalf("restore with the ledger of the sessions erased after the backup:\n%s", out)
 	}
 
