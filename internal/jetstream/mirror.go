@@ -27,14 +27,7 @@ const (
 // stream and cursor bucket are created placed in cluster (the region), or
 // existing ones are checked against the wire contract.
 func ProvisionPrimary(ctx context.Context, js jetstream.JetStream, cfg Config, cluster string) error {
-	if err := cfg.validate(); err != nil {
-		return err
-	}
-	sc := cfg.streamConfig()
-	sc.Placement = placement(cluster)
-	bc := cfg.bucketConfig()
-	bc.Placement = placement(cluster)
-	return provisionAssets(ctx, js, logger(cfg), sc, bc)
+	return ProvisionPrimaryShards(ctx, js, cfg, cluster, 1)
 }
 
 // ProvisionMirror creates cfg's stream and bucket, placed in cluster, as
@@ -45,18 +38,7 @@ func ProvisionPrimary(ctx context.Context, js jetstream.JetStream, cfg Config, c
 // assets are replaced only by the failover and failback operations, never
 // by a node starting (Probe tells what they are).
 func ProvisionMirror(ctx context.Context, js jetstream.JetStream, cfg, origin Config, cluster string) error {
-	if err := cfg.validate(); err != nil {
-		return err
-	}
-	log := logger(cfg)
-	for _, want := range []jetstream.StreamConfig{mirrorStreamConfig(cfg, origin, cluster), mirrorBucketConfig(cfg, origin, cluster)} {
-		if err := retryProvision(ctx, log, "mirror "+want.Name, func(ctx context.Context) error {
-			return createMirrorIfMissing(ctx, js, log, want)
-		}); err != nil {
-			return err
-		}
-	}
-	return nil
+	return ProvisionMirrorShards(ctx, js, cfg, origin, cluster, 1)
 }
 
 // createMirrorIfMissing creates the mirror sc unless a stream of its name

@@ -74,21 +74,7 @@ func Probe(ctx context.Context, js jetstream.JetStream, stream string) (StreamSt
 // the last. Promoting a primary again changes nothing, so a failover that
 // stopped half-way can be run again.
 func Promote(ctx context.Context, js jetstream.JetStream, cfg Config, cluster string) error {
-	if err := cfg.validate(); err != nil {
-		return err
-	}
-	sc := cfg.streamConfig()
-	sc.Placement = placement(cluster)
-	bc := kvStreamConfig(cfg, cluster)
-	for _, want := range []jetstream.StreamConfig{sc, bc} {
-		if err := retryProvision(ctx, logger(cfg), "promote "+want.Name, func(ctx context.Context) error {
-			_, err := js.UpdateStream(ctx, want)
-			return err
-		}); err != nil {
-			return err
-		}
-	}
-	return nil
+	return PromoteShards(ctx, js, cfg, cluster, 1)
 }
 
 // Fence seals cfg's stream and cursor bucket: from then on they refuse
@@ -96,7 +82,12 @@ func Promote(ctx context.Context, js jetstream.JetStream, cfg Config, cluster st
 // while its entries are merged into the new one. Sealing is final; the
 // fenced assets are replaced by mirrors afterwards (RecreateMirror).
 func Fence(ctx context.Context, js jetstream.JetStream, cfg Config) error {
-	for _, name := range []string{cfg.Stream, bucketStream(cfg.Bucket)} {
+	return FenceShards(ctx, js, cfg, 1)
+}
+
+// fence seals the streams names.
+func fence(ctx context.Context, js jetstream.JetStream, cfg Config, names []string) error {
+	for _, name := range names {
 		if err := retryProvision(ctx, logger(cfg), "fence "+name, func(ctx context.Context) error {
 			s, err := js.Stream(ctx, name)
 			if err != nil {
@@ -122,10 +113,13 @@ func Fence(ctx context.Context, js jetstream.JetStream, cfg Config) error {
 // only while the region is reachable: a stream deleted while its region is
 // down is deleted from that region's disks when it comes back.
 func RecreateMirror(ctx context.Context, js jetstream.JetStream, cfg, origin Config, cluster string) error {
-	if err := cfg.validate(); err != nil {
-		return err
-	}
-	for _, want := range []jetstream.StreamConfig{mirrorStreamConfig(cfg, origin, cluster), mirrorBucketConfig(cfg, origin, cluster)} {
+	return RecreateMirrorShards(ctx, js, cfg, origin, cluster, 1)
+}
+
+// recreate replaces each stream of wants (mirrors) unless it is that
+// mirror already.
+func recreate(ctx context.Context, js jetstream.JetStream, cfg Config, wants []jetstream.StreamConfig) error {
+	for _, want := range wants {
 		if err := retryProvision(ctx, logger(cfg), "recreate "+want.Name, func(ctx context.Context) error {
 			s, err := js.Stream(ctx, want.Name)
 			if err == nil && s.CachedInfo().Config.Mirror != nil && s.CachedInfo().Config.Mirror.Name == want.Mirror.Name {

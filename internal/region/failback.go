@@ -16,10 +16,14 @@ type FailbackReport struct {
 	From     string        `json:"from"`
 	Home     string        `json:"home"`
 	Shared   uint64        `json:"shared"` // the last sequence the region's stream shared with the home's history
-	Merged   bool          `json:"merged"` // false when the region's stream was already gone or a mirror (a rerun)
+	Merged   bool          `json:"merged"` // false when the region's streams were already gone or mirrors (a rerun)
 	Stats    MergeStats    `json:"stats"`
 	MirrorAt uint64        `json:"mirrorAt"` // the home's last sequence the new mirror reached before the record changed
-	Took     time.Duration `json:"tookNs"`
+	// SharedShards and MirrorAtShards are Shared and MirrorAt by shard,
+	// with several shards.
+	SharedShards   []uint64      `json:"sharedShards,omitempty"`
+	MirrorAtShards []uint64      `json:"mirrorAtShards,omitempty"`
+	Took           time.Duration `json:"tookNs"`
 }
 
 // Failback brings a stale region — the old home once it is back, or any
@@ -66,36 +70,55 @@ func (a *Admin) Failback(ctx context.Context, from string) (FailbackReport, erro
 		rep.Took = a.Now().Sub(start)
 		return rep, nil
 	}
+	shards := rec.ShardCount()
+	sharedBy := make([]uint64, shards)
+	for k := range shards {
+		sharedBy[k], _ = rec.StaleOf(from, k)
+	}
 	rep.Shared = shared
+	if shards > 1 {
+		rep.SharedShards = sharedBy
+	}
 	src, home := rec.Assets(a.Base, from), rec.Assets(a.Base, rec.Home)
 
-	ss, err := a.probeReturning(ctx, src.Stream)
-	if err != nil {
-		return rep, err
-	}
-	switch {
-	case ss.Exists && !ss.Reachable:
-		return rep, fmt.Errorf("%w: region %s is not reachable (%s %s; waited %v, --wait); bring it back first — its stream must not be deleted while it is down",
-			ErrRefused, from, src.Stream, ss.Problem, a.ReturnWait)
-	case !ss.Exists || ss.MirrorOf == home.Stream:
-		a.Progress("%s is already replaced (%s); nothing to merge", src.Stream, orNone(ss.MirrorOf, "gone"))
-	default:
-		if err := a.merge(ctx, &rep, ss, src, home); err != nil {
+	// Every shard is merged before any is replaced by a mirror: a rerun
+	// after a stop half-way merges what is left, and the cursors go with
+	// shard 0 (its fence seals the bucket; its replacement replaces it).
+	for k := range shards {
+		sk, hk := src.Shard(k), home.Shard(k)
+		ss, err := a.probeReturning(ctx, sk.Stream)
+		if err != nil {
 			return rep, err
+		}
+		switch {
+		case ss.Exists && !ss.Reachable:
+			return rep, fmt.Errorf("%w: region %s is not reachable (%s %s; waited %v, --wait); bring it back first — its stream must not be deleted while it is down",
+				ErrRefused, from, sk.Stream, ss.Problem, a.ReturnWait)
+		case !ss.Exists || ss.MirrorOf == hk.Stream:
+			a.Progress("%s is already replaced (%s); nothing to merge", sk.Stream, orNone(ss.MirrorOf, "gone"))
+		default:
+			if err := a.merge(ctx, &rep, ss, src, home, k, sharedBy[k]); err != nil {
+				return rep, err
+			}
 		}
 	}
 
-	a.Progress("recreating %s and its cursor bucket as mirrors of %s", src.Stream, home.Stream)
-	if err := jetstream.RecreateMirror(ctx, a.JS, src, home, from); err != nil {
+	a.Progress("recreating %s and its cursor bucket as mirrors of %s", streamsOf(src, shards), streamsOf(home, shards))
+	if err := jetstream.RecreateMirrorShards(ctx, a.JS, src, home, from, shards); err != nil {
 		return rep, err
 	}
-	hs, err := jetstream.Probe(ctx, a.JS, home.Stream)
-	if err != nil {
-		return rep, err
-	}
-	a.Progress("waiting for %s to mirror %s up to sequence %d", src.Stream, home.Stream, hs.LastSeq)
-	if err := jetstream.WaitMirror(ctx, a.JS, src.Stream, hs.LastSeq); err != nil {
-		return rep, err
+	at := make([]uint64, shards)
+	for k := range shards {
+		sk, hk := src.Shard(k), home.Shard(k)
+		hs, err := jetstream.Probe(ctx, a.JS, hk.Stream)
+		if err != nil {
+			return rep, err
+		}
+		a.Progress("waiting for %s to mirror %s up to sequence %d", sk.Stream, hk.Stream, hs.LastSeq)
+		if err := jetstream.WaitMirror(ctx, a.JS, sk.Stream, hs.LastSeq); err != nil {
+			return rep, err
+		}
+		at[k] = hs.LastSeq
 	}
 	// The cursors too: a failover to this region must not find them behind.
 	bs, err := jetstream.Probe(ctx, a.JS, "KV_"+home.Bucket)
@@ -105,13 +128,16 @@ func (a *Admin) Failback(ctx context.Context, from string) (FailbackReport, erro
 	if err := jetstream.WaitMirror(ctx, a.JS, "KV_"+src.Bucket, bs.LastSeq); err != nil {
 		return rep, err
 	}
-	rep.MirrorAt = hs.LastSeq
+	rep.MirrorAt = at[0]
+	if shards > 1 {
+		rep.MirrorAtShards = at
+	}
 	a.Progress("recording %s as a mirror region", from)
 	_, err = reg.Update(ctx, func(r *Record, _ bool) error {
 		if r.Home != rec.Home || r.Epoch != rec.Epoch {
 			return fmt.Errorf("the region record changed during the failback (home %s, epoch %d): run it again", r.Home, r.Epoch)
 		}
-		delete(r.Stale, from)
+		r.clearStale(from)
 		r.UpdatedAt = a.Now().UTC()
 		r.Change = fmt.Sprintf("failback from %s: %d entries and %d cursors merged into %s", from, rep.Stats.Entries, rep.Stats.Cursors, rec.Home)
 		return nil
@@ -146,18 +172,26 @@ func (a *Admin) probeReturning(ctx context.Context, stream string) (jetstream.St
 	}
 }
 
-// merge fences the region's assets and merges what they hold into the home.
-func (a *Admin) merge(ctx context.Context, rep *FailbackReport, ss jetstream.StreamState, src, home jetstream.Config) error {
+// merge fences shard k's stream of the region (with shard 0, its cursor
+// bucket too) and merges what it holds after shared into the home's shard
+// k, and, with shard 0, the cursors.
+func (a *Admin) merge(ctx context.Context, rep *FailbackReport, ss jetstream.StreamState, src, home jetstream.Config, k int, shared uint64) error {
+	sk, hk := src.Shard(k), home.Shard(k)
 	if ss.MirrorOf == "" && !ss.Sealed {
-		a.Progress("fencing %s and its cursor bucket", src.Stream)
-		if err := jetstream.Fence(ctx, a.JS, src); err != nil {
+		what := sk.Stream
+		if k == 0 {
+			what += " and its cursor bucket"
+		}
+		a.Progress("fencing %s", what)
+		if err := jetstream.FenceShard(ctx, a.JS, src, k); err != nil {
 			return err
 		}
 	}
-	a.Progress("merging the entries of %s after sequence %d into %s", src.Stream, rep.Shared, home.Stream)
-	st, err := mergeSessions(ctx, jetstream.NewLog(a.JS, src), jetstream.NewLog(a.JS, home), rep.Shared)
-	rep.Stats, rep.Merged = st, true
-	if err != nil {
+	a.Progress("merging the entries of %s after sequence %d into %s", sk.Stream, shared, hk.Stream)
+	st, err := mergeSessions(ctx, jetstream.NewLog(a.JS, sk), jetstream.NewLog(a.JS, hk), shared)
+	rep.Stats.add(st)
+	rep.Merged = true
+	if err != nil || k != 0 {
 		return err
 	}
 	a.Progress("merging the cursors of %s into %s", src.Bucket, home.Bucket)

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	natsjs "github.com/nats-io/nats.go/jetstream"
@@ -79,6 +82,10 @@ type FailoverReport struct {
 	ForkSeq   uint64            `json:"forkSeq"`   // the last sequence the new home inherited
 	HomeState string            `json:"homeState"` // why the old home could be replaced
 	Stale     map[string]uint64 `json:"stale"`
+	// ForkSeqs and StaleShards are ForkSeq and Stale by shard, with
+	// several shards.
+	ForkSeqs    []uint64            `json:"forkSeqs,omitempty"`
+	StaleShards map[string][]uint64 `json:"staleShards,omitempty"`
 	// Lost says, when the home did not answer, what is known of what the
 	// new home lacks (the RPO, until failback merges it back): the mirror's
 	// lag at its last contact with the old home, or that it never had one.
@@ -117,81 +124,143 @@ func (a *Admin) Failover(ctx context.Context, to string, force bool) (FailoverRe
 		// Done already (by this operation, its reply lost, or another):
 		// a retry must succeed without touching anything.
 		rep.From, rep.Epoch, rep.ForkSeq, rep.Stale, rep.Took = "", rec.Epoch, rec.ForkSeq, rec.Stale, a.Now().Sub(start)
+		rep.ForkSeqs, rep.StaleShards = rec.ForkSeqs, rec.StaleShards
 		rep.HomeState = "already done: " + to + " is the home region (" + rec.Change + ")"
 		return rep, nil
 	}
 	if _, stale := rec.Stale[to]; stale {
 		return rep, fmt.Errorf("%w: region %s is stale (its stream does not mirror the home's history); run 'pi-ctl failback --from %s' first", ErrRefused, to, to)
 	}
-	home, target := rec.Assets(a.Base, rec.Home), rec.Assets(a.Base, to)
+	home, target, shards := rec.Assets(a.Base, rec.Home), rec.Assets(a.Base, to), rec.ShardCount()
 
-	a.Progress("probing home region %s (stream %s)", rec.Home, home.Stream)
-	hs, err := a.probeHome(ctx, home.Stream)
+	a.Progress("probing home region %s (%s)", rec.Home, streamsOf(home, shards))
+	hss, err := a.probeHomeShards(ctx, home, shards)
 	if err != nil {
 		return rep, err
 	}
+	// The home answers if one shard does: a failover then would leave two
+	// regions taking writes (on that shard). Unreachable shards are
+	// replaced as they are; fencing reaches the others.
+	answering, unsealed, problem := 0, 0, ""
+	for k, hs := range hss {
+		switch {
+		case hs.Reachable:
+			answering++
+			if !hs.Sealed {
+				unsealed++
+			}
+		case problem == "":
+			problem = hs.Problem
+			if shards > 1 {
+				problem = home.Shard(k).Stream + ": " + problem
+			}
+		}
+	}
 	switch {
-	case hs.Reachable && !hs.Sealed && !force:
+	case unsealed > 0 && !force:
+		hs := hss[0]
 		return rep, fmt.Errorf("%w: home region %s is healthy (stream %s answers, leader %s, last seq %d); "+
 			"a failover now would leave two regions taking writes. Use --force for a planned switchover (the home is fenced first and nothing is lost)",
 			ErrRefused, rec.Home, home.Stream, hs.Leader, hs.LastSeq)
-	case hs.Reachable && !hs.Sealed:
-		a.Progress("fencing home region %s (sealing %s and its cursor bucket)", rec.Home, home.Stream)
-		if err := jetstream.Fence(ctx, a.JS, home); err != nil {
-			return rep, err
+	case unsealed > 0:
+		a.Progress("fencing home region %s (sealing %s and its cursor bucket)", rec.Home, streamsOf(home, shards))
+		for k, hs := range hss {
+			if hs.Reachable && !hs.Sealed {
+				if err := jetstream.FenceShard(ctx, a.JS, home, k); err != nil {
+					return rep, err
+				}
+			}
 		}
 		rep.HomeState = "fenced by --force"
-	case hs.Reachable:
+	case answering == shards:
 		rep.HomeState = "fenced"
 	default:
-		rep.HomeState = "unreachable: " + hs.Problem
+		rep.HomeState = "unreachable: " + problem
+	}
+	if answering > 0 && answering < shards && rep.HomeState != "" {
+		rep.HomeState += fmt.Sprintf(" (%d of %d shards answered; the others are unreachable: %s)", answering, shards, problem)
 	}
 
-	ts, err := jetstream.Probe(ctx, a.JS, target.Stream)
-	if err != nil {
-		return rep, err
+	// Every shard is checked, and caught up where its home answers,
+	// before any is promoted: shard 0's promotion promotes the cursor
+	// bucket too, and a half-promoted region is a second home.
+	promoted := make([]bool, shards)
+	var lost []string
+	for k := range shards {
+		tk, hk := target.Shard(k), home.Shard(k)
+		ts, err := jetstream.Probe(ctx, a.JS, tk.Stream)
+		if err != nil {
+			return rep, err
+		}
+		promoted[k] = ts.Reachable && ts.MirrorOf == "" && len(ts.Subjects) == 1 && ts.Subjects[0] == tk.SubjectPrefix+".*"
+		switch {
+		case !ts.Reachable:
+			return rep, fmt.Errorf("region %s's stream %s is not reachable: %s", to, tk.Stream, ts.Problem)
+		case ts.MirrorOf != hk.Stream && !promoted[k]:
+			return rep, fmt.Errorf("%w: %s is not a mirror of %s (mirror of %q)", ErrRefused, tk.Stream, hk.Stream, ts.MirrorOf)
+		}
+		if !hss[k].Reachable && !promoted[k] {
+			l := lostOf(rec.Home, ts)
+			if shards > 1 {
+				l = fmt.Sprintf("shard %d: %s", k, l)
+			}
+			lost = append(lost, l)
+		}
 	}
-	promoted := ts.Reachable && ts.MirrorOf == "" && len(ts.Subjects) == 1 && ts.Subjects[0] == target.SubjectPrefix+".*"
-	switch {
-	case !ts.Reachable:
-		return rep, fmt.Errorf("region %s's stream %s is not reachable: %s", to, target.Stream, ts.Problem)
-	case ts.MirrorOf != home.Stream && !promoted:
-		return rep, fmt.Errorf("%w: %s is not a mirror of %s (mirror of %q)", ErrRefused, target.Stream, home.Stream, ts.MirrorOf)
+	for k := range shards {
+		if hss[k].Reachable && !promoted[k] {
+			if err := a.catchUpStream(ctx, home.Shard(k).Stream, target.Shard(k).Stream); err != nil {
+				return rep, err
+			}
+		}
 	}
-	if hs.Reachable && !promoted {
-		if err := a.catchUp(ctx, home, target); err != nil {
+	if hss[0].Reachable && !promoted[0] {
+		if err := a.catchUpStream(ctx, "KV_"+home.Bucket, "KV_"+target.Bucket); err != nil {
 			return rep, err
 		}
 	}
-	if !hs.Reachable && !promoted {
-		rep.Lost = lostOf(rec.Home, ts)
-	}
-	a.Progress("promoting %s and its cursor bucket in region %s", target.Stream, to)
-	if err := jetstream.Promote(ctx, a.JS, target, to); err != nil {
-		return rep, err
-	}
-	ps, err := jetstream.Probe(ctx, a.JS, target.Stream)
-	if err != nil {
+	rep.Lost = strings.Join(lost, "; ")
+	a.Progress("promoting %s and its cursor bucket in region %s", streamsOf(target, shards), to)
+	if err := jetstream.PromoteShards(ctx, a.JS, target, to, shards); err != nil {
 		return rep, err
 	}
 	// Nothing writes to the new home's subjects before the record names
-	// it, so its last sequence now is exactly what it inherited.
-	rep.ForkSeq = ps.LastSeq
+	// it, so each stream's last sequence now is exactly what it inherited.
+	forks := make([]uint64, shards)
+	for k := range shards {
+		ps, err := jetstream.Probe(ctx, a.JS, target.Shard(k).Stream)
+		if err != nil {
+			return rep, err
+		}
+		forks[k] = ps.LastSeq
+	}
+	rep.ForkSeq = forks[0]
+	if shards > 1 {
+		rep.ForkSeqs = forks
+	}
 	a.Progress("recording %s as the home region", to)
 	next, err := reg.Update(ctx, func(r *Record, _ bool) error {
 		if r.Home != rec.Home || r.Epoch != rec.Epoch {
 			return fmt.Errorf("the region record changed during the failover (home %s, epoch %d): another operator is at work", r.Home, r.Epoch)
 		}
-		r.Home, r.Epoch, r.ForkSeq = to, r.Epoch+1, rep.ForkSeq
-		if r.Stale == nil {
-			r.Stale = map[string]uint64{}
+		r.Home, r.Epoch, r.ForkSeq = to, r.Epoch+1, forks[0]
+		if shards > 1 {
+			r.ForkSeqs = forks
 		}
 		for name := range r.Regions {
-			if shared, ok := r.Stale[name]; name != to && (!ok || shared > rep.ForkSeq) {
-				r.Stale[name] = rep.ForkSeq
+			if name == to {
+				continue
 			}
+			// A region stale already shares no more than it did.
+			shared := slices.Clone(forks)
+			for k := range shared {
+				if was, ok := r.StaleOf(name, k); ok {
+					shared[k] = min(shared[k], was)
+				}
+			}
+			r.setStale(name, shared)
 		}
-		delete(r.Stale, to)
+		r.clearStale(to)
 		r.UpdatedAt = a.Now().UTC()
 		r.Change = fmt.Sprintf("failover from %s to %s (%s)", rec.Home, to, rep.HomeState)
 		return nil
@@ -199,8 +268,29 @@ func (a *Admin) Failover(ctx context.Context, to string, force bool) (FailoverRe
 	if err != nil {
 		return rep, err
 	}
-	rep.Changed, rep.Epoch, rep.Stale, rep.Took = true, next.Epoch, next.Stale, a.Now().Sub(start)
+	rep.Changed, rep.Epoch, rep.Stale, rep.StaleShards, rep.Took = true, next.Epoch, next.Stale, next.StaleShards, a.Now().Sub(start)
 	return rep, nil
+}
+
+// streamsOf names cfg's streams of n shards, for the operator.
+func streamsOf(cfg jetstream.Config, n int) string {
+	if n <= 1 {
+		return "stream " + cfg.Stream
+	}
+	return fmt.Sprintf("streams %s to %s", cfg.Stream, cfg.Shard(n-1).Stream)
+}
+
+// probeHomeShards probes every shard's stream of the home side by side: a
+// lost home costs each probe its timeouts, which must not add up.
+func (a *Admin) probeHomeShards(ctx context.Context, home jetstream.Config, n int) ([]jetstream.StreamState, error) {
+	out := make([]jetstream.StreamState, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for k := range n {
+		wg.Go(func() { out[k], errs[k] = a.probeHome(ctx, home.Shard(k).Stream) })
+	}
+	wg.Wait()
+	return out, errors.Join(errs...)
 }
 
 // lostOf describes what a mirror promoted without its origin may lack: it
@@ -263,18 +353,13 @@ func (a *Admin) probeHome(ctx context.Context, stream string) (jetstream.StreamS
 	return st, nil
 }
 
-// catchUp waits until target's mirrors hold everything home's stream and
-// bucket hold; home is fenced, so that is all it will ever hold.
-func (a *Admin) catchUp(ctx context.Context, home, target jetstream.Config) error {
-	for _, p := range [][2]string{{home.Stream, target.Stream}, {"KV_" + home.Bucket, "KV_" + target.Bucket}} {
-		st, err := jetstream.Probe(ctx, a.JS, p[0])
-		if err != nil {
-			return err
-		}
-		a.Progress("waiting for %s to mirror %s up to sequence %d", p[1], p[0], st.LastSeq)
-		if err := jetstream.WaitMirror(ctx, a.JS, p[1], st.LastSeq); err != nil {
-			return err
-		}
+// catchUpStream waits until mirror holds everything origin holds; origin
+// is fenced, so that is all it will ever hold.
+func (a *Admin) catchUpStream(ctx context.Context, origin, mirror string) error {
+	st, err := jetstream.Probe(ctx, a.JS, origin)
+	if err != nil {
+		return err
 	}
-	return nil
+	a.Progress("waiting for %s to mirror %s up to sequence %d", mirror, origin, st.LastSeq)
+	return jetstream.WaitMirror(ctx, a.JS, mirror, st.LastSeq)
 }

@@ -117,7 +117,7 @@ func TestFeedSwitchKeepsStateWithinOneHistory(t *testing.T) {
 
 	// The node moves from the home's stream to its region's mirror: the
 	// same history, so the Store goes on where it was.
-	f.Switch(mirror, keeps(1, Record{Epoch: 1}))
+	f.Switch(mirror, keeps(1, Record{Epoch: 1}, 0))
 	appendAll(t, []session.Record{entry("a3", "a2")}, mirror)
 	waitIDs(t, st, "[a1 a2 a3]")
 	if got := st.Stats().Records; got != 4 {
@@ -148,7 +148,7 @@ func TestFeedSwitchResetsOnAnotherHistory(t *testing.T) {
 	st, kept := openStore(t, f)
 	waitIDs(t, st, "[a1 lost]")
 
-	f.Switch(newHome, keeps(1, Record{Epoch: 2, ForkSeq: 2}))
+	f.Switch(newHome, keeps(1, Record{Epoch: 2, ForkSeq: 2}, 0))
 	waitIDs(t, st, "[a1 b1 b2]")
 	if k := kept(); len(k) == 0 || k[len(k)-1] {
 		t.Errorf("switches %v, want the last one to reset", k)
@@ -167,14 +167,14 @@ func TestFeedSwitchKeepsStateAtTheFork(t *testing.T) {
 	waitIDs(t, st, "[a1]")
 	// A Store that applied nothing beyond the fork keeps its state in the
 	// next epoch.
-	f.Switch(promoted, keeps(1, Record{Epoch: 2, ForkSeq: 2}))
+	f.Switch(promoted, keeps(1, Record{Epoch: 2, ForkSeq: 2}, 0))
 	appendAll(t, []session.Record{entry("b1", "a1")}, promoted)
 	waitIDs(t, st, "[a1 b1]")
 	if k := kept(); len(k) == 0 || !k[len(k)-1] {
 		t.Errorf("switches %v, want the last kept", k)
 	}
 	// Two epochs on, nothing is assumed shared.
-	if keeps(1, Record{Epoch: 3, ForkSeq: 10})(1) {
+	if keeps(1, Record{Epoch: 3, ForkSeq: 10}, 0)(1) {
 		t.Error("a Store two epochs behind must be reset")
 	}
 }
@@ -222,7 +222,7 @@ func TestFeedViewResetsIndex(t *testing.T) {
 
 	// A failover to a home that never received "lost": the index starts
 	// over on the new history, as the Store does.
-	f.Switch(newHome, keeps(1, Record{Epoch: 2, ForkSeq: 2}))
+	f.Switch(newHome, keeps(1, Record{Epoch: 2, ForkSeq: 2}, 0))
 	waitIDs(t, st, "[a1 b1 b2]")
 	expect(map[string]int{"a1": 1, "lost": 0, "b1": 1, "b2": 1})
 	if idx.Applied() != 4 {
@@ -232,7 +232,7 @@ func TestFeedViewResetsIndex(t *testing.T) {
 	// Within one history (the new home's mirror), the index goes on.
 	mirror := memLog()
 	appendAll(t, []session.Record{header(t), entry("a1", ""), entry("b1", "a1"), entry("b2", "b1")}, mirror)
-	f.Switch(mirror, keeps(2, Record{Epoch: 2, ForkSeq: 2}))
+	f.Switch(mirror, keeps(2, Record{Epoch: 2, ForkSeq: 2}, 0))
 	appendAll(t, []session.Record{entry("b3", "b2")}, mirror)
 	expect(map[string]int{"a1": 1, "b2": 1, "b3": 1})
 	if idx.Applied() != 5 {

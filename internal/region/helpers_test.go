@@ -124,7 +124,8 @@ func (sc *supercluster) connect(t *testing.T, name string) *jetstream.Conn {
 // Feed, a Service on its Log and Cursors.
 type stack struct {
 	node  *Node
-	store *store.Store
+	store *store.Store // shard 0's
+	set   *store.Set   // every shard's
 	svc   *service.Service
 }
 
@@ -147,23 +148,40 @@ func startTwoRegions(t *testing.T) (*supercluster, *stack, *stack) {
 
 func openStack(t *testing.T, sc *supercluster, region, home string) *stack {
 	t.Helper()
+	return openShardedStack(t, sc, region, home, 0)
+}
+
+// openShardedStack is openStack of a node started with --shards shards
+// (0: the record's), a Store per shard as pi-node has.
+func openShardedStack(t *testing.T, sc *supercluster, region, home string, shards int) *stack {
+	t.Helper()
 	c := sc.connect(t, region)
-	n := &Node{JS: c.JS, Base: testBase(), Region: region, HomeRegion: home, RecordCluster: "T"}
+	n := &Node{JS: c.JS, Base: testBase(), Region: region, HomeRegion: home, RecordCluster: "T", Shards: shards}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if err := n.Open(ctx); err != nil {
 		t.Fatalf("open node in %s: %v", region, err)
 	}
-	st := store.New(n.Feed, store.Options{Log: n.Feed})
-	n.Feed.SetReset(st.Reset)
-	if err := st.Open(ctx); err != nil {
-		t.Fatal(err)
+	var stores []*store.Store
+	for k, f := range n.Feeds {
+		st := store.New(n.StoreFeed(k), store.Options{Log: n.StoreFeed(k)})
+		f.SetReset(st.Reset)
+		if err := st.Open(ctx); err != nil {
+			t.Fatal(err)
+		}
+		stores = append(stores, st)
 	}
 	t.Cleanup(func() {
-		_ = st.Close()
+		for _, st := range stores {
+			_ = st.Close()
+		}
 		n.Close()
 	})
-	return &stack{node: n, store: st, svc: &service.Service{Log: n.Log, ReadLog: n.Feed, Store: st, Cursors: n.Cursors,
+	set, err := store.NewSet(n.ShardMap(), stores)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &stack{node: n, store: stores[0], set: set, svc: &service.Service{Log: n.WriteLog(), ReadLog: n.ReadLog(), Store: set, Cursors: n.Cursors,
 		Retry: writer.RetryPolicy{AttemptTimeout: time.Second, UnavailableFor: 3 * time.Second}}}
 }
 
@@ -213,7 +231,7 @@ func (s *stack) add(t *testing.T, sid, id, parent string) uint64 {
 // parents returns the session's entries in the Store as id -> parentId.
 func (s *stack) parents(sid string) map[string]string {
 	out := map[string]string{}
-	err := s.store.View(context.Background(), sid, func(d *store.Doc) error {
+	err := s.set.For(sid).View(context.Background(), sid, func(d *store.Doc) error {
 		for i := range d.Tree.Len() {
 			e := d.Tree.Entry(i)
 			out[e.ID] = e.ParentID

@@ -30,6 +30,20 @@ type MergeStats struct {
 	VerifiedTotal int `json:"verifiedTotal"` // entries checked present in the home afterwards
 }
 
+// add adds o's counts to s's (the merges of several shards).
+func (s *MergeStats) add(o MergeStats) {
+	s.Scanned += o.Scanned
+	s.Sessions += o.Sessions
+	s.Created += o.Created
+	s.Entries += o.Entries
+	s.Present += o.Present
+	s.Conflicts += o.Conflicts
+	s.PurgeNotices += o.PurgeNotices
+	s.Cursors += o.Cursors
+	s.CursorsKept += o.CursorsKept
+	s.VerifiedTotal += o.VerifiedTotal
+}
+
 // mergeSessions republishes into dst every entry of src after sequence
 // after that dst lacks, unchanged (same id, same parentId, same bytes), in
 // src's order per session — so each appears in dst's tree where it was, as

@@ -54,6 +54,7 @@ const (
 	logKeyStream   = "stream"
 	logKeyMirrorOf = "mirror_of"
 	logKeyRevision = "revision"
+	logKeyShard    = "shard"
 	logKeyErr      = "err"
 )
 
@@ -78,13 +79,20 @@ type Node struct {
 	RecordBucket   string
 	RecordCluster  string
 	RecordReplicas int
-	Logger         *slog.Logger
-	Now            func() time.Time
+	// Shards is the shard count of every region's copy (pi-node's
+	// --shards): written to the record when there is none yet, and else
+	// checked against it; 0 takes the record's.
+	Shards int
+	Logger *slog.Logger
+	Now    func() time.Time
 
-	// Set by Open.
-	Log     *Log
+	// Set by Open, one per shard of the record: the home's stream of each
+	// shard to write to, and what each shard's Store follows. Their
+	// sequences are each stream's own; WriteLog, ReadLog, StoreFeed and
+	// SearchFeed qualify them (shard.Seq) as a sharded log does.
+	Logs    []*Log
+	Feeds   []*Feed
 	Cursors *Cursors
-	Feed    *Feed
 
 	reg *Registry
 
@@ -119,10 +127,7 @@ func (n *Node) Open(ctx context.Context) error {
 	if n.WriteJS == nil {
 		n.WriteJS = n.JS
 	}
-	n.Log, n.Cursors, n.Feed = &Log{}, newCursors(n.WriteJS), newFeed()
-	n.Feed.onSwitch = func(kept bool, at uint64) {
-		n.Logger.Info("region: the Store follows another stream now", logKeyKept, kept, logKeyApplied, at)
-	}
+	n.Cursors = newCursors(n.WriteJS)
 	var err error
 	if n.reg, err = OpenRegistry(ctx, n.JS, n.RecordBucket, n.RecordCluster, max(n.RecordReplicas, 1), n.Logger); err != nil {
 		return err
@@ -130,6 +135,14 @@ func (n *Node) Open(ctx context.Context) error {
 	rec, err := n.registerRetrying(ctx)
 	if err != nil {
 		return err
+	}
+	n.Logs, n.Feeds = nil, nil
+	for k := range rec.ShardCount() {
+		f := newFeed()
+		f.onSwitch = func(kept bool, at uint64) {
+			n.Logger.Info("region: the Store follows another stream now", logKeyShard, k, logKeyKept, kept, logKeyApplied, at)
+		}
+		n.Logs, n.Feeds = append(n.Logs, &Log{}), append(n.Feeds, f)
 	}
 	if rec, err = n.provision(ctx, rec); err != nil {
 		return err
@@ -193,9 +206,19 @@ func (n *Node) register(ctx context.Context) (Record, error) {
 			}
 			*r = Record{Home: n.HomeRegion, Epoch: 1, Names: names, Regions: map[string]RegionInfo{},
 				Change: "bootstrap: home " + n.HomeRegion + ", by a node of " + n.Region}
+			if n.Shards > 1 {
+				r.Shards = n.Shards
+			}
 		}
 		if r.Names != names {
 			return fmt.Errorf("region record names the assets %+v, this node %+v: start it with the same --stream, --subject-prefix and --bucket", r.Names, names)
+		}
+		if n.Shards != 0 && n.Shards != r.ShardCount() {
+			return &ShardsError{Record: r.ShardCount(), Node: n.Shards}
+		}
+		if other := clashes(n.Region, append(r.RegionNames(), r.Home), r.ShardCount()); other != "" {
+			return fmt.Errorf("%w: region %s beside region %s: with %d shards one's shard stream would carry the other's name (%s); name the regions apart",
+				ErrRefused, n.Region, other, r.ShardCount(), r.ShardAssets(n.Base, n.Region, 0).Stream)
 		}
 		if info, ok := r.Regions[n.Region]; ok && info.Replicas == n.Base.Replicas {
 			return errNoChange
@@ -215,46 +238,62 @@ func (n *Node) register(ctx context.Context) (Record, error) {
 // stale in the record, so its nodes read from the home until an operator
 // runs failback for it. Assets are never replaced here.
 func (n *Node) provision(ctx context.Context, rec Record) (Record, error) {
-	local, home := rec.Assets(n.Base, n.Region), rec.Assets(n.Base, rec.Home)
+	local, home, shards := rec.Assets(n.Base, n.Region), rec.Assets(n.Base, rec.Home), rec.ShardCount()
 	switch roleOf(&rec, n.Region) {
 	case RoleHome:
-		return rec, jetstream.ProvisionPrimary(ctx, n.JS, local, n.Region)
+		return rec, jetstream.ProvisionPrimaryShards(ctx, n.JS, local, n.Region, shards)
 	case RoleStale:
 		return rec, nil
 	}
-	if err := jetstream.ProvisionMirror(ctx, n.JS, local, home, n.Region); err != nil {
+	if err := jetstream.ProvisionMirrorShards(ctx, n.JS, local, home, n.Region, shards); err != nil {
 		return rec, err
 	}
-	st, err := jetstream.Probe(ctx, n.JS, local.Stream)
-	if err != nil || !st.Reachable || st.MirrorOf == home.Stream {
-		return rec, err
+	// One shard's stream that is not a mirror of the home's shard makes
+	// the region stale: it reads every shard from the home until failback.
+	for k := range shards {
+		lk, hk := local.Shard(k), home.Shard(k)
+		st, err := jetstream.Probe(ctx, n.JS, lk.Stream)
+		if err != nil || !st.Reachable || st.MirrorOf == hk.Stream {
+			if err != nil {
+				return rec, err
+			}
+			continue
+		}
+		n.Logger.Warn("region: this region's stream is not a mirror of the home's; reading from the home until 'pi-ctl failback --from "+n.Region+"'",
+			logKeyStream, lk.Stream, logKeyMirrorOf, st.MirrorOf, logKeyHome, hk.Stream)
+		return n.reg.Update(ctx, func(r *Record, _ bool) error {
+			if _, ok := r.Stale[n.Region]; ok || r.Home == n.Region {
+				return errNoChange
+			}
+			// Nothing known to be shared: failback merges all of it.
+			r.setStale(n.Region, make([]uint64, r.ShardCount()))
+			r.UpdatedAt, r.Change = n.Now().UTC(), "region "+n.Region+" found stale by a node"
+			return nil
+		})
 	}
-	n.Logger.Warn("region: this region's stream is not a mirror of the home's; reading from the home until 'pi-ctl failback --from "+n.Region+"'",
-		logKeyStream, local.Stream, logKeyMirrorOf, st.MirrorOf, logKeyHome, home.Stream)
-	return n.reg.Update(ctx, func(r *Record, _ bool) error {
-		if _, ok := r.Stale[n.Region]; ok || r.Home == n.Region {
-			return errNoChange
-		}
-		if r.Stale == nil {
-			r.Stale = map[string]uint64{}
-		}
-		r.Stale[n.Region] = 0 // nothing known to be shared: failback merges all of it
-		r.UpdatedAt, r.Change = n.Now().UTC(), "region "+n.Region+" found stale by a node"
-		return nil
-	})
+	return rec, nil
 }
 
 // apply points Log, Cursors and Feed where rec says. It makes no requests,
 // so it cannot fail: a target that is unreachable fails the calls made to
 // it, as the old one did.
 func (n *Node) apply(rec Record) {
+	if rec.ShardCount() != len(n.Feeds) {
+		// Written by another version, or by hand: following it would
+		// route sessions to other shards than they are on.
+		n.Logger.Error("region: ignoring a region record of another shard count than this node's copies",
+			"record_shards", rec.ShardCount(), "node_shards", len(n.Feeds), "record_change", rec.Change)
+		return
+	}
 	role := roleOf(&rec, n.Region)
 	home := rec.Assets(n.Base, rec.Home)
 	feed := rec.Assets(n.Base, n.Region)
 	if role == RoleStale {
 		feed = home
 	}
-	n.Log.set(jetstream.NewLog(n.WriteJS, home))
+	for k := range n.Logs {
+		n.Logs[k].set(jetstream.NewLog(n.WriteJS, home.Shard(k)))
+	}
 	n.Cursors.set(home)
 
 	n.mu.Lock()
@@ -263,32 +302,38 @@ func (n *Node) apply(rec Record) {
 	n.rec, n.wired, n.feed, n.epoch = rec, true, feed, rec.Epoch
 	switch {
 	case first:
-		// The Store has not started: its snapshot, if any, is checked
-		// against the stream's identity when it opens.
-		n.Feed.Switch(jetstream.NewMirrorLog(n.JS, feed), func(uint64) bool { return true })
+		// The Stores have not started: their snapshots, if any, are
+		// checked against the streams' identity when they open.
+		for k, f := range n.Feeds {
+			f.Switch(jetstream.NewMirrorLog(n.JS, feed.Shard(k)), func(uint64) bool { return true })
+		}
 	case prevStream != feed.Stream:
-		n.Feed.Switch(jetstream.NewMirrorLog(n.JS, feed), keeps(prevEpoch, rec))
+		for k, f := range n.Feeds {
+			f.Switch(jetstream.NewMirrorLog(n.JS, feed.Shard(k)), keeps(prevEpoch, rec, k))
+		}
 	case prevEpoch != rec.Epoch:
-		// The same stream in a new epoch: this region's mirror was
-		// promoted. Everything it holds is in the new history.
+		// The same streams in a new epoch: this region's mirrors were
+		// promoted. Everything they hold is in the new history.
 	default:
 		return
 	}
 	n.Logger.Info("region: wired", logKeyRegion, n.Region, logKeyRole, role, logKeyHome, rec.Home, logKeyEpoch, rec.Epoch,
-		logKeyReads, feed.Stream, logKeyWrites, home.Stream)
+		logKeyReads, feed.Stream, logKeyWrites, home.Stream, "shards", len(n.Feeds))
 }
 
-// keeps says whether a Store that followed a stream of history prevEpoch,
-// and has applied up to some sequence, may go on in rec's history: within
-// one history, always; into the next one, if it applied nothing past the
-// sequence at which the new home forked from the old; else never.
-func keeps(prevEpoch uint64, rec Record) func(applied uint64) bool {
+// keeps says whether shard k's Store, which followed a stream of history
+// prevEpoch and has applied up to some sequence of it, may go on in rec's
+// history: within one history, always; into the next one, if it applied
+// nothing past the sequence at which the new home's shard k forked from
+// the old; else never.
+func keeps(prevEpoch uint64, rec Record, k int) func(applied uint64) bool {
+	fork := rec.ForkSeqOf(k)
 	return func(applied uint64) bool {
 		switch rec.Epoch {
 		case prevEpoch:
 			return true
 		case prevEpoch + 1:
-			return applied <= rec.ForkSeq
+			return applied <= fork
 		}
 		return false
 	}
@@ -313,36 +358,66 @@ func (n *Node) FeedConfig() jetstream.Config {
 const homeProbeTimeout = 500 * time.Millisecond
 
 // Ready reports why the node should not take traffic yet as far as its
-// region goes, or nil: in a mirror region, until the mirror it reads has
-// held everything the home held at least once since the node started
-// following it — before that it is still copying what the home
+// region goes, or nil: in a mirror region, until every shard's mirror it
+// reads has held everything the home held at least once since the node
+// started following it — before that it is still copying what the home
 // acknowledged earlier, and a failover would inherit none of it.
 func (n *Node) Ready() error {
 	n.mu.Lock()
-	rec, reads := n.rec.clone(), n.feed.Stream
+	rec, reads := n.rec.clone(), n.feed
 	n.mu.Unlock()
-	if roleOf(&rec, n.Region) != RoleMirror || n.Feed.caughtUp() {
+	if roleOf(&rec, n.Region) != RoleMirror {
 		return nil
 	}
-	return fmt.Errorf("region %s: the mirror %s has not caught up with the home's stream %s yet since this node started", n.Region, reads, rec.Assets(n.Base, rec.Home).Stream)
+	home := rec.Assets(n.Base, rec.Home)
+	for k, f := range n.Feeds {
+		if !f.caughtUp() {
+			return fmt.Errorf("region %s: the mirror %s has not caught up with the home's stream %s yet since this node started", n.Region, reads.Shard(k).Stream, home.Shard(k).Stream)
+		}
+	}
+	return nil
 }
 
-// Status reports the node's region, role, the streams it reads and writes,
-// and, in a mirror region, the mirror's lag.
+// Status reports the node's region, role, the streams it reads and writes
+// (shard 0's), and, in a mirror region, its mirrors' lag.
 func (n *Node) Status(ctx context.Context) wire.RegionStatus {
 	n.mu.Lock()
-	rec, reads := n.rec.clone(), n.feed.Stream // one wiring, not two
+	rec, reads := n.rec.clone(), n.feed // one wiring, not two
 	n.mu.Unlock()
+	home := rec.Assets(n.Base, rec.Home)
 	st := wire.RegionStatus{
 		Region: n.Region, Role: string(roleOf(&rec, n.Region)), Home: rec.Home, Epoch: rec.Epoch, ForkSeq: rec.ForkSeq,
-		Regions: rec.RegionNames(), Stale: rec.Stale, Reads: reads, Writes: rec.Assets(n.Base, rec.Home).Stream,
+		Regions: rec.RegionNames(), Stale: rec.Stale, Reads: reads.Stream, Writes: home.Stream,
 		RecordUpdated: rec.UpdatedAt, RecordChange: rec.Change,
+	}
+	if rec.ShardCount() > 1 {
+		st.Shards, st.ForkSeqs, st.StaleShards = rec.Shards, rec.ForkSeqs, rec.StaleShards
 	}
 	if st.Role != string(RoleMirror) {
 		return st
 	}
+	// Side by side: a home that does not answer costs each probe its
+	// timeout, which must not add up over the shards.
+	ms := make([]wire.MirrorStatus, len(n.Feeds))
+	var wg sync.WaitGroup
+	for k := range n.Feeds {
+		wg.Go(func() { ms[k] = n.mirrorStatus(ctx, reads.Shard(k).Stream, home.Shard(k).Stream, n.Feeds[k]) })
+	}
+	wg.Wait()
+	if len(ms) == 1 {
+		st.Mirror = &ms[0]
+		return st
+	}
+	st.ShardMirrors = ms
+	st.Mirror = sumMirrors(ms)
+	return st
+}
+
+// mirrorStatus is the state of the mirror reads, which f follows, against
+// its origin writes.
+func (n *Node) mirrorStatus(ctx context.Context, reads, writes string, f *Feed) wire.MirrorStatus {
 	ps, err := jetstream.Probe(ctx, n.JS, reads)
-	m := &wire.MirrorStatus{Origin: ps.MirrorOf, LastSeq: ps.LastSeq, Error: ps.MirrorErr, Reachable: ps.Reachable, CaughtUp: n.Feed.caughtUp()}
+	m := wire.MirrorStatus{Origin: ps.MirrorOf, LastSeq: ps.LastSeq, Error: ps.MirrorErr, Reachable: ps.Reachable, CaughtUp: f.caughtUp()}
 	if ps.Active > 0 {
 		m.LastContact = ps.Active.Round(time.Millisecond).String()
 	}
@@ -355,7 +430,7 @@ func (n *Node) Status(ctx context.Context) wire.RegionStatus {
 	// the mirror's report is 0 until its first messages arrive.
 	p := jetstream.MirrorPosition{LastSeq: ps.LastSeq, Reported: ps.Reachable && ps.Active >= 0, ReportedLag: ps.Lag}
 	hctx, cancel := context.WithTimeout(ctx, homeProbeTimeout)
-	hs, herr := jetstream.Probe(hctx, n.JS, st.Writes)
+	hs, herr := jetstream.Probe(hctx, n.JS, writes)
 	cancel()
 	if herr == nil && hs.Reachable {
 		p.OriginLastSeq, p.OriginAnswered = hs.LastSeq, true
@@ -365,6 +440,49 @@ func (n *Node) Status(ctx context.Context) wire.RegionStatus {
 	if lag, ok := p.Lag(); ok && ps.Reachable {
 		m.Lag, m.LagFrom = &lag, p.LagSource()
 	}
-	st.Mirror = m
-	return st
+	return m
+}
+
+// sumMirrors is the state of every shard's mirror as one: sequences and
+// lags summed (the lag unknown if one is; the home's last sequence unknown
+// if one did not answer), caught up and reachable if every one is, the
+// first error, the longest time since a contact.
+func sumMirrors(ms []wire.MirrorStatus) *wire.MirrorStatus {
+	out := &wire.MirrorStatus{Origin: ms[0].Origin, CaughtUp: true, Reachable: true, LagFrom: ms[0].LagFrom}
+	var lag, home uint64
+	lagKnown, homeKnown := true, true
+	var contact time.Duration
+	for _, m := range ms {
+		out.LastSeq += m.LastSeq
+		out.CaughtUp = out.CaughtUp && m.CaughtUp
+		out.Reachable = out.Reachable && m.Reachable
+		if out.Error == "" {
+			out.Error = m.Error
+		}
+		if m.Lag == nil {
+			lagKnown = false
+		} else {
+			lag += *m.Lag
+		}
+		if m.HomeLastSeq == nil {
+			homeKnown = false
+		} else {
+			home += *m.HomeLastSeq
+		}
+		if m.LagFrom != out.LagFrom {
+			out.LagFrom = "mixed"
+		}
+		if d, err := time.ParseDuration(m.LastContact); err == nil && d > contact {
+			contact, out.LastContact = d, m.LastContact
+		}
+	}
+	if lagKnown {
+		out.Lag = &lag
+	} else {
+		out.LagFrom = "unknown"
+	}
+	if homeKnown {
+		out.HomeLastSeq = &home
+	}
+	return out
 }

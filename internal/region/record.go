@@ -9,6 +9,7 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -88,6 +89,15 @@ type Record struct {
 	// home until failback merges what the stream has beyond that sequence
 	// and replaces it with a mirror.
 	Stale map[string]uint64 `json:"stale,omitempty"`
+	// Shards is how many shards every region's copy has (0: one). It is
+	// fixed when the record is made: shard k of a mirror mirrors the
+	// home's shard k.
+	Shards int `json:"shards,omitempty"`
+	// ForkSeqs and StaleShards are ForkSeq and Stale for every shard, by
+	// shard, when there are several: each shard's stream has its own
+	// sequences. Their shard 0 is ForkSeq's and Stale's.
+	ForkSeqs    []uint64            `json:"forkSeqs,omitempty"`
+	StaleShards map[string][]uint64 `json:"staleShards,omitempty"`
 	// Regions is every region a node has started in, with its replicas.
 	Regions map[string]RegionInfo `json:"regions"`
 	// Names are the single-region asset names the regions' names derive from.
@@ -109,11 +119,110 @@ func (r *Record) Assets(base pijs.Config, name string) pijs.Config {
 	return Assets(base, r.Names, name, r.Regions[name].Replicas)
 }
 
+// ShardCount is how many shards every region's copy has.
+func (r *Record) ShardCount() int { return max(r.Shards, 1) }
+
+// ShardAssets returns shard k of region name's copy.
+func (r *Record) ShardAssets(base pijs.Config, name string, k int) pijs.Config {
+	return r.Assets(base, name).Shard(k)
+}
+
+// ForkSeqOf is ForkSeq of shard k.
+func (r *Record) ForkSeqOf(k int) uint64 {
+	if k == 0 {
+		return r.ForkSeq
+	}
+	if k < len(r.ForkSeqs) {
+		return r.ForkSeqs[k]
+	}
+	return 0
+}
+
+// StaleOf is the last sequence shard k of stale region name shares with
+// the home's history; ok is false if the region is not stale.
+func (r *Record) StaleOf(name string, k int) (shared uint64, ok bool) {
+	shared, ok = r.Stale[name]
+	if !ok || k == 0 {
+		return shared, ok
+	}
+	if s := r.StaleShards[name]; k < len(s) {
+		return s[k], true
+	}
+	return 0, true // nothing known to be shared: failback merges all of it
+}
+
+// setStale records stale region name's shared sequences, by shard.
+func (r *Record) setStale(name string, shared []uint64) {
+	if r.Stale == nil {
+		r.Stale = map[string]uint64{}
+	}
+	r.Stale[name] = shared[0]
+	if r.ShardCount() > 1 {
+		if r.StaleShards == nil {
+			r.StaleShards = map[string][]uint64{}
+		}
+		r.StaleShards[name] = slices.Clone(shared)
+	}
+}
+
+// clearStale ends region name's staleness.
+func (r *Record) clearStale(name string) {
+	delete(r.Stale, name)
+	delete(r.StaleShards, name)
+	if len(r.StaleShards) == 0 {
+		r.StaleShards = nil
+	}
+}
+
 func (r *Record) clone() Record {
 	c := *r
 	c.Stale = maps.Clone(r.Stale)
 	c.Regions = maps.Clone(r.Regions)
+	c.ForkSeqs = slices.Clone(r.ForkSeqs)
+	if r.StaleShards != nil {
+		c.StaleShards = make(map[string][]uint64, len(r.StaleShards))
+		for name, s := range r.StaleShards {
+			c.StaleShards[name] = slices.Clone(s)
+		}
+	}
 	return c
+}
+
+// ShardsError is a node started with another shard count than the
+// record's: every region's copy has the record's, fixed when it was made.
+type ShardsError struct {
+	Record, Node int
+}
+
+func (e *ShardsError) Error() string {
+	return fmt.Sprintf("the region record says every region's copy has %d shard(s); this node was started with --shards %d: start it with --shards %d, or without --shards to take the record's (the count is fixed when the record is made)", e.Record, e.Node, e.Record)
+}
+
+// shardSuffix is a region name that ends like a shard's stream suffix.
+var shardSuffix = regexp.MustCompile(`^(.+)_([0-9]+)$`)
+
+// clashes returns a region of regions whose shard stream would carry
+// name's stream name (A and A_1: PI_SESSIONS_A_1 is both shard 1 of A and
+// shard 0 of A_1) when copies have n shards, or "".
+func clashes(name string, regions []string, n int) string {
+	if n <= 1 {
+		return ""
+	}
+	for _, other := range regions {
+		if other == name {
+			continue
+		}
+		for _, pair := range [][2]string{{name, other}, {other, name}} {
+			m := shardSuffix.FindStringSubmatch(pair[0])
+			if m == nil || m[1] != pair[1] {
+				continue
+			}
+			if k, err := strconv.Atoi(m[2]); err == nil && k >= 1 && k < n && strconv.Itoa(k) == m[2] {
+				return other
+			}
+		}
+	}
+	return ""
 }
 
 // recordKey is the record's key in the bucket.

@@ -57,7 +57,7 @@ func TestFailoverAndFailbackKeepBothSides(t *testing.T) {
 			return fmt.Errorf("mirror status with A lost and B's mirror restarted: %+v", m)
 		}
 		// Nor does the Store learn a log's end from it.
-		if _, err := b.node.Feed.LastSeq(ctx); !errors.Is(err, jetstream.ErrLagUnknown) || !errors.Is(err, wire.ErrUnavailable) {
+		if _, err := b.node.Feeds[0].LastSeq(ctx); !errors.Is(err, jetstream.ErrLagUnknown) || !errors.Is(err, wire.ErrUnavailable) {
 			return fmt.Errorf("the Feed's last sequence with the lag unknown: %v", err)
 		}
 		return nil

@@ -188,10 +188,19 @@ type RegionStatus struct {
 	// writes go to.
 	Reads  string `json:"reads"`
 	Writes string `json:"writes"`
-	// Mirror is the state of this region's mirror (role mirror only).
-	Mirror        *MirrorStatus `json:"mirror,omitempty"`
-	RecordUpdated time.Time     `json:"recordUpdatedAt"`
-	RecordChange  string        `json:"recordChange"`
+	// Shards is how many shards every region's copy has, when more than
+	// one; ForkSeqs and StaleShards are then ForkSeq and Stale by shard.
+	Shards      int                 `json:"shards,omitempty"`
+	ForkSeqs    []uint64            `json:"forkSeqs,omitempty"`
+	StaleShards map[string][]uint64 `json:"staleShards,omitempty"`
+	// Mirror is the state of this region's mirror (role mirror only);
+	// with shards, of all of them: sequences and lags summed (the lag
+	// unknown if one shard's is), caught up and reachable if every one
+	// is. ShardMirrors has each shard's.
+	Mirror        *MirrorStatus  `json:"mirror,omitempty"`
+	ShardMirrors  []MirrorStatus `json:"shardMirrors,omitempty"`
+	RecordUpdated time.Time      `json:"recordUpdatedAt"`
+	RecordChange  string         `json:"recordChange"`
 }
 
 // MirrorStatus is a mirror stream as its leader reports it, measured
