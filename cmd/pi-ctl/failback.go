@@ -81,14 +81,14 @@ func runFailback(ctx context.Context, e *env, args []string) error {
 	st := rep.Stats
 	merged := "nothing to merge (already replaced)"
 	if rep.Merged {
-		merged = fmt.Sprintf("%d entries republished (%d sessions, %d of them new), %d already in %s, %d id conflicts kept as the home has them; %d records read after sequence %d",
-			st.Entries, st.Sessions, st.Created, st.Present, rep.Home, st.Conflicts, st.Scanned, rep.Shared)
+		merged = fmt.Sprintf("%d entries republished (%d sessions, %d of them new), %d already in %s, %d id conflicts kept as the home has them; %d records read after sequence %s",
+			st.Entries, st.Sessions, st.Created, st.Present, rep.Home, st.Conflicts, st.Scanned, byShard(rep.Shared, rep.SharedShards))
 	}
 	return keyValues(e.stdout,
 		"region", fmt.Sprintf("%s: a mirror of %s again", rep.From, rep.Home),
 		"entries", merged,
 		"cursors", fmt.Sprintf("%d copied or moved forward, %d newer in %s kept", st.Cursors, st.CursorsKept, rep.Home),
-		"mirror", fmt.Sprintf("caught up with %s at sequence %d", rep.Home, rep.MirrorAt),
+		"mirror", fmt.Sprintf("caught up with %s at sequence %s", rep.Home, byShard(rep.MirrorAt, rep.MirrorAtShards)),
 		"took", rep.Took.Round(time.Millisecond).String())
 }
 

@@ -161,17 +161,17 @@ func runFailover(ctx context.Context, e *env, args []string) error {
 		return printJSON(e.stdout, rep)
 	}
 	if !rep.Changed {
-		_, err := fmt.Fprintf(e.stdout, "already done: %s is the home region (epoch %d, inherited sequences 1–%d); nothing changed\n", rep.To, rep.Epoch, rep.ForkSeq)
+		_, err := fmt.Fprintf(e.stdout, "already done: %s is the home region (epoch %d, inherited %s); nothing changed\n", rep.To, rep.Epoch, inherited(rep.ForkSeq, rep.ForkSeqs))
 		return err
 	}
 	var stale []string
 	for _, name := range slices.Sorted(maps.Keys(rep.Stale)) {
-		stale = append(stale, fmt.Sprintf("%s (shares sequences up to %d)", name, rep.Stale[name]))
+		stale = append(stale, fmt.Sprintf("%s (shares sequences up to %s)", name, byShard(rep.Stale[name], rep.StaleShards[name])))
 	}
 	kv := []string{
 		"home", fmt.Sprintf("%s (was %s), epoch %d", rep.To, rep.From, rep.Epoch),
 		"old home", rep.HomeState,
-		"inherited", "sequences 1–" + strconv.FormatUint(rep.ForkSeq, 10),
+		"inherited", inherited(rep.ForkSeq, rep.ForkSeqs),
 	}
 	if rep.Lost != "" {
 		kv = append(kv, "missing", rep.Lost)
@@ -179,4 +179,30 @@ func runFailover(ctx context.Context, e *env, args []string) error {
 	return keyValues(e.stdout, append(kv,
 		"stale", orDash(strings.Join(stale, ", "))+"; run 'pi-ctl failback --from REGION' for each once it is reachable",
 		"took", rep.Took.Round(time.Millisecond).String())...)
+}
+
+// inherited names the sequences a new home inherited: of its one stream,
+// or of each shard's.
+func inherited(forkSeq uint64, byShard []uint64) string {
+	if len(byShard) == 0 {
+		return "sequences 1–" + strconv.FormatUint(forkSeq, 10)
+	}
+	parts := make([]string, len(byShard))
+	for k, seq := range byShard {
+		parts[k] = fmt.Sprintf("1–%d of shard %d", seq, k)
+	}
+	return "sequences " + strings.Join(parts, ", ")
+}
+
+// byShard is a sequence of one stream, or one per shard ("5, 3 and 9 by
+// shard").
+func byShard(seq uint64, shards []uint64) string {
+	if len(shards) == 0 {
+		return strconv.FormatUint(seq, 10)
+	}
+	parts := make([]string, len(shards))
+	for k, s := range shards {
+		parts[k] = strconv.FormatUint(s, 10)
+	}
+	return strings.Join(parts, ", ") + " by shard"
 }

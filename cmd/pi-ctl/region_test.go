@@ -72,3 +72,40 @@ func TestStatusShowsRegion(t *testing.T) {
 		t.Errorf("status after a failover:\n%s", out.String())
 	}
 }
+
+// TestStatusShowsShardedRegion: with shards, the mirror line sums every
+// shard's and a line per shard follows; forks and staleness are by shard.
+func TestStatusShowsShardedRegion(t *testing.T) {
+	var s statusReply
+	body := `{"node":"b1","service":"pi-sessions","version":"1.0.0","store":{},"jetstream":{"mode":"embedded-region",
+		"stream":{"name":"PI_SESSIONS_B","replicas":1,"leader":"b1"},"bucket":"PI_CURSORS_A",
+		"region":{"region":"B","role":"mirror","home":"A","epoch":1,"regions":["A","B"],"reads":"PI_SESSIONS_B","writes":"PI_SESSIONS_A","shards":2,
+		"mirror":{"origin":"PI_SESSIONS_A","lastSeq":50,"homeLastSeq":53,"lag":3,"lagFrom":"origin","lastContact":"12ms","caughtUp":true,"reachable":true},
+		"shardMirrors":[{"origin":"PI_SESSIONS_A","lastSeq":42,"homeLastSeq":45,"lag":3,"lagFrom":"origin","lastContact":"12ms","caughtUp":true,"reachable":true},
+			{"origin":"PI_SESSIONS_A_1","lastSeq":8,"homeLastSeq":8,"lag":0,"lagFrom":"origin","lastContact":"9ms","caughtUp":true,"reachable":true}],
+		"recordUpdatedAt":"2026-11-30T10:00:00Z","recordChange":"bootstrap: home A, by a node of A"}}}`
+	if err := json.Unmarshal([]byte(body), &s); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	writeStatus(&out, &s)
+	for _, want := range []string{
+		"home       A, epoch 1; every region's copy in 2 shards",
+		"mirror     every shard's: PI_SESSIONS_A at 50, lag 3 (the home is at 53)",
+		"  shard 0  PI_SESSIONS_A at 42, lag 3 (the home is at 45)",
+		"  shard 1  PI_SESSIONS_A_1 at 8, lag 0 (the home is at 8)",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("status lacks %q:\n%s", want, out.String())
+		}
+	}
+	r := s.JetStream.Region
+	r.Role, r.Home, r.Epoch, r.Mirror, r.ShardMirrors = "home", "B", 2, nil, nil
+	r.Stale, r.StaleShards = map[string]uint64{"A": 40}, map[string][]uint64{"A": {40, 7}}
+	r.ForkSeq, r.ForkSeqs = 40, []uint64{40, 7}
+	out.Reset()
+	writeStatus(&out, &s)
+	if !strings.Contains(out.String(), "A: stale (shares up to 40, 7 by shard; needs failback)") || !strings.Contains(out.String(), "inherited sequences up to 40, 7 by shard") {
+		t.Errorf("status after a failover:\n%s", out.String())
+	}
+}

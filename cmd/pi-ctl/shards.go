@@ -79,7 +79,7 @@ func runShards(ctx context.Context, e *env, args []string) error {
 	m, changed := before, false
 	if to != nil {
 		if _, err := conn.JS.KeyValue(ctx, a.bucket); err == nil {
-			return fmt.Errorf("%w: the region record bucket %s exists: a cross-region deployment takes one shard for now", region.ErrRefused, a.bucket)
+			return fmt.Errorf("%w: the region record bucket %s exists: a cross-region deployment's shard count is fixed when its region record is made (every region's copy would need its new shards mirrored first)", region.ErrRefused, a.bucket)
 		}
 		at := time.Now().Add(*in)
 		if m, err = jetstream.Migrate(ctx, conn.JS, cfg, *to, at); err != nil {

@@ -24,7 +24,7 @@ func writeRegion(out *strings.Builder, r *wire.RegionStatus) {
 		case name == r.Home:
 			state = "home"
 		case stale:
-			state = fmt.Sprintf("stale (shares up to %d; needs failback)", r.Stale[name])
+			state = fmt.Sprintf("stale (shares up to %s; needs failback)", byShard(r.Stale[name], r.StaleShards[name]))
 		}
 		regions = append(regions, name+": "+state)
 	}
@@ -34,8 +34,11 @@ func writeRegion(out *strings.Builder, r *wire.RegionStatus) {
 		}
 	}
 	home := fmt.Sprintf("%s, epoch %d", r.Home, r.Epoch)
-	if r.ForkSeq > 0 {
-		home += fmt.Sprintf(" (inherited sequences up to %d)", r.ForkSeq)
+	if r.ForkSeq > 0 || len(r.ForkSeqs) > 0 {
+		home += fmt.Sprintf(" (inherited sequences up to %s)", byShard(r.ForkSeq, r.ForkSeqs))
+	}
+	if r.Shards > 1 {
+		home += fmt.Sprintf("; every region's copy in %d shards", r.Shards)
 	}
 	kv := []string{
 		"region", fmt.Sprintf("%s, %s", r.Region, r.Role),
@@ -45,22 +48,34 @@ func writeRegion(out *strings.Builder, r *wire.RegionStatus) {
 		"writes", r.Writes,
 	}
 	if m := r.Mirror; m != nil {
-		lag := "unknown (the mirror has not heard from the home, which does not answer)"
-		switch {
-		case m.Lag != nil && m.HomeLastSeq != nil:
-			lag = fmt.Sprintf("%d (the home is at %d)", *m.Lag, *m.HomeLastSeq)
-		case m.Lag != nil:
-			lag = fmt.Sprintf("%d as the mirror last reported (the home does not answer)", *m.Lag)
-		}
-		if !m.CaughtUp {
-			lag += ", not caught up yet since the node started"
-		}
-		lag = fmt.Sprintf("%s at %d, lag %s, last contact %s ago", m.Origin, m.LastSeq, lag, orDash(m.LastContact))
-		if m.Error != "" {
-			lag += ", error: " + m.Error
+		lag := mirrorLine(m)
+		if len(r.ShardMirrors) > 0 {
+			lag = "every shard's: " + lag
 		}
 		kv = append(kv, "mirror", lag)
+		for k, sm := range r.ShardMirrors {
+			kv = append(kv, fmt.Sprintf("  shard %d", k), mirrorLine(&sm))
+		}
 	}
 	kv = append(kv, "record", fmt.Sprintf("%s (%s)", orDash(r.RecordChange), shortTime(r.RecordUpdated)))
 	keyValues(out, kv...)
+}
+
+// mirrorLine describes one mirror (or every shard's, summed).
+func mirrorLine(m *wire.MirrorStatus) string {
+	lag := "unknown (the mirror has not heard from the home, which does not answer)"
+	switch {
+	case m.Lag != nil && m.HomeLastSeq != nil:
+		lag = fmt.Sprintf("%d (the home is at %d)", *m.Lag, *m.HomeLastSeq)
+	case m.Lag != nil:
+		lag = fmt.Sprintf("%d as the mirror last reported (the home does not answer)", *m.Lag)
+	}
+	if !m.CaughtUp {
+		lag += ", not caught up yet since the node started"
+	}
+	lag = fmt.Sprintf("%s at %d, lag %s, last contact %s ago", m.Origin, m.LastSeq, lag, orDash(m.LastContact))
+	if m.Error != "" {
+		lag += ", error: " + m.Error
+	}
+	return lag
 }

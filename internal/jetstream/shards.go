@@ -224,7 +224,7 @@ func migrate(ctx context.Context, js jetstream.JetStream, cfg Config, n int, at 
 	}
 	sc := s.CachedInfo().Config
 	if sc.Mirror != nil || len(sc.Sources) > 0 || sc.Sealed {
-		return shard.Map{}, fmt.Errorf("%w: stream %s is a mirror, sourced or sealed (a cross-region deployment's?): cross-region mode takes one shard for now", wire.ErrInvalid, sc.Name)
+		return shard.Map{}, fmt.Errorf("%w: stream %s is a mirror, sourced or sealed (a cross-region deployment's?): a cross-region deployment's shard count is fixed when its region record is made", wire.ErrInvalid, sc.Name)
 	}
 	cur, err := mapOf(sc)
 	if err != nil {

@@ -281,8 +281,8 @@ func (c *Config) check() error {
 		return fmt.Errorf("--shards must be 1 to %d (or absent: the store's), not %d", shard.Max, c.Shards)
 	case c.Hold < 0:
 		return fmt.Errorf("--hold must be at least 1 (or absent), not %d", c.Hold)
-	case c.Shards > 1 && c.Region != "":
-		return errors.New("--shards above 1 is not supported in cross-region mode yet: a region mirrors one stream")
+	case c.Hold > 0 && c.Region != "":
+		return errors.New("--hold is not for cross-region mode: every node of a region holds every shard of its region's copy")
 	case c.Replicas != 1 && c.Replicas != 3 && c.Replicas != 5:
 		return fmt.Errorf("--replicas must be 1, 3 or 5, not %d", c.Replicas)
 	case c.LogFormat != "text" && c.LogFormat != "json":

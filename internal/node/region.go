@@ -167,11 +167,22 @@ func (m *Node) backend(ctx context.Context, name string, logger *slog.Logger) (s
 	r := &c.RegionConfig
 	logger.Info("joining the regions", "region", r.Region, "tiebreaker", r.Tiebreaker, "replicas", c.Replicas)
 	m.region = &region.Node{JS: m.conn.JS, WriteJS: m.writeConn.JS, Base: m.jsCfg, Region: r.Region, HomeRegion: r.HomeRegion,
-		RecordBucket: r.RecordBucket, RecordCluster: r.Tiebreaker, RecordReplicas: r.RecordReplicas, Logger: logger}
+		RecordBucket: r.RecordBucket, RecordCluster: r.Tiebreaker, RecordReplicas: r.RecordReplicas, Shards: c.Shards, Logger: logger}
 	if err := m.region.Open(ctx); err != nil {
+		var se *region.ShardsError
+		if errors.As(err, &se) {
+			return nil, nil, nil, fmt.Errorf("--shards %d: %w", c.Shards, err)
+		}
 		return nil, nil, nil, fmt.Errorf("region %s (node %s): %w", r.Region, name, err)
 	}
-	return m.region.Log, []feedLog{m.region.Feed}, m.region.Cursors, nil
+	feeds := make([]feedLog, len(m.region.Feeds))
+	for k := range feeds {
+		feeds[k] = m.region.StoreFeed(k)
+	}
+	if len(feeds) > 1 {
+		logger.Info("every region's copy is sharded", "shards", len(feeds))
+	}
+	return m.region.WriteLog(), feeds, m.region.Cursors, nil
 }
 
 // streamConfig is the stream this node's Store follows now, for status

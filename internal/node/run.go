@@ -188,10 +188,7 @@ func (m *Node) start(ctx context.Context) error {
 	// must not hold up a shutdown, nor outlive the Store and connection.
 	bgCtx, stopBG := context.WithCancel(ctx)
 	m.stopBG = stopBG
-	sm := shard.OneMap(1)
-	if m.sharded != nil {
-		sm = m.sharded.Map()
-	}
+	sm := m.shardMap()
 	var stores []*store.Store
 	if hold := c.holdOf(sm.Streams()); hold > 0 && m.sharded != nil {
 		members, err := jetstream.OpenMembers(ctx, m.conn.JS, m.jsCfg, name)
@@ -217,9 +214,11 @@ func (m *Node) start(ctx context.Context) error {
 		m.holder.Stores = m.stores
 	}
 	if m.region != nil {
-		// A region failover may hand the Store a stream of another
-		// history; the Feed then empties it (see region.Feed).
-		m.region.Feed.SetReset(stores[0].Reset)
+		// A region failover may hand a Store a stream of another
+		// history; its Feed then empties it (see region.Feed).
+		for k, st := range stores {
+			m.region.Feeds[k].SetReset(st.Reset)
+		}
 	}
 	for _, st := range stores {
 		if err := st.Open(ctx); err != nil {
@@ -227,7 +226,7 @@ func (m *Node) start(ctx context.Context) error {
 		}
 	}
 	m.bg.Go(func() { m.releaseAfterRebuild(bgCtx) })
-	if c.Replicas > 1 && m.region == nil {
+	if c.Replicas > 1 {
 		m.bg.Go(func() { m.balanceLeaders(bgCtx) })
 	}
 	// Reads fall back to what the Store follows: in a mirror region its
@@ -235,7 +234,7 @@ func (m *Node) start(ctx context.Context) error {
 	// session's shard.
 	var readLog session.Log = log
 	if m.region != nil {
-		readLog = feeds[0]
+		readLog = m.region.ReadLog()
 	}
 	m.svc = &service.Service{Log: log, ReadLog: readLog, Store: m.stores, Cursors: cursors, CursorWait: c.MinSeqTimeout}
 	archive, err := m.newArchiver(ctx, log, name, logger)
@@ -598,7 +597,12 @@ func (m *Node) releaseAfterRebuild(ctx context.Context) {
 func (m *Node) balanceLeaders(ctx context.Context) {
 	for attempt := 0; ; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		moved, err := jetstream.BalanceLeaders(actx, m.conn.JS, m.jsCfg, len(m.streams()))
+		// In a region, its own copy's streams (a region balances its own).
+		cfg, n := m.jsCfg, len(m.streams())
+		if m.region != nil {
+			cfg, n = m.region.OwnConfig(), len(m.region.Feeds)
+		}
+		moved, err := jetstream.BalanceLeaders(actx, m.conn.JS, cfg, n)
 		cancel()
 		switch {
 		case err != nil:
@@ -628,9 +632,9 @@ func (m *Node) newStore(k int, feed feedLog, log session.Log, logger *slog.Logge
 		// CAS of its own stream, and snapshots on its own; a fork's
 		// parent may be in any shard.
 		so.Writer, so.Parents = feed, log
-		if k > 0 || n > 1 {
-			so.Logger = logger.With("shard", k)
-		}
+	}
+	if k > 0 || n > 1 {
+		so.Logger = logger.With("shard", k)
 	}
 	if c.SnapshotInterval > 0 {
 		so.SnapshotDir = filepath.Join(c.DataDir, storeDir(k))
@@ -657,7 +661,7 @@ func (m *Node) newStore(k int, feed feedLog, log session.Log, logger *slog.Logge
 		// The region's stream may switch to one of another history
 		// (a failover): the index takes that decision for itself, for
 		// what it has indexed, and starts over when it must.
-		so.Search, so.SearchFeed = idx, m.region.Feed.View(idx.FeedReset)
+		so.Search, so.SearchFeed = idx, m.region.SearchFeed(k, idx.FeedReset)
 	default:
 		so.Search = idx
 	}
@@ -670,6 +674,18 @@ func searchDir(k int) string {
 		return "search"
 	}
 	return "search-" + strconv.Itoa(k)
+}
+
+// shardMap places sessions on the Stores: the store's map, or in a
+// region the copies' (the record's count).
+func (m *Node) shardMap() shard.Map {
+	switch {
+	case m.region != nil:
+		return m.region.ShardMap()
+	case m.sharded != nil:
+		return m.sharded.Map()
+	}
+	return shard.OneMap(1)
 }
 
 // streams is every shard's stream, by shard (none in region mode).

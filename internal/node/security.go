@@ -185,10 +185,16 @@ func (m *Node) logNames() []natsauth.Names {
 	for r := range c.Gateways {
 		regions[r] = true
 	}
+	// Every shard of every region's copy; a node started without
+	// --shards takes the record's count, which is not known here: its
+	// users file's jetstream role then reaches shard 0 only (CROSS-REGION.md).
 	var out []natsauth.Names
 	for r := range regions {
 		a := region.Assets(jetstream.Config{}, region.Names{Stream: n.Stream, SubjectPrefix: n.SubjectPrefix, Bucket: n.Bucket}, r, 0)
-		out = append(out, natsauth.Names{Stream: a.Stream, SubjectPrefix: a.SubjectPrefix, Bucket: a.Bucket})
+		for k := range max(c.Shards, 1) {
+			ak := a.Shard(k)
+			out = append(out, natsauth.Names{Stream: ak.Stream, SubjectPrefix: ak.SubjectPrefix, Bucket: a.Bucket})
+		}
 	}
 	return out
 }

@@ -49,7 +49,7 @@ func (m *Node) status(ctx context.Context) (any, error) {
 		}
 	}
 	if len(names) > 1 { // with one stream, Stream says it all
-		out.ShardMap = m.sharded.Map().String()
+		out.ShardMap = m.shardMap().String()
 		out.Shards = append(out.Shards, out.Stream)
 		for _, name := range names[1:] {
 			ss, _, err := m.streamStatus(ctx, name)

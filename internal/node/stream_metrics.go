@@ -199,7 +199,7 @@ func replicaCounts(st wire.StreamStatus) [3]int {
 // shard's, or in a region the one the record says.
 func (m *Node) sessionStreams() []string {
 	cfg := m.streamConfig()
-	out := make([]string, max(1, len(m.streams())))
+	out := make([]string, m.shardMap().Streams())
 	for k := range out {
 		out[k] = cfg.Shard(k).Stream
 	}

@@ -12,13 +12,13 @@ import (
 type FailbackReport struct {
 	// Changed is false when the region was not stale (a rerun): nothing
 	// was done.
-	Changed  bool          `json:"changed"`
-	From     string        `json:"from"`
-	Home     string        `json:"home"`
-	Shared   uint64        `json:"shared"` // the last sequence the region's stream shared with the home's history
-	Merged   bool          `json:"merged"` // false when the region's streams were already gone or mirrors (a rerun)
-	Stats    MergeStats    `json:"stats"`
-	MirrorAt uint64        `json:"mirrorAt"` // the home's last sequence the new mirror reached before the record changed
+	Changed  bool       `json:"changed"`
+	From     string     `json:"from"`
+	Home     string     `json:"home"`
+	Shared   uint64     `json:"shared"` // the last sequence the region's stream shared with the home's history
+	Merged   bool       `json:"merged"` // false when the region's streams were already gone or mirrors (a rerun)
+	Stats    MergeStats `json:"stats"`
+	MirrorAt uint64     `json:"mirrorAt"` // the home's last sequence the new mirror reached before the record changed
 	// SharedShards and MirrorAtShards are Shared and MirrorAt by shard,
 	// with several shards.
 	SharedShards   []uint64      `json:"sharedShards,omitempty"`

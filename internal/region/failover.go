@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -185,7 +186,7 @@ func (a *Admin) Failover(ctx context.Context, to string, force bool) (FailoverRe
 	// before any is promoted: shard 0's promotion promotes the cursor
 	// bucket too, and a half-promoted region is a second home.
 	promoted := make([]bool, shards)
-	var lost []string
+	lost := map[int]jetstream.StreamState{} // shards whose home did not answer
 	for k := range shards {
 		tk, hk := target.Shard(k), home.Shard(k)
 		ts, err := jetstream.Probe(ctx, a.JS, tk.Stream)
@@ -200,11 +201,7 @@ func (a *Admin) Failover(ctx context.Context, to string, force bool) (FailoverRe
 			return rep, fmt.Errorf("%w: %s is not a mirror of %s (mirror of %q)", ErrRefused, tk.Stream, hk.Stream, ts.MirrorOf)
 		}
 		if !hss[k].Reachable && !promoted[k] {
-			l := lostOf(rec.Home, ts)
-			if shards > 1 {
-				l = fmt.Sprintf("shard %d: %s", k, l)
-			}
-			lost = append(lost, l)
+			lost[k] = ts
 		}
 	}
 	for k := range shards {
@@ -219,7 +216,7 @@ func (a *Admin) Failover(ctx context.Context, to string, force bool) (FailoverRe
 			return rep, err
 		}
 	}
-	rep.Lost = strings.Join(lost, "; ")
+	rep.Lost = lostOfShards(rec.Home, lost)
 	a.Progress("promoting %s and its cursor bucket in region %s", streamsOf(target, shards), to)
 	if err := jetstream.PromoteShards(ctx, a.JS, target, to, shards); err != nil {
 		return rep, err
@@ -302,6 +299,32 @@ func lostOf(home string, ts jetstream.StreamState) string {
 	}
 	return fmt.Sprintf("at least %d entries: the mirror's lag at its last contact with %s, %v before the promotion; entries %s acknowledged after that contact are missing too, until failback",
 		ts.Lag, home, ts.Active.Round(time.Millisecond), home)
+}
+
+// lostOfShards is lostOf for the mirrors of the shards in lost (by
+// shard), their lags added up.
+func lostOfShards(home string, lost map[int]jetstream.StreamState) string {
+	if len(lost) <= 1 {
+		for _, ts := range lost {
+			return lostOf(home, ts)
+		}
+		return ""
+	}
+	var sum uint64
+	var oldest time.Duration
+	var lags []string
+	for _, k := range slices.Sorted(maps.Keys(lost)) {
+		ts := lost[k]
+		if ts.Active < 0 {
+			return fmt.Sprintf("unknown: the mirror of shard %d had not heard from %s since it started; every entry %s acknowledged on that shard beyond sequence %d is missing until failback, and more on the others",
+				k, home, home, ts.LastSeq)
+		}
+		sum += ts.Lag
+		oldest = max(oldest, ts.Active)
+		lags = append(lags, fmt.Sprintf("%d", ts.Lag))
+	}
+	return fmt.Sprintf("at least %d entries: the mirrors' lags at their last contact with %s (%s by shard), up to %v before the promotion; entries %s acknowledged after those contacts are missing too, until failback",
+		sum, home, strings.Join(lags, ", "), oldest.Round(time.Millisecond), home)
 }
 
 // load binds to the record bucket and reads the record, retrying while the

@@ -346,6 +346,13 @@ func (n *Node) Record() Record {
 	return n.rec.clone()
 }
 
+// OwnConfig returns this region's own copy (shard 0's names).
+func (n *Node) OwnConfig() jetstream.Config {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.rec.Assets(n.Base, n.Region)
+}
+
 // FeedConfig returns the stream the Store follows now.
 func (n *Node) FeedConfig() jetstream.Config {
 	n.mu.Lock()

@@ -50,6 +50,14 @@ func TestShardedFailoverAndFailback(t *testing.T) {
 	if len(b.node.Feeds) != shards {
 		t.Fatalf("B's node follows %d shards, want the record's %d", len(b.node.Feeds), shards)
 	}
+	// Shard 0's stream of every copy carries the map, so that pi-ctl
+	// backup (jetstream.ReadMap) of a region takes every shard.
+	for _, r := range []string{"A", "B"} {
+		m, err := jetstream.ReadMap(ctx, a.node.JS, Assets(testBase(), NamesOf(testBase()), r, 1))
+		if err != nil || m.Streams() != shards {
+			t.Fatalf("the shard map of region %s's copy: %v (%v), want %d shards", r, m, err, shards)
+		}
+	}
 	sids := sessionsOnEveryShard(t, shards)
 	for _, sid := range sids {
 		a.create(t, sid, "r1")

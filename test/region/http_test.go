@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/proctest"
+	"github.com/pifleet/sessionlog/internal/shard"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
 
@@ -24,6 +25,10 @@ type nodeStatus struct {
 		Applied    uint64 `json:"applied"`
 		LogLastSeq uint64 `json:"logLastSeq"`
 		Lag        uint64 `json:"lag"`
+		// With shards, each shard's Store, its sequences qualified.
+		Shards []struct {
+			Applied uint64 `json:"applied"`
+		} `json:"shards"`
 	} `json:"store"`
 	JetStream struct {
 		Error  string            `json:"error"`
@@ -83,7 +88,7 @@ func entries(ctx context.Context, base, sid string, minSeq uint64) ([]storedEntr
 			return nil, err
 		}
 		if st != http.StatusOK {
-			return nil, fmt.Errorf("entries of %s from %s: %d %s", sid, base, st, body)
+			return nil, &statusError{status: st, msg: fmt.Sprintf("entries of %s from %s: %d %s", sid, base, st, body)}
 		}
 		var page struct {
 			Entries []storedEntry `json:"entries"`
@@ -99,6 +104,14 @@ func entries(ctx context.Context, base, sid string, minSeq uint64) ([]storedEntr
 		after = page.Entries[len(page.Entries)-1].Seq
 	}
 }
+
+// statusError is an answer other than 200.
+type statusError struct {
+	status int
+	msg    string
+}
+
+func (e *statusError) Error() string { return e.msg }
 
 // createSession creates sid with one root entry through base.
 func createSession(t *testing.T, base, sid, root string) {
@@ -145,4 +158,36 @@ func piCtl(t *testing.T, timeout time.Duration, args ...string) (int, string) {
 		t.Fatalf("pi-ctl %v: %v\n%s", args, err, out)
 	}
 	return 0, string(out)
+}
+
+// appliedAt reports whether the node's Store of seq's shard has applied
+// the (qualified) sequence seq.
+func (s nodeStatus) appliedAt(seq uint64) bool {
+	if len(s.Store.Shards) == 0 {
+		return s.Store.Applied >= seq
+	}
+	k := shard.OfSeq(seq)
+	return k < len(s.Store.Shards) && s.Store.Shards[k].Applied >= seq
+}
+
+// mirrorFor is the state of the mirror that holds sid: its shard's, with
+// shards. Its sequences are the stream's own (rawSeq of a served one).
+func (s nodeStatus) mirrorFor(sid string) *wire.MirrorStatus {
+	r := s.JetStream.Region
+	if len(r.ShardMirrors) == 0 {
+		return r.Mirror
+	}
+	if k := shardOfSession(sid); k < len(r.ShardMirrors) {
+		return &r.ShardMirrors[k]
+	}
+	return nil
+}
+
+// shardOfSession is the shard sid is on in every region's copy.
+func shardOfSession(sid string) int {
+	n, err := regionShards()
+	if err != nil {
+		panic(err) // checked by every topology's start
+	}
+	return shard.OneMap(n).Of(sid)
 }

@@ -31,6 +31,10 @@ func runMain(m *testing.M) int {
 	if testing.Short() {
 		return m.Run() // every test skips itself; building would be wasted
 	}
+	if _, err := regionShards(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	bins, _, cleanup, err := proctest.Build("sessionlog-region-bin-", proctest.PiNode, proctest.PiCtl, proctest.NATSServer)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/proctest"
+	"github.com/pifleet/sessionlog/internal/shard"
 	"github.com/pifleet/sessionlog/internal/testutil"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
@@ -42,18 +43,23 @@ func TestRegionMirrorIsHonest(t *testing.T) {
 	}
 	const n, per = 4, 999
 	sids := make([]string, n)
-	var aLast uint64
+	// A's last sequence of each session's stream (its shard's, with
+	// shards: each has its own), as the stream has it.
+	aLast := map[int]uint64{}
+	lasts := make([]uint64, n) // each session's, qualified as served
 	for i := range sids {
 		sids[i] = testutil.SessionID(t)
-		aLast = max(aLast, createChain(t, a.base, sids[i], fmt.Sprintf("s%d", i), per))
+		lasts[i] = createChain(t, a.base, sids[i], fmt.Sprintf("s%d", i), per)
+		k := shardOfSession(sids[i])
+		aLast[k] = max(aLast[k], shard.Raw(lasts[i]))
 	}
-	t.Logf("region A acknowledged %d sessions of %d entries (last sequence %d) while B was down", n, per, aLast)
+	t.Logf("region A acknowledged %d sessions of %d entries (last sequences %v by shard) while B was down", n, per, aLast)
 
 	started := time.Now()
 	top.restart(t, "B")
 	var wg sync.WaitGroup
 	barrierErrs := make([]error, 2)
-	for k, q := range []string{fmt.Sprintf("minSeq=%d", aLast), "consistency=strong"} {
+	for k, q := range []string{fmt.Sprintf("minSeq=%d", lasts[0]), "consistency=strong"} {
 		wg.Go(func() { barrierErrs[k] = barrierRead(ctx, b.base, sids[k], q, per) })
 	}
 	var readyAt, caughtUpAt time.Duration
@@ -62,11 +68,13 @@ func TestRegionMirrorIsHonest(t *testing.T) {
 		if time.Since(started) > readyTimeout {
 			t.Fatalf("B not ready with its mirror caught up within %v (ready after %v, caught up after %v)", readyTimeout, readyAt, caughtUpAt)
 		}
-		m, _, ok := readInMirror(t, ctx, b.base, sids[k%n])
+		sid := sids[k%n]
+		m, _, ok := readInMirror(t, ctx, b.base, sid)
 		if !ok {
 			continue
 		}
 		ready := proctest.Ready(b.base) == nil
+		aLast := aLast[shardOfSession(sid)]
 		if m.LastSeq >= aLast {
 			if caughtUpAt == 0 {
 				caughtUpAt = time.Since(started)
@@ -95,7 +103,7 @@ func TestRegionMirrorIsHonest(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	t.Logf("MEASURED restarted mirror: B's mirror held A's backlog of %d records %v after B's start, B ready %v after; %d statuses while behind, none saying lag 0",
+	t.Logf("MEASURED restarted mirror: B's mirror held A's backlog (last sequences %v by shard) %v after B's start, B ready %v after; %d statuses while behind, none saying lag 0",
 		aLast, caughtUpAt.Round(time.Millisecond), readyAt.Round(time.Millisecond), behind)
 	checkRegionMetrics(t, a, b)
 
@@ -121,7 +129,7 @@ func TestRegionMirrorIsHonest(t *testing.T) {
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && conclusive < 3; {
 		sid := testutil.SessionID(t)
 		last := createChain(t, a.base, sid, "n", 3)
-		if m, _, ok := readInMirror(t, ctx, b.base, sid); ok && m.LastSeq < last {
+		if m, _, ok := readInMirror(t, ctx, b.base, sid); ok && m.LastSeq < shard.Raw(last) {
 			conclusive++
 		}
 	}
@@ -143,10 +151,10 @@ func readInMirror(t *testing.T, ctx context.Context, base, sid string) (wire.Mir
 		return wire.MirrorStatus{}, 0, false
 	}
 	s, err := status(base)
-	if err != nil || s.JetStream.Region.Mirror == nil {
+	if err != nil || s.mirrorFor(sid) == nil {
 		return wire.MirrorStatus{}, 0, false
 	}
-	m := *s.JetStream.Region.Mirror
+	m := *s.mirrorFor(sid) // its shard's: sequences of its stream
 	switch st {
 	case http.StatusOK:
 		var page struct {
@@ -156,7 +164,7 @@ func readInMirror(t *testing.T, ctx context.Context, base, sid string) (wire.Mir
 			t.Fatal(err)
 		}
 		for _, e := range page.Entries {
-			if e.Seq > m.LastSeq {
+			if shard.Raw(e.Seq) > m.LastSeq {
 				t.Fatalf("B served entry %s at sequence %d, beyond its mirror (at %d after the read): a read from another region", e.Entry.ID, e.Seq, m.LastSeq)
 			}
 		}

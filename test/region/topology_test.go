@@ -51,6 +51,30 @@ func nodesPerRegion(t *testing.T) int {
 	}
 }
 
+// shardsPerRegion is 1 unless PI_REGION_SHARDS asks for more: every
+// pi-node gets --shards, every region's copy that many streams.
+func shardsPerRegion(t *testing.T) int {
+	t.Helper()
+	n, err := regionShards()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// regionShards reads PI_REGION_SHARDS.
+func regionShards() (int, error) {
+	v := os.Getenv("PI_REGION_SHARDS")
+	if v == "" {
+		return 1, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > 16 {
+		return 0, fmt.Errorf("PI_REGION_SHARDS=%q: want 1 to 16", v)
+	}
+	return n, nil
+}
+
 // startTopology starts regions A and B with n pi-nodes each (home A) and
 // the tie-breaker T, all at once — the JetStream meta group needs a
 // majority of all of them — and waits until every node is ready.
@@ -86,8 +110,7 @@ func startTopology(t *testing.T, n int) *topology {
 			dataDir := t.TempDir() // before proctest.New: the dir must outlive the process
 			nd := &node{name: name, region: r, base: fmt.Sprintf("http://127.0.0.1:%d", p.http),
 				natsURL: fmt.Sprintf("nats://127.0.0.1:%d", p.client)}
-			nd.Proc = proctest.New(t, name, piNodeBin,
-				"--node-name", name,
+			args := []string{"--node-name", name,
 				"--region", r,
 				"--home-region", "A",
 				"--tiebreaker", "T",
@@ -100,7 +123,11 @@ func startTopology(t *testing.T, n int) *topology {
 				"--client-listen", fmt.Sprintf("127.0.0.1:%d", p.client),
 				"--http-listen", fmt.Sprintf("127.0.0.1:%d", p.http),
 				"--shutdown-grace", "10s",
-			)
+			}
+			if k := shardsPerRegion(t); k > 1 {
+				args = append(args, "--shards", strconv.Itoa(k))
+			}
+			nd.Proc = proctest.New(t, name, piNodeBin, args...)
 			top.regions[r] = append(top.regions[r], nd)
 		}
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/jetstream"
 	"github.com/pifleet/sessionlog/internal/session"
+	"github.com/pifleet/sessionlog/internal/shard"
 )
 
 // measureMirrorLag writes through the home region's node and measures how
@@ -112,14 +113,20 @@ func streamOf(t *testing.T, ctx context.Context, natsURL, region string, sids []
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := jetstream.NewConfig()
-	cfg.Stream, cfg.SubjectPrefix = "PI_SESSIONS_"+region, "pi.sess."+region
-	log := jetstream.NewLog(js, cfg)
+	base := jetstream.NewConfig()
+	base.Stream, base.SubjectPrefix = "PI_SESSIONS_"+region, "pi.sess."+region
 	out := map[string][]session.Stored{}
 	for _, sid := range sids {
-		recs, err := log.Read(ctx, sid, 0)
+		// Each session on its shard's stream; its sequences qualified
+		// as the nodes serve them.
+		k := shardOfSession(sid)
+		cfg := base.Shard(k)
+		recs, err := jetstream.NewLog(js, cfg).Read(ctx, sid, 0)
 		if err != nil {
 			t.Fatalf("read %s from %s: %v", sid, cfg.Stream, err)
+		}
+		for i := range recs {
+			recs[i].Seq = shard.Seq(k, recs[i].Seq)
 		}
 		out[sid] = recs
 	}
@@ -168,9 +175,9 @@ func verify(t *testing.T, ctx context.Context, top *topology, ws []*writer, sids
 	t.Helper()
 	bURL := top.regions["B"][0].natsURL
 	stored := streamOf(t, ctx, bURL, "B", sids)
-	var last uint64
-	for _, recs := range stored {
-		last = max(last, recs[len(recs)-1].Seq)
+	last := map[string]uint64{} // by session (each shard has its own sequences)
+	for sid, recs := range stored {
+		last[sid] = recs[len(recs)-1].Seq
 	}
 	for _, nd := range top.all() {
 		testutil.WaitFor(t, time.Minute, func() error {
@@ -178,8 +185,13 @@ func verify(t *testing.T, ctx context.Context, top *topology, ws []*writer, sids
 			if err != nil {
 				return fmt.Errorf("%s: %w", nd.name, err)
 			}
-			if s.Store.Applied < last || s.JetStream.Region.Home != "B" || len(s.JetStream.Region.Stale) > 0 {
-				return fmt.Errorf("%s: applied %d of %d, region %+v", nd.name, s.Store.Applied, last, s.JetStream.Region)
+			if s.JetStream.Region.Home != "B" || len(s.JetStream.Region.Stale) > 0 {
+				return fmt.Errorf("%s: region %+v", nd.name, s.JetStream.Region)
+			}
+			for sid, seq := range last {
+				if !s.appliedAt(seq) {
+					return fmt.Errorf("%s: has not applied %d (%s's last; applied %d)", nd.name, seq, sid, s.Store.Applied)
+				}
 			}
 			return nil
 		})
@@ -237,12 +249,12 @@ func verify(t *testing.T, ctx context.Context, top *topology, ws []*writer, sids
 
 // sameOnEveryNode checks that every node serves the same entries, at the
 // same sequences, for every session.
-func sameOnEveryNode(t *testing.T, ctx context.Context, top *topology, sids []string, last uint64) {
+func sameOnEveryNode(t *testing.T, ctx context.Context, top *topology, sids []string, last map[string]uint64) {
 	t.Helper()
 	for _, sid := range sids {
 		var want string
 		for _, nd := range top.all() {
-			es, err := entries(ctx, nd.base, sid, last)
+			es, err := entries(ctx, nd.base, sid, last[sid])
 			if err != nil {
 				t.Fatalf("%s: %v", nd.name, err)
 			}

@@ -5,6 +5,7 @@ package region
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -89,7 +90,7 @@ func (w *writer) run(ctx context.Context, stop <-chan struct{}, root string) err
 				w.mu.Unlock()
 				parent = e.ID
 			case err == nil && st == http.StatusBadRequest && strings.Contains(string(data), "unknown parent"):
-				p, err := w.resync(ctx, base, root)
+				p, err := w.resync(ctx, root)
 				if err != nil {
 					return err
 				}
@@ -112,12 +113,35 @@ func (w *writer) run(ctx context.Context, stop <-chan struct{}, root string) err
 	}
 }
 
-// resync reads the session from the node and returns the writer's last
-// acknowledged entry that it holds, moving the later ones to lost.
-func (w *writer) resync(ctx context.Context, base, root string) (string, error) {
-	es, err := entries(ctx, base, w.sid, 0)
-	if err != nil {
-		return "", fmt.Errorf("writer %s: resync: %w", w.name, err)
+// resync reads the session from the writer's next node and returns the
+// writer's last acknowledged entry that it holds, moving the later ones
+// to lost. A read that times out or is answered 503 or 504 (a node of a
+// region just back, its Stores still catching up with the home's
+// streams) is tried again, on the next node, as the appends are.
+func (w *writer) resync(ctx context.Context, root string) (string, error) {
+	var es []storedEntry
+	for attempt := 0; ; attempt++ {
+		base := w.bases[w.turn%len(w.bases)]
+		w.turn++
+		var err error
+		if es, err = entries(ctx, base, w.sid, 0); err == nil {
+			break
+		}
+		var se *statusError
+		switch {
+		case ctx.Err() != nil:
+			return "", fmt.Errorf("writer %s: resync: %w", w.name, err)
+		case errors.As(err, &se) && se.status != http.StatusServiceUnavailable && se.status != http.StatusGatewayTimeout:
+			return "", fmt.Errorf("writer %s: resync: %w", w.name, err)
+		}
+		st := 0
+		if se != nil {
+			st, err = se.status, nil
+		}
+		w.mu.Lock()
+		w.errors["resync: "+proctest.ErrorKind(st, err)]++
+		w.mu.Unlock()
+		proctest.Backoff(ctx, attempt, len(w.bases))
 	}
 	have := map[string]bool{}
 	for _, e := range es {
