@@ -2,6 +2,8 @@ package node
 
 import (
 	"io"
+	"net/url"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -45,6 +47,7 @@ func TestParseRegionFlagsErrors(t *testing.T) {
 		"configure the embedded": {"--region", "a", "--tiebreaker", "t", "--nats-url", "nats://x:4222", "--gateways", gw},
 		"flag -gateways":         {"--gateways", "nonsense"},
 		"record-replicas":        {"--region", "a", "--tiebreaker", "t", "--region-record-replicas", "2"},
+		"--hold is not for":      {"--region", "a", "--tiebreaker", "t", "--nats-url", "nats://x:4222", "--shards", "3", "--hold", "2"},
 	}
 	for want, args := range cases {
 		c := DefaultConfig()
@@ -57,5 +60,32 @@ func TestParseRegionFlagsErrors(t *testing.T) {
 	c := DefaultConfig()
 	if err := c.ParseFlags([]string{"--region", "a", "--tiebreaker", "t", "--nats-url", "nats://x:4222"}, func(string) string { return "" }, io.Discard); err != nil {
 		t.Errorf("external region: %v", err)
+	}
+	// Shards in every region's copy.
+	c = DefaultConfig()
+	if err := c.ParseFlags([]string{"--region", "a", "--tiebreaker", "t", "--nats-url", "nats://x:4222", "--shards", "4"}, func(string) string { return "" }, io.Discard); err != nil || c.Shards != 4 {
+		t.Errorf("a region with --shards 4: %v (shards %d)", err, c.Shards)
+	}
+}
+
+// TestLogNamesOfShardedRegions: the users file's roles reach every shard
+// of every region's copy the node knows of.
+func TestLogNamesOfShardedRegions(t *testing.T) {
+	c := DefaultConfig()
+	c.Region, c.Shards = "A", 2
+	c.Gateways = map[string][]*url.URL{"A": nil, "B": nil, "T": nil}
+	m := &Node{Config: c}
+	var got []string
+	for _, n := range m.logNames() {
+		got = append(got, n.Stream+" "+n.SubjectPrefix+" "+n.Bucket)
+	}
+	slices.Sort(got)
+	want := []string{
+		"PI_SESSIONS_A pi.sess.A PI_CURSORS_A", "PI_SESSIONS_A_1 pi.sess.A.1 PI_CURSORS_A",
+		"PI_SESSIONS_B pi.sess.B PI_CURSORS_B", "PI_SESSIONS_B_1 pi.sess.B.1 PI_CURSORS_B",
+		"PI_SESSIONS_T pi.sess.T PI_CURSORS_T", "PI_SESSIONS_T_1 pi.sess.T.1 PI_CURSORS_T",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("log names %v, want %v", got, want)
 	}
 }

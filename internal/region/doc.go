@@ -20,6 +20,19 @@
 // works in a mirror region, and a node can move between copies of one
 // history without rebuilding its Store.
 //
+// # Shards
+//
+// With --shards S every region's copy is S streams (Record.ShardAssets:
+// shard k of R is <Stream>_R_k on <SubjectPrefix>.R.k.*), shard k of a
+// mirror mirroring the home's shard k; the count is the record's, fixed
+// when it is made. Each shard's stream has its own sequences, so the
+// record keeps a fork and a shared sequence per shard, the Node a Log and
+// a Feed per shard (each Feed switching with its own shard's fork), and
+// what it hands the Service and the Stores qualifies the sequences as a
+// sharded log does (shards.go). Failover and failback work shard by shard
+// but decide for the region as a whole: every shard caught up before any
+// is promoted, every shard merged before any mirror is recreated.
+//
 // # The record
 //
 // Record, a key in the KV bucket PI_REGION on the tie-breaker, names the

@@ -171,27 +171,7 @@ func waitCursor(t *testing.T, s *stack, client, leaf string) {
 // entry id is stored twice.
 func assertOnce(t *testing.T, admin *Admin, region, sid string, want int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	cfg := Assets(testBase(), NamesOf(testBase()), region, 1)
-	recs, err := jetstream.NewLog(admin.JS, cfg).Read(ctx, sid, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := map[string]int{}
-	for _, r := range recs {
-		if !r.IsHeader() {
-			seen[r.ID]++
-		}
-	}
-	for id, n := range seen {
-		if n != 1 {
-			t.Errorf("entry %s stored %d times", id, n)
-		}
-	}
-	if len(seen) != want {
-		t.Errorf("%d entries in %s, want %d", len(seen), cfg.Stream, want)
-	}
+	assertOnceOn(t, admin, Assets(testBase(), NamesOf(testBase()), region, 1), sid, want)
 }
 
 // TestFailoverRefusedWhileHomeHealthy: a failover is refused while the home
