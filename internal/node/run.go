@@ -590,14 +590,15 @@ func (m *Node) releaseAfterRebuild(ctx context.Context) {
 // balanceLeaders spreads the shards' stream leaders over the servers
 // (jetstream.BalanceLeaders): JetStream places each stream's leader on its
 // own, and several on one server would put their writes on one disk. It
-// looks every 10 s for the first minute, as the cluster's members arrive
-// and elections settle, then every 5 minutes (a failover piles leaders on
-// the survivors; the returning server gets its share back). Every node
-// looks, and whoever looks first moves.
+// looks every 10 s for the first 3 minutes, as the cluster's members arrive
+// and elections settle, and for as long as a look moves a leader or cannot
+// finish; then every 5 minutes (a failover piles leaders on the survivors;
+// the returning server gets its share back). Every node looks, and whoever
+// looks first moves. In a region, the streams of the region's own copy.
 func (m *Node) balanceLeaders(ctx context.Context) {
-	for attempt := 0; ; attempt++ {
+	start := time.Now()
+	for {
 		actx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		// In a region, its own copy's streams (a region balances its own).
 		cfg, n := m.jsCfg, len(m.streams())
 		if m.region != nil {
 			cfg, n = m.region.OwnConfig(), len(m.region.Feeds)
@@ -611,7 +612,7 @@ func (m *Node) balanceLeaders(ctx context.Context) {
 			m.Logger.Info("spread the shards' stream leaders over the servers", "moved", moved)
 		}
 		every := 10 * time.Second
-		if attempt >= 6 {
+		if err == nil && moved == 0 && time.Since(start) > 3*time.Minute {
 			every = 5 * time.Minute
 		}
 		select {

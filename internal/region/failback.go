@@ -2,7 +2,9 @@ package region
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/jetstream"
@@ -84,23 +86,35 @@ func (a *Admin) Failback(ctx context.Context, from string) (FailbackReport, erro
 	// Every shard is merged before any is replaced by a mirror: a rerun
 	// after a stop half-way merges what is left, and the cursors go with
 	// shard 0 (its fence seals the bucket; its replacement replaces it).
+	// The shards side by side: their sessions and streams are apart.
+	var mu sync.Mutex // rep
+	errs := make([]error, shards)
+	var wg sync.WaitGroup
 	for k := range shards {
-		sk, hk := src.Shard(k), home.Shard(k)
-		ss, err := a.probeReturning(ctx, sk.Stream)
-		if err != nil {
-			return rep, err
-		}
-		switch {
-		case ss.Exists && !ss.Reachable:
-			return rep, fmt.Errorf("%w: region %s is not reachable (%s %s; waited %v, --wait); bring it back first — its stream must not be deleted while it is down",
-				ErrRefused, from, sk.Stream, ss.Problem, a.ReturnWait)
-		case !ss.Exists || ss.MirrorOf == hk.Stream:
-			a.Progress("%s is already replaced (%s); nothing to merge", sk.Stream, orNone(ss.MirrorOf, "gone"))
-		default:
-			if err := a.merge(ctx, &rep, ss, src, home, k, sharedBy[k]); err != nil {
-				return rep, err
+		wg.Go(func() {
+			sk, hk := src.Shard(k), home.Shard(k)
+			ss, err := a.probeReturning(ctx, sk.Stream)
+			switch {
+			case err != nil:
+				errs[k] = err
+			case ss.Exists && !ss.Reachable:
+				errs[k] = fmt.Errorf("%w: region %s is not reachable (%s %s; waited %v, --wait); bring it back first — its stream must not be deleted while it is down",
+					ErrRefused, from, sk.Stream, ss.Problem, a.ReturnWait)
+			case !ss.Exists || ss.MirrorOf == hk.Stream:
+				a.Progress("%s is already replaced (%s); nothing to merge", sk.Stream, orNone(ss.MirrorOf, "gone"))
+			default:
+				st, err := a.merge(ctx, ss, src, home, k, sharedBy[k])
+				mu.Lock()
+				rep.Stats.add(st)
+				rep.Merged = true
+				mu.Unlock()
+				errs[k] = err
 			}
-		}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return rep, err
 	}
 
 	a.Progress("recreating %s and its cursor bucket as mirrors of %s", streamsOf(src, shards), streamsOf(home, shards))
@@ -175,7 +189,7 @@ func (a *Admin) probeReturning(ctx context.Context, stream string) (jetstream.St
 // merge fences shard k's stream of the region (with shard 0, its cursor
 // bucket too) and merges what it holds after shared into the home's shard
 // k, and, with shard 0, the cursors.
-func (a *Admin) merge(ctx context.Context, rep *FailbackReport, ss jetstream.StreamState, src, home jetstream.Config, k int, shared uint64) error {
+func (a *Admin) merge(ctx context.Context, ss jetstream.StreamState, src, home jetstream.Config, k int, shared uint64) (MergeStats, error) {
 	sk, hk := src.Shard(k), home.Shard(k)
 	if ss.MirrorOf == "" && !ss.Sealed {
 		what := sk.Stream
@@ -184,26 +198,24 @@ func (a *Admin) merge(ctx context.Context, rep *FailbackReport, ss jetstream.Str
 		}
 		a.Progress("fencing %s", what)
 		if err := jetstream.FenceShard(ctx, a.JS, src, k); err != nil {
-			return err
+			return MergeStats{}, err
 		}
 	}
 	a.Progress("merging the entries of %s after sequence %d into %s", sk.Stream, shared, hk.Stream)
 	st, err := mergeSessions(ctx, jetstream.NewLog(a.JS, sk), jetstream.NewLog(a.JS, hk), shared)
-	rep.Stats.add(st)
-	rep.Merged = true
 	if err != nil || k != 0 {
-		return err
+		return st, err
 	}
 	a.Progress("merging the cursors of %s into %s", src.Bucket, home.Bucket)
 	srcCur, err := jetstream.NewCursors(ctx, a.JS, src)
 	if err != nil {
-		return err
+		return st, err
 	}
 	homeCur, err := jetstream.NewCursors(ctx, a.JS, home)
 	if err != nil {
-		return err
+		return st, err
 	}
-	return mergeCursors(ctx, srcCur, homeCur, &rep.Stats)
+	return st, mergeCursors(ctx, srcCur, homeCur, &st)
 }
 
 func staleNames(r *Record) []string {

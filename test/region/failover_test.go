@@ -41,6 +41,13 @@ func TestRegionFailover(t *testing.T) {
 		return nil
 	}))
 
+	// With shards on R3, each region's nodes spread their copy's leaders.
+	if k := shardsPerRegion(t); n == 3 && k > 1 {
+		for _, r := range []string{"A", "B"} {
+			pileAndSpread(t, ctx, top, r, k)
+		}
+	}
+
 	// While A is healthy, a failover is refused and changes nothing.
 	code, out := piCtl(t, time.Minute, "failover", "--to", "B", "--server", b[0].natsURL)
 	if code != 1 || !strings.Contains(out, "refused") || !strings.Contains(out, "healthy") {
