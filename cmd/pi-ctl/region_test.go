@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"github.com/pifleet/sessionlog/internal/wire"
 	"strings"
 	"testing"
 )
@@ -31,7 +32,10 @@ func TestRegionCommandsUsage(t *testing.T) {
 	}
 }
 
-func TestStatusShowsRegion(t *testing.T) {
+// mirrorRegionStatus is the status of b1, a node of mirror region B of
+// home A, as pi-node answers it.
+func mirrorRegionStatus(t *testing.T) statusReply {
+	t.Helper()
 	var s statusReply
 	body := `{"node":"b1","service":"pi-sessions","version":"1.0.0","store":{},"jetstream":{"mode":"embedded-region",
 		"stream":{"name":"PI_SESSIONS_B","replicas":1,"leader":"b1"},"bucket":"PI_CURSORS_A",
@@ -41,6 +45,11 @@ func TestStatusShowsRegion(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &s); err != nil {
 		t.Fatal(err)
 	}
+	return s
+}
+
+func TestStatusShowsRegion(t *testing.T) {
+	s := mirrorRegionStatus(t)
 	var out strings.Builder
 	writeStatus(&out, &s)
 	for _, want := range []string{
@@ -76,17 +85,15 @@ func TestStatusShowsRegion(t *testing.T) {
 // TestStatusShowsShardedRegion: with shards, the mirror line sums every
 // shard's and a line per shard follows; forks and staleness are by shard.
 func TestStatusShowsShardedRegion(t *testing.T) {
-	var s statusReply
-	body := `{"node":"b1","service":"pi-sessions","version":"1.0.0","store":{},"jetstream":{"mode":"embedded-region",
-		"stream":{"name":"PI_SESSIONS_B","replicas":1,"leader":"b1"},"bucket":"PI_CURSORS_A",
-		"region":{"region":"B","role":"mirror","home":"A","epoch":1,"regions":["A","B"],"reads":"PI_SESSIONS_B","writes":"PI_SESSIONS_A","shards":2,
-		"mirror":{"origin":"PI_SESSIONS_A","lastSeq":50,"homeLastSeq":53,"lag":3,"lagFrom":"origin","lastContact":"12ms","caughtUp":true,"reachable":true},
-		"shardMirrors":[{"origin":"PI_SESSIONS_A","lastSeq":42,"homeLastSeq":45,"lag":3,"lagFrom":"origin","lastContact":"12ms","caughtUp":true,"reachable":true},
-			{"origin":"PI_SESSIONS_A_1","lastSeq":8,"homeLastSeq":8,"lag":0,"lagFrom":"origin","lastContact":"9ms","caughtUp":true,"reachable":true}],
-		"recordUpdatedAt":"2026-11-30T10:00:00Z","recordChange":"bootstrap: home A, by a node of A"}}}`
-	if err := json.Unmarshal([]byte(body), &s); err != nil {
-		t.Fatal(err)
+	s := mirrorRegionStatus(t)
+	r := s.JetStream.Region
+	seq := func(n uint64) *uint64 { return &n }
+	r.Shards = 2
+	r.ShardMirrors = []wire.MirrorStatus{
+		{Origin: "PI_SESSIONS_A", LastSeq: 42, HomeLastSeq: seq(45), Lag: seq(3), LagFrom: "origin", LastContact: "12ms", CaughtUp: true, Reachable: true},
+		{Origin: "PI_SESSIONS_A_1", LastSeq: 8, HomeLastSeq: seq(8), Lag: seq(0), LagFrom: "origin", LastContact: "9ms", CaughtUp: true, Reachable: true},
 	}
+	r.Mirror = &wire.MirrorStatus{Origin: "PI_SESSIONS_A", LastSeq: 50, HomeLastSeq: seq(53), Lag: seq(3), LagFrom: "origin", LastContact: "12ms", CaughtUp: true, Reachable: true}
 	var out strings.Builder
 	writeStatus(&out, &s)
 	for _, want := range []string{
@@ -99,7 +106,6 @@ func TestStatusShowsShardedRegion(t *testing.T) {
 			t.Errorf("status lacks %q:\n%s", want, out.String())
 		}
 	}
-	r := s.JetStream.Region
 	r.Role, r.Home, r.Epoch, r.Mirror, r.ShardMirrors = "home", "B", 2, nil, nil
 	r.Stale, r.StaleShards = map[string]uint64{"A": 40}, map[string][]uint64{"A": {40, 7}}
 	r.ForkSeq, r.ForkSeqs = 40, []uint64{40, 7}

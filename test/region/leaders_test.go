@@ -10,9 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	natsjs "github.com/nats-io/nats.go/jetstream"
-
 	"github.com/pifleet/sessionlog/internal/testutil"
 )
 
@@ -30,15 +27,7 @@ func regionStream(region string, k int) string {
 // than another. Without the nodes' balancing the pile stays.
 func pileAndSpread(t *testing.T, ctx context.Context, top *topology, region string, shards int) {
 	t.Helper()
-	nc, err := nats.Connect(top.regions[region][0].natsURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := natsjs.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, js := connectJS(t, top.regions[region][0].natsURL)
 	leaders := func() ([]string, error) {
 		out := make([]string, shards)
 		for k := range shards {

@@ -100,19 +100,26 @@ func pct(ds []time.Duration, p int) time.Duration {
 	return s[i].Round(100 * time.Microsecond)
 }
 
-// streamOf reads every record of the given sessions from region's stream,
-// straight from JetStream (not through a node).
-func streamOf(t *testing.T, ctx context.Context, natsURL, region string, sids []string) map[string][]session.Stored {
+// connectJS connects to natsURL for the rest of the test.
+func connectJS(t *testing.T, natsURL string) (*nats.Conn, natsjs.JetStream) {
 	t.Helper()
 	nc, err := nats.Connect(natsURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer nc.Close()
+	t.Cleanup(nc.Close)
 	js, err := natsjs.New(nc)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return nc, js
+}
+
+// streamOf reads every record of the given sessions from region's stream,
+// straight from JetStream (not through a node).
+func streamOf(t *testing.T, ctx context.Context, natsURL, region string, sids []string) map[string][]session.Stored {
+	t.Helper()
+	_, js := connectJS(t, natsURL)
 	base := jetstream.NewConfig()
 	base.Stream, base.SubjectPrefix = "PI_SESSIONS_"+region, "pi.sess."+region
 	out := map[string][]session.Stored{}
