@@ -20,6 +20,7 @@ import (
 
 	"github.com/pifleet/sessionlog/internal/buildinfo"
 	"github.com/pifleet/sessionlog/internal/jetstream"
+	"github.com/pifleet/sessionlog/internal/region"
 	"github.com/pifleet/sessionlog/internal/seal"
 	"github.com/pifleet/sessionlog/internal/size"
 	"github.com/pifleet/sessionlog/internal/wire"
@@ -42,6 +43,8 @@ verified by the server first):
                by reference reads its path from: session ids only
   region       KV bucket KV_<--region-bucket>, a cross-region deployment's
                record (which region is the home)
+  erasures     KV bucket KV_<--region-bucket>_ERASED, a cross-region
+               deployment's ledger of erasures
 
 in that order, so that nothing falls between two snapshots: a cursor's
 entry was stored before the cursor, and a session archived while the
@@ -244,7 +247,8 @@ func runBackup(ctx context.Context, e *env, args []string) error {
 		want{name: names.archive, kind: "archive", optional: true},
 		want{name: "KV_" + names.archive + "_ERASED", kind: "erasures", optional: true},
 		want{name: "KV_" + names.archive + "_FORKS", kind: "forks", optional: true},
-		want{name: "KV_" + a.bucket, kind: "region", optional: true})
+		want{name: "KV_" + a.bucket, kind: "region", optional: true},
+		want{name: "KV_" + region.LedgerBucket(a.bucket), kind: "erasures", optional: true})
 	man.Skipped = []backupSkipped{
 		{"KV_" + jetstream.MembersBucket, "membership: every node announces itself again within a second"},
 		{"KV_" + jetstream.NewArchiveConfig(jetstream.NewConfig()).LeaseBucket, "the archiver's lease: taken again by a node"},

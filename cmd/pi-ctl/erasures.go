@@ -8,14 +8,17 @@ import (
 	"time"
 
 	"github.com/pifleet/sessionlog/internal/jetstream"
+	"github.com/pifleet/sessionlog/internal/region"
 	"github.com/pifleet/sessionlog/internal/wire"
 )
 
-const erasuresHelp = `Usage: pi-ctl erasures [--archive-stream NAME] [--json] [--server URL]
+const erasuresHelp = `Usage: pi-ctl erasures [--archive-stream NAME] [--region-bucket NAME] [--json] [--server URL]
 
 Prints the ledger of erasures: every session erased (pi-ctl rm, DELETE
 /v1/sessions/{id}), when, by whom (the token's or NATS user's name) and how
-many of its records went. It holds no content of the sessions.
+many of its records went. It holds no content of the sessions. A
+cross-region deployment keeps its ledger beside the region record, in the
+tie-breaker's cluster (KV bucket <region bucket>_ERASED); both are read.
 
 Keep its --json beside your backups: pi-ctl restore --erasures FILE erases
 those sessions again from a backup made before they were erased, when the
@@ -42,6 +45,11 @@ func runErasures(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	more, err := jetstream.ReadLedger(ctx, conn.JS, region.LedgerBucket(a.bucket))
+	if err != nil {
+		return err
+	}
+	lines = append(lines, more...)
 	slices.SortFunc(lines, func(x, y wire.Erasure) int {
 		if c := x.At.Compare(y.At); c != 0 {
 			return c

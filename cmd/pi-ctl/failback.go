@@ -83,6 +83,9 @@ func runFailback(ctx context.Context, e *env, args []string) error {
 	if rep.Merged {
 		merged = fmt.Sprintf("%d entries republished (%d sessions, %d of them new), %d already in %s, %d id conflicts kept as the home has them; %d records read after sequence %s",
 			st.Entries, st.Sessions, st.Created, st.Present, rep.Home, st.Conflicts, st.Scanned, byShard(rep.Shared, rep.SharedShards))
+		if st.Erased > 0 {
+			merged += fmt.Sprintf("; %d records of erased sessions left out", st.Erased)
+		}
 	}
 	return keyValues(e.stdout,
 		"region", fmt.Sprintf("%s: a mirror of %s again", rep.From, rep.Home),

@@ -107,9 +107,9 @@ func (s *Server) archiveRun(ctx context.Context, r *wire.ArchiveRunRequest) (rep
 	return jsonReply(res)
 }
 
-// errNoErase answers a delete on a node without an archive (cross-region
-// mode): the other regions' mirrors would keep the session.
-var errNoErase = fmt.Errorf("%w: this node cannot erase sessions (cross-region mode: the other regions' copies would keep them)", wire.ErrInvalid)
+// errNoErase answers a delete on a server configured without an archive
+// (pi-node always has one; cross-region mode's serves delete alone).
+var errNoErase = fmt.Errorf("%w: this server cannot erase sessions (it has no archive)", wire.ErrInvalid)
 
 func (s *Server) deleteSession(ctx context.Context, r *wire.DeleteRequest) (reply, error) {
 	if err := session.ValidSessionID(r.SessionID); err != nil {

@@ -95,19 +95,23 @@ type Archive struct {
 	js  jetstream.JetStream
 	cfg ArchiveConfig
 	log *Log
+	// ledger is the ledger of erasures beside the archive.
+	ledger *Ledger
 	// scans holds a slot per scan's consumer: at most maxReadConsumers at
 	// once, as the Log's reads (restores and listings are client-driven).
 	scans chan struct{}
 
-	mu       sync.Mutex
-	kv       jetstream.KeyValue // the lease bucket, opened on first use
-	ledgerKV jetstream.KeyValue // the ledger of erasures, likewise
-	forksKV  jetstream.KeyValue // the registry of forks by reference, likewise
+	mu      sync.Mutex
+	kv      jetstream.KeyValue // the lease bucket, opened on first use
+	forksKV jetstream.KeyValue // the registry of forks by reference, likewise
 }
 
 // NewArchive returns the archive cfg names, for the sessions of log.
 func NewArchive(log *Log, cfg ArchiveConfig) *Archive {
-	return &Archive{js: log.js, cfg: cfg, log: log, scans: make(chan struct{}, maxReadConsumers)}
+	a := &Archive{js: log.js, cfg: cfg, log: log, scans: make(chan struct{}, maxReadConsumers)}
+	a.ledger = NewLedger(log.js, a.ledgerBucketName(), "", cfg.Replicas)
+	a.ledger.assets = cfg.assets()
+	return a
 }
 
 // Provision creates the archive stream and the lease bucket, or checks

@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -147,10 +147,25 @@ var _ session.ErasureLedger = (*Archive)(nil)
 // erased session (<LeaseBucket minus _LEASE>_ERASED, PI_ARCHIVE_ERASED).
 func (a *Archive) ledgerBucketName() string { return a.cfg.Stream + "_ERASED" }
 
-// ledger opens the ledger's bucket, creating it on first use (with the
-// archive's replicas): a deployment that never erased has none.
-func (a *Archive) ledger(ctx context.Context) (jetstream.KeyValue, error) {
-	return a.bucket(ctx, &a.ledgerKV, a.ledgerBucketName(), "ledger of erasures")
+// RecordErasure writes the session's line of the ledger; see
+// session.ErasureLedger.
+func (a *Archive) RecordErasure(ctx context.Context, e wire.Erasure) error {
+	return a.ledger.RecordErasure(ctx, e)
+}
+
+// Erasures returns every line of the ledger.
+func (a *Archive) Erasures(ctx context.Context) ([]wire.Erasure, error) {
+	return a.ledger.Erasures(ctx)
+}
+
+// Erased reads the session's line from the ledger's leader.
+func (a *Archive) Erased(ctx context.Context, sid string) (bool, error) {
+	return a.ledger.Erased(ctx, sid)
+}
+
+// ForgetErasure removes the session's line.
+func (a *Archive) ForgetErasure(ctx context.Context, sid string) error {
+	return a.ledger.ForgetErasure(ctx, sid)
 }
 
 // bucket opens one of the archive's buckets (name), creating it on first
@@ -158,20 +173,28 @@ func (a *Archive) ledger(ctx context.Context) (jetstream.KeyValue, error) {
 func (a *Archive) bucket(ctx context.Context, kv *jetstream.KeyValue, name, what string) (jetstream.KeyValue, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	return openBucket(ctx, a.js, kv, a.cfg.assets(), name, "", what)
+}
+
+// openBucket opens bucket name (with the replicas and logger of lc, placed
+// in cluster unless it is ""), creating it on first use, and keeps it in
+// *kv; the caller serializes.
+func openBucket(ctx context.Context, js jetstream.JetStream, kv *jetstream.KeyValue, lc Config, name, cluster, what string) (jetstream.KeyValue, error) {
 	if *kv != nil {
 		return *kv, nil
 	}
-	lc := a.cfg.assets()
 	lc.Bucket = name
-	b, err := a.js.KeyValue(ctx, lc.Bucket)
+	b, err := js.KeyValue(ctx, lc.Bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		bc := lc.bucketConfig()
+		bc.Placement = placement(cluster)
 		err = retryProvision(ctx, logger(lc), "bucket "+lc.Bucket, func(ctx context.Context) error {
-			return ensureBucket(ctx, a.js, lc.bucketConfig())
+			return ensureBucket(ctx, js, bc)
 		})
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: %w", what, lc.Bucket, err)
 		}
-		b, err = a.js.KeyValue(ctx, lc.Bucket)
+		b, err = js.KeyValue(ctx, lc.Bucket)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", what, lc.Bucket, translate(err, wire.ErrConflict))
@@ -180,73 +203,49 @@ func (a *Archive) bucket(ctx context.Context, kv *jetstream.KeyValue, name, what
 	return b, nil
 }
 
-// RecordErasure writes the session's line of the ledger; see
-// session.ErasureLedger.
-func (a *Archive) RecordErasure(ctx context.Context, e wire.Erasure) error {
-	if err := session.ValidSessionID(e.Session); err != nil {
-		return err
+// EraseCopy erases from the log's stream the session's records at or
+// below upTo and stored at or before before (zero: whatever their time),
+// and the session's cursor keys from the log's bucket; notify publishes
+// the erasure notice after them (with upTo the last record erased). It
+// returns how many records it erased: none when they are gone already.
+//
+// It serves a cross-region deployment, where each region erases its own
+// copy: a mirror region when its copy delivers the home's notice, or when
+// the ledger of erasures names a session its copy still holds (the notice
+// was lost with its home); notify is for the home's stream, whose Stores
+// must drop the session.
+func (l *Log) EraseCopy(ctx context.Context, sid string, upTo uint64, before time.Time, notify bool) (int, error) {
+	if err := session.ValidSessionID(sid); err != nil {
+		return 0, fmt.Errorf("erase %s: %w", sid, err)
 	}
-	kv, err := a.ledger(ctx)
+	recs, err := l.read(ctx, sid, 0)
+	if errors.Is(err, wire.ErrNotFound) {
+		recs, err = nil, nil
+	}
 	if err != nil {
-		return err
+		return 0, fmt.Errorf("erase %s from %s: %w", sid, l.cfg.Stream, err)
 	}
-	b, err := json.Marshal(e)
-	if err != nil {
-		return err
-	}
-	if _, err := kv.Put(ctx, e.Session, b); err != nil {
-		return fmt.Errorf("ledger of erasures: %w", translate(err, wire.ErrConflict))
-	}
-	return nil
-}
-
-// Erasures returns every line of the ledger.
-func (a *Archive) Erasures(ctx context.Context) ([]wire.Erasure, error) {
-	if _, err := a.ledger(ctx); err != nil {
-		return nil, err
-	}
-	// From the leader: a restore reads the ledger it just restored.
-	lines, err := leaderEntries(ctx, a.js, a.log.api, a.ledgerBucketName(), ">")
-	if err != nil {
-		return nil, fmt.Errorf("ledger of erasures: %w", err)
-	}
-	keys := slices.Sorted(maps.Keys(lines))
-	out := []wire.Erasure{}
-	for _, key := range keys {
-		var line wire.Erasure
-		if err := json.Unmarshal(lines[key], &line); err != nil {
-			return nil, fmt.Errorf("ledger of erasures: %s: %w", key, err)
+	var seqs []uint64
+	for _, r := range recs {
+		if r.Seq <= upTo && (before.IsZero() || !r.Time.After(before)) {
+			seqs = append(seqs, r.Seq)
 		}
-		out = append(out, line)
 	}
-	return out, nil
-}
-
-// Erased reads the session's line from the ledger's leader.
-func (a *Archive) Erased(ctx context.Context, sid string) (bool, error) {
-	if _, err := a.ledger(ctx); err != nil {
-		return false, err
+	if len(seqs) > 0 {
+		if err := l.eraseSeqs(ctx, seqs); err != nil {
+			return 0, fmt.Errorf("erase %s from %s: %w", sid, l.cfg.Stream, err)
+		}
 	}
-	bucket := a.ledgerBucketName()
-	_, err := leaderGet(ctx, a.js, a.log.api, bucketStream(bucket), msgGetRequest{LastFor: "$KV." + bucket + "." + sid})
-	if isNotFound(err) {
-		return false, nil
+	// A session created again after the erasure keeps its cursors.
+	if len(seqs) > 0 || before.IsZero() {
+		if err := l.purgeCursors(ctx, sid); err != nil {
+			return 0, fmt.Errorf("erase %s from %s: %w", sid, l.cfg.Stream, err)
+		}
 	}
-	if err != nil {
-		return false, fmt.Errorf("ledger of erasures: %w", translate(err, wire.ErrConflict))
+	if notify && len(seqs) > 0 {
+		if err := l.notifyErase(ctx, sid, seqs[len(seqs)-1]); err != nil {
+			return 0, fmt.Errorf("erase %s from %s: notice: %w", sid, l.cfg.Stream, err)
+		}
 	}
-	return true, nil
-}
-
-// ForgetErasure purges the session's line (a purge leaves no delete marker
-// for a listing to skip).
-func (a *Archive) ForgetErasure(ctx context.Context, sid string) error {
-	if _, err := a.ledger(ctx); err != nil {
-		return err
-	}
-	bucket := a.ledgerBucketName()
-	if err := purgeSubject(ctx, a.js, a.log.api, bucketStream(bucket), "$KV."+bucket+"."+sid, 0); err != nil {
-		return fmt.Errorf("ledger of erasures: %w", err)
-	}
-	return nil
+	return len(seqs), nil
 }

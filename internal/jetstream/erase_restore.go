@@ -17,15 +17,18 @@ import (
 // stream archiveStream, without creating it: none when the deployment
 // never erased a session.
 func ReadErasures(ctx context.Context, js jetstream.JetStream, archiveStream string) ([]wire.Erasure, error) {
-	bucket := archiveStream + "_ERASED"
+	return ReadLedger(ctx, js, archiveStream+"_ERASED")
+}
+
+// ReadLedger returns the lines of the ledger of erasures in bucket, without
+// creating it: none when there is no such bucket.
+func ReadLedger(ctx context.Context, js jetstream.JetStream, bucket string) ([]wire.Erasure, error) {
 	if _, err := js.Stream(ctx, bucketStream(bucket)); errors.Is(err, jetstream.ErrStreamNotFound) {
 		return nil, nil
 	} else if err != nil {
 		return nil, fmt.Errorf("ledger of erasures %s: %w", bucket, Classify(err))
 	}
-	cfg := NewConfig()
-	a := NewArchive(NewLog(js, cfg), ArchiveConfig{Stream: archiveStream})
-	return a.Erasures(ctx)
+	return NewLedger(js, bucket, "", 1).Erasures(ctx)
 }
 
 // waitReplicasCurrent polls until stream name has a leader and every

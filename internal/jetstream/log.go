@@ -57,6 +57,9 @@ func (l *Log) JetStream() jetstream.JetStream { return l.js }
 // MaxBatch returns the most records one Append may carry.
 func (l *Log) MaxBatch() int { return l.cfg.MaxBatch }
 
+// Stream is the name of the log's stream.
+func (l *Log) Stream() string { return l.cfg.Stream }
+
 func (l *Log) subject(sid string) string { return l.cfg.SubjectPrefix + "." + sid }
 
 // Msg builds the message of one record as the wire contract has it: its

@@ -88,8 +88,8 @@ type archiverJob struct {
 	done   chan struct{}
 }
 
-// newArchiver returns the archive the API serves: nil (no archive
-// operations) in cross-region mode, where the log is not a plain stream.
+// newArchiver returns the archive the API serves: in cross-region mode
+// delete alone (regionArchive).
 // With a retention, the archive is provisioned now, so that a
 // misconfiguration stops the start instead of every pass.
 func (m *Node) newArchiver(ctx context.Context, log session.Log, name string, logger *slog.Logger) (api.Archive, error) {
@@ -100,9 +100,10 @@ func (m *Node) newArchiver(ctx context.Context, log session.Log, name string, lo
 	}
 	if m.region != nil {
 		if c.SessionRetention > 0 || pol != nil {
-			return nil, errors.New("--session-retention and --retention-policy are not supported in cross-region mode yet: the other regions' mirrors would keep every session")
+			return nil, errors.New("--session-retention and --retention-policy are not supported in cross-region mode yet: the archive stream is not a region's asset")
 		}
-		return nil, nil
+		a := archive.New(m.stores, log, ledgerOnly{m.region.Ledger()}, archive.Options{Node: name, Logger: logger.With("component", "archiver")})
+		return regionArchive{a}, nil
 	}
 	acfg := jetstream.NewArchiveConfig(m.jsCfg)
 	acfg.SetStream(c.ArchiveStream)

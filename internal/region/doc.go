@@ -61,4 +61,14 @@
 // into the home every entry it holds that the home lacks — unchanged, so
 // each comes back as the branch it was; ids are immutable, so the merge is a
 // set union — merges cursors, and recreates the copy as a mirror of the home.
+//
+// # Erasure
+//
+// A delete erases the home's stream and appends the notice; mirrors copy
+// the notice, not the erasure, so every Node erases its region's own copy
+// when its Stores apply a notice (erase.go). The ledger of erasures, beside
+// the record in the tie-breaker's cluster, outlives either main region:
+// Nodes reconcile their copy against it at start and at every new wiring
+// (a new home erases what the lost one erased but never sent), and a
+// failback merges nothing it names.
 package region

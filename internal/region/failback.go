@@ -82,6 +82,15 @@ func (a *Admin) Failback(ctx context.Context, from string) (FailbackReport, erro
 		rep.SharedShards = sharedBy
 	}
 	src, home := rec.Assets(a.Base, from), rec.Assets(a.Base, rec.Home)
+	// What was erased, in either region, stays erased.
+	lines, err := jetstream.ReadLedger(ctx, a.JS, LedgerBucket(a.RecordBucket))
+	if err != nil {
+		return rep, err
+	}
+	erased := make(map[string]time.Time, len(lines))
+	for _, l := range lines {
+		erased[l.Session] = l.At
+	}
 
 	// Every shard is merged before any is replaced by a mirror: a rerun
 	// after a stop half-way merges what is left, and the cursors go with
@@ -103,7 +112,7 @@ func (a *Admin) Failback(ctx context.Context, from string) (FailbackReport, erro
 			case !ss.Exists || ss.MirrorOf == hk.Stream:
 				a.Progress("%s is already replaced (%s); nothing to merge", sk.Stream, orNone(ss.MirrorOf, "gone"))
 			default:
-				st, err := a.merge(ctx, ss, src, home, k, sharedBy[k])
+				st, err := a.merge(ctx, ss, src, home, k, sharedBy[k], erased)
 				mu.Lock()
 				rep.Stats.add(st)
 				rep.Merged = true
@@ -189,7 +198,7 @@ func (a *Admin) probeReturning(ctx context.Context, stream string) (jetstream.St
 // merge fences shard k's stream of the region (with shard 0, its cursor
 // bucket too) and merges what it holds after shared into the home's shard
 // k, and, with shard 0, the cursors.
-func (a *Admin) merge(ctx context.Context, ss jetstream.StreamState, src, home jetstream.Config, k int, shared uint64) (MergeStats, error) {
+func (a *Admin) merge(ctx context.Context, ss jetstream.StreamState, src, home jetstream.Config, k int, shared uint64, erased map[string]time.Time) (MergeStats, error) {
 	sk, hk := src.Shard(k), home.Shard(k)
 	if ss.MirrorOf == "" && !ss.Sealed {
 		what := sk.Stream
@@ -202,7 +211,7 @@ func (a *Admin) merge(ctx context.Context, ss jetstream.StreamState, src, home j
 		}
 	}
 	a.Progress("merging the entries of %s after sequence %d into %s", sk.Stream, shared, hk.Stream)
-	st, err := mergeSessions(ctx, jetstream.NewLog(a.JS, sk), jetstream.NewLog(a.JS, hk), shared)
+	st, err := mergeSessions(ctx, jetstream.NewLog(a.JS, sk), jetstream.NewLog(a.JS, hk), shared, erased)
 	if err != nil || k != 0 {
 		return st, err
 	}
@@ -215,7 +224,7 @@ func (a *Admin) merge(ctx context.Context, ss jetstream.StreamState, src, home j
 	if err != nil {
 		return st, err
 	}
-	return st, mergeCursors(ctx, srcCur, homeCur, &st)
+	return st, mergeCursors(ctx, srcCur, homeCur, erased, &st)
 }
 
 func staleNames(r *Record) []string {

@@ -46,6 +46,9 @@ type Feed struct {
 	store    follower                   // the Store's
 	views    []*follower                // others' (View), each deciding for itself
 	onSwitch func(kept bool, at uint64) // tells the Node (and its log) what the Store's did
+	// onErase hears of every erasure notice the Store applies, with the
+	// stream that delivered it: the Node erases the region's own copy.
+	onErase func(src Source, n session.PurgeNotice)
 }
 
 // follower is one reader of a Feed: the decision of the switches it has not
@@ -166,6 +169,13 @@ func (f *Feed) follow(ctx context.Context, w *follower, from uint64, apply func(
 			if err := apply(recs); err != nil {
 				return err
 			}
+			if w == &f.store && f.onErase != nil {
+				for _, r := range recs {
+					if n, ok := eraseNotice(r); ok {
+						f.onErase(src, n)
+					}
+				}
+			}
 			applied = recs[len(recs)-1].Seq
 			return nil
 		})
@@ -265,4 +275,16 @@ func (f *Feed) MaxBatch() int {
 		return 1
 	}
 	return src.MaxBatch()
+}
+
+// eraseNotice decodes r as an erasure notice.
+func eraseNotice(r session.Stored) (session.PurgeNotice, bool) {
+	if r.Session != session.PurgeToken {
+		return session.PurgeNotice{}, false
+	}
+	n, ok := session.ParseNotice(r.Data)
+	if !ok || !n.Erase || session.ValidSessionID(n.Session) != nil {
+		return session.PurgeNotice{}, false
+	}
+	return n, true
 }

@@ -23,8 +23,11 @@ type MergeStats struct {
 	// Conflicts are entries whose id the home holds with other bytes: ids
 	// are drawn at random per session, so two regions taking writes at
 	// once may, very rarely, pick the same one. The home's is kept.
-	Conflicts     int `json:"conflicts"`
-	PurgeNotices  int `json:"purgeNotices"`  // purges in the old stream, not replayed (a merge only adds)
+	Conflicts    int `json:"conflicts"`
+	PurgeNotices int `json:"purgeNotices"` // purges in the old stream, not replayed (a merge only adds)
+	// Erased are records of erased sessions (the ledger's), not merged:
+	// a failback brings back nothing a delete erased, in either region.
+	Erased        int `json:"erased"`
 	Cursors       int `json:"cursors"`       // cursors copied or moved forward
 	CursorsKept   int `json:"cursorsKept"`   // cursors the home had newer
 	VerifiedTotal int `json:"verifiedTotal"` // entries checked present in the home afterwards
@@ -39,6 +42,7 @@ func (s *MergeStats) add(o MergeStats) {
 	s.Present += o.Present
 	s.Conflicts += o.Conflicts
 	s.PurgeNotices += o.PurgeNotices
+	s.Erased += o.Erased
 	s.Cursors += o.Cursors
 	s.CursorsKept += o.CursorsKept
 	s.VerifiedTotal += o.VerifiedTotal
@@ -49,8 +53,10 @@ func (s *MergeStats) add(o MergeStats) {
 // src's order per session — so each appears in dst's tree where it was, as
 // a branch beside what dst gained meanwhile. Ids are immutable, so this is
 // a set union per session: nothing is stored twice, however often it runs.
-// It checks afterwards that every entry it read is in dst.
-func mergeSessions(ctx context.Context, src, dst *jetstream.Log, after uint64) (MergeStats, error) {
+// It checks afterwards that every entry it read is in dst. Records of a
+// session erased (erased: when, by the ledger of erasures) stored at or
+// before its erasure are left out.
+func mergeSessions(ctx context.Context, src, dst *jetstream.Log, after uint64, erased map[string]time.Time) (MergeStats, error) {
 	var st MergeStats
 	bySession := map[string][]session.Stored{}
 	var order []string
@@ -59,6 +65,10 @@ func mergeSessions(ctx context.Context, src, dst *jetstream.Log, after uint64) (
 			st.Scanned++
 			if r.Session == session.PurgeToken {
 				st.PurgeNotices++
+				continue
+			}
+			if at, ok := erased[r.Session]; ok && !r.Time.After(at) {
+				st.Erased++
 				continue
 			}
 			if bySession[r.Session] == nil {
@@ -233,13 +243,17 @@ func headers(recs []session.Record) int {
 
 // mergeCursors copies into dst every cursor of src that dst lacks, and
 // moves forward those src set later (by their updatedAt) than dst's. A
-// cursor src deleted is not deleted in dst: a merge only adds.
-func mergeCursors(ctx context.Context, src, dst *jetstream.Cursors, st *MergeStats) error {
+// cursor src deleted is not deleted in dst: a merge only adds. The
+// cursors of an erased session set before its erasure are left out.
+func mergeCursors(ctx context.Context, src, dst *jetstream.Cursors, erased map[string]time.Time, st *MergeStats) error {
 	all, err := src.All(ctx)
 	if err != nil {
 		return err
 	}
 	for _, e := range all {
+		if at, ok := erased[e.Session]; ok && !e.UpdatedAt.After(at) {
+			continue
+		}
 		for attempt := 0; ; attempt++ {
 			cur, err := dst.Get(ctx, e.Session, e.Client)
 			var expect uint64

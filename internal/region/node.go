@@ -95,6 +95,10 @@ type Node struct {
 	Cursors *Cursors
 
 	reg *Registry
+	// ledger is the ledger of erasures; erasing, the jobs that erase
+	// from the region's copy what the home erased (erase.go).
+	ledger  *jetstream.Ledger
+	erasing eraseQueue
 
 	mu    sync.Mutex
 	rec   Record
@@ -136,12 +140,15 @@ func (n *Node) Open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	n.ledger = jetstream.NewLedger(n.JS, LedgerBucket(n.RecordBucket), n.RecordCluster, max(n.RecordReplicas, 1))
+	n.erasing.wake = make(chan struct{}, 1)
 	n.Logs, n.Feeds = nil, nil
 	for k := range rec.ShardCount() {
 		f := newFeed()
 		f.onSwitch = func(kept bool, at uint64) {
 			n.Logger.Info("region: the Store follows another stream now", logKeyShard, k, logKeyKept, kept, logKeyApplied, at)
 		}
+		f.onErase = n.noticeErased
 		n.Logs, n.Feeds = append(n.Logs, &Log{}), append(n.Feeds, f)
 	}
 	if rec, err = n.provision(ctx, rec); err != nil {
@@ -150,9 +157,12 @@ func (n *Node) Open(ctx context.Context) error {
 	n.apply(rec)
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	n.cancel, n.done = cancel, make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() { n.reg.Watch(wctx, n.Logger, n.apply) })
+	wg.Go(func() { n.eraseCopies(wctx) })
 	go func() {
-		defer close(n.done)
-		n.reg.Watch(wctx, n.Logger, n.apply)
+		wg.Wait()
+		close(n.done)
 	}()
 	return nil
 }
@@ -317,6 +327,9 @@ func (n *Node) apply(rec Record) {
 	default:
 		return
 	}
+	// A new wiring, a new look at the ledger: a region that has just
+	// become the home may hold what the lost home erased.
+	n.erasing.push(eraseJob{})
 	n.Logger.Info("region: wired", logKeyRegion, n.Region, logKeyRole, role, logKeyHome, rec.Home, logKeyEpoch, rec.Epoch,
 		logKeyReads, feed.Stream, logKeyWrites, home.Stream, "shards", len(n.Feeds))
 }

@@ -26,6 +26,7 @@ import (
 // Compile-time checks.
 var (
 	_ session.Log     = (*Log)(nil)
+	_ session.Eraser  = (*Log)(nil)
 	_ session.Cursors = (*Cursors)(nil)
 )
 
@@ -77,6 +78,17 @@ func (l *Log) Purge(ctx context.Context, sid string) error {
 		return err
 	}
 	return t.Purge(ctx, sid)
+}
+
+// Erase erases the session from the home region's stream; see
+// session.Eraser. The other regions erase their copies when the notice
+// reaches them (Node.eraseCopies).
+func (l *Log) Erase(ctx context.Context, sid string, expectLast uint64) (session.Erased, error) {
+	t, err := l.get()
+	if err != nil {
+		return session.Erased{}, err
+	}
+	return t.Erase(ctx, sid, expectLast)
 }
 
 // MaxBatch is the home stream's atomic batch limit.

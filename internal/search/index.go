@@ -666,8 +666,8 @@ func (x *Index) SetCwdSource(src func(sid string) (string, bool)) { x.cwdSource.
 // purge removes a purged session's documents: what an archived or erased
 // session leaves behind; erased reports an erasure's notice.
 func (x *Index) purge(b *bleve.Batch, r *session.Stored) (erased bool, err error) {
-	var n session.PurgeNotice
-	if json.Unmarshal(r.Data, &n) != nil || n.Session == "" {
+	n, ok := session.ParseNotice(r.Data)
+	if !ok {
 		return false, nil
 	}
 	v, err := x.idx.GetInternal([]byte(keyCwd + n.Session))

@@ -33,3 +33,12 @@ func EraseRecord(session string, upTo uint64) Record {
 	b, _ := json.Marshal(PurgeNotice{Session: session, UpTo: upTo, Erase: true})
 	return Record{Type: "purge", ID: session, Data: b}
 }
+
+// ParseNotice decodes the body of a purge or erasure notice; ok is false
+// for one without a session.
+func ParseNotice(data []byte) (n PurgeNotice, ok bool) {
+	if json.Unmarshal(data, &n) != nil || n.Session == "" {
+		return PurgeNotice{}, false
+	}
+	return n, true
+}

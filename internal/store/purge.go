@@ -1,7 +1,6 @@
 package store
 
 import (
-	"encoding/json"
 	"errors"
 
 	"github.com/pifleet/sessionlog/internal/session"
@@ -9,8 +8,8 @@ import (
 
 // applyPurge drops a purged session (a notice of Log.Purge).
 func (st *Store) applyPurge(r *session.Stored) {
-	var n session.PurgeNotice
-	if err := json.Unmarshal(r.Data, &n); err != nil || n.Session == "" {
+	n, ok := session.ParseNotice(r.Data)
+	if !ok {
 		st.skip(r, errors.New("malformed purge notice"))
 		return
 	}

@@ -6,9 +6,12 @@
 //
 // TestRegionFailover runs the scenario of docs/CROSS-REGION.md: writers in
 // both regions on twenty sessions; a failover refused while the home is
-// healthy; the read lag of the mirror region measured; the home region
+// healthy; the read lag of the mirror region measured; a delete through
+// the mirror region (the session gone from both regions' reads and
+// streams) and an archive pass refused; the home region
 // killed (SIGKILL); pi-ctl failover to the other region; writers go on
-// there; the old home brought back and pi-ctl failback; every acknowledged
+// there, and a delete in the new home; the old home brought back and pi-ctl
+// failback, which brings neither deleted session back; every acknowledged
 // entry then stored exactly once and every session holding both regions'
 // entries, the ones only the old home had as the branches they were.
 //

@@ -59,6 +59,19 @@ func TestRegionFailover(t *testing.T) {
 
 	measureMirrorLag(t, ctx, a[0].base, b[0].base)
 
+	// A delete through the mirror region erases the session from both
+	// regions' copies; archiving is refused there. del2 waits for B.
+	del1, del2 := uuid.Must(uuid.NewV7()).String(), uuid.Must(uuid.NewV7()).String()
+	createSession(t, a[0].base, del1, "root")
+	createSession(t, a[0].base, del2, "root")
+	deleteSession(t, b[0].base, del1)
+	goneIn(t, ctx, del1, a[0], b[0])
+	archiveRefused(t, b[0].base)
+	testutil.WaitFor(t, time.Minute, testutil.Awaiting(del2+" mirrored to B", func() error {
+		_, err := entries(ctx, b[0].base, del2, 0)
+		return err
+	}))
+
 	// Twenty sessions, each with a writer in A and a writer in B.
 	sids := make([]string, sessions)
 	for i := range sids {
@@ -92,6 +105,10 @@ func TestRegionFailover(t *testing.T) {
 		rto.Round(time.Millisecond), foTook.Round(time.Millisecond), foStart.Sub(kill).Round(time.Millisecond), first)
 	t.Logf("MEASURED RPO: %d of %d entries acknowledged before the kill are missing in B before failback", len(rpo), total)
 
+	// A delete in the new home; A's old copy still holds the session.
+	deleteSession(t, b[0].base, del2)
+	goneIn(t, ctx, del2, b[0])
+
 	// Region A comes back: its nodes read from B until failback.
 	restart := time.Now()
 	top.restart(t, "A")
@@ -110,6 +127,10 @@ func TestRegionFailover(t *testing.T) {
 	stopWriters()
 
 	verify(t, ctx, top, writers, sids, rpo)
+	// Neither delete undone by the failback: A's copy is B's again.
+	for _, sid := range []string{del1, del2} {
+		goneIn(t, ctx, sid, a[0], b[0])
+	}
 	// The indexes went through the failover and the failback (A's,
 	// restarted on its old data dirs, read B's history): each session
 	// found once, in both regions.
