@@ -328,6 +328,33 @@ func (l *Log) Purge(ctx context.Context, sid string) error {
 	return nil
 }
 
+// PurgeCopy purges the session's records at or below upTo from the log's
+// stream, with no notice: a cross-region deployment's mirror region
+// purging its own copy as the home's purge notice says (mirrors copy the
+// notice, not the purge). Records above upTo (the session created again)
+// stay.
+func (l *Log) PurgeCopy(ctx context.Context, sid string, upTo uint64) error {
+	if err := session.ValidSessionID(sid); err != nil {
+		return fmt.Errorf("purge %s: %w", sid, err)
+	}
+	// A read first: the home's own stream, or a copy purged already by
+	// another node of the region, has nothing left to purge, and a purge is
+	// a Raft proposal on a replicated stream.
+	m, err := leaderGet(ctx, l.js, l.api, l.cfg.Stream, msgGetRequest{Seq: 1, NextFor: l.subject(sid)})
+	switch {
+	case isNotFound(err) || err == nil && m.Seq > upTo:
+		return nil
+	case err != nil:
+		err = translate(err, wire.ErrConflict)
+	default:
+		err = purgeSubject(ctx, l.js, l.api, l.cfg.Stream, l.subject(sid), upTo+1)
+	}
+	if err != nil {
+		return fmt.Errorf("purge %s from %s: %w", sid, l.cfg.Stream, err)
+	}
+	return nil
+}
+
 // notifyPurge publishes the purge notice session.PurgeRecord(sid, upTo)
 // on <prefix>._purge, with a message id that makes a repeated notice a
 // duplicate.

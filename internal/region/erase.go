@@ -14,7 +14,8 @@ import (
 // Erasure across regions. A delete erases the session from the home's
 // stream and appends the erasure notice there (jetstream.Log.Erase); the
 // mirrors copy the notice but not the erasure, so each region erases its
-// own copy when its Stores apply the notice. Before erasing, the delete
+// own copy when its Stores apply the notice (and purges it on a purge's
+// notice, a rolled-back import's). Before erasing, the delete
 // writes the session's line in the ledger of erasures, a bucket in the
 // tie-breaker's cluster: it outlives either main region. Against the
 // ledger every node reconciles its region's copy when it starts and when
@@ -30,13 +31,14 @@ func LedgerBucket(recordBucket string) string { return recordBucket + "_ERASED" 
 // cluster), for the node's delete.
 func (n *Node) Ledger() *jetstream.Ledger { return n.ledger }
 
-// eraseJob is the erasure of a session from the stream that delivered its
-// notice (src), or with src nil a reconcile of the region's copy against
-// the ledger.
+// eraseJob is the erasure (or the purge) of a session from the stream
+// that delivered its notice (src), or with src nil a reconcile of the
+// region's copy against the ledger.
 type eraseJob struct {
-	src  Source
-	sid  string
-	upTo uint64
+	src   Source
+	sid   string
+	upTo  uint64
+	purge bool // a purge notice (a rolled-back import): purged, not erased
 }
 
 // eraseQueue holds the jobs of the Node's eraser goroutine, unbounded: a
@@ -85,9 +87,10 @@ func (q *eraseQueue) done() {
 	q.jobs = q.jobs[1:]
 }
 
-// noticeErased queues the erasure of the notice's session from src.
-func (n *Node) noticeErased(src Source, no session.PurgeNotice) {
-	n.erasing.push(eraseJob{src: src, sid: no.Session, upTo: no.UpTo})
+// noticed queues the erasure, or the purge, of the notice's session from
+// src.
+func (n *Node) noticed(src Source, no session.PurgeNotice) {
+	n.erasing.push(eraseJob{src: src, sid: no.Session, upTo: no.UpTo, purge: !no.Erase})
 }
 
 // eraseCopies runs the queued jobs in order, each until it succeeds: an
@@ -126,6 +129,9 @@ func (n *Node) runErase(ctx context.Context, j eraseJob) error {
 	ml, ok := j.src.(*jetstream.MirrorLog)
 	if !ok {
 		return nil // not a stream (tests' sources)
+	}
+	if j.purge {
+		return ml.PurgeCopy(ctx, j.sid, j.upTo)
 	}
 	erased, err := ml.EraseCopy(ctx, j.sid, j.upTo, time.Time{}, false)
 	if erased > 0 {

@@ -25,6 +25,7 @@ import (
 //   - x, written in A while B is down (after the fork), erased in B after
 //     the failover: the failback merges nothing of it.
 //   - keep, written in A while B is down: merged by the failback as ever.
+//   - p, purged in A (a rolled-back import): B's copy purges it too.
 func TestEraseAcrossRegions(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a three-region supercluster")
@@ -35,8 +36,8 @@ func TestEraseAcrossRegions(t *testing.T) {
 	sc := startSupercluster(t, "A", "B", "T")
 	a := openShardedStack(t, sc, "A", "A", shards)
 	b := openShardedStack(t, sc, "B", "A", 0)
-	ids := sessionsOnEveryShard(t, shards+1)
-	d1, d2, x, keep := ids[0], ids[1], ids[2], ids[3]
+	ids := sessionsOnEveryShard(t, shards+2)
+	d1, d2, x, keep, p := ids[0], ids[1], ids[2], ids[3], ids[4]
 	for _, sid := range ids {
 		a.create(t, sid, "r1")
 		a.add(t, sid, "e1", "r1")
@@ -62,6 +63,12 @@ func TestEraseAcrossRegions(t *testing.T) {
 		}
 		return nil
 	})
+
+	// p: purged in A; B's copy follows.
+	testutil.WaitFor(t, 30*time.Second, func() error { return a.node.WriteLog().Purge(ctx, p) })
+	waitCopy(t, a, p, 0)
+	waitCopy(t, b, p, 0)
+	b.waitEntries(t, p, map[string]string{})
 
 	// B is lost; A erases d2 and writes x and keep; then A is lost.
 	sc.stop("B")

@@ -46,9 +46,10 @@ type Feed struct {
 	store    follower                   // the Store's
 	views    []*follower                // others' (View), each deciding for itself
 	onSwitch func(kept bool, at uint64) // tells the Node (and its log) what the Store's did
-	// onErase hears of every erasure notice the Store applies, with the
-	// stream that delivered it: the Node erases the region's own copy.
-	onErase func(src Source, n session.PurgeNotice)
+	// onNotice hears of every purge and erasure notice the Store applies,
+	// with the stream that delivered it: the Node purges or erases the
+	// region's own copy.
+	onNotice func(src Source, n session.PurgeNotice)
 }
 
 // follower is one reader of a Feed: the decision of the switches it has not
@@ -169,10 +170,10 @@ func (f *Feed) follow(ctx context.Context, w *follower, from uint64, apply func(
 			if err := apply(recs); err != nil {
 				return err
 			}
-			if w == &f.store && f.onErase != nil {
+			if w == &f.store && f.onNotice != nil {
 				for _, r := range recs {
-					if n, ok := eraseNotice(r); ok {
-						f.onErase(src, n)
+					if n, ok := notice(r); ok {
+						f.onNotice(src, n)
 					}
 				}
 			}
@@ -277,13 +278,13 @@ func (f *Feed) MaxBatch() int {
 	return src.MaxBatch()
 }
 
-// eraseNotice decodes r as an erasure notice.
-func eraseNotice(r session.Stored) (session.PurgeNotice, bool) {
+// notice decodes r as a purge or erasure notice.
+func notice(r session.Stored) (session.PurgeNotice, bool) {
 	if r.Session != session.PurgeToken {
 		return session.PurgeNotice{}, false
 	}
 	n, ok := session.ParseNotice(r.Data)
-	if !ok || !n.Erase || session.ValidSessionID(n.Session) != nil {
+	if !ok || session.ValidSessionID(n.Session) != nil {
 		return session.PurgeNotice{}, false
 	}
 	return n, true

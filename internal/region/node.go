@@ -148,7 +148,7 @@ func (n *Node) Open(ctx context.Context) error {
 		f.onSwitch = func(kept bool, at uint64) {
 			n.Logger.Info("region: the Store follows another stream now", logKeyShard, k, logKeyKept, kept, logKeyApplied, at)
 		}
-		f.onErase = n.noticeErased
+		f.onNotice = n.noticed
 		n.Logs, n.Feeds = append(n.Logs, &Log{}), append(n.Feeds, f)
 	}
 	if rec, err = n.provision(ctx, rec); err != nil {

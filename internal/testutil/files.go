@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // FilesHolding lists the files under dirs that hold any of needles, each
@@ -46,4 +47,25 @@ func FilesHolding(tb testing.TB, dirs []string, needles ...string) []string {
 		}
 	}
 	return found
+}
+
+// WaitFiles polls cond, which reads files (FilesHolding over data dirs),
+// once a second — WaitFor's 100 ms would read them ten times as often,
+// load the tests beside it feel — until it returns nil or timeout (scaled)
+// passes, then fails tb with cond's last error.
+func WaitFiles(tb testing.TB, timeout time.Duration, cond func() error) {
+	tb.Helper()
+	deadline := time.Now().Add(Scale(timeout))
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("not within %v: %v", Scale(timeout), err)
+		}
+		<-tick.C
+	}
 }

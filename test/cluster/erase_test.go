@@ -107,7 +107,7 @@ func TestEraseMarkers(t *testing.T) {
 	// The documented wait: each Store's next snapshot and each index's
 	// merge come at once; the stream group's Raft log keeps the appends
 	// until its next snapshot (minutes).
-	waitFiles(t, time.Minute, func() error {
+	testutil.WaitFiles(t, time.Minute, func() error {
 		var found []string
 		for _, f := range filesHolding(t, dirs, gone.marks(2)...) {
 			if !strings.Contains(f, "/_js_/") {
@@ -126,31 +126,10 @@ func TestEraseMarkers(t *testing.T) {
 	for _, d := range dirs {
 		raftDirs = append(raftDirs, filepath.Join(d, "jetstream", "$SYS", "_js_"))
 	}
-	waitFiles(t, raftCompaction, func() error {
+	testutil.WaitFiles(t, raftCompaction, func() error {
 		if found := filesHolding(t, raftDirs, gone.marks(2)...); len(found) > 0 {
 			return fmt.Errorf("after the delete, in the Raft logs: %s", strings.Join(found, "; "))
 		}
 		return nil
 	})
-}
-
-// waitFiles polls cond, which reads every file of the data dirs, once a
-// second (testutil.WaitFor's 100 ms would read them 2,000 times over the
-// Raft wait, load the process suites' other tests run beside), until it
-// returns nil or timeout (scaled) passes.
-func waitFiles(t *testing.T, timeout time.Duration, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(testutil.Scale(timeout))
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %v", testutil.Scale(timeout), err)
-		}
-		<-tick.C
-	}
 }

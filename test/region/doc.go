@@ -15,6 +15,10 @@
 // entry then stored exactly once and every session holding both regions'
 // entries, the ones only the old home had as the branches they were.
 //
+// TestRegionEraseMarkers is the marker test of a delete across regions: a
+// marker in a session's content found in both regions' files before, in
+// none after.
+//
 // TestRegionStartupWindow loses the home 0.5 s after the first write of a
 // new deployment and runs every operation twice; TestRegionMirrorIsHonest
 // checks what a mirror-region node says and serves while its mirror lacks

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/pifleet/sessionlog/internal/jetstream"
 	"github.com/pifleet/sessionlog/internal/proctest"
 	"github.com/pifleet/sessionlog/internal/testutil"
@@ -43,6 +45,7 @@ func deleteSession(t *testing.T, base, sid string) {
 // erased, not only dropped by the Stores.
 func goneIn(t *testing.T, ctx context.Context, sid string, nodes ...*node) {
 	t.Helper()
+	start := time.Now()
 	for _, n := range nodes {
 		testutil.WaitFor(t, time.Minute, testutil.Awaiting(sid+" gone from "+n.name+"'s reads", func() error {
 			_, err := entries(ctx, n.base, sid, 0)
@@ -66,6 +69,8 @@ func goneIn(t *testing.T, ctx context.Context, sid string, nodes ...*node) {
 			}
 			return fmt.Errorf("%s holds %d records of %s", cfg.Stream, len(recs), sid)
 		}))
+		t.Logf("MEASURED delete: %s gone from %s's reads and erased from %s %v after the check began (right after the delete's answer, or after the failback)",
+			sid, n.name, cfg.Stream, time.Since(start).Round(time.Millisecond))
 	}
 }
 
@@ -79,4 +84,62 @@ func archiveRefused(t *testing.T, base string) {
 	if err != nil || st != http.StatusBadRequest || !strings.Contains(string(body), "cross-region") {
 		t.Errorf("archive run in cross-region mode: %d %s %v, want 400 naming cross-region mode", st, body, err)
 	}
+}
+
+// TestRegionEraseMarkers is issue 37's marker test across regions: a
+// marker unique to a session's content is in files of both regions' nodes
+// (the streams, the Stores' snapshots) before its delete, and in none of
+// them after it and the documented wait (each Store's next snapshot, each
+// index's merge); the session beside it keeps its marker.
+func TestRegionEraseMarkers(t *testing.T) {
+	skipShort(t)
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	top := startTopology(t, 1, "--snapshot-interval", "1s")
+	a, b := top.regions["A"][0], top.regions["B"][0]
+	dirs := []string{a.dataDir, b.dataDir}
+	mark := func(sid string) string { return "MARKER-" + strings.ReplaceAll(sid[24:], "-", "") }
+	gone, kept := uuid.Must(uuid.NewV7()).String(), uuid.Must(uuid.NewV7()).String()
+	for _, sid := range []string{gone, kept} {
+		createMarked(t, a.base, sid, mark(sid))
+	}
+	// Before: in both regions' streams and Store snapshots, or the test
+	// could not fail there.
+	testutil.WaitFiles(t, time.Minute, func() error {
+		for _, d := range dirs {
+			found := strings.Join(testutil.FilesHolding(t, []string{d}, mark(gone)), "\n")
+			for _, want := range []string{"/streams/", "/store"} {
+				if !strings.Contains(found, want) {
+					return fmt.Errorf("no file of %s under %q holds the marker yet:\n%s", d, want, found)
+				}
+			}
+		}
+		return nil
+	})
+
+	deleteSession(t, b.base, gone) // through the mirror region
+	goneIn(t, ctx, gone, a, b)
+	testutil.WaitFiles(t, time.Minute, func() error {
+		if found := testutil.FilesHolding(t, dirs, mark(gone)); len(found) > 0 {
+			return fmt.Errorf("after the delete: %s", strings.Join(found, "; "))
+		}
+		return nil
+	})
+	for _, d := range dirs {
+		if found := testutil.FilesHolding(t, []string{d}, mark(kept)); len(found) == 0 {
+			t.Fatalf("the session beside the erased one is in no file of %s any more", d)
+		}
+	}
+}
+
+// createMarked creates sid through base with a root and two entries whose
+// text holds marker.
+func createMarked(t *testing.T, base, sid, marker string) {
+	t.Helper()
+	es := []proctest.Entry{proctest.NewEntry("root", "", "root of "+sid+" "+marker, time.Now())}
+	for i := 1; i < 3; i++ {
+		es = append(es, proctest.NewEntry(fmt.Sprintf("e%d", i), es[i-1].ID, "entry "+marker, time.Now()))
+	}
+	createEntries(t, base, sid, es)
 }

@@ -128,6 +128,13 @@ func createChain(t *testing.T, base, sid, root string, n int) uint64 {
 	for i := 1; i < n; i++ {
 		es = append(es, proctest.NewEntry(fmt.Sprintf("%s-%d", root, i), es[i-1].ID, "entry of "+sid, time.Now()))
 	}
+	return createEntries(t, base, sid, es)
+}
+
+// createEntries creates sid through base with entries es (one atomic
+// batch) and returns the session's last sequence.
+func createEntries(t *testing.T, base, sid string, es []proctest.Entry) uint64 {
+	t.Helper()
 	body, _ := json.Marshal(map[string]any{
 		"header":  map[string]any{"type": "session", "version": 3, "id": sid, "cwd": "/work", "timestamp": "2026-11-30T10:00:00.000Z"},
 		"entries": es,

@@ -28,7 +28,13 @@ func regionStream(region string, k int) string {
 func pileAndSpread(t *testing.T, ctx context.Context, top *topology, region string, shards int) {
 	t.Helper()
 	nc, js := connectJS(t, top.regions[region][0].natsURL)
+	// Every request of a poll is bounded: a stepdown sent to a leader that
+	// has just stepped down (the nodes balance meanwhile) gets no answer,
+	// and a poll waiting on the test's context would wait for minutes.
+	const ask = 5 * time.Second
 	leaders := func() ([]string, error) {
+		ctx, cancel := context.WithTimeout(ctx, ask)
+		defer cancel()
 		out := make([]string, shards)
 		for k := range shards {
 			s, err := js.Stream(ctx, regionStream(region, k))
@@ -57,8 +63,11 @@ func pileAndSpread(t *testing.T, ctx context.Context, top *topology, region stri
 			}
 			piled = false
 			body := fmt.Appendf(nil, `{"placement":{"preferred":%q}}`, target)
-			if _, err := nc.RequestWithContext(ctx, "$JS.API.STREAM.LEADER.STEPDOWN."+regionStream(region, k), body); err != nil {
-				return err
+			rctx, cancel := context.WithTimeout(ctx, ask)
+			_, err := nc.RequestWithContext(rctx, "$JS.API.STREAM.LEADER.STEPDOWN."+regionStream(region, k), body)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("stepdown of %s to %s: %w", regionStream(region, k), target, err)
 			}
 		}
 		if !piled {

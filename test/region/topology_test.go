@@ -29,6 +29,7 @@ type node struct {
 	region  string
 	base    string // http://127.0.0.1:port
 	natsURL string // its embedded server's client URL
+	dataDir string
 }
 
 // topology is two regions of pi-nodes and the tie-breaker, a nats-server.
@@ -75,10 +76,11 @@ func regionShards() (int, error) {
 	return n, nil
 }
 
-// startTopology starts regions A and B with n pi-nodes each (home A) and
-// the tie-breaker T, all at once — the JetStream meta group needs a
-// majority of all of them — and waits until every node is ready.
-func startTopology(t *testing.T, n int) *topology {
+// startTopology starts regions A and B with n pi-nodes each (home A),
+// each with the flags extra as well, and the tie-breaker T, all at once —
+// the JetStream meta group needs a majority of all of them — and waits
+// until every node is ready.
+func startTopology(t *testing.T, n int, extra ...string) *topology {
 	t.Helper()
 	type ports struct{ http, client, route, gateway int }
 	regions := []string{"A", "B"}
@@ -109,7 +111,7 @@ func startTopology(t *testing.T, n int) *topology {
 			name := fmt.Sprintf("%s%d", strings.ToLower(r), i+1)
 			dataDir := t.TempDir() // before proctest.New: the dir must outlive the process
 			nd := &node{name: name, region: r, base: fmt.Sprintf("http://127.0.0.1:%d", p.http),
-				natsURL: fmt.Sprintf("nats://127.0.0.1:%d", p.client)}
+				natsURL: fmt.Sprintf("nats://127.0.0.1:%d", p.client), dataDir: dataDir}
 			args := []string{"--node-name", name,
 				"--region", r,
 				"--home-region", "A",
@@ -127,6 +129,7 @@ func startTopology(t *testing.T, n int) *topology {
 			if k := shardsPerRegion(t); k > 1 {
 				args = append(args, "--shards", strconv.Itoa(k))
 			}
+			args = append(args, extra...)
 			nd.Proc = proctest.New(t, name, piNodeBin, args...)
 			top.regions[r] = append(top.regions[r], nd)
 		}
