@@ -2,6 +2,8 @@ package testutil
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -68,4 +70,17 @@ func WaitFiles(tb testing.TB, timeout time.Duration, cond func() error) {
 		}
 		<-tick.C
 	}
+}
+
+// WriteKeyFile writes an encryption key file into dir as pi-ctl
+// gen-secrets does (64 hex digits, mode 0600) and returns its path.
+func WriteKeyFile(tb testing.TB, dir, name string) string {
+	tb.Helper()
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(hex.EncodeToString(b)+"\n"), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	return p
 }

@@ -5,11 +5,8 @@ package cluster
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -23,13 +20,7 @@ import (
 // writeKey writes a key file as pi-ctl gen-secrets does: 64 hex digits.
 func writeKey(t *testing.T, dir, name string) string {
 	t.Helper()
-	b := make([]byte, 32)
-	_, _ = rand.Read(b)
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, []byte(hex.EncodeToString(b)+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return testutil.WriteKeyFile(t, dir, name)
 }
 
 // filesHolding lists the files under dirs that hold any of needles, with

@@ -17,7 +17,8 @@
 //
 // TestRegionEraseMarkers is the marker test of a delete across regions: a
 // marker in a session's content found in both regions' files before, in
-// none after.
+// none after. TestRegionEncryptionMarkers: with --encryption-key-file, in
+// none at all.
 //
 // TestRegionStartupWindow loses the home 0.5 s after the first write of a
 // new deployment and runs every operation twice; TestRegionMirrorIsHonest
