@@ -103,6 +103,8 @@ func (m *Node) newArchiver(ctx context.Context, log session.Log, name string, lo
 			return nil, errors.New("--session-retention and --retention-policy are not supported in cross-region mode yet: the archive stream is not a region's asset")
 		}
 		a := archive.New(m.stores, log, ledgerOnly{m.region.Ledger()}, archive.Options{Node: name, Logger: logger.With("component", "archiver")})
+		// Its metrics (pi_sessions_erased_total); it runs no passes.
+		m.archiver = &archiverJob{a: a}
 		return regionArchive{a}, nil
 	}
 	acfg := jetstream.NewArchiveConfig(m.jsCfg)

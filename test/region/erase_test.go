@@ -123,6 +123,9 @@ func TestRegionEraseMarkers(t *testing.T) {
 
 	deleteSession(t, b.base, gone) // through the mirror region
 	goneIn(t, ctx, gone, a, b)
+	if got, err := proctest.Metrics(b.base); err != nil || got["pi_sessions_erased_total"] != 1 {
+		t.Errorf("b1's pi_sessions_erased_total after its delete: %v (%v), want 1", got["pi_sessions_erased_total"], err)
+	}
 	testutil.WaitFiles(t, time.Minute, func() error {
 		if found := testutil.FilesHolding(t, dirs, mark(gone)); len(found) > 0 {
 			return fmt.Errorf("after the delete: %s", strings.Join(found, "; "))
