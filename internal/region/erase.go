@@ -52,8 +52,10 @@ type eraseQueue struct {
 func (q *eraseQueue) push(j eraseJob) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if j.src == nil && len(q.jobs) > 0 && q.jobs[len(q.jobs)-1].src == nil {
-		return // one reconcile queued is as good as two
+	if j.src == nil && len(q.jobs) > 1 && q.jobs[len(q.jobs)-1].src == nil {
+		// One reconcile waiting is as good as two (the first job may be
+		// running, having read the ledger and record already: never that).
+		return
 	}
 	q.jobs = append(q.jobs, j)
 	select {
@@ -122,10 +124,16 @@ func (n *Node) eraseCopies(ctx context.Context) {
 	}
 }
 
+// eraseTimeout bounds one erasure (or purge) of a copy, and one line of a
+// reconcile: a request without an answer must not hold up the jobs behind.
+const eraseTimeout = time.Minute
+
 func (n *Node) runErase(ctx context.Context, j eraseJob) error {
 	if j.src == nil {
 		return n.reconcileErasures(ctx)
 	}
+	ctx, cancel := context.WithTimeout(ctx, eraseTimeout)
+	defer cancel()
 	ml, ok := j.src.(*jetstream.MirrorLog)
 	if !ok {
 		return nil // not a stream (tests' sources)
@@ -166,7 +174,9 @@ func (n *Node) reconcileErasures(ctx context.Context) error {
 	total := 0
 	for _, line := range lines {
 		l := jetstream.NewLog(js, feed.Shard(m.Of(line.Session)))
-		erased, err := l.EraseCopy(ctx, line.Session, math.MaxUint64, line.At, home)
+		lctx, cancel := context.WithTimeout(ctx, eraseTimeout)
+		erased, err := l.EraseCopy(lctx, line.Session, math.MaxUint64, line.At, home)
+		cancel()
 		total += erased
 		if err != nil {
 			errs = append(errs, err)
