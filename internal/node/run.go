@@ -438,11 +438,13 @@ func (m *Node) Fatal() <-chan string { return m.fatal }
 // second signal), the time a load balancer or Kubernetes' endpoints take
 // to stop sending any; Close then does the rest.
 func (m *Node) LameDuck(ctx context.Context, delay time.Duration) error {
-	m.draining.Store(true)
-	m.Logger.Info("lame duck: not ready, withdrawing the NATS service, HTTP closing connections; stopping after the delay", "delay", delay)
+	// Connections close before /readyz says so: a client (or a probe)
+	// that sees the node not ready must find its connections closing.
 	if m.http != nil {
 		m.http.SetKeepAlivesEnabled(false)
 	}
+	m.draining.Store(true)
+	m.Logger.Info("lame duck: not ready, withdrawing the NATS service, HTTP closing connections; stopping after the delay", "delay", delay)
 	var err error
 	if m.micro != nil {
 		err = m.micro.Stop() // waits for the handlers in flight
